@@ -1,0 +1,36 @@
+/* MPI world: ranks, the node-local rank (for GPU choice), a duplicated communicator for parallel-HDF5
+ * I/O (the prefetch thread's collectives must never interleave with the main thread's gradient
+ * collectives on one communicator), gradient all-reduce and the float64 stat sync. Also runs without
+ * mpirun as a single process (Open MPI singleton). */
+#ifndef HS_COMM_H
+#define HS_COMM_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "backend/backend.h"
+
+typedef struct hs_comm {
+    int rank, size;             /* world */
+    int local_rank, local_size; /* on this node (MPI_COMM_TYPE_SHARED) */
+    MPI_Comm world;             /* dup of MPI_COMM_WORLD, errors returned */
+    MPI_Comm node;
+    MPI_Comm io;                /* dup for HDF5 collective I/O (prefetch thread only) */
+} hs_comm;
+
+/* MPI_Init_thread(MPI_THREAD_MULTIPLE); fatal if the library cannot provide it. */
+void hs_comm_init(hs_comm *c, int *argc, char ***argv);
+void hs_comm_finalize(hs_comm *c);
+
+/* Sum float buffers over all ranks in place (device pointers of be; staged through host on the CPU
+ * backend it is direct). */
+void hs_comm_allreduce_sum_float(const hs_comm *c, float *buf, size_t n, const hs_backend *be);
+/* Sum a small float64 vector (fast stat sync: one call per update). */
+void hs_comm_allreduce_sum_double(const hs_comm *c, double *v, int n);
+void hs_comm_bcast_bytes(const hs_comm *c, void *buf, size_t bytes, int root);
+void hs_comm_barrier(const hs_comm *c);
+/* Logical AND / max over ranks of an int (agreeing on an error or a decision). */
+int hs_comm_all_true(const hs_comm *c, int value);
+long long hs_comm_max_ll(const hs_comm *c, long long value);
+
+#endif

@@ -1,0 +1,32 @@
+/* The prefetch thread: the only thread that calls HDF5. The main thread requests the micro-batches of
+ * an update (in the same order on every rank, so the collective reads match); the thread reads them
+ * into one of two slots while the main thread computes on the other. */
+#ifndef HS_DATA_PREFETCH_H
+#define HS_DATA_PREFETCH_H
+
+#include "data/sampler.h"
+#include "tasks/task.h"
+
+typedef struct hs_prefetch hs_prefetch;
+
+/* A filled slot: n micro-batches, bufs[i] holds ranges[i] (count 0 = EMPTY, buffer unused). */
+typedef struct hs_prefetch_slot {
+    hs_split split;
+    int n;
+    hs_range *ranges;
+    void **bufs;
+} hs_prefetch_slot;
+
+/* max_count: largest micro-batch; max_per_request: most micro-batches in one request (update_freq). */
+hs_prefetch *hs_prefetch_start(hs_task *task, int max_count, int max_per_request);
+/* Queue a read of n micro-batches (returns at once; at most 2 requests outstanding, blocks if full). */
+void hs_prefetch_request(hs_prefetch *pf, hs_split split, const hs_range *ranges, int n);
+/* Wait for the oldest outstanding request; the slot stays valid until hs_prefetch_release. */
+hs_prefetch_slot *hs_prefetch_wait(hs_prefetch *pf);
+void hs_prefetch_release(hs_prefetch *pf, hs_prefetch_slot *slot);
+/* Seconds the main thread spent blocked in hs_prefetch_wait (I/O not hidden by compute). */
+double hs_prefetch_stall_seconds(const hs_prefetch *pf);
+/* Finish outstanding requests and join the thread. */
+void hs_prefetch_stop(hs_prefetch *pf);
+
+#endif

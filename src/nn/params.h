@@ -1,0 +1,46 @@
+/* The parameter table: every trainable tensor of a model, by its PyTorch state_dict name, lives in one
+ * flat device allocation (data) with gradients in a second of the same layout (grad). The table drives
+ * allocation, initialisation, checkpoints, the one gradient all-reduce and the optimizers. */
+#ifndef HS_NN_PARAMS_H
+#define HS_NN_PARAMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+
+#define HS_MAX_DIMS 4
+#define HS_NAME_MAX 128
+
+typedef struct hs_tensor_info {
+    char name[HS_NAME_MAX]; /* PyTorch name, e.g. "conv1.weight" */
+    int ndim;
+    int64_t shape[HS_MAX_DIMS];
+    size_t numel;
+    size_t offset;     /* in floats, into data/grad; aligned to 16 floats */
+    int weight_decay;  /* 1 if weight decay applies (optimizers that exclude bias/LayerNorm use it) */
+} hs_tensor_info;
+
+typedef struct hs_params {
+    hs_tensor_info *tensors;
+    int count, capacity;
+    size_t total; /* floats in data (and grad), padding included */
+    float *data;  /* device */
+    float *grad;  /* device */
+    const hs_backend *be;
+} hs_params;
+
+/* Declare a tensor before hs_params_allocate; returns its index. */
+int hs_params_declare(hs_params *p, const char *name, int ndim, const int64_t *shape, int weight_decay);
+/* Allocate data and grad (zeroed) on the backend. */
+void hs_params_allocate(hs_params *p, const hs_backend *be);
+void hs_params_free(hs_params *p);
+/* Index of a tensor by name, -1 if absent. */
+int hs_params_find(const hs_params *p, const char *name);
+static inline float *hs_param_data(const hs_params *p, int i) { return p->data + p->tensors[i].offset; }
+static inline float *hs_param_grad(const hs_params *p, int i) { return p->grad + p->tensors[i].offset; }
+void hs_params_zero_grad(hs_params *p);
+/* Number of trainable values (padding excluded). */
+size_t hs_params_numel(const hs_params *p);
+
+#endif

@@ -1,0 +1,68 @@
+/* A task = dataset + model + metrics (HetSeq's Task). The trainer drives every task through this
+ * table; adding a task means writing one of these and registering it in src/tasks/registry.c
+ * (docs/adding-a-task.md). */
+#ifndef HS_TASKS_TASK_H
+#define HS_TASKS_TASK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "comm/comm.h"
+#include "config.h"
+#include "nn/params.h"
+
+typedef enum { HS_SPLIT_TRAIN = 0, HS_SPLIT_VALID = 1 } hs_split;
+
+/* Per-micro-batch statistics, summed over samples, all-reduced as one float64 vector per update
+ * (fast stat sync). Tasks may use extra[] for their own metrics and name them in stat_names. */
+#define HS_STAT_EXTRA 5
+typedef struct hs_stats {
+    double loss_sum;     /* sum over samples of the per-sample loss (nats) */
+    double sample_count; /* samples the loss is normalised by */
+    double correct;      /* correctly classified samples */
+    double extra[HS_STAT_EXTRA];
+} hs_stats;
+#define HS_STATS_NDOUBLE ((int)(sizeof(hs_stats) / sizeof(double)))
+
+/* What a forward/backward needs to key its dropout masks deterministically. */
+typedef struct hs_step_ctx {
+    uint64_t seed;
+    uint64_t update; /* 0-based number of the update being computed */
+    int training;    /* 0 = eval mode: dropout off */
+} hs_step_ctx;
+
+typedef struct hs_task hs_task;
+struct hs_task {
+    const char *name;
+    hs_params params;
+    void *impl;
+
+    /* ---- data ---------------------------------------------------------------------------------- */
+    int64_t (*num_samples)(hs_task *t, hs_split split);
+    /* Host bytes needed to hold one micro-batch of up to max_count samples. */
+    size_t (*batch_bytes)(hs_task *t, int max_count);
+    /* Read samples [first, first+count) of a split into host_buf. COLLECTIVE over the I/O
+     * communicator: every rank calls it the same number of times in the same order; count == 0 joins
+     * with an empty selection. Called only from the prefetch thread (HDF5 is not thread-safe). */
+    void (*read_batch)(hs_task *t, hs_split split, int64_t first, int count, void *host_buf);
+
+    /* ---- model --------------------------------------------------------------------------------- */
+    /* Forward + backward of one micro-batch: ACCUMULATES d(sum of per-sample losses)/d(params) into
+     * params.grad and adds the batch's sums into *stats. count > 0. */
+    void (*forward_backward)(hs_task *t, const void *host_buf, int64_t first, int count,
+                             const hs_step_ctx *ctx, hs_stats *stats);
+    /* Forward only in eval mode; adds into *stats. */
+    void (*evaluate)(hs_task *t, const void *host_buf, int64_t first, int count, hs_stats *stats);
+    /* Initialise parameters (PyTorch default initialisation for the task's layers) from seed. */
+    void (*init_params)(hs_task *t, uint64_t seed);
+    /* Names of extra[] stats for logs (NULL-terminated), may be NULL. */
+    const char *const *extra_stat_names;
+    void (*destroy)(hs_task *t);
+};
+
+/* Build the task named by config key `task` (data files are opened collectively on comm->io). */
+hs_task *hs_task_create(const hs_config *cfg, const hs_comm *comm, const hs_backend *be);
+void hs_task_destroy(hs_task *t);
+
+#endif

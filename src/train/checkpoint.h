@@ -1,0 +1,50 @@
+/* Checkpoints are HDF5 files readable by anyone (h5py, PyTorch). Layout in docs/checkpoint-format.md:
+ *   /model/<pytorch name>                 float32, the tensor's shape
+ *   /optimizer            attrs name, step; /optimizer/<state>/<pytorch name> float32
+ *   /train_state          attrs (hs_train_state fields)
+ *   /config               string: the effective configuration
+ * Written by rank 0 to "<name>.tmp", flushed and fsync'd, then renamed: a crash never leaves a
+ * half-written file under a checkpoint's name. */
+#ifndef HS_TRAIN_CHECKPOINT_H
+#define HS_TRAIN_CHECKPOINT_H
+
+#include <stdint.h>
+
+#include "nn/params.h"
+#include "optim/optimizer.h"
+
+/* Everything besides parameters and optimizer buffers that a bit-exact resume needs. */
+typedef struct hs_train_state {
+    int64_t epoch;            /* epoch in progress (1-based) */
+    int64_t updates_in_epoch; /* updates of `epoch` already done */
+    int64_t num_updates;      /* total updates done */
+    int64_t end_of_epoch;     /* 1 if saved at the end of `epoch` */
+    double lr_base, lr;       /* scheduler state */
+    /* cumulative meters since the start of training (HetSeq logs running averages) */
+    double meter_loss_sum, meter_sample_count, meter_gnorm_sum, meter_clip_count, meter_updates;
+    double train_wall;        /* seconds spent in updates */
+    uint64_t seed;
+} hs_train_state;
+
+/* Save to dir/name atomically (rank 0 only; the caller guarantees that). Parameters and optimizer
+ * state are downloaded from the device. opt may be NULL (weights only). */
+void hs_checkpoint_save(const char *dir, const char *name, const hs_params *params, const hs_optimizer *opt,
+                        const hs_train_state *state, const char *config_text);
+
+/* Load a checkpoint into params (every tensor of the table must be present with the same shape: a
+ * clear error otherwise), and optionally opt (state buffers, step), state and the stored config text
+ * (malloc'd, caller frees). Any rank may call it (read-only, serial HDF5 driver). */
+void hs_checkpoint_load(const char *path, hs_params *params, hs_optimizer *opt, hs_train_state *state,
+                        char **config_text);
+
+/* Read only the stored config text of a checkpoint (for `hetseq eval`). Caller frees. */
+char *hs_checkpoint_read_config(const char *path);
+
+/* Keep the newest `keep` files matching checkpoint_<epoch>_<updates>.h5 and checkpoint<epoch>.h5 in dir
+ * (by number, descending); delete older ones. keep <= 0: keep all. checkpoint_last.h5 is never removed. */
+void hs_checkpoint_prune(const char *dir, int keep);
+
+/* 1 if path exists and is a readable file. */
+int hs_file_exists(const char *path);
+
+#endif

@@ -1,0 +1,29 @@
+#include "util/log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static int g_log_rank = 0;
+
+void hs_log_set_rank(int rank) { g_log_rank = rank; }
+int hs_log_rank(void) { return g_log_rank; }
+
+void hs_log(const char *fmt, ...) {
+    if (g_log_rank != 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stdout, fmt, ap);
+    va_end(ap);
+    fputc('\n', stdout);
+    fflush(stdout);
+}
+
+void hs_warn(const char *fmt, ...) {
+    fprintf(stderr, "hetseq: warning: ");
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+}

@@ -1,0 +1,14 @@
+/* Logging: rank 0 prints progress; warnings are printed once by the rank that sees them. */
+#ifndef HS_UTIL_LOG_H
+#define HS_UTIL_LOG_H
+
+#include "util/check.h"
+
+void hs_log_set_rank(int rank);
+int hs_log_rank(void);
+/* Rank 0 only, to stdout, flushed. */
+void hs_log(const char *fmt, ...) HS_PRINTF(1, 2);
+/* Any rank, to stderr, prefixed "hetseq: warning:". */
+void hs_warn(const char *fmt, ...) HS_PRINTF(1, 2);
+
+#endif
