@@ -17,13 +17,22 @@ typedef struct hs_cfg_key {
     const char *path;        /* "optimizer.lr" or "seed" */
     hs_cfg_type type;
     const char *default_str; /* default as libconfig literal text: "0.25", "\"adam\"", "true", "[1]" */
-    double min, max;         /* numeric range (inclusive); for lists, per element; min > max: no range */
+    double min, max;         /* numeric range (inclusive); for lists, per element; min > max: no range;
+                              * +-INFINITY for a one-sided range (values must still be finite) */
     const char *choices;     /* strings: "|"-separated allowed values, or NULL */
     const char *doc;         /* one line for docs and --help-config */
+    unsigned open;           /* HS_CFG_OPEN_MIN / HS_CFG_OPEN_MAX: that bound is exclusive */
+    int list_len;            /* lists: required number of elements; 0 = any number >= 1 */
 } hs_cfg_key;
+
+#define HS_CFG_OPEN_MIN 1u
+#define HS_CFG_OPEN_MAX 2u
 
 extern const hs_cfg_key hs_cfg_schema[];
 extern const int hs_cfg_schema_count;
+
+/* The schema entry for a path ("optimizer.lr"), or NULL if the schema has no such key. */
+const hs_cfg_key *hs_cfg_schema_find(const char *path);
 
 /* Load and validate a file, then apply overrides ("group.key=value"). Errors end every rank via
  * hs_die_all (all ranks parse the same file). */

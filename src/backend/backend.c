@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "config.h"
+#include "build_config.h" /* HS_HAVE_CUDA */
 #include "util/check.h"
 #include "util/log.h"
 

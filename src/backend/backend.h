@@ -18,8 +18,12 @@ typedef struct hs_conv2d_shape {
     int oh, ow; /* = h-kh+1, w-kw+1 */
 } hs_conv2d_shape;
 
+/* Optimizer hyper-parameters arrive in double, as PyTorch keeps them as Python floats; a backend
+ * rounds each derived coefficient (1-beta, lr*wd, step size) to float once, as PyTorch does when it
+ * passes a scalar to an fp32 kernel. (Rounding beta2 = 0.999 to float first would make 1-beta2 off by
+ * 1.3e-5 relative.) */
 typedef struct hs_adam_hparams {
-    float lr, beta1, beta2, eps, weight_decay;
+    double lr, beta1, beta2, eps, weight_decay;
     int64_t step; /* 1-based step count after increment */
     int decoupled; /* 1: HetSeq/fairseq decoupled decay theta -= wd*lr*theta before the step (also AdamW) */
 } hs_adam_hparams;
@@ -89,15 +93,17 @@ typedef struct hs_backend {
     double (*sumsq)(const float *x, size_t n);
     void (*scale)(float *x, float a, size_t n);
     /* Adam (HetSeq / fairseq): m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; denom = sqrt(v) + eps;
-     * if decoupled and wd: p -= wd*lr*p; p -= lr*sqrt(1-b2^t)/(1-b1^t) * m/denom. */
+     * if decoupled and wd: p -= wd*lr*p; p -= lr*sqrt(1-b2^t)/(1-b1^t) * m/denom.
+     * Not decoupled: classic L2, g += wd*p before the moments. */
     void (*adam_update)(float *p, const float *g, float *m, float *v, size_t n, const hs_adam_hparams *h);
     /* Adadelta (torch): g += wd p; sq = rho sq + (1-rho) g^2; d = sqrt(acc+eps)/sqrt(sq+eps) g;
      * p -= lr d; acc = rho acc + (1-rho) d^2. */
-    void (*adadelta_update)(float *p, const float *g, float *sq, float *acc, size_t n, float lr, float rho,
-                            float eps, float weight_decay);
-    /* SGD (torch): g += wd p; if momentum: buf = momentum buf + g (buf = g at the first step); p -= lr*buf. */
-    void (*sgd_update)(float *p, const float *g, float *buf, size_t n, float lr, float momentum,
-                       float weight_decay, int first_step);
+    void (*adadelta_update)(float *p, const float *g, float *sq, float *acc, size_t n, double lr, double rho,
+                            double eps, double weight_decay);
+    /* SGD (torch): g += wd p; if momentum: buf = momentum buf + g (buf = g at the first step); p -= lr*buf.
+     * buf may be NULL when momentum == 0. */
+    void (*sgd_update)(float *p, const float *g, float *buf, size_t n, double lr, double momentum,
+                       double weight_decay, int first_step);
 } hs_backend;
 
 /* "cpu", "cuda" or "auto". "auto" picks CUDA when a GPU is usable, else the CPU (and says so);

@@ -8,6 +8,7 @@
 #ifndef HS_DATA_SAMPLER_H
 #define HS_DATA_SAMPLER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* One micro-batch: samples [first, first+count). count == 0 is an EMPTY (dummy) micro-batch that still

@@ -1,1 +1,61 @@
-/* placeholder: not yet written */
+#include "nn/params.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/check.h"
+
+#define HS_PARAM_ALIGN 16 /* floats: 64-byte alignment of every tensor for vector loads */
+
+int hs_params_declare(hs_params *p, const char *name, int ndim, const int64_t *shape, int weight_decay) {
+    if (p->data) HS_FATAL("declare every tensor before hs_params_allocate", "tensor %s declared late", name);
+    if (ndim < 1 || ndim > HS_MAX_DIMS) HS_FATAL(NULL, "tensor %s: %d dimensions", name, ndim);
+    if (strlen(name) >= HS_NAME_MAX) HS_FATAL(NULL, "tensor name too long: %s", name);
+    if (hs_params_find(p, name) >= 0) HS_FATAL(NULL, "tensor %s declared twice", name);
+    if (p->count == p->capacity) {
+        p->capacity = p->capacity ? 2 * p->capacity : 16;
+        HS_REALLOC(p->tensors, p->capacity);
+    }
+    hs_tensor_info *t = &p->tensors[p->count];
+    memset(t, 0, sizeof *t);
+    strcpy(t->name, name);
+    t->ndim = ndim;
+    t->numel = 1;
+    for (int d = 0; d < ndim; d++) {
+        t->shape[d] = shape[d];
+        t->numel *= (size_t)shape[d];
+    }
+    t->offset = p->total;
+    t->weight_decay = weight_decay;
+    p->total += (t->numel + HS_PARAM_ALIGN - 1) / HS_PARAM_ALIGN * HS_PARAM_ALIGN;
+    return p->count++;
+}
+
+void hs_params_allocate(hs_params *p, const hs_backend *be) {
+    p->be = be;
+    p->data = be->alloc(p->total * sizeof(float));
+    p->grad = be->alloc(p->total * sizeof(float));
+}
+
+void hs_params_free(hs_params *p) {
+    if (p->be) {
+        p->be->free(p->data);
+        p->be->free(p->grad);
+    }
+    free(p->tensors);
+    memset(p, 0, sizeof *p);
+}
+
+int hs_params_find(const hs_params *p, const char *name) {
+    for (int i = 0; i < p->count; i++)
+        if (strcmp(p->tensors[i].name, name) == 0) return i;
+    return -1;
+}
+
+void hs_params_zero_grad(hs_params *p) { p->be->zero(p->grad, p->total * sizeof(float)); }
+
+size_t hs_params_numel(const hs_params *p) {
+    size_t n = 0;
+    for (int i = 0; i < p->count; i++) n += p->tensors[i].numel;
+    return n;
+}

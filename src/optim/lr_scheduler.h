@@ -7,16 +7,32 @@
 
 #include "config.h"
 
+/* Schedules (n = updates done; the value is the lr of update n+1). docs/optimization.md has the table.
+ *   polynomial_decay  HetSeq/fairseq: warmup base·n/W for n <= W, then
+ *                     (base-end)·(1-(n-W)/(T-W))^power + end, end for n >= T
+ *   poly_warmup       NVIDIA BERT: p = (n+1)/T; base·p/wp for p < wp, else end + (base-end)·(1-p)^power
+ *   cosine            warmup base·n/W for n < W, then end + (base-end)·(1+cos(pi·(n-W)/(T-W)))/2, end for n >= T
+ *   inverse_sqrt      fairseq: warmup base·n/W for n < W, then base·sqrt(W/n)   (needs W >= 1)
+ *   constant          warmup base·n/W for n < W (if W > 0), then base */
 typedef struct hs_lr_scheduler {
     int kind;            /* internal enum */
+    const char *name;    /* the schedule's config name */
+    double init_lr;      /* optimizer.lr: the base every epoch restarts from without force_anneal */
     double base_lr;      /* current base (changes at epoch ends only with force_anneal) */
     double lr;           /* current lr */
     double end_lr, power;
+    double warmup_proportion; /* poly_warmup: warmup length as a fraction of total */
     int64_t warmup, total;
-    int force_anneal;    /* 0 = off */
+    int force_anneal;    /* polynomial_decay: from this epoch on, each epoch end re-bases on the current lr; 0 = off */
 } hs_lr_scheduler;
 
+/* From the experiment file: lr_scheduler.{name, warmup_updates, warmup_proportion, total_num_update,
+ * end_learning_rate, power, force_anneal}; the base lr is optimizer.lr. Sets s->lr = f(0). */
 void hs_lr_init(hs_lr_scheduler *s, const hs_config *cfg);
+/* The same without a config (tests, tools). An unknown name or an impossible combination ends every
+ * rank with a message naming the lr_scheduler key. */
+void hs_lr_init_params(hs_lr_scheduler *s, const char *name, double base_lr, int64_t warmup, double warmup_proportion,
+                       int64_t total, double end_lr, double power, int force_anneal);
 /* After update num_updates (0 at start): sets and returns the lr for the next update. */
 double hs_lr_step_update(hs_lr_scheduler *s, int64_t num_updates);
 /* At the end of epoch `epoch` (1-based), HetSeq's step(epoch): force_anneal handling, then

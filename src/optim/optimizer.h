@@ -8,24 +8,43 @@
 
 #define HS_OPTIM_MAX_STATES 3
 
+/* Which update rule; weight decay:
+ *   ADAM      HetSeq/fairseq Adam, decoupled decay p -= lr*wd*p on EVERY tensor (HetSeq has no exclusion)
+ *   ADAMW     torch.optim.AdamW, decoupled decay only on tensors whose weight_decay flag is set
+ *   ADADELTA  torch Adadelta, L2 decay (g += wd*p) on every tensor
+ *   SGD       torch SGD (momentum, dampening 0, no Nesterov), L2 decay on every tensor */
+typedef enum { HS_OPTIM_ADAM, HS_OPTIM_ADAMW, HS_OPTIM_ADADELTA, HS_OPTIM_SGD } hs_optim_kind;
+
 typedef struct hs_optimizer {
-    const char *name;             /* "adam" | "adadelta" | "sgd" (later "adamw", "lamb") */
+    const char *name;             /* "adam" | "adamw" | "adadelta" | "sgd" (later "lamb") */
+    hs_optim_kind kind;
     hs_params *params;
     int n_states;
     const char *state_names[HS_OPTIM_MAX_STATES]; /* PyTorch names: "exp_avg", "exp_avg_sq", "square_avg", "acc_delta", "momentum_buffer" */
-    float *state[HS_OPTIM_MAX_STATES];            /* device, params->total floats each */
+    float *state[HS_OPTIM_MAX_STATES];            /* device, params->total floats each (SGD without momentum: none) */
     int64_t step;                 /* number of steps taken */
-    /* hyper-parameters from the config */
-    float beta1, beta2, eps, weight_decay, rho, momentum;
+    /* hyper-parameters from the config (double, as PyTorch's Python floats; see backend.h) */
+    double beta1, beta2, eps, weight_decay, rho, momentum;
 } hs_optimizer;
 
+/* From the experiment file: optimizer.name, weight_decay, adam_betas, adam_eps (adam, adamw),
+ * adadelta_rho, adadelta_eps (adadelta), momentum (sgd). The learning rate is not stored here: the
+ * scheduler passes it to every step. Unknown or not-yet-available names end every rank with a message. */
 hs_optimizer *hs_optimizer_create(const hs_config *cfg, hs_params *params);
-/* One update with learning rate lr on params->grad (already averaged and clipped). */
+/* The same without a config (tests, tools). eps is the chosen optimizer's own epsilon; parameters an
+ * optimizer does not use are ignored. State buffers start at zero, step at 0. */
+hs_optimizer *hs_optimizer_create_named(const char *name, hs_params *params, double beta1, double beta2, double eps,
+                                        double weight_decay, double rho, double momentum);
+/* One update with learning rate lr on params->grad (already averaged and clipped): o->step += 1, then
+ * every tensor of the table is updated over its own elements (padding between tensors stays zero).
+ * Every tensor has a gradient here (zero if unused), so unlike PyTorch no parameter is skipped. */
 void hs_optimizer_step(hs_optimizer *o, double lr);
 void hs_optimizer_free(hs_optimizer *o);
 
-/* Global L2 norm of params->grad (double, fixed order); if max_norm > 0 and norm > max_norm, scale
- * the gradients by max_norm / (norm + 1e-6) (torch.nn.utils.clip_grad_norm_). Returns the pre-clip norm. */
+/* Global L2 norm of params->grad (sum of squares per tensor in double, tensors in table order); if
+ * max_norm > 0 and coef = max_norm / (norm + 1e-6) < 1, scale the gradients by coef
+ * (torch.nn.utils.clip_grad_norm_). max_norm <= 0: norm only. Returns the pre-clip norm (non-finite
+ * if a gradient is; then nothing is scaled and the caller decides). */
 double hs_clip_grad_norm(hs_params *p, double max_norm);
 
 #endif

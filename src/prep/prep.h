@@ -1,1 +1,11 @@
-/* placeholder: not yet written */
+/* `hetseq prep ...` subcommands. Each returns the process exit status. */
+#ifndef HS_PREP_PREP_H
+#define HS_PREP_PREP_H
+
+#include "comm/comm.h"
+
+/* hetseq prep mnist --in DIR --out FILE.h5 [--limit-train N] [--limit-test N]
+ * argv[0] is "mnist". Runs on rank 0 (other ranks wait); IDX files may be gzipped or not. */
+int hs_prep_mnist_main(int argc, char **argv, const hs_comm *comm);
+
+#endif

@@ -1,1 +1,126 @@
-/* placeholder: not yet written */
+/* The MNIST task: HetSeq's MNISTNet on an MNIST-format HDF5 file (`hetseq prep mnist`).
+ * Host micro-batch layout: images uint8[count,28,28] followed by labels uint8[count]. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/mnist.h"
+#include "models/cnn.h"
+#include "tasks/task.h"
+#include "util/check.h"
+#include "util/log.h"
+
+typedef struct mnist_task {
+    hs_mnist_file *file;
+    hs_cnn *model;
+    const hs_backend *be;
+    int max_batch;
+    float input_scale, input_shift; /* x = byte/255; (x - mean)/std = byte*scale + shift */
+    uint8_t *images_dev;  /* [max_batch*784] */
+    float *input_dev;     /* x[max_batch,1,28,28] */
+    int32_t *labels_host; /* [max_batch] */
+    int32_t *labels_dev;  /* [max_batch] */
+} mnist_task;
+
+static int split_index(hs_split split) { return split == HS_SPLIT_TRAIN ? 0 : 1; }
+
+static int64_t mnist_num_samples(hs_task *t, hs_split split) {
+    mnist_task *m = t->impl;
+    return hs_mnist_num_samples(m->file, split_index(split));
+}
+
+static size_t mnist_batch_bytes(hs_task *t, int max_count) {
+    (void)t;
+    return (size_t)max_count * (HS_MNIST_PIXELS + 1);
+}
+
+static void mnist_read_batch(hs_task *t, hs_split split, int64_t first, int count, void *host_buf) {
+    mnist_task *m = t->impl;
+    uint8_t *images = host_buf;
+    hs_mnist_read(m->file, split_index(split), first, count, images, images + (size_t)count * HS_MNIST_PIXELS);
+}
+
+/* Upload a host micro-batch and normalise it: input_dev[B,1,28,28], labels_dev[B]. */
+static void stage_batch(mnist_task *m, const void *host_buf, int count) {
+    const uint8_t *images = host_buf;
+    const uint8_t *labels = images + (size_t)count * HS_MNIST_PIXELS;
+    size_t n = (size_t)count * HS_MNIST_PIXELS;
+    m->be->upload(m->images_dev, images, n);
+    m->be->u8_to_float(m->input_dev, m->images_dev, n, m->input_scale, m->input_shift);
+    for (int i = 0; i < count; i++) m->labels_host[i] = labels[i];
+    m->be->upload(m->labels_dev, m->labels_host, (size_t)count * sizeof(int32_t));
+}
+
+static void mnist_forward_backward(hs_task *t, const void *host_buf, int64_t first, int count,
+                                   const hs_step_ctx *ctx, hs_stats *stats) {
+    mnist_task *m = t->impl;
+    stage_batch(m, host_buf, count);
+    hs_cnn_forward_backward(m->model, m->input_dev, m->labels_dev, count, first, ctx, stats);
+}
+
+static void mnist_evaluate(hs_task *t, const void *host_buf, int64_t first, int count, hs_stats *stats) {
+    (void)first;
+    mnist_task *m = t->impl;
+    stage_batch(m, host_buf, count);
+    hs_cnn_evaluate(m->model, m->input_dev, m->labels_dev, count, stats);
+}
+
+static void mnist_init_params(hs_task *t, uint64_t seed) {
+    mnist_task *m = t->impl;
+    hs_cnn_init_params(m->model, seed);
+}
+
+static void mnist_destroy(hs_task *t) {
+    mnist_task *m = t->impl;
+    hs_cnn_free(m->model);
+    hs_params_free(&t->params);
+    m->be->free(m->images_dev);
+    m->be->free(m->input_dev);
+    m->be->free(m->labels_dev);
+    free(m->labels_host);
+    hs_mnist_close(m->file);
+    free(m);
+    free(t);
+}
+
+hs_task *hs_mnist_task_create(const hs_config *cfg, const hs_comm *comm, const hs_backend *be) {
+    const char *path = hs_cfg_string(cfg, "data.path");
+    if (!*path)
+        hs_die_all("data.path is empty: set it to the HDF5 file made by `hetseq prep mnist --in DIR --out FILE.h5`");
+    const char *valid = hs_cfg_string(cfg, "data.valid_subset");
+    if (strcmp(valid, "valid") != 0 && strcmp(valid, "test") != 0)
+        hs_die_all("data.valid_subset = \"%s\": the MNIST file has a train and a test split; use \"test\" (or \"valid\", "
+                   "which means the same)",
+                   valid);
+    double std = hs_cfg_float(cfg, "data.std");
+    if (std <= 0) hs_die_all("data.std = %g must be > 0", std);
+
+    hs_task *t;
+    mnist_task *m;
+    HS_ALLOC(t, 1);
+    HS_ALLOC(m, 1);
+    t->name = "mnist";
+    t->impl = m;
+    m->be = be;
+    m->max_batch = (int)hs_cfg_int(cfg, "training.max_sentences");
+    m->input_scale = (float)(1.0 / (255.0 * std));
+    m->input_shift = (float)(-hs_cfg_float(cfg, "data.mean") / std);
+    m->file = hs_mnist_open(path, comm->io);
+    m->model = hs_cnn_create(&t->params, m->max_batch, (float)hs_cfg_float(cfg, "model.conv_dropout"),
+                             (float)hs_cfg_float(cfg, "model.fc_dropout"));
+    hs_params_allocate(&t->params, be);
+    hs_cnn_setup(m->model);
+    m->images_dev = be->alloc((size_t)m->max_batch * HS_MNIST_PIXELS);
+    m->input_dev = be->alloc((size_t)m->max_batch * HS_MNIST_PIXELS * sizeof(float));
+    m->labels_dev = be->alloc((size_t)m->max_batch * sizeof(int32_t));
+    HS_ALLOC(m->labels_host, m->max_batch);
+
+    t->num_samples = mnist_num_samples;
+    t->batch_bytes = mnist_batch_bytes;
+    t->read_batch = mnist_read_batch;
+    t->forward_backward = mnist_forward_backward;
+    t->evaluate = mnist_evaluate;
+    t->init_params = mnist_init_params;
+    t->extra_stat_names = NULL;
+    t->destroy = mnist_destroy;
+    return t;
+}

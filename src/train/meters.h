@@ -1,1 +1,35 @@
-/* placeholder: not yet written */
+/* Training meters, HetSeq-format log lines and the JSON-lines metrics file (rank 0). */
+#ifndef HS_TRAIN_METERS_H
+#define HS_TRAIN_METERS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tasks/task.h"
+#include "train/checkpoint.h"
+
+typedef struct hs_meters {
+    /* since the last log line */
+    double interval_loss_sum, interval_samples, interval_correct, interval_time;
+    int64_t interval_updates;
+    /* since the start of the epoch */
+    double epoch_start_time;
+    int64_t epoch_updates;
+    double start_time; /* process start, for `wall` */
+    FILE *metrics;     /* JSON lines, rank 0 only; NULL if off */
+} hs_meters;
+
+void hs_meters_init(hs_meters *m, const char *metrics_path, int resume);
+void hs_meters_close(hs_meters *m);
+void hs_meters_epoch_start(hs_meters *m);
+/* Account one update (global stats, pre-clip gnorm, whether it clipped, seconds it took) in the
+ * cumulative meters of *st and the interval meters. */
+void hs_meters_update(hs_meters *m, hs_train_state *st, const hs_stats *global, double gnorm, int clipped,
+                      double seconds);
+/* `| epoch 001:     10 / 469 loss=..., ...` (HetSeq's simple format) and a metrics record. */
+void hs_meters_log_train(hs_meters *m, const hs_train_state *st, int64_t index_in_epoch, int64_t updates_in_epoch,
+                         double lr, int world_size);
+void hs_meters_log_valid(hs_meters *m, const hs_train_state *st, const char *subset, const hs_stats *global,
+                         double seconds);
+
+#endif

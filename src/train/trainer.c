@@ -1,1 +1,313 @@
-/* placeholder: not yet written */
+/* The training loop (HetSeq's train.py main/train + Controller.train_step, on MPI):
+ *   for each epoch: shuffle batches (sampler), take this rank's shard, group update_freq micro-batches
+ *   for each update: forward/backward every micro-batch (sum of per-sample losses) -> one gradient
+ *     all-reduce -> one float64 stat all-reduce -> grad /= global sample count -> clip -> optimizer
+ *     step -> lr schedule; log, validate and checkpoint at their intervals.
+ * Deviation from HetSeq (docs/deviations.md): gradients are normalised by the real global number of
+ * samples, not by W*uf*len(sample[0][0]). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "data/prefetch.h"
+#include "data/sampler.h"
+#include "optim/lr_scheduler.h"
+#include "optim/optimizer.h"
+#include "train/checkpoint.h"
+#include "train/meters.h"
+#include "train/trainer.h"
+#include "util/check.h"
+#include "util/log.h"
+#include "util/timer.h"
+
+typedef struct trainer {
+    const hs_config *cfg;
+    const hs_comm *comm;
+    const hs_backend *be;
+    hs_task *task;
+    hs_optimizer *opt;
+    hs_lr_scheduler sched;
+    hs_sampler sampler;
+    hs_prefetch *pf;
+    hs_meters meters;
+    hs_train_state st;
+    char *config_text;
+    const char *save_dir;
+    int no_save, keep_last, max_per_request, max_sentences, log_interval;
+    int64_t max_epoch, max_update, save_interval, save_interval_updates, validate_interval,
+        validate_interval_updates;
+    double clip_norm;
+    const char *valid_subset;
+} trainer;
+
+static int update_freq_for_epoch(const hs_config *cfg, int64_t epoch) {
+    int n = hs_cfg_list_len(cfg, "training.update_freq");
+    int i = (int)(epoch - 1 < n - 1 ? epoch - 1 : n - 1);
+    return (int)hs_cfg_int_elem(cfg, "training.update_freq", i);
+}
+
+static void make_dir(const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s", dir);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(path, 0775) != 0 && errno != EEXIST)
+            hs_die("cannot create directory %s (%s): check checkpoint.save_dir", path, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(path, 0775) != 0 && errno != EEXIST)
+        hs_die("cannot create directory %s (%s): check checkpoint.save_dir", path, strerror(errno));
+}
+
+/* ---- checkpoints --------------------------------------------------------------------------------- */
+
+static void save(trainer *t, const char *name) {
+    if (t->no_save || t->comm->rank != 0) return;
+    double t0 = hs_now();
+    hs_checkpoint_save(t->save_dir, name, &t->task->params, t->opt, &t->st, t->config_text);
+    hs_checkpoint_save(t->save_dir, "checkpoint_last.h5", &t->task->params, t->opt, &t->st, t->config_text);
+    hs_checkpoint_prune(t->save_dir, t->keep_last);
+    hs_log("| saved checkpoint %s/%s (epoch %lld @ %lld updates) (writing took %.3f seconds)", t->save_dir, name,
+           (long long)t->st.epoch, (long long)t->st.num_updates, hs_now() - t0);
+}
+
+/* Rank 0 reads; everything is broadcast, so a node-local save_dir works too. Returns 1 if resumed. */
+static int restore(trainer *t) {
+    char last[4096];
+    snprintf(last, sizeof last, "%s/checkpoint_last.h5", t->save_dir);
+    const char *init = hs_cfg_string(t->cfg, "checkpoint.init_checkpoint");
+    int resume = t->comm->rank == 0 && hs_file_exists(last);
+    hs_comm_bcast_bytes(t->comm, &resume, sizeof resume, 0);
+    hs_params *p = &t->task->params;
+    if (resume) {
+        if (t->comm->rank == 0) {
+            hs_checkpoint_load(last, p, t->opt, &t->st, NULL);
+            hs_log("| resuming from %s (epoch %lld, %lld updates into it, %lld updates in all)", last,
+                   (long long)t->st.epoch, (long long)t->st.updates_in_epoch, (long long)t->st.num_updates);
+        }
+        hs_comm_bcast_bytes(t->comm, &t->st, sizeof t->st, 0);
+        hs_comm_bcast_bytes(t->comm, &t->opt->step, sizeof t->opt->step, 0);
+        for (int s = 0; s < t->opt->n_states; s++)
+            hs_comm_bcast_bytes(t->comm, t->opt->state[s], p->total * sizeof(float), 0);
+        t->sched.base_lr = t->st.lr_base;
+        t->sched.lr = t->st.lr;
+    } else if (*init) {
+        if (t->comm->rank == 0) {
+            if (!hs_file_exists(init))
+                hs_die("checkpoint.init_checkpoint = \"%s\": no such readable file", init);
+            hs_checkpoint_load(init, p, NULL, NULL, NULL);
+            hs_log("| initialised weights from %s", init);
+        }
+    }
+    /* Every rank starts from rank 0's weights (as DDP's constructor does). */
+    hs_comm_bcast_bytes(t->comm, p->data, p->total * sizeof(float), 0);
+    return resume;
+}
+
+/* ---- one update ------------------------------------------------------------------------------------ */
+
+static void train_update(trainer *t, hs_prefetch_slot *slot) {
+    double t0 = hs_now();
+    hs_params *p = &t->task->params;
+    hs_params_zero_grad(p);
+    hs_stats stats;
+    memset(&stats, 0, sizeof stats);
+    hs_step_ctx ctx = {.seed = t->st.seed, .update = (uint64_t)t->st.num_updates, .training = 1};
+    /* EMPTY micro-batches contribute zero gradient and zero counts but the rank still joins the
+     * collectives below, so every rank issues the same calls. */
+    for (int i = 0; i < slot->n; i++)
+        if (slot->ranges[i].count > 0)
+            t->task->forward_backward(t->task, slot->bufs[i], slot->ranges[i].first, slot->ranges[i].count, &ctx,
+                                      &stats);
+    hs_comm_allreduce_sum_float(t->comm, p->grad, p->total, t->be);
+    hs_comm_allreduce_sum_double(t->comm, (double *)&stats, HS_STATS_NDOUBLE); /* fast stat sync */
+    if (stats.sample_count > 0) t->be->scale(p->grad, (float)(1.0 / stats.sample_count), p->total);
+    double gnorm = hs_clip_grad_norm(p, t->clip_norm);
+    if (!isfinite(gnorm) || !isfinite(stats.loss_sum))
+        hs_die("training diverged at update %lld (loss sum %g, gradient norm %g): lower optimizer.lr or set "
+               "optimizer.clip_norm; the last checkpoint in %s is intact",
+               (long long)t->st.num_updates + 1, stats.loss_sum, gnorm, t->save_dir);
+    hs_optimizer_step(t->opt, t->st.lr);
+    t->st.num_updates++;
+    t->st.lr = hs_lr_step_update(&t->sched, t->st.num_updates);
+    t->st.lr_base = t->sched.base_lr;
+    hs_meters_update(&t->meters, &t->st, &stats, gnorm, t->clip_norm > 0 && gnorm > t->clip_norm, hs_now() - t0);
+}
+
+static void validate(trainer *t) {
+    double t0 = hs_now();
+    hs_stats global;
+    hs_evaluate_split(t->task, t->pf, t->comm, HS_SPLIT_VALID, t->max_sentences, t->max_per_request, &global);
+    hs_meters_log_valid(&t->meters, &t->st, t->valid_subset, &global, hs_now() - t0);
+}
+
+/* Runs (the rest of) epoch st.epoch. Returns 1 if the epoch ended, 0 if max_update stopped it. */
+static int train_epoch(trainer *t) {
+    int uf = update_freq_for_epoch(t->cfg, t->st.epoch);
+    int64_t shard_len = hs_sampler_shard_len(&t->sampler);
+    int64_t n_updates = hs_sampler_updates_per_epoch(&t->sampler, uf);
+    hs_range *shard;
+    HS_ALLOC(shard, shard_len);
+    hs_sampler_epoch_shard(&t->sampler, (int)t->st.epoch, shard);
+    hs_meters_epoch_start(&t->meters);
+
+    int64_t u = t->st.updates_in_epoch;
+#define REQUEST(k)                                                                                              \
+    hs_prefetch_request(t->pf, HS_SPLIT_TRAIN, shard + (k) * uf,                                                \
+                        (int)((k) * uf + uf <= shard_len ? uf : shard_len - (k) * uf))
+    int requested = 0;
+    if (u < n_updates) {
+        REQUEST(u);
+        requested = 1;
+    }
+    int stopped = 0;
+    while (u < n_updates) {
+        int64_t next_num = t->st.num_updates + 1;
+        int stop_after = t->max_update > 0 && next_num >= t->max_update;
+        int validate_after = t->validate_interval_updates > 0 && next_num % t->validate_interval_updates == 0 &&
+                             u + 1 < n_updates;
+        int save_after = t->save_interval_updates > 0 && next_num % t->save_interval_updates == 0 &&
+                         u + 1 < n_updates;
+        hs_prefetch_slot *slot = hs_prefetch_wait(t->pf);
+        requested = 0;
+        /* Read the next update while this one computes, unless validation must read first. */
+        if (u + 1 < n_updates && !stop_after && !validate_after) {
+            REQUEST(u + 1);
+            requested = 1;
+        }
+        train_update(t, slot);
+        hs_prefetch_release(t->pf, slot);
+        u++;
+        t->st.updates_in_epoch = u;
+        int64_t index = u - 1; /* HetSeq prints the 0-based index of the update just done */
+        if ((index > 0 && index % t->log_interval == 0) || u == n_updates)
+            hs_meters_log_train(&t->meters, &t->st, index, n_updates, t->st.lr, t->comm->size);
+        if (validate_after) validate(t);
+        if (save_after) {
+            char name[256];
+            snprintf(name, sizeof name, "checkpoint_%lld_%lld.h5", (long long)t->st.epoch,
+                     (long long)t->st.num_updates);
+            save(t, name);
+        }
+        if (stop_after) {
+            stopped = u < n_updates;
+            break;
+        }
+        if (!requested && u < n_updates) {
+            REQUEST(u);
+            requested = 1;
+        }
+    }
+#undef REQUEST
+    free(shard);
+    if (stopped) {
+        /* max_update reached inside the epoch: save where we are so a longer run continues here. */
+        t->st.end_of_epoch = 0;
+        char name[256];
+        snprintf(name, sizeof name, "checkpoint_%lld_%lld.h5", (long long)t->st.epoch, (long long)t->st.num_updates);
+        save(t, name);
+        return 0;
+    }
+    return 1;
+}
+
+static void end_epoch(trainer *t) {
+    int64_t epoch = t->st.epoch;
+    if (t->validate_interval > 0 && epoch % t->validate_interval == 0) validate(t);
+    t->st.lr = hs_lr_step_epoch(&t->sched, (int)epoch, t->st.num_updates);
+    t->st.lr_base = t->sched.base_lr;
+    /* The saved position is where a resumed run starts: the next epoch, no updates into it. */
+    t->st.epoch = epoch + 1;
+    t->st.updates_in_epoch = 0;
+    t->st.end_of_epoch = 1;
+    if (t->save_interval > 0 && epoch % t->save_interval == 0) {
+        char name[256];
+        snprintf(name, sizeof name, "checkpoint%lld.h5", (long long)epoch);
+        save(t, name);
+    } else if (t->comm->rank == 0 && !t->no_save) {
+        hs_checkpoint_save(t->save_dir, "checkpoint_last.h5", &t->task->params, t->opt, &t->st, t->config_text);
+    }
+}
+
+int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
+    trainer t;
+    memset(&t, 0, sizeof t);
+    t.cfg = cfg;
+    t.comm = comm;
+    double start = hs_now();
+    hs_setup_threads(comm);
+    t.config_text = hs_config_to_string(cfg);
+    hs_log("%s", t.config_text);
+
+    t.save_dir = hs_cfg_string(cfg, "checkpoint.save_dir");
+    t.no_save = hs_cfg_bool(cfg, "checkpoint.no_save");
+    t.keep_last = (int)hs_cfg_int(cfg, "checkpoint.keep_last");
+    t.save_interval = hs_cfg_int(cfg, "checkpoint.save_interval");
+    t.save_interval_updates = hs_cfg_int(cfg, "checkpoint.save_interval_updates");
+    t.max_epoch = hs_cfg_int(cfg, "training.max_epoch");
+    t.max_update = hs_cfg_int(cfg, "training.max_update");
+    t.max_sentences = (int)hs_cfg_int(cfg, "training.max_sentences");
+    t.validate_interval = hs_cfg_bool(cfg, "training.disable_validation") ? 0 : hs_cfg_int(cfg, "training.validate_interval");
+    t.validate_interval_updates =
+        hs_cfg_bool(cfg, "training.disable_validation") ? 0 : hs_cfg_int(cfg, "training.validate_interval_updates");
+    t.log_interval = (int)hs_cfg_int(cfg, "log.interval");
+    t.clip_norm = hs_cfg_float(cfg, "optimizer.clip_norm");
+    t.valid_subset = hs_cfg_string(cfg, "data.valid_subset");
+    if (t.max_epoch == 0 && t.max_update == 0)
+        hs_die_all("training.max_epoch and training.max_update are both 0 (unlimited): set at least one");
+    for (int i = 0; i < hs_cfg_list_len(cfg, "training.update_freq"); i++) {
+        int uf = (int)hs_cfg_int_elem(cfg, "training.update_freq", i);
+        if (uf > t.max_per_request) t.max_per_request = uf;
+    }
+    if (comm->rank == 0 && !t.no_save) make_dir(t.save_dir);
+    hs_comm_barrier(comm);
+
+    t.be = hs_backend_select(hs_cfg_string(cfg, "device"), comm->local_rank);
+    t.task = hs_task_create(cfg, comm, t.be);
+    t.st.seed = (uint64_t)hs_cfg_int(cfg, "seed");
+    t.task->init_params(t.task, t.st.seed);
+    t.opt = hs_optimizer_create(cfg, &t.task->params);
+    hs_lr_init(&t.sched, cfg);
+    t.st.epoch = 1;
+    t.st.lr = hs_lr_step_update(&t.sched, 0);
+    t.st.lr_base = t.sched.base_lr;
+    int resumed = restore(&t);
+
+    int64_t n_train = t.task->num_samples(t.task, HS_SPLIT_TRAIN);
+    hs_sampler_init(&t.sampler, n_train, t.max_sentences, comm->size, comm->rank, (uint32_t)t.st.seed, 1);
+    hs_log("| task %s, %lld training samples, %lld validation samples", t.task->name, (long long)n_train,
+           (long long)t.task->num_samples(t.task, HS_SPLIT_VALID));
+    hs_log("| num. model params: %zu (num. trained: %zu)", hs_params_numel(&t.task->params),
+           hs_params_numel(&t.task->params));
+    hs_log("| training on %d rank(s) (%s backend), max sentences per rank = %d, optimizer %s, %lld updates per epoch",
+           comm->size, t.be->name, t.max_sentences, t.opt->name,
+           (long long)hs_sampler_updates_per_epoch(&t.sampler, update_freq_for_epoch(cfg, t.st.epoch)));
+
+    char metrics_path[4096] = "";
+    const char *metrics = hs_cfg_string(cfg, "log.metrics_file");
+    if (*metrics) {
+        if (metrics[0] == '/') snprintf(metrics_path, sizeof metrics_path, "%s", metrics);
+        else snprintf(metrics_path, sizeof metrics_path, "%s/%s", t.save_dir, metrics);
+    }
+    hs_meters_init(&t.meters, metrics_path, resumed);
+    t.pf = hs_prefetch_start(t.task, t.max_sentences, t.max_per_request);
+
+    while ((t.max_epoch == 0 || t.st.epoch <= t.max_epoch) && (t.max_update == 0 || t.st.num_updates < t.max_update)) {
+        if (train_epoch(&t)) end_epoch(&t);
+    }
+
+    double stalls = hs_prefetch_stall_seconds(t.pf);
+    hs_prefetch_stop(t.pf);
+    hs_log("| done training in %.1f seconds (%lld updates; waited %.2f s for input)", hs_now() - start,
+           (long long)t.st.num_updates, stalls);
+    if (!t.no_save) hs_log("| checkpoints in %s/, metrics in %s", t.save_dir, *metrics_path ? metrics_path : "(off)");
+    hs_meters_close(&t.meters);
+    hs_optimizer_free(t.opt);
+    hs_task_destroy(t.task);
+    free(t.config_text);
+    return 0;
+}

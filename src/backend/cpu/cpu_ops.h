@@ -49,9 +49,9 @@ void hs_cpu_log_softmax_nll_backward(float *dlogits, const float *logprobs, cons
 
 /* cpu_optim.c */
 void hs_cpu_adam_update(float *p, const float *g, float *m, float *v, size_t n, const hs_adam_hparams *h);
-void hs_cpu_adadelta_update(float *p, const float *g, float *sq, float *acc, size_t n, float lr, float rho,
-                            float eps, float weight_decay);
-void hs_cpu_sgd_update(float *p, const float *g, float *buf, size_t n, float lr, float momentum,
-                       float weight_decay, int first_step);
+void hs_cpu_adadelta_update(float *p, const float *g, float *sq, float *acc, size_t n, double lr, double rho,
+                            double eps, double weight_decay);
+void hs_cpu_sgd_update(float *p, const float *g, float *buf, size_t n, double lr, double momentum,
+                       double weight_decay, int first_step);
 
 #endif
