@@ -1,1 +1,979 @@
-/* placeholder: not yet written */
+/* The experiment file: libconfig text validated against hs_cfg_schema[] into one typed value per
+ * schema key. Values come from, in increasing priority: the schema default, the file, `-o` overrides.
+ *
+ * libconfig 1.5 quirks handled here (see docs/configuration.md):
+ *  - config_lookup_float fails on an integer literal, so every setting is read by its libconfig type
+ *    and converted by the schema type (an int literal is a valid float; a float literal is not an int);
+ *  - an integer literal beyond 32 bits without an `L` suffix is silently truncated by the 1.5 scanner,
+ *    so the text is scanned for such literals before parsing and they are reported;
+ *  - reading a second text replaces the first, so overrides are parsed and applied here, by schema type. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <libconfig.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "util/check.h"
+
+/* One key's effective value. Scalars use i/f/b/s by type; lists use n with ilist or flist. */
+typedef struct {
+    int64_t i;
+    double f;
+    int b;
+    char *s;
+    int n;
+    int64_t *ilist;
+    double *flist;
+    char *origin; /* "file:line", "default" or "-o group.key=value" */
+} hs_cfg_value;
+
+struct hs_config {
+    hs_cfg_value *v; /* v[hs_cfg_schema_count], in schema order */
+};
+
+/* A value being parsed, before it is checked and stored. */
+typedef struct {
+    int n;
+    int64_t *ilist; /* HS_CFG_INT and HS_CFG_INT_LIST */
+    double *flist;  /* HS_CFG_FLOAT and HS_CFG_FLOAT_LIST */
+    int b;
+    char *s;
+} parsed_value;
+
+/* ================================================================================================
+ * Schema lookup and suggestions
+ * ============================================================================================== */
+
+static int schema_index(const char *path) {
+    for (int k = 0; k < hs_cfg_schema_count; k++)
+        if (strcmp(hs_cfg_schema[k].path, path) == 0) return k;
+    return -1;
+}
+
+const hs_cfg_key *hs_cfg_schema_find(const char *path) {
+    int k = schema_index(path);
+    return k < 0 ? NULL : &hs_cfg_schema[k];
+}
+
+/* The part of a path after its last '.', i.e. the key's own name. */
+static const char *leaf_of(const char *path) {
+    const char *dot = strrchr(path, '.');
+    return dot ? dot + 1 : path;
+}
+
+/* Length of the group part of a path ("optimizer" of "optimizer.lr"), 0 for a top-level key. */
+static size_t group_len(const char *path) {
+    const char *dot = strchr(path, '.');
+    return dot ? (size_t)(dot - path) : 0;
+}
+
+/* Does some schema key live in group `name` (a path prefix "name.")? */
+static int is_group(const char *name) {
+    size_t n = strlen(name);
+    for (int k = 0; k < hs_cfg_schema_count; k++)
+        if (strncmp(hs_cfg_schema[k].path, name, n) == 0 && hs_cfg_schema[k].path[n] == '.') return 1;
+    return 0;
+}
+
+/* Levenshtein distance (insert, delete, substitute cost 1), two rows. */
+static int edit_distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    int *prev, *cur;
+    HS_ALLOC(prev, lb + 1);
+    HS_ALLOC(cur, lb + 1);
+    for (size_t j = 0; j <= lb; j++) prev[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        cur[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            int del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        int *t = prev;
+        prev = cur;
+        cur = t;
+    }
+    int d = prev[lb];
+    free(prev);
+    free(cur);
+    return d;
+}
+
+/* A close-enough candidate: at most a third of the word's letters wrong (at least 2 allowed). */
+static int close_enough(int dist, const char *word) {
+    int len = (int)strlen(word);
+    return dist <= (len / 3 > 2 ? len / 3 : 2);
+}
+
+/* The schema path closest to an unknown `path`: a key of the same name in another group first (a
+ * known key put in the wrong group), else the nearest path by edit distance. NULL if none is close. */
+static const char *suggest_path(const char *path) {
+    const char *leaf = leaf_of(path), *best = NULL;
+    int best_d = INT_MAX;
+    for (int k = 0; k < hs_cfg_schema_count; k++) {
+        if (strcmp(leaf_of(hs_cfg_schema[k].path), leaf) != 0) continue;
+        int d = edit_distance(path, hs_cfg_schema[k].path);
+        if (d < best_d) best_d = d, best = hs_cfg_schema[k].path;
+    }
+    if (best) return best;
+    for (int k = 0; k < hs_cfg_schema_count; k++) {
+        int d = edit_distance(path, hs_cfg_schema[k].path);
+        if (d < best_d) best_d = d, best = hs_cfg_schema[k].path;
+    }
+    return best && close_enough(best_d, path) ? best : NULL;
+}
+
+/* The group name closest to an unknown group `name`, or NULL. */
+static const char *suggest_group(const char *name, char *buf, size_t buflen) {
+    int best_d = INT_MAX;
+    for (int k = 0; k < hs_cfg_schema_count; k++) {
+        const char *p = hs_cfg_schema[k].path, *dot = strchr(p, '.');
+        if (!dot) continue;
+        char group[64];
+        size_t n = (size_t)(dot - p) < sizeof group - 1 ? (size_t)(dot - p) : sizeof group - 1;
+        memcpy(group, p, n);
+        group[n] = '\0';
+        int d = edit_distance(name, group);
+        if (d < best_d) {
+            best_d = d;
+            snprintf(buf, buflen, "%s", group);
+        }
+    }
+    return best_d != INT_MAX && close_enough(best_d, name) ? buf : NULL;
+}
+
+/* The allowed choice closest to a rejected string value, or NULL (written into buf). */
+static const char *suggest_choice(const char *choices, const char *value, char *buf, size_t buflen) {
+    int best_d = INT_MAX;
+    const char *p = choices;
+    while (*p) {
+        size_t n = strcspn(p, "|");
+        char choice[64];
+        snprintf(choice, sizeof choice, "%.*s", (int)n, p);
+        int d = edit_distance(value, choice);
+        if (d < best_d) {
+            best_d = d;
+            snprintf(buf, buflen, "%s", choice);
+        }
+        p += n + (p[n] == '|');
+    }
+    return best_d != INT_MAX && close_enough(best_d, value) ? buf : NULL;
+}
+
+_Noreturn static void die_unknown_key(const char *where, const char *path) {
+    const char *hint = suggest_path(path);
+    if (hint)
+        hs_die_all("%s: unknown key '%s'; did you mean '%s'? (every key is listed in docs/configuration.md)",
+                   where, path, hint);
+    hs_die_all("%s: unknown key '%s' (every key is listed in docs/configuration.md)", where, path);
+}
+
+/* ================================================================================================
+ * Describing types, ranges and values for messages
+ * ============================================================================================== */
+
+static const char *type_name(hs_cfg_type t) {
+    switch (t) {
+    case HS_CFG_INT: return "an integer";
+    case HS_CFG_FLOAT: return "a number";
+    case HS_CFG_BOOL: return "a boolean (true or false)";
+    case HS_CFG_STRING: return "a string in double quotes";
+    case HS_CFG_FLOAT_LIST: return "a list of numbers, e.g. [0.9, 0.999]";
+    case HS_CFG_INT_LIST: return "an integer or a list of integers, e.g. [1, 2, 4]";
+    }
+    return "?";
+}
+
+/* A number as short as it reads exactly enough for a message. */
+static void fmt_num(char *buf, size_t len, double x) {
+    if (isinf(x)) snprintf(buf, len, "%s", x > 0 ? "inf" : "-inf");
+    else snprintf(buf, len, "%.15g", x);
+}
+
+/* "value >= 0", "0 <= value < 1", "one of \"adam\", \"lamb\"" ... */
+static void describe_allowed(const hs_cfg_key *key, char *buf, size_t len) {
+    if (key->choices) {
+        size_t used = (size_t)snprintf(buf, len, "one of ");
+        const char *p = key->choices;
+        while (*p && used < len) {
+            size_t n = strcspn(p, "|");
+            used += (size_t)snprintf(buf + used, len - used, "\"%.*s\"%s", (int)n, p, p[n] ? ", " : "");
+            p += n + (p[n] == '|');
+        }
+        return;
+    }
+    char lo[40], hi[40];
+    fmt_num(lo, sizeof lo, key->min);
+    fmt_num(hi, sizeof hi, key->max);
+    const char *lo_op = (key->open & HS_CFG_OPEN_MIN) ? "<" : "<=";
+    const char *hi_op = (key->open & HS_CFG_OPEN_MAX) ? "<" : "<=";
+    if (isinf(key->min) && isinf(key->max)) snprintf(buf, len, "any finite number");
+    else if (isinf(key->max)) snprintf(buf, len, "value %s %s", (key->open & HS_CFG_OPEN_MIN) ? ">" : ">=", lo);
+    else if (isinf(key->min)) snprintf(buf, len, "value %s %s", hi_op, hi);
+    else snprintf(buf, len, "%s %s value %s %s", lo, lo_op, hi_op, hi);
+}
+
+static int has_range(const hs_cfg_key *key) { return key->min <= key->max; }
+
+static int in_range(const hs_cfg_key *key, double x) {
+    if (!isfinite(x)) return 0;
+    if (!has_range(key)) return 1;
+    if ((key->open & HS_CFG_OPEN_MIN) ? !(x > key->min) : !(x >= key->min)) return 0;
+    if ((key->open & HS_CFG_OPEN_MAX) ? !(x < key->max) : !(x <= key->max)) return 0;
+    return 1;
+}
+
+/* What a libconfig setting holds, for "found ..." in type errors. */
+static void describe_setting(const config_setting_t *s, char *buf, size_t len) {
+    switch (config_setting_type(s)) {
+    case CONFIG_TYPE_INT:
+    case CONFIG_TYPE_INT64: snprintf(buf, len, "the integer %lld", config_setting_get_int64(s)); break;
+    case CONFIG_TYPE_FLOAT: snprintf(buf, len, "the number %.15g", config_setting_get_float(s)); break;
+    case CONFIG_TYPE_STRING: snprintf(buf, len, "the string \"%s\"", config_setting_get_string(s)); break;
+    case CONFIG_TYPE_BOOL: snprintf(buf, len, "the boolean %s", config_setting_get_bool(s) ? "true" : "false"); break;
+    case CONFIG_TYPE_GROUP: snprintf(buf, len, "a group { ... }"); break;
+    case CONFIG_TYPE_ARRAY:
+    case CONFIG_TYPE_LIST: snprintf(buf, len, "a list of %d element(s)", config_setting_length(s)); break;
+    default: snprintf(buf, len, "a setting of libconfig type %d", config_setting_type(s)); break;
+    }
+}
+
+/* ================================================================================================
+ * Checking and storing a parsed value
+ * ============================================================================================== */
+
+static void parsed_free(parsed_value *p) {
+    free(p->ilist);
+    free(p->flist);
+    free(p->s);
+    memset(p, 0, sizeof *p);
+}
+
+static void value_clear(hs_cfg_value *v) {
+    free(v->s);
+    free(v->ilist);
+    free(v->flist);
+    free(v->origin);
+    memset(v, 0, sizeof *v);
+}
+
+/* Range, choices and list length; `where` is "file:line" or "-o key=value". Takes ownership of p. */
+static void check_and_store(hs_config *c, int k, parsed_value *p, const char *where) {
+    const hs_cfg_key *key = &hs_cfg_schema[k];
+    char allowed[512];
+    int is_list = key->type == HS_CFG_INT_LIST || key->type == HS_CFG_FLOAT_LIST;
+    if (is_list && p->n == 0) hs_die_all("%s: %s: the list is empty; expected %s", where, key->path, type_name(key->type));
+    if (is_list && key->list_len && p->n != key->list_len)
+        hs_die_all("%s: %s: expected a list of exactly %d numbers, found %d", where, key->path, key->list_len, p->n);
+
+    switch (key->type) {
+    case HS_CFG_INT:
+    case HS_CFG_INT_LIST:
+    case HS_CFG_FLOAT:
+    case HS_CFG_FLOAT_LIST:
+        for (int e = 0; e < p->n; e++) {
+            int is_int = key->type == HS_CFG_INT || key->type == HS_CFG_INT_LIST;
+            double x = is_int ? (double)p->ilist[e] : p->flist[e];
+            if (in_range(key, x)) continue;
+            describe_allowed(key, allowed, sizeof allowed);
+            char num[64];
+            if (is_int) snprintf(num, sizeof num, "%lld", (long long)p->ilist[e]);
+            else fmt_num(num, sizeof num, x);
+            if (is_list)
+                hs_die_all("%s: %s: element %d is %s, out of range; allowed: %s", where, key->path, e + 1, num, allowed);
+            hs_die_all("%s: %s = %s is out of range; allowed: %s", where, key->path, num, allowed);
+        }
+        break;
+    case HS_CFG_STRING:
+        if (key->choices) {
+            int ok = 0;
+            const char *q = key->choices;
+            while (*q && !ok) {
+                size_t n = strcspn(q, "|");
+                ok = strlen(p->s) == n && strncmp(q, p->s, n) == 0;
+                q += n + (q[n] == '|');
+            }
+            if (!ok) {
+                char near[64];
+                const char *hint = suggest_choice(key->choices, p->s, near, sizeof near);
+                describe_allowed(key, allowed, sizeof allowed);
+                if (hint)
+                    hs_die_all("%s: %s = \"%s\" is not allowed; did you mean \"%s\"? allowed: %s", where, key->path,
+                               p->s, hint, allowed);
+                hs_die_all("%s: %s = \"%s\" is not allowed; allowed: %s", where, key->path, p->s, allowed);
+            }
+        }
+        break;
+    case HS_CFG_BOOL: break;
+    }
+
+    hs_cfg_value *v = &c->v[k];
+    value_clear(v);
+    v->origin = HS_STRDUP(where);
+    switch (key->type) {
+    case HS_CFG_INT: v->i = p->ilist[0]; break;
+    case HS_CFG_FLOAT: v->f = p->flist[0]; break;
+    case HS_CFG_BOOL: v->b = p->b; break;
+    case HS_CFG_STRING: v->s = p->s, p->s = NULL; break;
+    case HS_CFG_INT_LIST: v->n = p->n, v->ilist = p->ilist, p->ilist = NULL; break;
+    case HS_CFG_FLOAT_LIST: v->n = p->n, v->flist = p->flist, p->flist = NULL; break;
+    }
+    parsed_free(p);
+}
+
+/* ================================================================================================
+ * Values from libconfig settings (the file)
+ * ============================================================================================== */
+
+_Noreturn static void die_type(const char *where, const hs_cfg_key *key, const config_setting_t *found,
+                               const char *advice) {
+    char what[256];
+    describe_setting(found, what, sizeof what);
+    hs_die_all("%s: %s: expected %s, found %s%s", where, key->path, type_name(key->type), what, advice);
+}
+
+/* One number of a setting as the schema wants it; an int literal is a valid float, not vice versa. */
+static void number_from_setting(const config_setting_t *s, const hs_cfg_key *key, const config_setting_t *whole,
+                                const char *where, int is_int, int64_t *iv, double *fv) {
+    int t = config_setting_type(s);
+    if (t == CONFIG_TYPE_INT || t == CONFIG_TYPE_INT64) {
+        long long x = config_setting_get_int64(s);
+        if (is_int) *iv = x;
+        else *fv = (double)x;
+        return;
+    }
+    if (t == CONFIG_TYPE_FLOAT && !is_int) {
+        *fv = config_setting_get_float(s);
+        return;
+    }
+    if (t == CONFIG_TYPE_FLOAT)
+        die_type(where, key, s, " (write a whole number without a decimal point)");
+    die_type(where, key, s == whole ? s : whole, "");
+}
+
+static void value_from_setting(hs_config *c, int k, const config_setting_t *s, const char *where) {
+    const hs_cfg_key *key = &hs_cfg_schema[k];
+    parsed_value p = {0};
+    int t = config_setting_type(s);
+    switch (key->type) {
+    case HS_CFG_INT:
+    case HS_CFG_FLOAT:
+        p.n = 1;
+        HS_ALLOC(p.ilist, 1);
+        HS_ALLOC(p.flist, 1);
+        number_from_setting(s, key, s, where, key->type == HS_CFG_INT, &p.ilist[0], &p.flist[0]);
+        break;
+    case HS_CFG_BOOL:
+        if (t != CONFIG_TYPE_BOOL) die_type(where, key, s, "");
+        p.b = config_setting_get_bool(s);
+        break;
+    case HS_CFG_STRING:
+        if (t != CONFIG_TYPE_STRING) die_type(where, key, s, "");
+        p.s = HS_STRDUP(config_setting_get_string(s));
+        break;
+    case HS_CFG_INT_LIST:
+    case HS_CFG_FLOAT_LIST: {
+        int is_int = key->type == HS_CFG_INT_LIST;
+        if (t == CONFIG_TYPE_ARRAY || t == CONFIG_TYPE_LIST) {
+            p.n = config_setting_length(s);
+            HS_ALLOC(p.ilist, p.n);
+            HS_ALLOC(p.flist, p.n);
+            for (int e = 0; e < p.n; e++) {
+                const config_setting_t *el = config_setting_get_elem(s, (unsigned)e);
+                int et = config_setting_type(el);
+                if (et != CONFIG_TYPE_INT && et != CONFIG_TYPE_INT64 && et != CONFIG_TYPE_FLOAT)
+                    die_type(where, key, s, " with a non-number element");
+                number_from_setting(el, key, s, where, is_int, &p.ilist[e], &p.flist[e]);
+            }
+        } else if (config_setting_is_number(s)) { /* a scalar is a list of one */
+            p.n = 1;
+            HS_ALLOC(p.ilist, 1);
+            HS_ALLOC(p.flist, 1);
+            number_from_setting(s, key, s, where, is_int, &p.ilist[0], &p.flist[0]);
+        } else {
+            die_type(where, key, s, "");
+        }
+        break;
+    }
+    }
+    check_and_store(c, k, &p, where);
+}
+
+/* ================================================================================================
+ * Values from text (`-o` overrides and schema defaults)
+ * ============================================================================================== */
+
+static char *trim(char *s) {
+    while (isspace((unsigned char)*s)) s++;
+    size_t n = strlen(s);
+    while (n > 0 && isspace((unsigned char)s[n - 1])) s[--n] = '\0';
+    return s;
+}
+
+/* An integer literal: decimal or 0x hex, optional L suffix (libconfig's 64-bit marker). */
+static int parse_int_text(const char *t, int64_t *out) {
+    char *end;
+    errno = 0;
+    int neg = *t == '-';
+    const char *digits = (*t == '-' || *t == '+') ? t + 1 : t;
+    long long x;
+    if (digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
+        unsigned long long u = strtoull(digits + 2, &end, 16);
+        if (end == digits + 2 || u > (unsigned long long)LLONG_MAX) return 0;
+        x = neg ? -(long long)u : (long long)u;
+    } else {
+        if (!isdigit((unsigned char)*digits)) return 0;
+        x = strtoll(t, &end, 10);
+    }
+    if (errno == ERANGE) return 0;
+    if (*end == 'L') end++;
+    if (*end != '\0') return 0;
+    *out = x;
+    return 1;
+}
+
+static int parse_float_text(const char *t, double *out) {
+    char *end;
+    if (*t == '\0') return 0;
+    errno = 0;
+    double x = strtod(t, &end);
+    if (*end != '\0' || errno == ERANGE || !isfinite(x)) return 0;
+    *out = x;
+    return 1;
+}
+
+static int parse_bool_text(const char *t, int *out) {
+    static const char *const yes[] = {"true", "yes", "on", "1"}, *const no[] = {"false", "no", "off", "0"};
+    for (int i = 0; i < 4; i++) {
+        if (strcasecmp(t, yes[i]) == 0) return *out = 1, 1;
+        if (strcasecmp(t, no[i]) == 0) return *out = 0, 1;
+    }
+    return 0;
+}
+
+/* A string value: "quoted" (with libconfig's escapes) or bare (taken as is). */
+static int parse_string_text(const char *t, char **out) {
+    size_t n = strlen(t);
+    if (n == 0 || t[0] != '"') {
+        *out = HS_STRDUP(t);
+        return 1;
+    }
+    if (n < 2 || t[n - 1] != '"') return 0;
+    char *s;
+    HS_ALLOC(s, n);
+    size_t o = 0;
+    for (size_t i = 1; i < n - 1; i++) {
+        if (t[i] == '"') return free(s), 0; /* an unescaped quote inside: not one string */
+        if (t[i] != '\\') {
+            s[o++] = t[i];
+            continue;
+        }
+        if (++i >= n - 1) return free(s), 0;
+        switch (t[i]) {
+        case 'n': s[o++] = '\n'; break;
+        case 't': s[o++] = '\t'; break;
+        case 'r': s[o++] = '\r'; break;
+        case 'f': s[o++] = '\f'; break;
+        case '\\': s[o++] = '\\'; break;
+        case '"': s[o++] = '"'; break;
+        case 'x':
+            if (i + 2 < n - 1 && isxdigit((unsigned char)t[i + 1]) && isxdigit((unsigned char)t[i + 2])) {
+                char hex[3] = {t[i + 1], t[i + 2], '\0'};
+                s[o++] = (char)strtol(hex, NULL, 16);
+                i += 2;
+                break;
+            }
+            return free(s), 0;
+        default: return free(s), 0;
+        }
+    }
+    s[o] = '\0';
+    *out = s;
+    return 1;
+}
+
+/* Parse `text` by the key's type; on a malformed value, die naming `where`. */
+static void value_from_text(hs_config *c, int k, const char *text, const char *where) {
+    const hs_cfg_key *key = &hs_cfg_schema[k];
+    char *buf = HS_STRDUP(text);
+    char *t = trim(buf);
+    parsed_value p = {0};
+    double fx;
+    switch (key->type) {
+    case HS_CFG_INT:
+    case HS_CFG_FLOAT:
+        p.n = 1;
+        HS_ALLOC(p.ilist, 1);
+        HS_ALLOC(p.flist, 1);
+        if (key->type == HS_CFG_INT && !parse_int_text(t, &p.ilist[0])) {
+            if (parse_float_text(t, &fx))
+                hs_die_all("%s: %s: expected an integer, found the number %s (write a whole number without a decimal point)",
+                           where, key->path, t);
+            hs_die_all("%s: %s: expected an integer, found '%s'", where, key->path, t);
+        }
+        if (key->type == HS_CFG_FLOAT && !parse_float_text(t, &p.flist[0]))
+            hs_die_all("%s: %s: expected a number, found '%s'", where, key->path, t);
+        break;
+    case HS_CFG_BOOL:
+        if (!parse_bool_text(t, &p.b))
+            hs_die_all("%s: %s: expected a boolean (true/false, yes/no, 1/0), found '%s'", where, key->path, t);
+        break;
+    case HS_CFG_STRING:
+        if (!parse_string_text(t, &p.s))
+            hs_die_all("%s: %s: malformed quoted string %s (write \"text\" with \\\" for a quote inside)", where,
+                       key->path, t);
+        break;
+    case HS_CFG_INT_LIST:
+    case HS_CFG_FLOAT_LIST: {
+        size_t n = strlen(t);
+        char close = t[0] == '[' ? ']' : t[0] == '(' ? ')' : '\0';
+        if (close) {
+            if (n < 2 || t[n - 1] != close)
+                hs_die_all("%s: %s: malformed list '%s'; expected %s", where, key->path, t, type_name(key->type));
+            t[n - 1] = '\0';
+            t = trim(t + 1);
+        }
+        int cap = 1;
+        for (const char *q = t; *q; q++) cap += *q == ',';
+        HS_ALLOC(p.ilist, cap);
+        HS_ALLOC(p.flist, cap);
+        if (*t != '\0') {
+            for (char *save = NULL, *el = strtok_r(t, ",", &save); el; el = strtok_r(NULL, ",", &save)) {
+                el = trim(el);
+                int ok = key->type == HS_CFG_INT_LIST ? parse_int_text(el, &p.ilist[p.n])
+                                                      : parse_float_text(el, &p.flist[p.n]);
+                if (!ok)
+                    hs_die_all("%s: %s: element %d '%s' is not %s; expected %s", where, key->path, p.n + 1, el,
+                               key->type == HS_CFG_INT_LIST ? "an integer" : "a number", type_name(key->type));
+                p.n++;
+            }
+            if (p.n != cap)
+                hs_die_all("%s: %s: malformed list (empty element); expected %s", where, key->path, type_name(key->type));
+        }
+        break;
+    }
+    }
+    free(buf);
+    check_and_store(c, k, &p, where);
+}
+
+/* ================================================================================================
+ * Integer literals libconfig 1.5 would truncate
+ * ============================================================================================== */
+
+/* libconfig 1.5 reads a decimal literal without `L` into an int, silently wrapping values beyond
+ * 32 bits (seed = 4294967295 becomes -1). Scan the text like libconfig's lexer (comments, strings,
+ * names, floats skipped) and report such a literal with the fix. */
+static void check_int_literals(const char *text, const char *file) {
+    int line = 1;
+    const char *p = text;
+    while (*p) {
+        if (*p == '\n') {
+            line++, p++;
+        } else if (*p == '#' || (p[0] == '/' && p[1] == '/')) {
+            while (*p && *p != '\n') p++;
+        } else if (p[0] == '/' && p[1] == '*') {
+            for (p += 2; *p && !(p[0] == '*' && p[1] == '/'); p++) line += *p == '\n';
+            if (*p) p += 2;
+        } else if (*p == '"') {
+            for (p++; *p && *p != '"'; p++) {
+                if (*p == '\\' && p[1]) p++;
+                line += *p == '\n';
+            }
+            if (*p) p++;
+        } else if (isalpha((unsigned char)*p) || *p == '*' || *p == '_' || *p == '@') {
+            while (isalnum((unsigned char)*p) || *p == '_' || *p == '-' || *p == '*' || *p == '@') p++;
+        } else if (isdigit((unsigned char)*p) || (*p == '.' && isdigit((unsigned char)p[1]))) {
+            const char *start = p;
+            int neg = p > text && p[-1] == '-';
+            if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+                p += 2;
+                while (isxdigit((unsigned char)*p)) p++;
+                if (*p == 'L') { p++; continue; }
+                errno = 0;
+                unsigned long long hex = strtoull(start + 2, NULL, 16);
+                if (errno == ERANGE || hex > 0xFFFFFFFFull)
+                    hs_die_all("%s:%d: the integer %.*s does not fit in 32 bits; libconfig needs an L suffix "
+                                   "for larger integers: write %.*sL",
+                                   file, line, (int)(p - start), start, (int)(p - start), start);
+                continue;
+            }
+            while (isdigit((unsigned char)*p)) p++;
+            if (*p == '.' || *p == 'e' || *p == 'E') { /* a float: skip its fraction and exponent */
+                while (isdigit((unsigned char)*p) || *p == '.') p++;
+                if (*p == 'e' || *p == 'E') {
+                    p++;
+                    if (*p == '+' || *p == '-') p++;
+                    while (isdigit((unsigned char)*p)) p++;
+                }
+                continue;
+            }
+            if (*p == 'L') { p++; continue; }
+            errno = 0;
+            unsigned long long mag = strtoull(start, NULL, 10);
+            unsigned long long limit = neg ? 2147483648ull : 2147483647ull;
+            if (errno == ERANGE || mag > limit)
+                hs_die_all("%s:%d: the integer %s%.*s does not fit in 32 bits; libconfig needs an L suffix for larger "
+                           "integers: write %s%.*sL",
+                           file, line, neg ? "-" : "", (int)(p - start), start, neg ? "-" : "", (int)(p - start), start);
+        } else {
+            p++;
+        }
+    }
+}
+
+/* The whole of a file as a string (NUL-terminated), or die naming it. */
+static char *read_whole_file(const char *path, const char *what) {
+    struct stat st;
+    if (stat(path, &st) != 0)
+        hs_die_all("cannot read %s '%s': %s", what, path, strerror(errno));
+    if (S_ISDIR(st.st_mode)) hs_die_all("cannot read %s '%s': it is a directory, not a file", what, path);
+    FILE *f = fopen(path, "rb");
+    if (!f) hs_die_all("cannot read %s '%s': %s", what, path, strerror(errno));
+    size_t cap = (size_t)st.st_size + 1, n = 0;
+    char *text;
+    HS_ALLOC(text, cap + 1);
+    size_t got;
+    while ((got = fread(text + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            cap *= 2;
+            HS_REALLOC(text, cap + 1);
+        }
+    }
+    int failed = ferror(f);
+    fclose(f);
+    if (failed) hs_die_all("cannot read %s '%s': read error", what, path);
+    text[n] = '\0';
+    return text;
+}
+
+/* ================================================================================================
+ * Loading
+ * ============================================================================================== */
+
+/* Files already scanned for long integer literals (the main one, then any @include'd ones). */
+typedef struct {
+    const char **names;
+    int n;
+} scanned_files;
+
+static void scan_included_file(scanned_files *seen, const char *file) {
+    if (!file) return;
+    for (int i = 0; i < seen->n; i++)
+        if (strcmp(seen->names[i], file) == 0) return;
+    HS_REALLOC(seen->names, seen->n + 1);
+    seen->names[seen->n++] = file;
+    char *text = read_whole_file(file, "included file");
+    check_int_literals(text, file);
+    free(text);
+}
+
+static void setting_where(const config_setting_t *s, const char *origin, char *buf, size_t len) {
+    const char *file = config_setting_source_file(s);
+    snprintf(buf, len, "%s:%u", file ? file : origin, config_setting_source_line(s));
+}
+
+/* Every setting of the file must be a schema key of the right shape; store each one's value. */
+static void walk_settings(hs_config *c, const config_t *cfg, const char *origin, scanned_files *seen) {
+    const config_setting_t *root = config_root_setting(cfg);
+    char where[1200], path[512];
+    for (int i = 0; i < config_setting_length(root); i++) {
+        const config_setting_t *s = config_setting_get_elem(root, (unsigned)i);
+        const char *name = config_setting_name(s);
+        scan_included_file(seen, config_setting_source_file(s));
+        setting_where(s, origin, where, sizeof where);
+        if (config_setting_is_group(s)) {
+            if (!is_group(name)) {
+                int k = schema_index(name);
+                if (k >= 0) die_type(where, &hs_cfg_schema[k], s, "");
+                char near[64];
+                const char *hint = suggest_group(name, near, sizeof near);
+                if (hint)
+                    hs_die_all("%s: unknown group '%s'; did you mean '%s'? (every key is listed in docs/configuration.md)",
+                               where, name, hint);
+                hs_die_all("%s: unknown group '%s' (every key is listed in docs/configuration.md)", where, name);
+            }
+            for (int j = 0; j < config_setting_length(s); j++) {
+                const config_setting_t *m = config_setting_get_elem(s, (unsigned)j);
+                scan_included_file(seen, config_setting_source_file(m));
+                setting_where(m, origin, where, sizeof where);
+                snprintf(path, sizeof path, "%s.%s", name, config_setting_name(m));
+                int k = schema_index(path);
+                if (k < 0) die_unknown_key(where, path);
+                value_from_setting(c, k, m, where);
+            }
+        } else {
+            int k = schema_index(name);
+            if (k >= 0) {
+                value_from_setting(c, k, s, where);
+            } else if (is_group(name)) {
+                hs_die_all("%s: '%s' is a group of settings, not a value; write %s: { key = value; ... };", where,
+                           name, name);
+            } else {
+                die_unknown_key(where, name);
+            }
+        }
+    }
+}
+
+/* One `-o group.key=value`. */
+static void apply_override(hs_config *c, const char *ov) {
+    char where[1100];
+    snprintf(where, sizeof where, "-o %s", ov);
+    const char *eq = strchr(ov, '=');
+    if (!eq) hs_die_all("%s: expected group.key=value, e.g. -o optimizer.lr=0.01", where);
+    char *key = HS_STRDUP(ov);
+    key[eq - ov] = '\0';
+    char *path = trim(key);
+    if (*path == '\0') hs_die_all("%s: expected group.key=value, e.g. -o optimizer.lr=0.01", where);
+    int k = schema_index(path);
+    if (k < 0) {
+        if (is_group(path)) {
+            const char *example = path;
+            for (int j = 0; j < hs_cfg_schema_count && example == path; j++)
+                if (group_len(hs_cfg_schema[j].path) == strlen(path) && strncmp(hs_cfg_schema[j].path, path, strlen(path)) == 0)
+                    example = hs_cfg_schema[j].path;
+            hs_die_all("%s: '%s' is a group of settings; set one of its keys, e.g. -o %s=...", where, path, example);
+        }
+        die_unknown_key(where, path);
+    }
+    free(key);
+    value_from_text(c, k, eq + 1, where);
+}
+
+/* Every key at its default. A default that fails its own schema is a bug in config_schema.c. */
+static hs_config *config_with_defaults(void) {
+    hs_config *c;
+    HS_ALLOC(c, 1);
+    HS_ALLOC(c->v, hs_cfg_schema_count);
+    for (int k = 0; k < hs_cfg_schema_count; k++) {
+        const hs_cfg_key *key = &hs_cfg_schema[k];
+        for (int j = 0; j < k; j++)
+            if (strcmp(hs_cfg_schema[j].path, key->path) == 0) HS_FATAL("fix src/config_schema.c", "duplicate schema key %s", key->path);
+        value_from_text(c, k, key->default_str, "default");
+    }
+    return c;
+}
+
+static void config_failed(const config_t *cfg, const char *origin) {
+    const char *file = config_error_file(cfg);
+    if (config_error_type(cfg) == CONFIG_ERR_FILE_IO)
+        hs_die_all("%s: cannot read the experiment file (or a file it @includes): %s", file ? file : origin,
+                   config_error_text(cfg));
+    hs_die_all("%s:%d: %s (check for a missing ';', '=', quote or closing brace at or just before this line)",
+               file ? file : origin, config_error_line(cfg), config_error_text(cfg));
+}
+
+/* Parse `text` (already read; from `file` if not NULL), validate, apply overrides. */
+static hs_config *load(const char *text, const char *file, const char *origin, int n_overrides,
+                       char *const *overrides) {
+    hs_config *c = config_with_defaults();
+    check_int_literals(text, origin);
+    scanned_files seen = {0};
+    config_t cfg;
+    config_init(&cfg);
+    int ok;
+    char *dir = NULL;
+    if (file) {
+        /* @include "x.cfg" is relative to the experiment file's directory */
+        dir = HS_STRDUP(file);
+        char *slash = strrchr(dir, '/');
+        if (slash) {
+            slash[slash == dir] = '\0';
+            config_set_include_dir(&cfg, dir);
+        }
+        ok = config_read_file(&cfg, file);
+    } else {
+        ok = config_read_string(&cfg, text);
+    }
+    if (!ok) config_failed(&cfg, origin);
+    if (file) {
+        HS_REALLOC(seen.names, 1);
+        seen.names[seen.n++] = file;
+    }
+    walk_settings(c, &cfg, origin, &seen);
+    free(seen.names);
+    config_destroy(&cfg);
+    free(dir);
+    for (int i = 0; i < n_overrides; i++) apply_override(c, overrides[i]);
+    return c;
+}
+
+hs_config *hs_config_load(const char *path, int n_overrides, char *const *overrides) {
+    char *text = read_whole_file(path, "experiment file");
+    hs_config *c = load(text, path, path, n_overrides, overrides);
+    free(text);
+    return c;
+}
+
+hs_config *hs_config_load_string(const char *text, const char *origin, int n_overrides, char *const *overrides) {
+    return load(text, NULL, origin ? origin : "<string>", n_overrides, overrides);
+}
+
+void hs_config_free(hs_config *c) {
+    if (!c) return;
+    for (int k = 0; k < hs_cfg_schema_count; k++) value_clear(&c->v[k]);
+    free(c->v);
+    free(c);
+}
+
+/* ================================================================================================
+ * Getters
+ * ============================================================================================== */
+
+static const hs_cfg_value *get(const hs_config *c, const char *path, hs_cfg_type want, const char *getter) {
+    int k = schema_index(path);
+    if (k < 0) HS_FATAL("add the key to src/config_schema.c or fix the caller", "%s(\"%s\"): no such key in the schema", getter, path);
+    if (hs_cfg_schema[k].type != want)
+        HS_FATAL("use the getter matching the schema type", "%s(\"%s\"): the key is %s", getter, path,
+                 type_name(hs_cfg_schema[k].type));
+    return &c->v[k];
+}
+
+int64_t hs_cfg_int(const hs_config *c, const char *path) { return get(c, path, HS_CFG_INT, "hs_cfg_int")->i; }
+
+double hs_cfg_float(const hs_config *c, const char *path) { return get(c, path, HS_CFG_FLOAT, "hs_cfg_float")->f; }
+
+int hs_cfg_bool(const hs_config *c, const char *path) { return get(c, path, HS_CFG_BOOL, "hs_cfg_bool")->b; }
+
+const char *hs_cfg_string(const hs_config *c, const char *path) {
+    return get(c, path, HS_CFG_STRING, "hs_cfg_string")->s;
+}
+
+int hs_cfg_list_len(const hs_config *c, const char *path) {
+    int k = schema_index(path);
+    if (k >= 0 && hs_cfg_schema[k].type == HS_CFG_INT_LIST) return get(c, path, HS_CFG_INT_LIST, "hs_cfg_list_len")->n;
+    return get(c, path, HS_CFG_FLOAT_LIST, "hs_cfg_list_len")->n;
+}
+
+double hs_cfg_float_elem(const hs_config *c, const char *path, int i) {
+    const hs_cfg_value *v = get(c, path, HS_CFG_FLOAT_LIST, "hs_cfg_float_elem");
+    if (i < 0 || i >= v->n) HS_FATAL("check hs_cfg_list_len first", "%s has %d elements, asked for element %d", path, v->n, i);
+    return v->flist[i];
+}
+
+int64_t hs_cfg_int_elem(const hs_config *c, const char *path, int i) {
+    const hs_cfg_value *v = get(c, path, HS_CFG_INT_LIST, "hs_cfg_int_elem");
+    if (i < 0 || i >= v->n) HS_FATAL("check hs_cfg_list_len first", "%s has %d elements, asked for element %d", path, v->n, i);
+    return v->ilist[i];
+}
+
+const char *hs_cfg_origin(const hs_config *c, const char *path, char *buf, int buflen) {
+    int k = schema_index(path);
+    if (k < 0) HS_FATAL("fix the caller", "hs_cfg_origin(\"%s\"): no such key in the schema", path);
+    snprintf(buf, (size_t)buflen, "%s", c->v[k].origin);
+    return buf;
+}
+
+/* ================================================================================================
+ * The effective configuration as libconfig text
+ * ============================================================================================== */
+
+typedef struct {
+    char *s;
+    size_t len, cap;
+} strbuf;
+
+static void sb_printf(strbuf *b, const char *fmt, ...) HS_PRINTF(2, 3);
+static void sb_printf(strbuf *b, const char *fmt, ...) {
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) HS_FATAL(NULL, "vsnprintf failed");
+        if (b->s && b->len + (size_t)n < b->cap) {
+            b->len += (size_t)n;
+            return;
+        }
+        b->cap = (b->cap + (size_t)n + 1) * 2;
+        HS_REALLOC(b->s, b->cap);
+    }
+}
+
+/* A float literal libconfig reads back as a float with the same double: %.17g, plus ".0" if it
+ * would otherwise look like an integer. */
+static void sb_float(strbuf *b, double x) {
+    char num[40];
+    snprintf(num, sizeof num, "%.17g", x);
+    sb_printf(b, "%s%s", num, strpbrk(num, ".eE") ? "" : ".0");
+}
+
+/* An integer literal; beyond 32 bits libconfig 1.5 needs the L suffix. */
+static void sb_int(strbuf *b, int64_t x) { sb_printf(b, "%lld%s", (long long)x, x > INT_MAX || x < INT_MIN ? "L" : ""); }
+
+static void sb_string(strbuf *b, const char *s) {
+    sb_printf(b, "\"");
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        switch (*p) {
+        case '"': sb_printf(b, "\\\""); break;
+        case '\\': sb_printf(b, "\\\\"); break;
+        case '\n': sb_printf(b, "\\n"); break;
+        case '\t': sb_printf(b, "\\t"); break;
+        case '\r': sb_printf(b, "\\r"); break;
+        case '\f': sb_printf(b, "\\f"); break;
+        default:
+            if (*p < 0x20 || *p == 0x7f) sb_printf(b, "\\x%02x", *p);
+            else sb_printf(b, "%c", *p);
+        }
+    }
+    sb_printf(b, "\"");
+}
+
+static void sb_value(strbuf *b, const hs_cfg_key *key, const hs_cfg_value *v) {
+    switch (key->type) {
+    case HS_CFG_INT: sb_int(b, v->i); break;
+    case HS_CFG_FLOAT: sb_float(b, v->f); break;
+    case HS_CFG_BOOL: sb_printf(b, "%s", v->b ? "true" : "false"); break;
+    case HS_CFG_STRING: sb_string(b, v->s); break;
+    case HS_CFG_INT_LIST:
+    case HS_CFG_FLOAT_LIST:
+        sb_printf(b, "[");
+        for (int e = 0; e < v->n; e++) {
+            if (e) sb_printf(b, ", ");
+            if (key->type == HS_CFG_INT_LIST) sb_int(b, v->ilist[e]);
+            else sb_float(b, v->flist[e]);
+        }
+        sb_printf(b, "]");
+        break;
+    }
+}
+
+char *hs_config_to_string(const hs_config *c) {
+    strbuf b = {0};
+    sb_printf(&b, "# hetseq effective configuration (every key; defaults included)\n");
+    for (int k = 0; k < hs_cfg_schema_count; k++) { /* top-level keys first */
+        const hs_cfg_key *key = &hs_cfg_schema[k];
+        if (group_len(key->path)) continue;
+        sb_printf(&b, "%s = ", key->path);
+        sb_value(&b, key, &c->v[k]);
+        sb_printf(&b, ";\n");
+    }
+    for (int g = 0; g < hs_cfg_schema_count; g++) { /* then each group, in order of first appearance */
+        size_t gl = group_len(hs_cfg_schema[g].path);
+        if (!gl) continue;
+        int first = 1;
+        for (int j = 0; j < g && first; j++)
+            first = !(group_len(hs_cfg_schema[j].path) == gl && strncmp(hs_cfg_schema[j].path, hs_cfg_schema[g].path, gl) == 0);
+        if (!first) continue;
+        sb_printf(&b, "\n%.*s: {\n", (int)gl, hs_cfg_schema[g].path);
+        for (int k = g; k < hs_cfg_schema_count; k++) {
+            const hs_cfg_key *key = &hs_cfg_schema[k];
+            if (group_len(key->path) != gl || strncmp(key->path, hs_cfg_schema[g].path, gl) != 0) continue;
+            sb_printf(&b, "  %s = ", key->path + gl + 1);
+            sb_value(&b, key, &c->v[k]);
+            sb_printf(&b, ";\n");
+        }
+        sb_printf(&b, "};\n");
+    }
+    return b.s;
+}

@@ -183,9 +183,9 @@ static int train_epoch(trainer *t) {
         hs_prefetch_release(t->pf, slot);
         u++;
         t->st.updates_in_epoch = u;
-        int64_t index = u - 1; /* HetSeq prints the 0-based index of the update just done */
-        if ((index > 0 && index % t->log_interval == 0) || u == n_updates)
-            hs_meters_log_train(&t->meters, &t->st, index, n_updates, t->st.lr, t->comm->size);
+        /* HetSeq prints a 0-based index and never the first update; hetseq counts updates done. */
+        if (u % t->log_interval == 0 || u == n_updates)
+            hs_meters_log_train(&t->meters, &t->st, u, n_updates, t->st.lr, t->comm->size);
         if (validate_after) validate(t);
         if (save_after) {
             char name[256];

@@ -1,1 +1,220 @@
-/* placeholder: not yet written */
+/* Convolution and max pooling on the CPU.
+ *
+ * conv2d is im2col + GEMM, one sample at a time per OpenMP thread (the OpenMP build of OpenBLAS runs
+ * single-threaded inside a parallel region, so T threads run T independent cache-resident GEMMs — this
+ * beats one multi-threaded GEMM over the whole batch, whose column matrix would not fit in cache):
+ *   col[K,P]  with K = c_in*kh*kw, P = oh*ow:  col[(c,i,j), (oy,ox)] = x[c, oy+i, ox+j]
+ *   forward   y_b[c_out,P] = W[c_out,K] · col_b + b
+ *   backward  dW += Σ_b dy_b · col_bᵀ,  db += Σ_b Σ_p dy_b,  dcol_b = Wᵀ · dy_b,  dx_b = col2im(dcol_b)
+ * The weight gradient is a sum over samples; to keep it independent of the thread count, samples are
+ * cut into fixed groups of HS_CONV_GROUP, each group sums into its own partial, and the partials are
+ * added in group order.
+ *
+ * Workspace: one column buffer per thread (for the thread count at the time of the query — the layer
+ * re-queries before each call) followed by the per-group partials. */
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "backend/cpu/cpu_ops.h"
+#include "util/check.h"
+
+#define HS_CONV_GROUP 4  /* samples per weight-gradient partial */
+#define HS_CONV_ALIGN 16 /* floats: every buffer in the workspace starts on a 64-byte line */
+
+static int max_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+static int thread_num(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+static size_t round_up(size_t n) { return (n + HS_CONV_ALIGN - 1) / HS_CONV_ALIGN * HS_CONV_ALIGN; }
+
+typedef struct conv_layout {
+    size_t k;          /* c_in*kh*kw: rows of col */
+    size_t p;          /* oh*ow: columns of col */
+    size_t in_sample;  /* c_in*h*w */
+    size_t out_sample; /* c_out*oh*ow */
+    size_t col_floats; /* one column buffer, rounded */
+    size_t part_floats;/* one partial: dW[c_out,K] then db[c_out], rounded */
+    int slots;         /* column buffers (threads) */
+    int groups;        /* weight-gradient partials */
+} conv_layout;
+
+static conv_layout layout_of(const hs_conv2d_shape *s) {
+    if (s->oh != s->h - s->kh + 1 || s->ow != s->w - s->kw + 1 || s->oh <= 0 || s->ow <= 0)
+        HS_FATAL(NULL, "conv2d shape: %dx%d input, %dx%d kernel gives %dx%d, not %dx%d", s->h, s->w, s->kh, s->kw,
+                 s->h - s->kh + 1, s->w - s->kw + 1, s->oh, s->ow);
+    conv_layout L;
+    L.k = (size_t)s->c_in * (size_t)s->kh * (size_t)s->kw;
+    L.p = (size_t)s->oh * (size_t)s->ow;
+    L.in_sample = (size_t)s->c_in * (size_t)s->h * (size_t)s->w;
+    L.out_sample = (size_t)s->c_out * L.p;
+    L.col_floats = round_up(L.k * L.p);
+    L.part_floats = round_up((size_t)s->c_out * L.k + (size_t)s->c_out);
+    L.slots = max_threads();
+    L.groups = (s->n + HS_CONV_GROUP - 1) / HS_CONV_GROUP;
+    return L;
+}
+
+size_t hs_cpu_conv2d_workspace_bytes(const hs_conv2d_shape *s) {
+    conv_layout L = layout_of(s);
+    return ((size_t)L.slots * L.col_floats + (size_t)L.groups * L.part_floats) * sizeof(float);
+}
+
+/* col[K,P] from one sample x[c_in,h,w]: each (c,i,j) row is oh runs of ow contiguous input values. */
+static void im2col(float *col, const float *x, const hs_conv2d_shape *s) {
+    const size_t p = (size_t)s->oh * (size_t)s->ow;
+    for (int c = 0; c < s->c_in; c++)
+        for (int i = 0; i < s->kh; i++)
+            for (int j = 0; j < s->kw; j++) {
+                float *row = col + ((size_t)(c * s->kh + i) * (size_t)s->kw + (size_t)j) * p;
+                const float *src = x + ((size_t)c * (size_t)s->h + (size_t)i) * (size_t)s->w + (size_t)j;
+                for (int oy = 0; oy < s->oh; oy++)
+                    memcpy(row + (size_t)oy * (size_t)s->ow, src + (size_t)oy * (size_t)s->w,
+                           (size_t)s->ow * sizeof *row);
+            }
+}
+
+/* dx[c_in,h,w] = col2im(dcol[K,P]): every input value collects the column entries it was copied to. */
+static void col2im(float *dx, const float *dcol, const hs_conv2d_shape *s) {
+    const size_t p = (size_t)s->oh * (size_t)s->ow;
+    memset(dx, 0, (size_t)s->c_in * (size_t)s->h * (size_t)s->w * sizeof *dx);
+    for (int c = 0; c < s->c_in; c++)
+        for (int i = 0; i < s->kh; i++)
+            for (int j = 0; j < s->kw; j++) {
+                const float *row = dcol + ((size_t)(c * s->kh + i) * (size_t)s->kw + (size_t)j) * p;
+                float *dst = dx + ((size_t)c * (size_t)s->h + (size_t)i) * (size_t)s->w + (size_t)j;
+                for (int oy = 0; oy < s->oh; oy++) {
+                    float *d = dst + (size_t)oy * (size_t)s->w;
+                    const float *r = row + (size_t)oy * (size_t)s->ow;
+#pragma omp simd
+                    for (int ox = 0; ox < s->ow; ox++) d[ox] += r[ox];
+                }
+            }
+}
+
+/* y[n,c_out,oh,ow] = conv(x[n,c_in,h,w], w[c_out,c_in,kh,kw]) + b[c_out] */
+void hs_cpu_conv2d_forward(const hs_conv2d_shape *s, float *y, const float *x, const float *w, const float *b,
+                           void *workspace) {
+    const conv_layout L = layout_of(s);
+    float *cols = workspace;
+#pragma omp parallel num_threads(L.slots)
+    {
+        float *col = cols + (size_t)thread_num() * L.col_floats; /* col[K,P] */
+#pragma omp for schedule(static)
+        for (int n = 0; n < s->n; n++) {
+            float *yn = y + (size_t)n * L.out_sample; /* y_n[c_out,P] */
+            im2col(col, x + (size_t)n * L.in_sample, s);
+            hs_cpu_gemm(0, 0, s->c_out, (int)L.p, (int)L.k, 1.0f, w, (int)L.k, col, (int)L.p, 0.0f, yn, (int)L.p);
+            for (int co = 0; co < s->c_out; co++) {
+                float *yr = yn + (size_t)co * L.p;
+                const float bias = b[co];
+#pragma omp simd
+                for (size_t q = 0; q < L.p; q++) yr[q] += bias;
+            }
+        }
+    }
+}
+
+/* dw[c_out,c_in,kh,kw] += Σ dy·colᵀ, db[c_out] += Σ dy, dx[n,c_in,h,w] = col2im(Wᵀ·dy) (dx may be NULL) */
+void hs_cpu_conv2d_backward(const hs_conv2d_shape *s, float *dx, float *dw, float *db, const float *dy,
+                            const float *x, const float *w, void *workspace) {
+    const conv_layout L = layout_of(s);
+    float *cols = workspace;
+    float *partials = cols + (size_t)L.slots * L.col_floats; /* partials[groups][c_out*K + c_out] */
+    const size_t dw_len = (size_t)s->c_out * L.k;
+#pragma omp parallel num_threads(L.slots)
+    {
+        float *col = cols + (size_t)thread_num() * L.col_floats; /* col[K,P], then dcol[K,P] */
+#pragma omp for schedule(static)
+        for (int g = 0; g < L.groups; g++) {
+            float *part_dw = partials + (size_t)g * L.part_floats; /* [c_out,K] */
+            float *part_db = part_dw + dw_len;                     /* [c_out] */
+            const int n_end = (g + 1) * HS_CONV_GROUP < s->n ? (g + 1) * HS_CONV_GROUP : s->n;
+            for (int n = g * HS_CONV_GROUP; n < n_end; n++) {
+                const int first = n == g * HS_CONV_GROUP;
+                const float *dyn = dy + (size_t)n * L.out_sample; /* dy_n[c_out,P] */
+                im2col(col, x + (size_t)n * L.in_sample, s);
+                hs_cpu_gemm(0, 1, s->c_out, (int)L.k, (int)L.p, 1.0f, dyn, (int)L.p, col, (int)L.p, first ? 0.0f : 1.0f,
+                            part_dw, (int)L.k);
+                for (int co = 0; co < s->c_out; co++) {
+                    const float *dr = dyn + (size_t)co * L.p;
+                    double sum = 0.0;
+                    for (size_t q = 0; q < L.p; q++) sum += (double)dr[q];
+                    part_db[co] = first ? (float)sum : part_db[co] + (float)sum;
+                }
+                if (dx) {
+                    hs_cpu_gemm(1, 0, (int)L.k, (int)L.p, s->c_out, 1.0f, w, (int)L.k, dyn, (int)L.p, 0.0f, col,
+                                (int)L.p);
+                    col2im(dx + (size_t)n * L.in_sample, col, s);
+                }
+            }
+        }
+        /* dw, db += partials summed in group order (each element independently: parallel and fixed). */
+#pragma omp for schedule(static)
+        for (size_t e = 0; e < dw_len + (size_t)s->c_out; e++) {
+            double sum = 0.0;
+            for (int g = 0; g < L.groups; g++) sum += (double)partials[(size_t)g * L.part_floats + e];
+            if (e < dw_len)
+                dw[e] += (float)sum;
+            else
+                db[e - dw_len] += (float)sum;
+        }
+    }
+}
+
+/* y[n,c,h/k,w/k] = max over each k×k window of x[n,c,h,w]; argmax = flat index in the h*w plane of the
+ * first maximum in row-major window order (PyTorch's tie rule; a NaN wins, as in PyTorch). */
+void hs_cpu_maxpool2d_forward(float *y, int32_t *argmax, const float *x, int n, int c, int h, int w, int k) {
+    const int oh = h / k, ow = w / k;
+    const int64_t planes = (int64_t)n * c;
+#pragma omp parallel for schedule(static) if (planes * h * w > 32768)
+    for (int64_t pl = 0; pl < planes; pl++) {
+        const float *xp = x + pl * h * w;
+        float *yp = y + pl * oh * ow;
+        int32_t *ap = argmax + pl * oh * ow;
+        for (int oy = 0; oy < oh; oy++)
+            for (int ox = 0; ox < ow; ox++) {
+                int best = oy * k * w + ox * k;
+                float best_v = xp[best];
+                for (int i = 0; i < k; i++)
+                    for (int j = 0; j < k; j++) {
+                        const int idx = (oy * k + i) * w + ox * k + j;
+                        const float v = xp[idx];
+                        if (v > best_v || (v != v && best_v == best_v)) {
+                            best_v = v;
+                            best = idx;
+                        }
+                    }
+                yp[oy * ow + ox] = best_v;
+                ap[oy * ow + ox] = best;
+            }
+    }
+}
+
+/* dx[n,c,h,w] = dy routed back to each window's winner, 0 elsewhere (windows do not overlap). */
+void hs_cpu_maxpool2d_backward(float *dx, const float *dy, const int32_t *argmax, int n, int c, int h, int w,
+                               int k) {
+    const int oh = h / k, ow = w / k;
+    const int64_t planes = (int64_t)n * c;
+#pragma omp parallel for schedule(static) if (planes * h * w > 32768)
+    for (int64_t pl = 0; pl < planes; pl++) {
+        float *dxp = dx + pl * h * w;
+        const float *dyp = dy + pl * oh * ow;
+        const int32_t *ap = argmax + pl * oh * ow;
+        memset(dxp, 0, (size_t)h * (size_t)w * sizeof *dxp);
+        for (int q = 0; q < oh * ow; q++) dxp[ap[q]] += dyp[q];
+    }
+}

@@ -1,1 +1,94 @@
-/* placeholder: not yet written */
+/* Element-wise passes on the CPU. The formulas live in kernels/math/*.h (shared with the CUDA
+ * kernels); this file only spreads them over OpenMP threads. Loops below ~32k elements stay serial:
+ * waking the thread pool costs more than the work. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/cpu_ops.h"
+#include "math/activations.h"
+#include "math/dropout.h"
+#include "util/check.h"
+
+#define HS_PAR_MIN 32768
+
+/* y[n] = x[n] * scale + shift */
+void hs_cpu_u8_to_float(float *y, const uint8_t *x, size_t n, float scale, float shift) {
+#pragma omp parallel for simd schedule(static) if (n > HS_PAR_MIN)
+    for (size_t i = 0; i < n; i++) y[i] = hs_u8_affine(x[i], scale, shift);
+}
+
+/* y[n] = relu(x[n]); y may alias x */
+void hs_cpu_relu_forward(float *y, const float *x, size_t n) {
+#pragma omp parallel for simd schedule(static) if (n > HS_PAR_MIN)
+    for (size_t i = 0; i < n; i++) y[i] = hs_relu(x[i]);
+}
+
+/* dx[n] = dy[n] * 1[y > 0]; any of dx, dy, y may alias */
+void hs_cpu_relu_backward(float *dx, const float *dy, const float *y, size_t n) {
+#pragma omp parallel for simd schedule(static) if (n > HS_PAR_MIN)
+    for (size_t i = 0; i < n; i++) dx[i] = hs_relu_grad(dy[i], y[i]);
+}
+
+/* out[batch, per_sample] = in * mask: one mask value per group of `group` consecutive elements of a
+ * sample, drawn from (key, first_sample + sample, group index). Forward and backward are the same
+ * multiplication by the same mask (d(x*m)/dx = m). */
+static void dropout_apply(float *out, const float *in, int batch, size_t per_sample, size_t group, float p,
+                          uint64_t key, int64_t first_sample) {
+    const size_t total = (size_t)batch * per_sample;
+    if (p <= 0.0f) {
+        if (out != in) memcpy(out, in, total * sizeof *out);
+        return;
+    }
+    if (group == 0 || per_sample % group != 0)
+        HS_FATAL(NULL, "dropout: group %zu does not divide the %zu values per sample", group, per_sample);
+    const float keep_scale = hs_dropout_keep_scale(p);
+    const size_t groups = per_sample / group;
+    const int64_t units = (int64_t)batch * (int64_t)groups;
+#pragma omp parallel for schedule(static) if (total > HS_PAR_MIN)
+    for (int64_t u = 0; u < units; u++) {
+        const int64_t sample = u / (int64_t)groups;
+        const size_t g = (size_t)(u % (int64_t)groups);
+        const float m = hs_dropout_factor(key, (uint64_t)(first_sample + sample), g, p, keep_scale);
+        const size_t off = (size_t)u * group; /* = sample*per_sample + g*group */
+#pragma omp simd
+        for (size_t e = 0; e < group; e++) out[off + e] = in[off + e] * m;
+    }
+}
+
+void hs_cpu_dropout_forward(float *y, const float *x, int batch, size_t per_sample, size_t group, float p,
+                            uint64_t key, int64_t first_sample) {
+    dropout_apply(y, x, batch, per_sample, group, p, key, first_sample);
+}
+
+void hs_cpu_dropout_backward(float *dx, const float *dy, int batch, size_t per_sample, size_t group, float p,
+                             uint64_t key, int64_t first_sample) {
+    dropout_apply(dx, dy, batch, per_sample, group, p, key, first_sample);
+}
+
+/* sum x^2 in double. The vector is cut into fixed blocks of HS_SUMSQ_BLOCK values whatever the thread
+ * count; blocks are summed in parallel and the block sums added in block order, so the same vector
+ * always gives the same bits (on 1 thread or 64). */
+#define HS_SUMSQ_BLOCK 16384
+double hs_cpu_sumsq(const float *x, size_t n) {
+    const size_t nblocks = (n + HS_SUMSQ_BLOCK - 1) / HS_SUMSQ_BLOCK;
+    if (nblocks == 0) return 0.0;
+    double *block_sum;
+    HS_ALLOC(block_sum, nblocks);
+#pragma omp parallel for schedule(static) if (nblocks > 1)
+    for (size_t b = 0; b < nblocks; b++) {
+        const size_t lo = b * HS_SUMSQ_BLOCK, hi = lo + HS_SUMSQ_BLOCK < n ? lo + HS_SUMSQ_BLOCK : n;
+        double s = 0.0;
+        for (size_t i = lo; i < hi; i++) s += (double)x[i] * (double)x[i];
+        block_sum[b] = s;
+    }
+    double total = 0.0;
+    for (size_t b = 0; b < nblocks; b++) total += block_sum[b];
+    free(block_sum);
+    return total;
+}
+
+/* x[n] *= a */
+void hs_cpu_scale(float *x, float a, size_t n) {
+#pragma omp parallel for simd schedule(static) if (n > HS_PAR_MIN)
+    for (size_t i = 0; i < n; i++) x[i] *= a;
+}

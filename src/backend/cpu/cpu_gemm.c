@@ -1,1 +1,43 @@
-/* placeholder: not yet written */
+/* Dense linear algebra on the CPU: OpenBLAS (row-major CBLAS) for the products, OpenMP for the bias
+ * passes. The OpenMP build of OpenBLAS shares hetseq's thread pool and runs single-threaded when
+ * called from inside a parallel region (the convolution relies on that). */
+#include <cblas.h>
+
+#include "backend/cpu/cpu_ops.h"
+
+/* c[m,n] = alpha * op(a)[m,k] · op(b)[k,n] + beta * c[m,n] */
+void hs_cpu_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+                 const float *b, int ldb, float beta, float *c, int ldc) {
+    if (m <= 0 || n <= 0) return;
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n,
+                k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+/* y[rows,cols] += bias[cols] */
+void hs_cpu_add_bias(float *y, const float *bias, int rows, int cols) {
+#pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > 32768)
+    for (int r = 0; r < rows; r++) {
+        float *yr = y + (size_t)r * (size_t)cols;
+#pragma omp simd
+        for (int c = 0; c < cols; c++) yr[c] += bias[c];
+    }
+}
+
+/* dbias[cols] += sum_r dy[r,cols]. Columns are split into fixed blocks across threads; each column is
+ * summed over rows in row order in double, so the result does not depend on the thread count. */
+#define HS_BIAS_GRAD_COLS 256
+void hs_cpu_bias_grad(float *dbias, const float *dy, int rows, int cols) {
+    const int nblocks = (cols + HS_BIAS_GRAD_COLS - 1) / HS_BIAS_GRAD_COLS;
+#pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > 32768)
+    for (int blk = 0; blk < nblocks; blk++) {
+        const int c0 = blk * HS_BIAS_GRAD_COLS;
+        const int nc = cols - c0 < HS_BIAS_GRAD_COLS ? cols - c0 : HS_BIAS_GRAD_COLS;
+        double acc[HS_BIAS_GRAD_COLS] = {0};
+        for (int r = 0; r < rows; r++) {
+            const float *dyr = dy + (size_t)r * (size_t)cols + c0;
+#pragma omp simd
+            for (int c = 0; c < nc; c++) acc[c] += (double)dyr[c];
+        }
+        for (int c = 0; c < nc; c++) dbias[c0 + c] += (float)acc[c];
+    }
+}
