@@ -660,37 +660,52 @@ static char *read_whole_file(const char *path, const char *what) {
  * Loading
  * ============================================================================================== */
 
-/* Files already scanned for long integer literals (the main one, then any @include'd ones). */
+/* What messages need while one text is loaded. */
 typedef struct {
-    const char **names;
-    int n;
-} scanned_files;
+    const char *origin;      /* the file's path, or the name given to a string */
+    const char *include_dir; /* directory of the experiment file; NULL for a string */
+    char **scanned;          /* display names of the files already scanned for long literals */
+    int n_scanned;
+} load_ctx;
 
-static void scan_included_file(scanned_files *seen, const char *file) {
-    if (!file) return;
-    for (int i = 0; i < seen->n; i++)
-        if (strcmp(seen->names[i], file) == 0) return;
-    HS_REALLOC(seen->names, seen->n + 1);
-    seen->names[seen->n++] = file;
-    char *text = read_whole_file(file, "included file");
-    check_int_literals(text, file);
+/* The name under which to report a source file: libconfig records an @include'd file by the name
+ * written in the @include, so put the include directory in front of a relative one. */
+static void display_name(const load_ctx *ctx, const char *file, char *buf, size_t len) {
+    if (!file) snprintf(buf, len, "%s", ctx->origin);
+    else if (ctx->include_dir && file[0] != '/' && strcmp(file, ctx->origin) != 0)
+        snprintf(buf, len, "%s/%s", ctx->include_dir, file);
+    else snprintf(buf, len, "%s", file);
+}
+
+/* The first time a setting from an @include'd file is seen, scan that file for long literals. */
+static void scan_source_file(load_ctx *ctx, const config_setting_t *s) {
+    char name[1024];
+    if (!config_setting_source_file(s)) return;
+    display_name(ctx, config_setting_source_file(s), name, sizeof name);
+    for (int i = 0; i < ctx->n_scanned; i++)
+        if (strcmp(ctx->scanned[i], name) == 0) return;
+    HS_REALLOC(ctx->scanned, ctx->n_scanned + 1);
+    ctx->scanned[ctx->n_scanned++] = HS_STRDUP(name);
+    char *text = read_whole_file(name, "included file");
+    check_int_literals(text, name);
     free(text);
 }
 
-static void setting_where(const config_setting_t *s, const char *origin, char *buf, size_t len) {
-    const char *file = config_setting_source_file(s);
-    snprintf(buf, len, "%s:%u", file ? file : origin, config_setting_source_line(s));
+static void setting_where(load_ctx *ctx, const config_setting_t *s, char *buf, size_t len) {
+    char name[1024];
+    scan_source_file(ctx, s);
+    display_name(ctx, config_setting_source_file(s), name, sizeof name);
+    snprintf(buf, len, "%s:%u", name, config_setting_source_line(s));
 }
 
 /* Every setting of the file must be a schema key of the right shape; store each one's value. */
-static void walk_settings(hs_config *c, const config_t *cfg, const char *origin, scanned_files *seen) {
+static void walk_settings(hs_config *c, const config_t *cfg, load_ctx *ctx) {
     const config_setting_t *root = config_root_setting(cfg);
     char where[1200], path[512];
     for (int i = 0; i < config_setting_length(root); i++) {
         const config_setting_t *s = config_setting_get_elem(root, (unsigned)i);
         const char *name = config_setting_name(s);
-        scan_included_file(seen, config_setting_source_file(s));
-        setting_where(s, origin, where, sizeof where);
+        setting_where(ctx, s, where, sizeof where);
         if (config_setting_is_group(s)) {
             if (!is_group(name)) {
                 int k = schema_index(name);
@@ -704,8 +719,7 @@ static void walk_settings(hs_config *c, const config_t *cfg, const char *origin,
             }
             for (int j = 0; j < config_setting_length(s); j++) {
                 const config_setting_t *m = config_setting_get_elem(s, (unsigned)j);
-                scan_included_file(seen, config_setting_source_file(m));
-                setting_where(m, origin, where, sizeof where);
+                setting_where(ctx, m, where, sizeof where);
                 snprintf(path, sizeof path, "%s.%s", name, config_setting_name(m));
                 int k = schema_index(path);
                 if (k < 0) die_unknown_key(where, path);
@@ -764,13 +778,13 @@ static hs_config *config_with_defaults(void) {
     return c;
 }
 
-static void config_failed(const config_t *cfg, const char *origin) {
-    const char *file = config_error_file(cfg);
+static void config_failed(const config_t *cfg, const load_ctx *ctx) {
+    char file[1024];
+    display_name(ctx, config_error_file(cfg), file, sizeof file);
     if (config_error_type(cfg) == CONFIG_ERR_FILE_IO)
-        hs_die_all("%s: cannot read the experiment file (or a file it @includes): %s", file ? file : origin,
-                   config_error_text(cfg));
-    hs_die_all("%s:%d: %s (check for a missing ';', '=', quote or closing brace at or just before this line)",
-               file ? file : origin, config_error_line(cfg), config_error_text(cfg));
+        hs_die_all("%s: cannot read the experiment file (or a file it @includes): %s", file, config_error_text(cfg));
+    hs_die_all("%s:%d: %s (check for a missing ';', '=', quote or closing brace at or just before this line)", file,
+               config_error_line(cfg), config_error_text(cfg));
 }
 
 /* Parse `text` (already read; from `file` if not NULL), validate, apply overrides. */
@@ -778,11 +792,13 @@ static hs_config *load(const char *text, const char *file, const char *origin, i
                        char *const *overrides) {
     hs_config *c = config_with_defaults();
     check_int_literals(text, origin);
-    scanned_files seen = {0};
+    load_ctx ctx = {origin, NULL, NULL, 0};
+    HS_ALLOC(ctx.scanned, 1);
+    ctx.scanned[ctx.n_scanned++] = HS_STRDUP(origin);
+    char *dir = NULL;
     config_t cfg;
     config_init(&cfg);
     int ok;
-    char *dir = NULL;
     if (file) {
         /* @include "x.cfg" is relative to the experiment file's directory */
         dir = HS_STRDUP(file);
@@ -790,19 +806,17 @@ static hs_config *load(const char *text, const char *file, const char *origin, i
         if (slash) {
             slash[slash == dir] = '\0';
             config_set_include_dir(&cfg, dir);
+            ctx.include_dir = dir;
         }
         ok = config_read_file(&cfg, file);
     } else {
         ok = config_read_string(&cfg, text);
     }
-    if (!ok) config_failed(&cfg, origin);
-    if (file) {
-        HS_REALLOC(seen.names, 1);
-        seen.names[seen.n++] = file;
-    }
-    walk_settings(c, &cfg, origin, &seen);
-    free(seen.names);
+    if (!ok) config_failed(&cfg, &ctx);
+    walk_settings(c, &cfg, &ctx);
     config_destroy(&cfg);
+    for (int i = 0; i < ctx.n_scanned; i++) free(ctx.scanned[i]);
+    free(ctx.scanned);
     free(dir);
     for (int i = 0; i < n_overrides; i++) apply_override(c, overrides[i]);
     return c;
@@ -900,11 +914,14 @@ static void sb_printf(strbuf *b, const char *fmt, ...) {
     }
 }
 
-/* A float literal libconfig reads back as a float with the same double: %.17g, plus ".0" if it
- * would otherwise look like an integer. */
+/* A float literal that libconfig reads back as the same double: the shortest of %.15g..%.17g that
+ * round-trips (0.1 stays "0.1"), plus ".0" if it would otherwise read as an integer. */
 static void sb_float(strbuf *b, double x) {
     char num[40];
-    snprintf(num, sizeof num, "%.17g", x);
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(num, sizeof num, "%.*g", digits, x);
+        if (strtod(num, NULL) == x) break;
+    }
     sb_printf(b, "%s%s", num, strpbrk(num, ".eE") ? "" : ".0");
 }
 

@@ -49,7 +49,7 @@ const char *hs_cfg_string(const hs_config *c, const char *path); /* owned by the
 int hs_cfg_list_len(const hs_config *c, const char *path);
 double hs_cfg_float_elem(const hs_config *c, const char *path, int i);
 int64_t hs_cfg_int_elem(const hs_config *c, const char *path, int i);
-/* Where a key was set: "file:line", or "default" / "-o override". */
+/* Where a key was set: "file:line", "default", or the override itself ("-o optimizer.lr=0.1"). */
 const char *hs_cfg_origin(const hs_config *c, const char *path, char *buf, int buflen);
 
 /* The effective configuration (every schema key with its value, defaults included) as libconfig text.

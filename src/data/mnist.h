@@ -20,6 +20,11 @@ hs_mnist_file *hs_mnist_open(const char *path, MPI_Comm io_comm);
 int64_t hs_mnist_num_samples(const hs_mnist_file *f, int split);
 /* Collective: every rank calls it; count may be 0 (empty selection). images[count*784], labels[count]. */
 void hs_mnist_read(hs_mnist_file *f, int split, int64_t first, int count, uint8_t *images, uint8_t *labels);
+/* Why HDF5 did not read collectively: the OR of H5Pget_mpio_no_collective_cause (local and global)
+ * over every read since open; 0 = every transfer was collective. For tests and diagnostics. */
+uint32_t hs_mnist_no_collective_cause(const hs_mnist_file *f);
+/* Collective (H5Fclose on the I/O communicator); call it from the thread that did the reads, or after
+ * that thread has stopped. */
 void hs_mnist_close(hs_mnist_file *f);
 
 #endif

@@ -18,12 +18,15 @@ hs_optimizer *hs_optimizer_create(const hs_config *cfg, hs_params *params) {
     const double eps = strcmp(name, "adadelta") == 0 ? hs_cfg_float(cfg, "optimizer.adadelta_eps")
                                                      : hs_cfg_float(cfg, "optimizer.adam_eps");
     return hs_optimizer_create_named(name, params, beta1, beta2, eps, hs_cfg_float(cfg, "optimizer.weight_decay"),
-                                     hs_cfg_float(cfg, "optimizer.adadelta_rho"), hs_cfg_float(cfg, "optimizer.momentum"));
+                                     hs_cfg_float(cfg, "optimizer.adadelta_rho"),
+                                     hs_cfg_float(cfg, "optimizer.momentum"));
 }
 
 void hs_lr_init(hs_lr_scheduler *s, const hs_config *cfg) {
     hs_lr_init_params(s, hs_cfg_string(cfg, "lr_scheduler.name"), hs_cfg_float(cfg, "optimizer.lr"),
-                      hs_cfg_int(cfg, "lr_scheduler.warmup_updates"), hs_cfg_float(cfg, "lr_scheduler.warmup_proportion"),
-                      hs_cfg_int(cfg, "lr_scheduler.total_num_update"), hs_cfg_float(cfg, "lr_scheduler.end_learning_rate"),
-                      hs_cfg_float(cfg, "lr_scheduler.power"), (int)hs_cfg_int(cfg, "lr_scheduler.force_anneal"));
+                      hs_cfg_int(cfg, "lr_scheduler.warmup_updates"),
+                      hs_cfg_float(cfg, "lr_scheduler.warmup_proportion"),
+                      hs_cfg_int(cfg, "lr_scheduler.total_num_update"),
+                      hs_cfg_float(cfg, "lr_scheduler.end_learning_rate"), hs_cfg_float(cfg, "lr_scheduler.power"),
+                      (int)hs_cfg_int(cfg, "lr_scheduler.force_anneal"));
 }

@@ -20,7 +20,9 @@ typedef struct hs_optimizer {
     hs_optim_kind kind;
     hs_params *params;
     int n_states;
-    const char *state_names[HS_OPTIM_MAX_STATES]; /* PyTorch names: "exp_avg", "exp_avg_sq", "square_avg", "acc_delta", "momentum_buffer" */
+    /* PyTorch names: "exp_avg", "exp_avg_sq" (adam, adamw); "square_avg", "acc_delta" (adadelta);
+     * "momentum_buffer" (sgd with momentum) */
+    const char *state_names[HS_OPTIM_MAX_STATES];
     float *state[HS_OPTIM_MAX_STATES];            /* device, params->total floats each (SGD without momentum: none) */
     int64_t step;                 /* number of steps taken */
     /* hyper-parameters from the config (double, as PyTorch's Python floats; see backend.h) */

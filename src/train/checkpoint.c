@@ -23,7 +23,8 @@
 #define HS_CKPT_FORMAT "hetseq-checkpoint"
 #define HS_CKPT_VERSION 1
 
-#define H5_HINT "the checkpoint file or its file system failed; on NFS/Lustre set HDF5_USE_FILE_LOCKING=FALSE"
+#define H5_HINT                                                                                          \
+    "check free space and quota where the checkpoint lives; on NFS/Lustre set HDF5_USE_FILE_LOCKING=FALSE"
 
 /* ---- hs_train_state <-> /train_state attributes --------------------------------------------- */
 
@@ -288,7 +289,10 @@ static hid_t open_checkpoint(const char *path) {
         hs_die("checkpoint '%s' does not exist or is not a readable file", path);
     htri_t is_h5 = H5Fis_hdf5(path);
     if (is_h5 <= 0) hs_die("'%s' is not an HDF5 file, so not a hetseq checkpoint", path);
-    hid_t file = (hid_t)HS_H5(H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), H5_HINT);
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT); /* checked: a damaged file is a user error */
+    if (file < 0)
+        hs_die("checkpoint '%s' is damaged or truncated: HDF5 cannot open it (an interrupted copy? on NFS/Lustre "
+               "also try HDF5_USE_FILE_LOCKING=FALSE)", path);
     char *format = read_string_attr(file, "format");
     if (!format || strcmp(format, HS_CKPT_FORMAT) != 0)
         hs_die("'%s' is an HDF5 file but not a hetseq checkpoint (root attribute format = \"%s\" missing); "

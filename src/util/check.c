@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int g_rank = 0, g_size = 1;
 
@@ -23,7 +24,9 @@ _Noreturn void hs_abort(int code) {
     fflush(stdout);
     fflush(stderr);
     if (mpi_running() && g_size > 1) MPI_Abort(MPI_COMM_WORLD, code);
-    exit(code);
+    /* _exit, not exit: after a failed HDF5 write, HDF5's own exit-time cleanup can crash and turn a
+     * clear error into a segfault status. */
+    _exit(code);
 }
 
 static void prefix(void) {
@@ -71,7 +74,7 @@ _Noreturn void hs_die_all(const char *fmt, ...) {
         fflush(stderr);
     }
     if (mpi_running()) MPI_Finalize();
-    exit(1);
+    _exit(1);
 }
 
 void *hs_xcalloc(size_t count, size_t size, const char *file, int line) {

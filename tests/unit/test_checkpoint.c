@@ -30,6 +30,7 @@ static char g_root[256]; /* scratch directory of this test run */
 
 /* ---- helpers ---------------------------------------------------------------------------------- */
 
+/* g_root/<fmt...>; the result lives until 4 more calls, so keep a copy of paths used longer. */
 static char *path_in(const char *fmt, ...) {
     static char buf[4][512];
     static int next = 0;
@@ -163,6 +164,10 @@ static int run_child(child_fn fn, void *arg, char *out, size_t out_size) {
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
+        /* cmocka catches crashes to report them; in the child a crash must end the child, not resume
+         * the test run there. */
+        static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGSYS, SIGABRT};
+        for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++) signal(crash_signals[i], SIG_DFL);
         close(pipefd[0]);
         dup2(pipefd[1], STDERR_FILENO);
         fn(arg);
@@ -416,9 +421,10 @@ static void test_failed_save_keeps_the_previous_checkpoint(void **unused) {
     declare_model(&good, 5, 0);
     declare_model(&back, 5, 0);
     fill_random(&good, good.data);
-    const char *dir = path_in("atomic");
+    char dir[512], final[512];
+    strcpy(dir, path_in("atomic"));
+    strcpy(final, path_in("atomic/checkpoint_last.h5"));
     hs_checkpoint_save(dir, "checkpoint_last.h5", &good, NULL, NULL, "old");
-    const char *final = path_in("atomic/checkpoint_last.h5");
 
     /* 1. the disk fills up half-way through the new checkpoint */
     char out[8192];
@@ -431,7 +437,8 @@ static void test_failed_save_keeps_the_previous_checkpoint(void **unused) {
     free(cfg);
 
     /* 2. the temporary file cannot even be created */
-    const char *tmp = path_in("atomic/checkpoint_last.h5.tmp");
+    char tmp[512];
+    strcpy(tmp, path_in("atomic/checkpoint_last.h5.tmp"));
     unlink(tmp);
     assert_int_equal(mkdir(tmp, 0777), 0);
     rc = run_child(save_child, &(save_case){dir, 0}, out, sizeof out);
@@ -443,7 +450,8 @@ static void test_failed_save_keeps_the_previous_checkpoint(void **unused) {
 
     /* 3. the directory cannot be created: a clear message that names it */
     write_file(path_in("atomic/a-file"), "");
-    const char *bad_dir = path_in("atomic/a-file/checkpoints");
+    char bad_dir[512];
+    strcpy(bad_dir, path_in("atomic/a-file/checkpoints"));
     rc = run_child(save_child, &(save_case){bad_dir, 0}, out, sizeof out);
     assert_int_equal(rc, 1);
     assert_contains(out, bad_dir);
@@ -451,7 +459,8 @@ static void test_failed_save_keeps_the_previous_checkpoint(void **unused) {
 
     /* 4. a read-only directory (permissions do not bind root, so only as a normal user) */
     if (geteuid() != 0) {
-        const char *ro = path_in("atomic-ro");
+        char ro[512];
+        strcpy(ro, path_in("atomic-ro"));
         hs_checkpoint_save(ro, "checkpoint_last.h5", &good, NULL, NULL, "old");
         assert_int_equal(chmod(ro, 0555), 0);
         rc = run_child(save_child, &(save_case){ro, 0}, out, sizeof out);
@@ -478,7 +487,8 @@ static void test_failed_save_keeps_the_previous_checkpoint(void **unused) {
 
 static void test_prune_keeps_the_newest_of_each_kind(void **unused) {
     (void)unused;
-    const char *dir = path_in("prune");
+    char dir[512];
+    strcpy(dir, path_in("prune"));
     mkdir(dir, 0777);
     static const char *const all[] = {
         "checkpoint1.h5", "checkpoint2.h5", "checkpoint5.h5", "checkpoint10.h5", /* 10 > 5 numerically */

@@ -1,4 +1,4 @@
-/* Element-wise passes on the CPU. The formulas live in kernels/math/*.h (shared with the CUDA
+/* Element-wise passes on the CPU. The formulas live in the kernels/math headers (shared with the CUDA
  * kernels); this file only spreads them over OpenMP threads. Loops below ~32k elements stay serial:
  * waking the thread pool costs more than the work. */
 #include <stdlib.h>
