@@ -141,8 +141,8 @@ int64_t hs_mnist_num_samples(const hs_mnist_file *f, int split) {
 
 /* ---- collective row reads --------------------------------------------------------------------------- */
 
-/* Rows [first, first+count) of ds (row shape row_dims[1..ndim-1]) into buf; count 0 joins the
- * collective with empty selections. */
+/* Rows [first, first+count) of ds into buf: images buf[count,28,28] (ndim 3) or labels buf[count]
+ * (ndim 1). count 0 joins the collective with empty selections. */
 static void read_rows(hs_mnist_file *f, hid_t ds, int ndim, int64_t first, int count, void *buf) {
     hsize_t start[3] = {(hsize_t)first, 0, 0};
     hsize_t block[3] = {(hsize_t)count, HS_MNIST_ROWS, HS_MNIST_COLS};

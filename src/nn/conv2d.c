@@ -1,6 +1,6 @@
 /* 2-d convolution (stride 1, no padding), PyTorch layout W[c_out,c_in,kh,kw]. The backend chooses the
- * algorithm (im2col + GEMM on the CPU); the layer only keeps its scratch buffer large enough. The size
- * is asked for on every call because it may depend on the thread count. */
+ * algorithm (im2col + GEMM on the CPU); the layer only keeps its scratch buffer large enough for the
+ * shape of each call (a smaller batch reuses the buffer of a larger one). */
 #include "nn/layers.h"
 
 /* y[n,c_out,oh,ow] = Σ_{c,i,j} W[c_out,c,i,j] · x[n,c,oy+i,ox+j] + b[c_out] */

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +73,8 @@ static int parse_args(int argc, char **argv, int rank, prep_args *a) {
 /* DIR/NAME, else DIR/NAME.gz; NULL (and a message in err) if neither is there. */
 static char *find_idx(const char *dir, const char *name, char *err, size_t errlen) {
     size_t len = strlen(dir) + strlen(name) + 8;
-    char *path = hs_xcalloc(len, 1, __FILE__, __LINE__);
+    char *path;
+    HS_ALLOC(path, len);
     snprintf(path, len, "%s/%s", dir, name);
     if (access(path, F_OK) == 0) return path;
     snprintf(path, len, "%s/%s.gz", dir, name);
@@ -135,7 +135,8 @@ static int convert(const prep_args *a) {
     }
 
     size_t tmp_len = strlen(a->out_path) + 5;
-    char *tmp = hs_xcalloc(tmp_len, 1, __FILE__, __LINE__);
+    char *tmp;
+    HS_ALLOC(tmp, tmp_len);
     snprintf(tmp, tmp_len, "%s.tmp", a->out_path);
     hid_t fapl = (hid_t)HS_H5(H5Pcreate(H5P_FILE_ACCESS), NULL);
     HS_H5(H5Pset_fapl_sec2(fapl), NULL); /* one writer: the serial POSIX driver */

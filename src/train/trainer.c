@@ -65,14 +65,15 @@ static void make_dir(const char *dir) {
 
 /* ---- checkpoints --------------------------------------------------------------------------------- */
 
-static void save(trainer *t, const char *name) {
+/* epoch: the epoch the checkpoint belongs to (the one just finished, or the one in progress). */
+static void save(trainer *t, const char *name, int64_t epoch) {
     if (t->no_save || t->comm->rank != 0) return;
     double t0 = hs_now();
     hs_checkpoint_save(t->save_dir, name, &t->task->params, t->opt, &t->st, t->config_text);
     hs_checkpoint_save(t->save_dir, "checkpoint_last.h5", &t->task->params, t->opt, &t->st, t->config_text);
     hs_checkpoint_prune(t->save_dir, t->keep_last);
     hs_log("| saved checkpoint %s/%s (epoch %lld @ %lld updates) (writing took %.3f seconds)", t->save_dir, name,
-           (long long)t->st.epoch, (long long)t->st.num_updates, hs_now() - t0);
+           (long long)epoch, (long long)t->st.num_updates, hs_now() - t0);
 }
 
 /* Rank 0 reads; everything is broadcast, so a node-local save_dir works too. Returns 1 if resumed. */
@@ -83,9 +84,11 @@ static int restore(trainer *t) {
     int resume = t->comm->rank == 0 && hs_file_exists(last);
     hs_comm_bcast_bytes(t->comm, &resume, sizeof resume, 0);
     hs_params *p = &t->task->params;
+    int reset_opt = hs_cfg_bool(t->cfg, "checkpoint.reset_optimizer");
+    int reset_sched = hs_cfg_bool(t->cfg, "checkpoint.reset_lr_scheduler");
     if (resume) {
         if (t->comm->rank == 0) {
-            hs_checkpoint_load(last, p, t->opt, &t->st, NULL);
+            hs_checkpoint_load(last, p, reset_opt ? NULL : t->opt, &t->st, NULL);
             hs_log("| resuming from %s (epoch %lld, %lld updates into it, %lld updates in all)", last,
                    (long long)t->st.epoch, (long long)t->st.updates_in_epoch, (long long)t->st.num_updates);
         }
@@ -93,8 +96,14 @@ static int restore(trainer *t) {
         hs_comm_bcast_bytes(t->comm, &t->opt->step, sizeof t->opt->step, 0);
         for (int s = 0; s < t->opt->n_states; s++)
             hs_comm_bcast_bytes(t->comm, t->opt->state[s], p->total * sizeof(float), 0);
-        t->sched.base_lr = t->st.lr_base;
-        t->sched.lr = t->st.lr;
+        if (reset_sched) {
+            /* The experiment file's schedule, evaluated at the resumed update count. */
+            t->st.lr = hs_lr_step_update(&t->sched, t->st.num_updates);
+            t->st.lr_base = t->sched.base_lr;
+        } else {
+            t->sched.base_lr = t->st.lr_base;
+            t->sched.lr = t->st.lr;
+        }
     } else if (*init) {
         if (t->comm->rank == 0) {
             if (!hs_file_exists(init))
@@ -128,7 +137,7 @@ static void train_update(trainer *t, hs_prefetch_slot *slot) {
     if (stats.sample_count > 0) t->be->scale(p->grad, (float)(1.0 / stats.sample_count), p->total);
     double gnorm = hs_clip_grad_norm(p, t->clip_norm);
     if (!isfinite(gnorm) || !isfinite(stats.loss_sum))
-        hs_die("training diverged at update %lld (loss sum %g, gradient norm %g): lower optimizer.lr or set "
+        hs_die_agreed("training diverged at update %lld (loss sum %g, gradient norm %g): lower optimizer.lr or set "
                "optimizer.clip_norm; the last checkpoint in %s is intact",
                (long long)t->st.num_updates + 1, stats.loss_sum, gnorm, t->save_dir);
     hs_optimizer_step(t->opt, t->st.lr);
@@ -191,7 +200,7 @@ static int train_epoch(trainer *t) {
             char name[256];
             snprintf(name, sizeof name, "checkpoint_%lld_%lld.h5", (long long)t->st.epoch,
                      (long long)t->st.num_updates);
-            save(t, name);
+            save(t, name, t->st.epoch);
         }
         if (stop_after) {
             stopped = u < n_updates;
@@ -209,7 +218,7 @@ static int train_epoch(trainer *t) {
         t->st.end_of_epoch = 0;
         char name[256];
         snprintf(name, sizeof name, "checkpoint_%lld_%lld.h5", (long long)t->st.epoch, (long long)t->st.num_updates);
-        save(t, name);
+        save(t, name, t->st.epoch);
         return 0;
     }
     return 1;
@@ -227,7 +236,7 @@ static void end_epoch(trainer *t) {
     if (t->save_interval > 0 && epoch % t->save_interval == 0) {
         char name[256];
         snprintf(name, sizeof name, "checkpoint%lld.h5", (long long)epoch);
-        save(t, name);
+        save(t, name, epoch);
     } else if (t->comm->rank == 0 && !t->no_save) {
         hs_checkpoint_save(t->save_dir, "checkpoint_last.h5", &t->task->params, t->opt, &t->st, t->config_text);
     }

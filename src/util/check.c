@@ -23,56 +23,78 @@ static int mpi_running(void) {
 _Noreturn void hs_abort(int code) {
     fflush(stdout);
     fflush(stderr);
-    if (mpi_running() && g_size > 1) MPI_Abort(MPI_COMM_WORLD, code);
+    if (mpi_running() && g_size > 1) {
+        /* mpirun forwards each rank's stderr asynchronously and MPI_Abort kills the ranks at once:
+         * give the message a moment to reach the user's terminal first. */
+        usleep(300 * 1000);
+        MPI_Abort(MPI_COMM_WORLD, code);
+    }
     /* _exit, not exit: after a failed HDF5 write, HDF5's own exit-time cleanup can crash and turn a
      * clear error into a segfault status. */
     _exit(code);
 }
 
-static void prefix(void) {
-    if (g_size > 1) fprintf(stderr, "hetseq [rank %d]: ", g_rank);
-    else fprintf(stderr, "hetseq: ");
+/* Formats "hetseq [rank r]: <body>\n[  hint: ...\n]" into one buffer and writes it with one call, so
+ * the lines of several ranks never interleave mid-line. */
+static void emit(const char *head, const char *hint, const char *fmt, va_list ap) {
+    char msg[4096];
+    int n = g_size > 1 ? snprintf(msg, sizeof msg, "hetseq [rank %d]: %s", g_rank, head)
+                       : snprintf(msg, sizeof msg, "hetseq: %s", head);
+    if (n < 0 || n >= (int)sizeof msg) n = 0;
+    int m = vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+    n = m < 0 ? n : (n + m >= (int)sizeof msg ? (int)sizeof msg - 1 : n + m);
+    if (hint && *hint && n < (int)sizeof msg - 1) {
+        m = snprintf(msg + n, sizeof msg - (size_t)n, "\n  hint: %s", hint);
+        n = m < 0 ? n : (n + m >= (int)sizeof msg ? (int)sizeof msg - 1 : n + m);
+    }
+    fflush(stdout);
+    fprintf(stderr, "%s\n", msg);
+    fflush(stderr);
 }
 
 _Noreturn void hs_fatal_at(const char *file, int line, const char *call, const char *hint,
                            const char *fmt, ...) {
-    fflush(stdout);
-    prefix();
-    fprintf(stderr, "error at %s:%d", file, line);
-    if (call) fprintf(stderr, ": %s failed", call);
-    fprintf(stderr, ": ");
+    char head[1024];
+    if (call) snprintf(head, sizeof head, "error at %s:%d: %s failed: ", file, line, call);
+    else snprintf(head, sizeof head, "error at %s:%d: ", file, line);
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    emit(head, hint, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
-    if (hint && *hint) fprintf(stderr, "  hint: %s\n", hint);
     hs_abort(2);
 }
 
 _Noreturn void hs_die(const char *fmt, ...) {
-    fflush(stdout);
-    prefix();
-    fprintf(stderr, "error: ");
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    emit("error: ", NULL, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    hs_abort(1);
+}
+
+_Noreturn void hs_die_agreed(const char *fmt, ...) {
+    if (g_rank == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        emit("error: ", NULL, fmt, ap);
+        va_end(ap);
+    } else {
+        usleep(200 * 1000); /* let rank 0's message out before any abort */
+    }
     hs_abort(1);
 }
 
 _Noreturn void hs_die_all(const char *fmt, ...) {
-    fflush(stdout);
     if (g_rank == 0) {
-        fprintf(stderr, "hetseq: error: ");
+        int size = g_size;
+        g_size = 1; /* one message for all ranks: no rank prefix */
         va_list ap;
         va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
+        emit("error: ", NULL, fmt, ap);
         va_end(ap);
-        fputc('\n', stderr);
-        fflush(stderr);
+        g_size = size;
     }
+    fflush(stdout);
     if (mpi_running()) MPI_Finalize();
     _exit(1);
 }
@@ -117,8 +139,7 @@ static herr_t print_h5_frame(unsigned n, const H5E_error2_t *e, void *data) {
 int64_t hs_h5_check(int64_t value, const char *file, int line, const char *call, const char *hint) {
     if (value >= 0) return value;
     fflush(stdout);
-    prefix();
-    fprintf(stderr, "HDF5 stack:\n");
+    fprintf(stderr, "hetseq: HDF5 error stack (rank %d):\n", g_rank);
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, print_h5_frame, NULL);
     hs_fatal_at(file, line, call, hint, "HDF5 call returned %lld", (long long)value);
 }

@@ -27,6 +27,10 @@ _Noreturn void hs_die(const char *fmt, ...) HS_PRINTF(1, 2);
  * only where all ranks are guaranteed to reach the same call. */
 _Noreturn void hs_die_all(const char *fmt, ...) HS_PRINTF(1, 2);
 
+/* An error that every rank detects at the same point (from all-reduced values) while other threads may
+ * still be in collectives: rank 0 prints the message, every rank aborts. */
+_Noreturn void hs_die_agreed(const char *fmt, ...) HS_PRINTF(1, 2);
+
 /* Ends the process group: MPI_Abort if MPI runs with more than one rank, else exit(code). */
 _Noreturn void hs_abort(int code);
 

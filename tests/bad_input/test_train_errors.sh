@@ -16,15 +16,20 @@ cp "$CFG" str.cfg && sed -i 's/lr = 1.01/lr = "fast"/' str.cfg
 expect_error "string where a number belongs" "str.cfg:[0-9]+.*optimizer.lr" mpi 2 "$HETSEQ" train str.cfg $d
 expect_error "max_sentences = 0" "max_sentences" mpi 2 "$HETSEQ" train "$CFG" $d -o training.max_sentences=0
 expect_error "more ranks than batches" "more ranks" mpi 3 "$HETSEQ" train "$CFG" $d -o training.max_sentences=500
-expect_error "missing data file" "nonexistent.h5" mpi 2 "$HETSEQ" train "$CFG" -o data.path=\"nonexistent.h5\" \
+expect_error "missing data file" "error:.*nonexistent.h5" mpi 2 "$HETSEQ" train "$CFG" -o data.path=\"nonexistent.h5\" \
   -o checkpoint.save_dir=\"ck\"
 head -c 20000 "$DATA" > truncated.h5
-expect_error "truncated HDF5 file" "truncated.h5" mpi 2 "$HETSEQ" train "$CFG" -o data.path=\"truncated.h5\" \
+expect_error "truncated HDF5 file" "error:.*truncated.h5" mpi 2 "$HETSEQ" train "$CFG" -o data.path=\"truncated.h5\" \
   -o checkpoint.save_dir=\"ck\"
 expect_error "unknown override" "optimizer.lrr.*optimizer.lr" mpi 2 "$HETSEQ" train "$CFG" $d -o optimizer.lrr=0.5
-expect_error "diverging run" "diverged" mpi 2 "$HETSEQ" train "$CFG" $d -o optimizer.name=\"sgd\" -o optimizer.lr=1e30 \
-  -o optimizer.clip_norm=0.0 -o training.max_update=10 -o checkpoint.save_dir=\"ck\"
-expect_error "eval of a missing checkpoint" "no_such.h5" mpi 2 "$HETSEQ" eval "$CFG" $d --checkpoint no_such.h5
+# A run that diverges after resuming: it stops with a message, and its save_dir keeps the good checkpoint.
+cp -r ck ckdiv
+sum_div=$(md5sum ckdiv/checkpoint_last.h5)
+expect_error "diverging run" "diverged" mpi 2 "$HETSEQ" train "$CFG" $d -o optimizer.lr=1e38 \
+  -o optimizer.clip_norm=0.0 -o training.max_update=7 -o checkpoint.save_dir=\"ckdiv\" \
+  -o checkpoint.reset_lr_scheduler=true
+[ "$(md5sum ckdiv/checkpoint_last.h5)" = "$sum_div" ] || fail "the diverging run overwrote its last good checkpoint"
+expect_error "eval of a missing checkpoint" "error:.*no_such.h5" mpi 2 "$HETSEQ" eval "$CFG" $d --checkpoint no_such.h5
 
 [ "$(md5sum ck/checkpoint_last.h5)" = "$sum_before" ] || fail "an error run modified the saved checkpoint"
 ls ck | grep -q '\.tmp$' && fail "a temporary checkpoint file was left behind"
