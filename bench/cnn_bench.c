@@ -51,7 +51,7 @@ int main(int argc, char **argv) {
             be->synchronize();
             t0 = hs_now();
         }
-        const hs_step_ctx ctx = {.seed = 1, .update = (uint64_t)it, .training = 1};
+        const hs_step_ctx ctx = {.seed = 1, .update = (uint64_t)it, .training = 1, .loss_scale = {1.0 / batch, 0.0}};
         hs_params_zero_grad(&params);
         hs_cnn_forward_backward(model, x, labels, batch, (int64_t)it * batch, &ctx, &stats);
         /* SGD: data[1,total] += (-lr) · one[1,1] · grad[1,total] */

@@ -176,8 +176,8 @@ void hs_cnn_forward_backward(hs_cnn *m, const float *x, const int32_t *labels, i
 
     forward(m, x, labels, batch, &drop_conv, &drop_fc, stats);
 
-    /* Loss = SUM of per-sample NLL (scale 1); the trainer divides by the global sample count. */
-    hs_log_softmax_nll_backward(be, m->dlogits, m->logprobs, labels, batch, CNN_CLASSES, 1.0f);
+    /* Loss = mean NLL over the update's global samples: d(sum)/d(logits) * loss_scale[0]. */
+    hs_log_softmax_nll_backward(be, m->dlogits, m->logprobs, labels, batch, CNN_CLASSES, (float)ctx->loss_scale[0]);
     hs_linear_backward(be, m->ddropped2, hs_param_grad(p, m->fc2_w), hs_param_grad(p, m->fc2_b), m->dlogits,
                        m->dropped2, hs_param_data(p, m->fc2_w), batch, CNN_HIDDEN, CNN_CLASSES);
     hs_dropout_backward(be, &drop_fc, m->df1, m->ddropped2, batch, CNN_HIDDEN);

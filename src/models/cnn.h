@@ -22,8 +22,9 @@ void hs_cnn_setup(hs_cnn *m);
 /* PyTorch default initialisation (kaiming_uniform a=sqrt(5): U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for
  * weights and biases), deterministic from seed. */
 void hs_cnn_init_params(hs_cnn *m, uint64_t seed);
-/* x[B,1,28,28] normalised input, labels[B] int32 (device). Accumulates d(sum of NLL)/d(params) into
- * params->grad; adds loss sum, B and correct count into stats. first_sample keys the dropout masks. */
+/* x[B,1,28,28] normalised input, labels[B] int32 (device). Accumulates ctx->loss_scale[0] * d(sum of
+ * NLL)/d(params) into params->grad; adds loss sum, B and correct count into stats. first_sample keys the
+ * dropout masks. */
 void hs_cnn_forward_backward(hs_cnn *m, const float *x, const int32_t *labels, int batch, int64_t first_sample,
                              const hs_step_ctx *ctx, hs_stats *stats);
 /* Eval mode (no dropout): adds loss sum, B, correct into stats. */

@@ -50,6 +50,13 @@ static void stage_batch(mnist_task *m, const void *host_buf, int count) {
     m->be->upload(m->labels_dev, m->labels_host, (size_t)count * sizeof(int32_t));
 }
 
+static void mnist_batch_norm_counts(hs_task *t, const void *host_buf, int count, double counts[HS_NORM_TERMS]) {
+    (void)t;
+    (void)host_buf;
+    counts[0] = count; /* NLL is averaged over samples */
+    counts[1] = 0;
+}
+
 static void mnist_forward_backward(hs_task *t, const void *host_buf, int64_t first, int count,
                                    const hs_step_ctx *ctx, hs_stats *stats) {
     mnist_task *m = t->impl;
@@ -117,6 +124,7 @@ hs_task *hs_mnist_task_create(const hs_config *cfg, const hs_comm *comm, const h
     t->num_samples = mnist_num_samples;
     t->batch_bytes = mnist_batch_bytes;
     t->read_batch = mnist_read_batch;
+    t->batch_norm_counts = mnist_batch_norm_counts;
     t->forward_backward = mnist_forward_backward;
     t->evaluate = mnist_evaluate;
     t->init_params = mnist_init_params;

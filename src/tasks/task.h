@@ -25,11 +25,18 @@ typedef struct hs_stats {
 } hs_stats;
 #define HS_STATS_NDOUBLE ((int)(sizeof(hs_stats) / sizeof(double)))
 
-/* What a forward/backward needs to key its dropout masks deterministically. */
+/* A task's loss is a sum of up to HS_NORM_TERMS terms, each a mean over its own global count (MNIST: NLL
+ * over samples; BERT: MLM cross-entropy over labelled tokens + NSP over sentences). The trainer sums
+ * each term's count over the update's micro-batches and all ranks BEFORE computing, so every rank
+ * backpropagates the true global mean: the result does not depend on world size or update_freq. */
+#define HS_NORM_TERMS 2
+
+/* What a forward/backward needs: dropout keys and the loss normalisation. */
 typedef struct hs_step_ctx {
     uint64_t seed;
     uint64_t update; /* 0-based number of the update being computed */
     int training;    /* 0 = eval mode: dropout off */
+    double loss_scale[HS_NORM_TERMS]; /* 1 / global count of each loss term (0 if the count is 0) */
 } hs_step_ctx;
 
 typedef struct hs_task hs_task;
@@ -48,8 +55,10 @@ struct hs_task {
     void (*read_batch)(hs_task *t, hs_split split, int64_t first, int count, void *host_buf);
 
     /* ---- model --------------------------------------------------------------------------------- */
-    /* Forward + backward of one micro-batch: ACCUMULATES d(sum of per-sample losses)/d(params) into
-     * params.grad and adds the batch's sums into *stats. count > 0. */
+    /* Counts of the loss terms in a host micro-batch (counts[k] for term k; unused terms 0). */
+    void (*batch_norm_counts)(hs_task *t, const void *host_buf, int count, double counts[HS_NORM_TERMS]);
+    /* Forward + backward of one micro-batch: ACCUMULATES sum_k loss_scale[k] * d(sum of term k over the
+     * batch)/d(params) into params.grad and adds the batch's sums into *stats. count > 0. */
     void (*forward_backward)(hs_task *t, const void *host_buf, int64_t first, int count,
                              const hs_step_ctx *ctx, hs_stats *stats);
     /* Forward only in eval mode; adds into *stats. */
@@ -58,6 +67,8 @@ struct hs_task {
     void (*init_params)(hs_task *t, uint64_t seed);
     /* Names of extra[] stats for logs (NULL-terminated), may be NULL. */
     const char *const *extra_stat_names;
+    /* Optional: the scalar loss (nats) of all-reduced stats; default loss_sum / sample_count. */
+    double (*loss_from_stats)(const hs_stats *s);
     void (*destroy)(hs_task *t);
 };
 

@@ -105,11 +105,32 @@ static int restore(trainer *t) {
             t->sched.lr = t->st.lr;
         }
     } else if (*init) {
+        /* Start a new run (e.g. phase 2) from another run's checkpoint, as NVIDIA does: weights always;
+         * the optimizer's moments unless reset_optimizer; its step count and the update counter restart
+         * with reset_step (bias correction starts again at t = 1). The data position and the schedule are
+         * this run's own. */
+        int reset_step = hs_cfg_bool(t->cfg, "checkpoint.reset_step");
+        hs_train_state from;
+        memset(&from, 0, sizeof from);
         if (t->comm->rank == 0) {
             if (!hs_file_exists(init))
                 hs_die("checkpoint.init_checkpoint = \"%s\": no such readable file", init);
-            hs_checkpoint_load(init, p, NULL, NULL, NULL);
-            hs_log("| initialised weights from %s", init);
+            hs_checkpoint_load(init, p, reset_opt ? NULL : t->opt, &from, NULL);
+            hs_log("| initialised %s from %s%s", reset_opt ? "weights" : "weights and optimizer moments", init,
+                   reset_step ? " (step counters reset)" : "");
+        }
+        if (!reset_opt) {
+            hs_comm_bcast_bytes(t->comm, &t->opt->step, sizeof t->opt->step, 0);
+            for (int s = 0; s < t->opt->n_states; s++)
+                hs_comm_bcast_bytes(t->comm, t->opt->state[s], p->total * sizeof(float), 0);
+        }
+        hs_comm_bcast_bytes(t->comm, &from.num_updates, sizeof from.num_updates, 0);
+        if (reset_step) {
+            t->opt->step = 0;
+        } else {
+            t->st.num_updates = from.num_updates;
+            t->st.lr = hs_lr_step_update(&t->sched, t->st.num_updates);
+            t->st.lr_base = t->sched.base_lr;
         }
     }
     /* Every rank starts from rank 0's weights (as DDP's constructor does). */
@@ -126,6 +147,16 @@ static void train_update(trainer *t, hs_prefetch_slot *slot) {
     hs_stats stats;
     memset(&stats, 0, sizeof stats);
     hs_step_ctx ctx = {.seed = t->st.seed, .update = (uint64_t)t->st.num_updates, .training = 1};
+    /* Global counts of each loss term first, so every rank backpropagates the true global mean. */
+    double counts[HS_NORM_TERMS] = {0};
+    for (int i = 0; i < slot->n; i++)
+        if (slot->ranges[i].count > 0) {
+            double c[HS_NORM_TERMS] = {0};
+            t->task->batch_norm_counts(t->task, slot->bufs[i], slot->ranges[i].count, c);
+            for (int k = 0; k < HS_NORM_TERMS; k++) counts[k] += c[k];
+        }
+    hs_comm_allreduce_sum_double(t->comm, counts, HS_NORM_TERMS);
+    for (int k = 0; k < HS_NORM_TERMS; k++) ctx.loss_scale[k] = counts[k] > 0 ? 1.0 / counts[k] : 0.0;
     /* EMPTY micro-batches contribute zero gradient and zero counts but the rank still joins the
      * collectives below, so every rank issues the same calls. */
     for (int i = 0; i < slot->n; i++)
@@ -134,7 +165,6 @@ static void train_update(trainer *t, hs_prefetch_slot *slot) {
                                       &stats);
     hs_comm_allreduce_sum_float(t->comm, p->grad, p->total, t->be);
     hs_comm_allreduce_sum_double(t->comm, (double *)&stats, HS_STATS_NDOUBLE); /* fast stat sync */
-    if (stats.sample_count > 0) t->be->scale(p->grad, (float)(1.0 / stats.sample_count), p->total);
     double gnorm = hs_clip_grad_norm(p, t->clip_norm);
     if (!isfinite(gnorm) || !isfinite(stats.loss_sum))
         hs_die_agreed("training diverged at update %lld (loss sum %g, gradient norm %g): lower optimizer.lr or set "

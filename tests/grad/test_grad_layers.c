@@ -410,7 +410,7 @@ static void check_cnn(int dropout_on) {
     int32_t *labels = be->alloc(CNN_BATCH * sizeof(int32_t));
     fill_uniform(x, (size_t)CNN_BATCH * 784, -0.8f, 2.8f, 61); /* the range of normalised pixels */
     for (int i = 0; i < CNN_BATCH; i++) labels[i] = 3 * i + 1;
-    const hs_step_ctx ctx = {.seed = TEST_SEED, .update = 5, .training = dropout_on};
+    const hs_step_ctx ctx = {.seed = TEST_SEED, .update = 5, .training = dropout_on, .loss_scale = {1.0, 0.0}};
 
     hs_stats st = {0};
     hs_params_zero_grad(&params);

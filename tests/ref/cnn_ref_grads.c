@@ -77,7 +77,7 @@ int main(int argc, char **argv) {
     be->upload(labels, labels_host, (size_t)batch * sizeof *labels);
 
     hs_params_zero_grad(&params);
-    const hs_step_ctx ctx = {.seed = 1, .update = 0, .training = 0}; /* dropout off */
+    const hs_step_ctx ctx = {.seed = 1, .update = 0, .training = 0, .loss_scale = {1.0, 0.0}}; /* dropout off, gradient of the NLL sum */
     hs_stats stats = {0};
     hs_cnn_forward_backward(model, x, labels, batch, 0, &ctx, &stats);
 
