@@ -15,6 +15,8 @@ void hs_cli_print_usage(void) {
            "  eval CONFIG --checkpoint FILE [-o ...]  evaluate a checkpoint on the validation/test split\n"
            "  prep mnist --in DIR --out FILE.h5       convert MNIST-format IDX files (gzipped or not) to HDF5\n"
            "       [--limit-train N] [--limit-test N]\n"
+           "  prep repack --in FILE_OR_DIR --out DIR  rewrite BERT shards with row chunks (fast row reads)\n"
+           "       [--rows-per-chunk 64] [--gzip 0..9]\n"
            "\n"
            "options:\n"
            "  -o, --set group.key=value   override one configuration key (type-checked; repeatable)\n"

@@ -88,7 +88,8 @@ const hs_cfg_key hs_cfg_schema[] = {
     {"optimizer.weight_decay", HS_CFG_FLOAT, "0.0", AT_LEAST(0.0), NULL,
      "L2 penalty (adam, adadelta, sgd) or decoupled decay (adamw, lamb)", 0, 0},
     {"optimizer.clip_norm", HS_CFG_FLOAT, "25.0", AT_LEAST(0.0), NULL,
-     "clip the global gradient norm to this; 0 = no clipping", 0, 0},
+     "clip the global gradient norm to this; 0 = no clipping (lamb: inside the step, as NVIDIA's max_grad_norm)",
+     0, 0},
     {"optimizer.adam_betas", HS_CFG_FLOAT_LIST, "[0.9, 0.999]", PROB, NULL,
      "adam/adamw/lamb: decay rates [beta1, beta2] of the moment estimates", HS_CFG_OPEN_MAX, 2},
     {"optimizer.adam_eps", HS_CFG_FLOAT, "1e-8", AT_LEAST(0.0), NULL,
@@ -99,6 +100,9 @@ const hs_cfg_key hs_cfg_schema[] = {
      "adadelta: epsilon inside the square roots", 0, 0},
     {"optimizer.momentum", HS_CFG_FLOAT, "0.0", PROB, NULL,
      "sgd: momentum factor; 0 = plain SGD", 0, 0},
+    {"optimizer.lamb_trust_ratio_on_no_decay", HS_CFG_BOOL, "false", NO_RANGE, NULL,
+     "lamb: also scale the update of tensors without weight decay (biases, LayerNorm) by the trust ratio",
+     0, 0},
 
     /* ---- lr_scheduler ------------------------------------------------------------------------- */
     {"lr_scheduler.name", HS_CFG_STRING, "\"polynomial_decay\"", NO_RANGE,

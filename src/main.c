@@ -27,9 +27,12 @@ int main(int argc, char **argv) {
     } else if (!strcmp(cli.command, "version")) {
         if (comm.rank == 0) printf("hetseq %s\n", PACKAGE_VERSION);
     } else if (!strcmp(cli.command, "prep")) {
-        if (cli.prep_argc < 1 || strcmp(cli.prep_argv[0], "mnist") != 0)
-            hs_die_all("hetseq prep: expected a kind of data: hetseq prep mnist --in DIR --out FILE.h5");
-        status = hs_prep_mnist_main(cli.prep_argc, cli.prep_argv, &comm);
+        if (cli.prep_argc >= 1 && !strcmp(cli.prep_argv[0], "repack"))
+            status = hs_prep_repack_main(cli.prep_argc, cli.prep_argv, &comm);
+        else if (cli.prep_argc < 1 || strcmp(cli.prep_argv[0], "mnist") != 0)
+            hs_die_all("hetseq prep: expected a kind of data: hetseq prep mnist --in DIR --out FILE.h5, or "
+                       "hetseq prep repack --in DIR --out DIR2");
+        else status = hs_prep_mnist_main(cli.prep_argc, cli.prep_argv, &comm);
     } else {
         hs_config *cfg = hs_config_load(cli.config_path, cli.n_overrides, cli.overrides);
         if (!strcmp(cli.command, "train")) status = hs_train_main(cfg, &comm);

@@ -11,7 +11,7 @@ cd "$top"
 jobs=$(nproc 2>/dev/null || echo 2)
 
 PACKAGES="build-essential autoconf automake libtool pkg-config libopenmpi-dev openmpi-bin libhdf5-openmpi-dev
- hdf5-tools libconfig-dev libopenblas-openmp-dev zlib1g-dev libcmocka-dev dataset-fashion-mnist"
+ hdf5-tools libconfig-dev libjson-c-dev libopenblas-openmp-dev zlib1g-dev libcmocka-dev dataset-fashion-mnist"
 [ "$mode" = test ] && PACKAGES="$PACKAGES python3-torch python3-h5py python3-numpy"
 
 install_packages() {

@@ -100,4 +100,60 @@ HS_HD static inline void hs_sgd_elem(float *p, float g, float *buf, float lr, fl
     *p = theta - lr * d;
 }
 
+/* ---- LAMB (NVLAMB as apex FusedLAMB runs it: adam_w_mode, grad_averaging, bias_correction) -----
+ * Stage 1 per element, with d the global clipping divisor (norm/max_norm when the global gradient
+ * norm exceeds max_norm, else 1):
+ *   g' = g / d;   m = b1·m + (1-b1)·g';   v = b2·v + (1-b2)·g'²
+ *   u  = (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps)  [+ wd·p when the tensor's wd != 0]
+ * Stage 2 per element, with the tensor's step s = lr·||p||/||u|| (or lr, see optimizer.c):
+ *   p = p - s·u
+ * u is a pure function of (p, m, v) after stage 1, so stage 2 recomputes it with the same float
+ * operations instead of storing it: bit-identical to stage 1, and no params-sized scratch buffer. */
+typedef struct hs_lamb_coefs {
+    float beta1, one_minus_beta1, beta2, one_minus_beta2;
+    float bias_correction1, bias_correction2; /* 1-b1^t, 1-b2^t */
+    float eps, weight_decay, grad_divisor;
+} hs_lamb_coefs;
+
+HS_HD static inline hs_lamb_coefs hs_lamb_make_coefs(double beta1, double beta2, double eps, double weight_decay,
+                                                     double grad_divisor, int64_t t) {
+    hs_lamb_coefs c;
+    c.beta1 = (float)beta1;
+    c.one_minus_beta1 = (float)(1.0 - beta1);
+    c.beta2 = (float)beta2;
+    c.one_minus_beta2 = (float)(1.0 - beta2);
+    c.bias_correction1 = (float)(1.0 - pow(beta1, (double)t));
+    c.bias_correction2 = (float)(1.0 - pow(beta2, (double)t));
+    c.eps = (float)eps;
+    c.weight_decay = (float)weight_decay;
+    c.grad_divisor = (float)grad_divisor;
+    return c;
+}
+
+/* u from the parameter and the updated moments (both stages call this). */
+HS_HD static inline float hs_lamb_direction(float p, float m, float v, const hs_lamb_coefs *c) {
+    float m_unbiased = m / c->bias_correction1;
+    float v_unbiased = v / c->bias_correction2;
+    /* apex reads p only when wd != 0 (else it uses 0): u + wd·p, or u + 0·0. A select, not a branch,
+     * so the loops vectorize. */
+    float p_decayed = c->weight_decay != 0.0f ? p : 0.0f;
+    return m_unbiased / (sqrtf(v_unbiased) + c->eps) + c->weight_decay * p_decayed;
+}
+
+/* Stage 1: update m, v in place; returns u. */
+HS_HD static inline float hs_lamb_moments_elem(float p, float g, float *m, float *v, const hs_lamb_coefs *c) {
+    float g_clipped = g / c->grad_divisor;
+    float m_t = *m * c->beta1 + c->one_minus_beta1 * g_clipped;
+    float v_t = *v * c->beta2 + c->one_minus_beta2 * g_clipped * g_clipped;
+    *m = m_t;
+    *v = v_t;
+    return hs_lamb_direction(p, m_t, v_t, c);
+}
+
+/* Stage 2: p -= step·u. */
+HS_HD static inline void hs_lamb_apply_elem(float *p, float m, float v, float step, const hs_lamb_coefs *c) {
+    float theta = *p;
+    *p = theta - step * hs_lamb_direction(theta, m, v, c);
+}
+
 #endif

@@ -28,6 +28,14 @@ typedef struct hs_adam_hparams {
     int decoupled; /* 1: HetSeq/fairseq decoupled decay theta -= wd*lr*theta before the step (also AdamW) */
 } hs_adam_hparams;
 
+/* LAMB (NVLAMB, apex FusedLAMB) for one tensor; see lamb_moments below. */
+typedef struct hs_lamb_hparams {
+    double beta1, beta2, eps;
+    double weight_decay; /* this tensor's decoupled decay (0 for biases and LayerNorm) */
+    double grad_divisor; /* global clipping divisor: norm/max_norm if norm > max_norm, else 1 */
+    int64_t step;        /* 1-based step count after increment */
+} hs_lamb_hparams;
+
 typedef struct hs_backend {
     const char *name; /* "cpu" | "cuda" */
 
@@ -104,6 +112,65 @@ typedef struct hs_backend {
      * buf may be NULL when momentum == 0. */
     void (*sgd_update)(float *p, const float *g, float *buf, size_t n, double lr, double momentum,
                        double weight_decay, int first_step);
+    /* LAMB stage 1: g' = g/grad_divisor; m = b1 m + (1-b1) g'; v = b2 v + (1-b2) g'^2;
+     * u = (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps) + wd p (the wd term only when wd != 0). Updates m, v;
+     * p and g are unchanged. sums_host[0] = sum p^2, sums_host[1] = sum u^2, in double in a fixed order
+     * (independent of the thread count). */
+    void (*lamb_moments)(const float *p, const float *g, float *m, float *v, size_t n, const hs_lamb_hparams *h,
+                         double sums_host[2]);
+    /* LAMB stage 2: p -= step * u, with u recomputed from p, m, v exactly as stage 1 computed it. */
+    void (*lamb_apply)(float *p, const float *m, const float *v, size_t n, const hs_lamb_hparams *h, double step);
+
+    /* ---- BERT ops (src/nn/bert_layers.h composes them) ------------------------------------------ */
+    /* y[count,cols] (+)= x[index[i], :] (accumulate: +=); index device int32, each in [0, x_rows) or a
+     * fatal data error. Embedding lookup and row gathers. */
+    void (*gather_rows)(float *y, const float *x, const int32_t *index, int count, int cols, int x_rows,
+                        int accumulate);
+    /* dx[index[i], :] += dy[i, :] for i in order (deterministic for repeated indices); dx[dx_rows,cols]. */
+    void (*scatter_add_rows)(float *dx, const float *dy, const int32_t *index, int count, int cols, int dx_rows);
+    /* y[r, 0:cols] += bias[cols] for rows of stride ldy (a column slice of a wider matrix). */
+    void (*add_bias_strided)(float *y, int ldy, const float *bias, int rows, int cols);
+    /* dbias[cols] += sum_r dy[r, 0:cols], rows of stride ldy; deterministic like bias_grad. */
+    void (*bias_grad_strided)(float *dbias, const float *dy, int ldy, int rows, int cols);
+    /* LayerNorm over the last dim (biased variance, eps inside the sqrt). If residual != NULL the input is
+     * x + residual, written to x_sum (may alias x or residual); else x_sum is unused (may be NULL).
+     * y = gamma·(in - mean)·rstd + beta; mean[rows], rstd[rows] saved. y aliases no input. */
+    void (*layernorm_forward)(float *y, float *x_sum, float *mean, float *rstd, const float *x,
+                              const float *residual, const float *gamma, const float *beta, int rows, int cols,
+                              float eps);
+    /* dx = rstd·(g - mean(g) - x̂·mean(g·x̂)), g = dy·gamma (dx may alias dy); dgamma += Σ dy·x̂,
+     * dbeta += Σ dy (summed in an order fixed by rows/cols alone). x is the LayerNorm's input. */
+    void (*layernorm_backward)(float *dx, float *dgamma, float *dbeta, const float *dy, const float *x,
+                               const float *mean, const float *rstd, const float *gamma, int rows, int cols);
+    /* Exact-erf GELU 0.5·x·(1+erf(x/√2)). bias_gelu: x[rows,cols] += bias, y = gelu(x). */
+    void (*gelu_forward)(float *y, const float *x, size_t n);
+    void (*bias_gelu_forward)(float *y, float *x, const float *bias, int rows, int cols);
+    /* dx = dy·gelu'(x) from the pre-activation x; dx may alias dy. */
+    void (*gelu_backward)(float *dx, const float *dy, const float *x, size_t n);
+    void (*tanh_forward)(float *y, const float *x, size_t n);
+    /* dx = dy·(1 - y²) from the output y; any may alias. */
+    void (*tanh_backward)(float *dx, const float *dy, const float *y, size_t n);
+    /* bias[n] = (1 - mask[n])·(-10000) */
+    void (*attention_mask_bias)(float *bias, const int32_t *mask, size_t n);
+    /* Scaled dot-product attention on projected qkv[B,L,3H] (per token q|k|v, head h at columns h·d of
+     * each third): for each (b,h), P = softmax(Q·Kᵀ/√d + mask_bias[b,:]) -> probs[B,heads,L,L];
+     * ctx[B,L,H] (head h at columns h·d) = (P ⊙ keep/(1-p))·V, keep(b,h,i,j) = hs_uniform(key,
+     * first_sample + b, (h·L+i)·L+j) >= p (no dropout when p <= 0). A dropped probability is stored in
+     * probs with its sign bit set (-P, -0.0 for 0), so the backward pass needs no mask buffer. */
+    void (*attention_forward)(float *ctx, float *probs, const float *qkv, const float *mask_bias, int batch,
+                              int seq_len, int heads, int head_dim, float p, uint64_t key, int64_t first_sample);
+    /* dqkv[B,L,3H] (overwritten) from dctx[B,L,H], the forward's qkv and probs and the same dropout
+     * (the CPU reads the keep decisions from the sign bits of probs; key/first_sample let another backend
+     * redraw them instead). */
+    void (*attention_backward)(float *dqkv, const float *dctx, const float *qkv, const float *probs, int batch,
+                               int seq_len, int heads, int head_dim, float p, uint64_t key, int64_t first_sample);
+    /* probs = softmax(logits) (may alias); per row with label >= 0: stats_host[0] += NLL, [1] += 1,
+     * [2] += (argmax == label); rows summed in order. label >= cols: fatal data error. */
+    void (*softmax_xent_forward)(float *probs, const float *logits, const int32_t *labels, int rows, int cols,
+                                 double stats_host[3]);
+    /* dlogits = scale·(probs - onehot(label)), 0 on rows with label < 0; dlogits may alias probs. */
+    void (*softmax_xent_backward)(float *dlogits, const float *probs, const int32_t *labels, int rows, int cols,
+                                  float scale);
 } hs_backend;
 
 /* "cpu", "cuda" or "auto". "auto" picks CUDA when a GPU is usable, else the CPU (and says so);

@@ -3,12 +3,16 @@
 
 #include "optim/optimizer.h"
 
-double hs_clip_grad_norm(hs_params *p, double max_norm) {
-    const hs_backend *be = p->be;
+double hs_grad_norm(const hs_params *p) {
     /* ||g||² = Σ_tensors Σ_i g_i², accumulated in double in table order: deterministic for a given model. */
     double sumsq = 0.0;
-    for (int i = 0; i < p->count; i++) sumsq += be->sumsq(hs_param_grad(p, i), p->tensors[i].numel);
-    const double norm = sqrt(sumsq);
+    for (int i = 0; i < p->count; i++) sumsq += p->be->sumsq(hs_param_grad(p, i), p->tensors[i].numel);
+    return sqrt(sumsq);
+}
+
+double hs_clip_grad_norm(hs_params *p, double max_norm) {
+    const hs_backend *be = p->be;
+    const double norm = hs_grad_norm(p);
     if (max_norm <= 0.0 || !isfinite(norm)) return norm;
 
     /* torch: coef = max_norm / (norm + 1e-6), applied only when it shrinks the gradients. */

@@ -17,9 +17,16 @@ hs_optimizer *hs_optimizer_create(const hs_config *cfg, hs_params *params) {
     const double beta2 = hs_cfg_float_elem(cfg, "optimizer.adam_betas", 1);
     const double eps = strcmp(name, "adadelta") == 0 ? hs_cfg_float(cfg, "optimizer.adadelta_eps")
                                                      : hs_cfg_float(cfg, "optimizer.adam_eps");
-    return hs_optimizer_create_named(name, params, beta1, beta2, eps, hs_cfg_float(cfg, "optimizer.weight_decay"),
-                                     hs_cfg_float(cfg, "optimizer.adadelta_rho"),
-                                     hs_cfg_float(cfg, "optimizer.momentum"));
+    hs_optimizer *o = hs_optimizer_create_named(name, params, beta1, beta2, eps,
+                                                hs_cfg_float(cfg, "optimizer.weight_decay"),
+                                                hs_cfg_float(cfg, "optimizer.adadelta_rho"),
+                                                hs_cfg_float(cfg, "optimizer.momentum"));
+    if (o->kind == HS_OPTIM_LAMB) {
+        /* NVIDIA BERT: FusedLAMB(max_grad_norm=1.0); the trainer then leaves the clipping to the step */
+        o->max_grad_norm = hs_cfg_float(cfg, "optimizer.clip_norm");
+        o->trust_ratio_on_no_decay = hs_cfg_bool(cfg, "optimizer.lamb_trust_ratio_on_no_decay");
+    }
+    return o;
 }
 
 void hs_lr_init(hs_lr_scheduler *s, const hs_config *cfg) {

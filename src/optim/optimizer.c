@@ -1,4 +1,4 @@
-/* The optimizers: state buffers in the parameter table's layout, one backend update call per tensor.
+/* The optimizers: state buffers in the parameter table's layout, backend update calls per tensor (LAMB: two).
  * Reading the experiment file is in optim_config.c. */
 #include "optim/optimizer.h"
 
@@ -42,22 +42,58 @@ hs_optimizer *hs_optimizer_create_named(const char *name, hs_params *params, dou
         o->name = "sgd";
         if (momentum != 0.0) add_state(o, "momentum_buffer"); /* torch keeps no buffer without momentum */
     } else if (strcmp(name, "lamb") == 0) {
-        free(o);
-        hs_die_all("optimizer.name = \"lamb\" is not available yet: it arrives with BERT support. Use \"adam\", "
-                   "\"adamw\", \"adadelta\" or \"sgd\".");
+        o->kind = HS_OPTIM_LAMB;
+        o->name = "lamb";
+        add_state(o, "exp_avg");
+        add_state(o, "exp_avg_sq");
     } else {
         free(o);
-        hs_die_all("optimizer.name = \"%s\" is not an optimizer; choose \"adam\" (HetSeq), \"adamw\", \"adadelta\" "
-                   "or \"sgd\".",
+        hs_die_all("optimizer.name = \"%s\" is not an optimizer; choose \"adam\" (HetSeq), \"adamw\", \"lamb\", "
+                   "\"adadelta\" or \"sgd\".",
                    name);
     }
     return o;
 }
 
+int hs_optimizer_clips_internally(const hs_optimizer *o) { return o->kind == HS_OPTIM_LAMB; }
+
+/* LAMB, one step (apex FusedLAMB: stage 1 per element, stage 2 per tensor; formulas in optim_math.h).
+ * Global clipping divisor d = norm/max_norm when norm > max_norm, else 1. Per tensor, with u the
+ * Adam direction plus decay and both norms taken before the update:
+ *   step = lr·||p||/||u||  if the tensor is trusted and both norms are non-zero, else lr;
+ *   trusted = its weight decay is non-zero (flag set and optimizer.weight_decay > 0), or
+ *   trust_ratio_on_no_decay. Then p -= step·u. */
+static void lamb_step(hs_optimizer *o, double lr, double grad_norm) {
+    hs_params *p = o->params;
+    const hs_backend *be = p->be;
+    const int clipped = o->max_grad_norm > 0.0 && grad_norm > o->max_grad_norm;
+    hs_lamb_hparams h = {.beta1 = o->beta1, .beta2 = o->beta2, .eps = o->eps, .step = o->step,
+                         .grad_divisor = clipped ? grad_norm / o->max_grad_norm : 1.0};
+    for (int i = 0; i < p->count; i++) {
+        const hs_tensor_info *t = &p->tensors[i];
+        float *data = p->data + t->offset, *m = o->state[0] + t->offset, *v = o->state[1] + t->offset;
+        h.weight_decay = t->weight_decay ? o->weight_decay : 0.0;
+        double sumsq[2]; /* Σ p², Σ u² */
+        be->lamb_moments(data, p->grad + t->offset, m, v, t->numel, &h, sumsq);
+        const double p_norm = sqrt(sumsq[0]), u_norm = sqrt(sumsq[1]);
+        const int trusted = h.weight_decay != 0.0 || o->trust_ratio_on_no_decay;
+        const double step = trusted && p_norm != 0.0 && u_norm != 0.0 ? lr * (p_norm / u_norm) : lr;
+        be->lamb_apply(data, m, v, t->numel, &h, step);
+    }
+}
+
 void hs_optimizer_step(hs_optimizer *o, double lr) {
+    hs_optimizer_step_with_grad_norm(o, lr, hs_optimizer_clips_internally(o) ? hs_grad_norm(o->params) : 0.0);
+}
+
+void hs_optimizer_step_with_grad_norm(hs_optimizer *o, double lr, double grad_norm) {
     hs_params *p = o->params;
     const hs_backend *be = p->be;
     o->step++;
+    if (o->kind == HS_OPTIM_LAMB) {
+        lamb_step(o, lr, grad_norm);
+        return;
+    }
     const int first_step = o->step == 1;
     hs_adam_hparams adam = {.lr = lr, .beta1 = o->beta1, .beta2 = o->beta2, .eps = o->eps, .step = o->step,
                             .decoupled = 1};
@@ -82,6 +118,8 @@ void hs_optimizer_step(hs_optimizer *o, double lr) {
         case HS_OPTIM_SGD:
             be->sgd_update(data, grad, o->n_states ? o->state[0] + t->offset : NULL, t->numel, lr, o->momentum,
                            o->weight_decay, first_step);
+            break;
+        case HS_OPTIM_LAMB: /* handled above */
             break;
         }
     }

@@ -12,35 +12,53 @@
  *   ADAM      HetSeq/fairseq Adam, decoupled decay p -= lr*wd*p on EVERY tensor (HetSeq has no exclusion)
  *   ADAMW     torch.optim.AdamW, decoupled decay only on tensors whose weight_decay flag is set
  *   ADADELTA  torch Adadelta, L2 decay (g += wd*p) on every tensor
- *   SGD       torch SGD (momentum, dampening 0, no Nesterov), L2 decay on every tensor */
-typedef enum { HS_OPTIM_ADAM, HS_OPTIM_ADAMW, HS_OPTIM_ADADELTA, HS_OPTIM_SGD } hs_optim_kind;
+ *   SGD       torch SGD (momentum, dampening 0, no Nesterov), L2 decay on every tensor
+ *   LAMB      NVLAMB as apex FusedLAMB runs it (NVIDIA BERT): global-norm clipping inside the step,
+ *             decoupled decay and the per-tensor trust ratio only on flagged tensors (by default) */
+typedef enum { HS_OPTIM_ADAM, HS_OPTIM_ADAMW, HS_OPTIM_ADADELTA, HS_OPTIM_SGD, HS_OPTIM_LAMB } hs_optim_kind;
 
 typedef struct hs_optimizer {
-    const char *name;             /* "adam" | "adamw" | "adadelta" | "sgd" (later "lamb") */
+    const char *name;             /* "adam" | "adamw" | "adadelta" | "sgd" | "lamb" */
     hs_optim_kind kind;
     hs_params *params;
     int n_states;
-    /* PyTorch names: "exp_avg", "exp_avg_sq" (adam, adamw); "square_avg", "acc_delta" (adadelta);
+    /* PyTorch names: "exp_avg", "exp_avg_sq" (adam, adamw, lamb); "square_avg", "acc_delta" (adadelta);
      * "momentum_buffer" (sgd with momentum) */
     const char *state_names[HS_OPTIM_MAX_STATES];
     float *state[HS_OPTIM_MAX_STATES];            /* device, params->total floats each (SGD without momentum: none) */
     int64_t step;                 /* number of steps taken */
     /* hyper-parameters from the config (double, as PyTorch's Python floats; see backend.h) */
     double beta1, beta2, eps, weight_decay, rho, momentum;
+    /* lamb only (set after hs_optimizer_create_named; hs_optimizer_create takes them from the config):
+     * max_grad_norm: clip the global gradient norm to this inside the step (apex max_grad_norm; 0 = no
+     * clipping; created as 0); trust_ratio_on_no_decay: 1 = trust ratio on every tensor (apex
+     * use_nvlamb, pre-2020 apex), 0 = only on tensors with weight decay (apex 2020+; created as 0). */
+    double max_grad_norm;
+    int trust_ratio_on_no_decay;
 } hs_optimizer;
 
-/* From the experiment file: optimizer.name, weight_decay, adam_betas, adam_eps (adam, adamw),
- * adadelta_rho, adadelta_eps (adadelta), momentum (sgd). The learning rate is not stored here: the
- * scheduler passes it to every step. Unknown or not-yet-available names end every rank with a message. */
+/* From the experiment file: optimizer.name, weight_decay, adam_betas, adam_eps (adam, adamw, lamb),
+ * adadelta_rho, adadelta_eps (adadelta), momentum (sgd), clip_norm and lamb_trust_ratio_on_no_decay
+ * (lamb). The learning rate is not stored here: the scheduler passes it to every step. Unknown names
+ * end every rank with a message. */
 hs_optimizer *hs_optimizer_create(const hs_config *cfg, hs_params *params);
 /* The same without a config (tests, tools). eps is the chosen optimizer's own epsilon; parameters an
  * optimizer does not use are ignored. State buffers start at zero, step at 0. */
 hs_optimizer *hs_optimizer_create_named(const char *name, hs_params *params, double beta1, double beta2, double eps,
                                         double weight_decay, double rho, double momentum);
-/* One update with learning rate lr on params->grad (already averaged and clipped): o->step += 1, then
- * every tensor of the table is updated over its own elements (padding between tensors stays zero).
- * Every tensor has a gradient here (zero if unused), so unlike PyTorch no parameter is skipped. */
+/* One update with learning rate lr on params->grad (already averaged, and clipped unless the optimizer
+ * clips internally): o->step += 1, then every tensor of the table is updated over its own elements
+ * (padding between tensors stays zero). Every tensor has a gradient here (zero if unused), so unlike
+ * PyTorch no parameter is skipped. lamb computes the global gradient norm itself (one extra pass). */
 void hs_optimizer_step(hs_optimizer *o, double lr);
+/* The same with the global gradient norm already known (grad_norm = hs_grad_norm(o->params), as the
+ * trainer computes it for its log anyway); only optimizers that clip internally use it. */
+void hs_optimizer_step_with_grad_norm(hs_optimizer *o, double lr, double grad_norm);
+/* 1 if the optimizer clips the gradients by their global norm itself (lamb: g / (norm/max_norm) before
+ * the moments, as apex FusedLAMB): the caller must then not clip them (hs_clip_grad_norm would clip a
+ * second time, with torch's slightly different coefficient max_norm/(norm+1e-6)). params->grad is
+ * left unchanged by such an optimizer. */
+int hs_optimizer_clips_internally(const hs_optimizer *o);
 void hs_optimizer_free(hs_optimizer *o);
 
 /* Global L2 norm of params->grad (sum of squares per tensor in double, tensors in table order); if
@@ -48,5 +66,7 @@ void hs_optimizer_free(hs_optimizer *o);
  * (torch.nn.utils.clip_grad_norm_). max_norm <= 0: norm only. Returns the pre-clip norm (non-finite
  * if a gradient is; then nothing is scaled and the caller decides). */
 double hs_clip_grad_norm(hs_params *p, double max_norm);
+/* The same global L2 norm of params->grad without clipping. */
+double hs_grad_norm(const hs_params *p);
 
 #endif

@@ -69,6 +69,11 @@ struct hs_task {
     const char *const *extra_stat_names;
     /* Optional: the scalar loss (nats) of all-reduced stats; default loss_sum / sample_count. */
     double (*loss_from_stats)(const hs_stats *s);
+    /* Optional: append the task's own metrics of (interval or validation) stats to a log line, as
+     * ", name=value" (json = 0) or ", \"name\": value" (json = 1). */
+    void (*format_stats)(const hs_stats *s, int json, char *buf, size_t n);
+    /* Tokens per sample for the tokens/s figure (sequence length; 0 = not a sequence task). */
+    int tokens_per_sample;
     void (*destroy)(hs_task *t);
 };
 

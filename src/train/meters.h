@@ -9,8 +9,10 @@
 #include "train/checkpoint.h"
 
 typedef struct hs_meters {
+    const hs_task *task; /* for the loss of a stats vector and the task's own log fields */
     /* since the last log line */
-    double interval_loss_sum, interval_samples, interval_correct, interval_time;
+    hs_stats interval;
+    double interval_time;
     int64_t interval_updates;
     /* since the start of the epoch */
     double epoch_start_time;
@@ -19,7 +21,9 @@ typedef struct hs_meters {
     FILE *metrics;     /* JSON lines, rank 0 only; NULL if off */
 } hs_meters;
 
-void hs_meters_init(hs_meters *m, const char *metrics_path, int resume);
+void hs_meters_init(hs_meters *m, const hs_task *task, const char *metrics_path, int resume);
+/* The task's scalar loss (nats) of a stats vector. */
+double hs_meters_loss(const hs_meters *m, const hs_stats *s);
 void hs_meters_close(hs_meters *m);
 void hs_meters_epoch_start(hs_meters *m);
 /* Account one update (global stats, pre-clip gnorm, whether it clipped, seconds it took) in the

@@ -165,12 +165,13 @@ static void train_update(trainer *t, hs_prefetch_slot *slot) {
                                       &stats);
     hs_comm_allreduce_sum_float(t->comm, p->grad, p->total, t->be);
     hs_comm_allreduce_sum_double(t->comm, (double *)&stats, HS_STATS_NDOUBLE); /* fast stat sync */
-    double gnorm = hs_clip_grad_norm(p, t->clip_norm);
+    /* LAMB clips inside its step (before the moments, as apex FusedLAMB); the others clip here. */
+    double gnorm = hs_optimizer_clips_internally(t->opt) ? hs_grad_norm(p) : hs_clip_grad_norm(p, t->clip_norm);
     if (!isfinite(gnorm) || !isfinite(stats.loss_sum))
         hs_die_agreed("training diverged at update %lld (loss sum %g, gradient norm %g): lower optimizer.lr or set "
                "optimizer.clip_norm; the last checkpoint in %s is intact",
                (long long)t->st.num_updates + 1, stats.loss_sum, gnorm, t->save_dir);
-    hs_optimizer_step(t->opt, t->st.lr);
+    hs_optimizer_step_with_grad_norm(t->opt, t->st.lr, gnorm);
     t->st.num_updates++;
     t->st.lr = hs_lr_step_update(&t->sched, t->st.num_updates);
     t->st.lr_base = t->sched.base_lr;
@@ -332,7 +333,7 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
         if (metrics[0] == '/') snprintf(metrics_path, sizeof metrics_path, "%s", metrics);
         else snprintf(metrics_path, sizeof metrics_path, "%s/%s", t.save_dir, metrics);
     }
-    hs_meters_init(&t.meters, metrics_path, resumed);
+    hs_meters_init(&t.meters, t.task, metrics_path, resumed);
     t.pf = hs_prefetch_start(t.task, t.max_sentences, t.max_per_request);
 
     while ((t.max_epoch == 0 || t.st.epoch <= t.max_epoch) && (t.max_update == 0 || t.st.num_updates < t.max_update)) {

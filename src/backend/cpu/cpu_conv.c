@@ -1,10 +1,11 @@
 /* Convolution and max pooling on the CPU.
  *
- * conv2d is im2col + GEMM, one sample at a time per OpenMP thread (the OpenMP build of OpenBLAS runs
- * single-threaded inside a parallel region, so T threads run T independent cache-resident GEMMs — this
- * beats one multi-threaded GEMM over the whole batch, whose column matrix would not fit in cache; for
- * the MNIST conv2 a per-sample 64×576×288 GEMM already runs at the core's FMA peak, and column blocks
- * of 2 or 4 samples measured no faster):
+ * 3×3 convolutions with at least 8 input and output channels go to Winograd F(4×4,3×3) (cpu_winograd.c:
+ * a quarter of the multiplies). Every other conv2d is im2col + GEMM, one sample at a time per OpenMP
+ * thread (the OpenMP build of OpenBLAS runs single-threaded inside a parallel region, so T threads run
+ * T independent cache-resident GEMMs — this beats one multi-threaded GEMM over the whole batch, whose
+ * column matrix would not fit in cache; a per-sample 64×576×288 GEMM runs at the core's FMA peak, and
+ * column blocks of 2 or 4 samples measured no faster):
  *   col[K,P]  with K = c_in*kh*kw, P = oh*ow:  col[(c,i,j), (oy,ox)] = x[c, oy+i, ox+j]
  *   forward   y_b[c_out,P] = W[c_out,K] · col_b + b
  *   backward  dW += Σ_b dy_b · col_bᵀ,  db += Σ_b Σ_p dy_b,  dcol_b = Wᵀ · dy_b,  dx_b = col2im(dcol_b)
@@ -27,7 +28,7 @@
 #define HS_CONV_ALIGN 16 /* floats: every buffer in the workspace starts on a 64-byte line */
 
 /* Column buffers in the workspace: one per processor available to this process. */
-static int workspace_slots(void) {
+int hs_cpu_conv_slots(void) {
 #ifdef _OPENMP
     return omp_get_num_procs();
 #else
@@ -36,7 +37,7 @@ static int workspace_slots(void) {
 }
 
 /* Threads a convolution runs on: the OpenMP setting, capped by the workspace's column buffers. */
-static int conv_threads(int slots) {
+int hs_cpu_conv_threads(int slots) {
 #ifdef _OPENMP
     const int t = omp_get_max_threads();
     return t < slots ? t : slots;
@@ -78,12 +79,13 @@ static conv_layout layout_of(const hs_conv2d_shape *s) {
     L.out_sample = (size_t)s->c_out * L.p;
     L.col_floats = round_up(L.k * L.p);
     L.part_floats = round_up((size_t)s->c_out * L.k + (size_t)s->c_out);
-    L.slots = workspace_slots();
+    L.slots = hs_cpu_conv_slots();
     L.groups = (s->n + HS_CONV_GROUP - 1) / HS_CONV_GROUP;
     return L;
 }
 
 size_t hs_cpu_conv2d_workspace_bytes(const hs_conv2d_shape *s) {
+    if (hs_cpu_winograd_applies(s)) return hs_cpu_winograd_workspace_bytes(s);
     conv_layout L = layout_of(s);
     return ((size_t)L.slots * L.col_floats + (size_t)L.groups * L.part_floats) * sizeof(float);
 }
@@ -127,9 +129,13 @@ static void col2im(float *dx, const float *dcol, const hs_conv2d_shape *s) {
 /* y[n,c_out,oh,ow] = conv(x[n,c_in,h,w], w[c_out,c_in,kh,kw]) + b[c_out] */
 void hs_cpu_conv2d_forward(const hs_conv2d_shape *s, float *y, const float *x, const float *w, const float *b,
                            void *workspace) {
+    if (hs_cpu_winograd_applies(s)) {
+        hs_cpu_winograd_forward(s, y, x, w, b, workspace);
+        return;
+    }
     const conv_layout L = layout_of(s);
     float *cols = workspace;
-#pragma omp parallel num_threads(conv_threads(L.slots))
+#pragma omp parallel num_threads(hs_cpu_conv_threads(L.slots))
     {
         float *col = cols + (size_t)thread_num() * L.col_floats; /* col[K,P] */
 #pragma omp for schedule(static)
@@ -150,11 +156,15 @@ void hs_cpu_conv2d_forward(const hs_conv2d_shape *s, float *y, const float *x, c
 /* dw[c_out,c_in,kh,kw] += Σ dy·colᵀ, db[c_out] += Σ dy, dx[n,c_in,h,w] = col2im(Wᵀ·dy) (dx may be NULL) */
 void hs_cpu_conv2d_backward(const hs_conv2d_shape *s, float *dx, float *dw, float *db, const float *dy,
                             const float *x, const float *w, void *workspace) {
+    if (hs_cpu_winograd_applies(s)) {
+        hs_cpu_winograd_backward(s, dx, dw, db, dy, x, w, workspace);
+        return;
+    }
     const conv_layout L = layout_of(s);
     float *cols = workspace;
     float *partials = cols + (size_t)L.slots * L.col_floats; /* partials[groups][c_out*K + c_out] */
     const size_t dw_len = (size_t)s->c_out * L.k;
-#pragma omp parallel num_threads(conv_threads(L.slots))
+#pragma omp parallel num_threads(hs_cpu_conv_threads(L.slots))
     {
         float *col = cols + (size_t)thread_num() * L.col_floats; /* col[K,P], then dcol[K,P] */
 #pragma omp for schedule(static)
@@ -208,16 +218,23 @@ void hs_cpu_maxpool2d_forward(float *y, int32_t *argmax, const float *x, int n, 
         float *yp = y + pl * oh * ow;
         int32_t *ap = argmax + pl * oh * ow;
         for (int oy = 0; oy < oh; oy++) {
-            if (k == 2) {
+            if (k == 2) { /* selects, not branches: after a ReLU, ties and winners are unpredictable */
                 const float *r0 = xp + 2 * oy * w, *r1 = r0 + w;
+                float *yr = yp + oy * ow;
+                int32_t *ar = ap + oy * ow;
+#pragma omp simd
                 for (int ox = 0; ox < ow; ox++) {
-                    int best = 2 * ox;
-                    float best_v = r0[best];
-                    if (window_wins(r0[2 * ox + 1], best_v)) best_v = r0[best = 2 * ox + 1];
-                    if (window_wins(r1[2 * ox], best_v)) best_v = r0[best = w + 2 * ox];
-                    if (window_wins(r1[2 * ox + 1], best_v)) best_v = r0[best = w + 2 * ox + 1];
-                    yp[oy * ow + ox] = best_v;
-                    ap[oy * ow + ox] = 2 * oy * w + best;
+                    const float v1 = r0[2 * ox + 1], v2 = r1[2 * ox], v3 = r1[2 * ox + 1];
+                    float best_v = r0[2 * ox];
+                    int best = 2 * ox; /* offset from r0 */
+                    const int win1 = window_wins(v1, best_v);
+                    best_v = win1 ? v1 : best_v, best = win1 ? 2 * ox + 1 : best;
+                    const int win2 = window_wins(v2, best_v);
+                    best_v = win2 ? v2 : best_v, best = win2 ? w + 2 * ox : best;
+                    const int win3 = window_wins(v3, best_v);
+                    best_v = win3 ? v3 : best_v, best = win3 ? w + 2 * ox + 1 : best;
+                    yr[ox] = best_v;
+                    ar[ox] = 2 * oy * w + best;
                 }
                 continue;
             }

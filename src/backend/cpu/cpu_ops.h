@@ -37,6 +37,18 @@ void hs_cpu_conv2d_forward(const hs_conv2d_shape *s, float *y, const float *x, c
                            void *workspace);
 void hs_cpu_conv2d_backward(const hs_conv2d_shape *s, float *dx, float *dw, float *db, const float *dy,
                             const float *x, const float *w, void *workspace);
+/* Shared by the convolution algorithms: workspace slots (one per processor) and threads to run on. */
+int hs_cpu_conv_slots(void);
+int hs_cpu_conv_threads(int slots);
+
+/* cpu_winograd.c: F(4×4,3×3) for 3×3 kernels with >= 8 input and output channels (same contracts as
+ * the conv2d_* members; cpu_conv.c dispatches here when hs_cpu_winograd_applies). */
+int hs_cpu_winograd_applies(const hs_conv2d_shape *s);
+size_t hs_cpu_winograd_workspace_bytes(const hs_conv2d_shape *s);
+void hs_cpu_winograd_forward(const hs_conv2d_shape *s, float *y, const float *x, const float *w, const float *b,
+                             void *workspace);
+void hs_cpu_winograd_backward(const hs_conv2d_shape *s, float *dx, float *dw, float *db, const float *dy,
+                              const float *x, const float *w, void *workspace);
 void hs_cpu_maxpool2d_forward(float *y, int32_t *argmax, const float *x, int n, int c, int h, int w, int k);
 void hs_cpu_maxpool2d_backward(float *dx, const float *dy, const int32_t *argmax, int n, int c, int h, int w,
                                int k);
@@ -53,5 +65,37 @@ void hs_cpu_adadelta_update(float *p, const float *g, float *sq, float *acc, siz
                             double eps, double weight_decay);
 void hs_cpu_sgd_update(float *p, const float *g, float *buf, size_t n, double lr, double momentum,
                        double weight_decay, int first_step);
+void hs_cpu_lamb_moments(const float *p, const float *g, float *m, float *v, size_t n, const hs_lamb_hparams *h,
+                         double sums_host[2]);
+void hs_cpu_lamb_apply(float *p, const float *m, const float *v, size_t n, const hs_lamb_hparams *h, double step);
+
+/* cpu_bert.c: row gathers, strided bias, LayerNorm, GELU, tanh, attention mask */
+void hs_cpu_gather_rows(float *y, const float *x, const int32_t *index, int count, int cols, int x_rows,
+                        int accumulate);
+void hs_cpu_scatter_add_rows(float *dx, const float *dy, const int32_t *index, int count, int cols, int dx_rows);
+void hs_cpu_add_bias_strided(float *y, int ldy, const float *bias, int rows, int cols);
+void hs_cpu_bias_grad_strided(float *dbias, const float *dy, int ldy, int rows, int cols);
+void hs_cpu_layernorm_forward(float *y, float *x_sum, float *mean, float *rstd, const float *x, const float *residual,
+                              const float *gamma, const float *beta, int rows, int cols, float eps);
+void hs_cpu_layernorm_backward(float *dx, float *dgamma, float *dbeta, const float *dy, const float *x,
+                               const float *mean, const float *rstd, const float *gamma, int rows, int cols);
+void hs_cpu_gelu_forward(float *y, const float *x, size_t n);
+void hs_cpu_bias_gelu_forward(float *y, float *x, const float *bias, int rows, int cols);
+void hs_cpu_gelu_backward(float *dx, const float *dy, const float *x, size_t n);
+void hs_cpu_tanh_forward(float *y, const float *x, size_t n);
+void hs_cpu_tanh_backward(float *dx, const float *dy, const float *y, size_t n);
+void hs_cpu_attention_mask_bias(float *bias, const int32_t *mask, size_t n);
+
+/* cpu_attention.c */
+void hs_cpu_attention_forward(float *ctx, float *probs, const float *qkv, const float *mask_bias, int batch,
+                              int seq_len, int heads, int head_dim, float p, uint64_t key, int64_t first_sample);
+void hs_cpu_attention_backward(float *dqkv, const float *dctx, const float *qkv, const float *probs, int batch,
+                               int seq_len, int heads, int head_dim, float p, uint64_t key, int64_t first_sample);
+
+/* cpu_softmax_xent.c */
+void hs_cpu_softmax_xent_forward(float *probs, const float *logits, const int32_t *labels, int rows, int cols,
+                                 double stats_host[3]);
+void hs_cpu_softmax_xent_backward(float *dlogits, const float *probs, const int32_t *labels, int rows, int cols,
+                                  float scale);
 
 #endif

@@ -1,8 +1,11 @@
 /* Optimizer updates on the CPU: one OpenMP loop per tensor over the shared per-element formulas of
  * kernels/math/optim_math.h. Elements are independent, so the result does not depend on the number
- * of threads. */
+ * of threads (LAMB's norms are summed in fixed blocks for the same reason). */
+#include <stdlib.h>
+
 #include "backend/cpu/cpu_ops.h"
 #include "math/optim_math.h"
+#include "util/check.h"
 
 /* Below this many elements a parallel region costs more than it saves. */
 #define HS_OPTIM_PARALLEL_MIN 16384
@@ -33,4 +36,65 @@ void hs_cpu_sgd_update(float *p, const float *g, float *buf, size_t n, double lr
 #pragma omp parallel for schedule(static) if (count >= HS_OPTIM_PARALLEL_MIN)
     for (long long i = 0; i < count; i++)
         hs_sgd_elem(&p[i], g[i], buf ? &buf[i] : NULL, lr_f, momentum_f, weight_decay_f, first_step);
+}
+
+/* LAMB's per-tensor norms are sums over fixed blocks of HS_LAMB_BLOCK elements, added in block order;
+ * inside a block element i adds into lane i % HS_LAMB_LANES and the lanes are added in order at the
+ * end. The order is fixed by the data layout alone, so the sums do not depend on the number of threads
+ * or on how the compiler vectorizes the lanes. */
+#define HS_LAMB_BLOCK 16384
+#define HS_LAMB_LANES 8
+
+static hs_lamb_coefs lamb_coefs(const hs_lamb_hparams *h) {
+    return hs_lamb_make_coefs(h->beta1, h->beta2, h->eps, h->weight_decay, h->grad_divisor, h->step);
+}
+
+void hs_cpu_lamb_moments(const float *p, const float *g, float *m, float *v, size_t n, const hs_lamb_hparams *h,
+                         double sums_host[2]) {
+    /* p[n], g[n], m[n] (exp_avg), v[n] (exp_avg_sq); block_sums[nblocks][2] = (Σ p², Σ u²) per block */
+    const hs_lamb_coefs c = lamb_coefs(h);
+    const long long nblocks = (long long)((n + HS_LAMB_BLOCK - 1) / HS_LAMB_BLOCK);
+    double block_sums_small[2 * 8], *block_sums = block_sums_small;
+    if (nblocks > 8) HS_ALLOC(block_sums, 2 * (size_t)nblocks);
+#pragma omp parallel for schedule(static) if (nblocks > 1)
+    for (long long b = 0; b < nblocks; b++) {
+        const size_t lo = (size_t)b * HS_LAMB_BLOCK, hi = lo + HS_LAMB_BLOCK < n ? lo + HS_LAMB_BLOCK : n;
+        double p_lane[HS_LAMB_LANES] = {0}, u_lane[HS_LAMB_LANES] = {0};
+        size_t i = lo;
+        for (; i + HS_LAMB_LANES <= hi; i += HS_LAMB_LANES) {
+#pragma omp simd
+            for (int j = 0; j < HS_LAMB_LANES; j++) {
+                const float u = hs_lamb_moments_elem(p[i + j], g[i + j], &m[i + j], &v[i + j], &c);
+                p_lane[j] += (double)p[i + j] * (double)p[i + j];
+                u_lane[j] += (double)u * (double)u;
+            }
+        }
+        for (int j = 0; i < hi; i++, j++) {
+            const float u = hs_lamb_moments_elem(p[i], g[i], &m[i], &v[i], &c);
+            p_lane[j] += (double)p[i] * (double)p[i];
+            u_lane[j] += (double)u * (double)u;
+        }
+        double p_sumsq = 0.0, u_sumsq = 0.0;
+        for (int j = 0; j < HS_LAMB_LANES; j++) {
+            p_sumsq += p_lane[j];
+            u_sumsq += u_lane[j];
+        }
+        block_sums[2 * b] = p_sumsq;
+        block_sums[2 * b + 1] = u_sumsq;
+    }
+    sums_host[0] = sums_host[1] = 0.0;
+    for (long long b = 0; b < nblocks; b++) {
+        sums_host[0] += block_sums[2 * b];
+        sums_host[1] += block_sums[2 * b + 1];
+    }
+    if (block_sums != block_sums_small) free(block_sums);
+}
+
+void hs_cpu_lamb_apply(float *p, const float *m, const float *v, size_t n, const hs_lamb_hparams *h, double step) {
+    /* p[n], m[n], v[n] */
+    const hs_lamb_coefs c = lamb_coefs(h);
+    const float step_f = (float)step;
+    const long long count = (long long)n;
+#pragma omp parallel for simd schedule(static) if (count >= HS_OPTIM_PARALLEL_MIN)
+    for (long long i = 0; i < count; i++) hs_lamb_apply_elem(&p[i], m[i], v[i], step_f, &c);
 }

@@ -1,0 +1,645 @@
+/* Parallel reader of NVIDIA BERT shards (layout in docs/data-formats.md). Every rank opens every shard
+ * through MPI-IO on the I/O communicator; a micro-batch is a contiguous range of global rows, read
+ * with one row hyperslab per dataset per file it touches, as collective transfers. The memory type
+ * equals the on-disk type (a converting read makes HDF5 1.10 fall back to independent I/O); values are
+ * widened to int32 afterwards and checked, so a bad shard gives a message instead of a crash. */
+#include "data/bert_shards.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <hdf5.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/check.h"
+#include "util/log.h"
+
+/* Datasets in NVIDIA's order. Row widths: L for the first three, P for the masked-LM pair, 1 for NSP. */
+enum { DS_INPUT_IDS, DS_INPUT_MASK, DS_SEGMENT_IDS, DS_MLM_POSITIONS, DS_MLM_IDS, DS_NSP, NUM_DS };
+static const char *const ds_names[NUM_DS] = {"input_ids",           "input_mask",    "segment_ids",
+                                             "masked_lm_positions", "masked_lm_ids", "next_sentence_labels"};
+
+#define SHARD_HINT                                                                                          \
+    "BERT shards are written by NVIDIA's create_pretraining_data.py: six integer datasets input_ids[N,L], "   \
+    "input_mask[N,L], segment_ids[N,L], masked_lm_positions[N,P], masked_lm_ids[N,P], "                     \
+    "next_sentence_labels[N]; re-create the file"
+
+/* At most this many shard files are open at once (each holds a file descriptor per rank); others are
+ * reopened on demand, least recently used closed first. Every rank makes the same open/close calls,
+ * because the files a read touches are agreed over the I/O communicator. */
+#define MAX_OPEN_FILES 64
+
+/* More chunks than this per input_ids row: warn that row reads are slow. */
+#define MAX_CHUNKS_PER_ROW 4
+
+typedef struct int_layout {
+    hid_t type; /* the predefined HDF5 type equal to the on-disk type (no need to close) */
+    int size, is_signed, big_endian;
+} int_layout;
+
+typedef struct shard_file {
+    char *path;
+    int64_t rows, offset; /* rows of this file; global index of its first row */
+    hid_t file;           /* H5I_INVALID_HID while closed */
+    hid_t ds[NUM_DS];
+    int_layout layout[NUM_DS];
+    uint64_t last_use;
+} shard_file;
+
+struct hs_bert_shards {
+    MPI_Comm io;
+    int nfiles, nopen;
+    shard_file *files;
+    int64_t total;
+    int L, P;
+    hid_t fapl, dxpl;
+    uint32_t no_collective_cause;
+    uint64_t use_clock;
+    void *scratch; /* on-disk values that need widening */
+    size_t scratch_bytes;
+};
+
+/* ---- error reporting -------------------------------------------------------------------------------- */
+
+static herr_t innermost_frame(unsigned n, const H5E_error2_t *e, void *data) {
+    if (n == 0 && e->desc) snprintf(data, 256, "%s", e->desc);
+    return 0;
+}
+
+/* The description of the deepest HDF5 error (where it started), e.g. "truncated file: eof = ...". */
+static const char *hdf5_reason(char buf[256]) {
+    buf[0] = 0;
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost_frame, buf);
+    H5Eclear2(H5E_DEFAULT);
+    return buf[0] ? buf : "unknown HDF5 error";
+}
+
+static void describe_type(hid_t type, char *out, size_t len) {
+    H5T_class_t cls = (H5T_class_t)HS_H5(H5Tget_class(type), NULL);
+    size_t size = H5Tget_size(type);
+    const char *name = cls == H5T_FLOAT ? "floating point" : cls == H5T_STRING ? "string" : "non-numeric";
+    if (cls == H5T_INTEGER)
+        snprintf(out, len, "%zu-bit %s integer", 8 * size, H5Tget_sign(type) == H5T_SGN_NONE ? "unsigned" : "signed");
+    else
+        snprintf(out, len, "%zu-bit %s", 8 * size, name);
+}
+
+/* ---- the file list ---------------------------------------------------------------------------------- */
+
+static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Rank 0: the sorted file paths of `path`, joined with '\0' into *list (*len bytes); or an error
+ * message in err. Returns the number of files (0 with err set on failure). */
+static int list_files(const char *path, const char *split, int num_file, char **list, size_t *len, char *err,
+                      size_t errlen) {
+    struct stat st;
+    *list = NULL;
+    *len = 0;
+    if (stat(path, &st) != 0) {
+        snprintf(err, errlen, "cannot read the BERT data path %s: %s; set data.path to a shard file or a directory of shards",
+                 path, strerror(errno));
+        return 0;
+    }
+    if (!S_ISDIR(st.st_mode)) { /* one file, used whatever its name */
+        *len = strlen(path) + 1;
+        *list = HS_STRDUP(path);
+        return 1;
+    }
+    DIR *dir = opendir(path);
+    if (!dir) {
+        snprintf(err, errlen, "cannot list the BERT data directory %s: %s", path, strerror(errno));
+        return 0;
+    }
+    char **names = NULL;
+    int n = 0, cap = 0, others = 0;
+    char other_names[3][256];
+    struct dirent *e;
+    while ((e = readdir(dir))) {
+        if (e->d_name[0] == '.') continue;
+        size_t plen = strlen(path) + strlen(e->d_name) + 2;
+        char *full;
+        HS_ALLOC(full, plen);
+        snprintf(full, plen, "%s%s%s", path, path[strlen(path) - 1] == '/' ? "" : "/", e->d_name);
+        if (stat(full, &st) != 0 || !S_ISREG(st.st_mode)) {
+            free(full);
+            continue;
+        }
+        if (split && *split && !strstr(e->d_name, split)) {
+            if (others < 3) snprintf(other_names[others], sizeof other_names[0], "%s", e->d_name);
+            others++;
+            free(full);
+            continue;
+        }
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            HS_REALLOC(names, cap);
+        }
+        names[n++] = full;
+    }
+    closedir(dir);
+    if (n == 0) {
+        int k = snprintf(err, errlen, "%s: no file whose name contains '%s'", path, split ? split : "");
+        if (others > 0 && k > 0 && (size_t)k < errlen) {
+            k += snprintf(err + k, errlen - (size_t)k, " (%d other file%s there, e.g. %s%s%s%s%s)", others,
+                          others > 1 ? "s" : "", other_names[0], others > 1 ? ", " : "", others > 1 ? other_names[1] : "",
+                          others > 2 ? ", " : "", others > 2 ? other_names[2] : "");
+        }
+        if (k > 0 && (size_t)k < errlen)
+            snprintf(err + k, errlen - (size_t)k,
+                     "; NVIDIA names shards <corpus>_training_<i>.hdf5 and <corpus>_test_<i>.hdf5: set "
+                     "data.train_subset / data.valid_subset to a part of those names");
+        free(names);
+        return 0;
+    }
+    /* HetSeq: sorted(...) of the paths, plain lexicographic order; then the first num_file */
+    qsort(names, (size_t)n, sizeof *names, cmp_names);
+    if (num_file > 0 && num_file < n) {
+        for (int i = num_file; i < n; i++) free(names[i]);
+        n = num_file;
+    }
+    for (int i = 0; i < n; i++) *len += strlen(names[i]) + 1;
+    HS_ALLOC(*list, *len);
+    char *p = *list;
+    for (int i = 0; i < n; i++) {
+        size_t l = strlen(names[i]) + 1;
+        memcpy(p, names[i], l);
+        p += l;
+        free(names[i]);
+    }
+    free(names);
+    return n;
+}
+
+/* ---- open: check the layout the way a user would want it explained ---------------------------------- */
+
+/* The predefined integer type equal to `type` in *out; -1 if there is none (an odd precision or
+ * padding, for instance). */
+static int match_integer(hid_t type, int_layout *out) {
+    /* the H5T_STD_* names are run-time values: build the table here */
+    const hid_t known[16] = {H5T_STD_I8LE, H5T_STD_I16LE, H5T_STD_I32LE, H5T_STD_I64LE, H5T_STD_U8LE, H5T_STD_U16LE,
+                             H5T_STD_U32LE, H5T_STD_U64LE, H5T_STD_I8BE, H5T_STD_I16BE, H5T_STD_I32BE, H5T_STD_I64BE,
+                             H5T_STD_U8BE, H5T_STD_U16BE, H5T_STD_U32BE, H5T_STD_U64BE};
+    for (int i = 0; i < 16; i++) {
+        if (HS_H5(H5Tequal(type, known[i]), NULL) > 0) {
+            out->type = known[i];
+            out->size = 1 << (i % 4);
+            out->is_signed = (i / 4) % 2 == 0;
+            out->big_endian = i >= 8;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Open dataset k of an open file; on first open (check != 0) also check class and shape: dims[0..1]. */
+static hid_t open_dataset(shard_file *f, int k, int check, hsize_t dims[2]) {
+    const char *name = ds_names[k];
+    if (HS_H5(H5Lexists(f->file, name, H5P_DEFAULT), NULL) <= 0)
+        hs_die_agreed("%s: dataset %s is missing; this is not an NVIDIA BERT shard. " SHARD_HINT, f->path, name);
+    hid_t ds = H5Dopen2(f->file, name, H5P_DEFAULT);
+    if (ds < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        hs_die_agreed("%s: %s is not a dataset. " SHARD_HINT, f->path, name);
+    }
+    if (!check) return ds;
+
+    hid_t type = (hid_t)HS_H5(H5Dget_type(ds), NULL);
+    if (HS_H5(H5Tget_class(type), NULL) != H5T_INTEGER || match_integer(type, &f->layout[k]) != 0) {
+        char desc[64];
+        describe_type(type, desc, sizeof desc);
+        hs_die_agreed("%s: dataset %s holds %s values; BERT shards hold integers (input_ids, masked_lm_* int32; "
+                      "input_mask, segment_ids, next_sentence_labels int8). " SHARD_HINT,
+                      f->path, name, desc);
+    }
+    HS_H5(H5Tclose(type), NULL);
+
+    hid_t space = (hid_t)HS_H5(H5Dget_space(ds), NULL);
+    int ndim = (int)HS_H5(H5Sget_simple_extent_ndims(space), NULL);
+    hsize_t d[H5S_MAX_RANK];
+    HS_H5(H5Sget_simple_extent_dims(space, d, NULL), NULL);
+    HS_H5(H5Sclose(space), NULL);
+    /* next_sentence_labels is [N]; [N,1] (a column written by another tool) has the same bytes */
+    int want = k == DS_NSP ? 1 : 2;
+    int ok = ndim == want || (k == DS_NSP && ndim == 2 && d[1] == 1);
+    const char *shape = k == DS_NSP ? "[N]" : k >= DS_MLM_POSITIONS ? "[N,P]" : "[N,L]";
+    if (!ok)
+        hs_die_agreed("%s: dataset %s has %d dimension%s, expected %s. " SHARD_HINT, f->path, name, ndim,
+                      ndim == 1 ? "" : "s", shape);
+    /* L >= 2 ([CLS] and [SEP]), P >= 1; the upper bound keeps row sizes in int arithmetic */
+    if (want == 2 && (d[1] < (k == DS_INPUT_IDS ? 2u : 1u) || d[1] > (1u << 20)))
+        hs_die_agreed("%s: dataset %s is [%llu,%llu], expected %s with %s columns. " SHARD_HINT, f->path, name,
+                      (unsigned long long)d[0], (unsigned long long)d[1], shape,
+                      k == DS_INPUT_IDS ? "2 to 2^20" : "1 to 2^20");
+    dims[0] = d[0];
+    dims[1] = want == 2 ? d[1] : 1;
+    return ds;
+}
+
+/* How many chunks one row of input_ids touches (1 when not chunked); *chunk_rows, *chunk_cols and
+ * *filtered describe the layout for the warning. */
+static int chunks_per_row(hid_t ds, int L, hsize_t *chunk_rows, hsize_t *chunk_cols, int *filtered) {
+    hid_t dcpl = (hid_t)HS_H5(H5Dget_create_plist(ds), NULL);
+    int per_row = 1;
+    *filtered = 0;
+    if (HS_H5(H5Pget_layout(dcpl), NULL) == H5D_CHUNKED) {
+        hsize_t c[2] = {1, 1};
+        HS_H5(H5Pget_chunk(dcpl, 2, c), NULL);
+        *chunk_rows = c[0];
+        *chunk_cols = c[1];
+        per_row = (int)(((hsize_t)L + c[1] - 1) / c[1]);
+        *filtered = HS_H5(H5Pget_nfilters(dcpl), NULL) > 0;
+    }
+    HS_H5(H5Pclose(dcpl), NULL);
+    return per_row;
+}
+
+static void open_file_handle(hs_bert_shards *s, shard_file *f) {
+    f->file = H5Fopen(f->path, H5F_ACC_RDONLY, s->fapl);
+    if (f->file < 0) {
+        char reason[256];
+        hs_die("%s is not a readable HDF5 file (%s); it may be truncated or still being written. " SHARD_HINT,
+               f->path, hdf5_reason(reason));
+    }
+    s->nopen++;
+}
+
+static void close_file(hs_bert_shards *s, shard_file *f) {
+    if (f->file == H5I_INVALID_HID) return;
+    for (int k = 0; k < NUM_DS; k++) HS_H5(H5Dclose(f->ds[k]), NULL);
+    HS_H5(H5Fclose(f->file), NULL);
+    f->file = H5I_INVALID_HID;
+    s->nopen--;
+}
+
+/* Reopen a closed file (collective; every rank calls it for the same file), closing the least
+ * recently used one first when MAX_OPEN_FILES are open. */
+static void ensure_open(hs_bert_shards *s, shard_file *f) {
+    f->last_use = ++s->use_clock;
+    if (f->file != H5I_INVALID_HID) return;
+    if (s->nopen >= MAX_OPEN_FILES) {
+        shard_file *lru = NULL;
+        for (int i = 0; i < s->nfiles; i++)
+            if (s->files[i].file != H5I_INVALID_HID && (!lru || s->files[i].last_use < lru->last_use)) lru = &s->files[i];
+        close_file(s, lru);
+    }
+    open_file_handle(s, f);
+    hsize_t dims[2];
+    for (int k = 0; k < NUM_DS; k++) f->ds[k] = open_dataset(f, k, 0, dims);
+}
+
+static int io_rank(MPI_Comm io) {
+    int r;
+    HS_CHECK_MPI(MPI_Comm_rank(io, &r), NULL);
+    return r;
+}
+
+hs_bert_shards *hs_bert_shards_open(const char *path, const char *split, int num_file, MPI_Comm io_comm) {
+    /* hetseq explains HDF5 failures itself: keep the library from printing its stack. */
+    HS_H5(H5Eset_auto2(H5E_DEFAULT, NULL, NULL), NULL);
+    hs_bert_shards *s;
+    HS_ALLOC(s, 1);
+    s->io = io_comm;
+    int rank = io_rank(io_comm);
+
+    /* rank 0 lists; everyone gets the same list (or the same error) */
+    char err[1024] = "";
+    char *list = NULL;
+    size_t len = 0;
+    long long head[2] = {0, 0}; /* number of files, bytes of the list */
+    if (rank == 0) {
+        head[0] = list_files(path, split, num_file, &list, &len, err, sizeof err);
+        head[1] = (long long)len;
+    }
+    HS_CHECK_MPI(MPI_Bcast(head, 2, MPI_LONG_LONG, 0, io_comm), NULL);
+    if (head[0] == 0) {
+        HS_CHECK_MPI(MPI_Bcast(err, (int)sizeof err, MPI_CHAR, 0, io_comm), NULL);
+        hs_die_agreed("%s", err);
+    }
+    if (rank != 0) HS_ALLOC(list, head[1]);
+    HS_CHECK_MPI(MPI_Bcast(list, (int)head[1], MPI_CHAR, 0, io_comm), NULL);
+
+    s->nfiles = (int)head[0];
+    HS_ALLOC(s->files, s->nfiles);
+    const char *p = list;
+    for (int i = 0; i < s->nfiles; i++) {
+        s->files[i].path = HS_STRDUP(p);
+        s->files[i].file = H5I_INVALID_HID;
+        p += strlen(p) + 1;
+    }
+    free(list);
+
+    s->fapl = (hid_t)HS_H5(H5Pcreate(H5P_FILE_ACCESS), NULL);
+    HS_H5(H5Pset_fapl_mpio(s->fapl, io_comm, MPI_INFO_NULL), NULL);
+    /* metadata reads: one rank reads, the others receive it (no metadata storm at scale) */
+    HS_H5(H5Pset_all_coll_metadata_ops(s->fapl, 1), NULL);
+    s->dxpl = (hid_t)HS_H5(H5Pcreate(H5P_DATASET_XFER), NULL);
+    HS_H5(H5Pset_dxpl_mpio(s->dxpl, H5FD_MPIO_COLLECTIVE), NULL);
+
+    int thin_files = 0, thin_example = -1, thin_filtered = 0;
+    hsize_t thin_rows = 0, thin_cols = 0;
+    for (int i = 0; i < s->nfiles; i++) {
+        shard_file *f = &s->files[i];
+        if (access(f->path, R_OK) != 0)
+            hs_die("cannot read the BERT shard %s: %s", f->path, strerror(errno));
+        open_file_handle(s, f);
+        hsize_t dims[NUM_DS][2];
+        for (int k = 0; k < NUM_DS; k++) f->ds[k] = open_dataset(f, k, 1, dims[k]);
+        for (int k = 1; k < NUM_DS; k++)
+            if (dims[k][0] != dims[DS_INPUT_IDS][0])
+                hs_die_agreed("%s: dataset %s has %llu rows but input_ids has %llu: every dataset of a shard has one "
+                              "row per sequence (an interrupted write?). " SHARD_HINT,
+                              f->path, ds_names[k], (unsigned long long)dims[k][0],
+                              (unsigned long long)dims[DS_INPUT_IDS][0]);
+        int L = (int)dims[DS_INPUT_IDS][1], P = (int)dims[DS_MLM_POSITIONS][1];
+        for (int k = DS_INPUT_MASK; k <= DS_MLM_IDS; k++) {
+            int want = k <= DS_SEGMENT_IDS ? L : P;
+            if ((int)dims[k][1] != want)
+                hs_die_agreed("%s: dataset %s is [%llu,%llu] but %s is [%llu,%d]: %s. " SHARD_HINT, f->path, ds_names[k],
+                              (unsigned long long)dims[k][0], (unsigned long long)dims[k][1],
+                              k <= DS_SEGMENT_IDS ? "input_ids" : "masked_lm_positions",
+                              (unsigned long long)dims[k][0], want,
+                              k <= DS_SEGMENT_IDS ? "every per-token dataset has L = max_seq_length columns"
+                                                  : "both masked-LM datasets have P = max_predictions_per_seq columns");
+        }
+        if (i == 0) {
+            s->L = L;
+            s->P = P;
+        } else if (L != s->L || P != s->P) {
+            hs_die_agreed("%s has max_seq_length %d and max_predictions_per_seq %d but %s has %d and %d: all shards "
+                          "of a split must be made with the same settings (keep phase-1 and phase-2 shards in "
+                          "separate directories)",
+                          f->path, L, P, s->files[0].path, s->L, s->P);
+        }
+        f->rows = (int64_t)dims[DS_INPUT_IDS][0];
+        f->offset = s->total;
+        s->total += f->rows;
+
+        hsize_t crows = 0, ccols = 0;
+        int filtered = 0;
+        if (chunks_per_row(f->ds[DS_INPUT_IDS], L, &crows, &ccols, &filtered) > MAX_CHUNKS_PER_ROW) {
+            if (thin_files++ == 0) {
+                thin_example = i;
+                thin_rows = crows;
+                thin_cols = ccols;
+                thin_filtered = filtered;
+            }
+        }
+        if (i >= MAX_OPEN_FILES) close_file(s, f); /* reopened on demand */
+    }
+    if (s->total == 0)
+        hs_die_agreed("%s: the %d shard file%s of split '%s' hold no rows", path, s->nfiles, s->nfiles > 1 ? "s" : "",
+                      split ? split : "");
+
+    static int warned; /* once per process, however many splits are opened */
+    if (thin_files > 0 && !warned && rank == 0) {
+        warned = 1;
+        const char *ex = s->files[thin_example].path;
+        hs_warn("%d of %d BERT shard%s (e.g. %s) store input_ids in %schunks of %llux%llu: each %d-token row "
+                "touches %llu chunks, so reading rows is slow. Repack them once: `hetseq prep repack --in DIR "
+                "--out DIR2` (or `h5repack -l input_ids,input_mask,segment_ids:CHUNK=64x%d IN OUT` per file)",
+                thin_files, s->nfiles, s->nfiles > 1 ? "s" : "", ex, thin_filtered ? "compressed " : "",
+                (unsigned long long)thin_rows, (unsigned long long)thin_cols, s->L,
+                ((unsigned long long)s->L + thin_cols - 1) / thin_cols, s->L);
+    }
+    return s;
+}
+
+int64_t hs_bert_shards_num_samples(const hs_bert_shards *s) { return s->total; }
+int hs_bert_shards_seq_len(const hs_bert_shards *s) { return s->L; }
+int hs_bert_shards_max_pred(const hs_bert_shards *s) { return s->P; }
+int hs_bert_shards_num_files(const hs_bert_shards *s) { return s->nfiles; }
+
+const char *hs_bert_shards_file_path(const hs_bert_shards *s, int i) {
+    if (i < 0 || i >= s->nfiles) HS_FATAL(NULL, "shard file %d of %d", i, s->nfiles);
+    return s->files[i].path;
+}
+
+/* ---- the batch buffer ------------------------------------------------------------------------------- */
+
+#define BATCH_ALIGN 64
+static size_t align_up(size_t n) { return (n + BATCH_ALIGN - 1) / BATCH_ALIGN * BATCH_ALIGN; }
+
+size_t hs_bert_batch_bytes(int max_count, int seq_len, int max_pred) {
+    size_t n = (size_t)(max_count > 0 ? max_count : 0), tok = n * (size_t)seq_len * sizeof(int32_t),
+           pred = n * (size_t)max_pred * sizeof(int32_t), row = n * sizeof(int32_t);
+    return align_up(sizeof(hs_bert_batch)) + 3 * align_up(tok) + 2 * align_up(pred) + 2 * align_up(row);
+}
+
+hs_bert_batch *hs_bert_batch_view(void *buf, int count, int seq_len, int max_pred) {
+    hs_bert_batch *b = buf;
+    size_t n = (size_t)count, tok = align_up(n * (size_t)seq_len * sizeof(int32_t)),
+           pred = align_up(n * (size_t)max_pred * sizeof(int32_t)), row = align_up(n * sizeof(int32_t));
+    char *p = (char *)buf + align_up(sizeof(hs_bert_batch));
+    b->count = count;
+    b->seq_len = seq_len;
+    b->max_pred = max_pred;
+    b->input_ids = (int32_t *)p, p += tok;
+    b->segment_ids = (int32_t *)p, p += tok;
+    b->input_mask = (int32_t *)p, p += tok;
+    b->mlm_positions = (int32_t *)p, p += pred;
+    b->mlm_ids = (int32_t *)p, p += pred;
+    b->nsp_labels = (int32_t *)p, p += row;
+    b->num_mlm = (int32_t *)p;
+    return b;
+}
+
+/* ---- collective row reads --------------------------------------------------------------------------- */
+
+/* Index of the file holding global row g (0 <= g < total): the last file starting at or before g (an
+ * empty file starts where the next begins, so it is never the last one). */
+static int file_of(const hs_bert_shards *s, int64_t g) {
+    int lo = 0, hi = s->nfiles - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (s->files[mid].offset <= g) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+static int is_host_int32(const int_layout *t) {
+    static const union { uint16_t u; uint8_t b[2]; } probe = {1};
+    return t->size == 4 && t->is_signed && t->big_endian == (probe.b[0] == 0);
+}
+
+/* One on-disk integer (of any layout) as int64; uint64 beyond INT64_MAX saturates (still out of range). */
+static int64_t load_int(const unsigned char *p, const int_layout *t) {
+    static const union { uint16_t u; uint8_t b[2]; } probe = {1};
+    int host_big = probe.b[0] == 0;
+    unsigned char v[8];
+    for (int i = 0; i < t->size; i++) v[i] = t->big_endian == host_big ? p[i] : p[t->size - 1 - i];
+    switch (t->size * (t->is_signed ? 1 : -1)) {
+    case 1: return (int8_t)v[0];
+    case -1: return v[0];
+    case 2: { int16_t x; memcpy(&x, v, 2); return x; }
+    case -2: { uint16_t x; memcpy(&x, v, 2); return x; }
+    case 4: { int32_t x; memcpy(&x, v, 4); return x; }
+    case -4: { uint32_t x; memcpy(&x, v, 4); return x; }
+    case 8: { int64_t x; memcpy(&x, v, 8); return x; }
+    default: { uint64_t x; memcpy(&x, v, 8); return x > INT64_MAX ? INT64_MAX : (int64_t)x; }
+    }
+}
+
+/* Rows [lo, lo+n) of dataset k of f (width columns) into dst[n, width] as int32. n == 0 joins the
+ * collective read with empty selections. Returns the index of the first value outside int32 (its
+ * value in *bad), or -1. */
+static int64_t read_rows(hs_bert_shards *s, shard_file *f, int k, int64_t lo, int n, int width, int32_t *dst,
+                         int64_t *bad) {
+    const int_layout *t = &f->layout[k];
+    hid_t ds = f->ds[k];
+    int ndim = width == 1 && k == DS_NSP ? -1 : 2; /* NSP may be [N] or [N,1]: ask the file */
+    hid_t fspace = (hid_t)HS_H5(H5Dget_space(ds), NULL);
+    if (ndim < 0) ndim = (int)HS_H5(H5Sget_simple_extent_ndims(fspace), NULL);
+    size_t elems = (size_t)n * (size_t)width;
+    void *raw = dst;
+    int widen = !is_host_int32(t);
+    if (widen && elems * (size_t)t->size > s->scratch_bytes) {
+        s->scratch_bytes = elems * (size_t)t->size;
+        s->scratch = hs_xrealloc(s->scratch, s->scratch_bytes, __FILE__, __LINE__);
+    }
+    if (widen) raw = s->scratch;
+
+    hid_t mspace;
+    unsigned char unused[8];
+    if (n > 0) {
+        hsize_t start[2] = {(hsize_t)lo, 0}, block[2] = {(hsize_t)n, (hsize_t)width};
+        HS_H5(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, block, NULL), NULL);
+        mspace = (hid_t)HS_H5(H5Screate_simple(ndim, block, NULL), NULL);
+    } else {
+        hsize_t one[2] = {1, 1};
+        HS_H5(H5Sselect_none(fspace), NULL);
+        mspace = (hid_t)HS_H5(H5Screate_simple(ndim, one, NULL), NULL);
+        HS_H5(H5Sselect_none(mspace), NULL);
+        raw = unused; /* nothing is written; some HDF5 versions reject a NULL buffer */
+    }
+    if (H5Dread(ds, t->type, mspace, fspace, s->dxpl, raw) < 0) {
+        char reason[256];
+        hs_die("%s: reading rows [%lld, %lld) of dataset %s failed (%s); the file may be damaged or truncated. "
+               SHARD_HINT,
+               f->path, (long long)lo, (long long)lo + n, ds_names[k], hdf5_reason(reason));
+    }
+    uint32_t local = 0, global = 0;
+    HS_H5(H5Pget_mpio_no_collective_cause(s->dxpl, &local, &global), NULL);
+    s->no_collective_cause |= local | global;
+    HS_H5(H5Sclose(mspace), NULL);
+    HS_H5(H5Sclose(fspace), NULL);
+
+    if (!widen || n == 0) return -1;
+    const unsigned char *src = raw;
+    for (size_t i = 0; i < elems; i++) {
+        int64_t v = t->size == 1 && t->is_signed ? (int8_t)src[i] : load_int(src + i * (size_t)t->size, t);
+        if (v < INT32_MIN || v > INT32_MAX) {
+            *bad = v;
+            return (int64_t)i;
+        }
+        dst[i] = (int32_t)v;
+    }
+    return -1;
+}
+
+_Noreturn static void bad_value(const shard_file *f, int k, int64_t row, int col, int64_t value, const char *why) {
+    char where[64] = "";
+    if (k != DS_NSP) snprintf(where, sizeof where, ", column %d", col);
+    hs_die("%s: dataset %s, row %lld%s (global sample %lld): value %lld %s", f->path, ds_names[k], (long long)row, where,
+           (long long)(f->offset + row), (long long)value, why);
+}
+
+/* Check the rows just read from f (file rows lo.., batch rows b0..) and turn the masked-LM lists into
+ * -1 padded lists of the labelled positions. */
+static void check_and_label(const hs_bert_shards *s, const shard_file *f, int64_t lo, hs_bert_batch *b, int b0, int n,
+                            int vocab_size) {
+    const int L = s->L, P = s->P;
+    char vocab_why[256];
+    snprintf(vocab_why, sizeof vocab_why,
+             "is not a token id of the vocabulary [0, %d): set model.vocab_size to the size of the vocabulary the "
+             "shards were made with",
+             vocab_size);
+    for (int r = b0; r < b0 + n; r++) {
+        int64_t row = lo + (r - b0);
+        const int32_t *ids = b->input_ids + (size_t)r * L, *mask = b->input_mask + (size_t)r * L,
+                      *seg = b->segment_ids + (size_t)r * L;
+        for (int j = 0; j < L; j++) {
+            if (ids[j] < 0 || (vocab_size > 0 && ids[j] >= vocab_size)) bad_value(f, DS_INPUT_IDS, row, j, ids[j], vocab_why);
+            if ((uint32_t)mask[j] > 1) bad_value(f, DS_INPUT_MASK, row, j, mask[j], "is not 0 or 1");
+            if ((uint32_t)seg[j] > 1) bad_value(f, DS_SEGMENT_IDS, row, j, seg[j], "is not 0 or 1 (two segments)");
+        }
+        if ((uint32_t)b->nsp_labels[r] > 1)
+            bad_value(f, DS_NSP, row, 0, b->nsp_labels[r], "is not 0 (IsNext) or 1 (random next)");
+
+        /* NVIDIA/HetSeq: the labelled positions are those before the first 0 (position 0 is [CLS]) */
+        int32_t *pos = b->mlm_positions + (size_t)r * P, *lab = b->mlm_ids + (size_t)r * P;
+        int m = 0;
+        while (m < P && pos[m] != 0) m++;
+        for (int j = 0; j < m; j++) {
+            if (pos[j] < 1 || pos[j] >= L) {
+                char why[128];
+                snprintf(why, sizeof why, "is not a token position in [1, %d)", L);
+                bad_value(f, DS_MLM_POSITIONS, row, j, pos[j], why);
+            }
+            if (j > 0 && pos[j] <= pos[j - 1])
+                bad_value(f, DS_MLM_POSITIONS, row, j, pos[j], "does not follow the previous position in ascending order");
+            if (lab[j] < 0 || (vocab_size > 0 && lab[j] >= vocab_size)) bad_value(f, DS_MLM_IDS, row, j, lab[j], vocab_why);
+        }
+        for (int j = m; j < P; j++) pos[j] = lab[j] = -1;
+        b->num_mlm[r] = m;
+    }
+}
+
+void hs_bert_shards_read(hs_bert_shards *s, int64_t first, int count, int vocab_size, void *buf) {
+    if (count < 0 || first < 0 || first + count > s->total)
+        HS_FATAL(NULL, "BERT read of rows [%lld, %lld) outside [0, %lld)", (long long)first, (long long)first + count,
+                 (long long)s->total);
+    /* count 0 may come without a buffer: then nothing is laid out or written */
+    hs_bert_batch empty = {0, s->L, s->P, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    hs_bert_batch *b = buf ? hs_bert_batch_view(buf, count, s->L, s->P) : &empty;
+    if (!buf && count > 0) HS_FATAL(NULL, "BERT read of %d rows into a NULL buffer", count);
+
+    /* The files any rank touches: [min first file, max last file] over the I/O communicator. Every
+     * rank reads each of them, with an empty selection where it has no rows. */
+    int span[2] = {s->nfiles, 1}; /* {first file, -last file}; empty: nothing */
+    if (count > 0) {
+        span[0] = file_of(s, first);
+        span[1] = -file_of(s, first + count - 1);
+    }
+    HS_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, span, 2, MPI_INT, MPI_MIN, s->io), NULL);
+
+    for (int fi = span[0]; fi <= -span[1]; fi++) {
+        shard_file *f = &s->files[fi];
+        ensure_open(s, f);
+        /* this rank's rows of the file: global [a, e) */
+        int64_t a = first > f->offset ? first : f->offset;
+        int64_t e = first + count < f->offset + f->rows ? first + count : f->offset + f->rows;
+        int n = e > a ? (int)(e - a) : 0;
+        int64_t lo = n > 0 ? a - f->offset : 0;
+        int b0 = n > 0 ? (int)(a - first) : 0;
+        int32_t *dst[NUM_DS] = {b->input_ids, b->input_mask, b->segment_ids, b->mlm_positions, b->mlm_ids,
+                                b->nsp_labels};
+        int width[NUM_DS] = {s->L, s->L, s->L, s->P, s->P, 1};
+        for (int k = 0; k < NUM_DS; k++) {
+            int64_t bad = 0;
+            int32_t *rows_dst = n > 0 ? dst[k] + (size_t)b0 * (size_t)width[k] : NULL;
+            int64_t at = read_rows(s, f, k, lo, n, width[k], rows_dst, &bad);
+            if (at >= 0) bad_value(f, k, lo + at / width[k], (int)(at % width[k]), bad, "does not fit in 32 bits");
+        }
+        if (n > 0) check_and_label(s, f, lo, b, b0, n, vocab_size);
+    }
+}
+
+uint32_t hs_bert_shards_no_collective_cause(const hs_bert_shards *s) { return s->no_collective_cause; }
+
+void hs_bert_shards_close(hs_bert_shards *s) {
+    if (!s) return;
+    for (int i = 0; i < s->nfiles; i++) {
+        close_file(s, &s->files[i]);
+        free(s->files[i].path);
+    }
+    HS_H5(H5Pclose(s->dxpl), NULL);
+    HS_H5(H5Pclose(s->fapl), NULL);
+    free(s->files);
+    free(s->scratch);
+    free(s);
+}

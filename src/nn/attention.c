@@ -1,0 +1,73 @@
+/* BERT self-attention (BertSelfAttention): Q, K, V projections, scaled dot-product attention with the
+ * additive padding mask, attention-probability dropout, merged heads. The projections are GEMMs
+ * writing into one token-major qkv[B,L,3H] buffer (q | k | v per token), which the backend's attention
+ * op reads per (sample, head) without any split/merge copies. The output projection
+ * (attention.output.dense) is a plain linear layer the model applies to ctx. */
+#include "nn/bert_layers.h"
+
+size_t hs_attention_qkv_floats(const hs_attention_dims *d) {
+    return (size_t)d->batch * (size_t)d->seq_len * 3 * (size_t)d->hidden;
+}
+
+size_t hs_attention_probs_floats(const hs_attention_dims *d) {
+    return (size_t)d->batch * (size_t)d->heads * (size_t)d->seq_len * (size_t)d->seq_len;
+}
+
+/* mask_bias[B,L] = (1 - input_mask)·(-10000) */
+void hs_attention_mask_bias(const hs_backend *be, float *mask_bias, const int32_t *input_mask, int batch,
+                            int seq_len) {
+    be->attention_mask_bias(mask_bias, input_mask, (size_t)batch * (size_t)seq_len);
+}
+
+/* Three [H,H] matrices one after the other form one [3H,H] matrix: one GEMM instead of three. */
+static int adjacent(const float *a, const float *b, const float *c, int hidden) {
+    const size_t hh = (size_t)hidden * (size_t)hidden;
+    return b == a + hh && c == b + hh;
+}
+
+static float dropout_p(const hs_dropout_mask *drop) { return drop ? drop->p : 0.0f; }
+
+void hs_attention_forward(const hs_backend *be, const hs_attention_dims *d, const hs_attention_params *w,
+                          const float *mask_bias, const hs_dropout_mask *drop, const float *x,
+                          const hs_attention_saved *saved, float *ctx) {
+    const int T = d->batch * d->seq_len, H = d->hidden, ld = 3 * H;
+    const float *weights[3] = {w->query_w, w->key_w, w->value_w}, *biases[3] = {w->query_b, w->key_b, w->value_b};
+    /* qkv[T,3H] = x[T,H] · [Wq;Wk;Wv]ᵀ + [bq|bk|bv] */
+    if (adjacent(w->query_w, w->key_w, w->value_w, H)) {
+        be->gemm(0, 1, T, ld, H, 1.0f, x, H, w->query_w, H, 0.0f, saved->qkv, ld);
+    } else {
+        for (int i = 0; i < 3; i++) be->gemm(0, 1, T, H, H, 1.0f, x, H, weights[i], H, 0.0f, saved->qkv + i * H, ld);
+    }
+    for (int i = 0; i < 3; i++) be->add_bias_strided(saved->qkv + i * H, ld, biases[i], T, H);
+    be->attention_forward(ctx, saved->probs, saved->qkv, mask_bias, d->batch, d->seq_len, d->heads, H / d->heads,
+                          dropout_p(drop), drop ? drop->key : 0, drop ? drop->first_sample : 0);
+}
+
+void hs_attention_backward(const hs_backend *be, const hs_attention_dims *d, const hs_attention_params *w,
+                           const hs_attention_grads *g, const hs_dropout_mask *drop, const float *x,
+                           const hs_attention_saved *saved, const float *dctx, float *dx, int accumulate_dx,
+                           hs_workspace *ws) {
+    const int T = d->batch * d->seq_len, H = d->hidden, ld = 3 * H;
+    hs_workspace_reserve(be, ws, hs_attention_qkv_floats(d) * sizeof(float));
+    float *dqkv = ws->ptr; /* [T,3H] */
+    be->attention_backward(dqkv, dctx, saved->qkv, saved->probs, d->batch, d->seq_len, d->heads, H / d->heads,
+                           dropout_p(drop), drop ? drop->key : 0, drop ? drop->first_sample : 0);
+    /* ∂W[3H,H] += dqkvᵀ·x ; ∂b += column sums of dqkv */
+    float *dweights[3] = {g->query_w, g->key_w, g->value_w}, *dbiases[3] = {g->query_b, g->key_b, g->value_b};
+    if (adjacent(g->query_w, g->key_w, g->value_w, H)) {
+        be->gemm(1, 0, ld, H, T, 1.0f, dqkv, ld, x, H, 1.0f, g->query_w, H);
+    } else {
+        for (int i = 0; i < 3; i++) be->gemm(1, 0, H, H, T, 1.0f, dqkv + i * H, ld, x, H, 1.0f, dweights[i], H);
+    }
+    for (int i = 0; i < 3; i++) be->bias_grad_strided(dbiases[i], dqkv + i * H, ld, T, H);
+    /* ∂x[T,H] (+)= dqkv[T,3H] · [Wq;Wk;Wv] */
+    if (!dx) return;
+    const float beta = accumulate_dx ? 1.0f : 0.0f;
+    if (adjacent(w->query_w, w->key_w, w->value_w, H)) {
+        be->gemm(0, 0, T, H, ld, 1.0f, dqkv, ld, w->query_w, H, beta, dx, H);
+    } else {
+        const float *weights[3] = {w->query_w, w->key_w, w->value_w};
+        for (int i = 0; i < 3; i++)
+            be->gemm(0, 0, T, H, H, 1.0f, dqkv + i * H, ld, weights[i], H, i == 0 ? beta : 1.0f, dx, H);
+    }
+}
