@@ -77,7 +77,7 @@ void hs_layernorm_backward(const hs_backend *be, float *dx, float *dgamma, float
 /* ---- GELU, exact erf form ---------------------------------------------------------------------------- */
 /* gelu(x) = 0.5·x·(1 + erf(x/√2)): NVIDIA's run_pretraining.py trains with torch.nn.functional.gelu
  * (exact erf, 1/√2 in full precision), not modeling.py's x/1.41421 helper. erf is evaluated by a
- * vectorisable formula (kernels/math/gelu.h) accurate to ~2e-7 absolute.
+ * vectorisable formula (kernels/math/fast_exp_erf.h) accurate to 2.5e-7 absolute.
  * y[n] = gelu(x[n]); y must not alias x (the backward needs x). */
 void hs_gelu_forward(const hs_backend *be, float *y, const float *x, size_t count);
 /* Fused bias + GELU (BertIntermediate's LinearActivation): x[R,C] += bias[C] in place (x becomes the

@@ -7,6 +7,7 @@
 #include "util/check.h"
 
 hs_task *hs_mnist_task_create(const hs_config *cfg, const hs_comm *comm, const hs_backend *be);
+hs_task *hs_bert_task_create(const hs_config *cfg, const hs_comm *comm, const hs_backend *be);
 
 typedef struct {
     const char *name;
@@ -16,7 +17,7 @@ typedef struct {
 
 static const hs_task_entry registry[] = {
     {"mnist", hs_mnist_task_create, NULL},
-    {"bert", NULL, "BERT pretraining is not in this release yet"},
+    {"bert", hs_bert_task_create, NULL},
     {"txl", NULL, "Transformer-XL is not in this release yet"},
 };
 
@@ -24,7 +25,7 @@ hs_task *hs_task_create(const hs_config *cfg, const hs_comm *comm, const hs_back
     const char *name = hs_cfg_string(cfg, "task");
     for (size_t i = 0; i < sizeof registry / sizeof registry[0]; i++) {
         if (strcmp(registry[i].name, name) != 0) continue;
-        if (!registry[i].create) hs_die_all("task = \"%s\": %s. Use task = \"mnist\".", name, registry[i].status);
+        if (!registry[i].create) hs_die_all("task = \"%s\": %s. Use task = \"mnist\" or \"bert\".", name, registry[i].status);
         return registry[i].create(cfg, comm, be);
     }
     hs_die_all("task = \"%s\" is not a known task (known: mnist, bert, txl)", name);

@@ -487,3 +487,18 @@ def random_batch(cfg, batch, seq_len, max_pred, generator=None, vocab_limit=None
     return {"input_ids": input_ids, "token_type_ids": segment, "attention_mask": mask,
             "masked_lm_labels": masked_lm_labels(positions, ids, seq_len), "next_sentence_label": nsp,
             "masked_lm_positions": positions, "masked_lm_ids": ids}
+
+
+FORWARD_KEYS = ("input_ids", "token_type_ids", "attention_mask", "masked_lm_labels", "next_sentence_label")
+
+
+def loss_and_gradients(model, batch):
+    """(total loss, mlm loss, nsp loss, {name: gradient}) for one batch dict (random_batch's keys).
+    Names are named_parameters() names: the tied decoder is not listed separately, its gradient is
+    part of bert.embeddings.word_embeddings.weight's (as in any implementation that stores it once)."""
+    model.zero_grad(set_to_none=True)
+    mlm, nsp = model.losses(*[batch[k] for k in FORWARD_KEYS])[:2]
+    total = mlm + nsp
+    total.backward()
+    grads = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
+    return float(total), float(mlm), float(nsp), grads

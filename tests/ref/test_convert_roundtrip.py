@@ -4,6 +4,7 @@
     prefixes) into a hetseq checkpoint, padding the vocabulary to a multiple of 8, and opens the result
     with h5py: hetseq's root attributes, NVIDIA's names, the tied decoder stored once, float32
     contiguous tensors bit-equal to PyTorch's, zero padding rows, the model settings as /config;
+  * loads it with hetseq's own checkpoint loader as `checkpoint.init_checkpoint` does (bit-exact);
   * exports it back, loads it strictly into a fresh reference model and gets identical outputs (also
     with the padded vocabulary kept, and bert_config.json regenerated);
   * imports a mixed-precision NVIDIA checkpoint (fp16 weights + float32 'master params') and a Hugging
@@ -154,6 +155,29 @@ def main():
         check(re.search(r"\b%s = %s;" % (key, re.escape(value)), config), "/config lacks %s = %s:\n%s" % (key, value, config))
     check('task = "bert";' in config, "/config lacks the task")
     print("ok: import writes hetseq's layout with NVIDIA's names, bit-exact tensors, zero padding, /config")
+
+    # ---- hetseq's own loader takes it as checkpoint.init_checkpoint ----
+    driver = os.path.join(os.environ.get("top_builddir", "."), "tests", "ref", "init_checkpoint_driver")
+    if not os.access(driver, os.X_OK):
+        fail("driver not built: " + driver)
+    with h5py.File(h5, "r") as f:
+        specs = ["%s:%s" % (n, "x".join(str(d) for d in f["model"][n].shape)) for n in names]
+        want = {n: f["model"][n][()].reshape(-1) for n in names}
+    r = subprocess.run([driver, h5] + specs, capture_output=True, text=True)
+    check(r.returncode == 0, "hetseq cannot load the converted checkpoint:\n" + r.stderr)
+    loaded = {}
+    for line in r.stdout.splitlines():
+        parts = line.split()
+        loaded[parts[0]] = np.array([float.fromhex(x) for x in parts[1:]], dtype=np.float32)
+    check(sorted(loaded) == sorted(names), "driver printed %s" % sorted(loaded))
+    for n in names:
+        check(np.array_equal(loaded[n].view(np.uint32), want[n].view(np.uint32)), "%s differs as loaded by hetseq" % n)
+    # A model shaped differently (no vocabulary padding) is refused with the tensor and both shapes.
+    specs_unpadded = [s.replace(bt.WORD_EMBEDDINGS + ":104x32", bt.WORD_EMBEDDINGS + ":101x32") for s in specs]
+    r = subprocess.run([driver, h5] + specs_unpadded, capture_output=True, text=True)
+    check(r.returncode != 0 and "word_embeddings.weight has shape [104, 32] but the model expects [101, 32]" in r.stderr,
+          "shape mismatch not reported:\n" + r.stderr)
+    print("ok: hetseq loads the converted checkpoint as init_checkpoint, bit for bit")
 
     # ---- back to PyTorch, unpadded: strict load, identical outputs ----
     pt = os.path.join(work, "exported.pt")

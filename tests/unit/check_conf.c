@@ -2,7 +2,8 @@
  * same schema, types and ranges as `hetseq train`), and the BERT recipes say what their comments say:
  *   global batch = ranks x training.max_sentences x training.update_freq = NVIDIA's 65536 (phase 1,
  *   sequence length 128) or 32768 (phase 2, 512) at the number of ranks the file names;
- *   LAMB with lr 6e-3 / 4e-3, eps 1e-6, decoupled decay 0.01, clipping at 1.0; poly_warmup with power
+ *   LAMB with lr 6e-3 / 4e-3, eps 1e-6, decoupled decay 0.01, clipping at 1.0, no trust ratio on
+ *   the no-decay tensors; poly_warmup with power
  *   0.5, warm-up 0.2843 / 0.128 of 7038 / 1563 updates, training exactly that long;
  *   phase 2 starts from phase 1's checkpoint_last.h5 keeping the optimizer moments but resetting the
  *   schedule and the update counter; a model.config_file exists in the source tree.
@@ -61,6 +62,8 @@ static void check_bert(const char *top, const char *file, const hs_config *c, co
     expect(near(hs_cfg_float(c, "optimizer.adam_eps"), 1e-6), file, "optimizer.adam_eps = 1e-6");
     expect(near(hs_cfg_float(c, "optimizer.weight_decay"), 0.01), file, "optimizer.weight_decay = 0.01");
     expect(near(hs_cfg_float(c, "optimizer.clip_norm"), 1.0), file, "optimizer.clip_norm = 1.0");
+    expect(!hs_cfg_bool(c, "optimizer.lamb_trust_ratio_on_no_decay"), file,
+           "no trust ratio on bias/LayerNorm tensors (apex FusedLAMB of the published runs)");
     expect(near(hs_cfg_float_elem(c, "optimizer.adam_betas", 0), 0.9) &&
                near(hs_cfg_float_elem(c, "optimizer.adam_betas", 1), 0.999), file, "adam_betas [0.9, 0.999]");
     expect(strcmp(hs_cfg_string(c, "lr_scheduler.name"), "poly_warmup") == 0, file, "lr_scheduler poly_warmup");

@@ -1,10 +1,16 @@
 /* Element-wise passes on the CPU. The formulas live in the kernels/math headers (shared with the CUDA
  * kernels); this file only spreads them over OpenMP threads. Loops below ~32k elements stay serial:
  * waking the thread pool costs more than the work. */
+/* Floating-point exceptions are never trapped here, so GCC may turn the dropout mask's select into a
+ * vector blend (as in cpu_bert.c). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_simd.h"
 #include "math/activations.h"
 #include "math/dropout.h"
 #include "util/check.h"
@@ -29,6 +35,14 @@ void hs_cpu_relu_backward(float *dx, const float *dy, const float *y, size_t n) 
     for (size_t i = 0; i < n; i++) dx[i] = hs_relu_grad(dy[i], y[i]);
 }
 
+/* out[n] = in[n]·mask(key, sample, e0 + e): n consecutive elements of one sample, element-wise mask */
+#define HS_DROPOUT_SPAN 4096
+static HS_SIMD_CLONES void dropout_span(float *out, const float *in, size_t n, uint64_t key, uint64_t sample,
+                                        size_t e0, float p, float keep_scale) {
+#pragma omp simd
+    for (size_t e = 0; e < n; e++) out[e] = in[e] * hs_dropout_factor(key, sample, e0 + e, p, keep_scale);
+}
+
 /* out[batch, per_sample] = in * mask: one mask value per group of `group` consecutive elements of a
  * sample, drawn from (key, first_sample + sample, group index). Forward and backward are the same
  * multiplication by the same mask (d(x*m)/dx = m). */
@@ -42,6 +56,20 @@ static void dropout_apply(float *out, const float *in, int batch, size_t per_sam
     if (group == 0 || per_sample % group != 0)
         HS_FATAL(NULL, "dropout: group %zu does not divide the %zu values per sample", group, per_sample);
     const float keep_scale = hs_dropout_keep_scale(p);
+    if (group == 1) {
+        /* element-wise: vectorised spans of one sample (the same formula, so the same bits) */
+        const size_t spans = (per_sample + HS_DROPOUT_SPAN - 1) / HS_DROPOUT_SPAN;
+        const int64_t units = (int64_t)batch * (int64_t)spans;
+#pragma omp parallel for schedule(static) if (total > HS_PAR_MIN)
+        for (int64_t u = 0; u < units; u++) {
+            const int64_t sample = u / (int64_t)spans;
+            const size_t e0 = (size_t)(u % (int64_t)spans) * HS_DROPOUT_SPAN;
+            const size_t n = per_sample - e0 < HS_DROPOUT_SPAN ? per_sample - e0 : HS_DROPOUT_SPAN;
+            const size_t off = (size_t)sample * per_sample + e0;
+            dropout_span(out + off, in + off, n, key, (uint64_t)(first_sample + sample), e0, p, keep_scale);
+        }
+        return;
+    }
     const size_t groups = per_sample / group;
     const int64_t units = (int64_t)batch * (int64_t)groups;
 #pragma omp parallel for schedule(static) if (total > HS_PAR_MIN)

@@ -24,7 +24,11 @@
  *
  * Threads and determinism as in cpu_conv.c: samples are split over threads; the filter gradient is
  * summed per fixed group of HS_WINO_GROUP samples into its own partial, and the partials are added in
- * group order, so results do not depend on the thread count. */
+ * group order, so results do not depend on the thread count.
+ *
+ * Workspace: one slot of per-sample buffers (xT, V, M, yT, dU: 1 MB for the MNIST conv2, about one
+ * core's L2, so a sample's pipeline stays cache-resident) per processor, then U, Ut, wT and the
+ * partials, shared. */
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -65,6 +69,14 @@ static int thread_num(void) {
 #endif
 }
 
+static int num_threads(void) {
+#ifdef _OPENMP
+    return omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
+
 static size_t round_up(size_t n) { return (n + HS_WINO_ALIGN - 1) / HS_WINO_ALIGN * HS_WINO_ALIGN; }
 
 typedef struct wino_layout {
@@ -77,8 +89,8 @@ typedef struct wino_layout {
     size_t yt;    /* yT[yh][yw][c_out] (dyT in backward) */
     size_t du;    /* dU[36][c_in][c_out] */
     size_t slot;  /* one thread's buffers */
-    size_t u;     /* U[36][c_in][c_out], shared; followed by Ut[36][c_out][c_in] and wT[c_in·9][c_out] */
-    size_t wt;
+    size_t u;     /* U[36][c_in][c_out] (shared), and as many for Ut[36][c_out][c_in] */
+    size_t wt;    /* wT[c_in·9][c_out] (shared) */
     size_t part;  /* one filter-gradient partial: dw[c_in][9][c_out] then db[c_out] */
     int slots, groups;
 } wino_layout;
@@ -123,199 +135,17 @@ static wino_slot slot_of(float *workspace, const wino_layout *L, int slot) {
     return b;
 }
 
-/* ---- filter transform and its adjoint ----------------------------------------------------------------- */
-
-static void transpose(float *restrict dst, size_t ld_dst, const float *restrict src, size_t ld_src, int rows,
-                      int cols, const float *bias);
-
-/* U[36][c_in][c_out] = G w[k,c] Gᵀ for every filter w[c_out,c_in,3,3], and the same points transposed,
- * Ut[36][c_out][c_in], so both GEMMs that read U run without a transposed operand. Via wT[c_in·9][c_out]
- * (w with the output channel last) the transform runs across output channels. Called by every thread
- * of a parallel region; ends in a barrier. */
-HS_WINO_CLONES static void transform_filters(float *restrict u, float *restrict ut, float *restrict wt,
-                                             const float *restrict w, const hs_conv2d_shape *s) {
-    const int nc = s->c_in, nk = s->c_out;
-    const size_t ck = (size_t)nc * (size_t)nk;
-#pragma omp single
-    transpose(wt, (size_t)nk, w, (size_t)nc * 9, nk, nc * 9, NULL);
-#pragma omp for schedule(static)
-    for (int c = 0; c < nc; c++)
-        for (int k0 = 0; k0 < nk; k0 += HS_WINO_LANES) {
-            const int lanes = nk - k0 < HS_WINO_LANES ? nk - k0 : HS_WINO_LANES;
-            const float *g = wt + (size_t)c * 9 * (size_t)nk + (size_t)k0; /* tap (i,j) at g[(3i+j)·nk] */
-            float cols[6][3][HS_WINO_LANES];                               /* G·g: cols[a][j][k] */
-            for (int j = 0; j < 3; j++) {
-#pragma omp simd
-                for (int k = 0; k < lanes; k++)
-                    hs_wino_filter_1d(g + (size_t)j * (size_t)nk + k, 3 * (size_t)nk, &cols[0][j][k], 3 * HS_WINO_LANES);
-            }
-            for (int a = 0; a < 6; a++) { /* (G·g)·Gᵀ: point (a,b) at U_{6a+b}[c][k] */
-                float *ua = u + (size_t)(6 * a) * ck + (size_t)c * (size_t)nk + (size_t)k0;
-#pragma omp simd
-                for (int k = 0; k < lanes; k++) hs_wino_filter_1d(&cols[a][0][k], HS_WINO_LANES, ua + k, ck);
-            }
-        }
-#pragma omp for schedule(static)
-    for (int xi = 0; xi < HS_WINO_POINTS; xi++)
-        transpose(ut + (size_t)xi * ck, (size_t)nc, u + (size_t)xi * ck, (size_t)nk, nc, nk, NULL);
-}
-
-/* part_dw[c][9][k] = Gᵀ dU[c,k] G (this group's filter gradient, brought back to 3×3 taps) */
-HS_WINO_CLONES static void filter_grad_taps(float *restrict part_dw, const float *restrict du, const hs_conv2d_shape *s) {
-    const int nk = s->c_out;
-    const size_t ck = (size_t)s->c_in * (size_t)nk;
-    for (int c = 0; c < s->c_in; c++)
-        for (int k0 = 0; k0 < nk; k0 += HS_WINO_LANES) {
-            const int lanes = nk - k0 < HS_WINO_LANES ? nk - k0 : HS_WINO_LANES;
-            const float *duc = du + (size_t)c * (size_t)nk + (size_t)k0; /* dU_{0,0}[c][k0] */
-            float *pc = part_dw + (size_t)c * 9 * (size_t)nk + (size_t)k0;
-            float rows[6][3][HS_WINO_LANES]; /* dU·G: rows[a][j][k] */
-            for (int a = 0; a < 6; a++) {
-#pragma omp simd
-                for (int k = 0; k < lanes; k++)
-                    hs_wino_filter_1d_t(duc + (size_t)(a * 6) * ck + k, ck, &rows[a][0][k], HS_WINO_LANES);
-            }
-            for (int j = 0; j < 3; j++) { /* Gᵀ·(dU·G): tap (i,j) lands at pc[(3i+j)·nk] */
-#pragma omp simd
-                for (int k = 0; k < lanes; k++)
-                    hs_wino_filter_1d_t(&rows[0][j][k], 3 * HS_WINO_LANES, pc + (size_t)j * (size_t)nk + k, 3 * (size_t)nk);
-            }
-        }
-}
-
-/* part_db[k] (+)= Σ_{y,x} dyT[y][x][k] over the oh×ow valid outputs, in double, lanes across channels */
-HS_WINO_CLONES static void channel_sums(float *restrict part_db, const float *restrict dyt, const wino_layout *L, int nk, int oh,
-                         int ow, int first) {
-    for (int k0 = 0; k0 < nk; k0 += HS_WINO_LANES) {
-        const int lanes = nk - k0 < HS_WINO_LANES ? nk - k0 : HS_WINO_LANES;
-        double acc[HS_WINO_LANES] = {0};
-        for (int y = 0; y < oh; y++)
-            for (int x = 0; x < ow; x++) {
-                const float *d = dyt + ((size_t)y * (size_t)L->yw + (size_t)x) * (size_t)nk + (size_t)k0;
-#pragma omp simd
-                for (int k = 0; k < lanes; k++) acc[k] += (double)d[k];
-            }
-        for (int k = 0; k < lanes; k++) part_db[k0 + k] = first ? (float)acc[k] : part_db[k0 + k] + (float)acc[k];
-    }
-}
-
-/* ---- tile transforms, vectorised across channels ---------------------------------------------------- */
-
-/* V[36][T][nc] = Bᵀ d B for every 6×6 patch d of xT[ph][pw][nc] */
-HS_WINO_CLONES static void transform_inputs(float *restrict v, const float *restrict xt, const wino_layout *L, int nc) {
-    const size_t T = (size_t)L->tiles, row = (size_t)L->pw * (size_t)nc, point = T * (size_t)nc;
-    for (int ty = 0; ty < L->tiles_y; ty++)
-        for (int tx = 0; tx < L->tiles_x; tx++) {
-            const size_t t = (size_t)ty * (size_t)L->tiles_x + (size_t)tx;
-            const float *patch = xt + (size_t)(4 * ty) * row + (size_t)(4 * tx) * (size_t)nc;
-            for (int c0 = 0; c0 < nc; c0 += HS_WINO_LANES) {
-                const int lanes = nc - c0 < HS_WINO_LANES ? nc - c0 : HS_WINO_LANES;
-                float cols[6][6][HS_WINO_LANES]; /* Bᵀ d: cols[a][j][c] */
-                for (int j = 0; j < 6; j++) {
-                    const float *pj = patch + (size_t)j * (size_t)nc + (size_t)c0; /* column j, row 0 */
-#pragma omp simd
-                    for (int c = 0; c < lanes; c++) hs_wino_input_1d(pj + c, row, &cols[0][j][c], 6 * HS_WINO_LANES);
-                }
-                for (int a = 0; a < 6; a++) {
-                    float *va = v + (size_t)(a * 6) * point + t * (size_t)nc + (size_t)c0; /* V_{a,0}[t][c0] */
-#pragma omp simd
-                    for (int c = 0; c < lanes; c++) hs_wino_input_1d(&cols[a][0][c], HS_WINO_LANES, va + c, point);
-                }
-            }
-        }
-}
-
-/* dxT[ph][pw][nc] = Σ_tiles B dV Bᵀ (dxT zeroed here; neighbouring tiles overlap, added in tile order) */
-HS_WINO_CLONES static void transform_inputs_adjoint(float *restrict dxt, const float *restrict dv, const wino_layout *L, int nc) {
-    const size_t T = (size_t)L->tiles, row = (size_t)L->pw * (size_t)nc, point = T * (size_t)nc;
-    memset(dxt, 0, (size_t)L->ph * row * sizeof *dxt);
-    for (int ty = 0; ty < L->tiles_y; ty++)
-        for (int tx = 0; tx < L->tiles_x; tx++) {
-            const size_t t = (size_t)ty * (size_t)L->tiles_x + (size_t)tx;
-            float *patch = dxt + (size_t)(4 * ty) * row + (size_t)(4 * tx) * (size_t)nc;
-            for (int c0 = 0; c0 < nc; c0 += HS_WINO_LANES) {
-                const int lanes = nc - c0 < HS_WINO_LANES ? nc - c0 : HS_WINO_LANES;
-                float rows[6][6][HS_WINO_LANES]; /* dV B: rows[a][j][c] */
-                for (int a = 0; a < 6; a++) {
-                    const float *va = dv + (size_t)(a * 6) * point + t * (size_t)nc + (size_t)c0;
-#pragma omp simd
-                    for (int c = 0; c < lanes; c++) hs_wino_input_1d_t(va + c, point, &rows[a][0][c], HS_WINO_LANES);
-                }
-                for (int j = 0; j < 6; j++) {
-                    float *pj = patch + (size_t)j * (size_t)nc + (size_t)c0;
-#pragma omp simd
-                    for (int c = 0; c < lanes; c++) {
-                        float o[6];
-                        hs_wino_input_1d_t(&rows[0][j][c], 6 * HS_WINO_LANES, o, 1);
-                        pj[c] += o[0];
-                        pj[row + c] += o[1];
-                        pj[2 * row + c] += o[2];
-                        pj[3 * row + c] += o[3];
-                        pj[4 * row + c] += o[4];
-                        pj[5 * row + c] += o[5];
-                    }
-                }
-            }
-        }
-}
-
-/* yT[yh][yw][nk] = Aᵀ M A for every tile */
-HS_WINO_CLONES static void transform_outputs(float *restrict yt, const float *restrict m, const wino_layout *L, int nk) {
-    const size_t T = (size_t)L->tiles, row = (size_t)L->yw * (size_t)nk, point = T * (size_t)nk;
-    for (int ty = 0; ty < L->tiles_y; ty++)
-        for (int tx = 0; tx < L->tiles_x; tx++) {
-            const size_t t = (size_t)ty * (size_t)L->tiles_x + (size_t)tx;
-            float *block = yt + (size_t)(4 * ty) * row + (size_t)(4 * tx) * (size_t)nk;
-            for (int k0 = 0; k0 < nk; k0 += HS_WINO_LANES) {
-                const int lanes = nk - k0 < HS_WINO_LANES ? nk - k0 : HS_WINO_LANES;
-                float rows[6][4][HS_WINO_LANES]; /* M A: rows[a][j][k] */
-                for (int a = 0; a < 6; a++) {
-                    const float *ma = m + (size_t)(a * 6) * point + t * (size_t)nk + (size_t)k0;
-#pragma omp simd
-                    for (int k = 0; k < lanes; k++) hs_wino_output_1d(ma + k, point, &rows[a][0][k], HS_WINO_LANES);
-                }
-                for (int j = 0; j < 4; j++) {
-                    float *bj = block + (size_t)j * (size_t)nk + (size_t)k0;
-#pragma omp simd
-                    for (int k = 0; k < lanes; k++) hs_wino_output_1d(&rows[0][j][k], 4 * HS_WINO_LANES, bj + k, row);
-                }
-            }
-        }
-}
-
-/* M'[36][T][nk] = A dy Aᵀ for every 4×4 block of dyT[yh][yw][nk] */
-HS_WINO_CLONES static void transform_outputs_adjoint(float *restrict m, const float *restrict dyt, const wino_layout *L, int nk) {
-    const size_t T = (size_t)L->tiles, row = (size_t)L->yw * (size_t)nk, point = T * (size_t)nk;
-    for (int ty = 0; ty < L->tiles_y; ty++)
-        for (int tx = 0; tx < L->tiles_x; tx++) {
-            const size_t t = (size_t)ty * (size_t)L->tiles_x + (size_t)tx;
-            const float *block = dyt + (size_t)(4 * ty) * row + (size_t)(4 * tx) * (size_t)nk;
-            for (int k0 = 0; k0 < nk; k0 += HS_WINO_LANES) {
-                const int lanes = nk - k0 < HS_WINO_LANES ? nk - k0 : HS_WINO_LANES;
-                float cols[6][4][HS_WINO_LANES]; /* A dy: cols[a][j][k] */
-                for (int j = 0; j < 4; j++) {
-                    const float *bj = block + (size_t)j * (size_t)nk + (size_t)k0;
-#pragma omp simd
-                    for (int k = 0; k < lanes; k++) hs_wino_output_1d_t(bj + k, row, &cols[0][j][k], 4 * HS_WINO_LANES);
-                }
-                for (int a = 0; a < 6; a++) {
-                    float *ma = m + (size_t)(a * 6) * point + t * (size_t)nk + (size_t)k0;
-#pragma omp simd
-                    for (int k = 0; k < lanes; k++) hs_wino_output_1d_t(&cols[a][0][k], HS_WINO_LANES, ma + k, point);
-                }
-            }
-        }
-}
-
 /* ---- layout changes between NCHW and channels-last ---------------------------------------------------- */
 
-/* dst[j][i] = src[i][j] (+ bias[j]) for rows i0 <= i < rows, all j < cols: the plain loop, for what
- * the register blocks leave over */
+/* dst[j][i] = src[i][j] (+ bias[j]) for i0 <= i < rows, j0 <= j < cols: the plain loop, for what the
+ * register blocks leave over */
 static void transpose_scalar(float *restrict dst, size_t ld_dst, const float *restrict src, size_t ld_src, int i0,
                              int rows, int j0, int cols, const float *bias) {
     for (int i = i0; i < rows; i++)
-        for (int j = j0; j < cols; j++)
-            dst[(size_t)j * ld_dst + (size_t)i] = src[(size_t)i * ld_src + (size_t)j] + (bias ? bias[j] : 0.0f);
+        for (int j = j0; j < cols; j++) {
+            const float v = src[(size_t)i * ld_src + (size_t)j];
+            dst[(size_t)j * ld_dst + (size_t)i] = bias ? v + bias[j] : v;
+        }
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -402,27 +232,223 @@ static void transpose(float *restrict dst, size_t ld_dst, const float *restrict 
 #endif
 }
 
-/* dst[y][x][c] (row pitch dst_w) = src[c][y][x] for y < h, x < w. Strips of 8 channels × 1 row: the
- * NCHW side is read as 8 sequential streams (prefetch-friendly: it comes from memory), the
- * channels-last side stays in this thread's cache. */
+/* dst[y][x][c] (row pitch dst_w) = src[c][y][x] for y < h, x < w: one [nc × h·w] transpose when the
+ * rows are not padded (measured ~2× faster than row by row), else one per row. */
 static void to_channels_last(float *restrict dst, const float *restrict src, int nc, int h, int w, int dst_w) {
     const size_t plane = (size_t)h * (size_t)w;
-    for (int c0 = 0; c0 < nc; c0 += 8)
-        for (int y = 0; y < h; y++)
-            transpose(dst + (size_t)y * (size_t)dst_w * (size_t)nc + (size_t)c0, (size_t)nc,
-                      src + (size_t)c0 * plane + (size_t)y * (size_t)w, plane, nc - c0 < 8 ? nc - c0 : 8, w, NULL);
+    if (dst_w == w) {
+        transpose(dst, (size_t)nc, src, plane, nc, (int)plane, NULL);
+        return;
+    }
+    for (int y = 0; y < h; y++)
+        transpose(dst + (size_t)y * (size_t)dst_w * (size_t)nc, (size_t)nc, src + (size_t)y * (size_t)w, plane, nc, w,
+                  NULL);
 }
 
-/* dst[c][y][x] = src[y][x][c] (row pitch src_w) + (bias ? bias[c] : 0) for y < h, x < w; written as 8
- * sequential channel streams, as above. */
+/* dst[c][y][x] = src[y][x][c] (row pitch src_w) + (bias ? bias[c] : 0) for y < h, x < w (as above) */
 static void from_channels_last(float *restrict dst, const float *restrict src, const float *bias, int nc, int h,
                                int w, int src_w) {
     const size_t plane = (size_t)h * (size_t)w;
-    for (int c0 = 0; c0 < nc; c0 += 8)
-        for (int y = 0; y < h; y++)
-            transpose(dst + (size_t)c0 * plane + (size_t)y * (size_t)w, plane,
-                      src + (size_t)y * (size_t)src_w * (size_t)nc + (size_t)c0, (size_t)nc, w,
-                      nc - c0 < 8 ? nc - c0 : 8, bias ? bias + c0 : NULL);
+    if (src_w == w) {
+        transpose(dst, plane, src, (size_t)nc, (int)plane, nc, bias);
+        return;
+    }
+    for (int y = 0; y < h; y++)
+        transpose(dst + (size_t)y * (size_t)w, plane, src + (size_t)y * (size_t)src_w * (size_t)nc, (size_t)nc, w, nc,
+                  bias);
+}
+
+/* ---- filter transform and its adjoint ----------------------------------------------------------------- */
+
+/* U[36][c_in][c_out] = G w[k,c] Gᵀ for every filter w[c_out,c_in,3,3], and the same points transposed,
+ * Ut[36][c_out][c_in], so both GEMMs that read U run without a transposed operand. Via wT[c_in·9][c_out]
+ * (w with the output channel last) the transform runs across output channels. Each thread of the
+ * calling parallel region does a fixed range of input channels start to finish, so one barrier (the
+ * caller's) suffices. */
+HS_WINO_CLONES
+static void transform_filters(float *restrict u, float *restrict ut, float *restrict wt, const float *restrict w,
+                              const hs_conv2d_shape *s, int thread, int threads) {
+    const int nc = s->c_in, nk = s->c_out;
+    const size_t ck = (size_t)nc * (size_t)nk;
+    const int c_begin = nc * thread / threads, c_end = nc * (thread + 1) / threads, c_count = c_end - c_begin;
+    if (c_count <= 0) return;
+    /* wT rows [9·c_begin, 9·c_end) = columns of w[c_out][c_in·9] */
+    transpose(wt + (size_t)c_begin * 9 * (size_t)nk, (size_t)nk, w + (size_t)c_begin * 9, (size_t)nc * 9, nk,
+              9 * c_count, NULL);
+    for (int c = c_begin; c < c_end; c++)
+        for (int k0 = 0; k0 < nk; k0 += HS_WINO_LANES) {
+            const int lanes = nk - k0 < HS_WINO_LANES ? nk - k0 : HS_WINO_LANES;
+            const float *g = wt + (size_t)c * 9 * (size_t)nk + (size_t)k0; /* tap (i,j) at g[(3i+j)·nk] */
+            float cols[6][3][HS_WINO_LANES];                               /* G·g: cols[a][j][k] */
+            for (int j = 0; j < 3; j++) {
+#pragma omp simd
+                for (int k = 0; k < lanes; k++)
+                    hs_wino_filter_1d(g + (size_t)j * (size_t)nk + k, 3 * (size_t)nk, &cols[0][j][k],
+                                      3 * HS_WINO_LANES);
+            }
+            for (int a = 0; a < 6; a++) { /* (G·g)·Gᵀ: point (a,b) at U_{6a+b}[c][k] */
+                float *ua = u + (size_t)(6 * a) * ck + (size_t)c * (size_t)nk + (size_t)k0;
+#pragma omp simd
+                for (int k = 0; k < lanes; k++) hs_wino_filter_1d(&cols[a][0][k], HS_WINO_LANES, ua + k, ck);
+            }
+        }
+    for (int xi = 0; xi < HS_WINO_POINTS; xi++) /* Ut_ξ columns [c_begin, c_end) = U_ξ rows */
+        transpose(ut + (size_t)xi * ck + (size_t)c_begin, (size_t)nc,
+                  u + (size_t)xi * ck + (size_t)c_begin * (size_t)nk, (size_t)nk, c_count, nk, NULL);
+}
+
+/* part_dw[c][9][k] = Gᵀ dU[c,k] G (this group's filter gradient, brought back to 3×3 taps) */
+HS_WINO_CLONES
+static void filter_grad_taps(float *restrict part_dw, const float *restrict du, const hs_conv2d_shape *s) {
+    const int nk = s->c_out;
+    const size_t ck = (size_t)s->c_in * (size_t)nk;
+    for (int c = 0; c < s->c_in; c++)
+        for (int k0 = 0; k0 < nk; k0 += HS_WINO_LANES) {
+            const int lanes = nk - k0 < HS_WINO_LANES ? nk - k0 : HS_WINO_LANES;
+            const float *duc = du + (size_t)c * (size_t)nk + (size_t)k0; /* dU_{0,0}[c][k0] */
+            float *pc = part_dw + (size_t)c * 9 * (size_t)nk + (size_t)k0;
+            float rows[6][3][HS_WINO_LANES]; /* dU·G: rows[a][j][k] */
+            for (int a = 0; a < 6; a++) {
+#pragma omp simd
+                for (int k = 0; k < lanes; k++)
+                    hs_wino_filter_1d_t(duc + (size_t)(a * 6) * ck + k, ck, &rows[a][0][k], HS_WINO_LANES);
+            }
+            for (int j = 0; j < 3; j++) { /* Gᵀ·(dU·G): tap (i,j) lands at pc[(3i+j)·nk] */
+#pragma omp simd
+                for (int k = 0; k < lanes; k++)
+                    hs_wino_filter_1d_t(&rows[0][j][k], 3 * HS_WINO_LANES, pc + (size_t)j * (size_t)nk + k,
+                                        3 * (size_t)nk);
+            }
+        }
+}
+
+/* part_db[k] (+)= Σ_{y,x} dyT[y][x][k] over the oh×ow valid outputs, in double, lanes across channels */
+HS_WINO_CLONES
+static void channel_sums(float *restrict part_db, const float *restrict dyt, const wino_layout *L, int nk, int oh,
+                         int ow, int first) {
+    for (int k0 = 0; k0 < nk; k0 += HS_WINO_LANES) {
+        const int lanes = nk - k0 < HS_WINO_LANES ? nk - k0 : HS_WINO_LANES;
+        double acc[HS_WINO_LANES] = {0};
+        for (int y = 0; y < oh; y++)
+            for (int x = 0; x < ow; x++) {
+                const float *d = dyt + ((size_t)y * (size_t)L->yw + (size_t)x) * (size_t)nk + (size_t)k0;
+#pragma omp simd
+                for (int k = 0; k < lanes; k++) acc[k] += (double)d[k];
+            }
+        for (int k = 0; k < lanes; k++) part_db[k0 + k] = first ? (float)acc[k] : part_db[k0 + k] + (float)acc[k];
+    }
+}
+
+/* ---- tile transforms, vectorised across channels ---------------------------------------------------- */
+
+/* V[36][T][nc] = Bᵀ d B for every 6×6 patch d of xT[ph][pw][nc] */
+HS_WINO_CLONES
+static void transform_inputs(float *restrict v, const float *restrict xt, const wino_layout *L, int nc) {
+    const size_t T = (size_t)L->tiles, row = (size_t)L->pw * (size_t)nc, point = T * (size_t)nc;
+    for (int ty = 0; ty < L->tiles_y; ty++)
+        for (int tx = 0; tx < L->tiles_x; tx++) {
+            const size_t t = (size_t)ty * (size_t)L->tiles_x + (size_t)tx;
+            const float *patch = xt + (size_t)(4 * ty) * row + (size_t)(4 * tx) * (size_t)nc;
+            for (int c0 = 0; c0 < nc; c0 += HS_WINO_LANES) {
+                const int lanes = nc - c0 < HS_WINO_LANES ? nc - c0 : HS_WINO_LANES;
+                float cols[6][6][HS_WINO_LANES]; /* Bᵀ d: cols[a][j][c] */
+                for (int j = 0; j < 6; j++) {
+                    const float *pj = patch + (size_t)j * (size_t)nc + (size_t)c0; /* column j, row 0 */
+#pragma omp simd
+                    for (int c = 0; c < lanes; c++) hs_wino_input_1d(pj + c, row, &cols[0][j][c], 6 * HS_WINO_LANES);
+                }
+                for (int a = 0; a < 6; a++) {
+                    float *va = v + (size_t)(a * 6) * point + t * (size_t)nc + (size_t)c0; /* V_{a,0}[t][c0] */
+#pragma omp simd
+                    for (int c = 0; c < lanes; c++) hs_wino_input_1d(&cols[a][0][c], HS_WINO_LANES, va + c, point);
+                }
+            }
+        }
+}
+
+/* dxT[ph][pw][nc] = Σ_tiles B dV Bᵀ (dxT zeroed here; neighbouring tiles overlap, added in tile order) */
+HS_WINO_CLONES
+static void transform_inputs_adjoint(float *restrict dxt, const float *restrict dv, const wino_layout *L, int nc) {
+    const size_t T = (size_t)L->tiles, row = (size_t)L->pw * (size_t)nc, point = T * (size_t)nc;
+    memset(dxt, 0, (size_t)L->ph * row * sizeof *dxt);
+    for (int ty = 0; ty < L->tiles_y; ty++)
+        for (int tx = 0; tx < L->tiles_x; tx++) {
+            const size_t t = (size_t)ty * (size_t)L->tiles_x + (size_t)tx;
+            float *patch = dxt + (size_t)(4 * ty) * row + (size_t)(4 * tx) * (size_t)nc;
+            for (int c0 = 0; c0 < nc; c0 += HS_WINO_LANES) {
+                const int lanes = nc - c0 < HS_WINO_LANES ? nc - c0 : HS_WINO_LANES;
+                float rows[6][6][HS_WINO_LANES]; /* dV B: rows[a][j][c] */
+                for (int a = 0; a < 6; a++) {
+                    const float *va = dv + (size_t)(a * 6) * point + t * (size_t)nc + (size_t)c0;
+#pragma omp simd
+                    for (int c = 0; c < lanes; c++) hs_wino_input_1d_t(va + c, point, &rows[a][0][c], HS_WINO_LANES);
+                }
+                for (int j = 0; j < 6; j++) {
+                    float *pj = patch + (size_t)j * (size_t)nc + (size_t)c0;
+#pragma omp simd
+                    for (int c = 0; c < lanes; c++) {
+                        float o[6];
+                        hs_wino_input_1d_t(&rows[0][j][c], 6 * HS_WINO_LANES, o, 1);
+                        pj[c] += o[0];
+                        pj[row + c] += o[1];
+                        pj[2 * row + c] += o[2];
+                        pj[3 * row + c] += o[3];
+                        pj[4 * row + c] += o[4];
+                        pj[5 * row + c] += o[5];
+                    }
+                }
+            }
+        }
+}
+
+/* yT[yh][yw][nk] = Aᵀ M A for every tile */
+HS_WINO_CLONES
+static void transform_outputs(float *restrict yt, const float *restrict m, const wino_layout *L, int nk) {
+    const size_t T = (size_t)L->tiles, row = (size_t)L->yw * (size_t)nk, point = T * (size_t)nk;
+    for (int ty = 0; ty < L->tiles_y; ty++)
+        for (int tx = 0; tx < L->tiles_x; tx++) {
+            const size_t t = (size_t)ty * (size_t)L->tiles_x + (size_t)tx;
+            float *block = yt + (size_t)(4 * ty) * row + (size_t)(4 * tx) * (size_t)nk;
+            for (int k0 = 0; k0 < nk; k0 += HS_WINO_LANES) {
+                const int lanes = nk - k0 < HS_WINO_LANES ? nk - k0 : HS_WINO_LANES;
+                float rows[6][4][HS_WINO_LANES]; /* M A: rows[a][j][k] */
+                for (int a = 0; a < 6; a++) {
+                    const float *ma = m + (size_t)(a * 6) * point + t * (size_t)nk + (size_t)k0;
+#pragma omp simd
+                    for (int k = 0; k < lanes; k++) hs_wino_output_1d(ma + k, point, &rows[a][0][k], HS_WINO_LANES);
+                }
+                for (int j = 0; j < 4; j++) {
+                    float *bj = block + (size_t)j * (size_t)nk + (size_t)k0;
+#pragma omp simd
+                    for (int k = 0; k < lanes; k++) hs_wino_output_1d(&rows[0][j][k], 4 * HS_WINO_LANES, bj + k, row);
+                }
+            }
+        }
+}
+
+/* M'[36][T][nk] = A dy Aᵀ for every 4×4 block of dyT[yh][yw][nk] */
+HS_WINO_CLONES
+static void transform_outputs_adjoint(float *restrict m, const float *restrict dyt, const wino_layout *L, int nk) {
+    const size_t T = (size_t)L->tiles, row = (size_t)L->yw * (size_t)nk, point = T * (size_t)nk;
+    for (int ty = 0; ty < L->tiles_y; ty++)
+        for (int tx = 0; tx < L->tiles_x; tx++) {
+            const size_t t = (size_t)ty * (size_t)L->tiles_x + (size_t)tx;
+            const float *block = dyt + (size_t)(4 * ty) * row + (size_t)(4 * tx) * (size_t)nk;
+            for (int k0 = 0; k0 < nk; k0 += HS_WINO_LANES) {
+                const int lanes = nk - k0 < HS_WINO_LANES ? nk - k0 : HS_WINO_LANES;
+                float cols[6][4][HS_WINO_LANES]; /* A dy: cols[a][j][k] */
+                for (int j = 0; j < 4; j++) {
+                    const float *bj = block + (size_t)j * (size_t)nk + (size_t)k0;
+#pragma omp simd
+                    for (int k = 0; k < lanes; k++) hs_wino_output_1d_t(bj + k, row, &cols[0][j][k], 4 * HS_WINO_LANES);
+                }
+                for (int a = 0; a < 6; a++) {
+                    float *ma = m + (size_t)(a * 6) * point + t * (size_t)nk + (size_t)k0;
+#pragma omp simd
+                    for (int k = 0; k < lanes; k++) hs_wino_output_1d_t(&cols[a][0][k], HS_WINO_LANES, ma + k, point);
+                }
+            }
+        }
 }
 
 /* ---- the three passes ---------------------------------------------------------------------------------- */
@@ -440,7 +466,8 @@ void hs_cpu_winograd_forward(const hs_conv2d_shape *s, float *y, const float *x,
     {
         const wino_slot B = slot_of(workspace, &L, thread_num());
         if (L.ph > s->h || L.pw > s->w) memset(B.xt, 0, L.xt * sizeof *B.xt); /* zero border, never written */
-        transform_filters(u, ut, wt, w, s); /* ends in a barrier */
+        transform_filters(u, ut, wt, w, s, thread_num(), num_threads());
+#pragma omp barrier
 #pragma omp for schedule(static)
         for (int n = 0; n < s->n; n++) {
             to_channels_last(B.xt, x + (size_t)n * in_sample, s->c_in, s->h, s->w, L.pw);
@@ -470,7 +497,10 @@ void hs_cpu_winograd_backward(const hs_conv2d_shape *s, float *dx, float *dw, fl
         const wino_slot B = slot_of(workspace, &L, thread_num());
         if (L.ph > s->h || L.pw > s->w) memset(B.xt, 0, L.xt * sizeof *B.xt);
         if (L.yh > s->oh || L.yw > s->ow) memset(B.yt, 0, L.yt * sizeof *B.yt);
-        if (dx) transform_filters(u, ut, wt, w, s);
+        if (dx) {
+            transform_filters(u, ut, wt, w, s, thread_num(), num_threads());
+#pragma omp barrier
+        }
 #pragma omp for schedule(static)
         for (int g = 0; g < L.groups; g++) {
             float *part_dw = partials + (size_t)g * L.part; /* [c_in][9][c_out] */

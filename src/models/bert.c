@@ -1,0 +1,619 @@
+/* NVIDIA's BertForPreTraining composed from src/nn/bert_layers.h (see bert.h for the parameters).
+ *
+ * Memory: activations the backward pass reads are kept per layer (layer input, qkv, attention
+ * probabilities, context, the two LayerNorm inputs and statistics, the FFN pre-activation and its
+ * GELU); everything else is shared. Dropout runs in place and stores no mask (the counter RNG redraws
+ * it), the residual sums are written over the sub-layer outputs, and the backward pass works in three
+ * [T,H] buffers plus one workspace that holds the FFN gradient [T,I] and later the attention's dqkv
+ * [T,3H]. The MLM head sees only the labelled rows: logits [Np,V] with Np = labelled tokens. */
+#include "models/bert.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "math/hs_math.h"
+#include "nn/bert_layers.h"
+#include "nn/init.h"
+#include "util/check.h"
+
+/* Dropout sites: each draws its masks from hs_rng_key(seed, update, site). */
+enum { DROP_EMBEDDINGS = 1, DROP_LAYER_BASE = 16, DROP_SITES_PER_LAYER = 4 };
+enum { DROP_ATTENTION_PROBS = 0, DROP_ATTENTION_OUTPUT = 1, DROP_FFN_OUTPUT = 2 };
+
+/* Parameter-table indices of one encoder layer. */
+typedef struct bert_layer_params {
+    int query_w, key_w, value_w, query_b, key_b, value_b;
+    int attn_out_w, attn_out_b, attn_ln_g, attn_ln_b;
+    int inter_w, inter_b, out_w, out_b, out_ln_g, out_ln_b;
+} bert_layer_params;
+
+/* What one encoder layer keeps for its backward pass (its input is hidden[i]). T = B·L tokens. */
+typedef struct bert_layer_acts {
+    float *qkv;                  /* [T,3H] projected q | k | v */
+    float *probs;                /* [B,heads,L,L] attention probabilities (dropped ones negated) */
+    float *ctx;                  /* [T,H] attention context (input of attention.output.dense) */
+    float *attn_sum;             /* [T,H] dropout(ctx·Woᵀ + bo) + input: the first LayerNorm's input */
+    float *attn_mean, *attn_rstd; /* [T] */
+    float *attn_out;             /* [T,H] h1 = LayerNorm(attn_sum) */
+    float *ffn_pre;              /* [T,I] u = h1·W1ᵀ + b1 (GELU input) */
+    float *ffn_act;              /* [T,I] gelu(u) (input of output.dense) */
+    float *ffn_sum;              /* [T,H] dropout(gelu(u)·W2ᵀ + b2) + h1: the second LayerNorm's input */
+    float *ffn_mean, *ffn_rstd;  /* [T] */
+} bert_layer_acts;
+
+struct hs_bert {
+    hs_params *params;
+    const hs_backend *be;
+    hs_bert_config cfg;
+    int max_batch, max_seq, max_pred;
+
+    /* parameter indices */
+    int word, position, token_type, emb_ln_g, emb_ln_b;
+    bert_layer_params *lp; /* [N] */
+    int pool_w, pool_b, mlm_bias, transform_w, transform_b, transform_ln_g, transform_ln_b, nsp_w, nsp_b;
+
+    /* the staged micro-batch (device) */
+    int batch, seq_len, mlm_count;
+    int32_t *ids, *segments, *input_mask; /* [B,L] */
+    int32_t *nsp_labels, *cls_rows;       /* [B]: label, row b·L of the [CLS] token */
+    int32_t *mlm_rows, *mlm_labels;       /* [Np]: row b·L + position of each labelled token, its id */
+    float *mask_bias;                     /* [B,L] (1 - input_mask)·(-10000) */
+    int32_t *rows_host, *labels_host, *cls_host;
+
+    /* forward activations */
+    float *emb_sum, *emb_mean, *emb_rstd; /* [T,H] word + position + token type (LayerNorm input); [T] */
+    float **hidden;                       /* [N+1] of [T,H]: hidden[i] = input of layer i, hidden[N] = output */
+    bert_layer_acts *acts;                /* [N] */
+    float *pool_in, *pool_out;            /* [B,H] h[:,0]; tanh(pool_in·Wᵀ + b) */
+    float *nsp_logits;                    /* [B,2], softmax in place */
+    float *mlm_in, *mlm_pre, *mlm_act;    /* [Np,H] gathered rows; transform pre-activation; GELU */
+    float *mlm_mean, *mlm_rstd;           /* [Np] */
+    float *mlm_out;                       /* [Np,H] LayerNorm(mlm_act) */
+    float *mlm_logits;                    /* [Np,V], softmax in place */
+
+    /* backward scratch */
+    float *grad_h, *grad_tmp, *grad_ctx;  /* [T,H] */
+    float *grad_pool, *grad_pool_in;      /* [B,H] */
+    float *grad_mlm_out, *grad_mlm_in;    /* [Np,H] */
+    hs_workspace ws;                      /* [T, max(I, 3H)]: dgelu, then the attention's dqkv */
+};
+
+/* ---- parameters ------------------------------------------------------------------------------------ */
+
+/* No weight decay for biases and LayerNorm parameters (NVIDIA's no_decay list). */
+static int decays(const char *name) {
+    return !(strstr(name, "bias") || strstr(name, "LayerNorm") || strstr(name, "gamma") || strstr(name, "beta"));
+}
+
+static int declare(hs_params *p, const char *name, int64_t d0, int64_t d1) {
+    const int64_t shape[2] = {d0, d1};
+    return hs_params_declare(p, name, d1 > 0 ? 2 : 1, shape, decays(name));
+}
+
+static int declare_layer(hs_params *p, int layer, const char *sub, int64_t d0, int64_t d1) {
+    char name[HS_NAME_MAX];
+    snprintf(name, sizeof name, "bert.encoder.layer.%d.%s", layer, sub);
+    return declare(p, name, d0, d1);
+}
+
+hs_bert *hs_bert_create(hs_params *params, const hs_bert_config *cfg, int max_batch, int max_seq_len, int max_pred) {
+    if (max_batch < 1 || max_seq_len < 1 || max_pred < 0)
+        HS_FATAL(NULL, "hs_bert_create: max_batch %d, max_seq_len %d, max_pred %d", max_batch, max_seq_len, max_pred);
+    if (max_seq_len > cfg->max_position_embeddings)
+        HS_FATAL(NULL, "hs_bert_create: sequences of %d tokens need max_position_embeddings >= %d (have %d)",
+                 max_seq_len, max_seq_len, cfg->max_position_embeddings);
+    hs_bert *m;
+    HS_ALLOC(m, 1);
+    m->params = params;
+    m->cfg = *cfg;
+    m->max_batch = max_batch;
+    m->max_seq = max_seq_len;
+    m->max_pred = max_pred;
+    const int64_t V = cfg->padded_vocab_size, H = cfg->hidden_size, I = cfg->intermediate_size;
+
+    m->word = declare(params, "bert.embeddings.word_embeddings.weight", V, H);
+    m->position = declare(params, "bert.embeddings.position_embeddings.weight", cfg->max_position_embeddings, H);
+    m->token_type = declare(params, "bert.embeddings.token_type_embeddings.weight", cfg->type_vocab_size, H);
+    m->emb_ln_g = declare(params, "bert.embeddings.LayerNorm.weight", H, 0);
+    m->emb_ln_b = declare(params, "bert.embeddings.LayerNorm.bias", H, 0);
+    HS_ALLOC(m->lp, cfg->num_hidden_layers);
+    for (int i = 0; i < cfg->num_hidden_layers; i++) {
+        bert_layer_params *l = &m->lp[i];
+        /* query, key, value weights adjacent (H·H floats each, a multiple of the table's alignment when
+         * H is a multiple of 4): the attention runs the three projections as one [3H,H] GEMM. */
+        l->query_w = declare_layer(params, i, "attention.self.query.weight", H, H);
+        l->key_w = declare_layer(params, i, "attention.self.key.weight", H, H);
+        l->value_w = declare_layer(params, i, "attention.self.value.weight", H, H);
+        l->query_b = declare_layer(params, i, "attention.self.query.bias", H, 0);
+        l->key_b = declare_layer(params, i, "attention.self.key.bias", H, 0);
+        l->value_b = declare_layer(params, i, "attention.self.value.bias", H, 0);
+        l->attn_out_w = declare_layer(params, i, "attention.output.dense.weight", H, H);
+        l->attn_out_b = declare_layer(params, i, "attention.output.dense.bias", H, 0);
+        l->attn_ln_g = declare_layer(params, i, "attention.output.LayerNorm.weight", H, 0);
+        l->attn_ln_b = declare_layer(params, i, "attention.output.LayerNorm.bias", H, 0);
+        l->inter_w = declare_layer(params, i, "intermediate.dense_act.weight", I, H);
+        l->inter_b = declare_layer(params, i, "intermediate.dense_act.bias", I, 0);
+        l->out_w = declare_layer(params, i, "output.dense.weight", H, I);
+        l->out_b = declare_layer(params, i, "output.dense.bias", H, 0);
+        l->out_ln_g = declare_layer(params, i, "output.LayerNorm.weight", H, 0);
+        l->out_ln_b = declare_layer(params, i, "output.LayerNorm.bias", H, 0);
+    }
+    m->pool_w = declare(params, "bert.pooler.dense_act.weight", H, H);
+    m->pool_b = declare(params, "bert.pooler.dense_act.bias", H, 0);
+    m->mlm_bias = declare(params, "cls.predictions.bias", V, 0);
+    m->transform_w = declare(params, "cls.predictions.transform.dense_act.weight", H, H);
+    m->transform_b = declare(params, "cls.predictions.transform.dense_act.bias", H, 0);
+    m->transform_ln_g = declare(params, "cls.predictions.transform.LayerNorm.weight", H, 0);
+    m->transform_ln_b = declare(params, "cls.predictions.transform.LayerNorm.bias", H, 0);
+    m->nsp_w = declare(params, "cls.seq_relationship.weight", 2, H);
+    m->nsp_b = declare(params, "cls.seq_relationship.bias", 2, 0);
+    return m;
+}
+
+static float *alloc_floats(const hs_backend *be, size_t n) { return be->alloc((n ? n : 1) * sizeof(float)); }
+
+void hs_bert_setup(hs_bert *m) {
+    const hs_backend *be = m->params->be;
+    if (!be) HS_FATAL(NULL, "hs_bert_setup before hs_params_allocate");
+    m->be = be;
+    const int N = m->cfg.num_hidden_layers;
+    const size_t B = (size_t)m->max_batch, T = B * (size_t)m->max_seq, NP = B * (size_t)m->max_pred;
+    const size_t H = (size_t)m->cfg.hidden_size, I = (size_t)m->cfg.intermediate_size;
+    const size_t V = (size_t)m->cfg.padded_vocab_size, heads = (size_t)m->cfg.num_attention_heads;
+    const size_t LL = (size_t)m->max_seq * (size_t)m->max_seq;
+
+    m->ids = be->alloc(T * sizeof(int32_t));
+    m->segments = be->alloc(T * sizeof(int32_t));
+    m->input_mask = be->alloc(T * sizeof(int32_t));
+    m->nsp_labels = be->alloc(B * sizeof(int32_t));
+    m->cls_rows = be->alloc(B * sizeof(int32_t));
+    m->mlm_rows = be->alloc((NP ? NP : 1) * sizeof(int32_t));
+    m->mlm_labels = be->alloc((NP ? NP : 1) * sizeof(int32_t));
+    m->mask_bias = alloc_floats(be, T);
+    HS_ALLOC(m->rows_host, NP ? NP : 1);
+    HS_ALLOC(m->labels_host, NP ? NP : 1);
+    HS_ALLOC(m->cls_host, B);
+
+    m->emb_sum = alloc_floats(be, T * H);
+    m->emb_mean = alloc_floats(be, T);
+    m->emb_rstd = alloc_floats(be, T);
+    HS_ALLOC(m->hidden, N + 1);
+    for (int i = 0; i <= N; i++) m->hidden[i] = alloc_floats(be, T * H);
+    HS_ALLOC(m->acts, N);
+    for (int i = 0; i < N; i++) {
+        bert_layer_acts *a = &m->acts[i];
+        a->qkv = alloc_floats(be, T * 3 * H);
+        a->probs = alloc_floats(be, B * heads * LL);
+        a->ctx = alloc_floats(be, T * H);
+        a->attn_sum = alloc_floats(be, T * H);
+        a->attn_mean = alloc_floats(be, T);
+        a->attn_rstd = alloc_floats(be, T);
+        a->attn_out = alloc_floats(be, T * H);
+        a->ffn_pre = alloc_floats(be, T * I);
+        a->ffn_act = alloc_floats(be, T * I);
+        a->ffn_sum = alloc_floats(be, T * H);
+        a->ffn_mean = alloc_floats(be, T);
+        a->ffn_rstd = alloc_floats(be, T);
+    }
+    m->pool_in = alloc_floats(be, B * H);
+    m->pool_out = alloc_floats(be, B * H);
+    m->nsp_logits = alloc_floats(be, B * 2);
+    m->mlm_in = alloc_floats(be, NP * H);
+    m->mlm_pre = alloc_floats(be, NP * H);
+    m->mlm_act = alloc_floats(be, NP * H);
+    m->mlm_mean = alloc_floats(be, NP);
+    m->mlm_rstd = alloc_floats(be, NP);
+    m->mlm_out = alloc_floats(be, NP * H);
+    m->mlm_logits = alloc_floats(be, NP * V);
+
+    m->grad_h = alloc_floats(be, T * H);
+    m->grad_tmp = alloc_floats(be, T * H);
+    m->grad_ctx = alloc_floats(be, T * H);
+    m->grad_pool = alloc_floats(be, B * H);
+    m->grad_pool_in = alloc_floats(be, B * H);
+    m->grad_mlm_out = alloc_floats(be, NP * H);
+    m->grad_mlm_in = alloc_floats(be, NP * H);
+    hs_workspace_reserve(be, &m->ws, T * (I > 3 * H ? I : 3 * H) * sizeof(float));
+}
+
+const hs_bert_config *hs_bert_get_config(const hs_bert *m) { return &m->cfg; }
+
+/* ---- initialisation --------------------------------------------------------------------------------- */
+
+/* Same key scheme as nn/init.c (update = UINT64_MAX: never a training update's dropout key); the
+ * normals use counter samples 1 and 2, the uniforms of nn/init.c sample 0. */
+#define INIT_UPDATE UINT64_MAX
+
+/* dst[n] ~ N(0, std²): Box-Muller on pairs of counter-RNG uniforms, both outputs used. 1 - u lies in
+ * (0, 1], so the logarithm is finite (24-bit uniforms reach 5.8 standard deviations). */
+static void normal_host(float *dst, size_t n, double std, uint64_t seed, uint64_t stream) {
+    const uint64_t key = hs_rng_key(seed, INIT_UPDATE, stream);
+    const double two_pi = 6.283185307179586;
+    for (size_t j = 0; 2 * j < n; j++) {
+        const double r = sqrt(-2.0 * log(1.0 - (double)hs_uniform(key, 1, j)));
+        const double theta = two_pi * (double)hs_uniform(key, 2, j);
+        dst[2 * j] = (float)(std * r * cos(theta));
+        if (2 * j + 1 < n) dst[2 * j + 1] = (float)(std * r * sin(theta));
+    }
+}
+
+static void fill_normal(hs_params *p, int index, double std, uint64_t seed) {
+    const hs_tensor_info *t = &p->tensors[index];
+    float *host;
+    HS_ALLOC(host, t->numel);
+    normal_host(host, t->numel, std, seed, (uint64_t)index);
+    p->be->upload(hs_param_data(p, index), host, t->numel * sizeof *host);
+    free(host);
+}
+
+static void fill_constant(hs_params *p, int index, float value) {
+    const hs_tensor_info *t = &p->tensors[index];
+    float *host;
+    HS_ALLOC(host, t->numel);
+    for (size_t e = 0; e < t->numel; e++) host[e] = value;
+    p->be->upload(hs_param_data(p, index), host, t->numel * sizeof *host);
+    free(host);
+}
+
+static void fill_layernorm(hs_params *p, int gamma, int beta) {
+    fill_constant(p, gamma, 1.0f);
+    fill_constant(p, beta, 0.0f);
+}
+
+/* nn.Linear under init_bert_weights: weight N(0, range), bias 0 */
+static void fill_linear(hs_params *p, int weight, int bias, double range, uint64_t seed) {
+    fill_normal(p, weight, range, seed);
+    fill_constant(p, bias, 0.0f);
+}
+
+void hs_bert_init_params(hs_bert *m, uint64_t seed) {
+    hs_params *p = m->params;
+    if (!p->data) HS_FATAL(NULL, "initialise parameters after hs_params_allocate");
+    const double range = m->cfg.initializer_range;
+    fill_normal(p, m->word, range, seed);
+    fill_normal(p, m->position, range, seed);
+    fill_normal(p, m->token_type, range, seed);
+    fill_layernorm(p, m->emb_ln_g, m->emb_ln_b);
+    for (int i = 0; i < m->cfg.num_hidden_layers; i++) {
+        const bert_layer_params *l = &m->lp[i];
+        fill_linear(p, l->query_w, l->query_b, range, seed);
+        fill_linear(p, l->key_w, l->key_b, range, seed);
+        fill_linear(p, l->value_w, l->value_b, range, seed);
+        fill_linear(p, l->attn_out_w, l->attn_out_b, range, seed);
+        fill_layernorm(p, l->attn_ln_g, l->attn_ln_b);
+        /* LinearActivation keeps PyTorch's default init; NVIDIA's encoder deep-copies one layer, so
+         * every layer's intermediate.dense_act starts as layer 0's. */
+        if (i == 0) {
+            hs_init_fan_in_uniform(p, l->inter_w, l->inter_b, seed);
+        } else {
+            p->be->copy(hs_param_data(p, l->inter_w), hs_param_data(p, m->lp[0].inter_w),
+                        p->tensors[l->inter_w].numel * sizeof(float));
+            p->be->copy(hs_param_data(p, l->inter_b), hs_param_data(p, m->lp[0].inter_b),
+                        p->tensors[l->inter_b].numel * sizeof(float));
+        }
+        fill_linear(p, l->out_w, l->out_b, range, seed);
+        fill_layernorm(p, l->out_ln_g, l->out_ln_b);
+    }
+    hs_init_fan_in_uniform(p, m->pool_w, m->pool_b, seed);
+    fill_constant(p, m->mlm_bias, 0.0f);
+    hs_init_fan_in_uniform(p, m->transform_w, m->transform_b, seed);
+    fill_layernorm(p, m->transform_ln_g, m->transform_ln_b);
+    fill_linear(p, m->nsp_w, m->nsp_b, range, seed);
+}
+
+/* ---- inputs ------------------------------------------------------------------------------------------ */
+
+int hs_bert_stage_batch(hs_bert *m, const hs_bert_batch *b) {
+    const hs_backend *be = m->be;
+    const int B = b->count, L = b->seq_len, P = b->max_pred;
+    if (B < 1 || B > m->max_batch || L < 1 || L > m->max_seq || P > m->max_pred)
+        HS_FATAL(NULL, "BERT micro-batch of %d x %d tokens, %d predictions; model sized for %d x %d, %d", B, L, P,
+                 m->max_batch, m->max_seq, m->max_pred);
+    const size_t T = (size_t)B * (size_t)L;
+    be->upload(m->ids, b->input_ids, T * sizeof(int32_t));
+    be->upload(m->segments, b->segment_ids, T * sizeof(int32_t));
+    be->upload(m->input_mask, b->input_mask, T * sizeof(int32_t));
+    be->upload(m->nsp_labels, b->nsp_labels, (size_t)B * sizeof(int32_t));
+    int n = 0;
+    for (int s = 0; s < B; s++) {
+        m->cls_host[s] = s * L;
+        if (b->num_mlm[s] < 0 || b->num_mlm[s] > P)
+            HS_FATAL(NULL, "row %d of the micro-batch has %d labelled positions (max %d)", s, b->num_mlm[s], P);
+        for (int k = 0; k < b->num_mlm[s]; k++) {
+            const int32_t pos = b->mlm_positions[(size_t)s * (size_t)P + (size_t)k];
+            if (pos < 0 || pos >= L) HS_FATAL(NULL, "labelled position %d of row %d is outside [0, %d)", pos, s, L);
+            m->rows_host[n] = s * L + pos;
+            m->labels_host[n] = b->mlm_ids[(size_t)s * (size_t)P + (size_t)k];
+            n++;
+        }
+    }
+    be->upload(m->cls_rows, m->cls_host, (size_t)B * sizeof(int32_t));
+    if (n > 0) {
+        be->upload(m->mlm_rows, m->rows_host, (size_t)n * sizeof(int32_t));
+        be->upload(m->mlm_labels, m->labels_host, (size_t)n * sizeof(int32_t));
+    }
+    hs_attention_mask_bias(be, m->mask_bias, m->input_mask, B, L);
+    m->batch = B;
+    m->seq_len = L;
+    m->mlm_count = n;
+    return n;
+}
+
+/* ---- dropout ------------------------------------------------------------------------------------------ */
+
+/* The mask of one dropout site for this micro-batch; p = 0 (no dropout) without a training ctx. */
+static hs_dropout_mask site_mask(const hs_step_ctx *ctx, int64_t first_sample, uint64_t site, double p) {
+    const int on = ctx && ctx->training && p > 0.0;
+    return (hs_dropout_mask){.p = on ? (float)p : 0.0f,
+                             .group = 1,
+                             .key = on ? hs_rng_key(ctx->seed, ctx->update, site) : 0,
+                             .first_sample = first_sample};
+}
+
+static uint64_t layer_site(int layer, int which) {
+    return (uint64_t)(DROP_LAYER_BASE + DROP_SITES_PER_LAYER * layer + which);
+}
+
+/* dx = dropout'(dy): the gradient through a dropout, written to `scratch` — or dy itself when the
+ * dropout is off (the identity needs no copy). */
+static const float *dropout_grad(const hs_backend *be, const hs_dropout_mask *mask, float *scratch, const float *dy,
+                                 int batch, size_t per_sample) {
+    if (mask->p <= 0.0f) return dy;
+    hs_dropout_backward(be, mask, scratch, dy, batch, per_sample);
+    return scratch;
+}
+
+/* ---- forward ------------------------------------------------------------------------------------------ */
+
+static hs_attention_dims attention_dims(const hs_bert *m) {
+    return (hs_attention_dims){.batch = m->batch, .seq_len = m->seq_len, .hidden = m->cfg.hidden_size,
+                               .heads = m->cfg.num_attention_heads};
+}
+
+static hs_attention_params attention_params(const hs_bert *m, const bert_layer_params *l) {
+    const hs_params *p = m->params;
+    return (hs_attention_params){.query_w = hs_param_data(p, l->query_w), .query_b = hs_param_data(p, l->query_b),
+                                 .key_w = hs_param_data(p, l->key_w), .key_b = hs_param_data(p, l->key_b),
+                                 .value_w = hs_param_data(p, l->value_w), .value_b = hs_param_data(p, l->value_b)};
+}
+
+/* h[T,H] = dropout(LayerNorm(word[ids] + position[0:L] + token_type[segments])) */
+static void embeddings_forward(hs_bert *m, const hs_dropout_mask *drop) {
+    const hs_backend *be = m->be;
+    const hs_params *p = m->params;
+    const int B = m->batch, L = m->seq_len, T = B * L, H = m->cfg.hidden_size;
+    hs_embedding_forward(be, m->emb_sum, hs_param_data(p, m->word), m->ids, T, H, m->cfg.padded_vocab_size, 0);
+    hs_position_embedding_forward(be, m->emb_sum, hs_param_data(p, m->position), B, L, H);
+    hs_embedding_forward(be, m->emb_sum, hs_param_data(p, m->token_type), m->segments, T, H, m->cfg.type_vocab_size, 1);
+    hs_layernorm_forward(be, m->hidden[0], m->emb_mean, m->emb_rstd, m->emb_sum, hs_param_data(p, m->emb_ln_g),
+                         hs_param_data(p, m->emb_ln_b), T, H, HS_BERT_LAYERNORM_EPS);
+    hs_dropout_forward(be, drop, m->hidden[0], m->hidden[0], B, (size_t)L * (size_t)H);
+}
+
+/* hidden[i+1] = layer i (hidden[i]):
+ *   h1 = LN(dropout(attention(x)·Woᵀ + bo) + x);  out = LN(dropout(gelu(h1·W1ᵀ + b1)·W2ᵀ + b2) + h1) */
+static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t first_sample) {
+    const hs_backend *be = m->be;
+    const hs_params *p = m->params;
+    const bert_layer_params *l = &m->lp[i];
+    bert_layer_acts *a = &m->acts[i];
+    const int B = m->batch, L = m->seq_len, T = B * L, H = m->cfg.hidden_size, I = m->cfg.intermediate_size;
+    const size_t per_sample = (size_t)L * (size_t)H;
+    const double p_hidden = m->cfg.hidden_dropout_prob;
+    const hs_dropout_mask drop_probs =
+        site_mask(ctx, first_sample, layer_site(i, DROP_ATTENTION_PROBS), m->cfg.attention_probs_dropout_prob);
+    const hs_dropout_mask drop_attn = site_mask(ctx, first_sample, layer_site(i, DROP_ATTENTION_OUTPUT), p_hidden);
+    const hs_dropout_mask drop_ffn = site_mask(ctx, first_sample, layer_site(i, DROP_FFN_OUTPUT), p_hidden);
+    const float *x = m->hidden[i];
+
+    const hs_attention_dims dims = attention_dims(m);
+    const hs_attention_params w = attention_params(m, l);
+    const hs_attention_saved saved = {.qkv = a->qkv, .probs = a->probs};
+    hs_attention_forward(be, &dims, &w, m->mask_bias, &drop_probs, x, &saved, a->ctx);
+    hs_linear_forward(be, a->attn_sum, a->ctx, hs_param_data(p, l->attn_out_w), hs_param_data(p, l->attn_out_b), T, H,
+                      H);
+    hs_dropout_forward(be, &drop_attn, a->attn_sum, a->attn_sum, B, per_sample);
+    hs_add_layernorm_forward(be, a->attn_out, a->attn_sum, a->attn_mean, a->attn_rstd, a->attn_sum, x,
+                             hs_param_data(p, l->attn_ln_g), hs_param_data(p, l->attn_ln_b), T, H,
+                             HS_BERT_LAYERNORM_EPS);
+    /* u[T,I] = h1·W1ᵀ (bias-less GEMM), then u += b1 and gelu in one pass */
+    be->gemm(0, 1, T, I, H, 1.0f, a->attn_out, H, hs_param_data(p, l->inter_w), H, 0.0f, a->ffn_pre, I);
+    hs_bias_gelu_forward(be, a->ffn_act, a->ffn_pre, hs_param_data(p, l->inter_b), T, I);
+    hs_linear_forward(be, a->ffn_sum, a->ffn_act, hs_param_data(p, l->out_w), hs_param_data(p, l->out_b), T, I, H);
+    hs_dropout_forward(be, &drop_ffn, a->ffn_sum, a->ffn_sum, B, per_sample);
+    hs_add_layernorm_forward(be, m->hidden[i + 1], a->ffn_sum, a->ffn_mean, a->ffn_rstd, a->ffn_sum, a->attn_out,
+                             hs_param_data(p, l->out_ln_g), hs_param_data(p, l->out_ln_b), T, H,
+                             HS_BERT_LAYERNORM_EPS);
+}
+
+/* Pooler, NSP head and the MLM head on the labelled rows; the two softmax cross-entropies.
+ * mlm[3], nsp[3] get (Σ NLL, labelled rows, correct). */
+static void heads_forward(hs_bert *m, double mlm[3], double nsp[3]) {
+    const hs_backend *be = m->be;
+    const hs_params *p = m->params;
+    const int B = m->batch, T = B * m->seq_len, H = m->cfg.hidden_size, V = m->cfg.padded_vocab_size;
+    const int Np = m->mlm_count;
+    const float *h = m->hidden[m->cfg.num_hidden_layers];
+
+    /* pooled[B,H] = tanh(h[:,0]·Wpᵀ + bp); nsp_logits[B,2] */
+    hs_gather_rows_forward(be, m->pool_in, h, m->cls_rows, B, H, T);
+    hs_linear_forward(be, m->pool_out, m->pool_in, hs_param_data(p, m->pool_w), hs_param_data(p, m->pool_b), B, H, H);
+    hs_tanh_forward(be, m->pool_out, m->pool_out, (size_t)B * (size_t)H);
+    hs_linear_forward(be, m->nsp_logits, m->pool_out, hs_param_data(p, m->nsp_w), hs_param_data(p, m->nsp_b), B, H, 2);
+    hs_softmax_xent_forward(be, m->nsp_logits, m->nsp_logits, m->nsp_labels, B, 2, nsp);
+
+    if (Np == 0) return;
+    /* t[Np,H] = LN(gelu(h[rows]·Wtᵀ + bt)); logits[Np,V] = t·Wordᵀ + cls.predictions.bias (tied decoder) */
+    hs_gather_rows_forward(be, m->mlm_in, h, m->mlm_rows, Np, H, T);
+    be->gemm(0, 1, Np, H, H, 1.0f, m->mlm_in, H, hs_param_data(p, m->transform_w), H, 0.0f, m->mlm_pre, H);
+    hs_bias_gelu_forward(be, m->mlm_act, m->mlm_pre, hs_param_data(p, m->transform_b), Np, H);
+    hs_layernorm_forward(be, m->mlm_out, m->mlm_mean, m->mlm_rstd, m->mlm_act, hs_param_data(p, m->transform_ln_g),
+                         hs_param_data(p, m->transform_ln_b), Np, H, HS_BERT_LAYERNORM_EPS);
+    hs_linear_forward(be, m->mlm_logits, m->mlm_out, hs_param_data(p, m->word), hs_param_data(p, m->mlm_bias), Np, H,
+                      V);
+    hs_softmax_xent_forward(be, m->mlm_logits, m->mlm_logits, m->mlm_labels, Np, V, mlm);
+}
+
+static void add_stats(hs_stats *stats, int batch, const double mlm[3], const double nsp[3]) {
+    stats->loss_sum += mlm[0] + nsp[0];
+    stats->sample_count += batch;
+    stats->correct += nsp[2];
+    stats->extra[HS_BERT_STAT_MLM_LOSS] += mlm[0];
+    stats->extra[HS_BERT_STAT_MLM_COUNT] += mlm[1];
+    stats->extra[HS_BERT_STAT_MLM_CORRECT] += mlm[2];
+    stats->extra[HS_BERT_STAT_NSP_LOSS] += nsp[0];
+    stats->extra[HS_BERT_STAT_NSP_CORRECT] += nsp[2];
+}
+
+static void forward(hs_bert *m, const hs_step_ctx *ctx, int64_t first_sample, double mlm[3], double nsp[3]) {
+    const hs_dropout_mask drop_emb = site_mask(ctx, first_sample, DROP_EMBEDDINGS, m->cfg.hidden_dropout_prob);
+    embeddings_forward(m, &drop_emb);
+    for (int i = 0; i < m->cfg.num_hidden_layers; i++) layer_forward(m, i, ctx, first_sample);
+    heads_forward(m, mlm, nsp);
+}
+
+/* ---- backward ----------------------------------------------------------------------------------------- */
+
+/* From the softmax probabilities to grad_h[T,H] = ∂loss/∂hidden[N] (zero except at the [CLS] rows and
+ * the labelled rows). */
+static void heads_backward(hs_bert *m, const hs_step_ctx *ctx) {
+    const hs_backend *be = m->be;
+    const hs_params *p = m->params;
+    const int B = m->batch, T = B * m->seq_len, H = m->cfg.hidden_size, V = m->cfg.padded_vocab_size;
+    const int Np = m->mlm_count;
+
+    be->zero(m->grad_h, (size_t)T * (size_t)H * sizeof(float));
+    if (Np > 0) {
+        /* dlogits = scale_mlm·(softmax - onehot), in place */
+        hs_softmax_xent_backward(be, m->mlm_logits, m->mlm_logits, m->mlm_labels, Np, V, (float)ctx->loss_scale[0]);
+        /* tied decoder: ∂word += dlogitsᵀ·t, ∂cls.predictions.bias += Σ dlogits, dt = dlogits·word */
+        hs_linear_backward(be, m->grad_mlm_out, hs_param_grad(p, m->word), hs_param_grad(p, m->mlm_bias), m->mlm_logits,
+                           m->mlm_out, hs_param_data(p, m->word), Np, H, V);
+        hs_layernorm_backward(be, m->grad_mlm_out, hs_param_grad(p, m->transform_ln_g),
+                              hs_param_grad(p, m->transform_ln_b), m->grad_mlm_out, m->mlm_act, m->mlm_mean,
+                              m->mlm_rstd, hs_param_data(p, m->transform_ln_g), Np, H);
+        hs_gelu_backward(be, m->grad_mlm_out, m->grad_mlm_out, m->mlm_pre, (size_t)Np * (size_t)H);
+        hs_linear_backward(be, m->grad_mlm_in, hs_param_grad(p, m->transform_w), hs_param_grad(p, m->transform_b),
+                           m->grad_mlm_out, m->mlm_in, hs_param_data(p, m->transform_w), Np, H, H);
+        hs_gather_rows_backward(be, m->grad_h, m->grad_mlm_in, m->mlm_rows, Np, H, T);
+    }
+    hs_softmax_xent_backward(be, m->nsp_logits, m->nsp_logits, m->nsp_labels, B, 2, (float)ctx->loss_scale[1]);
+    hs_linear_backward(be, m->grad_pool, hs_param_grad(p, m->nsp_w), hs_param_grad(p, m->nsp_b), m->nsp_logits,
+                       m->pool_out, hs_param_data(p, m->nsp_w), B, H, 2);
+    hs_tanh_backward(be, m->grad_pool, m->grad_pool, m->pool_out, (size_t)B * (size_t)H);
+    hs_linear_backward(be, m->grad_pool_in, hs_param_grad(p, m->pool_w), hs_param_grad(p, m->pool_b), m->grad_pool,
+                       m->pool_in, hs_param_data(p, m->pool_w), B, H, H);
+    hs_gather_rows_backward(be, m->grad_h, m->grad_pool_in, m->cls_rows, B, H, T);
+}
+
+/* grad_h: ∂loss/∂hidden[i+1] in, ∂loss/∂hidden[i] out. */
+static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t first_sample) {
+    const hs_backend *be = m->be;
+    const hs_params *p = m->params;
+    const bert_layer_params *l = &m->lp[i];
+    const bert_layer_acts *a = &m->acts[i];
+    const int B = m->batch, L = m->seq_len, T = B * L, H = m->cfg.hidden_size, I = m->cfg.intermediate_size;
+    const size_t per_sample = (size_t)L * (size_t)H;
+    const double p_hidden = m->cfg.hidden_dropout_prob;
+    const hs_dropout_mask drop_probs =
+        site_mask(ctx, first_sample, layer_site(i, DROP_ATTENTION_PROBS), m->cfg.attention_probs_dropout_prob);
+    const hs_dropout_mask drop_attn = site_mask(ctx, first_sample, layer_site(i, DROP_ATTENTION_OUTPUT), p_hidden);
+    const hs_dropout_mask drop_ffn = site_mask(ctx, first_sample, layer_site(i, DROP_FFN_OUTPUT), p_hidden);
+    float *dffn = m->ws.ptr; /* [T,I] */
+
+    /* second LayerNorm: grad_h = ∂/∂ffn_sum, which is the gradient of both the FFN output (after
+     * dropout) and the residual h1 */
+    hs_layernorm_backward(be, m->grad_h, hs_param_grad(p, l->out_ln_g), hs_param_grad(p, l->out_ln_b), m->grad_h,
+                          a->ffn_sum, a->ffn_mean, a->ffn_rstd, hs_param_data(p, l->out_ln_g), T, H);
+    const float *dout = dropout_grad(be, &drop_ffn, m->grad_tmp, m->grad_h, B, per_sample);
+    /* output.dense: dffn[T,I] = dout·W2 */
+    hs_linear_backward(be, dffn, hs_param_grad(p, l->out_w), hs_param_grad(p, l->out_b), dout, a->ffn_act,
+                       hs_param_data(p, l->out_w), T, I, H);
+    hs_gelu_backward(be, dffn, dffn, a->ffn_pre, (size_t)T * (size_t)I);
+    /* intermediate.dense_act: ∂b1 += Σ du, ∂W1[I,H] += duᵀ·h1, grad_h += du·W1 (onto the residual path) */
+    be->bias_grad(hs_param_grad(p, l->inter_b), dffn, T, I);
+    be->gemm(1, 0, I, H, T, 1.0f, dffn, I, a->attn_out, H, 1.0f, hs_param_grad(p, l->inter_w), H);
+    be->gemm(0, 0, T, H, I, 1.0f, dffn, I, hs_param_data(p, l->inter_w), H, 1.0f, m->grad_h, H);
+
+    /* first LayerNorm, then attention.output.dense: grad_ctx = dattn·Wo */
+    hs_layernorm_backward(be, m->grad_h, hs_param_grad(p, l->attn_ln_g), hs_param_grad(p, l->attn_ln_b), m->grad_h,
+                          a->attn_sum, a->attn_mean, a->attn_rstd, hs_param_data(p, l->attn_ln_g), T, H);
+    const float *dattn = dropout_grad(be, &drop_attn, m->grad_tmp, m->grad_h, B, per_sample);
+    hs_linear_backward(be, m->grad_ctx, hs_param_grad(p, l->attn_out_w), hs_param_grad(p, l->attn_out_b), dattn,
+                       a->ctx, hs_param_data(p, l->attn_out_w), T, H, H);
+
+    /* self-attention: grad_h (the residual's gradient) += ∂/∂x through Q, K, V */
+    const hs_attention_dims dims = attention_dims(m);
+    const hs_attention_params w = attention_params(m, l);
+    const hs_attention_grads g = {.query_w = hs_param_grad(p, l->query_w), .query_b = hs_param_grad(p, l->query_b),
+                                  .key_w = hs_param_grad(p, l->key_w), .key_b = hs_param_grad(p, l->key_b),
+                                  .value_w = hs_param_grad(p, l->value_w), .value_b = hs_param_grad(p, l->value_b)};
+    const hs_attention_saved saved = {.qkv = a->qkv, .probs = a->probs};
+    hs_attention_backward(be, &dims, &w, &g, &drop_probs, m->hidden[i], &saved, m->grad_ctx, m->grad_h, 1, &m->ws);
+}
+
+/* grad_h = ∂loss/∂hidden[0] -> embedding and LayerNorm gradients */
+static void embeddings_backward(hs_bert *m, const hs_dropout_mask *drop) {
+    const hs_backend *be = m->be;
+    const hs_params *p = m->params;
+    const int B = m->batch, L = m->seq_len, T = B * L, H = m->cfg.hidden_size;
+    float *d = m->grad_h;
+    if (drop->p > 0.0f) {
+        hs_dropout_backward(be, drop, m->grad_tmp, m->grad_h, B, (size_t)L * (size_t)H);
+        d = m->grad_tmp;
+    }
+    hs_layernorm_backward(be, d, hs_param_grad(p, m->emb_ln_g), hs_param_grad(p, m->emb_ln_b), d, m->emb_sum,
+                          m->emb_mean, m->emb_rstd, hs_param_data(p, m->emb_ln_g), T, H);
+    hs_embedding_backward(be, hs_param_grad(p, m->word), d, m->ids, T, H, m->cfg.padded_vocab_size);
+    hs_position_embedding_backward(be, hs_param_grad(p, m->position), d, B, L, H);
+    hs_embedding_backward(be, hs_param_grad(p, m->token_type), d, m->segments, T, H, m->cfg.type_vocab_size);
+}
+
+void hs_bert_forward_backward(hs_bert *m, int64_t first_sample, const hs_step_ctx *ctx, hs_stats *stats) {
+    if (m->batch < 1) HS_FATAL(NULL, "hs_bert_forward_backward without a staged micro-batch");
+    double mlm[3] = {0, 0, 0}, nsp[3] = {0, 0, 0};
+    forward(m, ctx, first_sample, mlm, nsp);
+    add_stats(stats, m->batch, mlm, nsp);
+    heads_backward(m, ctx);
+    for (int i = m->cfg.num_hidden_layers - 1; i >= 0; i--) layer_backward(m, i, ctx, first_sample);
+    const hs_dropout_mask drop_emb = site_mask(ctx, first_sample, DROP_EMBEDDINGS, m->cfg.hidden_dropout_prob);
+    embeddings_backward(m, &drop_emb);
+}
+
+void hs_bert_evaluate(hs_bert *m, hs_stats *stats) {
+    if (m->batch < 1) HS_FATAL(NULL, "hs_bert_evaluate without a staged micro-batch");
+    double mlm[3] = {0, 0, 0}, nsp[3] = {0, 0, 0};
+    forward(m, NULL, 0, mlm, nsp);
+    add_stats(stats, m->batch, mlm, nsp);
+}
+
+void hs_bert_free(hs_bert *m) {
+    if (!m) return;
+    const hs_backend *be = m->be;
+    if (be) {
+        void *bufs[] = {m->ids,       m->segments,  m->input_mask, m->nsp_labels,   m->cls_rows,  m->mlm_rows,
+                        m->mlm_labels, m->mask_bias, m->emb_sum,    m->emb_mean,     m->emb_rstd,  m->pool_in,
+                        m->pool_out,  m->nsp_logits, m->mlm_in,     m->mlm_pre,      m->mlm_act,   m->mlm_mean,
+                        m->mlm_rstd,  m->mlm_out,   m->mlm_logits, m->grad_h,       m->grad_tmp,  m->grad_ctx,
+                        m->grad_pool, m->grad_pool_in, m->grad_mlm_out, m->grad_mlm_in};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+            if (bufs[i]) be->free(bufs[i]);
+        for (int i = 0; m->hidden && i <= m->cfg.num_hidden_layers; i++) be->free(m->hidden[i]);
+        for (int i = 0; m->acts && i < m->cfg.num_hidden_layers; i++) {
+            bert_layer_acts *a = &m->acts[i];
+            float *layer_bufs[] = {a->qkv,     a->probs,   a->ctx,     a->attn_sum, a->attn_mean, a->attn_rstd,
+                                   a->attn_out, a->ffn_pre, a->ffn_act, a->ffn_sum,  a->ffn_mean,  a->ffn_rstd};
+            for (size_t k = 0; k < sizeof layer_bufs / sizeof layer_bufs[0]; k++) be->free(layer_bufs[k]);
+        }
+        hs_workspace_release(be, &m->ws);
+    }
+    free(m->hidden);
+    free(m->acts);
+    free(m->rows_host);
+    free(m->labels_host);
+    free(m->cls_host);
+    free(m->lp);
+    free(m);
+}

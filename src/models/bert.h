@@ -1,0 +1,75 @@
+/* NVIDIA's BertForPreTraining (the model HetSeq trains): post-LN BERT encoder, tanh pooler, masked-LM
+ * head with the decoder tied to the word embeddings, next-sentence head. Composition of the layers in
+ * src/nn/bert_layers.h (its top comment gives the data flow); the MLM head runs only on the labelled
+ * positions (same loss as NVIDIA's all-positions head, L/P times less work).
+ *
+ * Parameters (PyTorch state_dict names of NVIDIA's BertForPreTraining; V = padded vocabulary, H hidden,
+ * I intermediate, Lp max_position_embeddings, Tt type_vocab_size), declared in this order:
+ *   bert.embeddings.word_embeddings.weight[V,H]      (also the MLM decoder: NVIDIA's
+ *                                                     cls.predictions.decoder.weight is this tensor)
+ *   bert.embeddings.position_embeddings.weight[Lp,H]  bert.embeddings.token_type_embeddings.weight[Tt,H]
+ *   bert.embeddings.LayerNorm.{weight,bias}[H]
+ *   for i in 0..N-1, prefix bert.encoder.layer.{i}.:
+ *     attention.self.{query,key,value}.weight[H,H]   (the three one after the other: one [3H,H] GEMM)
+ *     attention.self.{query,key,value}.bias[H]
+ *     attention.output.dense.{weight[H,H],bias[H]}   attention.output.LayerNorm.{weight,bias}[H]
+ *     intermediate.dense_act.{weight[I,H],bias[I]}   output.dense.{weight[H,I],bias[H]}
+ *     output.LayerNorm.{weight,bias}[H]
+ *   bert.pooler.dense_act.{weight[H,H],bias[H]}
+ *   cls.predictions.bias[V]
+ *   cls.predictions.transform.dense_act.{weight[H,H],bias[H]}  cls.predictions.transform.LayerNorm.{weight,bias}[H]
+ *   cls.seq_relationship.{weight[2,H],bias[2]}
+ * Weight decay flag 0 for names containing "bias", "LayerNorm", "gamma" or "beta", 1 otherwise. */
+#ifndef HS_MODELS_BERT_H
+#define HS_MODELS_BERT_H
+
+#include <stdint.h>
+
+#include "data/bert_shards.h"
+#include "models/bert_config.h"
+#include "nn/params.h"
+#include "tasks/task.h"
+
+/* What forward passes add to hs_stats.extra[] (sums over the micro-batch). */
+enum {
+    HS_BERT_STAT_MLM_LOSS = 0, /* Σ MLM NLL (nats) over labelled tokens */
+    HS_BERT_STAT_MLM_COUNT,    /* labelled tokens */
+    HS_BERT_STAT_MLM_CORRECT,  /* labelled tokens whose argmax is the label */
+    HS_BERT_STAT_NSP_LOSS,     /* Σ NSP NLL over sentences */
+    HS_BERT_STAT_NSP_CORRECT,  /* sentences whose NSP argmax is the label */
+};
+
+typedef struct hs_bert hs_bert;
+
+/* Declares the parameters into `params` (before hs_params_allocate) and sizes every buffer for
+ * micro-batches of up to max_batch sequences of up to max_seq_len tokens (<= max_position_embeddings)
+ * with up to max_pred labelled positions each. */
+hs_bert *hs_bert_create(hs_params *params, const hs_bert_config *cfg, int max_batch, int max_seq_len, int max_pred);
+/* After hs_params_allocate: activation buffers on the params' backend. */
+void hs_bert_setup(hs_bert *m);
+/* NVIDIA's initialisation, deterministic from seed (one counter-RNG stream per tensor):
+ * N(0, initializer_range) for the embeddings and nn.Linear weights (Q, K, V, attention.output.dense,
+ * output.dense, cls.seq_relationship), zero biases, LayerNorm 1/0, cls.predictions.bias 0; the three
+ * LinearActivation layers (intermediate, pooler, MLM transform) keep PyTorch's default
+ * U(±1/sqrt(fan_in)) for weight and bias — and, as NVIDIA deep-copies one encoder layer, every layer's
+ * intermediate.dense_act starts from the same values. */
+void hs_bert_init_params(hs_bert *m, uint64_t seed);
+const hs_bert_config *hs_bert_get_config(const hs_bert *m);
+
+/* Uploads a host micro-batch (bert_shards.h view; count <= max_batch, seq_len <= max_seq_len,
+ * max_pred <= the model's) into the model's device inputs, with the labelled positions flattened to
+ * rows b·L + position in batch order. Returns the number of labelled tokens. */
+int hs_bert_stage_batch(hs_bert *m, const hs_bert_batch *batch);
+
+/* Forward + backward of the staged micro-batch. Accumulates into params->grad the gradient of
+ *   ctx->loss_scale[0] · Σ MLM NLL (labelled tokens) + ctx->loss_scale[1] · Σ NSP NLL (sentences);
+ * adds loss_sum (both NLL sums), sample_count (sentences), correct (NSP) and extra[] into *stats.
+ * Dropout masks are keyed by (ctx->seed, ctx->update, dropout site) and the global sample index
+ * first_sample + b, so they do not depend on how samples are spread over ranks; ctx->training = 0
+ * turns dropout off. */
+void hs_bert_forward_backward(hs_bert *m, int64_t first_sample, const hs_step_ctx *ctx, hs_stats *stats);
+/* Forward only, no dropout, into *stats. */
+void hs_bert_evaluate(hs_bert *m, hs_stats *stats);
+void hs_bert_free(hs_bert *m);
+
+#endif

@@ -1,0 +1,165 @@
+/* The BERT pre-training task: NVIDIA-format HDF5 shards (masked LM + next sentence prediction) and
+ * NVIDIA's BertForPreTraining. The loss is the mean MLM cross-entropy over the labelled tokens plus the
+ * mean NSP cross-entropy over the sentences, both means taken over the whole update (all ranks and
+ * micro-batches): term 0 counts labelled tokens, term 1 sentences.
+ * Host micro-batch layout: the hs_bert_batch view of bert_shards.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/bert_shards.h"
+#include "models/bert.h"
+#include "tasks/task.h"
+#include "util/check.h"
+#include "util/log.h"
+
+typedef struct bert_task {
+    hs_bert_shards *shards[2]; /* [HS_SPLIT_TRAIN], [HS_SPLIT_VALID] */
+    hs_bert *model;
+    hs_bert_config cfg;
+    const hs_backend *be;
+    int max_batch, seq_len, max_pred;
+} bert_task;
+
+static const char *const bert_stat_names[] = {"mlm_loss_sum", "mlm_count", "mlm_correct", "nsp_loss_sum",
+                                              "nsp_correct", NULL};
+
+static int64_t bert_num_samples(hs_task *t, hs_split split) {
+    bert_task *b = t->impl;
+    return hs_bert_shards_num_samples(b->shards[split]);
+}
+
+static size_t bert_batch_bytes(hs_task *t, int max_count) {
+    bert_task *b = t->impl;
+    return hs_bert_batch_bytes(max_count, b->seq_len, b->max_pred);
+}
+
+/* Token ids are checked against the configured vocabulary (not the padded one): an id the tokenizer
+ * cannot produce means the data and model.vocab_size do not belong together. */
+static void bert_read_batch(hs_task *t, hs_split split, int64_t first, int count, void *host_buf) {
+    bert_task *b = t->impl;
+    hs_bert_shards_read(b->shards[split], first, count, b->cfg.vocab_size, host_buf);
+}
+
+static const hs_bert_batch *batch_of(const void *host_buf, int count) {
+    const hs_bert_batch *batch = host_buf;
+    if (batch->count != count)
+        HS_FATAL(NULL, "BERT host micro-batch holds %d rows, the caller says %d", batch->count, count);
+    return batch;
+}
+
+static void bert_batch_norm_counts(hs_task *t, const void *host_buf, int count, double counts[HS_NORM_TERMS]) {
+    (void)t;
+    const hs_bert_batch *batch = batch_of(host_buf, count);
+    double labelled = 0;
+    for (int i = 0; i < count; i++) labelled += batch->num_mlm[i];
+    counts[0] = labelled; /* MLM: mean over labelled tokens */
+    counts[1] = count;    /* NSP: mean over sentences */
+}
+
+static void bert_forward_backward(hs_task *t, const void *host_buf, int64_t first, int count, const hs_step_ctx *ctx,
+                                  hs_stats *stats) {
+    bert_task *b = t->impl;
+    hs_bert_stage_batch(b->model, batch_of(host_buf, count));
+    hs_bert_forward_backward(b->model, first, ctx, stats);
+}
+
+static void bert_evaluate(hs_task *t, const void *host_buf, int64_t first, int count, hs_stats *stats) {
+    (void)first;
+    bert_task *b = t->impl;
+    hs_bert_stage_batch(b->model, batch_of(host_buf, count));
+    hs_bert_evaluate(b->model, stats);
+}
+
+static void bert_init_params(hs_task *t, uint64_t seed) {
+    bert_task *b = t->impl;
+    hs_bert_init_params(b->model, seed);
+}
+
+/* loss = mean MLM NLL over labelled tokens + mean NSP NLL over sentences (nats) */
+static double bert_loss_from_stats(const hs_stats *s) {
+    const double mlm_count = s->extra[HS_BERT_STAT_MLM_COUNT];
+    const double mlm = mlm_count > 0 ? s->extra[HS_BERT_STAT_MLM_LOSS] / mlm_count : 0.0;
+    const double nsp = s->sample_count > 0 ? s->extra[HS_BERT_STAT_NSP_LOSS] / s->sample_count : 0.0;
+    return mlm + nsp;
+}
+
+static void bert_format_stats(const hs_stats *s, int json, char *buf, size_t n) {
+    const double mlm_count = s->extra[HS_BERT_STAT_MLM_COUNT], sentences = s->sample_count;
+    const double mlm_loss = mlm_count > 0 ? s->extra[HS_BERT_STAT_MLM_LOSS] / mlm_count : 0.0;
+    const double mlm_acc = mlm_count > 0 ? s->extra[HS_BERT_STAT_MLM_CORRECT] / mlm_count : 0.0;
+    const double nsp_loss = sentences > 0 ? s->extra[HS_BERT_STAT_NSP_LOSS] / sentences : 0.0;
+    const double nsp_acc = sentences > 0 ? s->extra[HS_BERT_STAT_NSP_CORRECT] / sentences : 0.0;
+    if (json)
+        snprintf(buf, n, ", \"mlm_loss\": %.6f, \"nsp_loss\": %.6f, \"mlm_acc\": %.6f, \"nsp_acc\": %.6f", mlm_loss,
+                 nsp_loss, mlm_acc, nsp_acc);
+    else
+        snprintf(buf, n, ", mlm_loss=%.4f, nsp_loss=%.4f, mlm_acc=%.4f, nsp_acc=%.4f", mlm_loss, nsp_loss, mlm_acc,
+                 nsp_acc);
+}
+
+static void bert_destroy(hs_task *t) {
+    bert_task *b = t->impl;
+    hs_bert_free(b->model);
+    hs_params_free(&t->params);
+    hs_bert_shards_close(b->shards[HS_SPLIT_TRAIN]);
+    hs_bert_shards_close(b->shards[HS_SPLIT_VALID]);
+    free(b);
+    free(t);
+}
+
+hs_task *hs_bert_task_create(const hs_config *cfg, const hs_comm *comm, const hs_backend *be) {
+    const char *path = hs_cfg_string(cfg, "data.path");
+    if (!*path)
+        hs_die_all("data.path is empty: set it to a directory of NVIDIA BERT shards (*.hdf5 from "
+                   "create_pretraining_data.py) or to one shard file");
+    const char *train_subset = hs_cfg_string(cfg, "data.train_subset");
+    const char *valid_subset = hs_cfg_string(cfg, "data.valid_subset");
+    const int num_file = (int)hs_cfg_int(cfg, "data.num_file");
+
+    hs_task *t;
+    bert_task *b;
+    HS_ALLOC(t, 1);
+    HS_ALLOC(b, 1);
+    t->name = "bert";
+    t->impl = b;
+    b->be = be;
+    b->max_batch = (int)hs_cfg_int(cfg, "training.max_sentences");
+    hs_bert_config_load(cfg, &b->cfg);
+
+    b->shards[HS_SPLIT_TRAIN] = hs_bert_shards_open(path, train_subset, num_file, comm->io);
+    b->shards[HS_SPLIT_VALID] = hs_bert_shards_open(path, valid_subset, num_file, comm->io);
+    b->seq_len = hs_bert_shards_seq_len(b->shards[HS_SPLIT_TRAIN]);
+    b->max_pred = hs_bert_shards_max_pred(b->shards[HS_SPLIT_TRAIN]);
+    const int valid_len = hs_bert_shards_seq_len(b->shards[HS_SPLIT_VALID]);
+    const int valid_pred = hs_bert_shards_max_pred(b->shards[HS_SPLIT_VALID]);
+    if (valid_len != b->seq_len || valid_pred != b->max_pred)
+        hs_die_all("the training shards (data.train_subset = \"%s\", e.g. %s) have max_seq_length %d and "
+                   "max_predictions_per_seq %d but the validation shards (data.valid_subset = \"%s\", e.g. %s) have %d "
+                   "and %d: validate on shards made with the same settings",
+                   train_subset, hs_bert_shards_file_path(b->shards[HS_SPLIT_TRAIN], 0), b->seq_len, b->max_pred,
+                   valid_subset, hs_bert_shards_file_path(b->shards[HS_SPLIT_VALID], 0), valid_len, valid_pred);
+    if (b->seq_len > b->cfg.max_position_embeddings)
+        hs_die_all("the shards in %s hold sequences of %d tokens but the model has max_position_embeddings = %d: "
+                   "use a model with max_position_embeddings >= %d (%s)",
+                   path, b->seq_len, b->cfg.max_position_embeddings, b->seq_len,
+                   *hs_cfg_string(cfg, "model.config_file") ? "in model.config_file" : "model.max_position_embeddings");
+
+    b->model = hs_bert_create(&t->params, &b->cfg, b->max_batch, b->seq_len, b->max_pred);
+    hs_params_allocate(&t->params, be);
+    hs_bert_setup(b->model);
+
+    t->num_samples = bert_num_samples;
+    t->batch_bytes = bert_batch_bytes;
+    t->read_batch = bert_read_batch;
+    t->batch_norm_counts = bert_batch_norm_counts;
+    t->forward_backward = bert_forward_backward;
+    t->evaluate = bert_evaluate;
+    t->init_params = bert_init_params;
+    t->extra_stat_names = bert_stat_names;
+    t->loss_from_stats = bert_loss_from_stats;
+    t->format_stats = bert_format_stats;
+    t->tokens_per_sample = b->seq_len;
+    t->destroy = bert_destroy;
+    return t;
+}
