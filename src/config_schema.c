@@ -70,7 +70,7 @@ const hs_cfg_key hs_cfg_schema[] = {
     {"model.type_vocab_size", HS_CFG_INT, "2", AT_LEAST(1), NULL,
      "bert: number of segment (token type) ids", 0, 0},
     {"model.initializer_range", HS_CFG_FLOAT, "0.02", 0.0, INFINITY, NULL,
-     "bert: standard deviation of the truncated-normal weight initialisation", 0, 0},
+     "bert: standard deviation of the normal weight initialisation", 0, 0},
     {"model.pad_vocab_to_multiple_of", HS_CFG_INT, "8", AT_LEAST(1), NULL,
      "bert: round the embedding table up to a multiple of this (tensor-core friendly)", 0, 0},
 

@@ -25,6 +25,11 @@ static int adjacent(const float *a, const float *b, const float *c, int hidden) 
     return b == a + hh && c == b + hh;
 }
 
+/* Three [H] biases one after the other form one [3H] bias. */
+static int adjacent_bias(const float *a, const float *b, const float *c, int hidden) {
+    return b == a + hidden && c == b + hidden;
+}
+
 static float dropout_p(const hs_dropout_mask *drop) { return drop ? drop->p : 0.0f; }
 
 void hs_attention_forward(const hs_backend *be, const hs_attention_dims *d, const hs_attention_params *w,
@@ -38,7 +43,10 @@ void hs_attention_forward(const hs_backend *be, const hs_attention_dims *d, cons
     } else {
         for (int i = 0; i < 3; i++) be->gemm(0, 1, T, H, H, 1.0f, x, H, weights[i], H, 0.0f, saved->qkv + i * H, ld);
     }
-    for (int i = 0; i < 3; i++) be->add_bias_strided(saved->qkv + i * H, ld, biases[i], T, H);
+    if (adjacent_bias(biases[0], biases[1], biases[2], H))
+        be->add_bias(saved->qkv, biases[0], T, ld); /* one pass over [T,3H]: the same sums */
+    else
+        for (int i = 0; i < 3; i++) be->add_bias_strided(saved->qkv + i * H, ld, biases[i], T, H);
     be->attention_forward(ctx, saved->probs, saved->qkv, mask_bias, d->batch, d->seq_len, d->heads, H / d->heads,
                           dropout_p(drop), drop ? drop->key : 0, drop ? drop->first_sample : 0);
 }
@@ -59,7 +67,10 @@ void hs_attention_backward(const hs_backend *be, const hs_attention_dims *d, con
     } else {
         for (int i = 0; i < 3; i++) be->gemm(1, 0, H, H, T, 1.0f, dqkv + i * H, ld, x, H, 1.0f, dweights[i], H);
     }
-    for (int i = 0; i < 3; i++) be->bias_grad_strided(dbiases[i], dqkv + i * H, ld, T, H);
+    if (adjacent_bias(dbiases[0], dbiases[1], dbiases[2], H))
+        be->bias_grad(dbiases[0], dqkv, T, ld); /* per column the same row-order sums */
+    else
+        for (int i = 0; i < 3; i++) be->bias_grad_strided(dbiases[i], dqkv + i * H, ld, T, H);
     /* ∂x[T,H] (+)= dqkv[T,3H] · [Wq;Wk;Wv] */
     if (!dx) return;
     const float beta = accumulate_dx ? 1.0f : 0.0f;

@@ -435,6 +435,13 @@ void hs_checkpoint_load(const char *path, hs_params *params, hs_optimizer *opt, 
     if (params->be) params->be->synchronize();
 }
 
+void hs_checkpoint_contents(const char *path, int *has_optimizer, int *has_train_state) {
+    hid_t file = open_checkpoint(path);
+    *has_optimizer = link_exists(file, "optimizer");
+    *has_train_state = link_exists(file, "train_state");
+    HS_H5(H5Fclose(file), H5_HINT);
+}
+
 char *hs_checkpoint_read_config(const char *path) {
     hid_t file = open_checkpoint(path);
     char *text = read_config_text(file);

@@ -37,6 +37,9 @@ void hs_checkpoint_save(const char *dir, const char *name, const hs_params *para
 void hs_checkpoint_load(const char *path, hs_params *params, hs_optimizer *opt, hs_train_state *state,
                         char **config_text);
 
+/* Which optional parts a checkpoint holds (a converted PyTorch model has weights only). */
+void hs_checkpoint_contents(const char *path, int *has_optimizer, int *has_train_state);
+
 /* Read only the stored config text of a checkpoint (for `hetseq eval`). Caller frees. */
 char *hs_checkpoint_read_config(const char *path);
 

@@ -112,14 +112,19 @@ static int restore(trainer *t) {
         int reset_step = hs_cfg_bool(t->cfg, "checkpoint.reset_step");
         hs_train_state from;
         memset(&from, 0, sizeof from);
+        int with_opt = 0, with_state = 0;
         if (t->comm->rank == 0) {
             if (!hs_file_exists(init))
                 hs_die("checkpoint.init_checkpoint = \"%s\": no such readable file", init);
-            hs_checkpoint_load(init, p, reset_opt ? NULL : t->opt, &from, NULL);
-            hs_log("| initialised %s from %s%s", reset_opt ? "weights" : "weights and optimizer moments", init,
+            /* A weights-only checkpoint (e.g. converted from PyTorch) starts fresh moments and counters. */
+            hs_checkpoint_contents(init, &with_opt, &with_state);
+            with_opt = with_opt && !reset_opt;
+            hs_checkpoint_load(init, p, with_opt ? t->opt : NULL, with_state ? &from : NULL, NULL);
+            hs_log("| initialised %s from %s%s", with_opt ? "weights and optimizer moments" : "weights", init,
                    reset_step ? " (step counters reset)" : "");
         }
-        if (!reset_opt) {
+        hs_comm_bcast_bytes(t->comm, &with_opt, sizeof with_opt, 0);
+        if (with_opt) {
             hs_comm_bcast_bytes(t->comm, &t->opt->step, sizeof t->opt->step, 0);
             for (int s = 0; s < t->opt->n_states; s++)
                 hs_comm_bcast_bytes(t->comm, t->opt->state[s], p->total * sizeof(float), 0);

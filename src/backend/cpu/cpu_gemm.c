@@ -24,8 +24,9 @@ void hs_cpu_add_bias(float *y, const float *bias, int rows, int cols) {
 }
 
 /* dbias[cols] += sum_r dy[r,cols]. Columns are split into fixed blocks across threads; each column is
- * summed over rows in row order in double, so the result does not depend on the thread count. */
-#define HS_BIAS_GRAD_COLS 256
+ * summed over rows in row order in double, so the result does not depend on the thread count (nor on
+ * the block width: 64 columns keep a 256-wide layer's bias gradient on more than one thread). */
+#define HS_BIAS_GRAD_COLS 64
 void hs_cpu_bias_grad(float *dbias, const float *dy, int rows, int cols) {
     const int nblocks = (cols + HS_BIAS_GRAD_COLS - 1) / HS_BIAS_GRAD_COLS;
 #pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > 32768)
