@@ -83,10 +83,18 @@ int hs_eval_main(const hs_config *cfg, const char *checkpoint, const hs_comm *co
     hs_evaluate_split(task, pf, comm, HS_SPLIT_VALID, max_sentences, 4, &global);
     hs_prefetch_stop(pf);
     long long total = (long long)global.sample_count, correct = (long long)global.correct;
-    /* HetSeq's eval_mnist.py line, with the true average loss (HetSeq divided batch means by N). */
-    hs_log("\nTest set: Average loss: %.4f, Accuracy: %lld/%lld (%.0f%%)\n",
-           total ? global.loss_sum / (double)total : 0.0, correct, total,
-           total ? 100.0 * (double)correct / (double)total : 0.0);
+    if (task->loss_from_stats) {
+        /* Tasks with several loss terms (BERT: MLM + NSP) print their own metrics. */
+        char fields[512] = "";
+        if (task->format_stats) task->format_stats(&global, 0, fields, sizeof fields);
+        hs_log("\nValidation set (%s): loss %.4f%s, samples %lld\n", hs_cfg_string(cfg, "data.valid_subset"),
+               task->loss_from_stats(&global), fields, total);
+    } else {
+        /* HetSeq's eval_mnist.py line, with the true average loss (HetSeq divided batch means by N). */
+        hs_log("\nTest set: Average loss: %.4f, Accuracy: %lld/%lld (%.0f%%)\n",
+               total ? global.loss_sum / (double)total : 0.0, correct, total,
+               total ? 100.0 * (double)correct / (double)total : 0.0);
+    }
     hs_task_destroy(task);
     return 0;
 }
