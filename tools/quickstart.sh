@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine for hetseq and then either runs the main job or the tests.
-#   bash tools/quickstart.sh demo   install packages, build, train HetSeq's MNIST CNN on Fashion-MNIST
-#                                   (2 MPI ranks, CPU), evaluate it, print where results are
+#   bash tools/quickstart.sh demo   install packages, build, make a WordPiece vocabulary and BERT shards
+#                                   from the English text of Debian's `fortunes`, pretrain a tiny BERT
+#                                   (2 MPI ranks, CPU) with validation, plot the losses, print where
+#                                   the checkpoint, metrics and plot are
+#   bash tools/quickstart.sh mnist  the same for HetSeq's MNIST CNN on Fashion-MNIST
 #   bash tools/quickstart.sh test   install packages, build, run `make check` and the sanitizer
 #                                   (ASan+UBSan) run of the CPU unit tests; ends with "N passed, N failed"
 set -euo pipefail
 mode=${1:-demo}
+case "$mode" in demo|mnist|test) ;; *) echo "usage: bash tools/quickstart.sh demo|mnist|test" >&2; exit 2 ;; esac
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -13,6 +17,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 PACKAGES="build-essential autoconf automake libtool pkg-config libopenmpi-dev openmpi-bin libhdf5-openmpi-dev
  hdf5-tools libconfig-dev libjson-c-dev libopenblas-openmp-dev zlib1g-dev libcmocka-dev dataset-fashion-mnist"
 [ "$mode" = test ] && PACKAGES="$PACKAGES python3-torch python3-h5py python3-numpy"
+[ "$mode" = demo ] && PACKAGES="$PACKAGES fortunes gnuplot-nox"
 
 install_packages() {
   local missing=""
@@ -38,10 +43,25 @@ install_packages
 case "$mode" in
 demo)
   build build
+  corpus=/usr/share/games/fortunes
+  mkdir -p data/demo
+  [ -f data/demo/vocab.txt ] || build/hetseq prep vocab --corpus "$corpus" --size 8000 --out data/demo/vocab.txt
+  [ -d data/demo/shards ] || mpirun -np 2 --oversubscribe build/hetseq prep bert --corpus "$corpus" \
+      --vocab data/demo/vocab.txt --out data/demo/shards --seq-len 64 --max-pred 10 --dupe-factor 3 \
+      --shards 4 --valid-fraction 0.05 --seed 12345
+  mpirun -np 2 --oversubscribe build/hetseq train conf/bert_demo.cfg
+  mpirun -np 2 --oversubscribe build/hetseq eval conf/bert_demo.cfg --checkpoint checkpoints/bert_demo/checkpoint_last.h5
+  tools/plot_metrics.sh checkpoints/bert_demo/metrics.jsonl checkpoints/bert_demo/loss.png || true
+  echo "== checkpoints: $top/checkpoints/bert_demo/   metrics (JSON lines): $top/checkpoints/bert_demo/metrics.jsonl"
+  echo "== loss plot: $top/checkpoints/bert_demo/loss.png"
+  ;;
+mnist)
+  build build
   mkdir -p data
   [ -f data/fashion-mnist.h5 ] || build/hetseq prep mnist --in /usr/share/datasets/fashion-mnist --out data/fashion-mnist.h5
   mpirun -np 2 --oversubscribe build/hetseq train conf/mnist.cfg
   mpirun -np 2 --oversubscribe build/hetseq eval conf/mnist.cfg --checkpoint checkpoints/mnist/checkpoint_last.h5
+  tools/plot_metrics.sh checkpoints/mnist/metrics.jsonl checkpoints/mnist/loss.png 2>/dev/null || true
   echo "== checkpoints: $top/checkpoints/mnist/   metrics (JSON lines): $top/checkpoints/mnist/metrics.jsonl"
   ;;
 test)
@@ -67,6 +87,4 @@ test)
   echo "$pass passed, $fail failed, $skip skipped"
   exit $status
   ;;
-*)
-  echo "usage: bash tools/quickstart.sh demo|test" >&2; exit 2 ;;
 esac
