@@ -29,9 +29,14 @@ int main(int argc, char **argv) {
     } else if (!strcmp(cli.command, "prep")) {
         if (cli.prep_argc >= 1 && !strcmp(cli.prep_argv[0], "repack"))
             status = hs_prep_repack_main(cli.prep_argc, cli.prep_argv, &comm);
+        else if (cli.prep_argc >= 1 && !strcmp(cli.prep_argv[0], "bert"))
+            status = hs_prep_bert_main(cli.prep_argc, cli.prep_argv, &comm);
+        else if (cli.prep_argc >= 1 && !strcmp(cli.prep_argv[0], "vocab"))
+            status = hs_prep_vocab_main(cli.prep_argc, cli.prep_argv, &comm);
         else if (cli.prep_argc < 1 || strcmp(cli.prep_argv[0], "mnist") != 0)
-            hs_die_all("hetseq prep: expected a kind of data: hetseq prep mnist --in DIR --out FILE.h5, or "
-                       "hetseq prep repack --in DIR --out DIR2");
+            hs_die_all("hetseq prep: expected a kind of data: hetseq prep mnist --in DIR --out FILE.h5, "
+                       "hetseq prep repack --in DIR --out DIR2, hetseq prep vocab --corpus PATH --size N --out FILE, "
+                       "or hetseq prep bert --corpus PATH --vocab FILE --out DIR");
         else status = hs_prep_mnist_main(cli.prep_argc, cli.prep_argv, &comm);
     } else {
         hs_config *cfg = hs_config_load(cli.config_path, cli.n_overrides, cli.overrides);

@@ -15,8 +15,9 @@ cd "$top"
 jobs=$(nproc 2>/dev/null || echo 2)
 
 PACKAGES="build-essential autoconf automake libtool pkg-config libopenmpi-dev openmpi-bin libhdf5-openmpi-dev
- hdf5-tools libconfig-dev libjson-c-dev libopenblas-openmp-dev zlib1g-dev libcmocka-dev dataset-fashion-mnist"
-[ "$mode" = test ] && PACKAGES="$PACKAGES python3-torch python3-h5py python3-numpy"
+ hdf5-tools libconfig-dev libjson-c-dev libutf8proc-dev libopenblas-openmp-dev zlib1g-dev libcmocka-dev
+ dataset-fashion-mnist"
+[ "$mode" = test ] && PACKAGES="$PACKAGES python3-torch python3-h5py python3-numpy python3-venv fortunes"
 [ "$mode" = demo ] && PACKAGES="$PACKAGES fortunes gnuplot-nox"
 
 install_packages() {
@@ -34,6 +35,17 @@ build() { # dir configure-args...
   [ -x configure ] || autoreconf -fi
   mkdir -p "$dir"
   (cd "$dir" && { [ -f Makefile ] || "$top/configure" -q "$@"; } && make -j"$jobs" >/dev/null)
+}
+
+# Hugging Face's tokenizers and transformers (PyPI) for the tokenizer cross-check, in a venv that keeps
+# the system's torch, h5py and numpy; without them that test skips and says so.
+python_env() {
+  local venv=$top/build/pyenv
+  "$venv/bin/python" -c 'import tokenizers, transformers' >/dev/null 2>&1 && return 0
+  mkdir -p build
+  { /usr/bin/python3 -m venv --system-site-packages "$venv" &&
+    "$venv/bin/pip" install -q --disable-pip-version-check tokenizers==0.15.2 transformers==4.38.2; } ||
+    echo "== warning: could not install tokenizers/transformers from PyPI: the tokenizer cross-check will skip"
 }
 
 # mpirun refuses to run as root unless told it is intended (containers, CI machines).
@@ -65,7 +77,9 @@ mnist)
   echo "== checkpoints: $top/checkpoints/mnist/   metrics (JSON lines): $top/checkpoints/mnist/metrics.jsonl"
   ;;
 test)
-  build build
+  python_env
+  pyenv=(); [ -x build/pyenv/bin/python ] && pyenv=(PYTHON_TORCH="$top/build/pyenv/bin/python")
+  build build "${pyenv[@]}"
   status=0
   (cd build && make -j"$jobs" check) || status=1
   # The sanitizer build runs the CPU unit and gradient tests (the MPI end-to-end tests run above).

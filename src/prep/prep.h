@@ -14,4 +14,17 @@ int hs_prep_mnist_main(int argc, char **argv, const hs_comm *comm);
  * returns the same exit status. */
 int hs_prep_repack_main(int argc, char **argv, const hs_comm *comm);
 
+/* hetseq prep vocab --corpus PATH... --size N --out vocab.txt [--cased] [--min-frequency 2]
+ *                   [--limit-alphabet 1000] [--strict]
+ * argv[0] is "vocab". Learns a WordPiece vocabulary (special tokens, alphabet, ## pieces, merges) from
+ * UTF-8 text; ranks count the words of their share of the files, rank 0 learns and writes. Every rank
+ * returns the same exit status. */
+int hs_prep_vocab_main(int argc, char **argv, const hs_comm *comm);
+
+/* hetseq prep bert --corpus PATH... --vocab vocab.txt --out DIR [--seq-len 128] [--max-pred 20] ...
+ * argv[0] is "bert". Text -> WordPiece -> NVIDIA-format pre-training shards (Google's instance and
+ * masking algorithm). Ranks share the reading and the shards; the output does not depend on the number
+ * of ranks. Every rank returns the same exit status. */
+int hs_prep_bert_main(int argc, char **argv, const hs_comm *comm);
+
 #endif

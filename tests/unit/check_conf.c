@@ -131,8 +131,8 @@ int main(void) {
                 check_bert(top, e->d_name, c, &recipes[i]);
                 seen[i] = known = 1;
             }
-        if (!known && strncmp(e->d_name, "bert_", 5) == 0)
-            expect(0, e->d_name, "a BERT recipe this test does not know: add it to recipes[]");
+        if (!known && strncmp(e->d_name, "bert_", 5) == 0 && strstr(e->d_name, "_phase"))
+            expect(0, e->d_name, "a BERT phase recipe this test does not know: add it to recipes[]");
         printf("ok: conf/%s loads\n", e->d_name);
         hs_config_free(c);
     }
