@@ -24,7 +24,7 @@ else
 fi
 [ -s "$tmp/train" ] || { echo "plot_metrics: no training records with $label in $metrics" >&2; exit 1; }
 gnuplot <<GP
-set terminal png size 900,560
+set terminal png size 900,560 noenhanced
 set output "$out"
 set title "hetseq: $(basename "$(dirname "$metrics")")"
 set xlabel "update"
