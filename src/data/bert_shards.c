@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "util/check.h"
+#include "util/h5util.h"
 #include "util/log.h"
 
 /* Datasets in NVIDIA's order. Row widths: L for the first three, P for the masked-LM pair, 1 for NSP. */
@@ -62,31 +63,6 @@ struct hs_bert_shards {
     void *scratch; /* on-disk values that need widening */
     size_t scratch_bytes;
 };
-
-/* ---- error reporting -------------------------------------------------------------------------------- */
-
-static herr_t innermost_frame(unsigned n, const H5E_error2_t *e, void *data) {
-    if (n == 0 && e->desc) snprintf(data, 256, "%s", e->desc);
-    return 0;
-}
-
-/* The description of the deepest HDF5 error (where it started), e.g. "truncated file: eof = ...". */
-static const char *hdf5_reason(char buf[256]) {
-    buf[0] = 0;
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost_frame, buf);
-    H5Eclear2(H5E_DEFAULT);
-    return buf[0] ? buf : "unknown HDF5 error";
-}
-
-static void describe_type(hid_t type, char *out, size_t len) {
-    H5T_class_t cls = (H5T_class_t)HS_H5(H5Tget_class(type), NULL);
-    size_t size = H5Tget_size(type);
-    const char *name = cls == H5T_FLOAT ? "floating point" : cls == H5T_STRING ? "string" : "non-numeric";
-    if (cls == H5T_INTEGER)
-        snprintf(out, len, "%zu-bit %s integer", 8 * size, H5Tget_sign(type) == H5T_SGN_NONE ? "unsigned" : "signed");
-    else
-        snprintf(out, len, "%zu-bit %s", 8 * size, name);
-}
 
 /* ---- the file list ---------------------------------------------------------------------------------- */
 
@@ -210,7 +186,7 @@ static hid_t open_dataset(shard_file *f, int k, int check, hsize_t dims[2]) {
     hid_t type = (hid_t)HS_H5(H5Dget_type(ds), NULL);
     if (HS_H5(H5Tget_class(type), NULL) != H5T_INTEGER || match_integer(type, &f->layout[k]) != 0) {
         char desc[64];
-        describe_type(type, desc, sizeof desc);
+        hs_h5_describe_type(type, desc, sizeof desc);
         hs_die_agreed("%s: dataset %s holds %s values; BERT shards hold integers (input_ids, masked_lm_* int32; "
                       "input_mask, segment_ids, next_sentence_labels int8). " SHARD_HINT,
                       f->path, name, desc);
@@ -260,9 +236,9 @@ static int chunks_per_row(hid_t ds, int L, hsize_t *chunk_rows, hsize_t *chunk_c
 static void open_file_handle(hs_bert_shards *s, shard_file *f) {
     f->file = H5Fopen(f->path, H5F_ACC_RDONLY, s->fapl);
     if (f->file < 0) {
-        char reason[256];
+        char reason[HS_H5_REASON_LEN];
         hs_die("%s is not a readable HDF5 file (%s); it may be truncated or still being written. " SHARD_HINT,
-               f->path, hdf5_reason(reason));
+               f->path, hs_h5_reason(reason));
     }
     s->nopen++;
 }
@@ -520,10 +496,10 @@ static int64_t read_rows(hs_bert_shards *s, shard_file *f, int k, int64_t lo, in
         raw = unused; /* nothing is written; some HDF5 versions reject a NULL buffer */
     }
     if (H5Dread(ds, t->type, mspace, fspace, s->dxpl, raw) < 0) {
-        char reason[256];
+        char reason[HS_H5_REASON_LEN];
         hs_die("%s: reading rows [%lld, %lld) of dataset %s failed (%s); the file may be damaged or truncated. "
                SHARD_HINT,
-               f->path, (long long)lo, (long long)lo + n, ds_names[k], hdf5_reason(reason));
+               f->path, (long long)lo, (long long)lo + n, ds_names[k], hs_h5_reason(reason));
     }
     uint32_t local = 0, global = 0;
     HS_H5(H5Pget_mpio_no_collective_cause(s->dxpl, &local, &global), NULL);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "util/check.h"
+#include "util/h5util.h"
 
 #define REBUILD_HINT "re-create it with `hetseq prep mnist --in DIR --out FILE.h5`"
 
@@ -25,32 +26,6 @@ struct hs_mnist_file {
     int64_t num[2];
     uint32_t no_collective_cause; /* OR of every read's local and global causes */
 };
-
-/* ---- error reporting -------------------------------------------------------------------------------- */
-
-static herr_t innermost_frame(unsigned n, const H5E_error2_t *e, void *data) {
-    if (n == 0 && e->desc) snprintf(data, 256, "%s", e->desc);
-    return 0;
-}
-
-/* The description of the deepest HDF5 error (where it started), e.g. "truncated file: eof = ...". */
-static const char *hdf5_reason(char buf[256]) {
-    buf[0] = 0;
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost_frame, buf);
-    H5Eclear2(H5E_DEFAULT);
-    return buf[0] ? buf : "unknown HDF5 error";
-}
-
-static void describe_type(hid_t type, char *out, size_t len) {
-    H5T_class_t cls = (H5T_class_t)HS_H5(H5Tget_class(type), NULL);
-    size_t size = H5Tget_size(type);
-    const char *name = cls == H5T_INTEGER ? "integer" : cls == H5T_FLOAT ? "floating point" : cls == H5T_STRING ? "string"
-                                                                                                                : "non-numeric";
-    if (cls == H5T_INTEGER)
-        snprintf(out, len, "%zu-bit %s integer", 8 * size, H5Tget_sign(type) == H5T_SGN_NONE ? "unsigned" : "signed");
-    else
-        snprintf(out, len, "%zu-bit %s", 8 * size, name);
-}
 
 /* ---- open: check the layout the way a user would want it explained ---------------------------------- */
 
@@ -68,7 +43,7 @@ static hid_t open_dataset(hs_mnist_file *f, const char *group, const char *name)
              HS_H5(H5Tget_sign(type), NULL) == H5T_SGN_NONE;
     if (!ok) {
         char desc[64];
-        describe_type(type, desc, sizeof desc);
+        hs_h5_describe_type(type, desc, sizeof desc);
         hs_die("%s: dataset %s holds %s values; hetseq reads 8-bit unsigned integers (uint8) here: " REBUILD_HINT,
                f->path, dpath, desc);
     }
@@ -104,9 +79,9 @@ hs_mnist_file *hs_mnist_open(const char *path, MPI_Comm io_comm) {
     HS_H5(H5Pset_all_coll_metadata_ops(fapl, 1), NULL);
     f->file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
     if (f->file < 0) {
-        char reason[256];
+        char reason[HS_H5_REASON_LEN];
         hs_die("%s is not a readable HDF5 file (%s); it may be truncated or still being written: " REBUILD_HINT,
-               path, hdf5_reason(reason));
+               path, hs_h5_reason(reason));
     }
     HS_H5(H5Pclose(fapl), NULL);
 

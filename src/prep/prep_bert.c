@@ -26,6 +26,7 @@
 #include "prep/corpus.h"
 #include "prep/instances.h"
 #include "prep/prep.h"
+#include "prep/prep_args.h"
 #include "prep/wordpiece.h"
 #include "util/check.h"
 #include "util/log.h"
@@ -69,19 +70,6 @@ typedef struct bert_args {
 
 /* ---- arguments (identical on every rank) -------------------------------------------------------------- */
 
-static int parse_ll(const char *opt, const char *val, long long lo, long long hi, long long *out, char *err,
-                    size_t errlen) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(val, &end, 10);
-    if (errno || end == val || *end || v < lo || v > hi) {
-        snprintf(err, errlen, "%s %s: expected a whole number from %lld to %lld", opt, val, lo, hi);
-        return 1;
-    }
-    *out = v;
-    return 0;
-}
-
 static int parse_prob(const char *opt, const char *val, double lo, int lo_open, double hi, int hi_open, double *out,
                       char *err, size_t errlen) {
     char *end;
@@ -97,8 +85,62 @@ static int parse_prob(const char *opt, const char *val, double lo, int lo_open, 
     return 0;
 }
 
+static void take_option(void *args, const char *opt, const char *val, char *err, size_t errlen) {
+    bert_args *a = args;
+    if (!strcmp(opt, "--cased")) a->cased = 1;
+    else if (!strcmp(opt, "--strict")) a->strict = 1;
+    else if (!strcmp(opt, "--corpus")) {
+        if (val) a->corpus[a->n_corpus++] = val;
+        else if (a->n_corpus == 0) snprintf(err, errlen, "--corpus needs at least one file or directory");
+    } else if (!strcmp(opt, "--vocab")) a->vocab = val;
+    else if (!strcmp(opt, "--out")) a->out_dir = val;
+    else if (!strcmp(opt, "--prefix")) {
+        a->prefix = val;
+        if (!val[0] || strchr(val, '/'))
+            snprintf(err, errlen, "--prefix %s: expected a file name part without '/'", val);
+    } else if (!strcmp(opt, "--seq-len")) {
+        if (hs_prep_parse_count(opt, val, LLONG_MIN, LLONG_MAX, &a->seq_len, err, errlen) == 0 &&
+            (a->seq_len < 8 || a->seq_len > 65536))
+            snprintf(err, errlen,
+                     "--seq-len %s: must be from 8 to 65536 ([CLS] A [SEP] B [SEP] needs room for both "
+                     "segments; BERT uses 128 or 512)",
+                     val);
+    } else if (!strcmp(opt, "--max-pred")) hs_prep_parse_count(opt, val, 1, 65536, &a->max_pred, err, errlen);
+    else if (!strcmp(opt, "--dupe-factor")) hs_prep_parse_count(opt, val, 1, 1000, &a->dupe_factor, err, errlen);
+    else if (!strcmp(opt, "--shards")) hs_prep_parse_count(opt, val, 1, 1000000, &a->shards, err, errlen);
+    else if (!strcmp(opt, "--test-shards"))
+        hs_prep_parse_count(opt, val, 1, 1000000, &a->test_shards, err, errlen);
+    else if (!strcmp(opt, "--seed")) hs_prep_parse_count(opt, val, 0, LLONG_MAX, &a->seed, err, errlen);
+    else if (!strcmp(opt, "--masked-lm-prob")) parse_prob(opt, val, 0, 1, 1, 0, &a->masked_lm_prob, err, errlen);
+    else if (!strcmp(opt, "--short-seq-prob")) parse_prob(opt, val, 0, 0, 1, 0, &a->short_seq_prob, err, errlen);
+    else if (!strcmp(opt, "--valid-fraction")) parse_prob(opt, val, 0, 0, 1, 1, &a->valid_fraction, err, errlen);
+    else if (!strcmp(opt, "--split-sentences")) {
+        if (!strcmp(val, "auto")) a->split = HS_SPLIT_AUTO;
+        else if (!strcmp(val, "lines")) a->split = HS_SPLIT_LINES;
+        else if (!strcmp(val, "prose")) a->split = HS_SPLIT_PROSE;
+        else snprintf(err, errlen, "--split-sentences %s: expected auto, lines or prose", val);
+    } else snprintf(err, errlen, "unknown option %s", opt);
+}
+
+static void check_required(void *args, char *err, size_t errlen) {
+    bert_args *a = args;
+    if (a->n_corpus == 0) snprintf(err, errlen, "--corpus PATH... is required (text files or directories)");
+    else if (!a->vocab) snprintf(err, errlen, "--vocab FILE is required (a WordPiece vocab.txt)");
+    else if (!a->out_dir) snprintf(err, errlen, "--out DIR is required (the directory for the shards)");
+    else if (a->test_shards && a->valid_fraction == 0)
+        snprintf(err, errlen,
+                 "--test-shards needs --valid-fraction F > 0 (which documents go to the test shards)");
+    else if (a->valid_fraction > 0 && a->test_shards == 0) {
+        /* as many test shards as the test documents' share of the training shards, at least one */
+        a->test_shards = llround((double)a->shards * a->valid_fraction);
+        if (a->test_shards < 1) a->test_shards = 1;
+    }
+}
+
 /* Returns 0, -1 for --help (printed), or 1 after rank 0 printed what is wrong. */
 static int parse_args(int argc, char **argv, int rank, bert_args *a) {
+    static const char *const flags[] = {"--cased", "--strict", NULL};
+    const hs_prep_cli cli = {"bert", USAGE, flags, "--corpus", take_option, check_required};
     memset(a, 0, sizeof *a);
     a->prefix = "corpus";
     a->seq_len = 128;
@@ -111,75 +153,7 @@ static int parse_args(int argc, char **argv, int rank, bert_args *a) {
     a->seed = 12345;
     a->split = HS_SPLIT_AUTO;
     HS_ALLOC(a->corpus, argc);
-    char err[512] = "";
-    for (int i = 1; i < argc && !err[0]; i++) {
-        const char *opt = argv[i];
-        if (!strcmp(opt, "-h") || !strcmp(opt, "--help")) {
-            if (rank == 0) printf("%s\n", USAGE);
-            return -1;
-        }
-        if (!strcmp(opt, "--cased")) {
-            a->cased = 1;
-            continue;
-        }
-        if (!strcmp(opt, "--strict")) {
-            a->strict = 1;
-            continue;
-        }
-        if (!strcmp(opt, "--corpus")) {
-            while (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) a->corpus[a->n_corpus++] = argv[++i];
-            if (a->n_corpus == 0) snprintf(err, sizeof err, "--corpus needs at least one file or directory");
-            continue;
-        }
-        if (i + 1 >= argc) {
-            snprintf(err, sizeof err, "option %s needs a value", opt);
-            break;
-        }
-        const char *val = argv[++i];
-        if (!strcmp(opt, "--vocab")) a->vocab = val;
-        else if (!strcmp(opt, "--out")) a->out_dir = val;
-        else if (!strcmp(opt, "--prefix")) {
-            a->prefix = val;
-            if (!val[0] || strchr(val, '/'))
-                snprintf(err, sizeof err, "--prefix %s: expected a file name part without '/'", val);
-        } else if (!strcmp(opt, "--seq-len")) {
-            if (parse_ll(opt, val, LLONG_MIN, LLONG_MAX, &a->seq_len, err, sizeof err) == 0 &&
-                (a->seq_len < 8 || a->seq_len > 65536))
-                snprintf(err, sizeof err,
-                         "--seq-len %s: must be from 8 to 65536 ([CLS] A [SEP] B [SEP] needs room for both "
-                         "segments; BERT uses 128 or 512)",
-                         val);
-        } else if (!strcmp(opt, "--max-pred")) parse_ll(opt, val, 1, 65536, &a->max_pred, err, sizeof err);
-        else if (!strcmp(opt, "--dupe-factor")) parse_ll(opt, val, 1, 1000, &a->dupe_factor, err, sizeof err);
-        else if (!strcmp(opt, "--shards")) parse_ll(opt, val, 1, 1000000, &a->shards, err, sizeof err);
-        else if (!strcmp(opt, "--test-shards")) parse_ll(opt, val, 1, 1000000, &a->test_shards, err, sizeof err);
-        else if (!strcmp(opt, "--seed")) parse_ll(opt, val, 0, LLONG_MAX, &a->seed, err, sizeof err);
-        else if (!strcmp(opt, "--masked-lm-prob"))
-            parse_prob(opt, val, 0, 1, 1, 0, &a->masked_lm_prob, err, sizeof err);
-        else if (!strcmp(opt, "--short-seq-prob"))
-            parse_prob(opt, val, 0, 0, 1, 0, &a->short_seq_prob, err, sizeof err);
-        else if (!strcmp(opt, "--valid-fraction"))
-            parse_prob(opt, val, 0, 0, 1, 1, &a->valid_fraction, err, sizeof err);
-        else if (!strcmp(opt, "--split-sentences")) {
-            if (!strcmp(val, "auto")) a->split = HS_SPLIT_AUTO;
-            else if (!strcmp(val, "lines")) a->split = HS_SPLIT_LINES;
-            else if (!strcmp(val, "prose")) a->split = HS_SPLIT_PROSE;
-            else snprintf(err, sizeof err, "--split-sentences %s: expected auto, lines or prose", val);
-        } else snprintf(err, sizeof err, "unknown option %s", opt);
-    }
-    if (!err[0] && a->n_corpus == 0) snprintf(err, sizeof err, "--corpus PATH... is required (text files or directories)");
-    if (!err[0] && !a->vocab) snprintf(err, sizeof err, "--vocab FILE is required (a WordPiece vocab.txt)");
-    if (!err[0] && !a->out_dir) snprintf(err, sizeof err, "--out DIR is required (the directory for the shards)");
-    if (!err[0] && a->test_shards && a->valid_fraction == 0)
-        snprintf(err, sizeof err, "--test-shards needs --valid-fraction F > 0 (which documents go to the test shards)");
-    if (!err[0] && a->valid_fraction > 0 && a->test_shards == 0) {
-        /* as many test shards as the test documents' share of the training shards, at least one */
-        a->test_shards = llround((double)a->shards * a->valid_fraction);
-        if (a->test_shards < 1) a->test_shards = 1;
-    }
-    if (!err[0]) return 0;
-    if (rank == 0) fprintf(stderr, "hetseq: error: prep bert: %s\n%s\n", err, USAGE);
-    return 1;
+    return hs_prep_parse_args(&cli, argc, argv, rank, a);
 }
 
 /* ---- the file list (rank 0) ----------------------------------------------------------------------------- */

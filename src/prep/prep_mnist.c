@@ -12,6 +12,7 @@
 #include "data/idx.h"
 #include "data/mnist.h"
 #include "prep/prep.h"
+#include "prep/prep_args.h"
 #include "util/check.h"
 
 /* Rows per chunk: a micro-batch of up to a few hundred rows touches one or two chunks; a 1024-image
@@ -30,44 +31,31 @@ static const char *const image_names[2] = {"train-images-idx3-ubyte", "t10k-imag
 static const char *const label_names[2] = {"train-labels-idx1-ubyte", "t10k-labels-idx1-ubyte"};
 static const char *const split_groups[2] = {"train", "test"};
 
-/* Identical on every rank: returns 0, or 1 after rank 0 printed what is wrong. */
+static void take_option(void *args, const char *opt, const char *val, char *err, size_t errlen) {
+    prep_args *a = args;
+    if (!strcmp(opt, "--in")) a->in_dir = val;
+    else if (!strcmp(opt, "--out")) a->out_path = val;
+    else if (!strcmp(opt, "--limit-train") || !strcmp(opt, "--limit-test")) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(val, &end, 10);
+        if (errno || *end || end == val || v < 1)
+            snprintf(err, errlen, "%s %s: expected a whole number >= 1", opt, val);
+        a->limit[!strcmp(opt, "--limit-test")] = v;
+    } else snprintf(err, errlen, "unknown option %s", opt);
+}
+
+static void check_required(void *args, char *err, size_t errlen) {
+    const prep_args *a = args;
+    if (!a->in_dir) snprintf(err, errlen, "--in DIR is required (the directory with the IDX files)");
+    else if (!a->out_path) snprintf(err, errlen, "--out FILE.h5 is required");
+}
+
+/* Identical on every rank: returns 0, -1 for --help, or 1 after rank 0 printed what is wrong. */
 static int parse_args(int argc, char **argv, int rank, prep_args *a) {
+    const hs_prep_cli cli = {"mnist", USAGE, NULL, NULL, take_option, check_required};
     memset(a, 0, sizeof *a);
-    const char *problem = NULL;
-    char buf[512];
-    for (int i = 1; i < argc && !problem; i++) {
-        const char *opt = argv[i];
-        if (!strcmp(opt, "-h") || !strcmp(opt, "--help")) {
-            if (rank == 0) printf("%s\n", USAGE);
-            return -1;
-        }
-        if (i + 1 >= argc) {
-            snprintf(buf, sizeof buf, "option %s needs a value", opt);
-            problem = buf;
-            break;
-        }
-        const char *val = argv[++i];
-        if (!strcmp(opt, "--in")) a->in_dir = val;
-        else if (!strcmp(opt, "--out")) a->out_path = val;
-        else if (!strcmp(opt, "--limit-train") || !strcmp(opt, "--limit-test")) {
-            char *end;
-            errno = 0;
-            long long v = strtoll(val, &end, 10);
-            if (errno || *end || end == val || v < 1) {
-                snprintf(buf, sizeof buf, "%s %s: expected a whole number >= 1", opt, val);
-                problem = buf;
-            }
-            a->limit[!strcmp(opt, "--limit-test")] = v;
-        } else {
-            snprintf(buf, sizeof buf, "unknown option %s", opt);
-            problem = buf;
-        }
-    }
-    if (!problem && !a->in_dir) problem = "--in DIR is required (the directory with the IDX files)";
-    if (!problem && !a->out_path) problem = "--out FILE.h5 is required";
-    if (!problem) return 0;
-    if (rank == 0) fprintf(stderr, "hetseq: error: prep mnist: %s\n%s\n", problem, USAGE);
-    return 1;
+    return hs_prep_parse_args(&cli, argc, argv, rank, a);
 }
 
 /* DIR/NAME, else DIR/NAME.gz; NULL (and a message in err) if neither is there. */

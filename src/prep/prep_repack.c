@@ -15,7 +15,9 @@
 #include <unistd.h>
 
 #include "prep/prep.h"
+#include "prep/prep_args.h"
 #include "util/check.h"
+#include "util/h5util.h"
 
 static const char *const USAGE =
     "usage: hetseq prep repack --in FILE_OR_DIR --out DIR [--rows-per-chunk 64] [--gzip 0..9]";
@@ -34,47 +36,28 @@ typedef struct repack_args {
     long long rows_per_chunk, gzip;
 } repack_args;
 
+static void take_option(void *args, const char *opt, const char *val, char *err, size_t errlen) {
+    repack_args *a = args;
+    if (!strcmp(opt, "--in")) a->in = val;
+    else if (!strcmp(opt, "--out")) a->out_dir = val;
+    else if (!strcmp(opt, "--rows-per-chunk"))
+        hs_prep_parse_count(opt, val, 1, 1 << 20, &a->rows_per_chunk, err, errlen);
+    else if (!strcmp(opt, "--gzip")) hs_prep_parse_count(opt, val, 0, 9, &a->gzip, err, errlen);
+    else snprintf(err, errlen, "unknown option %s", opt);
+}
+
+static void check_required(void *args, char *err, size_t errlen) {
+    const repack_args *a = args;
+    if (!a->in) snprintf(err, errlen, "--in FILE_OR_DIR is required (a BERT shard or a directory of shards)");
+    else if (!a->out_dir) snprintf(err, errlen, "--out DIR is required (the directory for the repacked shards)");
+}
+
 /* Identical on every rank: returns 0, -1 for --help, or 1 after rank 0 printed what is wrong. */
 static int parse_args(int argc, char **argv, int rank, repack_args *a) {
+    const hs_prep_cli cli = {"repack", USAGE, NULL, NULL, take_option, check_required};
     memset(a, 0, sizeof *a);
     a->rows_per_chunk = 64;
-    const char *problem = NULL;
-    char buf[512];
-    for (int i = 1; i < argc && !problem; i++) {
-        const char *opt = argv[i];
-        if (!strcmp(opt, "-h") || !strcmp(opt, "--help")) {
-            if (rank == 0) printf("%s\n", USAGE);
-            return -1;
-        }
-        if (i + 1 >= argc) {
-            snprintf(buf, sizeof buf, "option %s needs a value", opt);
-            problem = buf;
-            break;
-        }
-        const char *val = argv[++i];
-        if (!strcmp(opt, "--in")) a->in = val;
-        else if (!strcmp(opt, "--out")) a->out_dir = val;
-        else if (!strcmp(opt, "--rows-per-chunk") || !strcmp(opt, "--gzip")) {
-            int is_gzip = !strcmp(opt, "--gzip");
-            char *end;
-            errno = 0;
-            long long v = strtoll(val, &end, 10);
-            long long lo = is_gzip ? 0 : 1, hi = is_gzip ? 9 : 1 << 20;
-            if (errno || *end || end == val || v < lo || v > hi) {
-                snprintf(buf, sizeof buf, "%s %s: expected a whole number from %lld to %lld", opt, val, lo, hi);
-                problem = buf;
-            }
-            *(is_gzip ? &a->gzip : &a->rows_per_chunk) = v;
-        } else {
-            snprintf(buf, sizeof buf, "unknown option %s", opt);
-            problem = buf;
-        }
-    }
-    if (!problem && !a->in) problem = "--in FILE_OR_DIR is required (a BERT shard or a directory of shards)";
-    if (!problem && !a->out_dir) problem = "--out DIR is required (the directory for the repacked shards)";
-    if (!problem) return 0;
-    if (rank == 0) fprintf(stderr, "hetseq: error: prep repack: %s\n%s\n", problem, USAGE);
-    return 1;
+    return hs_prep_parse_args(&cli, argc, argv, rank, a);
 }
 
 static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -159,18 +142,6 @@ static int plan(const repack_args *a, char **list, size_t *len, char *err, size_
 
 /* ---- one file ---------------------------------------------------------------------------------------- */
 
-static herr_t innermost_frame(unsigned n, const H5E_error2_t *e, void *data) {
-    if (n == 0 && e->desc) snprintf(data, 256, "%s", e->desc);
-    return 0;
-}
-
-static const char *hdf5_reason(char buf[256]) {
-    buf[0] = 0;
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost_frame, buf);
-    H5Eclear2(H5E_DEFAULT);
-    return buf[0] ? buf : "unknown HDF5 error";
-}
-
 /* Copy dataset `name` of src into dst with chunks [min(rpc, N), all other dims]. Returns 0, or 1 with
  * a message in err. */
 static int copy_dataset(hid_t src, hid_t dst, const char *name, const repack_args *a, const char *in_path,
@@ -216,8 +187,8 @@ static int copy_dataset(hid_t src, hid_t dst, const char *name, const repack_arg
     hid_t out = H5Dcreate2(dst, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     HS_H5(H5Pclose(dcpl), NULL);
     if (out < 0) {
-        char reason[256];
-        snprintf(err, errlen, "%s: cannot create dataset %s in the output (%s)", in_path, name, hdf5_reason(reason));
+        char reason[HS_H5_REASON_LEN];
+        snprintf(err, errlen, "%s: cannot create dataset %s in the output (%s)", in_path, name, hs_h5_reason(reason));
         H5Sclose(space);
         H5Tclose(type);
         H5Dclose(in);
@@ -261,9 +232,9 @@ static int copy_dataset(hid_t src, hid_t dst, const char *name, const repack_arg
     return 0;
 
 read_failed: {
-    char reason[256];
+    char reason[HS_H5_REASON_LEN];
     snprintf(err, errlen, "%s: reading dataset %s failed (%s); the file may be damaged or truncated", in_path, name,
-             hdf5_reason(reason));
+             hs_h5_reason(reason));
     free(buf);
     H5Dclose(out);
     H5Sclose(space);
@@ -297,9 +268,9 @@ static int repack_file(const char *in_path, const repack_args *a, long long *row
 
     src = H5Fopen(in_path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (src < 0) {
-        char reason[256];
+        char reason[HS_H5_REASON_LEN];
         snprintf(err, sizeof err, "%s is not a readable HDF5 file (%s); it may be truncated", in_path,
-                 hdf5_reason(reason));
+                 hs_h5_reason(reason));
         goto done;
     }
     /* a BERT shard: the six datasets, one row count */
@@ -357,8 +328,8 @@ static int repack_file(const char *in_path, const repack_args *a, long long *row
         }
         hid_t obj = H5Oopen(src, link, H5P_DEFAULT);
         if (obj < 0) {
-            char reason[256];
-            snprintf(err, sizeof err, "%s: cannot open %s (%s)", in_path, link, hdf5_reason(reason));
+            char reason[HS_H5_REASON_LEN];
+            snprintf(err, sizeof err, "%s: cannot open %s (%s)", in_path, link, hs_h5_reason(reason));
             goto done;
         }
         H5I_type_t kind = H5Iget_type(obj);
@@ -366,8 +337,8 @@ static int repack_file(const char *in_path, const repack_args *a, long long *row
         if (kind == H5I_DATASET) {
             if (copy_dataset(src, dst, link, a, in_path, err, sizeof err) != 0) goto done;
         } else if (H5Ocopy(src, link, dst, link, H5P_DEFAULT, H5P_DEFAULT) < 0) {
-            char reason[256];
-            snprintf(err, sizeof err, "%s: cannot copy %s (%s)", in_path, link, hdf5_reason(reason));
+            char reason[HS_H5_REASON_LEN];
+            snprintf(err, sizeof err, "%s: cannot copy %s (%s)", in_path, link, hs_h5_reason(reason));
             goto done;
         }
     }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "prep/prep.h"
+#include "prep/prep_args.h"
 #include "prep/vocab_learn.h"
 #include "prep/word_counts.h"
 #include "prep/wordpiece.h"
@@ -34,71 +35,39 @@ typedef struct vocab_args {
     int cased, strict;
 } vocab_args;
 
-static int parse_count(const char *opt, const char *val, long long lo, long long hi, long long *out, char *buf,
-                       size_t buflen) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(val, &end, 10);
-    if (errno || *end || end == val || v < lo || v > hi) {
-        snprintf(buf, buflen, "%s %s: expected a whole number from %lld to %lld", opt, val, lo, hi);
-        return -1;
-    }
-    *out = v;
-    return 0;
+static void take_option(void *args, const char *opt, const char *val, char *err, size_t errlen) {
+    vocab_args *a = args;
+    if (!strcmp(opt, "--cased")) a->cased = 1;
+    else if (!strcmp(opt, "--strict")) a->strict = 1;
+    else if (!strcmp(opt, "--corpus")) { /* one or more paths, up to the next option */
+        if (val) a->corpus[a->n_corpus++] = val;
+        else snprintf(err, errlen, "--corpus needs at least one file or directory");
+    } else if (!strcmp(opt, "--out")) a->out = val;
+    else if (!strcmp(opt, "--size"))
+        hs_prep_parse_count(opt, val, HS_VOCAB_N_SPECIAL + 1, INT32_MAX / 2, &a->size, err, errlen);
+    else if (!strcmp(opt, "--min-frequency"))
+        hs_prep_parse_count(opt, val, 1, INT64_MAX / 2, &a->min_frequency, err, errlen);
+    else if (!strcmp(opt, "--limit-alphabet"))
+        hs_prep_parse_count(opt, val, 1, 0x110000, &a->limit_alphabet, err, errlen);
+    else snprintf(err, errlen, "unknown option %s", opt);
+}
+
+static void check_required(void *args, char *err, size_t errlen) {
+    const vocab_args *a = args;
+    if (a->n_corpus == 0) snprintf(err, errlen, "--corpus PATH... is required (text files or directories of them)");
+    else if (!a->size) snprintf(err, errlen, "--size N is required (tokens in the vocabulary, e.g. 30522 as BERT's)");
+    else if (!a->out) snprintf(err, errlen, "--out FILE is required (where vocab.txt goes)");
 }
 
 /* Identical on every rank: returns 0, -1 for --help, or 1 after rank 0 printed what is wrong. */
 static int parse_args(int argc, char **argv, int rank, vocab_args *a) {
+    static const char *const flags[] = {"--cased", "--strict", NULL};
+    const hs_prep_cli cli = {"vocab", USAGE, flags, "--corpus", take_option, check_required};
     memset(a, 0, sizeof *a);
     a->min_frequency = 2; /* the defaults of BertWordPieceTokenizer.train */
     a->limit_alphabet = 1000;
     HS_ALLOC(a->corpus, argc > 1 ? argc : 1);
-    const char *problem = NULL;
-    char buf[512];
-    for (int i = 1; i < argc && !problem; i++) {
-        const char *opt = argv[i];
-        if (!strcmp(opt, "-h") || !strcmp(opt, "--help")) {
-            if (rank == 0) printf("%s\n", USAGE);
-            return -1;
-        }
-        if (!strcmp(opt, "--cased")) {
-            a->cased = 1;
-            continue;
-        }
-        if (!strcmp(opt, "--strict")) {
-            a->strict = 1;
-            continue;
-        }
-        if (!strcmp(opt, "--corpus")) { /* one or more paths, up to the next option */
-            int before = a->n_corpus;
-            while (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) a->corpus[a->n_corpus++] = argv[++i];
-            if (a->n_corpus == before) problem = "--corpus needs at least one file or directory";
-            continue;
-        }
-        if (i + 1 >= argc) {
-            snprintf(buf, sizeof buf, "option %s needs a value", opt);
-            problem = buf;
-            break;
-        }
-        const char *val = argv[++i];
-        if (!strcmp(opt, "--out")) a->out = val;
-        else if (!strcmp(opt, "--size")) {
-            if (parse_count(opt, val, HS_VOCAB_N_SPECIAL + 1, INT32_MAX / 2, &a->size, buf, sizeof buf)) problem = buf;
-        } else if (!strcmp(opt, "--min-frequency")) {
-            if (parse_count(opt, val, 1, INT64_MAX / 2, &a->min_frequency, buf, sizeof buf)) problem = buf;
-        } else if (!strcmp(opt, "--limit-alphabet")) {
-            if (parse_count(opt, val, 1, 0x110000, &a->limit_alphabet, buf, sizeof buf)) problem = buf;
-        } else {
-            snprintf(buf, sizeof buf, "unknown option %s", opt);
-            problem = buf;
-        }
-    }
-    if (!problem && a->n_corpus == 0) problem = "--corpus PATH... is required (text files or directories of them)";
-    if (!problem && !a->size) problem = "--size N is required (tokens in the vocabulary, e.g. 30522 as BERT's)";
-    if (!problem && !a->out) problem = "--out FILE is required (where vocab.txt goes)";
-    if (!problem) return 0;
-    if (rank == 0) fprintf(stderr, "hetseq: error: prep vocab: %s\n%s\n", problem, USAGE);
-    return 1;
+    return hs_prep_parse_args(&cli, argc, argv, rank, a);
 }
 
 /* ---- the file list (rank 0) ------------------------------------------------------------------------ */

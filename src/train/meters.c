@@ -82,11 +82,16 @@ void hs_meters_log_train(hs_meters *m, const hs_train_state *st, int64_t index_i
         task_fields(m, iv, 1, jfields, sizeof jfields);
         char tokens[64] = "";
         if (tps > 0) snprintf(tokens, sizeof tokens, ", tps=%.0f", tps);
-        printf("| epoch %03lld:  %5lld / %lld loss=%.3f, ppl=%g%s, sps=%.0f%s, ups=%.0f, bsz=%.3f, num_updates=%lld, "
+        if (!m->format || !strcmp(m->format, "simple"))
+            printf("| epoch %03lld:  %5lld / %lld loss=%.3f, ppl=%g%s, sps=%.0f%s, ups=%.0f, bsz=%.3f, num_updates=%lld, "
                "lr=%g, gnorm=%.3f, clip=%.3f, acc=%.4f, wall=%.0f, train_wall=%.4f\n",
                (long long)st->epoch, (long long)index_in_epoch, (long long)updates_in_epoch, loss,
                round(pow(2.0, loss) * 100) / 100, fields, sps, tokens, ups, bsz, (long long)st->num_updates, lr, gnorm,
                clip, acc, hs_now() - m->start_time, st->train_wall);
+        if (m->format && !strcmp(m->format, "json"))
+            printf("{\"type\": \"train\", \"epoch\": %lld, \"num_updates\": %lld, \"loss\": %.6f, \"lr\": %.8g, "
+                   "\"gnorm\": %.6f, \"samples_per_sec\": %.2f%s}\n",
+                   (long long)st->epoch, (long long)st->num_updates, loss, lr, gnorm, sps, jfields);
         fflush(stdout);
         if (m->metrics) {
             fprintf(m->metrics,

@@ -19,6 +19,7 @@ typedef struct hs_meters {
     int64_t epoch_updates;
     double start_time; /* process start, for `wall` */
     FILE *metrics;     /* JSON lines, rank 0 only; NULL if off */
+    const char *format; /* log.format: "simple" (HetSeq's lines), "json" (the metrics records on stdout), "none" */
 } hs_meters;
 
 void hs_meters_init(hs_meters *m, const hs_task *task, const char *metrics_path, int resume);

@@ -300,6 +300,11 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
     t.validate_interval_updates =
         hs_cfg_bool(cfg, "training.disable_validation") ? 0 : hs_cfg_int(cfg, "training.validate_interval_updates");
     t.log_interval = (int)hs_cfg_int(cfg, "log.interval");
+    const char *precision = hs_cfg_string(cfg, "precision");
+    if (strcmp(precision, "fp32") != 0)
+        hs_die_all("precision = \"%s\": this release trains in fp32 only (bf16/fp16 mixed precision arrives with the "
+                   "CUDA backend); set precision = \"fp32\"",
+                   precision);
     t.clip_norm = hs_cfg_float(cfg, "optimizer.clip_norm");
     t.valid_subset = hs_cfg_string(cfg, "data.valid_subset");
     if (t.max_epoch == 0 && t.max_update == 0)
@@ -339,6 +344,7 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
         else snprintf(metrics_path, sizeof metrics_path, "%s/%s", t.save_dir, metrics);
     }
     hs_meters_init(&t.meters, t.task, metrics_path, resumed);
+    t.meters.format = hs_cfg_string(cfg, "log.format");
     t.pf = hs_prefetch_start(t.task, t.max_sentences, t.max_per_request);
 
     while ((t.max_epoch == 0 || t.st.epoch <= t.max_epoch) && (t.max_update == 0 || t.st.num_updates < t.max_update)) {
