@@ -329,6 +329,12 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
 
     int64_t n_train = t.task->num_samples(t.task, HS_SPLIT_TRAIN);
     hs_sampler_init(&t.sampler, n_train, t.max_sentences, comm->size, comm->rank, (uint32_t)t.st.seed, 1);
+    if (t.validate_interval > 0 || t.validate_interval_updates > 0) {
+        /* Check the validation split's sharding now, not after the first epoch. */
+        hs_sampler valid;
+        hs_sampler_init(&valid, t.task->num_samples(t.task, HS_SPLIT_VALID), t.max_sentences, comm->size, comm->rank,
+                        0, 0);
+    }
     hs_log("| task %s, %lld training samples, %lld validation samples", t.task->name, (long long)n_train,
            (long long)t.task->num_samples(t.task, HS_SPLIT_VALID));
     hs_log("| num. model params: %zu (num. trained: %zu)", hs_params_numel(&t.task->params),
