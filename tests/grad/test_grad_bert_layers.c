@@ -1,8 +1,9 @@
 /* Gradient checks of BERT's layers: every backward pass against central finite differences of its
  * forward pass, the way a user would verify a layer before training BERT with it.
  *
- * As in test_grad_layers.c: a fixed random projection L = Σ r ⊙ y (accumulated in double) gives
- * dy = r; each analytic ∂L/∂v is compared with (L(v+ε) - L(v-ε)) / (step actually taken in float32).
+ * As in test_grad_layers.c (the shared checker is in fd_check.h): a fixed random projection
+ * L = Σ r ⊙ y (accumulated in double) gives dy = r; each analytic ∂L/∂v is compared with
+ * (L(v+ε) - L(v-ε)) / (step actually taken in float32).
  * Accepted: |analytic - numeric| ≤ 2e-3·max(|a|,|n|) + 2e-4·max(1, largest |analytic| of the tensor).
  * The float32 forward adds ~1e-7 relative noise per output, i.e. ≲ 1e-5 on the quotients at ε = 1e-2;
  * the O(ε²) truncation error of the non-linear layers (LayerNorm, GELU, tanh, softmax) is ≲ 1e-4
@@ -24,6 +25,8 @@
 #include "math/hs_math.h"
 #include "nn/bert_layers.h"
 
+#include "fd_check.h"
+
 #define TEST_SEED 20240917ULL
 
 /* ---- helpers --------------------------------------------------------------------------------------- */
@@ -34,50 +37,7 @@ static float *buf(size_t n) { return be->alloc(n * sizeof(float)); }
 
 /* v[n] ~ U(lo, hi), reproducible from `stream` */
 static void fill_uniform(float *v, size_t n, float lo, float hi, uint64_t stream) {
-    const uint64_t key = hs_rng_key(TEST_SEED, 11, stream);
-    for (size_t i = 0; i < n; i++) v[i] = lo + (hi - lo) * hs_uniform(key, 0, i);
-}
-
-/* L = Σ r ⊙ y in double */
-static double project(const float *y, const float *r, size_t n) {
-    double s = 0.0;
-    for (size_t i = 0; i < n; i++) s += (double)r[i] * (double)y[i];
-    return s;
-}
-
-typedef struct grad_case {
-    double (*loss)(void *state);
-    void *state;
-    float eps;
-} grad_case;
-
-/* analytic[count] vs central differences of c->loss w.r.t. value[count]; returns the mismatches */
-static int check_gradient(const char *what, const grad_case *c, float *value, const float *analytic, size_t count) {
-    float grad_scale = 1.0f;
-    for (size_t i = 0; i < count; i++) grad_scale = fmaxf(grad_scale, fabsf(analytic[i]));
-    const double atol = 2e-4 * grad_scale, rtol = 2e-3;
-    int bad = 0;
-    double worst = 0.0;
-    for (size_t i = 0; i < count; i++) {
-        const float v = value[i];
-        const float up = v + c->eps, down = v - c->eps;
-        value[i] = up;
-        const double loss_up = c->loss(c->state);
-        value[i] = down;
-        const double loss_down = c->loss(c->state);
-        value[i] = v;
-        const double numeric = (loss_up - loss_down) / ((double)up - (double)down);
-        const double a = analytic[i], err = fabs(a - numeric);
-        const double allowed = rtol * fmax(fabs(a), fabs(numeric)) + atol;
-        if (err / allowed > worst) worst = err / allowed;
-        if (err > allowed) {
-            if (bad < 5) fprintf(stderr, "  %s[%zu]: analytic %.6g numeric %.6g\n", what, i, a, numeric);
-            bad++;
-        }
-    }
-    fprintf(stderr, "  %-26s %5zu values checked, worst error/allowed %.3f%s\n", what, count, worst,
-            bad ? "  FAILED" : "");
-    return bad;
+    fd_fill_uniform(v, n, lo, hi, hs_rng_key(TEST_SEED, 11, stream));
 }
 
 /* ---- embeddings: word + position + token type, summed in place ----------------------------------------- */
@@ -95,7 +55,7 @@ static double embedding_loss(void *p) {
     hs_embedding_forward(be, s->y, s->word, s->ids, T, EMB_H, EMB_V, 0);
     hs_position_embedding_forward(be, s->y, s->pos, EMB_B, EMB_L, EMB_H);
     hs_embedding_forward(be, s->y, s->type, s->segments, T, EMB_H, EMB_TYPES, 1);
-    return project(s->y, s->r, (size_t)T * EMB_H);
+    return fd_project(s->y, s->r, (size_t)T * EMB_H);
 }
 
 static void test_embeddings(void **unused) {
@@ -117,10 +77,10 @@ static void test_embeddings(void **unused) {
     hs_embedding_backward(be, dword, s.r, s.ids, T, EMB_H, EMB_V);
     hs_position_embedding_backward(be, dpos, s.r, EMB_B, EMB_L, EMB_H);
     hs_embedding_backward(be, dtype, s.r, s.segments, T, EMB_H, EMB_TYPES);
-    grad_case c = {embedding_loss, &s, 1e-2f};
-    int bad = check_gradient("word embedding dtable", &c, s.word, dword, (size_t)EMB_V * EMB_H);
-    bad += check_gradient("position embedding dtable", &c, s.pos, dpos, (size_t)EMB_POS * EMB_H);
-    bad += check_gradient("token type dtable", &c, s.type, dtype, (size_t)EMB_TYPES * EMB_H);
+    fd_case c = {embedding_loss, &s, 1e-2f};
+    int bad = fd_check_gradient("word embedding dtable", &c, s.word, dword, (size_t)EMB_V * EMB_H);
+    bad += fd_check_gradient("position embedding dtable", &c, s.pos, dpos, (size_t)EMB_POS * EMB_H);
+    bad += fd_check_gradient("token type dtable", &c, s.type, dtype, (size_t)EMB_TYPES * EMB_H);
     assert_int_equal(bad, 0);
     for (int h = 0; h < EMB_H; h++) assert_true(dword[6 * EMB_H + h] == 0.0f); /* unused id */
     for (int h = 0; h < EMB_H; h++) assert_true(dpos[(EMB_POS - 1) * EMB_H + h] == 0.0f); /* position >= L */
@@ -146,7 +106,7 @@ static double layernorm_loss(void *p) {
     else
         hs_layernorm_forward(be, s->y, s->mean, s->rstd, s->a, s->gamma, s->beta, LN_ROWS, LN_COLS,
                              HS_BERT_LAYERNORM_EPS);
-    return project(s->y, s->r, (size_t)LN_ROWS * LN_COLS);
+    return fd_project(s->y, s->r, (size_t)LN_ROWS * LN_COLS);
 }
 
 static void check_layernorm(int fused) {
@@ -163,11 +123,11 @@ static void check_layernorm(int fused) {
     fill_uniform(s.r, n, -1, 1, 14);
     layernorm_loss(&s);
     hs_layernorm_backward(be, dx, dgamma, dbeta, s.r, fused ? s.x_sum : s.a, s.mean, s.rstd, s.gamma, LN_ROWS, LN_COLS);
-    grad_case c = {layernorm_loss, &s, 1e-2f};
-    int bad = check_gradient(fused ? "add+layernorm d(a)" : "layernorm dx", &c, s.a, dx, n);
-    if (fused) bad += check_gradient("add+layernorm d(residual)", &c, s.res, dx, n);
-    bad += check_gradient("layernorm dgamma", &c, s.gamma, dgamma, LN_COLS);
-    bad += check_gradient("layernorm dbeta", &c, s.beta, dbeta, LN_COLS);
+    fd_case c = {layernorm_loss, &s, 1e-2f};
+    int bad = fd_check_gradient(fused ? "add+layernorm d(a)" : "layernorm dx", &c, s.a, dx, n);
+    if (fused) bad += fd_check_gradient("add+layernorm d(residual)", &c, s.res, dx, n);
+    bad += fd_check_gradient("layernorm dgamma", &c, s.gamma, dgamma, LN_COLS);
+    bad += fd_check_gradient("layernorm dbeta", &c, s.beta, dbeta, LN_COLS);
     assert_int_equal(bad, 0);
     float *bufs[] = {s.a, s.res, s.x_sum, s.y, s.r, s.gamma, s.beta, s.mean, s.rstd, dx, dgamma, dbeta};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) be->free(bufs[i]);
@@ -201,7 +161,7 @@ static double activation_loss(void *p) {
         hs_bias_gelu_forward(be, s->y, s->u, s->bias, ACT_ROWS, ACT_COLS);
     }
     if (s->kind == 2) hs_tanh_forward(be, s->y, s->x, n);
-    return project(s->y, s->r, n);
+    return fd_project(s->y, s->r, n);
 }
 
 static void check_activation(int kind) {
@@ -219,10 +179,10 @@ static void check_activation(int kind) {
         be->bias_grad(dbias, dx, ACT_ROWS, ACT_COLS);
     }
     if (kind == 2) hs_tanh_backward(be, dx, s.r, s.y, n);
-    grad_case c = {activation_loss, &s, 1e-2f};
+    fd_case c = {activation_loss, &s, 1e-2f};
     const char *names[] = {"gelu dx", "bias+gelu dx", "tanh dx"};
-    int bad = check_gradient(names[kind], &c, s.x, dx, n);
-    if (kind == 1) bad += check_gradient("bias+gelu dbias", &c, s.bias, dbias, ACT_COLS);
+    int bad = fd_check_gradient(names[kind], &c, s.x, dx, n);
+    if (kind == 1) bad += fd_check_gradient("bias+gelu dbias", &c, s.bias, dbias, ACT_COLS);
     assert_int_equal(bad, 0);
     float *bufs[] = {s.x, s.u, s.bias, s.y, s.r, dx, dbias};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) be->free(bufs[i]);
@@ -255,7 +215,7 @@ typedef struct gather_state {
 static double gather_loss(void *p) {
     gather_state *s = p;
     hs_gather_rows_forward(be, s->y, s->x, s->index, GATHER_COUNT, GATHER_COLS, GATHER_X_ROWS);
-    return project(s->y, s->r, (size_t)GATHER_COUNT * GATHER_COLS);
+    return fd_project(s->y, s->r, (size_t)GATHER_COUNT * GATHER_COLS);
 }
 
 static void test_gather_rows(void **unused) {
@@ -271,8 +231,8 @@ static void test_gather_rows(void **unused) {
     float *dx = buf((size_t)GATHER_X_ROWS * GATHER_COLS);
     gather_loss(&s);
     hs_gather_rows_backward(be, dx, s.r, s.index, GATHER_COUNT, GATHER_COLS, GATHER_X_ROWS);
-    grad_case c = {gather_loss, &s, 1e-2f};
-    assert_int_equal(check_gradient("gather rows dx", &c, s.x, dx, (size_t)GATHER_X_ROWS * GATHER_COLS), 0);
+    fd_case c = {gather_loss, &s, 1e-2f};
+    assert_int_equal(fd_check_gradient("gather rows dx", &c, s.x, dx, (size_t)GATHER_X_ROWS * GATHER_COLS), 0);
     be->free(s.x), be->free(s.y), be->free(s.r), be->free(s.index), be->free(dx);
 }
 
@@ -302,8 +262,8 @@ static void check_xent(int rows, int classes, const int32_t *labels, const char 
     float *dlogits = buf(n);
     xent_loss(&s);
     hs_softmax_xent_backward(be, dlogits, s.probs, s.labels, rows, classes, 1.0f);
-    grad_case c = {xent_loss, &s, 1e-2f};
-    assert_int_equal(check_gradient(what, &c, s.logits, dlogits, n), 0);
+    fd_case c = {xent_loss, &s, 1e-2f};
+    assert_int_equal(fd_check_gradient(what, &c, s.logits, dlogits, n), 0);
     for (int r = 0; r < rows; r++)
         if (labels[r] < 0)
             for (int k = 0; k < classes; k++) assert_true(dlogits[(size_t)r * classes + k] == 0.0f);
@@ -338,7 +298,7 @@ typedef struct attention_state {
 static double attention_loss(void *p) {
     attention_state *s = p;
     hs_attention_forward(be, &s->d, &s->w, s->mask_bias, &s->drop, s->x, &s->saved, s->ctx);
-    return project(s->ctx, s->r, (size_t)ATT_B * ATT_L * ATT_H);
+    return fd_project(s->ctx, s->r, (size_t)ATT_B * ATT_L * ATT_H);
 }
 
 /* adjacent: the three weight matrices one [3H,H] block (one GEMM) or three allocations (three GEMMs) */
@@ -373,14 +333,14 @@ static void check_attention(float p, int adjacent) {
     hs_workspace ws = {0};
     attention_loss(&s);
     hs_attention_backward(be, &s.d, &s.w, &g, &s.drop, s.x, &s.saved, s.r, dx, 0, &ws);
-    grad_case c = {attention_loss, &s, 1e-2f};
-    int bad = check_gradient("attention dx", &c, s.x, dx, nx);
-    bad += check_gradient("attention d query.weight", &c, s.wq, g.query_w, hh);
-    bad += check_gradient("attention d query.bias", &c, s.bq, g.query_b, ATT_H);
-    bad += check_gradient("attention d key.weight", &c, s.wk, g.key_w, hh);
-    bad += check_gradient("attention d key.bias", &c, s.bk, g.key_b, ATT_H);
-    bad += check_gradient("attention d value.weight", &c, s.wv, g.value_w, hh);
-    bad += check_gradient("attention d value.bias", &c, s.bv, g.value_b, ATT_H);
+    fd_case c = {attention_loss, &s, 1e-2f};
+    int bad = fd_check_gradient("attention dx", &c, s.x, dx, nx);
+    bad += fd_check_gradient("attention d query.weight", &c, s.wq, g.query_w, hh);
+    bad += fd_check_gradient("attention d query.bias", &c, s.bq, g.query_b, ATT_H);
+    bad += fd_check_gradient("attention d key.weight", &c, s.wk, g.key_w, hh);
+    bad += fd_check_gradient("attention d key.bias", &c, s.bk, g.key_b, ATT_H);
+    bad += fd_check_gradient("attention d value.weight", &c, s.wv, g.value_w, hh);
+    bad += fd_check_gradient("attention d value.bias", &c, s.bv, g.value_b, ATT_H);
     assert_int_equal(bad, 0);
 
     /* Padding keys get no attention: their probabilities are exactly 0 (e^-10000 underflows). */

@@ -30,6 +30,8 @@
 #include "nn/layers.h"
 #include "nn/params.h"
 
+#include "fd_check.h"
+
 #define TEST_SEED 20240611ULL
 
 /* ---- helpers ------------------------------------------------------------------------------------- */
@@ -40,53 +42,7 @@ static float *buf(size_t n) { return be->alloc(n * sizeof(float)); }
 
 /* v[n] ~ U(lo, hi), reproducible from `stream` */
 static void fill_uniform(float *v, size_t n, float lo, float hi, uint64_t stream) {
-    const uint64_t key = hs_rng_key(TEST_SEED, 7, stream);
-    for (size_t i = 0; i < n; i++) v[i] = lo + (hi - lo) * hs_uniform(key, 0, i);
-}
-
-/* L = Σ r ⊙ y in double */
-static double project(const float *y, const float *r, size_t n) {
-    double s = 0.0;
-    for (size_t i = 0; i < n; i++) s += (double)r[i] * (double)y[i];
-    return s;
-}
-
-/* What the checker perturbs and how it recomputes the scalar loss. */
-typedef struct grad_case {
-    double (*loss)(void *state); /* forward, then the scalar */
-    void *state;
-    float eps;
-} grad_case;
-
-/* Compares analytic[count] with central differences of c->loss w.r.t. value[count]; checks every
- * `stride`-th coordinate (1 = all). Returns the number of mismatches (and prints them). */
-static int check_gradient(const char *what, const grad_case *c, float *value, const float *analytic, size_t count,
-                          size_t stride) {
-    float grad_scale = 1.0f;
-    for (size_t i = 0; i < count; i++) grad_scale = fmaxf(grad_scale, fabsf(analytic[i]));
-    const double atol = 2e-4 * grad_scale, rtol = 2e-3;
-    int bad = 0, checked = 0;
-    double worst = 0.0;
-    for (size_t i = 0; i < count; i += stride, checked++) {
-        const float v = value[i];
-        const float up = v + c->eps, down = v - c->eps;
-        value[i] = up;
-        const double loss_up = c->loss(c->state);
-        value[i] = down;
-        const double loss_down = c->loss(c->state);
-        value[i] = v;
-        const double numeric = (loss_up - loss_down) / ((double)up - (double)down);
-        const double a = analytic[i], err = fabs(a - numeric);
-        const double allowed = rtol * fmax(fabs(a), fabs(numeric)) + atol;
-        if (err / allowed > worst) worst = err / allowed;
-        if (err > allowed) {
-            if (bad < 5) fprintf(stderr, "  %s[%zu]: analytic %.6g numeric %.6g\n", what, i, a, numeric);
-            bad++;
-        }
-    }
-    fprintf(stderr, "  %-18s %5d values checked, worst error/allowed %.3f%s\n", what, checked, worst,
-            bad ? "  FAILED" : "");
-    return bad;
+    fd_fill_uniform(v, n, lo, hi, hs_rng_key(TEST_SEED, 7, stream));
 }
 
 /* ---- linear ---------------------------------------------------------------------------------------- */
@@ -99,7 +55,7 @@ typedef struct linear_state {
 static double linear_loss(void *p) {
     linear_state *s = p;
     hs_linear_forward(be, s->y, s->x, s->w, s->b, s->batch, s->in, s->out);
-    return project(s->y, s->r, (size_t)s->batch * s->out);
+    return fd_project(s->y, s->r, (size_t)s->batch * s->out);
 }
 
 static void test_linear(void **unused) {
@@ -114,10 +70,10 @@ static void test_linear(void **unused) {
     fill_uniform(s.r, ny, -1, 1, 4);
     hs_linear_forward(be, s.y, s.x, s.w, s.b, s.batch, s.in, s.out);
     hs_linear_backward(be, dx, dw, db, s.r, s.x, s.w, s.batch, s.in, s.out);
-    grad_case c = {linear_loss, &s, 1e-2f};
-    int bad = check_gradient("linear dx", &c, s.x, dx, nx, 1);
-    bad += check_gradient("linear dW", &c, s.w, dw, nw, 1);
-    bad += check_gradient("linear db", &c, s.b, db, s.out, 1);
+    fd_case c = {linear_loss, &s, 1e-2f};
+    int bad = fd_check_gradient("linear dx", &c, s.x, dx, nx);
+    bad += fd_check_gradient("linear dW", &c, s.w, dw, nw);
+    bad += fd_check_gradient("linear db", &c, s.b, db, s.out);
     assert_int_equal(bad, 0);
 
     /* Parameter gradients accumulate over micro-batches: a second backward doubles them. */
@@ -140,7 +96,7 @@ typedef struct conv_state {
 static double conv_loss(void *p) {
     conv_state *c = p;
     hs_conv2d_forward(be, &c->s, c->y, c->x, c->w, c->b, &c->ws);
-    return project(c->y, c->r, (size_t)c->s.n * c->s.c_out * c->s.oh * c->s.ow);
+    return fd_project(c->y, c->r, (size_t)c->s.n * c->s.c_out * c->s.oh * c->s.ow);
 }
 
 /* batch 5: not a multiple of the backend's sample grouping; non-square kernel and image */
@@ -159,10 +115,10 @@ static void test_conv2d(void **unused) {
     fill_uniform(c.r, ny, -1, 1, 14);
     conv_loss(&c);
     hs_conv2d_backward(be, &c.s, dx, dw, db, c.r, c.x, c.w, &c.ws);
-    grad_case gc = {conv_loss, &c, 1e-2f};
-    int bad = check_gradient("conv2d dx", &gc, c.x, dx, nx, 1);
-    bad += check_gradient("conv2d dW", &gc, c.w, dw, nw, 1);
-    bad += check_gradient("conv2d db", &gc, c.b, db, c.s.c_out, 1);
+    fd_case gc = {conv_loss, &c, 1e-2f};
+    int bad = fd_check_gradient("conv2d dx", &gc, c.x, dx, nx);
+    bad += fd_check_gradient("conv2d dW", &gc, c.w, dw, nw);
+    bad += fd_check_gradient("conv2d db", &gc, c.b, db, c.s.c_out);
     assert_int_equal(bad, 0);
     hs_workspace_release(be, &c.ws);
     float *bufs[] = {c.x, c.w, c.b, c.y, c.r, dx, dw, db};
@@ -180,7 +136,7 @@ typedef struct pool_state {
 static double pool_loss(void *p) {
     pool_state *s = p;
     hs_maxpool2d_forward(be, s->y, s->argmax, s->x, s->n, s->c, s->h, s->w, s->k);
-    return project(s->y, s->r, (size_t)s->n * s->c * (s->h / s->k) * (s->w / s->k));
+    return fd_project(s->y, s->r, (size_t)s->n * s->c * (s->h / s->k) * (s->w / s->k));
 }
 
 static void test_maxpool(void **unused) {
@@ -195,8 +151,8 @@ static void test_maxpool(void **unused) {
     fill_uniform(s.r, ny, -1, 1, 21);
     pool_loss(&s);
     hs_maxpool2d_backward(be, dx, s.r, s.argmax, s.n, s.c, s.h, s.w, s.k);
-    grad_case gc = {pool_loss, &s, 1e-2f};
-    assert_int_equal(check_gradient("maxpool dx", &gc, s.x, dx, nx, 1), 0);
+    fd_case gc = {pool_loss, &s, 1e-2f};
+    assert_int_equal(fd_check_gradient("maxpool dx", &gc, s.x, dx, nx), 0);
     be->free(s.x), be->free(s.y), be->free(s.r), be->free(s.argmax), be->free(dx);
 }
 
@@ -210,7 +166,7 @@ typedef struct relu_state {
 static double relu_loss(void *p) {
     relu_state *s = p;
     hs_relu_forward(be, s->y, s->x, s->n);
-    return project(s->y, s->r, s->n);
+    return fd_project(s->y, s->r, s->n);
 }
 
 static void test_relu(void **unused) {
@@ -223,8 +179,8 @@ static void test_relu(void **unused) {
     fill_uniform(s.r, s.n, -1, 1, 32);
     relu_loss(&s);
     hs_relu_backward(be, dx, s.r, s.y, s.n);
-    grad_case gc = {relu_loss, &s, 1e-2f};
-    assert_int_equal(check_gradient("relu dx", &gc, s.x, dx, s.n, 1), 0);
+    fd_case gc = {relu_loss, &s, 1e-2f};
+    assert_int_equal(fd_check_gradient("relu dx", &gc, s.x, dx, s.n), 0);
     be->free(s.x), be->free(s.y), be->free(s.r), be->free(dx);
 }
 
@@ -240,7 +196,7 @@ typedef struct dropout_state {
 static double dropout_loss(void *p) {
     dropout_state *s = p;
     hs_dropout_forward(be, &s->m, s->y, s->x, s->batch, s->per_sample);
-    return project(s->y, s->r, (size_t)s->batch * s->per_sample);
+    return fd_project(s->y, s->r, (size_t)s->batch * s->per_sample);
 }
 
 static void check_dropout(size_t group) {
@@ -254,8 +210,8 @@ static void check_dropout(size_t group) {
     fill_uniform(s.r, n, -1, 1, 42);
     dropout_loss(&s);
     hs_dropout_backward(be, &s.m, dx, s.r, s.batch, s.per_sample);
-    grad_case gc = {dropout_loss, &s, 1e-2f};
-    assert_int_equal(check_gradient(group == 1 ? "dropout dx" : "dropout2d dx", &gc, s.x, dx, n, 1), 0);
+    fd_case gc = {dropout_loss, &s, 1e-2f};
+    assert_int_equal(fd_check_gradient(group == 1 ? "dropout dx" : "dropout2d dx", &gc, s.x, dx, n), 0);
     dropout_loss(&s); /* y of the unperturbed x again */
 
     /* The mask is the documented one: keep iff hs_uniform(key, first_sample+i, group j) >= p, kept
@@ -309,8 +265,8 @@ static void test_log_softmax_nll(void **unused) {
     for (int r = 0; r < s.rows; r++) s.labels[r] = (r * 7) % s.cols;
     nll_loss(&s);
     hs_log_softmax_nll_backward(be, dlogits, s.logprobs, s.labels, s.rows, s.cols, 1.0f);
-    grad_case gc = {nll_loss, &s, 1e-2f};
-    assert_int_equal(check_gradient("log_softmax+nll", &gc, s.logits, dlogits, n, 1), 0);
+    fd_case gc = {nll_loss, &s, 1e-2f};
+    assert_int_equal(fd_check_gradient("log_softmax+nll", &gc, s.logits, dlogits, n), 0);
     be->free(s.logits), be->free(s.logprobs), be->free(s.labels), be->free(dlogits);
 }
 

@@ -24,17 +24,7 @@
 #include "data/bert_shards.h"
 #include "prep/prep.h"
 
-static int g_rank;
-
-#define CHECK(cond, ...)                                                                                    \
-    do {                                                                                                    \
-        if (!(cond)) {                                                                                      \
-            fprintf(stderr, "FAIL [rank %d] %s:%d: ", g_rank, __FILE__, __LINE__);                           \
-            fprintf(stderr, __VA_ARGS__);                                                                   \
-            fputc('\n', stderr);                                                                            \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                                   \
-        }                                                                                                   \
-    } while (0)
+#include "mpi_check.h"
 
 /* The writer's dump: rows of [ids L | segments L | mask L | positions P | labels P | nsp | count]. */
 static int32_t *read_reference(const char *path, int row_ints, int64_t *rows) {
@@ -140,9 +130,7 @@ static int verify(const hs_comm *comm, int argc, char **argv) {
 
     MPI_Allreduce(MPI_IN_PLACE, seen, (int)n, MPI_INT, MPI_SUM, comm->world);
     for (int64_t i = 0; i < n; i++) CHECK(seen[i] == 1, "row %lld read %d times over all ranks", (long long)i, seen[i]);
-    unsigned cause = hs_bert_shards_no_collective_cause(s), any_cause = 0;
-    MPI_Allreduce(&cause, &any_cause, 1, MPI_UNSIGNED, MPI_BOR, comm->world);
-    CHECK(any_cause == 0, "a read was not collective: H5Pget_mpio_no_collective_cause = 0x%x", any_cause);
+    CHECK_ALL_COLLECTIVE(hs_bert_shards_no_collective_cause(s), comm->world);
     long long total_labelled = labelled;
     MPI_Allreduce(MPI_IN_PLACE, &total_labelled, 1, MPI_LONG_LONG, MPI_SUM, comm->world);
     if (comm->rank == 0)

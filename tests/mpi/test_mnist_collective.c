@@ -18,23 +18,13 @@
 #include "prep/prep.h"
 #include "tasks/task.h"
 
+#include "mpi_check.h"
+
 #define LIMIT_TRAIN 1000
 #define LIMIT_TEST 333
 #define TRAIN_BATCH 7 /* 1000 = 142 x 7 + 6: the last micro-batch is short */
 #define TEST_BATCH 50
 #define UPDATE_FREQ 3
-
-static int g_rank;
-
-#define CHECK(cond, ...)                                                                                    \
-    do {                                                                                                    \
-        if (!(cond)) {                                                                                      \
-            fprintf(stderr, "FAIL [rank %d] %s:%d: ", g_rank, __FILE__, __LINE__);                           \
-            fprintf(stderr, __VA_ARGS__);                                                                   \
-            fputc('\n', stderr);                                                                            \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                                   \
-        }                                                                                                   \
-    } while (0)
 
 /* The IDX source, read without hetseq's reader: skip the header, take the first `keep` records. */
 static uint8_t *read_idx_records(const char *dir, const char *name, int header, size_t record, int keep) {
@@ -211,9 +201,7 @@ int main(int argc, char **argv) {
         for (int64_t i = 0; i < src[s].n; i++)
             CHECK(seen[s][i] == 1, "split %d sample %lld read %d times over all ranks", s, (long long)i, seen[s][i]);
     }
-    unsigned cause = hs_mnist_no_collective_cause(f), any_cause = 0;
-    MPI_Allreduce(&cause, &any_cause, 1, MPI_UNSIGNED, MPI_BOR, comm.world);
-    CHECK(any_cause == 0, "a read was not collective: H5Pget_mpio_no_collective_cause = 0x%x", any_cause);
+    CHECK_ALL_COLLECTIVE(hs_mnist_no_collective_cause(f), comm.world);
     hs_mnist_close(f);
 
     if (comm.rank == 0)

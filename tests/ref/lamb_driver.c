@@ -22,52 +22,9 @@
 #include "optim/optimizer.h"
 #include "util/check.h"
 
-static void read_exact(FILE *f, void *buf, size_t bytes) {
-    if (fread(buf, 1, bytes, f) != bytes) {
-        fprintf(stderr, "lamb_driver: input file too short\n");
-        exit(2);
-    }
-}
+#include "driver_util.h"
 
-static void write_exact(FILE *f, const void *buf, size_t bytes) {
-    if (fwrite(buf, 1, bytes, f) != bytes) {
-        perror("lamb_driver: write");
-        exit(2);
-    }
-}
-
-/* Copy a packed host vector into (or out of) the padded device layout. */
-static void upload_packed(hs_params *p, float *dev, const float *packed) {
-    size_t at = 0;
-    for (int i = 0; i < p->count; i++) {
-        p->be->upload(dev + p->tensors[i].offset, packed + at, p->tensors[i].numel * sizeof(float));
-        at += p->tensors[i].numel;
-    }
-}
-
-static void download_packed(hs_params *p, float *packed, const float *dev) {
-    size_t at = 0;
-    for (int i = 0; i < p->count; i++) {
-        p->be->download(packed + at, dev + p->tensors[i].offset, p->tensors[i].numel * sizeof(float));
-        at += p->tensors[i].numel;
-    }
-}
-
-/* Number of padding floats (between tensors and after the last) that are not zero; all buffers are
- * allocated zero-filled, and no update may write outside its tensor. */
-static size_t nonzero_padding(hs_params *p, const float *dev) {
-    float *host;
-    HS_ALLOC(host, p->total);
-    p->be->download(host, dev, p->total * sizeof(float));
-    size_t bad = 0, next = 0;
-    for (int i = 0; i <= p->count; i++) {
-        size_t start = i < p->count ? p->tensors[i].offset : p->total;
-        for (size_t j = next; j < start; j++) bad += host[j] != 0.0f;
-        if (i < p->count) next = p->tensors[i].offset + p->tensors[i].numel;
-    }
-    free(host);
-    return bad;
-}
+const char driver_name[] = "lamb_driver";
 
 int main(int argc, char **argv) {
     if (argc != 12) {
@@ -96,60 +53,45 @@ int main(int argc, char **argv) {
     }
     hs_params_allocate(&params, hs_backend_cpu());
 
-    FILE *in = fopen(argv[10], "rb");
-    if (!in) {
-        perror(argv[10]);
-        return 2;
-    }
-    double *lrs;
-    HS_ALLOC(lrs, steps);
+    FILE *in = driver_open(argv[10], "rb");
     float *host, *grad_in;
     HS_ALLOC(host, n);
     HS_ALLOC(grad_in, n);
-    read_exact(in, lrs, (size_t)steps * sizeof(double));
-    read_exact(in, host, n * sizeof(float));
-    upload_packed(&params, params.data, host);
+    double *lrs = driver_read_lrs_and_params(in, steps, &params, host, n);
 
     hs_optimizer *opt = hs_optimizer_create_named(name, &params, beta1, beta2, eps, wd, 0.0, 0.0);
     opt->max_grad_norm = clip;
     opt->trust_ratio_on_no_decay = trust_all;
     const int internal = hs_optimizer_clips_internally(opt);
-    FILE *out = fopen(argv[11], "wb");
-    if (!out) {
-        perror(argv[11]);
-        return 2;
-    }
+    FILE *out = driver_open(argv[11], "wb");
     size_t grads_changed = 0;
     for (int s = 0; s < steps; s++) {
-        read_exact(in, grad_in, n * sizeof(float));
-        upload_packed(&params, params.grad, grad_in);
+        driver_read(in, grad_in, n * sizeof(float));
+        driver_upload_packed(&params, params.grad, grad_in);
         double norm;
         if (internal) {
             norm = hs_grad_norm(&params);
             if (s % 2 == 0) hs_optimizer_step_with_grad_norm(opt, lrs[s], norm);
             else hs_optimizer_step(opt, lrs[s]);
-            download_packed(&params, host, params.grad);
+            driver_download_packed(&params, host, params.grad);
             grads_changed += memcmp(host, grad_in, n * sizeof(float)) != 0;
         } else {
             norm = hs_clip_grad_norm(&params, clip);
             hs_optimizer_step(opt, lrs[s]);
         }
-        write_exact(out, &norm, sizeof norm);
-        download_packed(&params, host, params.data);
-        write_exact(out, host, n * sizeof(float));
+        driver_write(out, &norm, sizeof norm);
+        driver_write_packed(out, &params, host, params.data, n);
         for (int k = 0; k < opt->n_states; k++) {
-            download_packed(&params, host, opt->state[k]);
-            write_exact(out, host, n * sizeof(float));
+            driver_write_packed(out, &params, host, opt->state[k], n);
         }
     }
     fclose(in);
-    if (fclose(out) != 0) {
-        perror("lamb_driver: close");
-        return 2;
-    }
+    driver_close_output(out);
 
-    size_t bad = nonzero_padding(&params, params.data) + nonzero_padding(&params, params.grad);
-    for (int k = 0; k < opt->n_states; k++) bad += nonzero_padding(&params, opt->state[k]);
+    /* all buffers are allocated zero-filled, and no update may write outside its tensor */
+    size_t bad = driver_padding_changed(&params, params.data, 0.0f) +
+                 driver_padding_changed(&params, params.grad, 0.0f);
+    for (int k = 0; k < opt->n_states; k++) bad += driver_padding_changed(&params, opt->state[k], 0.0f);
     int status = 0;
     if (opt->step != steps) {
         fprintf(stderr, "lamb_driver: optimizer counted %lld steps, expected %d\n", (long long)opt->step, steps);

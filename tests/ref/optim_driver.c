@@ -17,61 +17,15 @@
 #include "util/check.h"
 #include "optim/optimizer.h"
 
+#include "driver_util.h"
+
 #define MAX_TENSORS 16
 
-static void read_exact(FILE *f, void *buf, size_t bytes) {
-    if (fread(buf, 1, bytes, f) != bytes) {
-        fprintf(stderr, "optim_driver: input file too short\n");
-        exit(2);
-    }
-}
-
-static void write_exact(FILE *f, const void *buf, size_t bytes) {
-    if (fwrite(buf, 1, bytes, f) != bytes) {
-        perror("optim_driver: write");
-        exit(2);
-    }
-}
-
-/* Copy a packed host vector into (or out of) the padded device layout. */
-static void upload_packed(hs_params *p, float *dev, const float *packed) {
-    size_t at = 0;
-    for (int i = 0; i < p->count; i++) {
-        p->be->upload(dev + p->tensors[i].offset, packed + at, p->tensors[i].numel * sizeof(float));
-        at += p->tensors[i].numel;
-    }
-}
-
-static void download_packed(hs_params *p, float *packed, const float *dev) {
-    size_t at = 0;
-    for (int i = 0; i < p->count; i++) {
-        p->be->download(packed + at, dev + p->tensors[i].offset, p->tensors[i].numel * sizeof(float));
-        at += p->tensors[i].numel;
-    }
-}
+const char driver_name[] = "optim_driver";
 
 /* The padding floats between tensors (and after the last) get a sentinel before the run; an update
  * that wrote outside a tensor's range would change one. */
 #define PADDING_SENTINEL 7.0f
-
-/* mode 0: set the padding to the sentinel; mode 1: count padding floats that differ from it. */
-static size_t padding_pass(hs_params *p, float *dev, int mode) {
-    float *host;
-    HS_ALLOC(host, p->total);
-    p->be->download(host, dev, p->total * sizeof(float));
-    size_t changed = 0, next = 0;
-    for (int i = 0; i <= p->count; i++) {
-        size_t start = i < p->count ? p->tensors[i].offset : p->total;
-        for (size_t j = next; j < start; j++) {
-            if (mode == 0) host[j] = PADDING_SENTINEL;
-            else changed += host[j] != PADDING_SENTINEL;
-        }
-        if (i < p->count) next = p->tensors[i].offset + p->tensors[i].numel;
-    }
-    if (mode == 0) p->be->upload(dev, host, p->total * sizeof(float));
-    free(host);
-    return changed;
-}
 
 int main(int argc, char **argv) {
     if (argc != 13) {
@@ -97,51 +51,32 @@ int main(int argc, char **argv) {
     params.tensors[n_tensors - 1].weight_decay = 0; /* the "bias" */
     hs_params_allocate(&params, hs_backend_cpu());
 
-    FILE *in = fopen(argv[11], "rb");
-    if (!in) {
-        perror(argv[11]);
-        return 2;
-    }
-    double *lrs;
-    HS_ALLOC(lrs, steps);
+    FILE *in = driver_open(argv[11], "rb");
     float *host;
     HS_ALLOC(host, n);
-    read_exact(in, lrs, (size_t)steps * sizeof(double));
-    read_exact(in, host, n * sizeof(float));
-    upload_packed(&params, params.data, host);
+    double *lrs = driver_read_lrs_and_params(in, steps, &params, host, n);
 
     hs_optimizer *opt = hs_optimizer_create_named(name, &params, beta1, beta2, eps, wd, rho, momentum);
-    padding_pass(&params, params.data, 0);
-    padding_pass(&params, params.grad, 0);
-    for (int k = 0; k < opt->n_states; k++) padding_pass(&params, opt->state[k], 0);
-    FILE *out = fopen(argv[12], "wb");
-    if (!out) {
-        perror(argv[12]);
-        return 2;
-    }
+    driver_fill_padding(&params, params.data, PADDING_SENTINEL);
+    driver_fill_padding(&params, params.grad, PADDING_SENTINEL);
+    for (int k = 0; k < opt->n_states; k++) driver_fill_padding(&params, opt->state[k], PADDING_SENTINEL);
+    FILE *out = driver_open(argv[12], "wb");
     for (int s = 0; s < steps; s++) {
-        read_exact(in, host, n * sizeof(float));
-        upload_packed(&params, params.grad, host);
+        driver_read(in, host, n * sizeof(float));
+        driver_upload_packed(&params, params.grad, host);
         const double norm = hs_clip_grad_norm(&params, clip);
-        write_exact(out, &norm, sizeof norm);
-        download_packed(&params, host, params.grad);
-        write_exact(out, host, n * sizeof(float));
+        driver_write(out, &norm, sizeof norm);
+        driver_write_packed(out, &params, host, params.grad, n);
         hs_optimizer_step(opt, lrs[s]);
-        download_packed(&params, host, params.data);
-        write_exact(out, host, n * sizeof(float));
+        driver_write_packed(out, &params, host, params.data, n);
     }
-    for (int k = 0; k < opt->n_states; k++) {
-        download_packed(&params, host, opt->state[k]);
-        write_exact(out, host, n * sizeof(float));
-    }
+    for (int k = 0; k < opt->n_states; k++) driver_write_packed(out, &params, host, opt->state[k], n);
     fclose(in);
-    if (fclose(out) != 0) {
-        perror("optim_driver: close");
-        return 2;
-    }
+    driver_close_output(out);
 
-    size_t bad = padding_pass(&params, params.data, 1) + padding_pass(&params, params.grad, 1);
-    for (int k = 0; k < opt->n_states; k++) bad += padding_pass(&params, opt->state[k], 1);
+    size_t bad = driver_padding_changed(&params, params.data, PADDING_SENTINEL) +
+                 driver_padding_changed(&params, params.grad, PADDING_SENTINEL);
+    for (int k = 0; k < opt->n_states; k++) bad += driver_padding_changed(&params, opt->state[k], PADDING_SENTINEL);
     if (opt->step != steps) {
         fprintf(stderr, "optim_driver: optimizer counted %lld steps, expected %d\n", (long long)opt->step, steps);
         return 1;
