@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "util/check.h"
+#include "util/dirlist.h"
 #include "util/h5util.h"
 #include "util/log.h"
 
@@ -66,8 +67,6 @@ struct hs_bert_shards {
 
 /* ---- the file list ---------------------------------------------------------------------------------- */
 
-static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
 /* Rank 0: the sorted file paths of `path`, joined with '\0' into *list (*len bytes); or an error
  * message in err. Returns the number of files (0 with err set on failure). */
 static int list_files(const char *path, const char *split, int num_file, char **list, size_t *len, char *err,
@@ -85,38 +84,30 @@ static int list_files(const char *path, const char *split, int num_file, char **
         *list = HS_STRDUP(path);
         return 1;
     }
-    DIR *dir = opendir(path);
-    if (!dir) {
-        snprintf(err, errlen, "cannot list the BERT data directory %s: %s", path, strerror(errno));
-        return 0;
-    }
+    char **entries;
+    int n_entries = hs_dir_list(path, &entries, err, errlen);
+    if (n_entries < 0) return 0;
+    /* Keep the regular files whose NAME contains the split (entries come sorted, as HetSeq's sorted()). */
     char **names = NULL;
-    int n = 0, cap = 0, others = 0;
+    int n = 0, others = 0;
     char other_names[3][256];
-    struct dirent *e;
-    while ((e = readdir(dir))) {
-        if (e->d_name[0] == '.') continue;
-        size_t plen = strlen(path) + strlen(e->d_name) + 2;
-        char *full;
-        HS_ALLOC(full, plen);
-        snprintf(full, plen, "%s%s%s", path, path[strlen(path) - 1] == '/' ? "" : "/", e->d_name);
+    HS_ALLOC(names, n_entries);
+    for (int i = 0; i < n_entries; i++) {
+        char *full = entries[i];
+        const char *name = strrchr(full, '/') + 1;
         if (stat(full, &st) != 0 || !S_ISREG(st.st_mode)) {
             free(full);
             continue;
         }
-        if (split && *split && !strstr(e->d_name, split)) {
-            if (others < 3) snprintf(other_names[others], sizeof other_names[0], "%s", e->d_name);
+        if (split && *split && !strstr(name, split)) {
+            if (others < 3) snprintf(other_names[others], sizeof other_names[0], "%s", name);
             others++;
             free(full);
             continue;
         }
-        if (n == cap) {
-            cap = cap ? 2 * cap : 64;
-            HS_REALLOC(names, cap);
-        }
         names[n++] = full;
     }
-    closedir(dir);
+    free(entries);
     if (n == 0) {
         int k = snprintf(err, errlen, "%s: no file whose name contains '%s'", path, split ? split : "");
         if (others > 0 && k > 0 && (size_t)k < errlen) {
@@ -132,7 +123,6 @@ static int list_files(const char *path, const char *split, int num_file, char **
         return 0;
     }
     /* HetSeq: sorted(...) of the paths, plain lexicographic order; then the first num_file */
-    qsort(names, (size_t)n, sizeof *names, cmp_names);
     if (num_file > 0 && num_file < n) {
         for (int i = num_file; i < n; i++) free(names[i]);
         n = num_file;

@@ -29,6 +29,7 @@
 #include "prep/prep_args.h"
 #include "prep/wordpiece.h"
 #include "util/check.h"
+#include "util/dirlist.h"
 #include "util/log.h"
 #include "util/timer.h"
 
@@ -196,22 +197,12 @@ static int list_corpus(const bert_args *a, file_list *out, char *err, size_t err
             list_add(out, path, (long long)st.st_size);
             continue;
         }
-        DIR *dir = opendir(path);
-        if (!dir) {
-            snprintf(err, errlen, "--corpus %s: cannot list it (%s)", path, strerror(errno));
-            return 1;
-        }
-        struct dirent *e;
-        while ((e = readdir(dir))) {
-            if (e->d_name[0] == '.') continue;
-            size_t plen = strlen(path) + strlen(e->d_name) + 2;
-            char *full;
-            HS_ALLOC(full, plen);
-            snprintf(full, plen, "%s/%s", path, e->d_name);
-            if (stat(full, &st) == 0 && S_ISREG(st.st_mode)) list_add(out, full, (long long)st.st_size);
-            free(full);
-        }
-        closedir(dir);
+        char **entries;
+        int n_entries = hs_dir_list(path, &entries, err, errlen);
+        if (n_entries < 0) return 1;
+        for (int k = 0; k < n_entries; k++)
+            if (stat(entries[k], &st) == 0 && S_ISREG(st.st_mode)) list_add(out, entries[k], (long long)st.st_size);
+        hs_dir_free(entries, n_entries);
     }
     if (out->n > 1) qsort(out->f, (size_t)out->n, sizeof *out->f, cmp_path);
     int kept = 0;

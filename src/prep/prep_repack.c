@@ -17,6 +17,7 @@
 #include "prep/prep.h"
 #include "prep/prep_args.h"
 #include "util/check.h"
+#include "util/dirlist.h"
 #include "util/h5util.h"
 
 static const char *const USAGE =
@@ -60,7 +61,6 @@ static int parse_args(int argc, char **argv, int rank, repack_args *a) {
     return hs_prep_parse_args(&cli, argc, argv, rank, a);
 }
 
-static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static const char *base_name(const char *path) {
     const char *slash = strrchr(path, '/');
@@ -78,23 +78,17 @@ static int plan(const repack_args *a, char **list, size_t *len, char *err, size_
         return -1;
     }
     char **names = NULL;
-    int n = 0, cap = 0;
+    int n = 0;
     if (!S_ISDIR(st.st_mode)) {
         HS_ALLOC(names, 1);
         names[n++] = HS_STRDUP(a->in);
     } else {
-        DIR *dir = opendir(a->in);
-        if (!dir) {
-            snprintf(err, errlen, "cannot list --in %s: %s", a->in, strerror(errno));
-            return -1;
-        }
-        struct dirent *e;
-        while ((e = readdir(dir))) {
-            if (e->d_name[0] == '.') continue;
-            size_t plen = strlen(a->in) + strlen(e->d_name) + 2;
-            char *full;
-            HS_ALLOC(full, plen);
-            snprintf(full, plen, "%s/%s", a->in, e->d_name);
+        char **entries;
+        int n_entries = hs_dir_list(a->in, &entries, err, errlen);
+        if (n_entries < 0) return -1;
+        HS_ALLOC(names, n_entries);
+        for (int i = 0; i < n_entries; i++) {
+            char *full = entries[i];
             /* only HDF5 files: a directory of shards often holds a vocabulary or a log too */
             if (stat(full, &st) != 0 || !S_ISREG(st.st_mode) || H5Fis_hdf5(full) <= 0) {
                 H5Eclear2(H5E_DEFAULT);
@@ -102,18 +96,14 @@ static int plan(const repack_args *a, char **list, size_t *len, char *err, size_
                 free(full);
                 continue;
             }
-            if (n == cap) {
-                cap = cap ? 2 * cap : 64;
-                HS_REALLOC(names, cap);
-            }
             names[n++] = full;
         }
-        closedir(dir);
+        free(entries);
         if (n == 0) {
+            free(names);
             snprintf(err, errlen, "--in %s holds no HDF5 file", a->in);
             return -1;
         }
-        qsort(names, (size_t)n, sizeof *names, cmp_names);
     }
     if (mkdir(a->out_dir, 0777) != 0 && errno != EEXIST) {
         snprintf(err, errlen, "cannot create --out %s: %s", a->out_dir, strerror(errno));

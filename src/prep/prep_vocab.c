@@ -21,6 +21,7 @@
 #include "prep/word_counts.h"
 #include "prep/wordpiece.h"
 #include "util/check.h"
+#include "util/dirlist.h"
 #include "util/timer.h"
 
 static const char *const USAGE =
@@ -109,36 +110,16 @@ static void list_free(file_list *fl) {
     memset(fl, 0, sizeof *fl);
 }
 
-static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* Regular files under dir, in name order, recursively; hidden entries and symlinked directories are
  * skipped (no cycles). Returns 0, or -1 with a message in err. */
 static int walk_dir(const char *dir, file_list *fl, char *err, size_t errlen) {
-    DIR *d = opendir(dir);
-    if (!d) {
-        snprintf(err, errlen, "cannot list the directory %s: %s", dir, strerror(errno));
-        return -1;
-    }
-    char **names = NULL;
-    int n = 0, cap = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.') continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 64;
-            HS_REALLOC(names, cap);
-        }
-        names[n++] = HS_STRDUP(e->d_name);
-    }
-    closedir(d);
-    qsort(names, (size_t)n, sizeof *names, cmp_names);
+    char **names;
+    int n = hs_dir_list(dir, &names, err, errlen);
+    if (n < 0) return -1;
     int rc = 0;
     for (int i = 0; i < n; i++) {
-        size_t plen = strlen(dir) + strlen(names[i]) + 2;
-        char *full;
-        HS_ALLOC(full, plen);
-        snprintf(full, plen, "%s/%s", dir, names[i]);
-        free(names[i]);
+        char *full = names[i];
         struct stat lst, st;
         if (rc != 0 || lstat(full, &lst) != 0) {
             free(full);

@@ -1,0 +1,13 @@
+/* Listing a directory the way every hetseq reader does: the non-hidden entries, as full paths, sorted
+ * by plain strcmp (HetSeq's sorted(), so x_10 comes before x_2). Callers filter by type or name. */
+#ifndef HS_UTIL_DIRLIST_H
+#define HS_UTIL_DIRLIST_H
+
+#include <stddef.h>
+
+/* On success returns the number of entries and sets *paths (malloc'd array of malloc'd strings, free
+ * with hs_dir_free); on failure returns -1 with "cannot list DIR: reason" in err. */
+int hs_dir_list(const char *dir, char ***paths, char *err, size_t errlen);
+void hs_dir_free(char **paths, int n);
+
+#endif
