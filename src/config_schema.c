@@ -142,6 +142,11 @@ const hs_cfg_key hs_cfg_schema[] = {
      "sum the logging statistics in the gradient all-reduce instead of a separate gather", 0, 0},
     {"distributed.bucket_cap_mb", HS_CFG_INT, "25", AT_LEAST(1), NULL,
      "gradient all-reduce bucket size in MiB", 0, 0},
+    {"distributed.stall_timeout", HS_CFG_FLOAT, "600.0", AT_LEAST(0), NULL,
+     "a rank that waits this many seconds for its peers reports which ranks have not arrived and ends the job; 0 = off",
+     0, 0},
+    {"distributed.check_replicas_every", HS_CFG_INT, "1000", AT_LEAST(0), NULL,
+     "compare a checksum of the parameters across ranks every this many updates; 0 = off", 0, 0},
 
     /* ---- checkpoint --------------------------------------------------------------------------- */
     {"checkpoint.save_dir", HS_CFG_STRING, "\"checkpoints\"", NO_RANGE, NULL,
@@ -160,6 +165,9 @@ const hs_cfg_key hs_cfg_schema[] = {
      "on resume, do not restore the learning-rate scheduler state", 0, 0},
     {"checkpoint.reset_step", HS_CFG_BOOL, "false", NO_RANGE, NULL,
      "on resume, start counting epochs and updates from zero", 0, 0},
+    {"checkpoint.reset_dataloader", HS_CFG_BOOL, "false", NO_RANGE, NULL,
+     "on resume, accept changed data-order settings (seed, max_sentences, ranks x update_freq, data) and restart "
+     "the saved epoch from its first update", 0, 0},
     {"checkpoint.no_save", HS_CFG_BOOL, "false", NO_RANGE, NULL,
      "never write checkpoints", 0, 0},
 

@@ -23,6 +23,8 @@ void hs_comm_init(hs_comm *c, int *argc, char ***argv) {
                provided, MPI_THREAD_MULTIPLE);
     HS_CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c->world), NULL);
     HS_CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c->io), NULL);
+    HS_CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c->error), NULL);
+    hs_check_set_error_comm(c->error);
     HS_CHECK_MPI(MPI_Comm_set_errhandler(c->io, MPI_ERRORS_RETURN), NULL);
     HS_CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &c->node),
                  "MPI-3 shared-memory split failed");
@@ -34,14 +36,18 @@ void hs_comm_finalize(hs_comm *c) {
     if (c->world != MPI_COMM_NULL && c->world) MPI_Comm_free(&c->world);
     if (c->io != MPI_COMM_NULL && c->io) MPI_Comm_free(&c->io);
     if (c->node != MPI_COMM_NULL && c->node) MPI_Comm_free(&c->node);
+    hs_check_set_error_comm(MPI_COMM_NULL);
+    if (c->error != MPI_COMM_NULL && c->error) MPI_Comm_free(&c->error);
     MPI_Finalize();
 }
+
+/* MPI counts are int: every call moves at most this many elements, larger buffers go in pieces. */
+#define MAX_MPI_COUNT ((size_t)1 << 30)
 
 void hs_comm_allreduce_sum_float(const hs_comm *c, float *buf, size_t n, const hs_backend *be) {
     if (c->size == 1 || n == 0) return;
     (void)be; /* CPU backend: device memory is host memory. The CUDA backend brings NCCL. */
-    /* MPI counts are int: reduce in chunks of at most 2^30 elements. */
-    const size_t chunk = (size_t)1 << 30;
+    const size_t chunk = MAX_MPI_COUNT;
     for (size_t off = 0; off < n; off += chunk) {
         int cnt = (int)(n - off < chunk ? n - off : chunk);
         HS_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, buf + off, cnt, MPI_FLOAT, MPI_SUM, c->world),
@@ -56,7 +62,17 @@ void hs_comm_allreduce_sum_double(const hs_comm *c, double *v, int n) {
 
 void hs_comm_bcast_bytes(const hs_comm *c, void *buf, size_t bytes, int root) {
     if (c->size == 1) return;
-    HS_CHECK_MPI(MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, c->world), NULL);
+    for (size_t off = 0; off < bytes; off += MAX_MPI_COUNT) {
+        int cnt = (int)(bytes - off < MAX_MPI_COUNT ? bytes - off : MAX_MPI_COUNT);
+        HS_CHECK_MPI(MPI_Bcast((char *)buf + off, cnt, MPI_BYTE, root, c->world),
+                     "broadcast failed; a rank may have died (see its message above)");
+    }
+}
+
+void hs_comm_allreduce_minmax_u64(const hs_comm *c, uint64_t *lo, uint64_t *hi, int n) {
+    if (c->size == 1) return;
+    HS_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, lo, n, MPI_UINT64_T, MPI_MIN, c->world), "replica check");
+    HS_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, hi, n, MPI_UINT64_T, MPI_MAX, c->world), "replica check");
 }
 
 void hs_comm_barrier(const hs_comm *c) {

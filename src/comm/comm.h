@@ -7,6 +7,7 @@
 
 #include <mpi.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "backend/backend.h"
 
@@ -16,6 +17,7 @@ typedef struct hs_comm {
     MPI_Comm world;             /* dup of MPI_COMM_WORLD, errors returned */
     MPI_Comm node;
     MPI_Comm io;                /* dup for HDF5 collective I/O (prefetch thread only) */
+    MPI_Comm error;             /* dup used only to agree on fatal errors (util/check.c) */
 } hs_comm;
 
 /* MPI_Init_thread(MPI_THREAD_MULTIPLE); fatal if the library cannot provide it. */
@@ -27,7 +29,10 @@ void hs_comm_finalize(hs_comm *c);
 void hs_comm_allreduce_sum_float(const hs_comm *c, float *buf, size_t n, const hs_backend *be);
 /* Sum a small float64 vector (fast stat sync: one call per update). */
 void hs_comm_allreduce_sum_double(const hs_comm *c, double *v, int n);
+/* Any size (sent in pieces of at most 2^30 bytes: MPI counts are int). */
 void hs_comm_bcast_bytes(const hs_comm *c, void *buf, size_t bytes, int root);
+/* Element-wise minimum into lo and maximum into hi over all ranks (the replica check). */
+void hs_comm_allreduce_minmax_u64(const hs_comm *c, uint64_t *lo, uint64_t *hi, int n);
 void hs_comm_barrier(const hs_comm *c);
 /* Logical AND / max over ranks of an int (agreeing on an error or a decision). */
 int hs_comm_all_true(const hs_comm *c, int value);

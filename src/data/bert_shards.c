@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "util/check.h"
+#include "util/fault.h"
 #include "util/dirlist.h"
 #include "util/h5util.h"
 #include "util/log.h"
@@ -312,7 +313,7 @@ hs_bert_shards *hs_bert_shards_open(const char *path, const char *split, int num
     hsize_t thin_rows = 0, thin_cols = 0;
     for (int i = 0; i < s->nfiles; i++) {
         shard_file *f = &s->files[i];
-        if (access(f->path, R_OK) != 0)
+        if (hs_fault_access(f->path, R_OK) != 0)
             hs_die("cannot read the BERT shard %s: %s", f->path, strerror(errno));
         open_file_handle(s, f);
         hsize_t dims[NUM_DS][2];

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "util/check.h"
+#include "util/fault.h"
 #include "util/h5util.h"
 
 #define REBUILD_HINT "re-create it with `hetseq prep mnist --in DIR --out FILE.h5`"
@@ -68,7 +69,7 @@ hs_mnist_file *hs_mnist_open(const char *path, MPI_Comm io_comm) {
     hs_mnist_file *f;
     HS_ALLOC(f, 1);
     f->path = HS_STRDUP(path);
-    if (access(path, R_OK) != 0)
+    if (hs_fault_access(path, R_OK) != 0)
         hs_die("cannot read the MNIST data file %s: %s; set data.path to a file made by `hetseq prep mnist "
                "--in DIR --out FILE.h5`",
                path, strerror(errno));

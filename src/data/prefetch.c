@@ -1,8 +1,9 @@
 /* The prefetch thread (see prefetch.h). Two slots make a ring: the main thread queues requests into
  * them in order and collects them in the same order, the thread fills them in that order. Because the
  * order is FIFO and identical on every rank, the collective reads inside task->read_batch match across
- * ranks. The thread owns every HDF5 call while it runs; the main thread's MPI collectives use another
- * communicator (MPI_THREAD_MULTIPLE). */
+ * ranks. Each read holds the process-wide HDF5 lock (util/h5util.h), so a checkpoint written by the
+ * main thread never overlaps it; the main thread's MPI collectives use another communicator
+ * (MPI_THREAD_MULTIPLE). */
 #include "data/prefetch.h"
 
 #include <pthread.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "util/check.h"
+#include "util/h5util.h"
 #include "util/timer.h"
 
 #define PF_SLOTS 2
@@ -51,9 +53,12 @@ static void *prefetch_main(void *arg) {
         }
         unlock(pf);
         /* Every micro-batch, EMPTY ones too: read_batch is collective over the I/O communicator. */
-        for (int i = 0; i < s->pub.n; i++)
+        for (int i = 0; i < s->pub.n; i++) {
+            hs_h5_lock(); /* checkpoint writes on the main thread wait for this read, and vice versa */
             pf->task->read_batch(pf->task, s->pub.split, s->pub.ranges[i].first, s->pub.ranges[i].count,
                                  s->pub.bufs[i]);
+            hs_h5_unlock();
+        }
         lock(pf);
         s->state = SLOT_READY;
         pf->next_fill = (pf->next_fill + 1) % PF_SLOTS;
@@ -80,6 +85,7 @@ hs_prefetch *hs_prefetch_start(hs_task *task, int max_count, int max_per_request
     }
     HS_CHECK_ERRNO(pthread_mutex_init(&pf->lock, NULL), NULL);
     HS_CHECK_ERRNO(pthread_cond_init(&pf->changed, NULL), NULL);
+    hs_check_mpi_thread(+1);
     HS_CHECK_ERRNO(pthread_create(&pf->thread, NULL, prefetch_main, pf), "cannot start the prefetch thread");
     return pf;
 }
@@ -145,6 +151,7 @@ void hs_prefetch_stop(hs_prefetch *pf) {
     announce(pf);
     unlock(pf);
     HS_CHECK_ERRNO(pthread_join(pf->thread, NULL), NULL);
+    hs_check_mpi_thread(-1);
     HS_CHECK_ERRNO(pthread_cond_destroy(&pf->changed), NULL);
     HS_CHECK_ERRNO(pthread_mutex_destroy(&pf->lock), NULL);
     for (int k = 0; k < PF_SLOTS; k++) {

@@ -1,4 +1,4 @@
-/* The prefetch thread: the only thread that calls HDF5. The main thread requests the micro-batches of
+/* The prefetch thread: reads input with HDF5 under the process-wide HDF5 lock. The main thread requests the micro-batches of
  * an update (in the same order on every rank, so the collective reads match); the thread reads them
  * into one of two slots while the main thread computes on the other. */
 #ifndef HS_DATA_PREFETCH_H

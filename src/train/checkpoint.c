@@ -7,6 +7,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <hdf5.h>
 #include <limits.h>
 #include <stddef.h>
@@ -18,6 +20,8 @@
 
 #include "build_config.h" /* PACKAGE_VERSION */
 #include "util/check.h"
+#include "util/fault.h"
+#include "util/h5util.h"
 #include "util/log.h"
 
 #define HS_CKPT_FORMAT "hetseq-checkpoint"
@@ -34,9 +38,11 @@ typedef struct state_field {
     const char *name; /* attribute name = struct member name */
     field_kind kind;
     size_t offset;
+    int optional;     /* absent in older checkpoints: read as 0 */
 } state_field;
 
-#define FIELD(member, kind) { #member, kind, offsetof(hs_train_state, member) }
+#define FIELD(member, kind) { #member, kind, offsetof(hs_train_state, member), 0 }
+#define OPTIONAL_FIELD(member, kind) { #member, kind, offsetof(hs_train_state, member), 1 }
 static const state_field state_fields[] = {
     FIELD(epoch, FIELD_I64),
     FIELD(updates_in_epoch, FIELD_I64),
@@ -51,8 +57,11 @@ static const state_field state_fields[] = {
     FIELD(meter_updates, FIELD_F64),
     FIELD(train_wall, FIELD_F64),
     FIELD(seed, FIELD_U64),
+    OPTIONAL_FIELD(world_size, FIELD_I64),
+    OPTIONAL_FIELD(train_samples, FIELD_I64),
 };
 #undef FIELD
+#undef OPTIONAL_FIELD
 #define N_STATE_FIELDS ((int)(sizeof state_fields / sizeof state_fields[0]))
 
 static hid_t field_file_type(field_kind k) {
@@ -181,6 +190,10 @@ static void write_checkpoint_file(const char *path, const hs_params *params, con
     hid_t model = (hid_t)HS_H5(H5Gcreate2(file, "model", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5_HINT);
     write_tensors(model, params, params->data, host);
     HS_H5(H5Gclose(model), NULL);
+    if (state && hs_fault_fires(HS_FAULT_CKPT_DIE, state->num_updates)) {
+        HS_H5(H5Fflush(file, H5F_SCOPE_GLOBAL), H5_HINT); /* a realistic half-written file */
+        raise(SIGKILL);
+    }
 
     if (opt) {
         hid_t og = (hid_t)HS_H5(H5Gcreate2(file, "optimizer", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5_HINT);
@@ -246,8 +259,22 @@ static char *join_path(const char *dir, const char *name) {
     return p;
 }
 
+static void remove_temporary(void *path) {
+    if (unlink((const char *)path) == 0)
+        fprintf(stderr, "hetseq: removed the incomplete checkpoint %s\n", (const char *)path);
+}
+
+/* The `enospc` fault: a file-size limit makes the file system refuse the checkpoint's writes (EFBIG,
+ * as ENOSPC would on a full disk), so the failure travels the real path through HDF5. */
+static void arm_write_failure(void) {
+    struct rlimit lim = {.rlim_cur = 4096, .rlim_max = RLIM_INFINITY};
+    signal(SIGXFSZ, SIG_IGN); /* the failed write returns EFBIG instead of killing the process */
+    if (setrlimit(RLIMIT_FSIZE, &lim) != 0) hs_die("fault injection: setrlimit failed: %s", strerror(errno));
+}
+
 void hs_checkpoint_save(const char *dir, const char *name, const hs_params *params, const hs_optimizer *opt,
                         const hs_train_state *state, const char *config_text) {
+    hs_h5_lock(); /* the prefetch thread may be inside HDF5 */
     disable_h5_error_printing();
     if (!dir || !*dir) dir = ".";
     make_directories(dir);
@@ -262,15 +289,61 @@ void hs_checkpoint_save(const char *dir, const char *name, const hs_params *para
     snprintf(tmp_path, n, "%s.tmp", final_path);
 
     if (params->be) params->be->synchronize();
+    hs_check_on_fatal(remove_temporary, tmp_path); /* a failed write leaves no half file behind */
+    if (state && hs_fault_fires(HS_FAULT_ENOSPC, state->num_updates)) arm_write_failure();
     write_checkpoint_file(tmp_path, params, opt, state, config_text);
     /* The data must be on disk before the rename makes it visible under the final name, and the
      * rename itself must reach the disk (directory fsync) before the save counts as done. */
     fsync_path(tmp_path, O_RDONLY, "checkpoint");
     if (rename(tmp_path, final_path) != 0)
         hs_die("cannot rename '%s' to '%s': %s", tmp_path, final_path, strerror(errno));
+    hs_check_on_fatal(NULL, NULL);
     fsync_path(dir, O_RDONLY | O_DIRECTORY, "checkpoint directory");
     free(tmp_path);
     free(final_path);
+    hs_h5_unlock();
+}
+
+/* Copy src to dst byte for byte (for file systems without hard links). */
+static void copy_file(const char *src, const char *dst) {
+    int in = open(src, O_RDONLY);
+    if (in < 0) hs_die("cannot open checkpoint '%s' to copy it: %s", src, strerror(errno));
+    int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (out < 0) hs_die("cannot create '%s': %s; check checkpoint.save_dir", dst, strerror(errno));
+    char buf[1 << 16];
+    for (;;) {
+        ssize_t got = read(in, buf, sizeof buf);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) hs_die("cannot read checkpoint '%s': %s", src, strerror(errno));
+        if (got == 0) break;
+        for (ssize_t done = 0; done < got;) {
+            ssize_t put = write(out, buf + done, (size_t)(got - done));
+            if (put < 0 && errno == EINTR) continue;
+            if (put < 0) hs_die("cannot write '%s': %s (is the file system full?)", dst, strerror(errno));
+            done += put;
+        }
+    }
+    if (fsync(out) != 0) hs_die("cannot sync '%s' to disk: %s (is the file system full?)", dst, strerror(errno));
+    if (close(out) != 0 || close(in) != 0) hs_die("cannot close '%s': %s", dst, strerror(errno));
+}
+
+void hs_checkpoint_link(const char *dir, const char *name, const char *alias) {
+    if (!dir || !*dir) dir = ".";
+    char *src = join_path(dir, name), *dst = join_path(dir, alias);
+    size_t n = strlen(dst) + 5;
+    char *tmp;
+    HS_ALLOC(tmp, n);
+    snprintf(tmp, n, "%s.tmp", dst);
+    unlink(tmp); /* a leftover of an earlier crash */
+    hs_check_on_fatal(remove_temporary, tmp);
+    /* A hard link costs nothing; where the file system has none (some object stores), copy. */
+    if (link(src, tmp) != 0) copy_file(src, tmp);
+    if (rename(tmp, dst) != 0) hs_die("cannot rename '%s' to '%s': %s", tmp, dst, strerror(errno));
+    hs_check_on_fatal(NULL, NULL);
+    fsync_path(dir, O_RDONLY | O_DIRECTORY, "checkpoint directory");
+    free(tmp);
+    free(src);
+    free(dst);
 }
 
 /* ---- load ------------------------------------------------------------------------------------- */
@@ -378,7 +451,8 @@ static void read_train_state(const char *path, hid_t file, hs_train_state *state
     hid_t sg = (hid_t)HS_H5(H5Gopen2(file, "train_state", H5P_DEFAULT), H5_HINT);
     for (int f = 0; f < N_STATE_FIELDS; f++)
         if (!read_scalar_attr(sg, state_fields[f].name, field_mem_type(state_fields[f].kind),
-                              (char *)state + state_fields[f].offset))
+                              (char *)state + state_fields[f].offset) &&
+            !state_fields[f].optional)
             hs_die("checkpoint '%s': /train_state has no attribute %s", path, state_fields[f].name);
     HS_H5(H5Gclose(sg), NULL);
 }
@@ -413,6 +487,7 @@ static char *read_config_text(hid_t file) {
 
 void hs_checkpoint_load(const char *path, hs_params *params, hs_optimizer *opt, hs_train_state *state,
                         char **config_text) {
+    hs_h5_lock();
     hid_t file = open_checkpoint(path);
     float *host;
     HS_ALLOC(host, max_tensor_numel(params));
@@ -432,20 +507,25 @@ void hs_checkpoint_load(const char *path, hs_params *params, hs_optimizer *opt, 
     if (state) read_train_state(path, file, state);
     if (config_text) *config_text = read_config_text(file);
     HS_H5(H5Fclose(file), H5_HINT);
+    hs_h5_unlock();
     if (params->be) params->be->synchronize();
 }
 
 void hs_checkpoint_contents(const char *path, int *has_optimizer, int *has_train_state) {
+    hs_h5_lock();
     hid_t file = open_checkpoint(path);
     *has_optimizer = link_exists(file, "optimizer");
     *has_train_state = link_exists(file, "train_state");
     HS_H5(H5Fclose(file), H5_HINT);
+    hs_h5_unlock();
 }
 
 char *hs_checkpoint_read_config(const char *path) {
+    hs_h5_lock();
     hid_t file = open_checkpoint(path);
     char *text = read_config_text(file);
     HS_H5(H5Fclose(file), H5_HINT);
+    hs_h5_unlock();
     if (!text) hs_die("checkpoint '%s' holds no /config text", path);
     return text;
 }

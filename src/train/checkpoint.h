@@ -24,12 +24,19 @@ typedef struct hs_train_state {
     double meter_loss_sum, meter_sample_count, meter_gnorm_sum, meter_clip_count, meter_updates;
     double train_wall;        /* seconds spent in updates */
     uint64_t seed;
+    /* the run that wrote it (0 in checkpoints of hetseq before 0.2: not checked on resume) */
+    int64_t world_size;       /* ranks */
+    int64_t train_samples;    /* samples of the training split */
 } hs_train_state;
 
 /* Save to dir/name atomically (rank 0 only; the caller guarantees that). Parameters and optimizer
  * state are downloaded from the device. opt may be NULL (weights only). */
 void hs_checkpoint_save(const char *dir, const char *name, const hs_params *params, const hs_optimizer *opt,
                         const hs_train_state *state, const char *config_text);
+
+/* Make dir/alias name the same file as dir/name (a hard link, or a copy where the file system has
+ * none), atomically replacing any old dir/alias: checkpoint_last.h5 costs no second write. */
+void hs_checkpoint_link(const char *dir, const char *name, const char *alias);
 
 /* Load a checkpoint into params (every tensor of the table must be present with the same shape: a
  * clear error otherwise), and optionally opt (state buffers, step), state and the stored config text

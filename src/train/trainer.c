@@ -6,12 +6,14 @@
  * Deviation from HetSeq (docs/deviations.md): gradients are normalised by the real global number of
  * samples, not by W*uf*len(sample[0][0]). */
 #include <errno.h>
+#include <signal.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "comm/stall.h"
 #include "data/prefetch.h"
 #include "data/sampler.h"
 #include "optim/lr_scheduler.h"
@@ -20,7 +22,9 @@
 #include "train/meters.h"
 #include "train/trainer.h"
 #include "util/check.h"
+#include "util/fault.h"
 #include "util/log.h"
+#include "util/stop_signal.h"
 #include "util/timer.h"
 
 typedef struct trainer {
@@ -41,6 +45,9 @@ typedef struct trainer {
         validate_interval_updates;
     double clip_norm;
     const char *valid_subset;
+    int64_t check_replicas_every;
+    int stop_signal;          /* agreed over all ranks: the signal that stops the run, or 0 */
+    int64_t last_saved_update; /* num_updates of the newest checkpoint written (-1 = none) */
 } trainer;
 
 static int update_freq_for_epoch(const hs_config *cfg, int64_t epoch) {
@@ -65,19 +72,102 @@ static void make_dir(const char *dir) {
 
 /* ---- checkpoints --------------------------------------------------------------------------------- */
 
-/* epoch: the epoch the checkpoint belongs to (the one just finished, or the one in progress). */
+/* epoch: the epoch the checkpoint belongs to (the one just finished, or the one in progress). The file
+ * is written once; checkpoint_last.h5 becomes a hard link to it (no second write stalls the peers). */
 static void save(trainer *t, const char *name, int64_t epoch) {
+    t->last_saved_update = t->st.num_updates;
     if (t->no_save || t->comm->rank != 0) return;
+    hs_stall_phase(HS_PHASE_CHECKPOINT, t->st.num_updates, 0);
     double t0 = hs_now();
     hs_checkpoint_save(t->save_dir, name, &t->task->params, t->opt, &t->st, t->config_text);
-    hs_checkpoint_save(t->save_dir, "checkpoint_last.h5", &t->task->params, t->opt, &t->st, t->config_text);
+    hs_checkpoint_link(t->save_dir, name, "checkpoint_last.h5");
     hs_checkpoint_prune(t->save_dir, t->keep_last);
     hs_log("| saved checkpoint %s/%s (epoch %lld @ %lld updates) (writing took %.3f seconds)", t->save_dir, name,
            (long long)epoch, (long long)t->st.num_updates, hs_now() - t0);
 }
 
+/* checkpoint_last.h5 only (end of an epoch without a numbered save). */
+static void save_last(trainer *t) {
+    t->last_saved_update = t->st.num_updates;
+    if (t->no_save || t->comm->rank != 0) return;
+    hs_stall_phase(HS_PHASE_CHECKPOINT, t->st.num_updates, 0);
+    hs_checkpoint_save(t->save_dir, "checkpoint_last.h5", &t->task->params, t->opt, &t->st, t->config_text);
+}
+
+/* ---- resume checks ------------------------------------------------------------------------------- */
+
+/* update_freq of epoch e (1-based) in a config: the list's last value repeats. */
+static int64_t uf_of(const hs_config *c, int64_t e) {
+    int n = hs_cfg_list_len(c, "training.update_freq");
+    return hs_cfg_int_elem(c, "training.update_freq", (int)(e - 1 < n - 1 ? e - 1 : n - 1));
+}
+
+/* Rank 0: compare the settings that decide the data order and the meaning of the saved position with
+ * the checkpoint's own configuration (its /config text) and world size. A change that would silently
+ * change which samples come next stops the run and names the setting and the checkpoint.reset_* key
+ * that accepts it; a change of world size at the same global batch (ranks x update_freq) is exact and
+ * is allowed. Returns 1 if the data position must restart at the start of the saved epoch. */
+static int check_resume(trainer *t, const char *path, const hs_train_state *saved, const char *saved_text,
+                        int64_t n_train) {
+    int reset_data = hs_cfg_bool(t->cfg, "checkpoint.reset_dataloader");
+    if (!saved_text || !*saved_text) return 0; /* a checkpoint without its config: nothing to compare */
+    hs_config *old = hs_config_load_string(saved_text, path, 0, NULL);
+    const hs_config *now = t->cfg;
+    char why[1024] = "";
+    const char *task_old = hs_cfg_string(old, "task"), *task_now = hs_cfg_string(now, "task");
+    if (strcmp(task_old, task_now) != 0)
+        hs_die("%s was written by a \"%s\" run but this run's task is \"%s\": use another checkpoint.save_dir", path,
+               task_old, task_now);
+    if (hs_cfg_int(old, "seed") != hs_cfg_int(now, "seed"))
+        snprintf(why, sizeof why, "seed changed from %lld to %lld (it decides the shuffle)",
+                 (long long)hs_cfg_int(old, "seed"), (long long)hs_cfg_int(now, "seed"));
+    else if (hs_cfg_int(old, "training.max_sentences") != hs_cfg_int(now, "training.max_sentences"))
+        snprintf(why, sizeof why, "training.max_sentences changed from %lld to %lld (it decides the batches)",
+                 (long long)hs_cfg_int(old, "training.max_sentences"),
+                 (long long)hs_cfg_int(now, "training.max_sentences"));
+    else if (saved->train_samples > 0 && saved->train_samples != n_train)
+        snprintf(why, sizeof why, "the training data changed from %lld to %lld samples (data.path = \"%s\", was \"%s\")",
+                 (long long)saved->train_samples, (long long)n_train, hs_cfg_string(now, "data.path"),
+                 hs_cfg_string(old, "data.path"));
+    else if (saved->world_size > 0) {
+        for (int64_t e = saved->epoch; e < saved->epoch + 64 && !why[0]; e++) {
+            int64_t before = saved->world_size * uf_of(old, e), after = t->comm->size * uf_of(now, e);
+            if (before != after)
+                snprintf(why, sizeof why,
+                         "the global batch of epoch %lld changed: the checkpoint ran %lld rank(s) x update_freq %lld "
+                         "= %lld micro-batches per update, this run %d rank(s) x update_freq %lld = %lld (keep ranks x "
+                         "training.update_freq the same to resume exactly)",
+                         (long long)e, (long long)saved->world_size, (long long)uf_of(old, e), (long long)before,
+                         t->comm->size, (long long)uf_of(now, e), (long long)after);
+        }
+        if (!why[0] && saved->world_size != t->comm->size)
+            hs_log("| resuming on %d rank(s) x update_freq %lld where the checkpoint ran %lld rank(s) x update_freq %lld: "
+                   "the same global batch, so the data order continues exactly",
+                   t->comm->size, (long long)uf_of(now, saved->epoch), (long long)saved->world_size,
+                   (long long)uf_of(old, saved->epoch));
+    }
+    if (!why[0] && !hs_cfg_bool(now, "checkpoint.reset_lr_scheduler")) {
+        const char *keys[] = {"optimizer.lr", "lr_scheduler.warmup_proportion", "lr_scheduler.end_learning_rate",
+                              "lr_scheduler.power"};
+        for (int i = 0; i < 4; i++)
+            if (hs_cfg_float(old, keys[i]) != hs_cfg_float(now, keys[i]))
+                hs_log("| note: %s is %g in this run but %g in %s: the resumed run continues the saved learning rate; "
+                       "set checkpoint.reset_lr_scheduler = true to apply this run's schedule", keys[i],
+                       hs_cfg_float(now, keys[i]), hs_cfg_float(old, keys[i]), path);
+    }
+    hs_config_free(old);
+    if (!why[0]) return 0;
+    if (!reset_data)
+        hs_die("cannot resume from %s: %s. Resuming would silently change which samples come next. Either use another "
+               "checkpoint.save_dir, restore the setting, or set checkpoint.reset_dataloader = true to keep the weights, "
+               "optimizer and update count and restart the data order at the start of epoch %lld",
+               path, why, (long long)saved->epoch);
+    hs_log("| checkpoint.reset_dataloader: %s; epoch %lld restarts from its first update", why, (long long)saved->epoch);
+    return 1;
+}
+
 /* Rank 0 reads; everything is broadcast, so a node-local save_dir works too. Returns 1 if resumed. */
-static int restore(trainer *t) {
+static int restore(trainer *t, int64_t n_train) {
     char last[4096];
     snprintf(last, sizeof last, "%s/checkpoint_last.h5", t->save_dir);
     const char *init = hs_cfg_string(t->cfg, "checkpoint.init_checkpoint");
@@ -88,7 +178,10 @@ static int restore(trainer *t) {
     int reset_sched = hs_cfg_bool(t->cfg, "checkpoint.reset_lr_scheduler");
     if (resume) {
         if (t->comm->rank == 0) {
-            hs_checkpoint_load(last, p, reset_opt ? NULL : t->opt, &t->st, NULL);
+            char *saved_text = NULL;
+            hs_checkpoint_load(last, p, reset_opt ? NULL : t->opt, &t->st, &saved_text);
+            if (check_resume(t, last, &t->st, saved_text, n_train)) t->st.updates_in_epoch = 0;
+            free(saved_text);
             hs_log("| resuming from %s (epoch %lld, %lld updates into it, %lld updates in all)", last,
                    (long long)t->st.epoch, (long long)t->st.updates_in_epoch, (long long)t->st.num_updates);
         }
@@ -145,8 +238,36 @@ static int restore(trainer *t) {
 
 /* ---- one update ------------------------------------------------------------------------------------ */
 
-static void train_update(trainer *t, hs_prefetch_slot *slot) {
+/* The first tensor of the table whose values (a device buffer in the table's layout) hold a NaN or an
+ * Inf, or NULL. Only called when the gradient norm or the loss is not finite. */
+static const char *first_nonfinite_tensor(const hs_params *p, const float *flat) {
+    size_t most = 1;
+    for (int i = 0; i < p->count; i++)
+        if (p->tensors[i].numel > most) most = p->tensors[i].numel;
+    float *host;
+    HS_ALLOC(host, most);
+    const char *name = NULL;
+    for (int i = 0; i < p->count && !name; i++) {
+        p->be->download(host, flat + p->tensors[i].offset, p->tensors[i].numel * sizeof(float));
+        for (size_t k = 0; k < p->tensors[i].numel; k++)
+            if (!isfinite(host[k])) {
+                name = p->tensors[i].name;
+                break;
+            }
+    }
+    free(host);
+    return name;
+}
+
+/* Slots of the per-update float64 all-reduce after the task's statistics. */
+enum { SYNC_STOP = HS_STATS_NDOUBLE, SYNC_LEN };
+
+/* One update. Returns the stop signal agreed by all ranks at its end (0 = go on). */
+static int train_update(trainer *t, hs_prefetch_slot *slot) {
     double t0 = hs_now();
+    int64_t update = t->st.num_updates + 1; /* 1-based, as logged */
+    hs_stall_phase(HS_PHASE_COMPUTE, update, 0);
+    hs_fault_update_start(update);
     hs_params *p = &t->task->params;
     hs_params_zero_grad(p);
     hs_stats stats;
@@ -160,7 +281,9 @@ static void train_update(trainer *t, hs_prefetch_slot *slot) {
             t->task->batch_norm_counts(t->task, slot->bufs[i], slot->ranges[i].count, c);
             for (int k = 0; k < HS_NORM_TERMS; k++) counts[k] += c[k];
         }
+    hs_stall_phase(HS_PHASE_STAT_ALLREDUCE, update, 1);
     hs_comm_allreduce_sum_double(t->comm, counts, HS_NORM_TERMS);
+    hs_stall_phase(HS_PHASE_COMPUTE, update, 0);
     for (int k = 0; k < HS_NORM_TERMS; k++) ctx.loss_scale[k] = counts[k] > 0 ? 1.0 / counts[k] : 0.0;
     /* EMPTY micro-batches contribute zero gradient and zero counts but the rank still joins the
      * collectives below, so every rank issues the same calls. */
@@ -168,29 +291,105 @@ static void train_update(trainer *t, hs_prefetch_slot *slot) {
         if (slot->ranges[i].count > 0)
             t->task->forward_backward(t->task, slot->bufs[i], slot->ranges[i].first, slot->ranges[i].count, &ctx,
                                       &stats);
+    if (hs_fault_fires(HS_FAULT_NAN, update)) {
+        float nan = NAN;
+        p->be->upload(p->grad, &nan, sizeof nan);
+    }
+    hs_stall_phase(HS_PHASE_GRAD_ALLREDUCE, update, 1);
     hs_comm_allreduce_sum_float(t->comm, p->grad, p->total, t->be);
-    hs_comm_allreduce_sum_double(t->comm, (double *)&stats, HS_STATS_NDOUBLE); /* fast stat sync */
+    /* Fast stat sync: the statistics and the stop request travel in one float64 all-reduce. */
+    double sync[SYNC_LEN];
+    memcpy(sync, &stats, sizeof stats);
+    sync[SYNC_STOP] = hs_stop_signal();
+    hs_stall_phase(HS_PHASE_STAT_ALLREDUCE, update, 1);
+    hs_comm_allreduce_sum_double(t->comm, sync, SYNC_LEN);
+    memcpy(&stats, sync, sizeof stats);
+    hs_stall_phase(HS_PHASE_OPTIMIZER, update, 0);
     /* LAMB clips inside its step (before the moments, as apex FusedLAMB); the others clip here. */
     double gnorm = hs_optimizer_clips_internally(t->opt) ? hs_grad_norm(p) : hs_clip_grad_norm(p, t->clip_norm);
-    if (!isfinite(gnorm) || !isfinite(stats.loss_sum))
-        hs_die_agreed("training diverged at update %lld (loss sum %g, gradient norm %g): lower optimizer.lr or set "
-               "optimizer.clip_norm; the last checkpoint in %s is intact",
-               (long long)t->st.num_updates + 1, stats.loss_sum, gnorm, t->save_dir);
+    if (!isfinite(gnorm) || !isfinite(stats.loss_sum)) {
+        /* Every rank holds the same all-reduced values, so every rank stops here with the same message. */
+        const char *bad = first_nonfinite_tensor(p, p->grad);
+        hs_die("training diverged at update %lld: the loss sum is %g and the gradient norm %g; the first gradient "
+               "with a NaN or Inf is %s. Lower optimizer.lr or set optimizer.clip_norm; the last checkpoint in %s "
+               "is intact (nothing of this update was saved)",
+               (long long)update, stats.loss_sum, gnorm, bad ? bad : "(none: the loss itself overflowed)",
+               t->save_dir);
+    }
     hs_optimizer_step_with_grad_norm(t->opt, t->st.lr, gnorm);
+    if (hs_fault_fires(HS_FAULT_CORRUPT, update)) {
+        float v;
+        p->be->download(&v, p->data, sizeof v);
+        uint32_t bits;
+        memcpy(&bits, &v, sizeof bits);
+        bits ^= 1u; /* the lowest mantissa bit: invisible in the loss, visible to the replica check */
+        memcpy(&v, &bits, sizeof bits);
+        p->be->upload(p->data, &v, sizeof v);
+    }
     t->st.num_updates++;
     t->st.lr = hs_lr_step_update(&t->sched, t->st.num_updates);
     t->st.lr_base = t->sched.base_lr;
     hs_meters_update(&t->meters, &t->st, &stats, gnorm, t->clip_norm > 0 && gnorm > t->clip_norm, hs_now() - t0);
+    /* Signals are process-local: the sum over ranks says whether any rank got one. -1: another rank's. */
+    if (sync[SYNC_STOP] <= 0) return 0;
+    return hs_stop_signal() ? hs_stop_signal() : -1;
+}
+
+/* 64-bit FNV-1a of a tensor's bytes. */
+static uint64_t fnv1a(const void *data, size_t bytes, uint64_t h) {
+    const unsigned char *b = data;
+    for (size_t i = 0; i < bytes; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+/* Every rank hashes its parameters tensor by tensor; the minimum and maximum of each hash over the ranks
+ * differ exactly where a replica differs (silent data corruption, a non-deterministic op). */
+static void check_replicas(trainer *t) {
+    const hs_params *p = &t->task->params;
+    hs_stall_phase(HS_PHASE_CHECK, t->st.num_updates, 1);
+    uint64_t *lo, *hi;
+    HS_ALLOC(lo, p->count);
+    HS_ALLOC(hi, p->count);
+    size_t most = 1;
+    for (int i = 0; i < p->count; i++)
+        if (p->tensors[i].numel > most) most = p->tensors[i].numel;
+    float *host;
+    HS_ALLOC(host, most);
+    for (int i = 0; i < p->count; i++) {
+        p->be->download(host, p->data + p->tensors[i].offset, p->tensors[i].numel * sizeof(float));
+        lo[i] = hi[i] = fnv1a(host, p->tensors[i].numel * sizeof(float), 14695981039346656037ull);
+    }
+    free(host);
+    hs_comm_allreduce_minmax_u64(t->comm, lo, hi, p->count);
+    for (int i = 0; i < p->count; i++)
+        if (lo[i] != hi[i])
+            hs_die_code(HS_EXIT_STALLED,
+                        "replica check after update %lld: the ranks hold different values of %s (and possibly later "
+                        "tensors), though data-parallel replicas must stay bit-identical. This is silent data "
+                        "corruption (memory, a GPU, the network) or a non-deterministic operation; the run stops so "
+                        "that no corrupted checkpoint is written. Resume from the last checkpoint (%s); if it "
+                        "recurs on the same node, report the node",
+                        (long long)t->st.num_updates, p->tensors[i].name, t->save_dir);
+    free(lo);
+    free(hi);
 }
 
 static void validate(trainer *t) {
     double t0 = hs_now();
     hs_stats global;
+    hs_stall_phase(HS_PHASE_VALIDATION, t->st.num_updates, 1);
     hs_evaluate_split(t->task, t->pf, t->comm, HS_SPLIT_VALID, t->max_sentences, t->max_per_request, &global);
     hs_meters_log_valid(&t->meters, &t->st, t->valid_subset, &global, hs_now() - t0);
 }
 
-/* Runs (the rest of) epoch st.epoch. Returns 1 if the epoch ended, 0 if max_update stopped it. */
+static void save_mid_epoch(trainer *t) {
+    char name[256];
+    snprintf(name, sizeof name, "checkpoint_%lld_%lld.h5", (long long)t->st.epoch, (long long)t->st.num_updates);
+    save(t, name, t->st.epoch);
+}
+
+/* Runs (the rest of) epoch st.epoch. Returns 1 if the epoch ended, 0 if max_update or a stop signal
+ * stopped it (a checkpoint of the position is written then). */
 static int train_epoch(trainer *t) {
     int uf = update_freq_for_epoch(t->cfg, t->st.epoch);
     int64_t shard_len = hs_sampler_shard_len(&t->sampler);
@@ -199,6 +398,7 @@ static int train_epoch(trainer *t) {
     HS_ALLOC(shard, shard_len);
     hs_sampler_epoch_shard(&t->sampler, (int)t->st.epoch, shard);
     hs_meters_epoch_start(&t->meters);
+    t->st.end_of_epoch = 0; /* a checkpoint written from here on is inside this epoch */
 
     int64_t u = t->st.updates_in_epoch;
 #define REQUEST(k)                                                                                              \
@@ -217,6 +417,7 @@ static int train_epoch(trainer *t) {
                              u + 1 < n_updates;
         int save_after = t->save_interval_updates > 0 && next_num % t->save_interval_updates == 0 &&
                          u + 1 < n_updates;
+        hs_stall_phase(HS_PHASE_INPUT, next_num, 1);
         hs_prefetch_slot *slot = hs_prefetch_wait(t->pf);
         requested = 0;
         /* Read the next update while this one computes, unless validation must read first. */
@@ -224,21 +425,17 @@ static int train_epoch(trainer *t) {
             REQUEST(u + 1);
             requested = 1;
         }
-        train_update(t, slot);
+        t->stop_signal = train_update(t, slot);
         hs_prefetch_release(t->pf, slot);
         u++;
         t->st.updates_in_epoch = u;
         /* HetSeq prints a 0-based index and never the first update; hetseq counts updates done. */
         if (u % t->log_interval == 0 || u == n_updates)
             hs_meters_log_train(&t->meters, &t->st, u, n_updates, t->st.lr, t->comm->size);
-        if (validate_after) validate(t);
-        if (save_after) {
-            char name[256];
-            snprintf(name, sizeof name, "checkpoint_%lld_%lld.h5", (long long)t->st.epoch,
-                     (long long)t->st.num_updates);
-            save(t, name, t->st.epoch);
-        }
-        if (stop_after) {
+        if (t->check_replicas_every > 0 && t->st.num_updates % t->check_replicas_every == 0) check_replicas(t);
+        if (validate_after && !t->stop_signal) validate(t);
+        if (save_after) save_mid_epoch(t);
+        if (stop_after || (t->stop_signal && u < n_updates)) {
             stopped = u < n_updates;
             break;
         }
@@ -250,11 +447,8 @@ static int train_epoch(trainer *t) {
 #undef REQUEST
     free(shard);
     if (stopped) {
-        /* max_update reached inside the epoch: save where we are so a longer run continues here. */
-        t->st.end_of_epoch = 0;
-        char name[256];
-        snprintf(name, sizeof name, "checkpoint_%lld_%lld.h5", (long long)t->st.epoch, (long long)t->st.num_updates);
-        save(t, name, t->st.epoch);
+        /* Stopped inside the epoch: save where we are so a rerun continues here. */
+        if (t->last_saved_update != t->st.num_updates) save_mid_epoch(t);
         return 0;
     }
     return 1;
@@ -262,7 +456,7 @@ static int train_epoch(trainer *t) {
 
 static void end_epoch(trainer *t) {
     int64_t epoch = t->st.epoch;
-    if (t->validate_interval > 0 && epoch % t->validate_interval == 0) validate(t);
+    if (t->validate_interval > 0 && epoch % t->validate_interval == 0 && !t->stop_signal) validate(t);
     t->st.lr = hs_lr_step_epoch(&t->sched, (int)epoch, t->st.num_updates);
     t->st.lr_base = t->sched.base_lr;
     /* The saved position is where a resumed run starts: the next epoch, no updates into it. */
@@ -273,9 +467,14 @@ static void end_epoch(trainer *t) {
         char name[256];
         snprintf(name, sizeof name, "checkpoint%lld.h5", (long long)epoch);
         save(t, name, epoch);
-    } else if (t->comm->rank == 0 && !t->no_save) {
-        hs_checkpoint_save(t->save_dir, "checkpoint_last.h5", &t->task->params, t->opt, &t->st, t->config_text);
+    } else {
+        save_last(t);
     }
+}
+
+static const char *signal_name(int sig) {
+    return sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : sig == SIGUSR1 ? "SIGUSR1"
+                                                                  : "a stop signal on another rank";
 }
 
 int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
@@ -283,7 +482,10 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
     memset(&t, 0, sizeof t);
     t.cfg = cfg;
     t.comm = comm;
+    t.last_saved_update = -1;
     double start = hs_now();
+    hs_fault_init(comm->rank);
+    hs_stall_start(comm, hs_cfg_float(cfg, "distributed.stall_timeout"));
     hs_setup_threads(comm);
     t.config_text = hs_config_to_string(cfg);
     hs_log("%s", t.config_text);
@@ -300,6 +502,7 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
     t.validate_interval_updates =
         hs_cfg_bool(cfg, "training.disable_validation") ? 0 : hs_cfg_int(cfg, "training.validate_interval_updates");
     t.log_interval = (int)hs_cfg_int(cfg, "log.interval");
+    t.check_replicas_every = hs_cfg_int(cfg, "distributed.check_replicas_every");
     const char *precision = hs_cfg_string(cfg, "precision");
     if (strcmp(precision, "fp32") != 0)
         hs_die_all("precision = \"%s\": this release trains in fp32 only (bf16/fp16 mixed precision arrives with the "
@@ -313,7 +516,14 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
         int uf = (int)hs_cfg_int_elem(cfg, "training.update_freq", i);
         if (uf > t.max_per_request) t.max_per_request = uf;
     }
-    if (comm->rank == 0 && !t.no_save) make_dir(t.save_dir);
+    char metrics_path[4096] = "";
+    const char *metrics = hs_cfg_string(cfg, "log.metrics_file");
+    if (*metrics) {
+        if (metrics[0] == '/') snprintf(metrics_path, sizeof metrics_path, "%s", metrics);
+        else snprintf(metrics_path, sizeof metrics_path, "%s/%s", t.save_dir, metrics);
+    }
+    /* The save directory holds the metrics file too, so it exists even with checkpoint.no_save. */
+    if (comm->rank == 0 && (!t.no_save || (*metrics && metrics[0] != '/'))) make_dir(t.save_dir);
     hs_comm_barrier(comm);
 
     t.be = hs_backend_select(hs_cfg_string(cfg, "device"), comm->local_rank);
@@ -325,9 +535,12 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
     t.st.epoch = 1;
     t.st.lr = hs_lr_step_update(&t.sched, 0);
     t.st.lr_base = t.sched.base_lr;
-    int resumed = restore(&t);
-
     int64_t n_train = t.task->num_samples(t.task, HS_SPLIT_TRAIN);
+    int resumed = restore(&t, n_train);
+    /* What the next checkpoint records of this run, for the resume checks. */
+    t.st.world_size = comm->size;
+    t.st.train_samples = n_train;
+
     hs_sampler_init(&t.sampler, n_train, t.max_sentences, comm->size, comm->rank, (uint32_t)t.st.seed, 1);
     if (t.validate_interval > 0 || t.validate_interval_updates > 0) {
         /* Check the validation split's sharding now, not after the first epoch. */
@@ -343,28 +556,35 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
            comm->size, t.be->name, t.max_sentences, t.opt->name,
            (long long)hs_sampler_updates_per_epoch(&t.sampler, update_freq_for_epoch(cfg, t.st.epoch)));
 
-    char metrics_path[4096] = "";
-    const char *metrics = hs_cfg_string(cfg, "log.metrics_file");
-    if (*metrics) {
-        if (metrics[0] == '/') snprintf(metrics_path, sizeof metrics_path, "%s", metrics);
-        else snprintf(metrics_path, sizeof metrics_path, "%s/%s", t.save_dir, metrics);
-    }
     hs_meters_init(&t.meters, t.task, metrics_path, resumed);
     t.meters.format = hs_cfg_string(cfg, "log.format");
     t.pf = hs_prefetch_start(t.task, t.max_sentences, t.max_per_request);
+    /* From here on a stop signal ends the run at the next update boundary with a checkpoint. */
+    hs_stop_signals_install();
 
-    while ((t.max_epoch == 0 || t.st.epoch <= t.max_epoch) && (t.max_update == 0 || t.st.num_updates < t.max_update)) {
+    while ((t.max_epoch == 0 || t.st.epoch <= t.max_epoch) && (t.max_update == 0 || t.st.num_updates < t.max_update) &&
+           !t.stop_signal) {
         if (train_epoch(&t)) end_epoch(&t);
     }
 
     double stalls = hs_prefetch_stall_seconds(t.pf);
     hs_prefetch_stop(t.pf);
-    hs_log("| done training in %.1f seconds (%lld updates; waited %.2f s for input)", hs_now() - start,
-           (long long)t.st.num_updates, stalls);
+    hs_stall_phase(HS_PHASE_DONE, t.st.num_updates, 0);
+    hs_stall_stop();
+    int status = 0;
+    if (t.stop_signal) {
+        hs_log("| stopped by %s after update %lld%s; run the same command again to resume exactly (exit status %d)",
+               signal_name(t.stop_signal), (long long)t.st.num_updates,
+               t.no_save ? " (checkpoint.no_save: nothing saved)" : ", checkpoint written", HS_EXIT_STOPPED);
+        status = HS_EXIT_STOPPED;
+    } else {
+        hs_log("| done training in %.1f seconds (%lld updates; waited %.2f s for input)", hs_now() - start,
+               (long long)t.st.num_updates, stalls);
+    }
     if (!t.no_save) hs_log("| checkpoints in %s/, metrics in %s", t.save_dir, *metrics_path ? metrics_path : "(off)");
     hs_meters_close(&t.meters);
     hs_optimizer_free(t.opt);
     hs_task_destroy(t.task);
     free(t.config_text);
-    return 0;
+    return status;
 }

@@ -18,24 +18,40 @@
 _Noreturn void hs_fatal_at(const char *file, int line, const char *call, const char *hint,
                            const char *fmt, ...) HS_PRINTF(5, 6);
 
-/* A user's error (bad config, missing or corrupt data file, impossible batch size): one clear message
- * that names the file/key/line and says what to do. Ends every rank with exit status 1. */
+/* Exit codes (docs/reliability.md). */
+#define HS_EXIT_USER 1       /* a user's error: config, data, resume mismatch, divergence */
+#define HS_EXIT_INTERNAL 2   /* a library call failed (file system, MPI, HDF5, memory) */
+#define HS_EXIT_STALLED 3    /* the stall inspector or the replica check stopped the run */
+#define HS_EXIT_STOPPED 75   /* stopped by SIGTERM/SIGINT/SIGUSR1 after writing a checkpoint: rerun to resume */
+
+/* A fatal error: one clear message naming the file/key/line and what to do, then every rank ends.
+ * Whichever rank (or thread) sees it: if every rank reaches a fatal error within ~2 s (an error they all
+ * detect, e.g. the config), rank 0 prints it once; otherwise the rank that saw it prints it (with its
+ * rank) and MPI_Abort ends the job, so no rank hangs in a collective. Exit status HS_EXIT_USER. */
 _Noreturn void hs_die(const char *fmt, ...) HS_PRINTF(1, 2);
-
-/* The same, for an error that every rank detects identically (config and command-line errors): only
- * rank 0 prints, every rank finalizes MPI and exits 1 — no abort banner, no duplicate messages. Use it
- * only where all ranks are guaranteed to reach the same call. */
+/* The same with another exit status. */
+_Noreturn void hs_die_code(int code, const char *fmt, ...) HS_PRINTF(2, 3);
+/* Historical names of hs_die for errors every rank detects identically; same behaviour. */
 _Noreturn void hs_die_all(const char *fmt, ...) HS_PRINTF(1, 2);
-
-/* An error that every rank detects at the same point (from all-reduced values) while other threads may
- * still be in collectives: rank 0 prints the message, every rank aborts. */
 _Noreturn void hs_die_agreed(const char *fmt, ...) HS_PRINTF(1, 2);
+
+/* A clean-up to run before a fatal error ends the process (e.g. remove a half-written checkpoint's
+ * temporary file). One at a time; pass NULL to clear. */
+void hs_check_on_fatal(void (*fn)(void *), void *arg);
 
 /* Ends the process group: MPI_Abort if MPI runs with more than one rank, else exit(code). */
 _Noreturn void hs_abort(int code);
 
 /* Which rank this process is (for message prefixes); set by comm init. */
 void hs_check_set_rank(int rank, int size);
+/* A communicator used for nothing but agreeing on fatal errors (set by comm init). The type is an
+ * MPI_Comm; declared with mpi.h included by the caller. */
+#ifdef MPI_VERSION
+void hs_check_set_error_comm(MPI_Comm comm);
+#endif
+/* Threads other than the main one that call MPI (the prefetch thread, the stall inspector) register
+ * with +1 / -1: while any runs, a fatal error aborts instead of finalizing. */
+void hs_check_mpi_thread(int delta);
 
 #define HS_FATAL(hint, ...) hs_fatal_at(__FILE__, __LINE__, NULL, (hint), __VA_ARGS__)
 

@@ -1,6 +1,8 @@
 /* HDF5 helpers for telling a user what went wrong with a file. */
 #include "util/h5util.h"
 
+#include <pthread.h>
+
 #include <stdio.h>
 
 #include "util/check.h"
@@ -28,3 +30,21 @@ void hs_h5_describe_type(hid_t type, char *out, size_t len) {
     const char *name = cls == H5T_FLOAT ? "floating point" : cls == H5T_STRING ? "string" : "non-numeric";
     snprintf(out, len, "%zu-bit %s", 8 * size, name);
 }
+
+static pthread_mutex_t h5_mutex;
+static pthread_once_t h5_mutex_once = PTHREAD_ONCE_INIT;
+
+static void h5_mutex_init(void) {
+    pthread_mutexattr_t attr;
+    HS_CHECK_ERRNO(pthread_mutexattr_init(&attr), NULL);
+    HS_CHECK_ERRNO(pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE), NULL);
+    HS_CHECK_ERRNO(pthread_mutex_init(&h5_mutex, &attr), NULL);
+    HS_CHECK_ERRNO(pthread_mutexattr_destroy(&attr), NULL);
+}
+
+void hs_h5_lock(void) {
+    HS_CHECK_ERRNO(pthread_once(&h5_mutex_once, h5_mutex_init), NULL);
+    HS_CHECK_ERRNO(pthread_mutex_lock(&h5_mutex), "HDF5 lock");
+}
+
+void hs_h5_unlock(void) { HS_CHECK_ERRNO(pthread_mutex_unlock(&h5_mutex), "HDF5 lock"); }

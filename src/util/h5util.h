@@ -15,4 +15,12 @@ const char *hs_h5_reason(char buf[HS_H5_REASON_LEN]);
 /* A datatype for a message: "32-bit signed integer", "64-bit floating point", "8-bit string", ... */
 void hs_h5_describe_type(hid_t type, char *out, size_t len);
 
+/* Debian's parallel HDF5 is not thread-safe: at any moment only one thread of a process may be inside
+ * HDF5. Every HDF5 call made while the prefetch thread runs (its collective reads, checkpoint writes
+ * and loads) is bracketed by this one process-wide lock (recursive). Never hold it across an MPI
+ * collective of another communicator: the prefetch thread's collective reads need the peers' prefetch
+ * threads, never their main threads, so holding it for a read or a rank-local write cannot deadlock. */
+void hs_h5_lock(void);
+void hs_h5_unlock(void);
+
 #endif
