@@ -511,6 +511,15 @@ void hs_checkpoint_load(const char *path, hs_params *params, hs_optimizer *opt, 
     if (params->be) params->be->synchronize();
 }
 
+void hs_checkpoint_read_state(const char *path, hs_train_state *state, char **config_text) {
+    hs_h5_lock();
+    hid_t file = open_checkpoint(path);
+    read_train_state(path, file, state);
+    *config_text = read_config_text(file);
+    HS_H5(H5Fclose(file), H5_HINT);
+    hs_h5_unlock();
+}
+
 void hs_checkpoint_contents(const char *path, int *has_optimizer, int *has_train_state) {
     hs_h5_lock();
     hid_t file = open_checkpoint(path);
@@ -617,6 +626,20 @@ void hs_checkpoint_prune(const char *dir, int keep) {
         }
         free(files[k]);
     }
+}
+
+void hs_checkpoint_remove_stale(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return; /* no directory yet: nothing stale */
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n < 7 || strcmp(e->d_name + n - 7, ".h5.tmp") != 0 || strncmp(e->d_name, "checkpoint", 10) != 0) continue;
+        char *path = join_path(dir, e->d_name);
+        if (unlink(path) == 0) hs_log("| removed %s, left by a run that was killed while saving", path);
+        free(path);
+    }
+    closedir(d);
 }
 
 int hs_file_exists(const char *path) {

@@ -44,6 +44,10 @@ void hs_checkpoint_link(const char *dir, const char *name, const char *alias);
 void hs_checkpoint_load(const char *path, hs_params *params, hs_optimizer *opt, hs_train_state *state,
                         char **config_text);
 
+/* Only /train_state and the /config text (malloc'd or NULL; caller frees): what resume checks compare
+ * before loading any tensor. */
+void hs_checkpoint_read_state(const char *path, hs_train_state *state, char **config_text);
+
 /* Which optional parts a checkpoint holds (a converted PyTorch model has weights only). */
 void hs_checkpoint_contents(const char *path, int *has_optimizer, int *has_train_state);
 
@@ -53,6 +57,9 @@ char *hs_checkpoint_read_config(const char *path);
 /* Keep the newest `keep` files matching checkpoint_<epoch>_<updates>.h5 and checkpoint<epoch>.h5 in dir
  * (by number, descending); delete older ones. keep <= 0: keep all. checkpoint_last.h5 is never removed. */
 void hs_checkpoint_prune(const char *dir, int keep);
+
+/* Remove checkpoint*.h5.tmp files that a killed run left behind (rank 0, before training). */
+void hs_checkpoint_remove_stale(const char *dir);
 
 /* 1 if path exists and is a readable file. */
 int hs_file_exists(const char *path);

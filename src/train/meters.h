@@ -1,4 +1,10 @@
-/* Training meters, HetSeq-format log lines and the JSON-lines metrics file (rank 0). */
+/* Training meters, HetSeq-format log lines and the JSON-lines metrics file (rank 0).
+ *
+ * Every record (a line of the metrics file, and with log.format = "json" the progress line on the
+ * console) is built as a json-c object and serialised by json-c, so it is always one valid JSON
+ * object: a number that is not finite (a diverged loss, an infinite gradient norm) is written as null.
+ * The field names and their order are documented in docs/data-formats.md ("The metrics file"). Each
+ * record is flushed when written, so a run that is killed keeps every record logged before. */
 #ifndef HS_TRAIN_METERS_H
 #define HS_TRAIN_METERS_H
 
@@ -19,9 +25,14 @@ typedef struct hs_meters {
     int64_t epoch_updates;
     double start_time; /* process start, for `wall` */
     FILE *metrics;     /* JSON lines, rank 0 only; NULL if off */
+    char *metrics_path; /* for error messages; NULL if off */
     const char *format; /* log.format: "simple" (HetSeq's lines), "json" (the metrics records on stdout), "none" */
+    FILE *console;      /* where progress and validation lines go: stdout (hs_meters_init); tests redirect it */
+    int warned_task_fields; /* the task's fields could not be parsed once: warned, not again */
 } hs_meters;
 
+/* Opens the metrics file on rank 0 ("w", or "a" when resuming; a partial last record left by a run
+ * killed in the middle of a write is dropped first, so every line stays valid JSON). */
 void hs_meters_init(hs_meters *m, const hs_task *task, const char *metrics_path, int resume);
 /* The task's scalar loss (nats) of a stats vector. */
 double hs_meters_loss(const hs_meters *m, const hs_stats *s);

@@ -171,6 +171,7 @@ static int restore(trainer *t, int64_t n_train) {
     char last[4096];
     snprintf(last, sizeof last, "%s/checkpoint_last.h5", t->save_dir);
     const char *init = hs_cfg_string(t->cfg, "checkpoint.init_checkpoint");
+    if (t->comm->rank == 0 && !t->no_save) hs_checkpoint_remove_stale(t->save_dir);
     int resume = t->comm->rank == 0 && hs_file_exists(last);
     hs_comm_bcast_bytes(t->comm, &resume, sizeof resume, 0);
     hs_params *p = &t->task->params;
@@ -178,10 +179,16 @@ static int restore(trainer *t, int64_t n_train) {
     int reset_sched = hs_cfg_bool(t->cfg, "checkpoint.reset_lr_scheduler");
     if (resume) {
         if (t->comm->rank == 0) {
+            /* Compare the settings first: a checkpoint of another task or data order is refused with the
+             * reason, before its tensors are matched against this model. */
             char *saved_text = NULL;
-            hs_checkpoint_load(last, p, reset_opt ? NULL : t->opt, &t->st, &saved_text);
-            if (check_resume(t, last, &t->st, saved_text, n_train)) t->st.updates_in_epoch = 0;
+            hs_train_state saved;
+            memset(&saved, 0, sizeof saved);
+            hs_checkpoint_read_state(last, &saved, &saved_text);
+            int restart_epoch = check_resume(t, last, &saved, saved_text, n_train);
             free(saved_text);
+            hs_checkpoint_load(last, p, reset_opt ? NULL : t->opt, &t->st, NULL);
+            if (restart_epoch) t->st.updates_in_epoch = 0;
             hs_log("| resuming from %s (epoch %lld, %lld updates into it, %lld updates in all)", last,
                    (long long)t->st.epoch, (long long)t->st.updates_in_epoch, (long long)t->st.num_updates);
         }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/check.h"
@@ -108,7 +109,10 @@ void hs_fault_update_start(int64_t update) {
             (void)hs_fault_fires(HS_FAULT_STALL, update);
             if (s < 0)
                 for (;;) pause();
-            usleep((useconds_t)(s * 1e6));
+            /* Signals interrupt a sleep: sleep again for what is left. */
+            struct timespec left = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
+            while (nanosleep(&left, &left) != 0 && errno == EINTR) {
+            }
         }
     }
 }

@@ -1,0 +1,66 @@
+# The scheduler stops a job mid-epoch: Slurm's time limit or scancel sends SIGTERM, `sbatch
+# --signal=USR1@120` sends SIGUSR1 to the ranks, a user presses Ctrl-C at mpirun. The ranks agree at
+# the next update boundary, write a checkpoint of exactly that update, and exit with status 75
+# (docs/reliability.md); running the same command again resumes to exactly the parameters of a run
+# that was never stopped.
+. "$top_srcdir/tests/lib.sh"
+CMP="$top_builddir/tests/tools/h5compare"
+"$HETSEQ" prep mnist --in "${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}" --limit-train 400 \
+  --limit-test 40 --out tiny.h5 > prep.log 2>&1 || { cat prep.log; fail "prep mnist"; }
+CFG="$top_srcdir/tests/e2e/small.cfg"
+# 50 updates per epoch on 2 ranks; long enough that the signal lands mid-run.
+args=(-o data.path=\"tiny.h5\" -o training.max_sentences=4 -o training.max_epoch=0 -o training.max_update=120
+      -o log.interval=10)
+# mpirun waits this long before it passes its SIGTERM on to the ranks, and as long again before a
+# SIGKILL (Open MPI's default is 1 s: too short to write a large checkpoint).
+export OMPI_MCA_odls_base_sigkill_timeout=4
+
+mpi 2 "$HETSEQ" train "$CFG" "${args[@]}" -o checkpoint.save_dir=\"ref\" > ref.log 2>&1 \
+  || { cat ref.log; fail "the uninterrupted run failed"; }
+
+saved_updates() { h5dump -a /train_state/num_updates "$1" 2>/dev/null | sed -n 's/^ *(0): *//p'; }
+updates_logged() { # num_updates of the newest train record, 0 before the first
+  local n; n=$(grep -o '"num_updates": [0-9]*' "$1/metrics.jsonl" 2>/dev/null | tail -n 1 | grep -o '[0-9]*$')
+  echo "${n:-0}"
+}
+
+# stop NAME SIGNAL TARGET EXPECTED_STATUS: TARGET = mpirun or ranks.
+stop() {
+  local name=$1 sig=$2 target=$3 want=$4 dir="ck_$1"
+  "$MPIRUN" --allow-run-as-root --oversubscribe -np 2 --mca btl self,vader "$HETSEQ" train "$CFG" "${args[@]}" \
+    -o checkpoint.save_dir=\"$dir\" > "$name.log" 2>&1 &
+  local pid=$! i
+  for i in $(seq 1 600); do [ "$(updates_logged "$dir")" -ge 20 ] && break; sleep 0.1; done
+  [ "$(updates_logged "$dir")" -ge 20 ] || { kill -9 $pid; cat "$name.log"; fail "$name: the run did not get going"; }
+  if [ "$target" = mpirun ]; then kill -s "$sig" $pid; else pkill --signal "$sig" -P $pid; fi
+  local t0=$SECONDS rc
+  ( sleep 60; kill -9 $pid 2>/dev/null ) & local guard=$!
+  wait $pid; rc=$?
+  kill $guard 2>/dev/null
+  [ $((SECONDS - t0)) -lt 45 ] || fail "$name: the job took $((SECONDS - t0)) s to stop"
+  [ "$rc" = "$want" ] || { tail -n 20 "$name.log"; fail "$name: exit status $rc, expected $want"; }
+  local line n
+  line=$(grep -m1 "stopped by SIG$sig after update" "$name.log") || { cat "$name.log"; fail "$name: no stop line"; }
+  n=$(printf '%s\n' "$line" | sed 's/.*after update \([0-9]*\).*/\1/')
+  [ "$n" -lt 120 ] || fail "$name: the signal did not stop the run early"
+  [ "$(saved_updates "$dir/checkpoint_last.h5")" = "$n" ] \
+    || fail "$name: checkpoint_last.h5 holds update $(saved_updates "$dir/checkpoint_last.h5"), the run stopped after $n"
+  mpi 2 "$HETSEQ" train "$CFG" "${args[@]}" -o checkpoint.save_dir=\"$dir\" > "$name.rerun.log" 2>&1 \
+    || { cat "$name.rerun.log"; fail "$name: the rerun failed"; }
+  grep -q "resuming from $dir/checkpoint_last.h5 (.*$n updates in all)" "$name.rerun.log" \
+    || fail "$name: the rerun did not resume from update $n"
+  "$CMP" ref/checkpoint_last.h5 "$dir/checkpoint_last.h5" 0 > "$name.cmp" \
+    || { cat "$name.cmp"; fail "$name: the resumed run does not end with the uninterrupted run's parameters"; }
+  echo "ok: $name: $line; exit $rc; resumed bit-identical"
+}
+
+# SIGUSR1 straight to the ranks (what srun and `--signal=USR1@T` do): every rank exits 75, so does mpirun.
+stop usr1_ranks USR1 ranks 75
+# SIGTERM straight to the ranks (Slurm's time limit, scancel with srun).
+stop term_ranks TERM ranks 75
+# SIGUSR1 to mpirun, which forwards it to the ranks.
+stop usr1_mpirun USR1 mpirun 75
+# SIGTERM to mpirun (scancel of an mpirun job): the ranks stop as above; mpirun itself, having been
+# signalled, reports 1 (Open MPI's own status), which docs/reliability.md says.
+stop term_mpirun TERM mpirun 1
+pass
