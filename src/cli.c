@@ -1,5 +1,6 @@
 #include "cli.h"
 
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,57 @@ static void add_override(hs_cli *cli, const char *kv) {
     cli->overrides[cli->n_overrides++] = HS_STRDUP(kv);
 }
 
+enum { OPT_CHECKPOINT = 256 };
+
+/* The options of train and eval, read with getopt_long: `-o X`, `-oX`, `--set X`, `--set=X`,
+ * `--checkpoint X`, `--checkpoint=X`, `-h`, `--help`; options and the CONFIG file in any order. */
+static void parse_train_eval(hs_cli *cli, int argc, char **argv) {
+    static const struct option longopts[] = {
+        {"set", required_argument, NULL, 'o'},
+        {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *cmd = cli->command;
+    /* argv[0] here is the command; optind = 0 makes glibc start afresh (this may run more than once
+     * in a process, e.g. in tests). The leading '-' returns CONFIG in place (code 1) instead of
+     * permuting argv, so the order of the command line is kept even under POSIXLY_CORRECT; the ':'
+     * reports a missing argument as ':' rather than '?'. opterr = 0: the messages below are ours. */
+    optind = 0;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "-:o:h", longopts, NULL)) != -1) {
+        /* the argument that getopt_long just consumed or rejected, for messages */
+        const char *arg = argv[optind - 1];
+        switch (c) {
+        case 'o': add_override(cli, optarg); break;
+        case OPT_CHECKPOINT: cli->checkpoint = optarg; break;
+        case 'h': cli->command = "help"; return;
+        case 1:
+            /* "-" alone is no option to getopt; as before, it is not a file name either */
+            if (!strcmp(optarg, "-")) hs_die_all("unknown option '-' for hetseq %s (see hetseq --help)", cmd);
+            if (cli->config_path)
+                hs_die_all("unexpected argument '%s': hetseq %s takes one CONFIG file", optarg, cmd);
+            cli->config_path = optarg;
+            break;
+        case ':':
+            if (optopt == OPT_CHECKPOINT) hs_die_all("--checkpoint needs a file name");
+            hs_die_all("%s needs an argument group.key=value", strncmp(arg, "--", 2) == 0 ? "--set" : "-o");
+        default: /* '?': unknown, or a value given to an option that takes none (--help=x) */
+            if (optopt && optopt != '?' && strncmp(arg, "--", 2) == 0)
+                hs_die_all("option '%.*s' takes no value (see hetseq --help)", (int)strcspn(arg, "="), arg);
+            if (optopt) hs_die_all("unknown option '-%c' for hetseq %s (see hetseq --help)", optopt, cmd);
+            hs_die_all("unknown option '%s' for hetseq %s (see hetseq --help)", arg, cmd);
+        }
+    }
+    /* after "--" every argument is a file name */
+    for (; optind < argc; optind++) {
+        if (cli->config_path)
+            hs_die_all("unexpected argument '%s': hetseq %s takes one CONFIG file", argv[optind], cmd);
+        cli->config_path = argv[optind];
+    }
+}
+
 void hs_cli_parse(hs_cli *cli, int argc, char **argv) {
     memset(cli, 0, sizeof *cli);
     if (argc < 2) {
@@ -55,7 +107,7 @@ void hs_cli_parse(hs_cli *cli, int argc, char **argv) {
         cli->command = "version";
         return;
     }
-    if (!strcmp(cmd, "prep")) {
+    if (!strcmp(cmd, "prep")) { /* the prep subcommands read their own options (prep/prep_args.c) */
         cli->command = "prep";
         cli->prep_argc = argc - 2;
         cli->prep_argv = argv + 2;
@@ -64,31 +116,8 @@ void hs_cli_parse(hs_cli *cli, int argc, char **argv) {
     if (strcmp(cmd, "train") != 0 && strcmp(cmd, "eval") != 0)
         hs_die_all("unknown command '%s' (expected train, eval, prep; see hetseq --help)", cmd);
     cli->command = cmd;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-o") || !strcmp(a, "--set")) {
-            if (i + 1 >= argc) hs_die_all("%s needs an argument group.key=value", a);
-            add_override(cli, argv[++i]);
-        } else if (!strncmp(a, "-o", 2) && a[2]) {
-            add_override(cli, a + 2);
-        } else if (!strncmp(a, "--set=", 6)) {
-            add_override(cli, a + 6);
-        } else if (!strcmp(a, "--checkpoint")) {
-            if (i + 1 >= argc) hs_die_all("--checkpoint needs a file name");
-            cli->checkpoint = argv[++i];
-        } else if (!strncmp(a, "--checkpoint=", 13)) {
-            cli->checkpoint = a + 13;
-        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            cli->command = "help";
-            return;
-        } else if (a[0] == '-') {
-            hs_die_all("unknown option '%s' for hetseq %s (see hetseq --help)", a, cmd);
-        } else if (!cli->config_path) {
-            cli->config_path = a;
-        } else {
-            hs_die_all("unexpected argument '%s': hetseq %s takes one CONFIG file", a, cmd);
-        }
-    }
+    parse_train_eval(cli, argc - 1, argv + 1);
+    if (!strcmp(cli->command, "help")) return;
     if (!cli->config_path) hs_die_all("hetseq %s needs a CONFIG file (e.g. conf/mnist.cfg)", cmd);
     if (!strcmp(cmd, "eval") && !cli->checkpoint)
         hs_die_all("hetseq eval needs --checkpoint FILE (e.g. checkpoints/checkpoint_last.h5)");

@@ -4,9 +4,15 @@
  * libconfig 1.5 quirks handled here (see docs/configuration.md):
  *  - config_lookup_float fails on an integer literal, so every setting is read by its libconfig type
  *    and converted by the schema type (an int literal is a valid float; a float literal is not an int);
- *  - an integer literal beyond 32 bits without an `L` suffix is silently truncated by the 1.5 scanner,
- *    so the text is scanned for such literals before parsing and they are reported;
- *  - reading a second text replaces the first, so overrides are parsed and applied here, by schema type. */
+ *  - an integer literal beyond 32 bits without an `L` suffix (and any literal beyond 64 bits) is
+ *    silently wrapped or clamped by the 1.5 scanner, so the text is scanned for such literals before
+ *    parsing: the file's are reported, an override's get the `L` it lacks;
+ *  - reading a second text replaces the first, so each override value (and each schema default) is
+ *    parsed on its own by libconfig, as the text "value = <value>", and that setting is checked exactly
+ *    like a setting of the file.
+ *
+ * A user error releases everything the load holds before hs_die_all: the fuzz harness's hs_die_all
+ * returns to its entry point, and its leak checker must see no memory left behind. */
 #include "config.h"
 
 #include <ctype.h>
@@ -48,6 +54,63 @@ typedef struct {
     char *s;
 } parsed_value;
 
+/* Everything one load holds, so that an error can release it all before dying (see the top). */
+typedef struct {
+    hs_config *c;            /* the configuration being built */
+    const char *origin;      /* the file's path, or the name given to a string */
+    const char *include_dir; /* directory of the experiment file (points into dir); NULL for a string */
+    char *dir;
+    char *file_text;         /* hs_config_load: the experiment file */
+    char *include_text;      /* an @include'd file while it is scanned for long literals */
+    char **scanned;          /* display names of the files already scanned for long literals */
+    int n_scanned;
+    config_t file_cfg;       /* the experiment file's libconfig tree */
+    int file_cfg_live;
+    config_t value_cfg;      /* one override's or default's value as parsed by libconfig */
+    int value_cfg_live;
+    char *value_text;        /* the libconfig text "value = ..." behind value_cfg */
+    char *override;          /* a copy of the override being applied (its key is cut out of it) */
+    char *where;             /* "-o group.key=value" of that override */
+    parsed_value pending;    /* the value being checked */
+    int in_override;         /* parsing an -o value: the command-line conveniences apply */
+} load_state;
+
+static void parsed_free(parsed_value *p) {
+    free(p->ilist);
+    free(p->flist);
+    free(p->s);
+    memset(p, 0, sizeof *p);
+}
+
+/* Frees everything the load holds, the configuration included (if still held). */
+static void load_release(load_state *ls) {
+    hs_config_free(ls->c);
+    free(ls->dir);
+    free(ls->file_text);
+    free(ls->include_text);
+    for (int i = 0; i < ls->n_scanned; i++) free(ls->scanned[i]);
+    free(ls->scanned);
+    if (ls->file_cfg_live) config_destroy(&ls->file_cfg);
+    if (ls->value_cfg_live) config_destroy(&ls->value_cfg);
+    free(ls->value_text);
+    free(ls->override);
+    free(ls->where);
+    parsed_free(&ls->pending);
+    memset(ls, 0, sizeof *ls);
+}
+
+/* A user error: the message is formatted first (its arguments may point into what the load holds),
+ * then the load is released, then every rank ends. */
+_Noreturn static void load_die(load_state *ls, const char *fmt, ...) HS_PRINTF(2, 3);
+_Noreturn static void load_die(load_state *ls, const char *fmt, ...) {
+    char msg[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    load_release(ls);
+    hs_die_all("%s", msg);
+}
 /* ================================================================================================
  * Schema lookup and suggestions
  * ============================================================================================== */
@@ -168,30 +231,31 @@ static const char *suggest_choice(const char *choices, const char *value, char *
     return best_d != INT_MAX && close_enough(best_d, value) ? buf : NULL;
 }
 
-_Noreturn static void die_unknown_key(const char *where, const char *path) {
+_Noreturn static void die_unknown_key(load_state *ls, const char *where, const char *path) {
     const char *hint = suggest_path(path);
     if (hint)
-        hs_die_all("%s: unknown key '%s'; did you mean '%s'? (every key is listed in docs/configuration.md)",
-                   where, path, hint);
-    hs_die_all("%s: unknown key '%s' (every key is listed in docs/configuration.md)", where, path);
+        load_die(ls, "%s: unknown key '%s'; did you mean '%s'? (every key is listed in docs/configuration.md)", where,
+                 path, hint);
+    load_die(ls, "%s: unknown key '%s' (every key is listed in docs/configuration.md)", where, path);
 }
 
 /* ================================================================================================
  * Describing types, ranges and values for messages
  * ============================================================================================== */
 
-static const char *type_name(hs_cfg_type t) {
+/* An override also takes yes/no, on/off and 1/0 for a boolean (docs/configuration.md). */
+static const char *type_name(const load_state *ls, hs_cfg_type t) {
     switch (t) {
     case HS_CFG_INT: return "an integer";
     case HS_CFG_FLOAT: return "a number";
-    case HS_CFG_BOOL: return "a boolean (true or false)";
+    case HS_CFG_BOOL:
+        return ls && ls->in_override ? "a boolean (true/false, yes/no, on/off, 1/0)" : "a boolean (true or false)";
     case HS_CFG_STRING: return "a string in double quotes";
     case HS_CFG_FLOAT_LIST: return "a list of numbers, e.g. [0.9, 0.999]";
     case HS_CFG_INT_LIST: return "an integer or a list of integers, e.g. [1, 2, 4]";
     }
     return "?";
 }
-
 /* A number as short as it reads exactly enough for a message. */
 static void fmt_num(char *buf, size_t len, double x) {
     if (isinf(x)) snprintf(buf, len, "%s", x > 0 ? "inf" : "-inf");
@@ -246,16 +310,10 @@ static void describe_setting(const config_setting_t *s, char *buf, size_t len) {
     }
 }
 
+
 /* ================================================================================================
  * Checking and storing a parsed value
  * ============================================================================================== */
-
-static void parsed_free(parsed_value *p) {
-    free(p->ilist);
-    free(p->flist);
-    free(p->s);
-    memset(p, 0, sizeof *p);
-}
 
 static void value_clear(hs_cfg_value *v) {
     free(v->s);
@@ -265,14 +323,17 @@ static void value_clear(hs_cfg_value *v) {
     memset(v, 0, sizeof *v);
 }
 
-/* Range, choices and list length; `where` is "file:line" or "-o key=value". Takes ownership of p. */
-static void check_and_store(hs_config *c, int k, parsed_value *p, const char *where) {
+/* Range, choices and list length of ls->pending; `where` is "file:line" or "-o key=value". Stores the
+ * value as key k's and empties ls->pending. */
+static void check_and_store(load_state *ls, int k, const char *where) {
     const hs_cfg_key *key = &hs_cfg_schema[k];
+    parsed_value *p = &ls->pending;
     char allowed[512];
     int is_list = key->type == HS_CFG_INT_LIST || key->type == HS_CFG_FLOAT_LIST;
-    if (is_list && p->n == 0) hs_die_all("%s: %s: the list is empty; expected %s", where, key->path, type_name(key->type));
+    if (is_list && p->n == 0)
+        load_die(ls, "%s: %s: the list is empty; expected %s", where, key->path, type_name(ls, key->type));
     if (is_list && key->list_len && p->n != key->list_len)
-        hs_die_all("%s: %s: expected a list of exactly %d numbers, found %d", where, key->path, key->list_len, p->n);
+        load_die(ls, "%s: %s: expected a list of exactly %d numbers, found %d", where, key->path, key->list_len, p->n);
 
     switch (key->type) {
     case HS_CFG_INT:
@@ -288,8 +349,9 @@ static void check_and_store(hs_config *c, int k, parsed_value *p, const char *wh
             if (is_int) snprintf(num, sizeof num, "%lld", (long long)p->ilist[e]);
             else fmt_num(num, sizeof num, x);
             if (is_list)
-                hs_die_all("%s: %s: element %d is %s, out of range; allowed: %s", where, key->path, e + 1, num, allowed);
-            hs_die_all("%s: %s = %s is out of range; allowed: %s", where, key->path, num, allowed);
+                load_die(ls, "%s: %s: element %d is %s, out of range; allowed: %s", where, key->path, e + 1, num,
+                         allowed);
+            load_die(ls, "%s: %s = %s is out of range; allowed: %s", where, key->path, num, allowed);
         }
         break;
     case HS_CFG_STRING:
@@ -306,16 +368,16 @@ static void check_and_store(hs_config *c, int k, parsed_value *p, const char *wh
                 const char *hint = suggest_choice(key->choices, p->s, near, sizeof near);
                 describe_allowed(key, allowed, sizeof allowed);
                 if (hint)
-                    hs_die_all("%s: %s = \"%s\" is not allowed; did you mean \"%s\"? allowed: %s", where, key->path,
-                               p->s, hint, allowed);
-                hs_die_all("%s: %s = \"%s\" is not allowed; allowed: %s", where, key->path, p->s, allowed);
+                    load_die(ls, "%s: %s = \"%s\" is not allowed; did you mean \"%s\"? allowed: %s", where, key->path,
+                             p->s, hint, allowed);
+                load_die(ls, "%s: %s = \"%s\" is not allowed; allowed: %s", where, key->path, p->s, allowed);
             }
         }
         break;
     case HS_CFG_BOOL: break;
     }
 
-    hs_cfg_value *v = &c->v[k];
+    hs_cfg_value *v = &ls->c->v[k];
     value_clear(v);
     v->origin = HS_STRDUP(where);
     switch (key->type) {
@@ -330,19 +392,23 @@ static void check_and_store(hs_config *c, int k, parsed_value *p, const char *wh
 }
 
 /* ================================================================================================
- * Values from libconfig settings (the file)
+ * Values from libconfig settings (the file, and each override value parsed on its own)
  * ============================================================================================== */
 
-_Noreturn static void die_type(const char *where, const hs_cfg_key *key, const config_setting_t *found,
-                               const char *advice) {
+_Noreturn static void die_type(load_state *ls, const char *where, const hs_cfg_key *key,
+                               const config_setting_t *found, const char *advice) {
     char what[256];
     describe_setting(found, what, sizeof what);
-    hs_die_all("%s: %s: expected %s, found %s%s", where, key->path, type_name(key->type), what, advice);
+    /* `-o optimizer.lr="0.1"`: the quotes are the mistake */
+    if (ls->in_override && !*advice && config_setting_type(found) == CONFIG_TYPE_STRING && key->type != HS_CFG_STRING)
+        advice = " (leave out the double quotes)";
+    load_die(ls, "%s: %s: expected %s, found %s%s", where, key->path, type_name(ls, key->type), what, advice);
 }
 
 /* One number of a setting as the schema wants it; an int literal is a valid float, not vice versa. */
-static void number_from_setting(const config_setting_t *s, const hs_cfg_key *key, const config_setting_t *whole,
-                                const char *where, int is_int, int64_t *iv, double *fv) {
+static void number_from_setting(load_state *ls, const config_setting_t *s, const hs_cfg_key *key,
+                                const config_setting_t *whole, const char *where, int is_int, int64_t *iv,
+                                double *fv) {
     int t = config_setting_type(s);
     if (t == CONFIG_TYPE_INT || t == CONFIG_TYPE_INT64) {
         long long x = config_setting_get_int64(s);
@@ -354,61 +420,157 @@ static void number_from_setting(const config_setting_t *s, const hs_cfg_key *key
         *fv = config_setting_get_float(s);
         return;
     }
-    if (t == CONFIG_TYPE_FLOAT)
-        die_type(where, key, s, " (write a whole number without a decimal point)");
-    die_type(where, key, s == whole ? s : whole, "");
+    if (t == CONFIG_TYPE_FLOAT) die_type(ls, where, key, s, " (write a whole number without a decimal point)");
+    die_type(ls, where, key, whole, "");
 }
 
-static void value_from_setting(hs_config *c, int k, const config_setting_t *s, const char *where) {
+static void value_from_setting(load_state *ls, int k, const config_setting_t *s, const char *where) {
     const hs_cfg_key *key = &hs_cfg_schema[k];
-    parsed_value p = {0};
+    parsed_value *p = &ls->pending;
+    parsed_free(p);
     int t = config_setting_type(s);
     switch (key->type) {
     case HS_CFG_INT:
     case HS_CFG_FLOAT:
-        p.n = 1;
-        HS_ALLOC(p.ilist, 1);
-        HS_ALLOC(p.flist, 1);
-        number_from_setting(s, key, s, where, key->type == HS_CFG_INT, &p.ilist[0], &p.flist[0]);
+        p->n = 1;
+        HS_ALLOC(p->ilist, 1);
+        HS_ALLOC(p->flist, 1);
+        number_from_setting(ls, s, key, s, where, key->type == HS_CFG_INT, &p->ilist[0], &p->flist[0]);
         break;
     case HS_CFG_BOOL:
-        if (t != CONFIG_TYPE_BOOL) die_type(where, key, s, "");
-        p.b = config_setting_get_bool(s);
+        if (t != CONFIG_TYPE_BOOL) die_type(ls, where, key, s, "");
+        p->b = config_setting_get_bool(s);
         break;
     case HS_CFG_STRING:
-        if (t != CONFIG_TYPE_STRING) die_type(where, key, s, "");
-        p.s = HS_STRDUP(config_setting_get_string(s));
+        if (t != CONFIG_TYPE_STRING) die_type(ls, where, key, s, "");
+        p->s = HS_STRDUP(config_setting_get_string(s));
         break;
     case HS_CFG_INT_LIST:
     case HS_CFG_FLOAT_LIST: {
         int is_int = key->type == HS_CFG_INT_LIST;
         if (t == CONFIG_TYPE_ARRAY || t == CONFIG_TYPE_LIST) {
-            p.n = config_setting_length(s);
-            HS_ALLOC(p.ilist, p.n);
-            HS_ALLOC(p.flist, p.n);
-            for (int e = 0; e < p.n; e++) {
+            p->n = config_setting_length(s);
+            HS_ALLOC(p->ilist, p->n);
+            HS_ALLOC(p->flist, p->n);
+            for (int e = 0; e < p->n; e++) {
                 const config_setting_t *el = config_setting_get_elem(s, (unsigned)e);
                 int et = config_setting_type(el);
                 if (et != CONFIG_TYPE_INT && et != CONFIG_TYPE_INT64 && et != CONFIG_TYPE_FLOAT)
-                    die_type(where, key, s, " with a non-number element");
-                number_from_setting(el, key, s, where, is_int, &p.ilist[e], &p.flist[e]);
+                    die_type(ls, where, key, s, " with a non-number element");
+                number_from_setting(ls, el, key, s, where, is_int, &p->ilist[e], &p->flist[e]);
             }
         } else if (config_setting_is_number(s)) { /* a scalar is a list of one */
-            p.n = 1;
-            HS_ALLOC(p.ilist, 1);
-            HS_ALLOC(p.flist, 1);
-            number_from_setting(s, key, s, where, is_int, &p.ilist[0], &p.flist[0]);
+            p->n = 1;
+            HS_ALLOC(p->ilist, 1);
+            HS_ALLOC(p->flist, 1);
+            number_from_setting(ls, s, key, s, where, is_int, &p->ilist[0], &p->flist[0]);
         } else {
-            die_type(where, key, s, "");
+            die_type(ls, where, key, s, "");
         }
         break;
     }
     }
-    check_and_store(c, k, &p, where);
+    check_and_store(ls, k, where);
 }
 
 /* ================================================================================================
- * Values from text (`-o` overrides and schema defaults)
+ * Integer literals libconfig 1.5 would change
+ * ============================================================================================== */
+
+/* libconfig 1.5 reads an integer literal without `L` into a 32-bit int, silently wrapping a value
+ * beyond it (seed = 4294967295 becomes -1, 0xFFFFFFFF too), and clamps or wraps one beyond 64 bits
+ * even with `L`. Such a literal, as found by next_long_literal: */
+typedef struct {
+    const char *start, *end; /* its digits ("0x..." included, the sign and the L not) */
+    int line;
+    int neg;                 /* a '-' precedes it */
+    int beyond_64;           /* no suffix helps; else an L suffix makes libconfig read it right */
+} long_literal;
+
+/* The next such literal at or after *pos, scanning like libconfig's lexer (comments, strings, names
+ * and floats skipped); *pos moves past it and *line counts the lines. Returns 0 at the end. With
+ * every_int, every integer literal without L is returned (beyond_64 still says whether L helps). */
+static int next_long_literal(const char *text, const char **pos, int *line, int every_int, long_literal *out) {
+    const char *p = *pos;
+    while (*p) {
+        if (*p == '\n') {
+            (*line)++, p++;
+        } else if (*p == '#' || (p[0] == '/' && p[1] == '/')) {
+            while (*p && *p != '\n') p++;
+        } else if (p[0] == '/' && p[1] == '*') {
+            for (p += 2; *p && !(p[0] == '*' && p[1] == '/'); p++) *line += *p == '\n';
+            if (*p) p += 2;
+        } else if (*p == '"') {
+            for (p++; *p && *p != '"'; p++) {
+                if (*p == '\\' && p[1]) p++;
+                *line += *p == '\n';
+            }
+            if (*p) p++;
+        } else if (isalpha((unsigned char)*p) || *p == '*' || *p == '_' || *p == '@') {
+            while (isalnum((unsigned char)*p) || *p == '_' || *p == '-' || *p == '*' || *p == '@') p++;
+        } else if (isdigit((unsigned char)*p) || (*p == '.' && isdigit((unsigned char)p[1]))) {
+            const char *start = p;
+            int neg = p > text && p[-1] == '-';
+            unsigned long long limit32, limit64, mag;
+            errno = 0;
+            if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+                p += 2;
+                while (isxdigit((unsigned char)*p)) p++;
+                if (p == start + 2) continue; /* "0x" alone: libconfig's syntax error */
+                mag = strtoull(start + 2, NULL, 16);
+                limit32 = 0x7FFFFFFFull; /* 0x80000000 .. 0xFFFFFFFF wrap to negative ints */
+                limit64 = 0x7FFFFFFFFFFFFFFFull;
+            } else {
+                while (isdigit((unsigned char)*p)) p++;
+                if (*p == '.' || *p == 'e' || *p == 'E') { /* a float: skip its fraction and exponent */
+                    while (isdigit((unsigned char)*p) || *p == '.') p++;
+                    if (*p == 'e' || *p == 'E') {
+                        p++;
+                        if (*p == '+' || *p == '-') p++;
+                        while (isdigit((unsigned char)*p)) p++;
+                    }
+                    continue;
+                }
+                mag = strtoull(start, NULL, 10);
+                limit32 = neg ? 2147483648ull : 2147483647ull;
+                limit64 = neg ? 9223372036854775808ull : 9223372036854775807ull;
+            }
+            int has_l = *p == 'L';
+            int beyond_64 = errno == ERANGE || mag > limit64;
+            if (beyond_64 || (!has_l && (every_int || mag > limit32))) {
+                *out = (long_literal){start, p, *line, neg, beyond_64};
+                *pos = p;
+                return 1;
+            }
+        } else {
+            p++;
+        }
+    }
+    *pos = p;
+    return 0;
+}
+
+_Noreturn static void die_beyond_64(load_state *ls, const char *where, const long_literal *l) {
+    load_die(ls, "%s: the integer %s%.*s is beyond 64 bits; libconfig reads integers from -9223372036854775808L to "
+             "9223372036854775807L", where, l->neg ? "-" : "", (int)(l->end - l->start), l->start);
+}
+
+/* The file's text must hold no such literal: report the first with its line and the fix. */
+static void check_int_literals(load_state *ls, const char *text, const char *file) {
+    const char *pos = text;
+    int line = 1;
+    long_literal l;
+    if (!next_long_literal(text, &pos, &line, 0, &l)) return;
+    char where[1100];
+    snprintf(where, sizeof where, "%s:%d", file, l.line);
+    if (l.beyond_64) die_beyond_64(ls, where, &l);
+    load_die(ls, "%s: the integer %s%.*s does not fit in 32 bits; libconfig needs an L suffix for larger integers: "
+             "write %s%.*sL", where, l.neg ? "-" : "", (int)(l.end - l.start), l.start, l.neg ? "-" : "",
+             (int)(l.end - l.start), l.start);
+}
+
+/* ================================================================================================
+ * Values of `-o` overrides, parsed by libconfig
  * ============================================================================================== */
 
 static char *trim(char *s) {
@@ -418,226 +580,111 @@ static char *trim(char *s) {
     return s;
 }
 
-/* An integer literal: decimal or 0x hex, optional L suffix (libconfig's 64-bit marker). */
-static int parse_int_text(const char *t, int64_t *out) {
-    char *end;
-    errno = 0;
-    int neg = *t == '-';
-    const char *digits = (*t == '-' || *t == '+') ? t + 1 : t;
-    long long x;
-    if (digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
-        unsigned long long u = strtoull(digits + 2, &end, 16);
-        if (end == digits + 2 || u > (unsigned long long)LLONG_MAX) return 0;
-        x = neg ? -(long long)u : (long long)u;
-    } else {
-        if (!isdigit((unsigned char)*digits)) return 0;
-        x = strtoll(t, &end, 10);
+/* "value = <text>\n" for libconfig, with the L suffix added to integers beyond 32 bits (the docs
+ * promise `-o seed=4294967295` works without it). Once one literal needs it, every integer literal
+ * gets it: libconfig's [ ] arrays refuse a mix of 32- and 64-bit integers. The newline ends a
+ * trailing # comment. */
+static char *value_libconfig_text(load_state *ls, const char *text, const char *where) {
+    static const char head[] = "value = ";
+    const char *pos = text;
+    int line = 1, every_int = 0;
+    long_literal l;
+    while (next_long_literal(text, &pos, &line, 0, &l)) {
+        if (l.beyond_64) die_beyond_64(ls, where, &l);
+        every_int = 1;
     }
-    if (errno == ERANGE) return 0;
-    if (*end == 'L') end++;
-    if (*end != '\0') return 0;
-    *out = x;
-    return 1;
+    size_t extra = 0;
+    for (pos = text; every_int && next_long_literal(text, &pos, &line, 1, &l);) extra++;
+    char *out;
+    HS_ALLOC(out, sizeof head + strlen(text) + extra + 2);
+    memcpy(out, head, sizeof head - 1);
+    char *o = out + sizeof head - 1;
+    const char *copied = text;
+    for (pos = text; every_int && next_long_literal(text, &pos, &line, 1, &l);) {
+        memcpy(o, copied, (size_t)(l.end - copied));
+        o += l.end - copied;
+        *o++ = 'L';
+        copied = l.end;
+    }
+    size_t rest = strlen(copied);
+    memcpy(o, copied, rest);
+    o[rest] = '\n';
+    o[rest + 1] = '\0';
+    return out;
 }
 
-static int parse_float_text(const char *t, double *out) {
-    char *end;
-    if (*t == '\0') return 0;
-    errno = 0;
-    double x = strtod(t, &end);
-    if (*end != '\0' || errno == ERANGE || !isfinite(x)) return 0;
-    *out = x;
-    return 1;
+/* A value libconfig cannot read as one setting: say what the key takes. */
+_Noreturn static void die_unreadable(load_state *ls, const hs_cfg_key *key, const char *t, const char *where,
+                                     const char *why) {
+    int is_list = key->type == HS_CFG_INT_LIST || key->type == HS_CFG_FLOAT_LIST;
+    if (key->type == HS_CFG_STRING)
+        load_die(ls, "%s: %s: malformed quoted string %s (write \"text\" with \\\" for a quote inside, or the text "
+                 "without quotes)", where, key->path, t);
+    if (is_list && (t[0] == '[' || t[0] == '(')) {
+        const char *detail = strstr(why, "mismatched")
+                                 ? " (the elements of [ ] must all be integers or all have a decimal point: write "
+                                   "0.0, not 0, or use ( ))"
+                                 : "";
+        load_die(ls, "%s: %s: malformed list '%s'%s; expected %s", where, key->path, t, detail,
+                 type_name(ls, key->type));
+    }
+    load_die(ls, "%s: %s: expected %s, found '%s'", where, key->path, type_name(ls, key->type), t);
 }
 
-static int parse_bool_text(const char *t, int *out) {
-    static const char *const yes[] = {"true", "yes", "on", "1"}, *const no[] = {"false", "no", "off", "0"};
-    for (int i = 0; i < 4; i++) {
-        if (strcasecmp(t, yes[i]) == 0) return *out = 1, 1;
-        if (strcasecmp(t, no[i]) == 0) return *out = 0, 1;
-    }
-    return 0;
-}
-
-/* A string value: "quoted" (with libconfig's escapes) or bare (taken as is). */
-static int parse_string_text(const char *t, char **out) {
-    size_t n = strlen(t);
-    if (n == 0 || t[0] != '"') {
-        *out = HS_STRDUP(t);
-        return 1;
-    }
-    if (n < 2 || t[n - 1] != '"') return 0;
-    char *s;
-    HS_ALLOC(s, n);
-    size_t o = 0;
-    for (size_t i = 1; i < n - 1; i++) {
-        if (t[i] == '"') return free(s), 0; /* an unescaped quote inside: not one string */
-        if (t[i] != '\\') {
-            s[o++] = t[i];
-            continue;
-        }
-        if (++i >= n - 1) return free(s), 0;
-        switch (t[i]) {
-        case 'n': s[o++] = '\n'; break;
-        case 't': s[o++] = '\t'; break;
-        case 'r': s[o++] = '\r'; break;
-        case 'f': s[o++] = '\f'; break;
-        case '\\': s[o++] = '\\'; break;
-        case '"': s[o++] = '"'; break;
-        case 'x':
-            if (i + 2 < n - 1 && isxdigit((unsigned char)t[i + 1]) && isxdigit((unsigned char)t[i + 2])) {
-                char hex[3] = {t[i + 1], t[i + 2], '\0'};
-                s[o++] = (char)strtol(hex, NULL, 16);
-                i += 2;
-                break;
-            }
-            return free(s), 0;
-        default: return free(s), 0;
-        }
-    }
-    s[o] = '\0';
-    *out = s;
-    return 1;
-}
-
-/* Parse `text` by the key's type; on a malformed value, die naming `where`. */
-static void value_from_text(hs_config *c, int k, const char *text, const char *where) {
+/* Parse an override's value `t` (trimmed) as key k's and store it; on a malformed value, die naming
+ * `where`. libconfig reads it; on top, as docs/configuration.md promises for overrides: a string
+ * without double quotes is taken literally, and a boolean may be yes/no, on/off or 1/0. */
+static void value_from_override(load_state *ls, int k, const char *t, const char *where) {
     const hs_cfg_key *key = &hs_cfg_schema[k];
-    char *buf = HS_STRDUP(text);
-    char *t = trim(buf);
-    parsed_value p = {0};
-    double fx;
-    switch (key->type) {
-    case HS_CFG_INT:
-    case HS_CFG_FLOAT:
-        p.n = 1;
-        HS_ALLOC(p.ilist, 1);
-        HS_ALLOC(p.flist, 1);
-        if (key->type == HS_CFG_INT && !parse_int_text(t, &p.ilist[0])) {
-            if (parse_float_text(t, &fx))
-                hs_die_all("%s: %s: expected an integer, found the number %s (write a whole number without a decimal point)",
-                           where, key->path, t);
-            hs_die_all("%s: %s: expected an integer, found '%s'", where, key->path, t);
-        }
-        if (key->type == HS_CFG_FLOAT && !parse_float_text(t, &p.flist[0]))
-            hs_die_all("%s: %s: expected a number, found '%s'", where, key->path, t);
-        break;
-    case HS_CFG_BOOL:
-        if (!parse_bool_text(t, &p.b))
-            hs_die_all("%s: %s: expected a boolean (true/false, yes/no, 1/0), found '%s'", where, key->path, t);
-        break;
-    case HS_CFG_STRING:
-        if (!parse_string_text(t, &p.s))
-            hs_die_all("%s: %s: malformed quoted string %s (write \"text\" with \\\" for a quote inside)", where,
-                       key->path, t);
-        break;
-    case HS_CFG_INT_LIST:
-    case HS_CFG_FLOAT_LIST: {
-        size_t n = strlen(t);
-        char close = t[0] == '[' ? ']' : t[0] == '(' ? ')' : '\0';
-        if (close) {
-            if (n < 2 || t[n - 1] != close)
-                hs_die_all("%s: %s: malformed list '%s'; expected %s", where, key->path, t, type_name(key->type));
-            t[n - 1] = '\0';
-            t = trim(t + 1);
-        }
-        int cap = 1;
-        for (const char *q = t; *q; q++) cap += *q == ',';
-        HS_ALLOC(p.ilist, cap);
-        HS_ALLOC(p.flist, cap);
-        if (*t != '\0') {
-            for (char *save = NULL, *el = strtok_r(t, ",", &save); el; el = strtok_r(NULL, ",", &save)) {
-                el = trim(el);
-                int ok = key->type == HS_CFG_INT_LIST ? parse_int_text(el, &p.ilist[p.n])
-                                                      : parse_float_text(el, &p.flist[p.n]);
-                if (!ok)
-                    hs_die_all("%s: %s: element %d '%s' is not %s; expected %s", where, key->path, p.n + 1, el,
-                               key->type == HS_CFG_INT_LIST ? "an integer" : "a number", type_name(key->type));
-                p.n++;
-            }
-            if (p.n != cap)
-                hs_die_all("%s: %s: malformed list (empty element); expected %s", where, key->path, type_name(key->type));
-        }
-        break;
+    if (key->type == HS_CFG_STRING && t[0] != '"') {
+        parsed_free(&ls->pending);
+        ls->pending.s = HS_STRDUP(t);
+        check_and_store(ls, k, where);
+        return;
     }
+    if (strpbrk(t, "\n\r"))
+        load_die(ls, "%s: %s: the value spans several lines; write it on one line", where, key->path);
+    if (key->type == HS_CFG_BOOL) {
+        static const char *const yes[] = {"yes", "on"}, *const no[] = {"no", "off"};
+        for (int i = 0; i < 2; i++) {
+            if (strcasecmp(t, yes[i]) == 0) t = "true";
+            if (strcasecmp(t, no[i]) == 0) t = "false";
+        }
     }
-    free(buf);
-    check_and_store(c, k, &p, where);
+    ls->value_text = value_libconfig_text(ls, t, where);
+    config_init(&ls->value_cfg);
+    ls->value_cfg_live = 1;
+    if (!config_read_string(&ls->value_cfg, ls->value_text))
+        die_unreadable(ls, key, t, where, config_error_text(&ls->value_cfg));
+    const config_setting_t *root = config_root_setting(&ls->value_cfg);
+    if (config_setting_length(root) != 1) die_unreadable(ls, key, t, where, ""); /* "1; x = 2" */
+    const config_setting_t *s = config_setting_get_elem(root, 0);
+    int st = config_setting_type(s);
+    if (key->type == HS_CFG_BOOL && (st == CONFIG_TYPE_INT || st == CONFIG_TYPE_INT64) &&
+        (config_setting_get_int64(s) == 0 || config_setting_get_int64(s) == 1)) {
+        parsed_free(&ls->pending);
+        ls->pending.b = config_setting_get_int64(s) == 1;
+        check_and_store(ls, k, where);
+    } else {
+        value_from_setting(ls, k, s, where);
+    }
+    config_destroy(&ls->value_cfg);
+    ls->value_cfg_live = 0;
+    free(ls->value_text);
+    ls->value_text = NULL;
 }
 
 /* ================================================================================================
- * Integer literals libconfig 1.5 would truncate
+ * Loading
  * ============================================================================================== */
 
-/* libconfig 1.5 reads a decimal literal without `L` into an int, silently wrapping values beyond
- * 32 bits (seed = 4294967295 becomes -1). Scan the text like libconfig's lexer (comments, strings,
- * names, floats skipped) and report such a literal with the fix. */
-static void check_int_literals(const char *text, const char *file) {
-    int line = 1;
-    const char *p = text;
-    while (*p) {
-        if (*p == '\n') {
-            line++, p++;
-        } else if (*p == '#' || (p[0] == '/' && p[1] == '/')) {
-            while (*p && *p != '\n') p++;
-        } else if (p[0] == '/' && p[1] == '*') {
-            for (p += 2; *p && !(p[0] == '*' && p[1] == '/'); p++) line += *p == '\n';
-            if (*p) p += 2;
-        } else if (*p == '"') {
-            for (p++; *p && *p != '"'; p++) {
-                if (*p == '\\' && p[1]) p++;
-                line += *p == '\n';
-            }
-            if (*p) p++;
-        } else if (isalpha((unsigned char)*p) || *p == '*' || *p == '_' || *p == '@') {
-            while (isalnum((unsigned char)*p) || *p == '_' || *p == '-' || *p == '*' || *p == '@') p++;
-        } else if (isdigit((unsigned char)*p) || (*p == '.' && isdigit((unsigned char)p[1]))) {
-            const char *start = p;
-            int neg = p > text && p[-1] == '-';
-            if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
-                p += 2;
-                while (isxdigit((unsigned char)*p)) p++;
-                if (*p == 'L') { p++; continue; }
-                errno = 0;
-                unsigned long long hex = strtoull(start + 2, NULL, 16);
-                if (errno == ERANGE || hex > 0xFFFFFFFFull)
-                    hs_die_all("%s:%d: the integer %.*s does not fit in 32 bits; libconfig needs an L suffix "
-                                   "for larger integers: write %.*sL",
-                                   file, line, (int)(p - start), start, (int)(p - start), start);
-                continue;
-            }
-            while (isdigit((unsigned char)*p)) p++;
-            if (*p == '.' || *p == 'e' || *p == 'E') { /* a float: skip its fraction and exponent */
-                while (isdigit((unsigned char)*p) || *p == '.') p++;
-                if (*p == 'e' || *p == 'E') {
-                    p++;
-                    if (*p == '+' || *p == '-') p++;
-                    while (isdigit((unsigned char)*p)) p++;
-                }
-                continue;
-            }
-            if (*p == 'L') { p++; continue; }
-            errno = 0;
-            unsigned long long mag = strtoull(start, NULL, 10);
-            unsigned long long limit = neg ? 2147483648ull : 2147483647ull;
-            if (errno == ERANGE || mag > limit)
-                hs_die_all("%s:%d: the integer %s%.*s does not fit in 32 bits; libconfig needs an L suffix for larger "
-                           "integers: write %s%.*sL",
-                           file, line, neg ? "-" : "", (int)(p - start), start, neg ? "-" : "", (int)(p - start), start);
-        } else {
-            p++;
-        }
-    }
-}
-
 /* The whole of a file as a string (NUL-terminated), or die naming it. */
-static char *read_whole_file(const char *path, const char *what) {
+static char *read_whole_file(load_state *ls, const char *path, const char *what) {
     struct stat st;
-    if (stat(path, &st) != 0)
-        hs_die_all("cannot read %s '%s': %s", what, path, strerror(errno));
-    if (S_ISDIR(st.st_mode)) hs_die_all("cannot read %s '%s': it is a directory, not a file", what, path);
+    if (stat(path, &st) != 0) load_die(ls, "cannot read %s '%s': %s", what, path, strerror(errno));
+    if (S_ISDIR(st.st_mode)) load_die(ls, "cannot read %s '%s': it is a directory, not a file", what, path);
     FILE *f = fopen(path, "rb");
-    if (!f) hs_die_all("cannot read %s '%s': %s", what, path, strerror(errno));
+    if (!f) load_die(ls, "cannot read %s '%s': %s", what, path, strerror(errno));
     size_t cap = (size_t)st.st_size + 1, n = 0;
     char *text;
     HS_ALLOC(text, cap + 1);
@@ -651,186 +698,207 @@ static char *read_whole_file(const char *path, const char *what) {
     }
     int failed = ferror(f);
     fclose(f);
-    if (failed) hs_die_all("cannot read %s '%s': read error", what, path);
+    if (failed) {
+        free(text);
+        load_die(ls, "cannot read %s '%s': read error", what, path);
+    }
     text[n] = '\0';
     return text;
 }
 
-/* ================================================================================================
- * Loading
- * ============================================================================================== */
-
-/* What messages need while one text is loaded. */
-typedef struct {
-    const char *origin;      /* the file's path, or the name given to a string */
-    const char *include_dir; /* directory of the experiment file; NULL for a string */
-    char **scanned;          /* display names of the files already scanned for long literals */
-    int n_scanned;
-} load_ctx;
-
 /* The name under which to report a source file: libconfig records an @include'd file by the name
  * written in the @include, so put the include directory in front of a relative one. */
-static void display_name(const load_ctx *ctx, const char *file, char *buf, size_t len) {
-    if (!file) snprintf(buf, len, "%s", ctx->origin);
-    else if (ctx->include_dir && file[0] != '/' && strcmp(file, ctx->origin) != 0)
-        snprintf(buf, len, "%s/%s", ctx->include_dir, file);
+static void display_name(const load_state *ls, const char *file, char *buf, size_t len) {
+    if (!file) snprintf(buf, len, "%s", ls->origin);
+    else if (ls->include_dir && file[0] != '/' && strcmp(file, ls->origin) != 0)
+        snprintf(buf, len, "%s/%s", ls->include_dir, file);
     else snprintf(buf, len, "%s", file);
 }
 
 /* The first time a setting from an @include'd file is seen, scan that file for long literals. */
-static void scan_source_file(load_ctx *ctx, const config_setting_t *s) {
+static void scan_source_file(load_state *ls, const config_setting_t *s) {
     char name[1024];
     if (!config_setting_source_file(s)) return;
-    display_name(ctx, config_setting_source_file(s), name, sizeof name);
-    for (int i = 0; i < ctx->n_scanned; i++)
-        if (strcmp(ctx->scanned[i], name) == 0) return;
-    HS_REALLOC(ctx->scanned, ctx->n_scanned + 1);
-    ctx->scanned[ctx->n_scanned++] = HS_STRDUP(name);
-    char *text = read_whole_file(name, "included file");
-    check_int_literals(text, name);
-    free(text);
+    display_name(ls, config_setting_source_file(s), name, sizeof name);
+    for (int i = 0; i < ls->n_scanned; i++)
+        if (strcmp(ls->scanned[i], name) == 0) return;
+    HS_REALLOC(ls->scanned, ls->n_scanned + 1);
+    ls->scanned[ls->n_scanned++] = HS_STRDUP(name);
+    ls->include_text = read_whole_file(ls, name, "included file");
+    check_int_literals(ls, ls->include_text, name);
+    free(ls->include_text);
+    ls->include_text = NULL;
 }
 
-static void setting_where(load_ctx *ctx, const config_setting_t *s, char *buf, size_t len) {
+static void setting_where(load_state *ls, const config_setting_t *s, char *buf, size_t len) {
     char name[1024];
-    scan_source_file(ctx, s);
-    display_name(ctx, config_setting_source_file(s), name, sizeof name);
+    scan_source_file(ls, s);
+    display_name(ls, config_setting_source_file(s), name, sizeof name);
     snprintf(buf, len, "%s:%u", name, config_setting_source_line(s));
 }
 
 /* Every setting of the file must be a schema key of the right shape; store each one's value. */
-static void walk_settings(hs_config *c, const config_t *cfg, load_ctx *ctx) {
-    const config_setting_t *root = config_root_setting(cfg);
+static void walk_settings(load_state *ls) {
+    const config_setting_t *root = config_root_setting(&ls->file_cfg);
     char where[1200], path[512];
     for (int i = 0; i < config_setting_length(root); i++) {
         const config_setting_t *s = config_setting_get_elem(root, (unsigned)i);
         const char *name = config_setting_name(s);
-        setting_where(ctx, s, where, sizeof where);
+        setting_where(ls, s, where, sizeof where);
         if (config_setting_is_group(s)) {
             if (!is_group(name)) {
                 int k = schema_index(name);
-                if (k >= 0) die_type(where, &hs_cfg_schema[k], s, "");
+                if (k >= 0) die_type(ls, where, &hs_cfg_schema[k], s, "");
                 char near[64];
                 const char *hint = suggest_group(name, near, sizeof near);
                 if (hint)
-                    hs_die_all("%s: unknown group '%s'; did you mean '%s'? (every key is listed in docs/configuration.md)",
-                               where, name, hint);
-                hs_die_all("%s: unknown group '%s' (every key is listed in docs/configuration.md)", where, name);
+                    load_die(ls, "%s: unknown group '%s'; did you mean '%s'? (every key is listed in "
+                             "docs/configuration.md)", where, name, hint);
+                load_die(ls, "%s: unknown group '%s' (every key is listed in docs/configuration.md)", where, name);
             }
             for (int j = 0; j < config_setting_length(s); j++) {
                 const config_setting_t *m = config_setting_get_elem(s, (unsigned)j);
-                setting_where(ctx, m, where, sizeof where);
+                setting_where(ls, m, where, sizeof where);
                 snprintf(path, sizeof path, "%s.%s", name, config_setting_name(m));
                 int k = schema_index(path);
-                if (k < 0) die_unknown_key(where, path);
-                value_from_setting(c, k, m, where);
+                if (k < 0) die_unknown_key(ls, where, path);
+                value_from_setting(ls, k, m, where);
             }
         } else {
             int k = schema_index(name);
             if (k >= 0) {
-                value_from_setting(c, k, s, where);
+                value_from_setting(ls, k, s, where);
             } else if (is_group(name)) {
-                hs_die_all("%s: '%s' is a group of settings, not a value; write %s: { key = value; ... };", where,
-                           name, name);
+                load_die(ls, "%s: '%s' is a group of settings, not a value; write %s: { key = value; ... };", where,
+                         name, name);
             } else {
-                die_unknown_key(where, name);
+                die_unknown_key(ls, where, name);
             }
         }
     }
 }
 
 /* One `-o group.key=value`. */
-static void apply_override(hs_config *c, const char *ov) {
-    char where[1100];
-    snprintf(where, sizeof where, "-o %s", ov);
-    const char *eq = strchr(ov, '=');
-    if (!eq) hs_die_all("%s: expected group.key=value, e.g. -o optimizer.lr=0.01", where);
-    char *key = HS_STRDUP(ov);
-    key[eq - ov] = '\0';
-    char *path = trim(key);
-    if (*path == '\0') hs_die_all("%s: expected group.key=value, e.g. -o optimizer.lr=0.01", where);
+static void apply_override(load_state *ls, const char *ov) {
+    size_t wlen = strlen(ov) + 4;
+    HS_ALLOC(ls->where, wlen);
+    snprintf(ls->where, wlen, "-o %s", ov);
+    const char *where = ls->where;
+    ls->override = HS_STRDUP(ov);
+    char *eq = strchr(ls->override, '=');
+    if (!eq) load_die(ls, "%s: expected group.key=value, e.g. -o optimizer.lr=0.01", where);
+    *eq = '\0';
+    char *path = trim(ls->override), *value = trim(eq + 1);
+    if (*path == '\0') load_die(ls, "%s: expected group.key=value, e.g. -o optimizer.lr=0.01", where);
     int k = schema_index(path);
     if (k < 0) {
         if (is_group(path)) {
             const char *example = path;
             for (int j = 0; j < hs_cfg_schema_count && example == path; j++)
-                if (group_len(hs_cfg_schema[j].path) == strlen(path) && strncmp(hs_cfg_schema[j].path, path, strlen(path)) == 0)
+                if (group_len(hs_cfg_schema[j].path) == strlen(path) &&
+                    strncmp(hs_cfg_schema[j].path, path, strlen(path)) == 0)
                     example = hs_cfg_schema[j].path;
-            hs_die_all("%s: '%s' is a group of settings; set one of its keys, e.g. -o %s=...", where, path, example);
+            load_die(ls, "%s: '%s' is a group of settings; set one of its keys, e.g. -o %s=...", where, path, example);
         }
-        die_unknown_key(where, path);
+        die_unknown_key(ls, where, path);
     }
-    free(key);
-    value_from_text(c, k, eq + 1, where);
+    ls->in_override = 1;
+    value_from_override(ls, k, value, where);
+    ls->in_override = 0;
+    free(ls->override);
+    ls->override = NULL;
+    free(ls->where);
+    ls->where = NULL;
 }
 
-/* Every key at its default. A default that fails its own schema is a bug in config_schema.c. */
-static hs_config *config_with_defaults(void) {
-    hs_config *c;
-    HS_ALLOC(c, 1);
-    HS_ALLOC(c->v, hs_cfg_schema_count);
+/* Every key at its default. The defaults are libconfig literals, read in one libconfig text
+ * ("d0 = 19940802;\nd1 = \"mnist\";\n...", setting k = key k) and checked like the file's values; a
+ * default that fails is a bug in config_schema.c. */
+static void config_with_defaults(load_state *ls) {
+    HS_ALLOC(ls->c, 1);
+    HS_ALLOC(ls->c->v, hs_cfg_schema_count);
+    size_t len = 1;
     for (int k = 0; k < hs_cfg_schema_count; k++) {
-        const hs_cfg_key *key = &hs_cfg_schema[k];
         for (int j = 0; j < k; j++)
-            if (strcmp(hs_cfg_schema[j].path, key->path) == 0) HS_FATAL("fix src/config_schema.c", "duplicate schema key %s", key->path);
-        value_from_text(c, k, key->default_str, "default");
+            if (strcmp(hs_cfg_schema[j].path, hs_cfg_schema[k].path) == 0)
+                HS_FATAL("fix src/config_schema.c", "duplicate schema key %s", hs_cfg_schema[k].path);
+        len += strlen(hs_cfg_schema[k].default_str) + 32;
     }
-    return c;
+    HS_ALLOC(ls->value_text, len);
+    size_t at = 0;
+    for (int k = 0; k < hs_cfg_schema_count; k++)
+        at += (size_t)snprintf(ls->value_text + at, len - at, "d%d = %s;\n", k, hs_cfg_schema[k].default_str);
+    const char *pos = ls->value_text;
+    int line = 1;
+    long_literal l;
+    if (next_long_literal(ls->value_text, &pos, &line, 0, &l))
+        HS_FATAL("fix src/config_schema.c", "the default of %s needs an L suffix", hs_cfg_schema[line - 1].path);
+    config_init(&ls->value_cfg);
+    ls->value_cfg_live = 1;
+    if (!config_read_string(&ls->value_cfg, ls->value_text) ||
+        config_setting_length(config_root_setting(&ls->value_cfg)) != hs_cfg_schema_count)
+        HS_FATAL("fix src/config_schema.c", "the default of %s is no libconfig literal: %s",
+                 hs_cfg_schema[config_error_line(&ls->value_cfg) > 0 ? config_error_line(&ls->value_cfg) - 1 : 0].path,
+                 config_error_text(&ls->value_cfg));
+    const config_setting_t *root = config_root_setting(&ls->value_cfg);
+    for (int k = 0; k < hs_cfg_schema_count; k++)
+        value_from_setting(ls, k, config_setting_get_elem(root, (unsigned)k), "default");
+    config_destroy(&ls->value_cfg);
+    ls->value_cfg_live = 0;
+    free(ls->value_text);
+    ls->value_text = NULL;
 }
 
-static void config_failed(const config_t *cfg, const load_ctx *ctx) {
+_Noreturn static void config_failed(load_state *ls, const config_t *cfg) {
     char file[1024];
-    display_name(ctx, config_error_file(cfg), file, sizeof file);
+    display_name(ls, config_error_file(cfg), file, sizeof file);
     if (config_error_type(cfg) == CONFIG_ERR_FILE_IO)
-        hs_die_all("%s: cannot read the experiment file (or a file it @includes): %s", file, config_error_text(cfg));
-    hs_die_all("%s:%d: %s (check for a missing ';', '=', quote or closing brace at or just before this line)", file,
-               config_error_line(cfg), config_error_text(cfg));
+        load_die(ls, "%s: cannot read the experiment file (or a file it @includes): %s", file, config_error_text(cfg));
+    load_die(ls, "%s:%d: %s (check for a missing ';', '=', quote or closing brace at or just before this line)", file,
+             config_error_line(cfg), config_error_text(cfg));
 }
 
 /* Parse `text` (already read; from `file` if not NULL), validate, apply overrides. */
-static hs_config *load(const char *text, const char *file, const char *origin, int n_overrides,
+static hs_config *load(load_state *ls, const char *text, const char *file, int n_overrides,
                        char *const *overrides) {
-    hs_config *c = config_with_defaults();
-    check_int_literals(text, origin);
-    load_ctx ctx = {origin, NULL, NULL, 0};
-    HS_ALLOC(ctx.scanned, 1);
-    ctx.scanned[ctx.n_scanned++] = HS_STRDUP(origin);
-    char *dir = NULL;
-    config_t cfg;
-    config_init(&cfg);
+    config_with_defaults(ls);
+    check_int_literals(ls, text, ls->origin);
+    HS_ALLOC(ls->scanned, 1);
+    ls->scanned[ls->n_scanned++] = HS_STRDUP(ls->origin);
+    config_init(&ls->file_cfg);
+    ls->file_cfg_live = 1;
     int ok;
     if (file) {
         /* @include "x.cfg" is relative to the experiment file's directory */
-        dir = HS_STRDUP(file);
-        char *slash = strrchr(dir, '/');
+        ls->dir = HS_STRDUP(file);
+        char *slash = strrchr(ls->dir, '/');
         if (slash) {
-            slash[slash == dir] = '\0';
-            config_set_include_dir(&cfg, dir);
-            ctx.include_dir = dir;
+            slash[slash == ls->dir] = '\0';
+            config_set_include_dir(&ls->file_cfg, ls->dir);
+            ls->include_dir = ls->dir;
         }
-        ok = config_read_file(&cfg, file);
+        ok = config_read_file(&ls->file_cfg, file);
     } else {
-        ok = config_read_string(&cfg, text);
+        ok = config_read_string(&ls->file_cfg, text);
     }
-    if (!ok) config_failed(&cfg, &ctx);
-    walk_settings(c, &cfg, &ctx);
-    config_destroy(&cfg);
-    for (int i = 0; i < ctx.n_scanned; i++) free(ctx.scanned[i]);
-    free(ctx.scanned);
-    free(dir);
-    for (int i = 0; i < n_overrides; i++) apply_override(c, overrides[i]);
+    if (!ok) config_failed(ls, &ls->file_cfg);
+    walk_settings(ls);
+    for (int i = 0; i < n_overrides; i++) apply_override(ls, overrides[i]);
+    hs_config *c = ls->c;
+    ls->c = NULL;
+    load_release(ls);
     return c;
 }
 
 hs_config *hs_config_load(const char *path, int n_overrides, char *const *overrides) {
-    char *text = read_whole_file(path, "experiment file");
-    hs_config *c = load(text, path, path, n_overrides, overrides);
-    free(text);
-    return c;
+    load_state ls = {.origin = path};
+    ls.file_text = read_whole_file(&ls, path, "experiment file");
+    return load(&ls, ls.file_text, path, n_overrides, overrides);
 }
 
 hs_config *hs_config_load_string(const char *text, const char *origin, int n_overrides, char *const *overrides) {
-    return load(text, NULL, origin ? origin : "<string>", n_overrides, overrides);
+    load_state ls = {.origin = origin ? origin : "<string>"};
+    return load(&ls, text, NULL, n_overrides, overrides);
 }
 
 void hs_config_free(hs_config *c) {
@@ -849,7 +917,7 @@ static const hs_cfg_value *get(const hs_config *c, const char *path, hs_cfg_type
     if (k < 0) HS_FATAL("add the key to src/config_schema.c or fix the caller", "%s(\"%s\"): no such key in the schema", getter, path);
     if (hs_cfg_schema[k].type != want)
         HS_FATAL("use the getter matching the schema type", "%s(\"%s\"): the key is %s", getter, path,
-                 type_name(hs_cfg_schema[k].type));
+                 type_name(NULL, hs_cfg_schema[k].type));
     return &c->v[k];
 }
 

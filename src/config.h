@@ -1,8 +1,10 @@
 /* The experiment file: a libconfig file validated against hetseq's schema (src/config_schema.c).
  * Every key has a type, a default and a range in the schema; the getters return the file's value or
  * the default. Unknown keys, wrong types and out-of-range values are user errors naming file, line and
- * key (with the closest valid key for a typo). `-o group.key=value` overrides are type-checked the same
- * way. An integer literal is accepted where a float is expected. */
+ * key (with the closest valid key for a typo). The value of a `-o group.key=value` override is read by
+ * libconfig as in the file and checked the same way (plus the command-line conveniences of
+ * docs/configuration.md: a string without quotes, yes/no/on/off/1/0 for a boolean, no L needed beyond
+ * 32 bits). An integer literal is accepted where a float is expected. */
 #ifndef HS_CONFIG_H
 #define HS_CONFIG_H
 
@@ -35,7 +37,7 @@ extern const int hs_cfg_schema_count;
 const hs_cfg_key *hs_cfg_schema_find(const char *path);
 
 /* Load and validate a file, then apply overrides ("group.key=value"). Errors end every rank via
- * hs_die_all (all ranks parse the same file). */
+ * hs_die_all (all ranks parse the same file), after releasing everything the load allocated. */
 hs_config *hs_config_load(const char *path, int n_overrides, char *const *overrides);
 /* The same from text (e.g. the config stored in a checkpoint); origin names it in messages. */
 hs_config *hs_config_load_string(const char *text, const char *origin, int n_overrides, char *const *overrides);

@@ -14,6 +14,8 @@
 
 /* Largest file we accept (16 GiB): guards the dims product against overflow and absurd headers. */
 #define IDX_MAX_BYTES ((int64_t)1 << 34)
+/* The data buffer starts at this size and doubles as the data arrives. */
+#define IDX_FIRST_ALLOC ((int64_t)1 << 20)
 /* gzread takes an unsigned length: read in pieces of at most 1 GiB. */
 #define IDX_READ_PIECE (1u << 30)
 
@@ -114,24 +116,36 @@ int hs_idx_read(const char *path, uint32_t expect_magic, hs_idx *out, char *err,
     for (int d = 0; d < ndim; d++) {
         const unsigned char *p = head + 4 + 4 * d;
         out->dims[d] = (int64_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
-        bytes *= out->dims[d] ? out->dims[d] : 1;
-        if (bytes > IDX_MAX_BYTES) {
+        int64_t dim = out->dims[d] ? out->dims[d] : 1;
+        /* compare before multiplying: up to 2^34 times a 32-bit size would overflow int64 */
+        if (bytes > IDX_MAX_BYTES / dim) {
             idx_error(err, errlen, "%s: the header claims more than %lld bytes of data: corrupt file?", path,
                       (long long)IDX_MAX_BYTES);
             goto done;
         }
+        bytes *= dim;
     }
     for (int d = 0; d < ndim; d++)
         if (out->dims[d] == 0) bytes = 0;
     out->magic = magic;
     out->ndim = ndim;
     out->bytes = (size_t)bytes;
-    HS_ALLOC(out->data, bytes);
 
-    got = read_fully(gz, out->data, bytes, &zerr, &zmsg);
-    if (got < 0) {
-        stream_error(err, errlen, path, zerr, zmsg, "data");
-        goto done;
+    /* The buffer grows with the data actually read (doubling from 1 MiB): a header that claims
+     * gigabytes in a file of a few bytes must end in "truncated", not in a huge allocation. */
+    int64_t cap = bytes < IDX_FIRST_ALLOC ? bytes : IDX_FIRST_ALLOC;
+    HS_ALLOC(out->data, cap);
+    got = 0;
+    for (;;) {
+        int64_t r = read_fully(gz, out->data + got, cap - got, &zerr, &zmsg);
+        if (r < 0) {
+            stream_error(err, errlen, path, zerr, zmsg, "data");
+            goto done;
+        }
+        got += r;
+        if (got < cap || cap == bytes) break; /* end of the file, or all the data */
+        cap = cap > bytes / 2 ? bytes : 2 * cap;
+        HS_REALLOC(out->data, cap);
     }
     if (got < bytes) {
         idx_error(err, errlen, "%s: truncated: the header promises %lld data bytes but the file holds only %lld; "

@@ -56,6 +56,50 @@ int hs_corpus_read_file(const char *path, char **text, size_t *len, char *err, s
     return 0;
 }
 
+/* ---- directory corpora ------------------------------------------------------------------------------ */
+
+int hs_corpus_looks_binary(const char *path, long long *nul_at) {
+    *nul_at = -1;
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    char head[HS_CORPUS_SNIFF_BYTES];
+    size_t n = fread(head, 1, sizeof head, f);
+    fclose(f); /* read-only: nothing to lose if it fails */
+    const char *nul = memchr(head, 0, n);
+    if (!nul) return 0;
+    *nul_at = (long long)(nul - head);
+    return 1;
+}
+
+void hs_binary_skips_add(hs_binary_skips *s, const char *path, long long nul_at) {
+    if (s->count++ == 0) {
+        s->example = HS_STRDUP(path);
+        s->example_nul_at = nul_at;
+    }
+}
+
+int hs_binary_skips_message(const hs_binary_skips *s, const char *dir, char *buf, size_t len) {
+    if (s->count == 0) return 0;
+    /* name the example relative to the directory the user gave */
+    const char *name = s->example;
+    size_t dl = strlen(dir);
+    while (dl > 1 && dir[dl - 1] == '/') dl--;
+    if (strncmp(name, dir, dl) == 0 && name[dl] == '/') name += dl + 1;
+    while (*name == '/' && name != s->example) name++;
+    if (s->count == 1)
+        snprintf(buf, len, "skipped 1 binary file in %.*s: %s (NUL byte at byte offset %lld; --strict stops at it "
+                 "instead)", (int)dl, dir, name, s->example_nul_at);
+    else
+        snprintf(buf, len, "skipped %lld binary files in %.*s (e.g. %s, NUL byte at byte offset %lld; --strict stops "
+                 "at them instead)", s->count, (int)dl, dir, name, s->example_nul_at);
+    return 1;
+}
+
+void hs_binary_skips_free(hs_binary_skips *s) {
+    free(s->example);
+    memset(s, 0, sizeof *s);
+}
+
 /* ---- lines ----------------------------------------------------------------------------------------- */
 
 static int is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }

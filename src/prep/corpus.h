@@ -26,6 +26,30 @@ typedef enum hs_split_mode { HS_SPLIT_AUTO, HS_SPLIT_LINES, HS_SPLIT_PROSE } hs_
  * offset N). */
 int hs_corpus_read_file(const char *path, char **text, size_t *len, char *err, size_t errlen);
 
+/* ---- directory corpora ------------------------------------------------------------------------------ */
+/* A directory given as --corpus often holds binary files next to the text (the fortune files' *.dat
+ * indexes, images): those are skipped with one summary line per directory, not a warning per file
+ * (an explicitly named file, or --strict, still gets its own message from hs_corpus_read_file).
+ * Binary means a NUL byte among the first HS_CORPUS_SNIFF_BYTES, the test of git and grep, so listing
+ * reads only the start of each file. */
+#define HS_CORPUS_SNIFF_BYTES 8192
+/* 1 if the file has a NUL byte among its first HS_CORPUS_SNIFF_BYTES (its offset in *nul_at), else 0
+ * (also when it cannot be read: the reader reports that with the reason). */
+int hs_corpus_looks_binary(const char *path, long long *nul_at);
+
+/* The binary files skipped in one directory: how many, and the first one as an example. */
+typedef struct hs_binary_skips {
+    long long count;
+    char *example;
+    long long example_nul_at;
+} hs_binary_skips;
+void hs_binary_skips_add(hs_binary_skips *s, const char *path, long long nul_at);
+/* "skipped 12 binary files in DIR (e.g. art.dat, NUL byte at byte offset 0; --strict stops at them
+ * instead)" (one file: "skipped 1 binary file in DIR: art.dat (NUL byte ...)") into buf, the file
+ * named relative to DIR; returns 0 and writes nothing when none was skipped. */
+int hs_binary_skips_message(const hs_binary_skips *s, const char *dir, char *buf, size_t len);
+void hs_binary_skips_free(hs_binary_skips *s);
+
 /* ---- documents and sentences ---------------------------------------------------------------------- */
 /* The mode auto chooses for this text (HS_SPLIT_LINES or HS_SPLIT_PROSE). */
 hs_split_mode hs_corpus_detect_mode(const char *text, size_t len);

@@ -183,9 +183,11 @@ static int cmp_path(const void *a, const void *b) {
 }
 
 /* Expands --corpus into regular files, sorted by path; a file reached twice (a symbolic link, a file
- * named twice) is read once, under its first name. Returns 0, or 1 with a message. */
+ * named twice) is read once, under its first name; a directory's binary files are left out unless
+ * --strict. Returns 0, or 1 with a message. */
 static int list_corpus(const bert_args *a, file_list *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
+    long long binary_skipped = 0;
     for (int i = 0; i < a->n_corpus; i++) {
         const char *path = a->corpus[i];
         struct stat st;
@@ -200,9 +202,20 @@ static int list_corpus(const bert_args *a, file_list *out, char *err, size_t err
         char **entries;
         int n_entries = hs_dir_list(path, &entries, err, errlen);
         if (n_entries < 0) return 1;
-        for (int k = 0; k < n_entries; k++)
-            if (stat(entries[k], &st) == 0 && S_ISREG(st.st_mode)) list_add(out, entries[k], (long long)st.st_size);
+        /* binary files of a directory (the fortune files' *.dat) are skipped with one line for the
+         * directory; --strict keeps them, to stop at the first with its name */
+        hs_binary_skips skips = {0};
+        for (int k = 0; k < n_entries; k++) {
+            long long nul_at;
+            if (stat(entries[k], &st) != 0 || !S_ISREG(st.st_mode)) continue;
+            if (!a->strict && hs_corpus_looks_binary(entries[k], &nul_at)) hs_binary_skips_add(&skips, entries[k], nul_at);
+            else list_add(out, entries[k], (long long)st.st_size);
+        }
         hs_dir_free(entries, n_entries);
+        char note[2048];
+        if (hs_binary_skips_message(&skips, path, note, sizeof note)) hs_warn("prep bert: %s", note);
+        binary_skipped += skips.count;
+        hs_binary_skips_free(&skips);
     }
     if (out->n > 1) qsort(out->f, (size_t)out->n, sizeof *out->f, cmp_path);
     int kept = 0;
@@ -215,6 +228,10 @@ static int list_corpus(const bert_args *a, file_list *out, char *err, size_t err
         } else out->f[kept++] = out->f[i];
     }
     out->n = kept;
+    if (out->n == 0 && binary_skipped > 0) {
+        snprintf(err, errlen, "--corpus names no text file: only binary files (%lld skipped)", binary_skipped);
+        return 1;
+    }
     if (out->n == 0) {
         snprintf(err, errlen, "--corpus names no file (empty director%s)", a->n_corpus > 1 ? "ies" : "y");
         return 1;

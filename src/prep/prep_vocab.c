@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "prep/corpus.h"
 #include "prep/prep.h"
 #include "prep/prep_args.h"
 #include "prep/vocab_learn.h"
@@ -112,8 +113,9 @@ static void list_free(file_list *fl) {
 
 
 /* Regular files under dir, in name order, recursively; hidden entries and symlinked directories are
- * skipped (no cycles). Returns 0, or -1 with a message in err. */
-static int walk_dir(const char *dir, file_list *fl, char *err, size_t errlen) {
+ * skipped (no cycles), and so are binary files unless --strict (counted in *skips, reported once per
+ * --corpus directory). Returns 0, or -1 with a message in err. */
+static int walk_dir(const char *dir, int strict, file_list *fl, hs_binary_skips *skips, char *err, size_t errlen) {
     char **names;
     int n = hs_dir_list(dir, &names, err, errlen);
     if (n < 0) return -1;
@@ -121,15 +123,21 @@ static int walk_dir(const char *dir, file_list *fl, char *err, size_t errlen) {
     for (int i = 0; i < n; i++) {
         char *full = names[i];
         struct stat lst, st;
+        long long nul_at;
         if (rc != 0 || lstat(full, &lst) != 0) {
             free(full);
             continue;
         }
         if (S_ISDIR(lst.st_mode)) {
-            rc = walk_dir(full, fl, err, errlen);
+            rc = walk_dir(full, strict, fl, skips, err, errlen);
             free(full);
         } else if (stat(full, &st) == 0 && S_ISREG(st.st_mode)) {
-            list_add(fl, full, &st);
+            if (!strict && hs_corpus_looks_binary(full, &nul_at)) {
+                hs_binary_skips_add(skips, full, nul_at);
+                free(full);
+            } else {
+                list_add(fl, full, &st);
+            }
         } else {
             free(full); /* a dangling link, a socket, a symlinked directory */
         }
@@ -159,6 +167,7 @@ static int check_out(const char *out, char *err, size_t errlen) {
 /* The corpus files. Returns the count, or -1 with a message in err. */
 static int plan_files(const vocab_args *a, file_list *fl, char *err, size_t errlen) {
     memset(fl, 0, sizeof *fl);
+    long long binary_skipped = 0;
     if (check_out(a->out, err, errlen) != 0) return -1;
     for (int i = 0; i < a->n_corpus; i++) {
         struct stat st;
@@ -167,10 +176,22 @@ static int plan_files(const vocab_args *a, file_list *fl, char *err, size_t errl
             return -1;
         }
         if (S_ISDIR(st.st_mode)) {
-            if (walk_dir(a->corpus[i], fl, err, errlen) != 0) return -1;
+            hs_binary_skips skips = {0};
+            int rc = walk_dir(a->corpus[i], a->strict, fl, &skips, err, errlen);
+            char note[2048];
+            if (rc == 0 && hs_binary_skips_message(&skips, a->corpus[i], note, sizeof note))
+                fprintf(stderr, "hetseq: warning: prep vocab: %s\n", note);
+            binary_skipped += skips.count;
+            hs_binary_skips_free(&skips);
+            if (rc != 0) return -1;
         } else {
             list_add(fl, HS_STRDUP(a->corpus[i]), &st);
         }
+    }
+    if (fl->n == 0 && binary_skipped > 0) {
+        snprintf(err, errlen, "the corpus holds no text: its directories hold only binary files (%lld skipped)",
+                 binary_skipped);
+        return -1;
     }
     if (fl->n == 0) {
         snprintf(err, errlen, "the corpus is empty: --corpus names no file (only empty directories?)");

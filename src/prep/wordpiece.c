@@ -125,6 +125,8 @@ hs_vocab *hs_vocab_from_tokens(const char *const *tokens, int count) {
     return v;
 }
 
+/* Every refusal of hs_vocab_load frees what it holds first: a caller whose hs_die returns (the fuzz
+ * harness) must lose nothing. */
 hs_vocab *hs_vocab_load(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) hs_die("cannot open vocabulary %s: %s", path, strerror(errno));
@@ -139,21 +141,35 @@ hs_vocab *hs_vocab_load(const char *path) {
         n += got;
         if (got == 0) break;
     }
-    if (ferror(f)) hs_die("cannot read vocabulary %s: %s", path, strerror(errno));
-    fclose(f);
-    if (n == 0) hs_die("vocabulary %s is empty: expected one token per line (a BERT vocab.txt)", path);
+    if (ferror(f)) {
+        int e = errno;
+        fclose(f);
+        free(text);
+        hs_die("cannot read vocabulary %s: %s", path, strerror(e));
+    }
+    fclose(f); /* read-only: a failing close loses nothing */
+    if (n == 0) {
+        free(text);
+        hs_die("vocabulary %s is empty: expected one token per line (a BERT vocab.txt)", path);
+    }
     long long bad = hs_utf8_check(text, n);
     if (bad >= 0) {
         long long line = 1;
         for (long long i = 0; i < bad; i++) line += text[i] == '\n';
+        free(text);
         hs_die("vocabulary %s: invalid UTF-8 at byte offset %lld (line %lld); a vocab.txt must be UTF-8", path,
                bad, line);
     }
 
     /* one token per line; "\n" or "\r\n" ends a line; a last line without "\n" counts */
-    int count = 0;
-    for (size_t i = 0; i < n; i++) count += text[i] == '\n';
-    if (text[n - 1] != '\n') count++;
+    size_t lines = 0;
+    for (size_t i = 0; i < n; i++) lines += text[i] == '\n';
+    if (text[n - 1] != '\n') lines++;
+    if (lines > INT32_MAX / 2) { /* ids are int32; the hash table (2 slots a token) has a 32-bit mask */
+        free(text);
+        hs_die("vocabulary %s has %zu lines; a vocabulary holds at most %d tokens", path, lines, INT32_MAX / 2);
+    }
+    int count = (int)lines;
     const char **tokens;
     size_t *lengths;
     HS_ALLOC(tokens, count);
@@ -180,10 +196,12 @@ hs_vocab *hs_vocab_load(const char *path) {
     if (s.cls < 0) strcat(missing, " [CLS]");
     if (s.sep < 0) strcat(missing, " [SEP]");
     if (s.mask < 0) strcat(missing, " [MASK]");
-    if (missing[0])
+    if (missing[0]) {
+        hs_vocab_free(v);
         hs_die("vocabulary %s lacks the special token(s)%s: a BERT vocabulary needs [PAD] [UNK] [CLS] [SEP] [MASK], "
                "one per line (learn one with `hetseq prep vocab`)",
                path, missing);
+    }
     return v;
 }
 

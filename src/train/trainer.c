@@ -579,7 +579,8 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
     hs_stall_phase(HS_PHASE_DONE, t.st.num_updates, 0);
     hs_stall_stop();
     int status = 0;
-    if (t.stop_signal) {
+    int finished = (t.max_epoch > 0 && t.st.epoch > t.max_epoch) || (t.max_update > 0 && t.st.num_updates >= t.max_update);
+    if (t.stop_signal && !finished) {
         hs_log("| stopped by %s after update %lld%s; run the same command again to resume exactly (exit status %d)",
                signal_name(t.stop_signal), (long long)t.st.num_updates,
                t.no_save ? " (checkpoint.no_save: nothing saved)" : ", checkpoint written", HS_EXIT_STOPPED);

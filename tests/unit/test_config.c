@@ -185,6 +185,17 @@ static void test_seed_beyond_32_bits_needs_L(void **state) {
     hs_config_free(c);
     expect_load_error("seed = 4294967296L;",
                       "exp.cfg:1: seed = 4294967296 is out of range; allowed: 0 <= value <= 4294967295");
+    /* libconfig 1.5 reads 0xFFFFFFFF as -1 and clamps or wraps beyond 64 bits even with L */
+    expect_load_error("\nseed = 0xFFFFFFFF;", "exp.cfg:2: the integer 0xFFFFFFFF does not fit in 32 bits; libconfig "
+                                              "needs an L suffix for larger integers: write 0xFFFFFFFFL");
+    expect_load_error("model: { vocab_size = 99999999999999999999L; };",
+                      "exp.cfg:1: the integer 99999999999999999999 is beyond 64 bits");
+    expect_load_error("model: { vocab_size = 0x8000000000000000L; };", "the integer 0x8000000000000000 is beyond 64 bits");
+    c = load("seed = 0xFFFFFFFFL; model: { vocab_size = 0x7FFFFFFF; hidden_size = 9223372036854775807L; };");
+    assert_int_equal(hs_cfg_int(c, "seed"), 4294967295LL);
+    assert_int_equal(hs_cfg_int(c, "model.vocab_size"), 2147483647);
+    assert_int_equal(hs_cfg_int(c, "model.hidden_size"), INT64_MAX);
+    hs_config_free(c);
 }
 
 /* ---- unknown keys ------------------------------------------------------------------------------- */
@@ -306,6 +317,37 @@ static void test_overrides_win_and_are_typed(void **state) {
     hs_config_free(c);
 }
 
+/* An override's value is read by libconfig itself, so everything the file accepts works on the
+ * command line: escapes, hex, the L suffix, ( ) lists, comments; plus the documented conveniences. */
+static void test_override_values_are_libconfig_values(void **state) {
+    (void)state;
+    char *ov[] = {"data.path=\"/x/\\x41\\tb\"", "data.dict=\"a\" \"b\"",   "model.vocab_size=0x100",
+                  "model.hidden_size=64L",       "optimizer.lr=6e-3 # NVIDIA's", "optimizer.adam_betas=(0, 0.5)",
+                  "training.update_freq=[1, 4294967296]",                  "checkpoint.no_save=On",
+                  "training.disable_validation=FALSE", "data.train_subset=part 1", "data.valid_subset=",
+                  "checkpoint.keep_last=-1",     "log.interval=+3"};
+    int n = (int)(sizeof ov / sizeof ov[0]);
+    hs_config *c = hs_config_load_string("", "exp.cfg", n, ov);
+    assert_string_equal(hs_cfg_string(c, "data.path"), "/x/A\tb");
+    assert_string_equal(hs_cfg_string(c, "data.dict"), "ab");
+    assert_int_equal(hs_cfg_int(c, "model.vocab_size"), 256);
+    assert_int_equal(hs_cfg_int(c, "model.hidden_size"), 64);
+    assert_true(hs_cfg_float(c, "optimizer.lr") == 6e-3);
+    assert_true(hs_cfg_float_elem(c, "optimizer.adam_betas", 0) == 0.0);
+    assert_true(hs_cfg_float_elem(c, "optimizer.adam_betas", 1) == 0.5);
+    /* one literal beyond 32 bits: every integer of the list gets the L (libconfig refuses a mix) */
+    assert_int_equal(hs_cfg_list_len(c, "training.update_freq"), 2);
+    assert_int_equal(hs_cfg_int_elem(c, "training.update_freq", 0), 1);
+    assert_int_equal(hs_cfg_int_elem(c, "training.update_freq", 1), 4294967296LL);
+    assert_true(hs_cfg_bool(c, "checkpoint.no_save"));
+    assert_false(hs_cfg_bool(c, "training.disable_validation"));
+    assert_string_equal(hs_cfg_string(c, "data.train_subset"), "part 1"); /* bare: taken literally */
+    assert_string_equal(hs_cfg_string(c, "data.valid_subset"), "");
+    assert_int_equal(hs_cfg_int(c, "checkpoint.keep_last"), -1);
+    assert_int_equal(hs_cfg_int(c, "log.interval"), 3);
+    hs_config_free(c);
+}
+
 static void test_bad_overrides_are_reported(void **state) {
     (void)state;
     expect_override_error("optimizer.lr=fast", "-o optimizer.lr=fast: optimizer.lr: expected a number, found 'fast'");
@@ -314,17 +356,50 @@ static void test_bad_overrides_are_reported(void **state) {
     expect_override_error("training.max_sentences=0",
                           "-o training.max_sentences=0: training.max_sentences = 0 is out of range; allowed: value >= 1");
     expect_override_error("training.max_sentences=16.5",
-                          "-o training.max_sentences=16.5: training.max_sentences: expected an integer, found the number 16.5");
+                          "-o training.max_sentences=16.5: training.max_sentences: expected an integer, found the number "
+                          "16.5 (write a whole number without a decimal point)");
     expect_override_error("optimizer.name=adamm", "-o optimizer.name=adamm: optimizer.name = \"adamm\" is not allowed; did you mean \"adam\"?");
     expect_override_error("optimizer.lr", "-o optimizer.lr: expected group.key=value");
+    expect_override_error("=1", "-o =1: expected group.key=value");
     expect_override_error("optimizer=adam", "-o optimizer=adam: 'optimizer' is a group of settings; set one of its keys, e.g. -o optimizer.name=...");
     expect_override_error("training.disable_validation=maybe",
-                          "training.disable_validation: expected a boolean (true/false, yes/no, 1/0), found 'maybe'");
-    expect_override_error("training.update_freq=[1,,2]", "training.update_freq: malformed list (empty element)");
-    expect_override_error("training.update_freq=[1,x]", "training.update_freq: element 2 'x' is not an integer");
+                          "-o training.disable_validation=maybe: training.disable_validation: expected a boolean "
+                          "(true/false, yes/no, on/off, 1/0), found 'maybe'");
+    expect_override_error("checkpoint.no_save=2",
+                          "checkpoint.no_save: expected a boolean (true/false, yes/no, on/off, 1/0), found the integer 2");
+    expect_override_error("training.update_freq=[1,,2]",
+                          "-o training.update_freq=[1,,2]: training.update_freq: malformed list '[1,,2]'; expected an "
+                          "integer or a list of integers, e.g. [1, 2, 4]");
+    expect_override_error("training.update_freq=[1,x]", "training.update_freq: malformed list '[1,x]'");
+    expect_override_error("training.update_freq=[1, 2.5]",
+                          "training.update_freq: malformed list '[1, 2.5]' (the elements of [ ] must all be integers or "
+                          "all have a decimal point");
+    expect_override_error("training.update_freq=(1, 2.5)",
+                          "training.update_freq: expected an integer or a list of integers, e.g. [1, 2, 4], found the "
+                          "number 2.5 (write a whole number without a decimal point)");
+    expect_override_error("training.update_freq=(1, \"2\")", "found a list of 2 element(s) with a non-number element");
+    expect_override_error("training.update_freq=[]", "-o training.update_freq=[]: training.update_freq: the list is empty");
+    expect_override_error("optimizer.adam_betas=[0, 0.5]",
+                          "optimizer.adam_betas: malformed list '[0, 0.5]' (the elements of [ ] must all be integers or "
+                          "all have a decimal point: write 0.0, not 0, or use ( ))");
     expect_override_error("optimizer.adam_betas=0.9", "optimizer.adam_betas: expected a list of exactly 2 numbers, found 1");
     expect_override_error("optimizer.lr=inf", "optimizer.lr: expected a number, found 'inf'");
-    expect_override_error("data.path=\"unterminated", "data.path: malformed quoted string \"unterminated");
+    expect_override_error("optimizer.lr=", "-o optimizer.lr=: optimizer.lr: expected a number, found ''");
+    expect_override_error("optimizer.lr=\"0.5\"",
+                          "-o optimizer.lr=\"0.5\": optimizer.lr: expected a number, found the string \"0.5\" (leave out "
+                          "the double quotes)");
+    expect_override_error("optimizer.lr={ x = 1; }", "optimizer.lr: expected a number, found a group { ... }");
+    expect_override_error("optimizer.lr=-1e400", "-o optimizer.lr=-1e400: optimizer.lr = -inf is out of range");
+    /* one value only: the rest of the text cannot set another key */
+    expect_override_error("optimizer.lr=0.5; seed = 3",
+                          "-o optimizer.lr=0.5; seed = 3: optimizer.lr: expected a number, found '0.5; seed = 3'");
+    expect_override_error("seed=3\n@include \"/etc/passwd\"", "seed: the value spans several lines; write it on one line");
+    expect_override_error("data.path=\"unterminated", "data.path: malformed quoted string \"unterminated (write \"text\"");
+    expect_override_error("data.path=\"a\"b", "data.path: malformed quoted string \"a\"b");
+    expect_override_error("seed=99999999999999999999",
+                          "-o seed=99999999999999999999: the integer 99999999999999999999 is beyond 64 bits");
+    expect_override_error("checkpoint.keep_last=-9223372036854775809L", "the integer -9223372036854775809 is beyond 64 bits");
+    expect_override_error("seed=4294967296", "-o seed=4294967296: seed = 4294967296 is out of range");
     /* the file's errors are found before the overrides are looked at */
     char *ov[] = {"optimizer.lr=0.1"};
     expect_load_error_ov("optimizer: { lr = -1.0; };", 1, ov, "exp.cfg:1: optimizer.lr = -1 is out of range");
@@ -540,6 +615,7 @@ int main(void) {
         cmocka_unit_test(test_choices),
         cmocka_unit_test(test_list_keys),
         cmocka_unit_test(test_overrides_win_and_are_typed),
+        cmocka_unit_test(test_override_values_are_libconfig_values),
         cmocka_unit_test(test_bad_overrides_are_reported),
         cmocka_unit_test(test_effective_config_round_trips),
         cmocka_unit_test(test_file_messages_name_file_and_line),

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -175,6 +177,70 @@ static void gzip_file_of_a_short_idx_is_truncated(void **state) {
     free(b);
 }
 
+/* The address space this process has mapped (VmSize), in bytes; 0 if unknown. */
+static unsigned long long mapped_bytes(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return 0;
+    char line[256];
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmSize: %llu kB", &kb) == 1) break;
+    fclose(f);
+    return kb * 1024;
+}
+
+/* A damaged header that claims 4 GiB in a file of a few bytes is "truncated": the reader must not
+ * allocate what the header claims before the data is there. Checked in a child whose address space
+ * may grow by only 256 MiB (on top of what it has mapped, which under AddressSanitizer is huge). */
+static void huge_header_in_a_tiny_file_allocates_nothing_big(void **state) {
+    (void)state;
+    const uint32_t dims[3] = {65536, 256, 256};
+    unsigned char head[16];
+    for (int w = 0; w < 4; w++) {
+        uint32_t v = w == 0 ? HS_IDX_MAGIC_IMAGES : dims[w - 1];
+        for (int k = 0; k < 4; k++) head[4 * w + k] = (unsigned char)(v >> (24 - 8 * k));
+    }
+    unsigned char file[26] = {0};
+    memcpy(file, head, sizeof head);
+    write_plain(path_of("huge"), file, sizeof file);
+    write_gz(path_of("huge.gz"), file, sizeof file);
+    for (int k = 0; k < 2; k++) {
+        const char *p = path_of(k ? "huge.gz" : "huge");
+        fflush(NULL);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            unsigned long long mapped = mapped_bytes();
+            struct rlimit lim = {mapped + (256ull << 20), mapped + (256ull << 20)};
+            if (mapped == 0 || setrlimit(RLIMIT_AS, &lim) != 0) _exit(77);
+            hs_idx x;
+            char err[HS_IDX_ERR_LEN] = "";
+            int rc = hs_idx_read(p, HS_IDX_MAGIC_IMAGES, &x, err, sizeof err);
+            _exit(rc == -1 && strstr(err, "truncated: the header promises 4294967296 data bytes but the file holds "
+                                          "only 10") ? 0 : 3);
+        }
+        int status;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 77) skip();
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            fail_msg("%s: the reader allocated what the header claims, or did not say \"truncated\" (status 0x%x)", p,
+                     status);
+    }
+}
+
+/* Sizes whose product overflows 64 bits are refused by the size check, not multiplied first. */
+static void sizes_beyond_64_bits_are_refused(void **state) {
+    (void)state;
+    const uint32_t dims[3] = {4, 0xFFFF0000u, 0xFFFF0000u};
+    unsigned char head[16];
+    for (int w = 0; w < 4; w++) {
+        uint32_t v = w == 0 ? HS_IDX_MAGIC_IMAGES : dims[w - 1];
+        for (int k = 0; k < 4; k++) head[4 * w + k] = (unsigned char)(v >> (24 - 8 * k));
+    }
+    write_plain(path_of("overflow"), head, sizeof head);
+    expect_read_error(path_of("overflow"), HS_IDX_MAGIC_IMAGES, "the header claims more than 17179869184 bytes of data");
+}
+
 static void wrong_magic_says_what_was_expected(void **state) {
     (void)state;
     const uint32_t dims[1] = {10};
@@ -246,6 +312,8 @@ int main(void) {
         cmocka_unit_test(truncated_plain_file_is_reported),
         cmocka_unit_test(truncated_gzip_file_is_reported),
         cmocka_unit_test(gzip_file_of_a_short_idx_is_truncated),
+        cmocka_unit_test(huge_header_in_a_tiny_file_allocates_nothing_big),
+        cmocka_unit_test(sizes_beyond_64_bits_are_refused),
         cmocka_unit_test(wrong_magic_says_what_was_expected),
         cmocka_unit_test(trailing_bytes_are_reported),
         cmocka_unit_test(inconsistent_pairs_are_rejected),

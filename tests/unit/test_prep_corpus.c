@@ -1,11 +1,17 @@
 /* How `hetseq prep bert` cuts text into documents and sentences, and its random-number and masking
- * building blocks, on hand-written inputs with the expected answers written out. */
+ * building blocks, on hand-written inputs with the expected answers written out; and how `hetseq prep
+ * vocab` / `prep bert` skip the binary files of a directory corpus (one summary line, not one warning
+ * per file; --strict still stops at the file). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -154,6 +160,156 @@ static void masking_follows_googles_rule(void **state) {
     assert_int_equal(hs_mask_tokens(t, 40, &p, &r, ps, lb), 2);
 }
 
+/* ---- binary files in a directory corpus ------------------------------------------------------------ */
+
+static char g_dir[256];
+
+static const char *in_dir(const char *name) {
+    static char p[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(p[k], sizeof p[k], "%s/%s", g_dir, name);
+    return p[k];
+}
+
+static void write_bytes(const char *path, const char *b, size_t n) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void make_corpus_dir(void) {
+    snprintf(g_dir, sizeof g_dir, "%s/hetseq-test-corpus.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    assert_non_null(mkdtemp(g_dir));
+    assert_int_equal(mkdir(in_dir("text"), 0700), 0);
+}
+
+static void remove_corpus_dir(void) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* The sniff finds a NUL among the first HS_CORPUS_SNIFF_BYTES only; the message counts the files and
+ * names the first relative to the directory the user gave. */
+static void binary_files_are_told_apart_and_summarised(void **state) {
+    (void)state;
+    make_corpus_dir();
+    static char late[HS_CORPUS_SNIFF_BYTES + 100];
+    memset(late, 'x', sizeof late);
+    late[HS_CORPUS_SNIFF_BYTES + 10] = '\0';
+    write_bytes(in_dir("text/a.txt"), "words and more words\n", 21);
+    write_bytes(in_dir("text/a.dat"), "\0\0\0\2abc", 7);
+    write_bytes(in_dir("text/b.dat"), "abc\0", 4);
+    write_bytes(in_dir("text/late.txt"), late, sizeof late);
+    write_bytes(in_dir("text/empty.txt"), "", 0);
+    long long at = 99;
+    assert_int_equal(hs_corpus_looks_binary(in_dir("text/a.txt"), &at), 0);
+    assert_int_equal(hs_corpus_looks_binary(in_dir("text/a.dat"), &at), 1);
+    assert_int_equal(at, 0);
+    assert_int_equal(hs_corpus_looks_binary(in_dir("text/b.dat"), &at), 1);
+    assert_int_equal(at, 3);
+    assert_int_equal(hs_corpus_looks_binary(in_dir("text/late.txt"), &at), 0); /* the reader reports it */
+    assert_int_equal(hs_corpus_looks_binary(in_dir("text/empty.txt"), &at), 0);
+    assert_int_equal(hs_corpus_looks_binary(in_dir("text/missing"), &at), 0);
+
+    hs_binary_skips skips = {0};
+    char msg[1024], want[1024];
+    assert_int_equal(hs_binary_skips_message(&skips, in_dir("text"), msg, sizeof msg), 0);
+    hs_binary_skips_add(&skips, in_dir("text/a.dat"), 0);
+    assert_int_equal(hs_binary_skips_message(&skips, in_dir("text"), msg, sizeof msg), 1);
+    snprintf(want, sizeof want, "skipped 1 binary file in %s: a.dat (NUL byte at byte offset 0; --strict stops at it "
+             "instead)", in_dir("text"));
+    assert_string_equal(msg, want);
+    hs_binary_skips_add(&skips, in_dir("text/b.dat"), 3);
+    assert_int_equal(hs_binary_skips_message(&skips, in_dir("text/"), msg, sizeof msg), 1); /* DIR/ as typed */
+    snprintf(want, sizeof want, "skipped 2 binary files in %s (e.g. a.dat, NUL byte at byte offset 0; --strict stops "
+             "at them instead)", in_dir("text"));
+    assert_string_equal(msg, want);
+    hs_binary_skips_free(&skips);
+    remove_corpus_dir();
+}
+
+/* Runs a shell command; its exit status, and its output (stdout and stderr) in out. */
+static int run(const char *cmd, char *out, size_t len) {
+    char full[4096];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, len - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int count_lines_with(const char *text, const char *needle) {
+    int n = 0;
+    for (const char *line = text; *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        char buf[2048];
+        snprintf(buf, sizeof buf, "%.*s", (int)len, line);
+        n += strstr(buf, needle) != NULL;
+        line += len + (nl != NULL);
+    }
+    return n;
+}
+
+/* The commands on a directory like /usr/share/games/fortunes (text files and their *.dat indexes):
+ * one summary line for the binary files, not one warning each; --strict stops naming the file. Runs
+ * the hetseq binary of the build ($HETSEQ, set by make check; skipped without it). */
+static void prep_commands_skip_binary_files_with_one_line(void **state) {
+    (void)state;
+    const char *hetseq = getenv("HETSEQ"), *top = getenv("top_srcdir");
+    if (!hetseq || access(hetseq, X_OK) != 0 || !top) skip();
+    make_corpus_dir();
+    char cmd[4096], out[1 << 16];
+    static const char *const texts[] = {"bread", "clocks", "gardens", "lighthouses", "rivers"};
+    for (int i = 0; i < 5; i++) {
+        snprintf(cmd, sizeof cmd, "cp '%s/tests/fixtures/prep_corpus/%s.txt' '%s'", top, texts[i], in_dir("text"));
+        assert_int_equal(system(cmd), 0);
+        char name[64];
+        snprintf(name, sizeof name, "text/%s.dat", texts[i]);
+        write_bytes(in_dir(name), "\0\0\0\2\0\0\0\x40", 8);
+    }
+
+    snprintf(cmd, sizeof cmd, "'%s' prep vocab --corpus '%s' --size 200 --out '%s'", hetseq, in_dir("text"),
+             in_dir("vocab.txt"));
+    if (run(cmd, out, sizeof out) != 0) fail_msg("%s failed:\n%s", cmd, out);
+    char want[1024];
+    snprintf(want, sizeof want, "hetseq: warning: prep vocab: skipped 5 binary files in %s (e.g. bread.dat, NUL byte "
+             "at byte offset 0; --strict stops at them instead)", in_dir("text"));
+    if (!strstr(out, want) || count_lines_with(out, ".dat") != 1)
+        fail_msg("prep vocab: expected one line\n  %s\nand no other line naming a .dat file; got:\n%s", want, out);
+
+    snprintf(cmd, sizeof cmd, "'%s' prep bert --corpus '%s' --vocab '%s' --out '%s' --seq-len 32 --max-pred 4 "
+             "--dupe-factor 1", hetseq, in_dir("text"), in_dir("vocab.txt"), in_dir("shards"));
+    if (run(cmd, out, sizeof out) != 0) fail_msg("%s failed:\n%s", cmd, out);
+    snprintf(want, sizeof want, "hetseq: warning: prep bert: skipped 5 binary files in %s (e.g. bread.dat", in_dir("text"));
+    if (!strstr(out, want) || count_lines_with(out, ".dat") != 1)
+        fail_msg("prep bert: expected one line starting\n  %s\nand no other line naming a .dat file; got:\n%s", want, out);
+    if (!strstr(out, "5 files read") || !strstr(out, "0 skipped"))
+        fail_msg("prep bert: the summary should count 5 files read, 0 skipped:\n%s", out);
+
+    /* --strict: an error that names the first binary file, and no shard */
+    snprintf(cmd, sizeof cmd, "'%s' prep bert --corpus '%s' --vocab '%s' --out '%s' --seq-len 32 --max-pred 4 "
+             "--dupe-factor 1 --strict", hetseq, in_dir("text"), in_dir("vocab.txt"), in_dir("strict"));
+    if (run(cmd, out, sizeof out) == 0 || !strstr(out, "bread.dat: not a text file (NUL byte at byte offset 0)"))
+        fail_msg("prep bert --strict must fail naming bread.dat:\n%s", out);
+    snprintf(cmd, sizeof cmd, "'%s' prep vocab --corpus '%s' --size 200 --out '%s' --strict", hetseq, in_dir("text"),
+             in_dir("strict.txt"));
+    if (run(cmd, out, sizeof out) == 0 || !strstr(out, "bread.dat is binary, not text: NUL byte at byte offset 0"))
+        fail_msg("prep vocab --strict must fail naming bread.dat:\n%s", out);
+
+    /* only binary files: a clear error, not "empty directory" */
+    snprintf(cmd, sizeof cmd, "rm -f '%s'/*.txt && '%s' prep vocab --corpus '%s' --size 200 --out '%s'", in_dir("text"),
+             hetseq, in_dir("text"), in_dir("v2.txt"));
+    if (run(cmd, out, sizeof out) == 0 || !strstr(out, "its directories hold only binary files (5 skipped)"))
+        fail_msg("prep vocab on only binary files:\n%s", out);
+    remove_corpus_dir();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(prose_cuts_at_sentence_ends_only),
@@ -162,6 +318,8 @@ int main(void) {
         cmocka_unit_test(corpus_drops_empty_sentences_and_documents),
         cmocka_unit_test(rng_integers_cover_the_range_evenly),
         cmocka_unit_test(masking_follows_googles_rule),
+        cmocka_unit_test(binary_files_are_told_apart_and_summarised),
+        cmocka_unit_test(prep_commands_skip_binary_files_with_one_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
