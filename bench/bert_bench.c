@@ -55,13 +55,13 @@ static void make_batch(hs_bert_batch *b, int vocab) {
 
 /* OpenBLAS SGEMM GFLOP/s on c[m,n] = a[m,k]·b[k,n] */
 static double sgemm_gflops(const hs_backend *be, int m, int k, int n, int reps) {
-    float *a = be->alloc((size_t)m * (size_t)k * sizeof(float)), *b = be->alloc((size_t)k * (size_t)n * sizeof(float));
-    float *c = be->alloc((size_t)m * (size_t)n * sizeof(float));
-    for (int i = 0; i < 3; i++) be->gemm(0, 0, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
+    float *a = be->alloc(be, (size_t)m * (size_t)k * sizeof(float)), *b = be->alloc(be, (size_t)k * (size_t)n * sizeof(float));
+    float *c = be->alloc(be, (size_t)m * (size_t)n * sizeof(float));
+    for (int i = 0; i < 3; i++) be->gemm(be, 0, 0, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
     const double t0 = hs_now();
-    for (int i = 0; i < reps; i++) be->gemm(0, 0, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
+    for (int i = 0; i < reps; i++) be->gemm(be, 0, 0, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
     const double seconds = hs_now() - t0;
-    be->free(a), be->free(b), be->free(c);
+    be->free(be, a), be->free(be, b), be->free(be, c);
     return 2.0 * m * k * n * reps / seconds / 1e9;
 }
 
@@ -96,9 +96,10 @@ int main(int argc, char **argv) {
     make_batch(host, cfg.vocab_size);
 
     double t0 = 0.0, fwd_bwd = 0.0, loss = 0.0;
+    double *stats_dev = be->alloc(be, HS_STATS_NDOUBLE * sizeof(double)); /* device stats */
     for (int it = 0; it < warmup + iterations; it++) {
         if (it == warmup) {
-            be->synchronize();
+            be->synchronize(be);
             t0 = hs_now();
             fwd_bwd = 0.0;
         }
@@ -107,15 +108,16 @@ int main(int argc, char **argv) {
         const int labelled = hs_bert_stage_batch(model, host);
         const hs_step_ctx ctx = {.seed = 1, .update = (uint64_t)it, .training = 1,
                                  .loss_scale = {1.0 / labelled, 1.0 / batch}};
-        hs_stats stats = {0};
-        hs_bert_forward_backward(model, (int64_t)it * batch, &ctx, &stats);
-        be->synchronize();
+        be->zero(be, stats_dev, HS_STATS_NDOUBLE * sizeof(double));
+        hs_bert_forward_backward(model, (int64_t)it * batch, &ctx, stats_dev);
+        be->synchronize(be);
         fwd_bwd += hs_now() - ts;
         hs_optimizer_step(opt, 1e-4);
-        loss = stats.extra[HS_BERT_STAT_MLM_LOSS] / stats.extra[HS_BERT_STAT_MLM_COUNT] +
-               stats.extra[HS_BERT_STAT_NSP_LOSS] / stats.sample_count;
+        double s[HS_STATS_NDOUBLE];
+        be->download(be, s, stats_dev, sizeof s); /* once per step, as the trainer does */
+        loss = s[HS_BERT_STAT_MLM_LOSS] / s[HS_BERT_STAT_MLM_COUNT] + s[HS_BERT_STAT_NSP_LOSS] / s[HS_BERT_STAT_SENTENCES];
     }
-    be->synchronize();
+    be->synchronize(be);
     const double seconds = hs_now() - t0;
     int threads = 1;
 #ifdef _OPENMP

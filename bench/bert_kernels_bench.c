@@ -19,7 +19,7 @@ static const hs_backend *be;
 static int reps;
 
 static float *randbuf(size_t n, float lo, float hi, uint64_t stream) {
-    float *v = be->alloc(n * sizeof *v);
+    float *v = be->alloc(be, n * sizeof *v);
     const uint64_t key = hs_rng_key(3, 3, stream);
     for (size_t i = 0; i < n; i++) v[i] = lo + (hi - lo) * hs_uniform(key, 0, i);
     return v;
@@ -51,37 +51,37 @@ int main(int argc, char **argv) {
 #endif
     float *x = randbuf((size_t)T * H, -1, 1, 1), *x2 = randbuf((size_t)T * H, -1, 1, 2);
     float *w1 = randbuf((size_t)I * H, -0.05f, 0.05f, 3), *u = randbuf((size_t)T * I, -3, 3, 4);
-    float *g = be->alloc((size_t)T * I * sizeof(float)), *du = randbuf((size_t)T * I, -1, 1, 5);
+    float *g = be->alloc(be, (size_t)T * I * sizeof(float)), *du = randbuf((size_t)T * I, -1, 1, 5);
     float *bias = randbuf(I, -0.1f, 0.1f, 6), *gamma = randbuf(H, 0.5f, 1.5f, 7), *beta = randbuf(H, -1, 1, 8);
-    float *y = be->alloc((size_t)T * H * sizeof(float)), *sum = be->alloc((size_t)T * H * sizeof(float));
-    float *mean = be->alloc((size_t)T * sizeof(float)), *rstd = be->alloc((size_t)T * sizeof(float));
-    float *dgamma = be->alloc(H * sizeof(float)), *dbeta = be->alloc(H * sizeof(float));
+    float *y = be->alloc(be, (size_t)T * H * sizeof(float)), *sum = be->alloc(be, (size_t)T * H * sizeof(float));
+    float *mean = be->alloc(be, (size_t)T * sizeof(float)), *rstd = be->alloc(be, (size_t)T * sizeof(float));
+    float *dgamma = be->alloc(be, H * sizeof(float)), *dbeta = be->alloc(be, H * sizeof(float));
 
-    TIME("SGEMM FFN up [4096x256]x[256x1024]", be->gemm(0, 1, T, I, H, 1.0f, x, H, w1, H, 0.0f, g, I),
+    TIME("SGEMM FFN up [4096x256]x[256x1024]", be->gemm(be, 0, 1, T, I, H, 1.0f, x, H, w1, H, 0.0f, g, I),
          2.0 * T * I * H);
-    TIME("bias+GELU forward [4096,1024]", be->bias_gelu_forward(g, u, bias, T, I), 0);
-    TIME("GELU backward [4096,1024]", be->gelu_backward(g, du, u, (size_t)T * I), 0);
+    TIME("bias+GELU forward [4096,1024]", be->bias_gelu_forward(be, g, u, bias, T, I), 0);
+    TIME("GELU backward [4096,1024]", be->gelu_backward(be, g, du, u, (size_t)T * I), 0);
     TIME("add+LayerNorm forward [4096,256]",
-         be->layernorm_forward(y, sum, mean, rstd, x, x2, gamma, beta, T, H, 1e-12f), 0);
+         be->layernorm_forward(be, y, sum, mean, rstd, x, x2, gamma, beta, T, H, 1e-12f), 0);
     TIME("LayerNorm backward [4096,256]",
-         be->layernorm_backward(sum, dgamma, dbeta, x2, x, mean, rstd, gamma, T, H), 0);
+         be->layernorm_backward(be, sum, dgamma, dbeta, x2, x, mean, rstd, gamma, T, H), 0);
 
     /* attention: qkv [B,L,3H] */
-    float *qkv = randbuf((size_t)T * 3 * H, -1, 1, 9), *ctx = be->alloc((size_t)T * H * sizeof(float));
-    float *probs = be->alloc((size_t)B * HEADS * L * L * sizeof(float)), *dqkv = be->alloc((size_t)T * 3 * H * sizeof(float));
-    float *mask_bias = be->alloc((size_t)B * L * sizeof(float));
+    float *qkv = randbuf((size_t)T * 3 * H, -1, 1, 9), *ctx = be->alloc(be, (size_t)T * H * sizeof(float));
+    float *probs = be->alloc(be, (size_t)B * HEADS * L * L * sizeof(float)), *dqkv = be->alloc(be, (size_t)T * 3 * H * sizeof(float));
+    float *mask_bias = be->alloc(be, (size_t)B * L * sizeof(float));
     const double att_flops = 2.0 * 2.0 * B * HEADS * (double)L * L * (H / HEADS);
     TIME("attention core forward, no dropout",
-         be->attention_forward(ctx, probs, qkv, mask_bias, B, L, HEADS, H / HEADS, 0.0f, 1, 0), att_flops);
+         be->attention_forward(be, ctx, probs, qkv, mask_bias, B, L, HEADS, H / HEADS, 0.0f, 1, 0), att_flops);
     TIME("attention core forward, dropout 0.1",
-         be->attention_forward(ctx, probs, qkv, mask_bias, B, L, HEADS, H / HEADS, 0.1f, 1, 0), att_flops);
+         be->attention_forward(be, ctx, probs, qkv, mask_bias, B, L, HEADS, H / HEADS, 0.1f, 1, 0), att_flops);
     TIME("attention core backward, dropout 0.1",
-         be->attention_backward(dqkv, x, qkv, probs, B, L, HEADS, H / HEADS, 0.1f, 1, 0), 2 * att_flops);
+         be->attention_backward(be, dqkv, x, qkv, probs, B, L, HEADS, H / HEADS, 0.1f, 1, 0), 2 * att_flops);
 
     /* whole attention layer with Q/K/V projections */
     hs_attention_dims dims = {B, L, H, HEADS};
     float *wqkv = randbuf((size_t)3 * H * H, -0.05f, 0.05f, 10), *bqkv = randbuf((size_t)3 * H, -0.1f, 0.1f, 11);
-    float *gw = be->alloc((size_t)3 * H * H * sizeof(float)), *gb = be->alloc((size_t)3 * H * sizeof(float));
+    float *gw = be->alloc(be, (size_t)3 * H * H * sizeof(float)), *gb = be->alloc(be, (size_t)3 * H * sizeof(float));
     hs_attention_params ap = {wqkv, bqkv, wqkv + H * H, bqkv + H, wqkv + 2 * H * H, bqkv + 2 * H};
     hs_attention_grads ag = {gw, gb, gw + H * H, gb + H, gw + 2 * H * H, gb + 2 * H};
     hs_attention_saved saved = {qkv, probs};
@@ -95,18 +95,18 @@ int main(int argc, char **argv) {
 
     /* MLM loss over the vocabulary */
     float *logits = randbuf((size_t)NP * V, -5, 5, 12);
-    int32_t *labels = be->alloc(NP * sizeof(int32_t));
+    int32_t *labels = be->alloc(be, NP * sizeof(int32_t));
     for (int i = 0; i < NP; i++) labels[i] = (i * 977) % V;
     double stats[3] = {0};
-    TIME("softmax xent forward [640,30522]", be->softmax_xent_forward(logits, logits, labels, NP, V, stats), 0);
-    TIME("softmax xent backward [640,30522]", be->softmax_xent_backward(logits, logits, labels, NP, V, 1.0f / NP), 0);
+    TIME("softmax xent forward [640,30522]", be->softmax_xent_forward(be, logits, logits, labels, NP, V, stats), 0);
+    TIME("softmax xent backward [640,30522]", be->softmax_xent_backward(be, logits, logits, labels, NP, V, 1.0f / NP), 0);
 
     /* embeddings */
     float *table = randbuf((size_t)V * H, -0.1f, 0.1f, 13);
-    int32_t *ids = be->alloc((size_t)T * sizeof(int32_t));
+    int32_t *ids = be->alloc(be, (size_t)T * sizeof(int32_t));
     for (int t = 0; t < T; t++) ids[t] = (t * 7919) % V;
-    TIME("embedding forward [4096,256]", be->gather_rows(y, table, ids, T, H, V, 0), 0);
-    TIME("embedding backward (scatter-add)", be->scatter_add_rows(table, x, ids, T, H, V), 0);
+    TIME("embedding forward [4096,256]", be->gather_rows(be, y, table, ids, T, H, V, 0), 0);
+    TIME("embedding backward (scatter-add)", be->scatter_add_rows(be, table, x, ids, T, H, V), 0);
     hs_workspace_release(be, &ws);
     return 0;
 }

@@ -35,30 +35,30 @@ int main(int argc, char **argv) {
     const uint64_t key = hs_rng_key(7, 0, 0);
     for (size_t i = 0; i < nx; i++) x_host[i] = 3.0f * hs_uniform(key, 0, i) - 0.8f;
     for (int i = 0; i < batch; i++) labels_host[i] = i % 10;
-    float *x = be->alloc(nx * sizeof *x);
-    int32_t *labels = be->alloc((size_t)batch * sizeof *labels);
-    float *one = be->alloc(sizeof *one);
+    float *x = be->alloc(be, nx * sizeof *x);
+    int32_t *labels = be->alloc(be, (size_t)batch * sizeof *labels);
+    float *one = be->alloc(be, sizeof *one);
     const float one_host = 1.0f;
-    be->upload(x, x_host, nx * sizeof *x);
-    be->upload(labels, labels_host, (size_t)batch * sizeof *labels);
-    be->upload(one, &one_host, sizeof one_host);
+    be->upload(be, x, x_host, nx * sizeof *x);
+    be->upload(be, labels, labels_host, (size_t)batch * sizeof *labels);
+    be->upload(be, one, &one_host, sizeof one_host);
 
     double t0 = 0.0;
-    hs_stats stats = {0};
+    double *stats = be->alloc(be, HS_STATS_NDOUBLE * sizeof(double)); /* device stats */
     const int warmup = 3;
     for (int it = 0; it < warmup + iterations; it++) {
         if (it == warmup) {
-            be->synchronize();
+            be->synchronize(be);
             t0 = hs_now();
         }
         const hs_step_ctx ctx = {.seed = 1, .update = (uint64_t)it, .training = 1, .loss_scale = {1.0 / batch, 0.0}};
         hs_params_zero_grad(&params);
-        hs_cnn_forward_backward(model, x, labels, batch, (int64_t)it * batch, &ctx, &stats);
+        hs_cnn_forward_backward(model, x, labels, batch, (int64_t)it * batch, &ctx, stats);
         /* SGD: data[1,total] += (-lr) · one[1,1] · grad[1,total] */
-        be->gemm(0, 0, 1, (int)params.total, 1, -1e-3f, one, 1, params.grad, (int)params.total, 1.0f, params.data,
+        be->gemm(be, 0, 0, 1, (int)params.total, 1, -1e-3f, one, 1, params.grad, (int)params.total, 1.0f, params.data,
                  (int)params.total);
     }
-    be->synchronize();
+    be->synchronize(be);
     const double seconds = hs_now() - t0;
     int threads = 1;
 #ifdef _OPENMP
@@ -66,7 +66,7 @@ int main(int argc, char **argv) {
 #endif
     printf("hetseq  CNN training: %8.1f images/s  (batch %d, %d threads, %d iterations, %.2f ms/iteration)\n",
            (double)batch * iterations / seconds, batch, threads, iterations, 1e3 * seconds / iterations);
-    be->free(x), be->free(labels), be->free(one);
+    be->free(be, x), be->free(be, labels), be->free(be, one);
     free(x_host), free(labels_host);
     hs_cnn_free(model);
     hs_params_free(&params);

@@ -156,4 +156,11 @@ HS_HD static inline void hs_lamb_apply_elem(float *p, float m, float v, float st
     *p = theta - step * hs_lamb_direction(theta, m, v, c);
 }
 
+/* The step of one tensor from its Σ p² and Σ u² (double, before the update): lr·||p||/||u|| when the
+ * tensor takes the trust ratio and both norms are non-zero, else lr. */
+HS_HD static inline double hs_lamb_step(double lr, double p_sumsq, double u_sumsq, int trusted) {
+    const double p_norm = sqrt(p_sumsq), u_norm = sqrt(u_sumsq);
+    return trusted && p_norm != 0.0 && u_norm != 0.0 ? lr * (p_norm / u_norm) : lr;
+}
+
 #endif

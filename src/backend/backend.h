@@ -1,9 +1,21 @@
-/* The device seam. Model, layer, optimizer and trainer code reach memory and compute only through
- * this table of function pointers (like IOR's aiori backends), so one binary runs on CPU nodes and GPU
- * nodes. The CPU backend (OpenBLAS + OpenMP) is always built; the CUDA backend is added by configure
- * --with-cuda. All pointers passed to these functions are device pointers of the same backend unless
- * named *_host. All tensors are row-major, float32 unless stated. Gradient outputs (dw, db, d*) that
- * are parameters ACCUMULATE (+=) so micro-batches add up; activation gradients are overwritten. */
+/* The device seam. Model, layer, optimizer and trainer code reach memory and compute only through a
+ * device object (hs_backend): a table of function pointers (like IOR's aiori backends) plus the state
+ * the device owns — its stream(s), library handles and scratch memory — so one binary runs on CPU
+ * nodes and GPU nodes. The CPU backend (OpenBLAS + OpenMP) is always built; the CUDA backend is added by
+ * configure --with-cuda. docs/gpu.md ("The seam") describes the rules every member keeps:
+ *   - Every op takes the device object first and is ENQUEUED on the device's compute stream: it may
+ *     return before it has run (the CPU runs it at once). Ops on one device run in call order; only
+ *     download and synchronize make the host wait. Nothing returns a value computed on the device.
+ *   - Results that the host wants (loss sums, counts, accuracies, norms) are ADDED into device float64
+ *     slots (`double *stats`, a region of the caller's stats buffer) that the trainer downloads once per
+ *     update; an op never hands a number back to the host.
+ *   - Ops never validate data: inputs (token ids, positions, labels) are checked on the host while
+ *     they are staged, before upload (contracts below say what the caller guarantees).
+ *   - Optimizers, norms and clipping are multi-tensor ops over the flat buffers, driven by a tensor
+ *     table (hs_tensor_span) that lives in device memory, uploaded once.
+ * All pointers are device pointers of the same device unless named *_host. All tensors are row-major,
+ * float32 unless stated. Gradient outputs (dw, db, d*) that are parameters ACCUMULATE (+=) so
+ * micro-batches add up; activation gradients are overwritten. */
 #ifndef HS_BACKEND_H
 #define HS_BACKEND_H
 
@@ -26,156 +38,191 @@ typedef struct hs_adam_hparams {
     double lr, beta1, beta2, eps, weight_decay;
     int64_t step; /* 1-based step count after increment */
     int decoupled; /* 1: HetSeq/fairseq decoupled decay theta -= wd*lr*theta before the step (also AdamW) */
+    int decay_flagged_only; /* 1: weight_decay only on tensors whose decay flag is set (AdamW); 0: all */
 } hs_adam_hparams;
 
 /* LAMB (NVLAMB, apex FusedLAMB) for one tensor; see lamb_moments below. */
 typedef struct hs_lamb_hparams {
-    double beta1, beta2, eps;
-    double weight_decay; /* this tensor's decoupled decay (0 for biases and LayerNorm) */
+    double lr, beta1, beta2, eps;
+    double weight_decay; /* decoupled decay of the tensors whose decay flag is set (others: 0) */
     double grad_divisor; /* global clipping divisor: norm/max_norm if norm > max_norm, else 1 */
     int64_t step;        /* 1-based step count after increment */
+    int trust_ratio_on_no_decay; /* 1: the trust ratio applies to tensors without decay too */
 } hs_lamb_hparams;
 
-typedef struct hs_backend {
+/* One tensor of a flat buffer (the parameter table's layout), as multi-tensor ops read it: a device
+ * array of these is uploaded once (hs_params_allocate) and every norm, clip and optimizer op walks it. */
+typedef struct hs_tensor_span {
+    int64_t offset; /* in floats */
+    int64_t numel;
+    int32_t decay;  /* 1 if weight decay applies (the table's weight_decay flag) */
+    int32_t unused;
+} hs_tensor_span;
+
+typedef struct hs_backend hs_backend;
+
+struct hs_backend {
     const char *name; /* "cpu" | "cuda" */
+    /* The device's own state: streams (a compute stream and a copy stream on CUDA), library handles
+     * (cuBLAS, cuDNN, NCCL), scratch memory. Only the backend's own files look inside. */
+    void *impl;
 
     /* ---- memory ---------------------------------------------------------------------------- */
-    void *(*alloc)(size_t bytes); /* zero-filled; aborts with a message on failure */
-    void (*free)(void *p);
-    void (*upload)(void *dst, const void *src_host, size_t bytes);
-    void (*download)(void *dst_host, const void *src, size_t bytes);
-    void (*copy)(void *dst, const void *src, size_t bytes);
-    void (*zero)(void *p, size_t bytes);
-    void (*synchronize)(void);
+    void *(*alloc)(const hs_backend *be, size_t bytes); /* zero-filled; aborts with a message on failure */
+    void (*free)(const hs_backend *be, void *p);
+    /* Host -> device, ordered after the ops enqueued before it; src_host may be reused when it returns. */
+    void (*upload)(const hs_backend *be, void *dst, const void *src_host, size_t bytes);
+    /* Device -> host: waits for the ops enqueued before it (a synchronisation point: the trainer
+     * downloads its stats buffer once per update and nothing else in the training step). */
+    void (*download)(const hs_backend *be, void *dst_host, const void *src, size_t bytes);
+    void (*copy)(const hs_backend *be, void *dst, const void *src, size_t bytes);
+    void (*zero)(const hs_backend *be, void *p, size_t bytes);
+    void (*synchronize)(const hs_backend *be); /* the host waits until every enqueued op has run */
 
     /* ---- dense linear algebra -------------------------------------------------------------- */
     /* c[m,n] = alpha * op(a)[m,k] · op(b)[k,n] + beta * c[m,n]; op = transpose if trans_* != 0. */
-    void (*gemm)(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+    void (*gemm)(const hs_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
                  const float *b, int ldb, float beta, float *c, int ldc);
     /* y[rows,cols] += bias[cols] */
-    void (*add_bias)(float *y, const float *bias, int rows, int cols);
+    void (*add_bias)(const hs_backend *be, float *y, const float *bias, int rows, int cols);
     /* dbias[cols] += sum_r dy[r,cols] */
-    void (*bias_grad)(float *dbias, const float *dy, int rows, int cols);
+    void (*bias_grad)(const hs_backend *be, float *dbias, const float *dy, int rows, int cols);
 
     /* ---- element-wise ---------------------------------------------------------------------- */
     /* y = (float)x_u8 * scale + shift  (image bytes -> normalised input) */
-    void (*u8_to_float)(float *y, const uint8_t *x, size_t n, float scale, float shift);
-    void (*relu_forward)(float *y, const float *x, size_t n);
+    void (*u8_to_float)(const hs_backend *be, float *y, const uint8_t *x, size_t n, float scale, float shift);
+    void (*relu_forward)(const hs_backend *be, float *y, const float *x, size_t n);
     /* dx = dy * (y > 0); y is the forward output (may alias dx/dy) */
-    void (*relu_backward)(float *dx, const float *dy, const float *y, size_t n);
+    void (*relu_backward)(const hs_backend *be, float *dx, const float *dy, const float *y, size_t n);
     /* Inverted dropout on x[batch, per_sample]: elements are dropped in groups of `group` consecutive
      * values (group = 1: element-wise; group = h*w: channel-wise Dropout2d). Keep decision of group j of
      * sample i: hs_uniform(key, first_sample + i, j) >= p; kept values are scaled by 1/(1-p).
      * Backward recomputes the same mask from the same key. */
-    void (*dropout_forward)(float *y, const float *x, int batch, size_t per_sample, size_t group,
+    void (*dropout_forward)(const hs_backend *be, float *y, const float *x, int batch, size_t per_sample, size_t group,
                             float p, uint64_t key, int64_t first_sample);
-    void (*dropout_backward)(float *dx, const float *dy, int batch, size_t per_sample, size_t group,
+    void (*dropout_backward)(const hs_backend *be, float *dx, const float *dy, int batch, size_t per_sample, size_t group,
                              float p, uint64_t key, int64_t first_sample);
 
     /* ---- convolution and pooling ------------------------------------------------------------ */
     /* workspace: at least conv2d_workspace_bytes(s) bytes of device memory (im2col on the CPU). */
-    size_t (*conv2d_workspace_bytes)(const hs_conv2d_shape *s);
-    void (*conv2d_forward)(const hs_conv2d_shape *s, float *y, const float *x, const float *w,
+    size_t (*conv2d_workspace_bytes)(const hs_backend *be, const hs_conv2d_shape *s);
+    void (*conv2d_forward)(const hs_backend *be, const hs_conv2d_shape *s, float *y, const float *x, const float *w,
                            const float *b, void *workspace);
     /* dx may be NULL (first layer). dw, db accumulate. */
-    void (*conv2d_backward)(const hs_conv2d_shape *s, float *dx, float *dw, float *db, const float *dy,
+    void (*conv2d_backward)(const hs_backend *be, const hs_conv2d_shape *s, float *dx, float *dw, float *db, const float *dy,
                             const float *x, const float *w, void *workspace);
     /* Max pooling k×k, stride k, on x[n,c,h,w] -> y[n,c,h/k,w/k]; argmax[n,c,h/k,w/k] holds the
      * flat index (within the h*w plane) of the winner, first maximum on ties (as PyTorch). */
-    void (*maxpool2d_forward)(float *y, int32_t *argmax, const float *x, int n, int c, int h, int w, int k);
-    void (*maxpool2d_backward)(float *dx, const float *dy, const int32_t *argmax, int n, int c, int h,
+    void (*maxpool2d_forward)(const hs_backend *be, float *y, int32_t *argmax, const float *x, int n, int c, int h, int w, int k);
+    void (*maxpool2d_backward)(const hs_backend *be, float *dx, const float *dy, const int32_t *argmax, int n, int c, int h,
                                int w, int k);
 
     /* ---- loss -------------------------------------------------------------------------------- */
-    /* logprobs[rows,cols] = log_softmax(logits); stats_host[0] += sum_r -logprobs[r,label_r] (NLL sum),
-     * stats_host[1] += number of rows whose argmax == label (first maximum on ties). labels are device
-     * int32; a label outside [0,cols) is a fatal data error. */
-    void (*log_softmax_nll_forward)(float *logprobs, const float *logits, const int32_t *labels, int rows,
-                                    int cols, double stats_host[2]);
+    /* logprobs[rows,cols] = log_softmax(logits); stats[0] += sum_r -logprobs[r,label_r] (NLL sum),
+     * stats[1] += rows, stats[2] += number of rows whose argmax == label (first maximum on ties); stats
+     * is a device float64 [3]; rows are summed in row order. Every label is in [0, cols) (checked by
+     * the caller's staging). */
+    void (*log_softmax_nll_forward)(const hs_backend *be, float *logprobs, const float *logits, const int32_t *labels,
+                                    int rows, int cols, double *stats);
     /* dlogits = scale * (softmax - onehot(label)) : gradient of scale * sum of NLL. */
-    void (*log_softmax_nll_backward)(float *dlogits, const float *logprobs, const int32_t *labels, int rows,
-                                     int cols, float scale);
+    void (*log_softmax_nll_backward)(const hs_backend *be, float *dlogits, const float *logprobs, const int32_t *labels,
+                                     int rows, int cols, float scale);
 
-    /* ---- reductions and optimizer updates on flat buffers ------------------------------------ */
-    /* sum of squares in double, in a fixed order (deterministic for a given n). */
-    double (*sumsq)(const float *x, size_t n);
-    void (*scale)(float *x, float a, size_t n);
+    /* ---- multi-tensor ops on flat buffers (norms, clipping, optimizers) ------------------------ */
+    /* Every one walks the `count` tensors of `table` (device hs_tensor_span[count]) over flat buffers of
+     * the table's layout and touches no padding between tensors. Optimizer state buffers share the
+     * layout. Elements are independent; sums are in double in an order fixed by the layout alone. */
+    /* sumsq[i] = Σ x² over tensor i (device float64 [count]); *total = Σ_i sumsq[i] in table order
+     * (device float64 [1]; overwritten, not added). */
+    void (*sumsq_tensors)(const hs_backend *be, double *sumsq, double *total, const float *flat,
+                          const hs_tensor_span *table, int count);
+    /* x *= a over every tensor of the table (clipping). */
+    void (*scale_tensors)(const hs_backend *be, float *flat, float a, const hs_tensor_span *table, int count);
     /* Adam (HetSeq / fairseq): m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; denom = sqrt(v) + eps;
      * if decoupled and wd: p -= wd*lr*p; p -= lr*sqrt(1-b2^t)/(1-b1^t) * m/denom.
-     * Not decoupled: classic L2, g += wd*p before the moments. */
-    void (*adam_update)(float *p, const float *g, float *m, float *v, size_t n, const hs_adam_hparams *h);
+     * Not decoupled: classic L2, g += wd*p before the moments. wd is h->weight_decay on every tensor,
+     * or only on flagged ones when h->decay_flagged_only. */
+    void (*adam_update)(const hs_backend *be, float *p, const float *g, float *m, float *v,
+                        const hs_tensor_span *table, int count, const hs_adam_hparams *h);
     /* Adadelta (torch): g += wd p; sq = rho sq + (1-rho) g^2; d = sqrt(acc+eps)/sqrt(sq+eps) g;
-     * p -= lr d; acc = rho acc + (1-rho) d^2. */
-    void (*adadelta_update)(float *p, const float *g, float *sq, float *acc, size_t n, double lr, double rho,
-                            double eps, double weight_decay);
+     * p -= lr d; acc = rho acc + (1-rho) d^2 (wd on every tensor). */
+    void (*adadelta_update)(const hs_backend *be, float *p, const float *g, float *sq, float *acc,
+                            const hs_tensor_span *table, int count, double lr, double rho, double eps,
+                            double weight_decay);
     /* SGD (torch): g += wd p; if momentum: buf = momentum buf + g (buf = g at the first step); p -= lr*buf.
      * buf may be NULL when momentum == 0. */
-    void (*sgd_update)(float *p, const float *g, float *buf, size_t n, double lr, double momentum,
-                       double weight_decay, int first_step);
-    /* LAMB stage 1: g' = g/grad_divisor; m = b1 m + (1-b1) g'; v = b2 v + (1-b2) g'^2;
-     * u = (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps) + wd p (the wd term only when wd != 0). Updates m, v;
-     * p and g are unchanged. sums_host[0] = sum p^2, sums_host[1] = sum u^2, in double in a fixed order
-     * (independent of the thread count). */
-    void (*lamb_moments)(const float *p, const float *g, float *m, float *v, size_t n, const hs_lamb_hparams *h,
-                         double sums_host[2]);
-    /* LAMB stage 2: p -= step * u, with u recomputed from p, m, v exactly as stage 1 computed it. */
-    void (*lamb_apply)(float *p, const float *m, const float *v, size_t n, const hs_lamb_hparams *h, double step);
+    void (*sgd_update)(const hs_backend *be, float *p, const float *g, float *buf, const hs_tensor_span *table,
+                       int count, double lr, double momentum, double weight_decay, int first_step);
+    /* LAMB (NVLAMB as apex FusedLAMB), all tensors. Per tensor, with wd = h->weight_decay if its decay
+     * flag is set, else 0:
+     *   stage 1: g' = g/grad_divisor; m = b1 m + (1-b1) g'; v = b2 v + (1-b2) g'^2;
+     *            u = (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps) + wd p (the wd term only when wd != 0);
+     *            norms[2i] = Σ p², norms[2i+1] = Σ u² (double, order fixed by the layout);
+     *   step   = lr·||p||/||u|| if (wd != 0 or trust_ratio_on_no_decay) and both norms are non-zero,
+     *            else lr (in double);
+     *   stage 2: p -= (float)step · u, u recomputed from p, m, v exactly as stage 1 computed it.
+     * norms is device float64 [2·count] scratch (its values stay there, e.g. for tests). */
+    void (*lamb_update)(const hs_backend *be, float *p, const float *g, float *m, float *v,
+                        const hs_tensor_span *table, int count, double *norms, const hs_lamb_hparams *h);
 
     /* ---- BERT ops (src/nn/bert_layers.h composes them) ------------------------------------------ */
-    /* y[count,cols] (+)= x[index[i], :] (accumulate: +=); index device int32, each in [0, x_rows) or a
-     * fatal data error. Embedding lookup and row gathers. */
-    void (*gather_rows)(float *y, const float *x, const int32_t *index, int count, int cols, int x_rows,
-                        int accumulate);
+    /* y[count,cols] (+)= x[index[i], :] (accumulate: +=); index device int32, each in [0, x_rows)
+     * (checked by the caller's staging). Embedding lookup and row gathers. */
+    void (*gather_rows)(const hs_backend *be, float *y, const float *x, const int32_t *index, int count, int cols,
+                        int x_rows, int accumulate);
     /* dx[index[i], :] += dy[i, :] for i in order (deterministic for repeated indices); dx[dx_rows,cols]. */
-    void (*scatter_add_rows)(float *dx, const float *dy, const int32_t *index, int count, int cols, int dx_rows);
+    void (*scatter_add_rows)(const hs_backend *be, float *dx, const float *dy, const int32_t *index, int count, int cols, int dx_rows);
     /* y[r, 0:cols] += bias[cols] for rows of stride ldy (a column slice of a wider matrix). */
-    void (*add_bias_strided)(float *y, int ldy, const float *bias, int rows, int cols);
+    void (*add_bias_strided)(const hs_backend *be, float *y, int ldy, const float *bias, int rows, int cols);
     /* dbias[cols] += sum_r dy[r, 0:cols], rows of stride ldy; deterministic like bias_grad. */
-    void (*bias_grad_strided)(float *dbias, const float *dy, int ldy, int rows, int cols);
+    void (*bias_grad_strided)(const hs_backend *be, float *dbias, const float *dy, int ldy, int rows, int cols);
     /* LayerNorm over the last dim (biased variance, eps inside the sqrt). If residual != NULL the input is
      * x + residual, written to x_sum (may alias x or residual); else x_sum is unused (may be NULL).
      * y = gamma·(in - mean)·rstd + beta; mean[rows], rstd[rows] saved. y aliases no input. */
-    void (*layernorm_forward)(float *y, float *x_sum, float *mean, float *rstd, const float *x,
+    void (*layernorm_forward)(const hs_backend *be, float *y, float *x_sum, float *mean, float *rstd, const float *x,
                               const float *residual, const float *gamma, const float *beta, int rows, int cols,
                               float eps);
     /* dx = rstd·(g - mean(g) - x̂·mean(g·x̂)), g = dy·gamma (dx may alias dy); dgamma += Σ dy·x̂,
      * dbeta += Σ dy (summed in an order fixed by rows/cols alone). x is the LayerNorm's input. */
-    void (*layernorm_backward)(float *dx, float *dgamma, float *dbeta, const float *dy, const float *x,
+    void (*layernorm_backward)(const hs_backend *be, float *dx, float *dgamma, float *dbeta, const float *dy, const float *x,
                                const float *mean, const float *rstd, const float *gamma, int rows, int cols);
     /* Exact-erf GELU 0.5·x·(1+erf(x/√2)). bias_gelu: x[rows,cols] += bias, y = gelu(x). */
-    void (*gelu_forward)(float *y, const float *x, size_t n);
-    void (*bias_gelu_forward)(float *y, float *x, const float *bias, int rows, int cols);
+    void (*gelu_forward)(const hs_backend *be, float *y, const float *x, size_t n);
+    void (*bias_gelu_forward)(const hs_backend *be, float *y, float *x, const float *bias, int rows, int cols);
     /* dx = dy·gelu'(x) from the pre-activation x; dx may alias dy. */
-    void (*gelu_backward)(float *dx, const float *dy, const float *x, size_t n);
-    void (*tanh_forward)(float *y, const float *x, size_t n);
+    void (*gelu_backward)(const hs_backend *be, float *dx, const float *dy, const float *x, size_t n);
+    void (*tanh_forward)(const hs_backend *be, float *y, const float *x, size_t n);
     /* dx = dy·(1 - y²) from the output y; any may alias. */
-    void (*tanh_backward)(float *dx, const float *dy, const float *y, size_t n);
+    void (*tanh_backward)(const hs_backend *be, float *dx, const float *dy, const float *y, size_t n);
     /* bias[n] = (1 - mask[n])·(-10000) */
-    void (*attention_mask_bias)(float *bias, const int32_t *mask, size_t n);
+    void (*attention_mask_bias)(const hs_backend *be, float *bias, const int32_t *mask, size_t n);
     /* Scaled dot-product attention on projected qkv[B,L,3H] (per token q|k|v, head h at columns h·d of
      * each third): for each (b,h), P = softmax(Q·Kᵀ/√d + mask_bias[b,:]) -> probs[B,heads,L,L];
      * ctx[B,L,H] (head h at columns h·d) = (P ⊙ keep/(1-p))·V, keep(b,h,i,j) = hs_uniform(key,
      * first_sample + b, (h·L+i)·L+j) >= p (no dropout when p <= 0). A dropped probability is stored in
      * probs with its sign bit set (-P, -0.0 for 0), so the backward pass needs no mask buffer. */
-    void (*attention_forward)(float *ctx, float *probs, const float *qkv, const float *mask_bias, int batch,
+    void (*attention_forward)(const hs_backend *be, float *ctx, float *probs, const float *qkv, const float *mask_bias, int batch,
                               int seq_len, int heads, int head_dim, float p, uint64_t key, int64_t first_sample);
     /* dqkv[B,L,3H] (overwritten) from dctx[B,L,H], the forward's qkv and probs and the same dropout
      * (the CPU reads the keep decisions from the sign bits of probs; key/first_sample let another backend
      * redraw them instead). */
-    void (*attention_backward)(float *dqkv, const float *dctx, const float *qkv, const float *probs, int batch,
+    void (*attention_backward)(const hs_backend *be, float *dqkv, const float *dctx, const float *qkv, const float *probs, int batch,
                                int seq_len, int heads, int head_dim, float p, uint64_t key, int64_t first_sample);
-    /* probs = softmax(logits) (may alias); per row with label >= 0: stats_host[0] += NLL, [1] += 1,
-     * [2] += (argmax == label); rows summed in order. label >= cols: fatal data error. */
-    void (*softmax_xent_forward)(float *probs, const float *logits, const int32_t *labels, int rows, int cols,
-                                 double stats_host[3]);
+    /* probs = softmax(logits) (may alias); per row with label >= 0: stats[0] += NLL, [1] += 1,
+     * [2] += (argmax == label); stats is a device float64 [3]; rows summed in order. Every label is
+     * < cols (checked by the caller's staging); label < 0 marks an ignored row. */
+    void (*softmax_xent_forward)(const hs_backend *be, float *probs, const float *logits, const int32_t *labels,
+                                 int rows, int cols, double *stats);
     /* dlogits = scale·(probs - onehot(label)), 0 on rows with label < 0; dlogits may alias probs. */
-    void (*softmax_xent_backward)(float *dlogits, const float *probs, const int32_t *labels, int rows, int cols,
+    void (*softmax_xent_backward)(const hs_backend *be, float *dlogits, const float *probs, const int32_t *labels, int rows, int cols,
                                   float scale);
-} hs_backend;
+};
 
 /* "cpu", "cuda" or "auto". "auto" picks CUDA when a GPU is usable, else the CPU (and says so);
- * "cuda" without a usable GPU is an error. local_rank picks the GPU. */
+ * "cuda" without a usable GPU is an error. local_rank picks the GPU. The device object lives until
+ * the process ends. */
 const hs_backend *hs_backend_select(const char *device, int local_rank);
+/* The CPU device (its "stream" is the calling thread: every op has run when it returns). */
 const hs_backend *hs_backend_cpu(void);
 
 #endif

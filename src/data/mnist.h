@@ -10,6 +10,7 @@
 #define HS_MNIST_ROWS 28
 #define HS_MNIST_COLS 28
 #define HS_MNIST_PIXELS (HS_MNIST_ROWS * HS_MNIST_COLS)
+#define HS_MNIST_CLASSES 10 /* labels are 0..9 */
 
 typedef struct hs_mnist_file hs_mnist_file;
 

@@ -152,7 +152,7 @@ hs_bert *hs_bert_create(hs_params *params, const hs_bert_config *cfg, int max_ba
     return m;
 }
 
-static float *alloc_floats(const hs_backend *be, size_t n) { return be->alloc((n ? n : 1) * sizeof(float)); }
+static float *alloc_floats(const hs_backend *be, size_t n) { return be->alloc(be, (n ? n : 1) * sizeof(float)); }
 
 void hs_bert_setup(hs_bert *m) {
     const hs_backend *be = m->params->be;
@@ -164,13 +164,13 @@ void hs_bert_setup(hs_bert *m) {
     const size_t V = (size_t)m->cfg.padded_vocab_size, heads = (size_t)m->cfg.num_attention_heads;
     const size_t LL = (size_t)m->max_seq * (size_t)m->max_seq;
 
-    m->ids = be->alloc(T * sizeof(int32_t));
-    m->segments = be->alloc(T * sizeof(int32_t));
-    m->input_mask = be->alloc(T * sizeof(int32_t));
-    m->nsp_labels = be->alloc(B * sizeof(int32_t));
-    m->cls_rows = be->alloc(B * sizeof(int32_t));
-    m->mlm_rows = be->alloc((NP ? NP : 1) * sizeof(int32_t));
-    m->mlm_labels = be->alloc((NP ? NP : 1) * sizeof(int32_t));
+    m->ids = be->alloc(be, T * sizeof(int32_t));
+    m->segments = be->alloc(be, T * sizeof(int32_t));
+    m->input_mask = be->alloc(be, T * sizeof(int32_t));
+    m->nsp_labels = be->alloc(be, B * sizeof(int32_t));
+    m->cls_rows = be->alloc(be, B * sizeof(int32_t));
+    m->mlm_rows = be->alloc(be, (NP ? NP : 1) * sizeof(int32_t));
+    m->mlm_labels = be->alloc(be, (NP ? NP : 1) * sizeof(int32_t));
     m->mask_bias = alloc_floats(be, T);
     HS_ALLOC(m->rows_host, NP ? NP : 1);
     HS_ALLOC(m->labels_host, NP ? NP : 1);
@@ -244,7 +244,7 @@ static void fill_normal(hs_params *p, int index, double std, uint64_t seed) {
     float *host;
     HS_ALLOC(host, t->numel);
     normal_host(host, t->numel, std, seed, (uint64_t)index);
-    p->be->upload(hs_param_data(p, index), host, t->numel * sizeof *host);
+    p->be->upload(p->be, hs_param_data(p, index), host, t->numel * sizeof *host);
     free(host);
 }
 
@@ -253,7 +253,7 @@ static void fill_constant(hs_params *p, int index, float value) {
     float *host;
     HS_ALLOC(host, t->numel);
     for (size_t e = 0; e < t->numel; e++) host[e] = value;
-    p->be->upload(hs_param_data(p, index), host, t->numel * sizeof *host);
+    p->be->upload(p->be, hs_param_data(p, index), host, t->numel * sizeof *host);
     free(host);
 }
 
@@ -288,9 +288,9 @@ void hs_bert_init_params(hs_bert *m, uint64_t seed) {
         if (i == 0) {
             hs_init_fan_in_uniform(p, l->inter_w, l->inter_b, seed);
         } else {
-            p->be->copy(hs_param_data(p, l->inter_w), hs_param_data(p, m->lp[0].inter_w),
+            p->be->copy(p->be, hs_param_data(p, l->inter_w), hs_param_data(p, m->lp[0].inter_w),
                         p->tensors[l->inter_w].numel * sizeof(float));
-            p->be->copy(hs_param_data(p, l->inter_b), hs_param_data(p, m->lp[0].inter_b),
+            p->be->copy(p->be, hs_param_data(p, l->inter_b), hs_param_data(p, m->lp[0].inter_b),
                         p->tensors[l->inter_b].numel * sizeof(float));
         }
         fill_linear(p, l->out_w, l->out_b, range, seed);
@@ -305,6 +305,15 @@ void hs_bert_init_params(hs_bert *m, uint64_t seed) {
 
 /* ---- inputs ------------------------------------------------------------------------------------------ */
 
+/* Every value of v[n] in [0, limit), or the run ends naming it: the device ops index with these values
+ * and never check them (a GPU kernel cannot stop the run). */
+static void check_range(const int32_t *v, size_t n, int per_row, int32_t limit, const char *what, const char *fix) {
+    for (size_t i = 0; i < n; i++)
+        if (v[i] < 0 || v[i] >= limit)
+            hs_die("%s %d (row %zu of the micro-batch, column %zu) is outside [0, %d): %s", what, (int)v[i],
+                   i / (size_t)per_row, i % (size_t)per_row, (int)limit, fix);
+}
+
 int hs_bert_stage_batch(hs_bert *m, const hs_bert_batch *b) {
     const hs_backend *be = m->be;
     const int B = b->count, L = b->seq_len, P = b->max_pred;
@@ -312,10 +321,15 @@ int hs_bert_stage_batch(hs_bert *m, const hs_bert_batch *b) {
         HS_FATAL(NULL, "BERT micro-batch of %d x %d tokens, %d predictions; model sized for %d x %d, %d", B, L, P,
                  m->max_batch, m->max_seq, m->max_pred);
     const size_t T = (size_t)B * (size_t)L;
-    be->upload(m->ids, b->input_ids, T * sizeof(int32_t));
-    be->upload(m->segments, b->segment_ids, T * sizeof(int32_t));
-    be->upload(m->input_mask, b->input_mask, T * sizeof(int32_t));
-    be->upload(m->nsp_labels, b->nsp_labels, (size_t)B * sizeof(int32_t));
+    const char *vocab_fix = "the data does not match the model's vocabulary; check model.vocab_size against the dataset";
+    check_range(b->input_ids, T, L, m->cfg.padded_vocab_size, "token id", vocab_fix);
+    check_range(b->segment_ids, T, L, m->cfg.type_vocab_size, "segment id",
+                "the data has more segments than model.type_vocab_size");
+    check_range(b->nsp_labels, (size_t)B, 1, 2, "next-sentence label", "NSP labels are 0 or 1");
+    be->upload(be, m->ids, b->input_ids, T * sizeof(int32_t));
+    be->upload(be, m->segments, b->segment_ids, T * sizeof(int32_t));
+    be->upload(be, m->input_mask, b->input_mask, T * sizeof(int32_t));
+    be->upload(be, m->nsp_labels, b->nsp_labels, (size_t)B * sizeof(int32_t));
     int n = 0;
     for (int s = 0; s < B; s++) {
         m->cls_host[s] = s * L;
@@ -329,10 +343,11 @@ int hs_bert_stage_batch(hs_bert *m, const hs_bert_batch *b) {
             n++;
         }
     }
-    be->upload(m->cls_rows, m->cls_host, (size_t)B * sizeof(int32_t));
+    check_range(m->labels_host, (size_t)n, n > 0 ? n : 1, m->cfg.padded_vocab_size, "masked-LM label", vocab_fix);
+    be->upload(be, m->cls_rows, m->cls_host, (size_t)B * sizeof(int32_t));
     if (n > 0) {
-        be->upload(m->mlm_rows, m->rows_host, (size_t)n * sizeof(int32_t));
-        be->upload(m->mlm_labels, m->labels_host, (size_t)n * sizeof(int32_t));
+        be->upload(be, m->mlm_rows, m->rows_host, (size_t)n * sizeof(int32_t));
+        be->upload(be, m->mlm_labels, m->labels_host, (size_t)n * sizeof(int32_t));
     }
     hs_attention_mask_bias(be, m->mask_bias, m->input_mask, B, L);
     m->batch = B;
@@ -419,7 +434,7 @@ static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fir
                              hs_param_data(p, l->attn_ln_g), hs_param_data(p, l->attn_ln_b), T, H,
                              HS_BERT_LAYERNORM_EPS);
     /* u[T,I] = h1·W1ᵀ (bias-less GEMM), then u += b1 and gelu in one pass */
-    be->gemm(0, 1, T, I, H, 1.0f, a->attn_out, H, hs_param_data(p, l->inter_w), H, 0.0f, a->ffn_pre, I);
+    be->gemm(be, 0, 1, T, I, H, 1.0f, a->attn_out, H, hs_param_data(p, l->inter_w), H, 0.0f, a->ffn_pre, I);
     hs_bias_gelu_forward(be, a->ffn_act, a->ffn_pre, hs_param_data(p, l->inter_b), T, I);
     hs_linear_forward(be, a->ffn_sum, a->ffn_act, hs_param_data(p, l->out_w), hs_param_data(p, l->out_b), T, I, H);
     hs_dropout_forward(be, &drop_ffn, a->ffn_sum, a->ffn_sum, B, per_sample);
@@ -428,9 +443,9 @@ static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fir
                              HS_BERT_LAYERNORM_EPS);
 }
 
-/* Pooler, NSP head and the MLM head on the labelled rows; the two softmax cross-entropies.
- * mlm[3], nsp[3] get (Σ NLL, labelled rows, correct). */
-static void heads_forward(hs_bert *m, double mlm[3], double nsp[3]) {
+/* Pooler, NSP head and the MLM head on the labelled rows; the two softmax cross-entropies add
+ * (Σ NLL, labelled rows, correct) into the device stats at HS_BERT_STAT_NSP_LOSS and _MLM_LOSS. */
+static void heads_forward(hs_bert *m, double *stats) {
     const hs_backend *be = m->be;
     const hs_params *p = m->params;
     const int B = m->batch, T = B * m->seq_len, H = m->cfg.hidden_size, V = m->cfg.padded_vocab_size;
@@ -442,36 +457,25 @@ static void heads_forward(hs_bert *m, double mlm[3], double nsp[3]) {
     hs_linear_forward(be, m->pool_out, m->pool_in, hs_param_data(p, m->pool_w), hs_param_data(p, m->pool_b), B, H, H);
     hs_tanh_forward(be, m->pool_out, m->pool_out, (size_t)B * (size_t)H);
     hs_linear_forward(be, m->nsp_logits, m->pool_out, hs_param_data(p, m->nsp_w), hs_param_data(p, m->nsp_b), B, H, 2);
-    hs_softmax_xent_forward(be, m->nsp_logits, m->nsp_logits, m->nsp_labels, B, 2, nsp);
+    hs_softmax_xent_forward(be, m->nsp_logits, m->nsp_logits, m->nsp_labels, B, 2, stats + HS_BERT_STAT_NSP_LOSS);
 
     if (Np == 0) return;
     /* t[Np,H] = LN(gelu(h[rows]·Wtᵀ + bt)); logits[Np,V] = t·Wordᵀ + cls.predictions.bias (tied decoder) */
     hs_gather_rows_forward(be, m->mlm_in, h, m->mlm_rows, Np, H, T);
-    be->gemm(0, 1, Np, H, H, 1.0f, m->mlm_in, H, hs_param_data(p, m->transform_w), H, 0.0f, m->mlm_pre, H);
+    be->gemm(be, 0, 1, Np, H, H, 1.0f, m->mlm_in, H, hs_param_data(p, m->transform_w), H, 0.0f, m->mlm_pre, H);
     hs_bias_gelu_forward(be, m->mlm_act, m->mlm_pre, hs_param_data(p, m->transform_b), Np, H);
     hs_layernorm_forward(be, m->mlm_out, m->mlm_mean, m->mlm_rstd, m->mlm_act, hs_param_data(p, m->transform_ln_g),
                          hs_param_data(p, m->transform_ln_b), Np, H, HS_BERT_LAYERNORM_EPS);
     hs_linear_forward(be, m->mlm_logits, m->mlm_out, hs_param_data(p, m->word), hs_param_data(p, m->mlm_bias), Np, H,
                       V);
-    hs_softmax_xent_forward(be, m->mlm_logits, m->mlm_logits, m->mlm_labels, Np, V, mlm);
+    hs_softmax_xent_forward(be, m->mlm_logits, m->mlm_logits, m->mlm_labels, Np, V, stats + HS_BERT_STAT_MLM_LOSS);
 }
 
-static void add_stats(hs_stats *stats, int batch, const double mlm[3], const double nsp[3]) {
-    stats->loss_sum += mlm[0] + nsp[0];
-    stats->sample_count += batch;
-    stats->correct += nsp[2];
-    stats->extra[HS_BERT_STAT_MLM_LOSS] += mlm[0];
-    stats->extra[HS_BERT_STAT_MLM_COUNT] += mlm[1];
-    stats->extra[HS_BERT_STAT_MLM_CORRECT] += mlm[2];
-    stats->extra[HS_BERT_STAT_NSP_LOSS] += nsp[0];
-    stats->extra[HS_BERT_STAT_NSP_CORRECT] += nsp[2];
-}
-
-static void forward(hs_bert *m, const hs_step_ctx *ctx, int64_t first_sample, double mlm[3], double nsp[3]) {
+static void forward(hs_bert *m, const hs_step_ctx *ctx, int64_t first_sample, double *stats) {
     const hs_dropout_mask drop_emb = site_mask(ctx, first_sample, DROP_EMBEDDINGS, m->cfg.hidden_dropout_prob);
     embeddings_forward(m, &drop_emb);
     for (int i = 0; i < m->cfg.num_hidden_layers; i++) layer_forward(m, i, ctx, first_sample);
-    heads_forward(m, mlm, nsp);
+    heads_forward(m, stats);
 }
 
 /* ---- backward ----------------------------------------------------------------------------------------- */
@@ -484,7 +488,7 @@ static void heads_backward(hs_bert *m, const hs_step_ctx *ctx) {
     const int B = m->batch, T = B * m->seq_len, H = m->cfg.hidden_size, V = m->cfg.padded_vocab_size;
     const int Np = m->mlm_count;
 
-    be->zero(m->grad_h, (size_t)T * (size_t)H * sizeof(float));
+    be->zero(be, m->grad_h, (size_t)T * (size_t)H * sizeof(float));
     if (Np > 0) {
         /* dlogits = scale_mlm·(softmax - onehot), in place */
         hs_softmax_xent_backward(be, m->mlm_logits, m->mlm_logits, m->mlm_labels, Np, V, (float)ctx->loss_scale[0]);
@@ -533,9 +537,9 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
                        hs_param_data(p, l->out_w), T, I, H);
     hs_gelu_backward(be, dffn, dffn, a->ffn_pre, (size_t)T * (size_t)I);
     /* intermediate.dense_act: ∂b1 += Σ du, ∂W1[I,H] += duᵀ·h1, grad_h += du·W1 (onto the residual path) */
-    be->bias_grad(hs_param_grad(p, l->inter_b), dffn, T, I);
-    be->gemm(1, 0, I, H, T, 1.0f, dffn, I, a->attn_out, H, 1.0f, hs_param_grad(p, l->inter_w), H);
-    be->gemm(0, 0, T, H, I, 1.0f, dffn, I, hs_param_data(p, l->inter_w), H, 1.0f, m->grad_h, H);
+    be->bias_grad(be, hs_param_grad(p, l->inter_b), dffn, T, I);
+    be->gemm(be, 1, 0, I, H, T, 1.0f, dffn, I, a->attn_out, H, 1.0f, hs_param_grad(p, l->inter_w), H);
+    be->gemm(be, 0, 0, T, H, I, 1.0f, dffn, I, hs_param_data(p, l->inter_w), H, 1.0f, m->grad_h, H);
 
     /* first LayerNorm, then attention.output.dense: grad_ctx = dattn·Wo */
     hs_layernorm_backward(be, m->grad_h, hs_param_grad(p, l->attn_ln_g), hs_param_grad(p, l->attn_ln_b), m->grad_h,
@@ -571,22 +575,18 @@ static void embeddings_backward(hs_bert *m, const hs_dropout_mask *drop) {
     hs_embedding_backward(be, hs_param_grad(p, m->token_type), d, m->segments, T, H, m->cfg.type_vocab_size);
 }
 
-void hs_bert_forward_backward(hs_bert *m, int64_t first_sample, const hs_step_ctx *ctx, hs_stats *stats) {
+void hs_bert_forward_backward(hs_bert *m, int64_t first_sample, const hs_step_ctx *ctx, double *stats) {
     if (m->batch < 1) HS_FATAL(NULL, "hs_bert_forward_backward without a staged micro-batch");
-    double mlm[3] = {0, 0, 0}, nsp[3] = {0, 0, 0};
-    forward(m, ctx, first_sample, mlm, nsp);
-    add_stats(stats, m->batch, mlm, nsp);
+    forward(m, ctx, first_sample, stats);
     heads_backward(m, ctx);
     for (int i = m->cfg.num_hidden_layers - 1; i >= 0; i--) layer_backward(m, i, ctx, first_sample);
     const hs_dropout_mask drop_emb = site_mask(ctx, first_sample, DROP_EMBEDDINGS, m->cfg.hidden_dropout_prob);
     embeddings_backward(m, &drop_emb);
 }
 
-void hs_bert_evaluate(hs_bert *m, hs_stats *stats) {
+void hs_bert_evaluate(hs_bert *m, double *stats) {
     if (m->batch < 1) HS_FATAL(NULL, "hs_bert_evaluate without a staged micro-batch");
-    double mlm[3] = {0, 0, 0}, nsp[3] = {0, 0, 0};
-    forward(m, NULL, 0, mlm, nsp);
-    add_stats(stats, m->batch, mlm, nsp);
+    forward(m, NULL, 0, stats);
 }
 
 void hs_bert_free(hs_bert *m) {
@@ -599,13 +599,13 @@ void hs_bert_free(hs_bert *m) {
                         m->mlm_rstd,  m->mlm_out,   m->mlm_logits, m->grad_h,       m->grad_tmp,  m->grad_ctx,
                         m->grad_pool, m->grad_pool_in, m->grad_mlm_out, m->grad_mlm_in};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-            if (bufs[i]) be->free(bufs[i]);
-        for (int i = 0; m->hidden && i <= m->cfg.num_hidden_layers; i++) be->free(m->hidden[i]);
+            if (bufs[i]) be->free(be, bufs[i]);
+        for (int i = 0; m->hidden && i <= m->cfg.num_hidden_layers; i++) be->free(be, m->hidden[i]);
         for (int i = 0; m->acts && i < m->cfg.num_hidden_layers; i++) {
             bert_layer_acts *a = &m->acts[i];
             float *layer_bufs[] = {a->qkv,     a->probs,   a->ctx,     a->attn_sum, a->attn_mean, a->attn_rstd,
                                    a->attn_out, a->ffn_pre, a->ffn_act, a->ffn_sum,  a->ffn_mean,  a->ffn_rstd};
-            for (size_t k = 0; k < sizeof layer_bufs / sizeof layer_bufs[0]; k++) be->free(layer_bufs[k]);
+            for (size_t k = 0; k < sizeof layer_bufs / sizeof layer_bufs[0]; k++) be->free(be, layer_bufs[k]);
         }
         hs_workspace_release(be, &m->ws);
     }

@@ -28,15 +28,17 @@
 #include "data/bert_shards.h"
 #include "models/bert_config.h"
 #include "nn/params.h"
-#include "tasks/task.h"
+#include "nn/step.h"
 
-/* What forward passes add to hs_stats.extra[] (sums over the micro-batch). */
+/* What forward passes add to the stats (sums over the micro-batch, hs_stats layout): the sentence-level
+ * NSP term in the first three slots, the token-level MLM term in extra[]. */
 enum {
-    HS_BERT_STAT_MLM_LOSS = 0, /* Σ MLM NLL (nats) over labelled tokens */
-    HS_BERT_STAT_MLM_COUNT,    /* labelled tokens */
-    HS_BERT_STAT_MLM_CORRECT,  /* labelled tokens whose argmax is the label */
-    HS_BERT_STAT_NSP_LOSS,     /* Σ NSP NLL over sentences */
-    HS_BERT_STAT_NSP_CORRECT,  /* sentences whose NSP argmax is the label */
+    HS_BERT_STAT_NSP_LOSS = HS_STAT_LOSS_SUM,      /* Σ NSP NLL over sentences (loss_sum) */
+    HS_BERT_STAT_SENTENCES = HS_STAT_SAMPLE_COUNT, /* sentences (sample_count) */
+    HS_BERT_STAT_NSP_CORRECT = HS_STAT_CORRECT,    /* sentences whose NSP argmax is the label (correct) */
+    HS_BERT_STAT_MLM_LOSS = HS_STAT_EXTRA0,        /* Σ MLM NLL (nats) over labelled tokens (extra[0]) */
+    HS_BERT_STAT_MLM_COUNT,                        /* labelled tokens (extra[1]) */
+    HS_BERT_STAT_MLM_CORRECT,                      /* labelled tokens whose argmax is the label (extra[2]) */
 };
 
 typedef struct hs_bert hs_bert;
@@ -56,20 +58,22 @@ void hs_bert_setup(hs_bert *m);
 void hs_bert_init_params(hs_bert *m, uint64_t seed);
 const hs_bert_config *hs_bert_get_config(const hs_bert *m);
 
-/* Uploads a host micro-batch (bert_shards.h view; count <= max_batch, seq_len <= max_seq_len,
- * max_pred <= the model's) into the model's device inputs, with the labelled positions flattened to
- * rows b·L + position in batch order. Returns the number of labelled tokens. */
+/* Checks a host micro-batch (bert_shards.h view; count <= max_batch, seq_len <= max_seq_len,
+ * max_pred <= the model's; token ids < vocab, segments < type_vocab, positions < L, labels in range:
+ * a bad value ends the run with a message naming it) and uploads it into the model's device inputs,
+ * with the labelled positions flattened to rows b·L + position in batch order. Returns the number of
+ * labelled tokens. */
 int hs_bert_stage_batch(hs_bert *m, const hs_bert_batch *batch);
 
 /* Forward + backward of the staged micro-batch. Accumulates into params->grad the gradient of
  *   ctx->loss_scale[0] · Σ MLM NLL (labelled tokens) + ctx->loss_scale[1] · Σ NSP NLL (sentences);
- * adds loss_sum (both NLL sums), sample_count (sentences), correct (NSP) and extra[] into *stats.
+ * adds the HS_BERT_STAT_* sums into the device stats (float64, hs_stats layout).
  * Dropout masks are keyed by (ctx->seed, ctx->update, dropout site) and the global sample index
  * first_sample + b, so they do not depend on how samples are spread over ranks; ctx->training = 0
  * turns dropout off. */
-void hs_bert_forward_backward(hs_bert *m, int64_t first_sample, const hs_step_ctx *ctx, hs_stats *stats);
-/* Forward only, no dropout, into *stats. */
-void hs_bert_evaluate(hs_bert *m, hs_stats *stats);
+void hs_bert_forward_backward(hs_bert *m, int64_t first_sample, const hs_step_ctx *ctx, double *stats);
+/* Forward only, no dropout, into the device stats. */
+void hs_bert_evaluate(hs_bert *m, double *stats);
 void hs_bert_free(hs_bert *m);
 
 #endif

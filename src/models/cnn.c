@@ -82,22 +82,22 @@ void hs_cnn_setup(hs_cnn *m) {
     if (!be) HS_FATAL(NULL, "hs_cnn_setup before hs_params_allocate");
     m->be = be;
     const size_t b = (size_t)m->max_batch, f = sizeof(float);
-    m->h1 = be->alloc(b * CNN_C1 * CNN_H1 * CNN_W1 * f);
-    m->h2 = be->alloc(b * CNN_C2 * CNN_H2 * CNN_W2 * f);
-    m->pooled = be->alloc(b * CNN_FLAT * f);
-    m->argmax = be->alloc(b * CNN_FLAT * sizeof(int32_t));
-    m->dropped1 = be->alloc(b * CNN_FLAT * f);
-    m->f1 = be->alloc(b * CNN_HIDDEN * f);
-    m->dropped2 = be->alloc(b * CNN_HIDDEN * f);
-    m->logits = be->alloc(b * CNN_CLASSES * f);
-    m->logprobs = be->alloc(b * CNN_CLASSES * f);
-    m->dlogits = be->alloc(b * CNN_CLASSES * f);
-    m->ddropped2 = be->alloc(b * CNN_HIDDEN * f);
-    m->df1 = be->alloc(b * CNN_HIDDEN * f);
-    m->ddropped1 = be->alloc(b * CNN_FLAT * f);
-    m->dpooled = be->alloc(b * CNN_FLAT * f);
-    m->dh2 = be->alloc(b * CNN_C2 * CNN_H2 * CNN_W2 * f);
-    m->dh1 = be->alloc(b * CNN_C1 * CNN_H1 * CNN_W1 * f);
+    m->h1 = be->alloc(be, b * CNN_C1 * CNN_H1 * CNN_W1 * f);
+    m->h2 = be->alloc(be, b * CNN_C2 * CNN_H2 * CNN_W2 * f);
+    m->pooled = be->alloc(be, b * CNN_FLAT * f);
+    m->argmax = be->alloc(be, b * CNN_FLAT * sizeof(int32_t));
+    m->dropped1 = be->alloc(be, b * CNN_FLAT * f);
+    m->f1 = be->alloc(be, b * CNN_HIDDEN * f);
+    m->dropped2 = be->alloc(be, b * CNN_HIDDEN * f);
+    m->logits = be->alloc(be, b * CNN_CLASSES * f);
+    m->logprobs = be->alloc(be, b * CNN_CLASSES * f);
+    m->dlogits = be->alloc(be, b * CNN_CLASSES * f);
+    m->ddropped2 = be->alloc(be, b * CNN_HIDDEN * f);
+    m->df1 = be->alloc(be, b * CNN_HIDDEN * f);
+    m->ddropped1 = be->alloc(be, b * CNN_FLAT * f);
+    m->dpooled = be->alloc(be, b * CNN_FLAT * f);
+    m->dh2 = be->alloc(be, b * CNN_C2 * CNN_H2 * CNN_W2 * f);
+    m->dh1 = be->alloc(be, b * CNN_C1 * CNN_H1 * CNN_W1 * f);
 }
 
 void hs_cnn_init_params(hs_cnn *m, uint64_t seed) {
@@ -136,9 +136,9 @@ static void check_batch(const hs_cnn *m, int batch) {
         HS_FATAL(NULL, "CNN micro-batch of %d samples, model sized for 1..%d", batch, m->max_batch);
 }
 
-/* x[B,1,28,28] -> logprobs[B,10]; adds loss sum, B and correct count into stats. */
+/* x[B,1,28,28] -> logprobs[B,10]; adds loss sum, B and correct count into the device stats. */
 static void forward(hs_cnn *m, const float *x, const int32_t *labels, int batch, const hs_dropout_mask *drop_conv,
-                    const hs_dropout_mask *drop_fc, hs_stats *stats) {
+                    const hs_dropout_mask *drop_fc, double *stats) {
     const hs_backend *be = m->params->be;
     const hs_params *p = m->params;
     const size_t b = (size_t)batch;
@@ -157,15 +157,12 @@ static void forward(hs_cnn *m, const float *x, const int32_t *labels, int batch,
     hs_dropout_forward(be, drop_fc, m->dropped2, m->f1, batch, CNN_HIDDEN);
     hs_linear_forward(be, m->logits, m->dropped2, hs_param_data(p, m->fc2_w), hs_param_data(p, m->fc2_b), batch,
                       CNN_HIDDEN, CNN_CLASSES);
-    double loss_correct[2] = {0.0, 0.0};
-    hs_log_softmax_nll_forward(be, m->logprobs, m->logits, labels, batch, CNN_CLASSES, loss_correct);
-    stats->loss_sum += loss_correct[0];
-    stats->sample_count += batch;
-    stats->correct += loss_correct[1];
+    /* stats[loss_sum, sample_count, correct] += (Σ NLL, B, correct) */
+    hs_log_softmax_nll_forward(be, m->logprobs, m->logits, labels, batch, CNN_CLASSES, stats + HS_STAT_LOSS_SUM);
 }
 
 void hs_cnn_forward_backward(hs_cnn *m, const float *x, const int32_t *labels, int batch, int64_t first_sample,
-                             const hs_step_ctx *ctx, hs_stats *stats) {
+                             const hs_step_ctx *ctx, double *stats) {
     check_batch(m, batch);
     const hs_backend *be = m->params->be;
     const hs_params *p = m->params;
@@ -194,7 +191,7 @@ void hs_cnn_forward_backward(hs_cnn *m, const float *x, const int32_t *labels, i
                        hs_param_data(p, m->conv1_w), &m->conv_ws);
 }
 
-void hs_cnn_evaluate(hs_cnn *m, const float *x, const int32_t *labels, int batch, hs_stats *stats) {
+void hs_cnn_evaluate(hs_cnn *m, const float *x, const int32_t *labels, int batch, double *stats) {
     check_batch(m, batch);
     hs_dropout_mask drop_conv, drop_fc;
     dropout_masks(m, NULL, 0, &drop_conv, &drop_fc);
@@ -209,8 +206,8 @@ void hs_cnn_free(hs_cnn *m) {
                          m->logits,   m->logprobs, m->dlogits, m->ddropped2, m->df1,      m->ddropped1,
                          m->dpooled,  m->dh2,     m->dh1};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-            if (bufs[i]) be->free(bufs[i]);
-        if (m->argmax) be->free(m->argmax);
+            if (bufs[i]) be->free(be, bufs[i]);
+        if (m->argmax) be->free(be, m->argmax);
         hs_workspace_release(be, &m->conv_ws);
     }
     free(m);

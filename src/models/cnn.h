@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "nn/params.h"
-#include "tasks/task.h"
+#include "nn/step.h"
 
 typedef struct hs_cnn hs_cnn;
 
@@ -22,13 +22,14 @@ void hs_cnn_setup(hs_cnn *m);
 /* PyTorch default initialisation (kaiming_uniform a=sqrt(5): U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for
  * weights and biases), deterministic from seed. */
 void hs_cnn_init_params(hs_cnn *m, uint64_t seed);
-/* x[B,1,28,28] normalised input, labels[B] int32 (device). Accumulates ctx->loss_scale[0] * d(sum of
- * NLL)/d(params) into params->grad; adds loss sum, B and correct count into stats. first_sample keys the
+/* x[B,1,28,28] normalised input, labels[B] int32 in [0,10) (device). Accumulates ctx->loss_scale[0] *
+ * d(sum of NLL)/d(params) into params->grad; adds loss sum, B and correct count into the device stats
+ * (float64, hs_stats layout: slots HS_STAT_LOSS_SUM, _SAMPLE_COUNT, _CORRECT). first_sample keys the
  * dropout masks. */
 void hs_cnn_forward_backward(hs_cnn *m, const float *x, const int32_t *labels, int batch, int64_t first_sample,
-                             const hs_step_ctx *ctx, hs_stats *stats);
-/* Eval mode (no dropout): adds loss sum, B, correct into stats. */
-void hs_cnn_evaluate(hs_cnn *m, const float *x, const int32_t *labels, int batch, hs_stats *stats);
+                             const hs_step_ctx *ctx, double *stats);
+/* Eval mode (no dropout): adds loss sum, B, correct into the device stats. */
+void hs_cnn_evaluate(hs_cnn *m, const float *x, const int32_t *labels, int batch, double *stats);
 void hs_cnn_free(hs_cnn *m);
 
 #endif

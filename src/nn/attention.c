@@ -16,7 +16,7 @@ size_t hs_attention_probs_floats(const hs_attention_dims *d) {
 /* mask_bias[B,L] = (1 - input_mask)·(-10000) */
 void hs_attention_mask_bias(const hs_backend *be, float *mask_bias, const int32_t *input_mask, int batch,
                             int seq_len) {
-    be->attention_mask_bias(mask_bias, input_mask, (size_t)batch * (size_t)seq_len);
+    be->attention_mask_bias(be, mask_bias, input_mask, (size_t)batch * (size_t)seq_len);
 }
 
 /* Three [H,H] matrices one after the other form one [3H,H] matrix: one GEMM instead of three. */
@@ -39,15 +39,15 @@ void hs_attention_forward(const hs_backend *be, const hs_attention_dims *d, cons
     const float *weights[3] = {w->query_w, w->key_w, w->value_w}, *biases[3] = {w->query_b, w->key_b, w->value_b};
     /* qkv[T,3H] = x[T,H] · [Wq;Wk;Wv]ᵀ + [bq|bk|bv] */
     if (adjacent(w->query_w, w->key_w, w->value_w, H)) {
-        be->gemm(0, 1, T, ld, H, 1.0f, x, H, w->query_w, H, 0.0f, saved->qkv, ld);
+        be->gemm(be, 0, 1, T, ld, H, 1.0f, x, H, w->query_w, H, 0.0f, saved->qkv, ld);
     } else {
-        for (int i = 0; i < 3; i++) be->gemm(0, 1, T, H, H, 1.0f, x, H, weights[i], H, 0.0f, saved->qkv + i * H, ld);
+        for (int i = 0; i < 3; i++) be->gemm(be, 0, 1, T, H, H, 1.0f, x, H, weights[i], H, 0.0f, saved->qkv + i * H, ld);
     }
     if (adjacent_bias(biases[0], biases[1], biases[2], H))
-        be->add_bias(saved->qkv, biases[0], T, ld); /* one pass over [T,3H]: the same sums */
+        be->add_bias(be, saved->qkv, biases[0], T, ld); /* one pass over [T,3H]: the same sums */
     else
-        for (int i = 0; i < 3; i++) be->add_bias_strided(saved->qkv + i * H, ld, biases[i], T, H);
-    be->attention_forward(ctx, saved->probs, saved->qkv, mask_bias, d->batch, d->seq_len, d->heads, H / d->heads,
+        for (int i = 0; i < 3; i++) be->add_bias_strided(be, saved->qkv + i * H, ld, biases[i], T, H);
+    be->attention_forward(be, ctx, saved->probs, saved->qkv, mask_bias, d->batch, d->seq_len, d->heads, H / d->heads,
                           dropout_p(drop), drop ? drop->key : 0, drop ? drop->first_sample : 0);
 }
 
@@ -58,27 +58,27 @@ void hs_attention_backward(const hs_backend *be, const hs_attention_dims *d, con
     const int T = d->batch * d->seq_len, H = d->hidden, ld = 3 * H;
     hs_workspace_reserve(be, ws, hs_attention_qkv_floats(d) * sizeof(float));
     float *dqkv = ws->ptr; /* [T,3H] */
-    be->attention_backward(dqkv, dctx, saved->qkv, saved->probs, d->batch, d->seq_len, d->heads, H / d->heads,
+    be->attention_backward(be, dqkv, dctx, saved->qkv, saved->probs, d->batch, d->seq_len, d->heads, H / d->heads,
                            dropout_p(drop), drop ? drop->key : 0, drop ? drop->first_sample : 0);
     /* ∂W[3H,H] += dqkvᵀ·x ; ∂b += column sums of dqkv */
     float *dweights[3] = {g->query_w, g->key_w, g->value_w}, *dbiases[3] = {g->query_b, g->key_b, g->value_b};
     if (adjacent(g->query_w, g->key_w, g->value_w, H)) {
-        be->gemm(1, 0, ld, H, T, 1.0f, dqkv, ld, x, H, 1.0f, g->query_w, H);
+        be->gemm(be, 1, 0, ld, H, T, 1.0f, dqkv, ld, x, H, 1.0f, g->query_w, H);
     } else {
-        for (int i = 0; i < 3; i++) be->gemm(1, 0, H, H, T, 1.0f, dqkv + i * H, ld, x, H, 1.0f, dweights[i], H);
+        for (int i = 0; i < 3; i++) be->gemm(be, 1, 0, H, H, T, 1.0f, dqkv + i * H, ld, x, H, 1.0f, dweights[i], H);
     }
     if (adjacent_bias(dbiases[0], dbiases[1], dbiases[2], H))
-        be->bias_grad(dbiases[0], dqkv, T, ld); /* per column the same row-order sums */
+        be->bias_grad(be, dbiases[0], dqkv, T, ld); /* per column the same row-order sums */
     else
-        for (int i = 0; i < 3; i++) be->bias_grad_strided(dbiases[i], dqkv + i * H, ld, T, H);
+        for (int i = 0; i < 3; i++) be->bias_grad_strided(be, dbiases[i], dqkv + i * H, ld, T, H);
     /* ∂x[T,H] (+)= dqkv[T,3H] · [Wq;Wk;Wv] */
     if (!dx) return;
     const float beta = accumulate_dx ? 1.0f : 0.0f;
     if (adjacent(w->query_w, w->key_w, w->value_w, H)) {
-        be->gemm(0, 0, T, H, ld, 1.0f, dqkv, ld, w->query_w, H, beta, dx, H);
+        be->gemm(be, 0, 0, T, H, ld, 1.0f, dqkv, ld, w->query_w, H, beta, dx, H);
     } else {
         const float *weights[3] = {w->query_w, w->key_w, w->value_w};
         for (int i = 0; i < 3; i++)
-            be->gemm(0, 0, T, H, H, 1.0f, dqkv + i * H, ld, weights[i], H, i == 0 ? beta : 1.0f, dx, H);
+            be->gemm(be, 0, 0, T, H, H, 1.0f, dqkv + i * H, ld, weights[i], H, i == 0 ? beta : 1.0f, dx, H);
     }
 }

@@ -38,7 +38,7 @@
 /* ---- embedding lookup (nn.Embedding, table[V,H], no padding_idx) ------------------------------------ */
 /* y[T,H] = table[ids[t],:] (accumulate = 0) or y[T,H] += table[ids[t],:] (accumulate = 1), so the
  * word, position and token-type embeddings are summed in place. ids are device int32; an id outside
- * [0, vocab) is a fatal data error naming the id and the table size (never an out-of-bounds read). */
+ * [0, vocab) never reaches here: ids are checked on the host while the batch is staged. */
 void hs_embedding_forward(const hs_backend *be, float *y, const float *table, const int32_t *ids, int tokens,
                           int hidden, int vocab, int accumulate);
 /* dtable[V,H] += Σ_{t: ids[t]=v} dy[t,:]  (scatter-add; tokens are added in token order per column) */
@@ -84,7 +84,7 @@ void hs_gelu_forward(const hs_backend *be, float *y, const float *x, size_t coun
  * pre-activation the backward needs), y[R,C] = gelu(x). Use after a bias-less GEMM. */
 void hs_bias_gelu_forward(const hs_backend *be, float *y, float *x, const float *bias, int rows, int cols);
 /* dx[n] = dy · gelu'(x),  gelu'(x) = Φ(x) + x·φ(x); x is the pre-activation; dx may alias dy. For the
- * fused form the bias gradient is then be->bias_grad(dbias, dx, rows, cols). */
+ * fused form the bias gradient is then be->bias_grad(be, dbias, dx, rows, cols). */
 void hs_gelu_backward(const hs_backend *be, float *dx, const float *dy, const float *x, size_t count);
 
 /* ---- tanh (the pooler's activation) ------------------------------------------------------------------- */
@@ -94,7 +94,8 @@ void hs_tanh_forward(const hs_backend *be, float *y, const float *x, size_t coun
 void hs_tanh_backward(const hs_backend *be, float *dx, const float *dy, const float *y, size_t count);
 
 /* ---- gather rows (pooler's token 0, the MLM head's masked positions) ---------------------------------- */
-/* y[N,C] = x[row_index[i], :]; row_index is device int32 into x's rows [0, x_rows) (checked) */
+/* y[N,C] = x[row_index[i], :]; row_index is device int32 into x's rows [0, x_rows) (the
+ * caller guarantees it: the model builds the row indices itself from staged, checked positions) */
 void hs_gather_rows_forward(const hs_backend *be, float *y, const float *x, const int32_t *row_index, int count,
                             int cols, int x_rows);
 /* dx[row_index[i], :] += dy[i, :]  (ACCUMULATES into dx[x_rows,C]; repeated indices add up, in index order) */
@@ -153,10 +154,10 @@ void hs_attention_backward(const hs_backend *be, const hs_attention_dims *d, con
 /* probs[R,C] = softmax(logits) (probs may alias logits: computed in place). For each row with a label
  * >= 0: stats[0] += -log softmax[label] (NLL, from a double log-sum-exp), stats[1] += 1 (counted rows),
  * stats[2] += 1 if argmax == label (first maximum on ties, as torch.argmax). Rows with label < 0 are
- * ignored. Rows are summed in row order (deterministic). labels are device int32; a label >= C is a
- * fatal data error. */
+ * ignored. Rows are summed in row order (deterministic). stats is a device float64 [3] (a region of a
+ * device stats buffer). labels are device int32, each < C (checked on the host when staged). */
 void hs_softmax_xent_forward(const hs_backend *be, float *probs, const float *logits, const int32_t *labels,
-                             int rows, int classes, double stats[3]);
+                             int rows, int classes, double *stats);
 /* dlogits[R,C] = scale · (probs - onehot(label)), 0 for ignored rows: the gradient of scale · Σ NLL
  * (scale = 1/count for the mean). dlogits may alias probs. */
 void hs_softmax_xent_backward(const hs_backend *be, float *dlogits, const float *probs, const int32_t *labels,

@@ -20,7 +20,7 @@ static void fill_tensor(hs_params *p, int index, float bound, uint64_t seed) {
     float *host;
     HS_ALLOC(host, t->numel ? t->numel : 1);
     hs_init_uniform_host(host, t->numel, bound, seed, (uint64_t)index);
-    p->be->upload(hs_param_data(p, index), host, t->numel * sizeof *host);
+    p->be->upload(p->be, hs_param_data(p, index), host, t->numel * sizeof *host);
     free(host);
 }
 

@@ -69,9 +69,11 @@ void hs_dropout_backward(const hs_backend *be, const hs_dropout_mask *m, float *
                          size_t per_sample);
 
 /* ---- log_softmax + NLL loss (F.log_softmax then F.nll_loss(reduction='sum')) ----------------------------- */
-/* logprobs[B,classes] = log_softmax(logits); stats[0] += Σ NLL, stats[1] += correct (labels: device int32) */
+/* logprobs[B,classes] = log_softmax(logits); stats[0] += Σ NLL, stats[1] += B, stats[2] += correct, where
+ * stats is a device float64 [3] (e.g. &hs_stats.loss_sum of a device stats buffer: loss_sum,
+ * sample_count, correct). labels: device int32, each in [0, classes) (checked on the host when staged). */
 void hs_log_softmax_nll_forward(const hs_backend *be, float *logprobs, const float *logits, const int32_t *labels,
-                                int batch, int classes, double stats[2]);
+                                int batch, int classes, double *stats);
 /* dlogits[B,classes] = scale · (softmax - onehot(label)): the gradient of scale · Σ NLL */
 void hs_log_softmax_nll_backward(const hs_backend *be, float *dlogits, const float *logprobs,
                                  const int32_t *labels, int batch, int classes, float scale);

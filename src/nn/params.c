@@ -33,14 +33,23 @@ int hs_params_declare(hs_params *p, const char *name, int ndim, const int64_t *s
 
 void hs_params_allocate(hs_params *p, const hs_backend *be) {
     p->be = be;
-    p->data = be->alloc(p->total * sizeof(float));
-    p->grad = be->alloc(p->total * sizeof(float));
+    p->data = be->alloc(be, p->total * sizeof(float));
+    p->grad = be->alloc(be, p->total * sizeof(float));
+    hs_tensor_span *host;
+    HS_ALLOC(host, p->count ? p->count : 1);
+    for (int i = 0; i < p->count; i++)
+        host[i] = (hs_tensor_span){.offset = (int64_t)p->tensors[i].offset, .numel = (int64_t)p->tensors[i].numel,
+                                   .decay = p->tensors[i].weight_decay ? 1 : 0};
+    p->table = be->alloc(be, (p->count ? (size_t)p->count : 1) * sizeof *host);
+    be->upload(be, p->table, host, (size_t)p->count * sizeof *host);
+    free(host);
 }
 
 void hs_params_free(hs_params *p) {
     if (p->be) {
-        p->be->free(p->data);
-        p->be->free(p->grad);
+        p->be->free(p->be, p->data);
+        p->be->free(p->be, p->grad);
+        p->be->free(p->be, p->table);
     }
     free(p->tensors);
     memset(p, 0, sizeof *p);
@@ -52,7 +61,7 @@ int hs_params_find(const hs_params *p, const char *name) {
     return -1;
 }
 
-void hs_params_zero_grad(hs_params *p) { p->be->zero(p->grad, p->total * sizeof(float)); }
+void hs_params_zero_grad(hs_params *p) { p->be->zero(p->be, p->grad, p->total * sizeof(float)); }
 
 size_t hs_params_numel(const hs_params *p) {
     size_t n = 0;

@@ -27,12 +27,14 @@ typedef struct hs_params {
     size_t total; /* floats in data (and grad), padding included */
     float *data;  /* device */
     float *grad;  /* device */
+    hs_tensor_span *table; /* device [count]: offset, numel, decay flag of every tensor, uploaded once by
+                            * hs_params_allocate, read by the multi-tensor ops (norms, clipping, optimizers) */
     const hs_backend *be;
 } hs_params;
 
 /* Declare a tensor before hs_params_allocate; returns its index. */
 int hs_params_declare(hs_params *p, const char *name, int ndim, const int64_t *shape, int weight_decay);
-/* Allocate data and grad (zeroed) on the backend. */
+/* Allocate data and grad (zeroed) on the backend and upload the tensor table. */
 void hs_params_allocate(hs_params *p, const hs_backend *be);
 void hs_params_free(hs_params *p);
 /* Index of a tensor by name, -1 if absent. */

@@ -3,13 +3,13 @@
 
 void hs_workspace_reserve(const hs_backend *be, hs_workspace *ws, size_t bytes) {
     if (ws->ptr && ws->bytes >= bytes) return;
-    if (ws->ptr) be->free(ws->ptr);
-    ws->ptr = be->alloc(bytes);
+    if (ws->ptr) be->free(be, ws->ptr);
+    ws->ptr = be->alloc(be, bytes);
     ws->bytes = bytes;
 }
 
 void hs_workspace_release(const hs_backend *be, hs_workspace *ws) {
-    if (ws->ptr) be->free(ws->ptr);
+    if (ws->ptr) be->free(be, ws->ptr);
     ws->ptr = NULL;
     ws->bytes = 0;
 }

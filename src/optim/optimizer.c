@@ -1,4 +1,4 @@
-/* The optimizers: state buffers in the parameter table's layout, backend update calls per tensor (LAMB: two).
+/* The optimizers: state buffers in the parameter table's layout, one multi-tensor backend op per step.
  * Reading the experiment file is in optim_config.c. */
 #include "optim/optimizer.h"
 
@@ -11,7 +11,7 @@
 static void add_state(hs_optimizer *o, const char *name) {
     hs_params *p = o->params;
     o->state_names[o->n_states] = name;
-    o->state[o->n_states] = p->be->alloc(p->total * sizeof(float)); /* zero-filled, padding included */
+    o->state[o->n_states] = p->be->alloc(p->be, p->total * sizeof(float)); /* zero-filled, padding included */
     o->n_states++;
 }
 
@@ -46,6 +46,7 @@ hs_optimizer *hs_optimizer_create_named(const char *name, hs_params *params, dou
         o->name = "lamb";
         add_state(o, "exp_avg");
         add_state(o, "exp_avg_sq");
+        o->lamb_norms = params->be->alloc(params->be, 2 * (size_t)(params->count ? params->count : 1) * sizeof(double));
     } else {
         free(o);
         hs_die_all("optimizer.name = \"%s\" is not an optimizer; choose \"adam\" (HetSeq), \"adamw\", \"lamb\", "
@@ -62,24 +63,17 @@ int hs_optimizer_clips_internally(const hs_optimizer *o) { return o->kind == HS_
  * Adam direction plus decay and both norms taken before the update:
  *   step = lr·||p||/||u||  if the tensor is trusted and both norms are non-zero, else lr;
  *   trusted = its weight decay is non-zero (flag set and optimizer.weight_decay > 0), or
- *   trust_ratio_on_no_decay. Then p -= step·u. */
+ *   trust_ratio_on_no_decay. Then p -= step·u. One multi-tensor op; the per-tensor norms stay on the
+ * device (o->lamb_norms). */
 static void lamb_step(hs_optimizer *o, double lr, double grad_norm) {
     hs_params *p = o->params;
     const hs_backend *be = p->be;
     const int clipped = o->max_grad_norm > 0.0 && grad_norm > o->max_grad_norm;
-    hs_lamb_hparams h = {.beta1 = o->beta1, .beta2 = o->beta2, .eps = o->eps, .step = o->step,
-                         .grad_divisor = clipped ? grad_norm / o->max_grad_norm : 1.0};
-    for (int i = 0; i < p->count; i++) {
-        const hs_tensor_info *t = &p->tensors[i];
-        float *data = p->data + t->offset, *m = o->state[0] + t->offset, *v = o->state[1] + t->offset;
-        h.weight_decay = t->weight_decay ? o->weight_decay : 0.0;
-        double sumsq[2]; /* Σ p², Σ u² */
-        be->lamb_moments(data, p->grad + t->offset, m, v, t->numel, &h, sumsq);
-        const double p_norm = sqrt(sumsq[0]), u_norm = sqrt(sumsq[1]);
-        const int trusted = h.weight_decay != 0.0 || o->trust_ratio_on_no_decay;
-        const double step = trusted && p_norm != 0.0 && u_norm != 0.0 ? lr * (p_norm / u_norm) : lr;
-        be->lamb_apply(data, m, v, t->numel, &h, step);
-    }
+    const hs_lamb_hparams h = {.lr = lr, .beta1 = o->beta1, .beta2 = o->beta2, .eps = o->eps,
+                               .weight_decay = o->weight_decay, .step = o->step,
+                               .grad_divisor = clipped ? grad_norm / o->max_grad_norm : 1.0,
+                               .trust_ratio_on_no_decay = o->trust_ratio_on_no_decay};
+    be->lamb_update(be, p->data, p->grad, o->state[0], o->state[1], p->table, p->count, o->lamb_norms, &h);
 }
 
 void hs_optimizer_step(hs_optimizer *o, double lr) {
@@ -90,43 +84,37 @@ void hs_optimizer_step_with_grad_norm(hs_optimizer *o, double lr, double grad_no
     hs_params *p = o->params;
     const hs_backend *be = p->be;
     o->step++;
-    if (o->kind == HS_OPTIM_LAMB) {
+    switch (o->kind) {
+    case HS_OPTIM_LAMB:
         lamb_step(o, lr, grad_norm);
-        return;
+        break;
+    case HS_OPTIM_ADAM:
+    case HS_OPTIM_ADAMW: {
+        hs_adam_hparams adam = {.lr = lr, .beta1 = o->beta1, .beta2 = o->beta2, .eps = o->eps, .step = o->step,
+                                .weight_decay = o->weight_decay, .decoupled = 1,
+                                /* HetSeq's Adam decays every tensor, AdamW only the flagged ones */
+                                .decay_flagged_only = o->kind == HS_OPTIM_ADAMW};
+        if (o->kind == HS_OPTIM_ADAMW)
+            /* torch AdamW: m̂/(sqrt(v̂) + eps) = sqrt(1-b2^t)·m/(sqrt(v) + eps·sqrt(1-b2^t)), so it is the
+             * HetSeq update with eps scaled by sqrt(1-b2^t). */
+            adam.eps = o->eps * sqrt(1.0 - pow(o->beta2, (double)o->step));
+        be->adam_update(be, p->data, p->grad, o->state[0], o->state[1], p->table, p->count, &adam);
+        break;
     }
-    const int first_step = o->step == 1;
-    hs_adam_hparams adam = {.lr = lr, .beta1 = o->beta1, .beta2 = o->beta2, .eps = o->eps, .step = o->step,
-                            .decoupled = 1};
-    if (o->kind == HS_OPTIM_ADAMW)
-        /* torch AdamW: m̂/(sqrt(v̂) + eps) = sqrt(1-b2^t)·m/(sqrt(v) + eps·sqrt(1-b2^t)), so it is the
-         * HetSeq update with eps scaled by sqrt(1-b2^t). */
-        adam.eps = o->eps * sqrt(1.0 - pow(o->beta2, (double)o->step));
-
-    for (int i = 0; i < p->count; i++) {
-        const hs_tensor_info *t = &p->tensors[i];
-        float *data = p->data + t->offset, *grad = p->grad + t->offset;
-        switch (o->kind) {
-        case HS_OPTIM_ADAM:
-        case HS_OPTIM_ADAMW:
-            adam.weight_decay = (o->kind == HS_OPTIM_ADAM || t->weight_decay) ? o->weight_decay : 0.0;
-            be->adam_update(data, grad, o->state[0] + t->offset, o->state[1] + t->offset, t->numel, &adam);
-            break;
-        case HS_OPTIM_ADADELTA:
-            be->adadelta_update(data, grad, o->state[0] + t->offset, o->state[1] + t->offset, t->numel, lr, o->rho,
-                                o->eps, o->weight_decay);
-            break;
-        case HS_OPTIM_SGD:
-            be->sgd_update(data, grad, o->n_states ? o->state[0] + t->offset : NULL, t->numel, lr, o->momentum,
-                           o->weight_decay, first_step);
-            break;
-        case HS_OPTIM_LAMB: /* handled above */
-            break;
-        }
+    case HS_OPTIM_ADADELTA:
+        be->adadelta_update(be, p->data, p->grad, o->state[0], o->state[1], p->table, p->count, lr, o->rho, o->eps,
+                            o->weight_decay);
+        break;
+    case HS_OPTIM_SGD:
+        be->sgd_update(be, p->data, p->grad, o->n_states ? o->state[0] : NULL, p->table, p->count, lr, o->momentum,
+                       o->weight_decay, o->step == 1);
+        break;
     }
 }
 
 void hs_optimizer_free(hs_optimizer *o) {
     if (!o) return;
-    for (int k = 0; k < o->n_states; k++) o->params->be->free(o->state[k]);
+    for (int k = 0; k < o->n_states; k++) o->params->be->free(o->params->be, o->state[k]);
+    if (o->lamb_norms) o->params->be->free(o->params->be, o->lamb_norms);
     free(o);
 }

@@ -35,6 +35,7 @@ typedef struct hs_optimizer {
      * use_nvlamb, pre-2020 apex), 0 = only on tensors with weight decay (apex 2020+; created as 0). */
     double max_grad_norm;
     int trust_ratio_on_no_decay;
+    double *lamb_norms; /* lamb: device float64 [2·count], each tensor's Σ p², Σ u² of the last step */
 } hs_optimizer;
 
 /* From the experiment file: optimizer.name, weight_decay, adam_betas, adam_eps (adam, adamw, lamb),
@@ -61,12 +62,18 @@ void hs_optimizer_step_with_grad_norm(hs_optimizer *o, double lr, double grad_no
 int hs_optimizer_clips_internally(const hs_optimizer *o);
 void hs_optimizer_free(hs_optimizer *o);
 
-/* Global L2 norm of params->grad (sum of squares per tensor in double, tensors in table order); if
- * max_norm > 0 and coef = max_norm / (norm + 1e-6) < 1, scale the gradients by coef
- * (torch.nn.utils.clip_grad_norm_). max_norm <= 0: norm only. Returns the pre-clip norm (non-finite
- * if a gradient is; then nothing is scaled and the caller decides). */
+/* Global L2 norm of params->grad: sumsq[i] = Σ g² of tensor i (device float64 [params->count]) and
+ * *total = Σ_i sumsq[i] in table order (device float64), one multi-tensor op that returns at once;
+ * the norm is sqrt(*total) once the caller has downloaded it (the trainer, with its stats buffer). */
+void hs_grad_sumsq(const hs_params *p, double *sumsq, double *total);
+/* torch.nn.utils.clip_grad_norm_ given the pre-clip norm: if max_norm > 0, the norm is finite and
+ * coef = max_norm / (norm + 1e-6) < 1, scale every gradient by coef (one multi-tensor op).
+ * Returns 1 if it scaled. */
+int hs_clip_grad_scale(hs_params *p, double norm, double max_norm);
+/* Both in one call for tests and tools (waits for the norm): returns the pre-clip norm (non-finite if
+ * a gradient is; then nothing is scaled and the caller decides). max_norm <= 0: norm only. */
 double hs_clip_grad_norm(hs_params *p, double max_norm);
-/* The same global L2 norm of params->grad without clipping. */
+/* The global L2 norm of params->grad without clipping (waits for it; tests and tools). */
 double hs_grad_norm(const hs_params *p);
 
 #endif

@@ -21,8 +21,8 @@ typedef struct bert_task {
     int max_batch, seq_len, max_pred;
 } bert_task;
 
-static const char *const bert_stat_names[] = {"mlm_loss_sum", "mlm_count", "mlm_correct", "nsp_loss_sum",
-                                              "nsp_correct", NULL};
+/* extra[] (models/bert.h: the NSP term is in loss_sum, sample_count, correct) */
+static const char *const bert_stat_names[] = {"mlm_loss_sum", "mlm_count", "mlm_correct", NULL};
 
 static int64_t bert_num_samples(hs_task *t, hs_split split) {
     bert_task *b = t->impl;
@@ -58,13 +58,13 @@ static void bert_batch_norm_counts(hs_task *t, const void *host_buf, int count, 
 }
 
 static void bert_forward_backward(hs_task *t, const void *host_buf, int64_t first, int count, const hs_step_ctx *ctx,
-                                  hs_stats *stats) {
+                                  double *stats) {
     bert_task *b = t->impl;
     hs_bert_stage_batch(b->model, batch_of(host_buf, count));
     hs_bert_forward_backward(b->model, first, ctx, stats);
 }
 
-static void bert_evaluate(hs_task *t, const void *host_buf, int64_t first, int count, hs_stats *stats) {
+static void bert_evaluate(hs_task *t, const void *host_buf, int64_t first, int count, double *stats) {
     (void)first;
     bert_task *b = t->impl;
     hs_bert_stage_batch(b->model, batch_of(host_buf, count));
@@ -76,20 +76,33 @@ static void bert_init_params(hs_task *t, uint64_t seed) {
     hs_bert_init_params(b->model, seed);
 }
 
+/* The BERT statistics of models/bert.h by name. */
+typedef struct bert_sums {
+    double mlm_loss, mlm_count, mlm_correct, nsp_loss, sentences, nsp_correct;
+} bert_sums;
+
+static bert_sums sums_of(const hs_stats *s) {
+    double v[HS_STATS_NDOUBLE];
+    memcpy(v, s, sizeof v);
+    return (bert_sums){.mlm_loss = v[HS_BERT_STAT_MLM_LOSS], .mlm_count = v[HS_BERT_STAT_MLM_COUNT],
+                       .mlm_correct = v[HS_BERT_STAT_MLM_CORRECT], .nsp_loss = v[HS_BERT_STAT_NSP_LOSS],
+                       .sentences = v[HS_BERT_STAT_SENTENCES], .nsp_correct = v[HS_BERT_STAT_NSP_CORRECT]};
+}
+
 /* loss = mean MLM NLL over labelled tokens + mean NSP NLL over sentences (nats) */
 static double bert_loss_from_stats(const hs_stats *s) {
-    const double mlm_count = s->extra[HS_BERT_STAT_MLM_COUNT];
-    const double mlm = mlm_count > 0 ? s->extra[HS_BERT_STAT_MLM_LOSS] / mlm_count : 0.0;
-    const double nsp = s->sample_count > 0 ? s->extra[HS_BERT_STAT_NSP_LOSS] / s->sample_count : 0.0;
+    const bert_sums b = sums_of(s);
+    const double mlm = b.mlm_count > 0 ? b.mlm_loss / b.mlm_count : 0.0;
+    const double nsp = b.sentences > 0 ? b.nsp_loss / b.sentences : 0.0;
     return mlm + nsp;
 }
 
 static void bert_format_stats(const hs_stats *s, int json, char *buf, size_t n) {
-    const double mlm_count = s->extra[HS_BERT_STAT_MLM_COUNT], sentences = s->sample_count;
-    const double mlm_loss = mlm_count > 0 ? s->extra[HS_BERT_STAT_MLM_LOSS] / mlm_count : 0.0;
-    const double mlm_acc = mlm_count > 0 ? s->extra[HS_BERT_STAT_MLM_CORRECT] / mlm_count : 0.0;
-    const double nsp_loss = sentences > 0 ? s->extra[HS_BERT_STAT_NSP_LOSS] / sentences : 0.0;
-    const double nsp_acc = sentences > 0 ? s->extra[HS_BERT_STAT_NSP_CORRECT] / sentences : 0.0;
+    const bert_sums b = sums_of(s);
+    const double mlm_loss = b.mlm_count > 0 ? b.mlm_loss / b.mlm_count : 0.0;
+    const double mlm_acc = b.mlm_count > 0 ? b.mlm_correct / b.mlm_count : 0.0;
+    const double nsp_loss = b.sentences > 0 ? b.nsp_loss / b.sentences : 0.0;
+    const double nsp_acc = b.sentences > 0 ? b.nsp_correct / b.sentences : 0.0;
     if (json)
         snprintf(buf, n, ", \"mlm_loss\": %.6f, \"nsp_loss\": %.6f, \"mlm_acc\": %.6f, \"nsp_acc\": %.6f", mlm_loss,
                  nsp_loss, mlm_acc, nsp_acc);

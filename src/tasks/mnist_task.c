@@ -39,15 +39,21 @@ static void mnist_read_batch(hs_task *t, hs_split split, int64_t first, int coun
     hs_mnist_read(m->file, split_index(split), first, count, images, images + (size_t)count * HS_MNIST_PIXELS);
 }
 
-/* Upload a host micro-batch and normalise it: input_dev[B,1,28,28], labels_dev[B]. */
+/* Check the labels of a host micro-batch (the loss op indexes with them and never checks), upload it
+ * and normalise it: input_dev[B,1,28,28], labels_dev[B]. */
 static void stage_batch(mnist_task *m, const void *host_buf, int count) {
     const uint8_t *images = host_buf;
     const uint8_t *labels = images + (size_t)count * HS_MNIST_PIXELS;
     size_t n = (size_t)count * HS_MNIST_PIXELS;
-    m->be->upload(m->images_dev, images, n);
-    m->be->u8_to_float(m->input_dev, m->images_dev, n, m->input_scale, m->input_shift);
+    for (int i = 0; i < count; i++)
+        if (labels[i] >= HS_MNIST_CLASSES)
+            hs_die("label %d of sample %d in this batch is outside [0, %d): the data file's labels do not match the "
+                   "model's %d classes; check the dataset (re-run `hetseq prep`)",
+                   (int)labels[i], i, HS_MNIST_CLASSES, HS_MNIST_CLASSES);
+    m->be->upload(m->be, m->images_dev, images, n);
+    m->be->u8_to_float(m->be, m->input_dev, m->images_dev, n, m->input_scale, m->input_shift);
     for (int i = 0; i < count; i++) m->labels_host[i] = labels[i];
-    m->be->upload(m->labels_dev, m->labels_host, (size_t)count * sizeof(int32_t));
+    m->be->upload(m->be, m->labels_dev, m->labels_host, (size_t)count * sizeof(int32_t));
 }
 
 static void mnist_batch_norm_counts(hs_task *t, const void *host_buf, int count, double counts[HS_NORM_TERMS]) {
@@ -58,13 +64,13 @@ static void mnist_batch_norm_counts(hs_task *t, const void *host_buf, int count,
 }
 
 static void mnist_forward_backward(hs_task *t, const void *host_buf, int64_t first, int count,
-                                   const hs_step_ctx *ctx, hs_stats *stats) {
+                                   const hs_step_ctx *ctx, double *stats) {
     mnist_task *m = t->impl;
     stage_batch(m, host_buf, count);
     hs_cnn_forward_backward(m->model, m->input_dev, m->labels_dev, count, first, ctx, stats);
 }
 
-static void mnist_evaluate(hs_task *t, const void *host_buf, int64_t first, int count, hs_stats *stats) {
+static void mnist_evaluate(hs_task *t, const void *host_buf, int64_t first, int count, double *stats) {
     (void)first;
     mnist_task *m = t->impl;
     stage_batch(m, host_buf, count);
@@ -80,9 +86,9 @@ static void mnist_destroy(hs_task *t) {
     mnist_task *m = t->impl;
     hs_cnn_free(m->model);
     hs_params_free(&t->params);
-    m->be->free(m->images_dev);
-    m->be->free(m->input_dev);
-    m->be->free(m->labels_dev);
+    m->be->free(m->be, m->images_dev);
+    m->be->free(m->be, m->input_dev);
+    m->be->free(m->be, m->labels_dev);
     free(m->labels_host);
     hs_mnist_close(m->file);
     free(m);
@@ -116,9 +122,9 @@ hs_task *hs_mnist_task_create(const hs_config *cfg, const hs_comm *comm, const h
                              (float)hs_cfg_float(cfg, "model.fc_dropout"));
     hs_params_allocate(&t->params, be);
     hs_cnn_setup(m->model);
-    m->images_dev = be->alloc((size_t)m->max_batch * HS_MNIST_PIXELS);
-    m->input_dev = be->alloc((size_t)m->max_batch * HS_MNIST_PIXELS * sizeof(float));
-    m->labels_dev = be->alloc((size_t)m->max_batch * sizeof(int32_t));
+    m->images_dev = be->alloc(be, (size_t)m->max_batch * HS_MNIST_PIXELS);
+    m->input_dev = be->alloc(be, (size_t)m->max_batch * HS_MNIST_PIXELS * sizeof(float));
+    m->labels_dev = be->alloc(be, (size_t)m->max_batch * sizeof(int32_t));
     HS_ALLOC(m->labels_host, m->max_batch);
 
     t->num_samples = mnist_num_samples;

@@ -11,33 +11,9 @@
 #include "comm/comm.h"
 #include "config.h"
 #include "nn/params.h"
+#include "nn/step.h"
 
 typedef enum { HS_SPLIT_TRAIN = 0, HS_SPLIT_VALID = 1 } hs_split;
-
-/* Per-micro-batch statistics, summed over samples, all-reduced as one float64 vector per update
- * (fast stat sync). Tasks may use extra[] for their own metrics and name them in stat_names. */
-#define HS_STAT_EXTRA 5
-typedef struct hs_stats {
-    double loss_sum;     /* sum over samples of the per-sample loss (nats) */
-    double sample_count; /* samples the loss is normalised by */
-    double correct;      /* correctly classified samples */
-    double extra[HS_STAT_EXTRA];
-} hs_stats;
-#define HS_STATS_NDOUBLE ((int)(sizeof(hs_stats) / sizeof(double)))
-
-/* A task's loss is a sum of up to HS_NORM_TERMS terms, each a mean over its own global count (MNIST: NLL
- * over samples; BERT: MLM cross-entropy over labelled tokens + NSP over sentences). The trainer sums
- * each term's count over the update's micro-batches and all ranks BEFORE computing, so every rank
- * backpropagates the true global mean: the result does not depend on world size or update_freq. */
-#define HS_NORM_TERMS 2
-
-/* What a forward/backward needs: dropout keys and the loss normalisation. */
-typedef struct hs_step_ctx {
-    uint64_t seed;
-    uint64_t update; /* 0-based number of the update being computed */
-    int training;    /* 0 = eval mode: dropout off */
-    double loss_scale[HS_NORM_TERMS]; /* 1 / global count of each loss term (0 if the count is 0) */
-} hs_step_ctx;
 
 typedef struct hs_task hs_task;
 struct hs_task {
@@ -57,12 +33,14 @@ struct hs_task {
     /* ---- model --------------------------------------------------------------------------------- */
     /* Counts of the loss terms in a host micro-batch (counts[k] for term k; unused terms 0). */
     void (*batch_norm_counts)(hs_task *t, const void *host_buf, int count, double counts[HS_NORM_TERMS]);
-    /* Forward + backward of one micro-batch: ACCUMULATES sum_k loss_scale[k] * d(sum of term k over the
-     * batch)/d(params) into params.grad and adds the batch's sums into *stats. count > 0. */
+    /* Forward + backward of one micro-batch: checks and uploads the host micro-batch, then ENQUEUES the
+     * work that ACCUMULATES sum_k loss_scale[k] * d(sum of term k over the batch)/d(params) into
+     * params.grad and adds the batch's sums into stats, a device float64 [HS_STATS_NDOUBLE] in hs_stats'
+     * layout (step.h). count > 0. Nothing here waits for the device. */
     void (*forward_backward)(hs_task *t, const void *host_buf, int64_t first, int count,
-                             const hs_step_ctx *ctx, hs_stats *stats);
-    /* Forward only in eval mode; adds into *stats. */
-    void (*evaluate)(hs_task *t, const void *host_buf, int64_t first, int count, hs_stats *stats);
+                             const hs_step_ctx *ctx, double *stats);
+    /* Forward only in eval mode; adds into the device stats the same way. */
+    void (*evaluate)(hs_task *t, const void *host_buf, int64_t first, int count, double *stats);
     /* Initialise parameters (PyTorch default initialisation for the task's layers) from seed. */
     void (*init_params)(hs_task *t, uint64_t seed);
     /* Names of extra[] stats for logs (NULL-terminated), may be NULL. */

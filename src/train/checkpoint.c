@@ -157,7 +157,7 @@ static void write_tensors(hid_t loc, const hs_params *params, const float *flat,
         const hs_tensor_info *t = &params->tensors[i];
         hsize_t dims[HS_MAX_DIMS];
         for (int d = 0; d < t->ndim; d++) dims[d] = (hsize_t)t->shape[d];
-        params->be->download(host, flat + t->offset, t->numel * sizeof(float));
+        params->be->download(params->be, host, flat + t->offset, t->numel * sizeof(float));
         hid_t space = (hid_t)HS_H5(H5Screate_simple(t->ndim, dims, NULL), NULL);
         hid_t dset = (hid_t)HS_H5(H5Dcreate2(loc, t->name, H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT,
                                              H5P_DEFAULT), H5_HINT);
@@ -288,7 +288,7 @@ void hs_checkpoint_save(const char *dir, const char *name, const hs_params *para
     HS_ALLOC(tmp_path, n);
     snprintf(tmp_path, n, "%s.tmp", final_path);
 
-    if (params->be) params->be->synchronize();
+    if (params->be) params->be->synchronize(params->be);
     hs_check_on_fatal(remove_temporary, tmp_path); /* a failed write leaves no half file behind */
     if (state && hs_fault_fires(HS_FAULT_ENOSPC, state->num_updates)) arm_write_failure();
     write_checkpoint_file(tmp_path, params, opt, state, config_text);
@@ -408,7 +408,7 @@ static void read_tensors(const char *path, hid_t loc, const char *where, const h
         if (H5Tget_class(ftype) != H5T_FLOAT)
             hs_die("checkpoint '%s': tensor %s/%s is not floating point", path, where, t->name);
         HS_H5(H5Dread(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, host), H5_HINT);
-        params->be->upload(flat + t->offset, host, t->numel * sizeof(float));
+        params->be->upload(params->be, flat + t->offset, host, t->numel * sizeof(float));
         HS_H5(H5Tclose(ftype), NULL);
         HS_H5(H5Sclose(space), NULL);
         HS_H5(H5Dclose(dset), NULL);
@@ -508,7 +508,7 @@ void hs_checkpoint_load(const char *path, hs_params *params, hs_optimizer *opt, 
     if (config_text) *config_text = read_config_text(file);
     HS_H5(H5Fclose(file), H5_HINT);
     hs_h5_unlock();
-    if (params->be) params->be->synchronize();
+    if (params->be) params->be->synchronize(params->be);
 }
 
 void hs_checkpoint_read_state(const char *path, hs_train_state *state, char **config_text) {

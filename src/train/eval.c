@@ -39,8 +39,9 @@ void hs_evaluate_split(hs_task *task, hs_prefetch *pf, const hs_comm *comm, hs_s
     hs_range *shard;
     HS_ALLOC(shard, n);
     hs_sampler_epoch_shard(&s, 1, shard);
-    hs_stats local;
-    memset(&local, 0, sizeof local);
+    /* The tasks add into a device stats buffer; it is read once, at the end. */
+    const hs_backend *be = task->params.be;
+    double *stats_dev = be->alloc(be, HS_STATS_NDOUBLE * sizeof(double)); /* zero-filled */
     /* Keep two requests in flight so reading overlaps evaluation. */
     int64_t next = 0;
     int outstanding = 0;
@@ -54,13 +55,16 @@ void hs_evaluate_split(hs_task *task, hs_prefetch *pf, const hs_comm *comm, hs_s
         hs_prefetch_slot *slot = hs_prefetch_wait(pf);
         for (int i = 0; i < slot->n; i++)
             if (slot->ranges[i].count > 0)
-                task->evaluate(task, slot->bufs[i], slot->ranges[i].first, slot->ranges[i].count, &local);
+                task->evaluate(task, slot->bufs[i], slot->ranges[i].first, slot->ranges[i].count, stats_dev);
         hs_prefetch_release(pf, slot);
         outstanding--;
     }
     free(shard);
-    *global = local;
-    hs_comm_allreduce_sum_double(comm, (double *)global, HS_STATS_NDOUBLE);
+    double sums[HS_STATS_NDOUBLE];
+    be->download(be, sums, stats_dev, sizeof sums);
+    be->free(be, stats_dev);
+    hs_comm_allreduce_sum_double(comm, sums, HS_STATS_NDOUBLE);
+    memcpy(global, sums, sizeof *global);
 }
 
 /* Rank 0 reads the checkpoint's weights and broadcasts them, so save_dir may be node-local. */

@@ -46,6 +46,10 @@ typedef struct trainer {
     double clip_norm;
     const char *valid_subset;
     int64_t check_replicas_every;
+    /* The device stats buffer (float64): the task's statistics in hs_stats' layout, then the gradient's
+     * global sum of squares and each tensor's (layout below). Ops add into it; train_update downloads
+     * its head once per update. */
+    double *stats_dev;
     int stop_signal;          /* agreed over all ranks: the signal that stops the run, or 0 */
     int64_t last_saved_update; /* num_updates of the newest checkpoint written (-1 = none) */
 } trainer;
@@ -245,24 +249,20 @@ static int restore(trainer *t, int64_t n_train) {
 
 /* ---- one update ------------------------------------------------------------------------------------ */
 
-/* The first tensor of the table whose values (a device buffer in the table's layout) hold a NaN or an
- * Inf, or NULL. Only called when the gradient norm or the loss is not finite. */
-static const char *first_nonfinite_tensor(const hs_params *p, const float *flat) {
-    size_t most = 1;
-    for (int i = 0; i < p->count; i++)
-        if (p->tensors[i].numel > most) most = p->tensors[i].numel;
-    float *host;
-    HS_ALLOC(host, most);
+/* Slots of the device stats buffer after the task's statistics: ||g||², then Σ g² of each tensor. */
+enum { DEV_GRAD_SUMSQ = HS_STATS_NDOUBLE, DEV_TENSOR_SUMSQ, DEV_HEAD = DEV_TENSOR_SUMSQ };
+
+/* The first tensor whose gradient holds a NaN or an Inf (its Σ g² is then not finite: float squares
+ * cannot overflow a double), or NULL. Only called when the gradient norm or the loss is not finite. */
+static const char *first_nonfinite_tensor(const trainer *t) {
+    const hs_params *p = &t->task->params;
+    double *sumsq;
+    HS_ALLOC(sumsq, p->count ? p->count : 1);
+    t->be->download(t->be, sumsq, t->stats_dev + DEV_TENSOR_SUMSQ, (size_t)p->count * sizeof *sumsq);
     const char *name = NULL;
-    for (int i = 0; i < p->count && !name; i++) {
-        p->be->download(host, flat + p->tensors[i].offset, p->tensors[i].numel * sizeof(float));
-        for (size_t k = 0; k < p->tensors[i].numel; k++)
-            if (!isfinite(host[k])) {
-                name = p->tensors[i].name;
-                break;
-            }
-    }
-    free(host);
+    for (int i = 0; i < p->count && !name; i++)
+        if (!isfinite(sumsq[i])) name = p->tensors[i].name;
+    free(sumsq);
     return name;
 }
 
@@ -277,8 +277,7 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
     hs_fault_update_start(update);
     hs_params *p = &t->task->params;
     hs_params_zero_grad(p);
-    hs_stats stats;
-    memset(&stats, 0, sizeof stats);
+    t->be->zero(t->be, t->stats_dev, HS_STATS_NDOUBLE * sizeof(double));
     hs_step_ctx ctx = {.seed = t->st.seed, .update = (uint64_t)t->st.num_updates, .training = 1};
     /* Global counts of each loss term first, so every rank backpropagates the true global mean. */
     double counts[HS_NORM_TERMS] = {0};
@@ -297,41 +296,49 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
     for (int i = 0; i < slot->n; i++)
         if (slot->ranges[i].count > 0)
             t->task->forward_backward(t->task, slot->bufs[i], slot->ranges[i].first, slot->ranges[i].count, &ctx,
-                                      &stats);
+                                      t->stats_dev);
     if (hs_fault_fires(HS_FAULT_NAN, update)) {
         float nan = NAN;
-        p->be->upload(p->grad, &nan, sizeof nan);
+        p->be->upload(p->be, p->grad, &nan, sizeof nan);
     }
     hs_stall_phase(HS_PHASE_GRAD_ALLREDUCE, update, 1);
     hs_comm_allreduce_sum_float(t->comm, p->grad, p->total, t->be);
+    /* ||g||² of the summed gradients into the stats buffer, then its one download of this update. */
+    hs_grad_sumsq(p, t->stats_dev + DEV_TENSOR_SUMSQ, t->stats_dev + DEV_GRAD_SUMSQ);
+    double head[DEV_HEAD];
+    t->be->download(t->be, head, t->stats_dev, sizeof head);
+    const double gnorm = sqrt(head[DEV_GRAD_SUMSQ]);
     /* Fast stat sync: the statistics and the stop request travel in one float64 all-reduce. */
     double sync[SYNC_LEN];
-    memcpy(sync, &stats, sizeof stats);
+    memcpy(sync, head, HS_STATS_NDOUBLE * sizeof(double));
     sync[SYNC_STOP] = hs_stop_signal();
     hs_stall_phase(HS_PHASE_STAT_ALLREDUCE, update, 1);
     hs_comm_allreduce_sum_double(t->comm, sync, SYNC_LEN);
+    hs_stats stats;
     memcpy(&stats, sync, sizeof stats);
     hs_stall_phase(HS_PHASE_OPTIMIZER, update, 0);
-    /* LAMB clips inside its step (before the moments, as apex FusedLAMB); the others clip here. */
-    double gnorm = hs_optimizer_clips_internally(t->opt) ? hs_grad_norm(p) : hs_clip_grad_norm(p, t->clip_norm);
-    if (!isfinite(gnorm) || !isfinite(stats.loss_sum)) {
+    int finite = isfinite(gnorm);
+    for (int k = 0; k < HS_STATS_NDOUBLE; k++) finite = finite && isfinite(sync[k]);
+    if (!finite) {
         /* Every rank holds the same all-reduced values, so every rank stops here with the same message. */
-        const char *bad = first_nonfinite_tensor(p, p->grad);
-        hs_die("training diverged at update %lld: the loss sum is %g and the gradient norm %g; the first gradient "
+        const char *bad = first_nonfinite_tensor(t);
+        hs_die("training diverged at update %lld: the loss is %g and the gradient norm %g; the first gradient "
                "with a NaN or Inf is %s. Lower optimizer.lr or set optimizer.clip_norm; the last checkpoint in %s "
                "is intact (nothing of this update was saved)",
-               (long long)update, stats.loss_sum, gnorm, bad ? bad : "(none: the loss itself overflowed)",
-               t->save_dir);
+               (long long)update, hs_meters_loss(&t->meters, &stats), gnorm,
+               bad ? bad : "(none: the loss itself overflowed)", t->save_dir);
     }
+    /* LAMB clips inside its step (before the moments, as apex FusedLAMB); the others clip here. */
+    if (!hs_optimizer_clips_internally(t->opt)) hs_clip_grad_scale(p, gnorm, t->clip_norm);
     hs_optimizer_step_with_grad_norm(t->opt, t->st.lr, gnorm);
     if (hs_fault_fires(HS_FAULT_CORRUPT, update)) {
         float v;
-        p->be->download(&v, p->data, sizeof v);
+        p->be->download(p->be, &v, p->data, sizeof v);
         uint32_t bits;
         memcpy(&bits, &v, sizeof bits);
         bits ^= 1u; /* the lowest mantissa bit: invisible in the loss, visible to the replica check */
         memcpy(&v, &bits, sizeof bits);
-        p->be->upload(p->data, &v, sizeof v);
+        p->be->upload(p->be, p->data, &v, sizeof v);
     }
     t->st.num_updates++;
     t->st.lr = hs_lr_step_update(&t->sched, t->st.num_updates);
@@ -363,7 +370,7 @@ static void check_replicas(trainer *t) {
     float *host;
     HS_ALLOC(host, most);
     for (int i = 0; i < p->count; i++) {
-        p->be->download(host, p->data + p->tensors[i].offset, p->tensors[i].numel * sizeof(float));
+        p->be->download(p->be, host, p->data + p->tensors[i].offset, p->tensors[i].numel * sizeof(float));
         lo[i] = hi[i] = fnv1a(host, p->tensors[i].numel * sizeof(float), 14695981039346656037ull);
     }
     free(host);
@@ -538,6 +545,7 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
     t.st.seed = (uint64_t)hs_cfg_int(cfg, "seed");
     t.task->init_params(t.task, t.st.seed);
     t.opt = hs_optimizer_create(cfg, &t.task->params);
+    t.stats_dev = t.be->alloc(t.be, ((size_t)DEV_TENSOR_SUMSQ + (size_t)t.task->params.count) * sizeof(double));
     hs_lr_init(&t.sched, cfg);
     t.st.epoch = 1;
     t.st.lr = hs_lr_step_update(&t.sched, 0);
@@ -592,6 +600,7 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
     if (!t.no_save) hs_log("| checkpoints in %s/, metrics in %s", t.save_dir, *metrics_path ? metrics_path : "(off)");
     hs_meters_close(&t.meters);
     hs_optimizer_free(t.opt);
+    t.be->free(t.be, t.stats_dev);
     hs_task_destroy(t.task);
     free(t.config_text);
     return status;

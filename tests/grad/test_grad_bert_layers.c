@@ -33,7 +33,7 @@
 
 static const hs_backend *be;
 
-static float *buf(size_t n) { return be->alloc(n * sizeof(float)); }
+static float *buf(size_t n) { return be->alloc(be, n * sizeof(float)); }
 
 /* v[n] ~ U(lo, hi), reproducible from `stream` */
 static void fill_uniform(float *v, size_t n, float lo, float hi, uint64_t stream) {
@@ -64,7 +64,7 @@ static void test_embeddings(void **unused) {
     embedding_state s;
     s.word = buf((size_t)EMB_V * EMB_H), s.pos = buf((size_t)EMB_POS * EMB_H), s.type = buf((size_t)EMB_TYPES * EMB_H);
     s.y = buf((size_t)T * EMB_H), s.r = buf((size_t)T * EMB_H);
-    s.ids = be->alloc((size_t)T * sizeof(int32_t)), s.segments = be->alloc((size_t)T * sizeof(int32_t));
+    s.ids = be->alloc(be, (size_t)T * sizeof(int32_t)), s.segments = be->alloc(be, (size_t)T * sizeof(int32_t));
     /* repeated ids (a word used several times gets the sum), id 6 never used (gradient stays 0) */
     const int32_t ids[EMB_B * EMB_L] = {1, 3, 3, 0, 5, 1, 2, 3, 4, 0, 0, 1};
     for (int t = 0; t < T; t++) s.ids[t] = ids[t], s.segments[t] = (t % EMB_L) >= 2;
@@ -85,8 +85,8 @@ static void test_embeddings(void **unused) {
     for (int h = 0; h < EMB_H; h++) assert_true(dword[6 * EMB_H + h] == 0.0f); /* unused id */
     for (int h = 0; h < EMB_H; h++) assert_true(dpos[(EMB_POS - 1) * EMB_H + h] == 0.0f); /* position >= L */
     float *bufs[] = {s.word, s.pos, s.type, s.y, s.r, dword, dpos, dtype};
-    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) be->free(bufs[i]);
-    be->free(s.ids), be->free(s.segments);
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) be->free(be, bufs[i]);
+    be->free(be, s.ids), be->free(be, s.segments);
 }
 
 /* ---- LayerNorm, plain and with the residual add folded in --------------------------------------------- */
@@ -130,7 +130,7 @@ static void check_layernorm(int fused) {
     bad += fd_check_gradient("layernorm dbeta", &c, s.beta, dbeta, LN_COLS);
     assert_int_equal(bad, 0);
     float *bufs[] = {s.a, s.res, s.x_sum, s.y, s.r, s.gamma, s.beta, s.mean, s.rstd, dx, dgamma, dbeta};
-    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) be->free(bufs[i]);
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) be->free(be, bufs[i]);
 }
 
 static void test_layernorm(void **unused) {
@@ -176,7 +176,7 @@ static void check_activation(int kind) {
     if (kind == 0) hs_gelu_backward(be, dx, s.r, s.x, n);
     if (kind == 1) {
         hs_gelu_backward(be, dx, s.r, s.u, n);
-        be->bias_grad(dbias, dx, ACT_ROWS, ACT_COLS);
+        be->bias_grad(be, dbias, dx, ACT_ROWS, ACT_COLS);
     }
     if (kind == 2) hs_tanh_backward(be, dx, s.r, s.y, n);
     fd_case c = {activation_loss, &s, 1e-2f};
@@ -185,7 +185,7 @@ static void check_activation(int kind) {
     if (kind == 1) bad += fd_check_gradient("bias+gelu dbias", &c, s.bias, dbias, ACT_COLS);
     assert_int_equal(bad, 0);
     float *bufs[] = {s.x, s.u, s.bias, s.y, s.r, dx, dbias};
-    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) be->free(bufs[i]);
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) be->free(be, bufs[i]);
 }
 
 static void test_gelu(void **unused) {
@@ -223,7 +223,7 @@ static void test_gather_rows(void **unused) {
     gather_state s;
     s.x = buf((size_t)GATHER_X_ROWS * GATHER_COLS), s.y = buf((size_t)GATHER_COUNT * GATHER_COLS);
     s.r = buf((size_t)GATHER_COUNT * GATHER_COLS);
-    s.index = be->alloc(GATHER_COUNT * sizeof(int32_t));
+    s.index = be->alloc(be, GATHER_COUNT * sizeof(int32_t));
     const int32_t index[GATHER_COUNT] = {4, 0, 2, 4, 5}; /* row 4 twice, rows 1 and 3 never */
     memcpy(s.index, index, sizeof index);
     fill_uniform(s.x, (size_t)GATHER_X_ROWS * GATHER_COLS, -1, 1, 30);
@@ -233,7 +233,7 @@ static void test_gather_rows(void **unused) {
     hs_gather_rows_backward(be, dx, s.r, s.index, GATHER_COUNT, GATHER_COLS, GATHER_X_ROWS);
     fd_case c = {gather_loss, &s, 1e-2f};
     assert_int_equal(fd_check_gradient("gather rows dx", &c, s.x, dx, (size_t)GATHER_X_ROWS * GATHER_COLS), 0);
-    be->free(s.x), be->free(s.y), be->free(s.r), be->free(s.index), be->free(dx);
+    be->free(be, s.x), be->free(be, s.y), be->free(be, s.r), be->free(be, s.index), be->free(be, dx);
 }
 
 /* ---- softmax cross-entropy: MLM-like (wide, some rows ignored) and NSP (2 classes) ---------------------- */
@@ -255,7 +255,7 @@ static void check_xent(int rows, int classes, const int32_t *labels, const char 
     xent_state s = {.rows = rows, .classes = classes};
     const size_t n = (size_t)rows * classes;
     s.logits = buf(n), s.probs = buf(n);
-    s.labels = be->alloc((size_t)rows * sizeof(int32_t));
+    s.labels = be->alloc(be, (size_t)rows * sizeof(int32_t));
     memcpy(s.labels, labels, (size_t)rows * sizeof(int32_t));
     fill_uniform(s.logits, n, -2, 2, 40 + (uint64_t)classes);
     s.logits[3] += 30.0f; /* a dominant logit: the max subtraction keeps exp() finite */
@@ -267,7 +267,7 @@ static void check_xent(int rows, int classes, const int32_t *labels, const char 
     for (int r = 0; r < rows; r++)
         if (labels[r] < 0)
             for (int k = 0; k < classes; k++) assert_true(dlogits[(size_t)r * classes + k] == 0.0f);
-    be->free(s.logits), be->free(s.probs), be->free(s.labels), be->free(dlogits);
+    be->free(be, s.logits), be->free(be, s.probs), be->free(be, s.labels), be->free(be, dlogits);
 }
 
 static void test_softmax_xent_mlm(void **unused) {
@@ -323,7 +323,7 @@ static void check_attention(float p, int adjacent) {
     fill_uniform(s.bq, ATT_H, -0.5f, 0.5f, 54), fill_uniform(s.bk, ATT_H, -0.5f, 0.5f, 55), fill_uniform(s.bv, ATT_H, -0.5f, 0.5f, 56);
     fill_uniform(s.r, nx, -1, 1, 57);
     /* sample 0 all real tokens, sample 1 with its last two positions padding */
-    int32_t *input_mask = be->alloc((size_t)ATT_B * ATT_L * sizeof(int32_t));
+    int32_t *input_mask = be->alloc(be, (size_t)ATT_B * ATT_L * sizeof(int32_t));
     for (int i = 0; i < ATT_B * ATT_L; i++) input_mask[i] = !(i >= ATT_L + 3);
     hs_attention_mask_bias(be, s.mask_bias, input_mask, ATT_B, ATT_L);
 
@@ -367,14 +367,14 @@ static void check_attention(float p, int adjacent) {
 
     hs_workspace_release(be, &ws);
     if (adjacent) {
-        be->free(wblock);
+        be->free(be, wblock);
     } else {
-        be->free(s.wq), be->free(s.wk), be->free(s.wv);
+        be->free(be, s.wq), be->free(be, s.wk), be->free(be, s.wv);
     }
     float *bufs[] = {s.bq, s.bk, s.bv, s.x, s.ctx, s.r, s.mask_bias, s.saved.qkv, s.saved.probs, g_block, g.query_b,
                      g.key_b, g.value_b, dx, dx_acc};
-    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) be->free(bufs[i]);
-    be->free(input_mask);
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) be->free(be, bufs[i]);
+    be->free(be, input_mask);
 }
 
 static void test_attention_no_dropout(void **unused) {

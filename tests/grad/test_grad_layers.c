@@ -38,7 +38,7 @@
 
 static const hs_backend *be;
 
-static float *buf(size_t n) { return be->alloc(n * sizeof(float)); }
+static float *buf(size_t n) { return be->alloc(be, n * sizeof(float)); }
 
 /* v[n] ~ U(lo, hi), reproducible from `stream` */
 static void fill_uniform(float *v, size_t n, float lo, float hi, uint64_t stream) {
@@ -82,7 +82,7 @@ static void test_linear(void **unused) {
     hs_linear_backward(be, dx, dw, db, s.r, s.x, s.w, s.batch, s.in, s.out);
     for (size_t i = 0; i < nw; i++) assert_float_equal(dw[i], 2.0f * dw1[i], 1e-5f * (1.0f + fabsf(dw1[i])));
     float *bufs[] = {s.x, s.w, s.b, s.y, s.r, dx, dw, db, dw1};
-    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) be->free(bufs[i]);
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) be->free(be, bufs[i]);
 }
 
 /* ---- conv2d ------------------------------------------------------------------------------------------ */
@@ -122,7 +122,7 @@ static void test_conv2d(void **unused) {
     assert_int_equal(bad, 0);
     hs_workspace_release(be, &c.ws);
     float *bufs[] = {c.x, c.w, c.b, c.y, c.r, dx, dw, db};
-    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) be->free(bufs[i]);
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) be->free(be, bufs[i]);
 }
 
 /* ---- max pooling -------------------------------------------------------------------------------------- */
@@ -144,7 +144,7 @@ static void test_maxpool(void **unused) {
     pool_state s = {.n = 2, .c = 3, .h = 6, .w = 8, .k = 2};
     const size_t nx = (size_t)s.n * s.c * s.h * s.w, ny = nx / 4;
     s.x = buf(nx), s.y = buf(ny), s.r = buf(ny);
-    s.argmax = be->alloc(ny * sizeof(int32_t));
+    s.argmax = be->alloc(be, ny * sizeof(int32_t));
     float *dx = buf(nx);
     /* distinct values 0.05 apart in a scrambled order: no window has a near-tie within ε */
     for (size_t i = 0; i < nx; i++) s.x[i] = 0.05f * (float)((i * 37) % nx) - 1.0f;
@@ -153,7 +153,7 @@ static void test_maxpool(void **unused) {
     hs_maxpool2d_backward(be, dx, s.r, s.argmax, s.n, s.c, s.h, s.w, s.k);
     fd_case gc = {pool_loss, &s, 1e-2f};
     assert_int_equal(fd_check_gradient("maxpool dx", &gc, s.x, dx, nx), 0);
-    be->free(s.x), be->free(s.y), be->free(s.r), be->free(s.argmax), be->free(dx);
+    be->free(be, s.x), be->free(be, s.y), be->free(be, s.r), be->free(be, s.argmax), be->free(be, dx);
 }
 
 /* ---- ReLU -------------------------------------------------------------------------------------------- */
@@ -181,7 +181,7 @@ static void test_relu(void **unused) {
     hs_relu_backward(be, dx, s.r, s.y, s.n);
     fd_case gc = {relu_loss, &s, 1e-2f};
     assert_int_equal(fd_check_gradient("relu dx", &gc, s.x, dx, s.n), 0);
-    be->free(s.x), be->free(s.y), be->free(s.r), be->free(dx);
+    be->free(be, s.x), be->free(be, s.y), be->free(be, s.r), be->free(be, dx);
 }
 
 /* ---- dropout ---------------------------------------------------------------------------------------- */
@@ -225,7 +225,7 @@ static void check_dropout(size_t group) {
             dropped += !keep;
         }
     assert_true(dropped > 0 && dropped < n); /* the mask is neither all-keep nor all-drop */
-    be->free(s.x), be->free(s.y), be->free(s.r), be->free(dx);
+    be->free(be, s.x), be->free(be, s.y), be->free(be, s.r), be->free(be, dx);
 }
 
 static void test_dropout_elementwise(void **unused) {
@@ -258,7 +258,7 @@ static void test_log_softmax_nll(void **unused) {
     nll_state s = {.rows = 6, .cols = 10};
     const size_t n = (size_t)s.rows * s.cols;
     s.logits = buf(n), s.logprobs = buf(n);
-    s.labels = be->alloc((size_t)s.rows * sizeof(int32_t));
+    s.labels = be->alloc(be, (size_t)s.rows * sizeof(int32_t));
     float *dlogits = buf(n);
     fill_uniform(s.logits, n, -3, 3, 51);
     s.logits[7] += 50.0f; /* a large logit: the max-subtraction keeps exp() finite */
@@ -267,7 +267,7 @@ static void test_log_softmax_nll(void **unused) {
     hs_log_softmax_nll_backward(be, dlogits, s.logprobs, s.labels, s.rows, s.cols, 1.0f);
     fd_case gc = {nll_loss, &s, 1e-2f};
     assert_int_equal(fd_check_gradient("log_softmax+nll", &gc, s.logits, dlogits, n), 0);
-    be->free(s.logits), be->free(s.logprobs), be->free(s.labels), be->free(dlogits);
+    be->free(be, s.logits), be->free(be, s.logprobs), be->free(be, s.labels), be->free(be, dlogits);
 }
 
 /* ---- the whole MNIST CNN ---------------------------------------------------------------------------------- */
@@ -363,14 +363,17 @@ static void check_cnn(int dropout_on) {
     hs_cnn_setup(model);
     hs_cnn_init_params(model, TEST_SEED);
     float *x = buf((size_t)CNN_BATCH * 784);
-    int32_t *labels = be->alloc(CNN_BATCH * sizeof(int32_t));
+    int32_t *labels = be->alloc(be, CNN_BATCH * sizeof(int32_t));
     fill_uniform(x, (size_t)CNN_BATCH * 784, -0.8f, 2.8f, 61); /* the range of normalised pixels */
     for (int i = 0; i < CNN_BATCH; i++) labels[i] = 3 * i + 1;
     const hs_step_ctx ctx = {.seed = TEST_SEED, .update = 5, .training = dropout_on, .loss_scale = {1.0, 0.0}};
 
-    hs_stats st = {0};
+    double *st_dev = be->alloc(be, HS_STATS_NDOUBLE * sizeof(double)); /* device stats, zero-filled */
     hs_params_zero_grad(&params);
-    hs_cnn_forward_backward(model, x, labels, CNN_BATCH, CNN_FIRST_SAMPLE, &ctx, &st);
+    hs_cnn_forward_backward(model, x, labels, CNN_BATCH, CNN_FIRST_SAMPLE, &ctx, st_dev);
+    hs_stats st;
+    be->download(be, &st, st_dev, sizeof st);
+    be->free(be, st_dev);
     assert_true(st.sample_count == CNN_BATCH);
 
     twin t = {.layout = &params, .x = x, .labels = labels, .ctx = ctx, .p_conv = 0.25f, .p_fc = 0.5f};
@@ -411,7 +414,7 @@ static void check_cnn(int dropout_on) {
     }
     assert_int_equal(bad, 0);
     free(t.theta);
-    be->free(x), be->free(labels);
+    be->free(be, x), be->free(be, labels);
     hs_cnn_free(model);
     hs_params_free(&params);
 }

@@ -37,7 +37,7 @@ static void read_param(hid_t file, const hs_params *p, int t) {
     float *host;
     HS_ALLOC(host, ti->numel);
     HS_H5(H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, host), NULL);
-    p->be->upload(hs_param_data(p, t), host, ti->numel * sizeof *host);
+    p->be->upload(p->be, hs_param_data(p, t), host, ti->numel * sizeof *host);
     free(host);
     HS_H5(H5Sclose(sp), NULL);
     HS_H5(H5Dclose(d), NULL);
@@ -92,26 +92,28 @@ int main(int argc, char **argv) {
         ctx.update = strtoull(argv[6], NULL, 10);
         first_sample = strtoll(argv[7], NULL, 10);
     }
-    hs_stats stats = {0};
+    double *stats_dev = params.be->alloc(params.be, HS_STATS_NDOUBLE * sizeof(double)); /* zero-filled */
     hs_params_zero_grad(&params);
-    hs_bert_forward_backward(model, first_sample, &ctx, &stats);
+    hs_bert_forward_backward(model, first_sample, &ctx, stats_dev);
+    double x[HS_STATS_NDOUBLE];
+    params.be->download(params.be, x, stats_dev, sizeof x);
+    params.be->free(params.be, stats_dev);
 
     hid_t out = (hid_t)HS_H5(H5Fcreate(argv[4], H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), "cannot create the output");
-    const double *x = stats.extra;
     write_scalar(out, "mlm_loss_sum", x[HS_BERT_STAT_MLM_LOSS]);
     write_scalar(out, "mlm_count", x[HS_BERT_STAT_MLM_COUNT]);
     write_scalar(out, "mlm_correct", x[HS_BERT_STAT_MLM_CORRECT]);
     write_scalar(out, "nsp_loss_sum", x[HS_BERT_STAT_NSP_LOSS]);
     write_scalar(out, "nsp_correct", x[HS_BERT_STAT_NSP_CORRECT]);
-    write_scalar(out, "sentences", stats.sample_count);
+    write_scalar(out, "sentences", x[HS_BERT_STAT_SENTENCES]);
     write_scalar(out, "loss", x[HS_BERT_STAT_MLM_LOSS] / x[HS_BERT_STAT_MLM_COUNT] +
-                                  x[HS_BERT_STAT_NSP_LOSS] / stats.sample_count);
+                                  x[HS_BERT_STAT_NSP_LOSS] / x[HS_BERT_STAT_SENTENCES]);
     hid_t grad = (hid_t)HS_H5(H5Gcreate2(out, "grad", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), NULL);
     for (int t = 0; t < params.count; t++) {
         const hs_tensor_info *ti = &params.tensors[t];
         float *host;
         HS_ALLOC(host, ti->numel);
-        be->download(host, hs_param_grad(&params, t), ti->numel * sizeof *host);
+        be->download(be, host, hs_param_grad(&params, t), ti->numel * sizeof *host);
         hsize_t dims[HS_MAX_DIMS];
         for (int d = 0; d < ti->ndim; d++) dims[d] = (hsize_t)ti->shape[d];
         write_dataset(grad, ti->name, H5T_NATIVE_FLOAT, host, ti->ndim, dims);

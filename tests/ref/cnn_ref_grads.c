@@ -60,7 +60,7 @@ int main(int argc, char **argv) {
         float *host = malloc(params.tensors[t].numel * sizeof *host);
         if (!host) HS_FATAL(NULL, "out of memory");
         read_dataset(in, path, H5T_NATIVE_FLOAT, host, params.tensors[t].numel);
-        be->upload(hs_param_data(&params, t), host, params.tensors[t].numel * sizeof *host);
+        be->upload(be, hs_param_data(&params, t), host, params.tensors[t].numel * sizeof *host);
         free(host);
     }
     const size_t nx = (size_t)batch * 28 * 28;
@@ -71,15 +71,18 @@ int main(int argc, char **argv) {
     read_dataset(in, "/labels", H5T_NATIVE_INT32, labels_host, (hsize_t)batch);
     HS_H5(H5Fclose(in), NULL);
 
-    float *x = be->alloc(nx * sizeof *x);
-    int32_t *labels = be->alloc((size_t)batch * sizeof *labels);
-    be->upload(x, x_host, nx * sizeof *x);
-    be->upload(labels, labels_host, (size_t)batch * sizeof *labels);
+    float *x = be->alloc(be, nx * sizeof *x);
+    int32_t *labels = be->alloc(be, (size_t)batch * sizeof *labels);
+    be->upload(be, x, x_host, nx * sizeof *x);
+    be->upload(be, labels, labels_host, (size_t)batch * sizeof *labels);
 
     hs_params_zero_grad(&params);
     const hs_step_ctx ctx = {.seed = 1, .update = 0, .training = 0, .loss_scale = {1.0, 0.0}}; /* dropout off, gradient of the NLL sum */
-    hs_stats stats = {0};
-    hs_cnn_forward_backward(model, x, labels, batch, 0, &ctx, &stats);
+    double *stats_dev = be->alloc(be, HS_STATS_NDOUBLE * sizeof(double)); /* zero-filled */
+    hs_cnn_forward_backward(model, x, labels, batch, 0, &ctx, stats_dev);
+    hs_stats stats;
+    be->download(be, &stats, stats_dev, sizeof stats);
+    be->free(be, stats_dev);
 
     hid_t out = (hid_t)HS_H5(H5Fcreate(argv[2], H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), "cannot create the output");
     write_dataset(out, "loss", H5T_NATIVE_DOUBLE, &stats.loss_sum, 0, NULL);
@@ -89,7 +92,7 @@ int main(int argc, char **argv) {
         const hs_tensor_info *ti = &params.tensors[t];
         float *host = malloc(ti->numel * sizeof *host);
         if (!host) HS_FATAL(NULL, "out of memory");
-        be->download(host, hs_param_grad(&params, t), ti->numel * sizeof *host);
+        be->download(be, host, hs_param_grad(&params, t), ti->numel * sizeof *host);
         hsize_t dims[HS_MAX_DIMS];
         for (int d = 0; d < ti->ndim; d++) dims[d] = (hsize_t)ti->shape[d];
         write_dataset(grad, ti->name, H5T_NATIVE_FLOAT, host, ti->ndim, dims);
@@ -98,7 +101,7 @@ int main(int argc, char **argv) {
     HS_H5(H5Gclose(grad), NULL);
     HS_H5(H5Fclose(out), NULL);
 
-    be->free(x), be->free(labels);
+    be->free(be, x), be->free(be, labels);
     free(x_host), free(labels_host);
     hs_cnn_free(model);
     hs_params_free(&params);

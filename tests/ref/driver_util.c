@@ -40,7 +40,7 @@ void driver_close_output(FILE *f) {
 void driver_upload_packed(hs_params *p, float *dev, const float *packed) {
     size_t at = 0;
     for (int i = 0; i < p->count; i++) {
-        p->be->upload(dev + p->tensors[i].offset, packed + at, p->tensors[i].numel * sizeof(float));
+        p->be->upload(p->be, dev + p->tensors[i].offset, packed + at, p->tensors[i].numel * sizeof(float));
         at += p->tensors[i].numel;
     }
 }
@@ -48,7 +48,7 @@ void driver_upload_packed(hs_params *p, float *dev, const float *packed) {
 void driver_download_packed(hs_params *p, float *packed, const float *dev) {
     size_t at = 0;
     for (int i = 0; i < p->count; i++) {
-        p->be->download(packed + at, dev + p->tensors[i].offset, p->tensors[i].numel * sizeof(float));
+        p->be->download(p->be, packed + at, dev + p->tensors[i].offset, p->tensors[i].numel * sizeof(float));
         at += p->tensors[i].numel;
     }
 }
@@ -71,7 +71,7 @@ double *driver_read_lrs_and_params(FILE *in, int steps, hs_params *p, float *hos
 static size_t padding_pass(hs_params *p, float *dev, float value, int set) {
     float *host;
     HS_ALLOC(host, p->total);
-    p->be->download(host, dev, p->total * sizeof(float));
+    p->be->download(p->be, host, dev, p->total * sizeof(float));
     size_t changed = 0, next = 0;
     for (int i = 0; i <= p->count; i++) {
         size_t start = i < p->count ? p->tensors[i].offset : p->total;
@@ -81,7 +81,7 @@ static size_t padding_pass(hs_params *p, float *dev, float value, int set) {
         }
         if (i < p->count) next = p->tensors[i].offset + p->tensors[i].numel;
     }
-    if (set) p->be->upload(dev, host, p->total * sizeof(float));
+    if (set) p->be->upload(p->be, dev, host, p->total * sizeof(float));
     free(host);
     return changed;
 }

@@ -46,7 +46,7 @@ int main(int argc, char **argv) {
     hs_checkpoint_load(argv[1], &p, NULL, NULL, NULL);
     float *host = calloc(p.total, sizeof(float));
     if (!host) return 2;
-    p.be->download(host, p.data, p.total * sizeof(float));
+    p.be->download(p.be, host, p.data, p.total * sizeof(float));
     for (int t = 0; t < p.count; t++) {
         printf("%s", p.tensors[t].name);
         for (size_t k = 0; k < p.tensors[t].numel; k++) printf(" %a", (double)host[p.tensors[t].offset + k]);

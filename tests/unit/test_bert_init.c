@@ -51,7 +51,7 @@ static float *tensor(const fixture *f, const char *name, size_t *n) {
     if (i < 0) fail_msg("no parameter %s", name);
     *n = f->params.tensors[i].numel;
     float *host = malloc(*n * sizeof *host);
-    f->params.be->download(host, hs_param_data(&f->params, i), *n * sizeof *host);
+    f->params.be->download(f->params.be, host, hs_param_data(&f->params, i), *n * sizeof *host);
     return host;
 }
 
@@ -149,9 +149,9 @@ static void same_seed_same_model(void **state) {
     assert_int_equal(f.params.total, g.params.total);
     float *x = malloc(f.params.total * sizeof *x), *y = malloc(f.params.total * sizeof *y),
           *z = malloc(f.params.total * sizeof *z);
-    f.params.be->download(x, f.params.data, f.params.total * sizeof *x);
-    g.params.be->download(y, g.params.data, g.params.total * sizeof *y);
-    h.params.be->download(z, h.params.data, h.params.total * sizeof *z);
+    f.params.be->download(f.params.be, x, f.params.data, f.params.total * sizeof *x);
+    g.params.be->download(g.params.be, y, g.params.data, g.params.total * sizeof *y);
+    h.params.be->download(h.params.be, z, h.params.data, h.params.total * sizeof *z);
     assert_memory_equal(x, y, f.params.total * sizeof *x);
     assert_memory_not_equal(x, z, f.params.total * sizeof *x);
     free(x), free(y), free(z);

@@ -88,7 +88,7 @@ static void fill_random(const hs_params *p, float *flat) {
         for (size_t j = 0; j < ti->numel; j++, k++)
             host[ti->offset + j] = k < sizeof specials / sizeof specials[0] ? specials[k] : bits_to_float(next_bits());
     }
-    p->be->upload(flat, host, p->total * sizeof(float));
+    p->be->upload(p->be, flat, host, p->total * sizeof(float));
     free(host);
 }
 
@@ -97,8 +97,8 @@ static void assert_tensors_equal_bits(const hs_params *p, const float *a_dev, co
     float *a = calloc(p->total, sizeof(float)), *b = calloc(p->total, sizeof(float));
     assert_non_null(a);
     assert_non_null(b);
-    p->be->download(a, a_dev, p->total * sizeof(float));
-    p->be->download(b, b_dev, p->total * sizeof(float));
+    p->be->download(p->be, a, a_dev, p->total * sizeof(float));
+    p->be->download(p->be, b, b_dev, p->total * sizeof(float));
     for (int t = 0; t < p->count; t++) {
         const hs_tensor_info *ti = &p->tensors[t];
         if (memcmp(a + ti->offset, b + ti->offset, ti->numel * sizeof(float)) != 0)
@@ -115,12 +115,12 @@ static void make_adam(hs_optimizer *o, hs_params *p, const char *name) {
     o->n_states = 2;
     o->state_names[0] = "exp_avg";
     o->state_names[1] = "exp_avg_sq";
-    o->state[0] = p->be->alloc(p->total * sizeof(float));
-    o->state[1] = p->be->alloc(p->total * sizeof(float));
+    o->state[0] = p->be->alloc(p->be, p->total * sizeof(float));
+    o->state[1] = p->be->alloc(p->be, p->total * sizeof(float));
 }
 
 static void free_adam(hs_optimizer *o) {
-    for (int s = 0; s < o->n_states; s++) o->params->be->free(o->state[s]);
+    for (int s = 0; s < o->n_states; s++) o->params->be->free(o->params->be, o->state[s]);
 }
 
 static hs_train_state sample_state(void) {
@@ -235,7 +235,7 @@ static void test_round_trip_is_bit_exact(void **unused) {
     /* The padding of the destination was not touched: only tensors travel. */
     float pad;
     const hs_tensor_info *b = &dst.tensors[1];
-    dst.be->download(&pad, dst.data + b->offset + b->numel, sizeof pad);
+    dst.be->download(dst.be, &pad, dst.data + b->offset + b->numel, sizeof pad);
     assert_true(pad == 0.0f);
 
     char *cfg_only = hs_checkpoint_read_config(final);

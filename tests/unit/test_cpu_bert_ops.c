@@ -26,7 +26,7 @@ static void fill(float *v, size_t n, float lo, float hi, uint64_t stream) {
     for (size_t i = 0; i < n; i++) v[i] = lo + (hi - lo) * hs_uniform(key, 0, i);
 }
 
-static float *fbuf(size_t n) { return be->alloc(n * sizeof(float)); }
+static float *fbuf(size_t n) { return be->alloc(be, n * sizeof(float)); }
 
 static void set_threads(int t) {
 #ifdef _OPENMP
@@ -66,14 +66,14 @@ static void test_gather_and_scatter_rows(void **unused) {
     const float x[4 * 2] = {1, 2, 3, 4, 5, 6, 7, 8};
     const int32_t index[3] = {2, 0, 2};
     float y[3 * 2] = {10, 10, 10, 10, 10, 10};
-    be->gather_rows(y, x, index, 3, 2, 4, 0);
+    be->gather_rows(be, y, x, index, 3, 2, 4, 0);
     const float copy[6] = {5, 6, 1, 2, 5, 6};
     for (int i = 0; i < 6; i++) assert_true(y[i] == copy[i]);
-    be->gather_rows(y, x, index, 3, 2, 4, 1); /* accumulate: doubles the rows */
+    be->gather_rows(be, y, x, index, 3, 2, 4, 1); /* accumulate: doubles the rows */
     for (int i = 0; i < 6; i++) assert_true(y[i] == 2 * copy[i]);
     float dx[4 * 2] = {1, 1, 1, 1, 1, 1, 1, 1};
     const float dy[3 * 2] = {1, 2, 3, 4, 5, 6};
-    be->scatter_add_rows(dx, dy, index, 3, 2, 4); /* row 2 gets rows 0 and 2 of dy; rows 1, 3 untouched */
+    be->scatter_add_rows(be, dx, dy, index, 3, 2, 4); /* row 2 gets rows 0 and 2 of dy; rows 1, 3 untouched */
     const float expect[8] = {4, 5, 1, 1, 7, 9, 1, 1};
     for (int i = 0; i < 8; i++) assert_true(dx[i] == expect[i]);
 }
@@ -83,12 +83,12 @@ static void test_strided_bias(void **unused) {
     (void)unused;
     float y[2 * 6] = {0};
     const float bias[2] = {1, 2};
-    be->add_bias_strided(y + 2, 6, bias, 2, 2);
+    be->add_bias_strided(be, y + 2, 6, bias, 2, 2);
     const float expect[12] = {0, 0, 1, 2, 0, 0, 0, 0, 1, 2, 0, 0};
     for (int i = 0; i < 12; i++) assert_true(y[i] == expect[i]);
     const float dy[2 * 6] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
     float db[2] = {100, 100};
-    be->bias_grad_strided(db, dy + 4, 6, 2, 2);
+    be->bias_grad_strided(be, db, dy + 4, 6, 2, 2);
     assert_true(db[0] == 100 + 5 + 11 && db[1] == 100 + 6 + 12);
 }
 
@@ -133,10 +133,10 @@ static void test_layernorm_matches_float64(void **unused) {
     for (int c = 0; c < C; c++) x[c] += 100.0f; /* a mean far from 0: the variance is taken around the mean */
     for (int c = 0; c < C; c++) x[C + c] = 0.25f;                   /* constant row: var 0, eps keeps it finite */
     /* fused form: the input is x + res, written to sum */
-    be->layernorm_forward(y, sum, mean, rstd, x, res, gamma, beta, R, C, 1e-12f);
+    be->layernorm_forward(be, y, sum, mean, rstd, x, res, gamma, beta, R, C, 1e-12f);
     for (int i = 0; i < R * C; i++) assert_true(sum[i] == x[i] + res[i]);
     for (int i = 0; i < R * C; i++) sum[i] = x[i] + res[i];
-    be->layernorm_backward(dx, dgamma, dbeta, dy, sum, mean, rstd, gamma, R, C);
+    be->layernorm_backward(be, dx, dgamma, dbeta, dy, sum, mean, rstd, gamma, R, C);
     layernorm_reference(R, C, sum, gamma, beta, 1e-12f, dy, y_ref, dx_ref, dgamma_ref, dbeta_ref);
     for (int i = 0; i < R * C; i++) {
         assert_float_equal(y[i], y_ref[i], 2e-5 * (1 + fabs(y_ref[i])));
@@ -147,7 +147,7 @@ static void test_layernorm_matches_float64(void **unused) {
         assert_float_equal(dbeta[c], dbeta_ref[c], 1e-5 * (1 + fabs(dbeta_ref[c])));
     }
     /* the plain form on the constant row: y = beta exactly (x̂ = 0), rstd = 1/sqrt(1e-12) */
-    be->layernorm_forward(y, NULL, mean, rstd, x, NULL, gamma, beta, R, C, 1e-12f);
+    be->layernorm_forward(be, y, NULL, mean, rstd, x, NULL, gamma, beta, R, C, 1e-12f);
     for (int c = 0; c < C; c++) assert_true(y[C + c] == beta[c]);
     assert_float_equal(rstd[1], 1e6f, 1.0f);
 }
@@ -160,8 +160,8 @@ static void test_gelu_and_tanh_match_float64(void **unused) {
     float *x = fbuf(N), *y = fbuf(N), *dx = fbuf(N), *dy = fbuf(N);
     for (int i = 0; i < N; i++) x[i] = -8.0f + 16.0f * (float)i / (N - 1);
     fill(dy, N, -1, 1, 9);
-    be->gelu_forward(y, x, N);
-    be->gelu_backward(dx, dy, x, N);
+    be->gelu_forward(be, y, x, N);
+    be->gelu_backward(be, dx, dy, x, N);
     for (int i = 0; i < N; i++) {
         const double xd = x[i], cdf = 0.5 * (1.0 + erf(xd / sqrt(2.0)));
         const double pdf = exp(-0.5 * xd * xd) / sqrt(2.0 * M_PI);
@@ -173,21 +173,21 @@ static void test_gelu_and_tanh_match_float64(void **unused) {
     float u[R * C], u0[R * C], bias[C], yb[R * C];
     fill(u, R * C, -3, 3, 10), fill(bias, C, -1, 1, 11);
     memcpy(u0, u, sizeof u);
-    be->bias_gelu_forward(yb, u, bias, R, C);
+    be->bias_gelu_forward(be, yb, u, bias, R, C);
     for (int i = 0; i < R * C; i++) {
         float single;
         const float pre = u0[i] + bias[i % C];
-        be->gelu_forward(&single, &pre, 1);
+        be->gelu_forward(be, &single, &pre, 1);
         assert_true(u[i] == pre && yb[i] == single);
     }
-    be->tanh_forward(y, x, N);
-    be->tanh_backward(dx, dy, y, N);
+    be->tanh_forward(be, y, x, N);
+    be->tanh_backward(be, dx, dy, y, N);
     for (int i = 0; i < N; i++) {
         const double t = tanh((double)x[i]);
         assert_float_equal(y[i], t, 2e-7);
         assert_float_equal(dx[i], dy[i] * (1.0 - (double)y[i] * y[i]), 2e-7);
     }
-    be->free(x), be->free(y), be->free(dx), be->free(dy);
+    be->free(be, x), be->free(be, y), be->free(be, dx), be->free(be, dy);
 }
 
 /* ---- attention core ---------------------------------------------------------------------------------------- */
@@ -268,7 +268,7 @@ static void check_attention_core(float p) {
     float mask_bias[AB * AL];
     int32_t input_mask[AB * AL];
     for (int i = 0; i < AB * AL; i++) input_mask[i] = !(i >= AL + 4); /* sample 1: last 2 positions padding */
-    be->attention_mask_bias(mask_bias, input_mask, AB * AL);
+    be->attention_mask_bias(be, mask_bias, input_mask, AB * AL);
     for (int i = 0; i < AB * AL; i++) assert_true(mask_bias[i] == (input_mask[i] ? 0.0f : -10000.0f));
     fill(qkv, nqkv, -1.5f, 1.5f, 20), fill(dctx, nctx, -1, 1, 21);
     const uint64_t key = hs_rng_key(7, 1, 2);
@@ -276,8 +276,8 @@ static void check_attention_core(float p) {
     double *dqkv_ref = malloc(nqkv * sizeof(double));
     int *dropped = malloc(np * sizeof(int));
     assert_non_null(ctx_ref), assert_non_null(probs_ref), assert_non_null(dqkv_ref), assert_non_null(dropped);
-    be->attention_forward(ctx, probs, qkv, mask_bias, AB, AL, AHEADS, AD, p, key, 30);
-    be->attention_backward(dqkv, dctx, qkv, probs, AB, AL, AHEADS, AD, p, key, 30);
+    be->attention_forward(be, ctx, probs, qkv, mask_bias, AB, AL, AHEADS, AD, p, key, 30);
+    be->attention_backward(be, dqkv, dctx, qkv, probs, AB, AL, AHEADS, AD, p, key, 30);
     attention_reference(qkv, mask_bias, p, key, 30, dctx, ctx_ref, probs_ref, dropped, dqkv_ref);
     int ndropped = 0;
     for (size_t i = 0; i < np; i++) {
@@ -289,7 +289,7 @@ static void check_attention_core(float p) {
     for (size_t i = 0; i < nctx; i++) assert_float_equal(ctx[i], ctx_ref[i], 1e-5);
     for (size_t i = 0; i < nqkv; i++) assert_float_equal(dqkv[i], dqkv_ref[i], 1e-5);
     free(ctx_ref), free(probs_ref), free(dqkv_ref), free(dropped);
-    be->free(qkv), be->free(ctx), be->free(probs), be->free(dctx), be->free(dqkv);
+    be->free(be, qkv), be->free(be, ctx), be->free(be, probs), be->free(be, dctx), be->free(be, dqkv);
 }
 
 static void test_attention_matches_float64(void **unused) {
@@ -313,13 +313,13 @@ static void test_softmax_xent_exact(void **unused) {
     float z[R * C] = {logf(1), logf(2), logf(3), logf(4), 5, 5, 1, 0, 9, 9, 9, 9, -1000, 1000, 0, 999};
     const int32_t labels[R] = {2, 0, -1, 1};
     double stats[3] = {1, 1, 1}; /* accumulates */
-    be->softmax_xent_forward(z, z, labels, R, C, stats); /* in place */
+    be->softmax_xent_forward(be, z, z, labels, R, C, stats); /* in place */
     const double nll0 = -log(0.3), nll1 = log(2 + exp(-4.0) + exp(-5.0)), nll3 = log(1 + exp(-1.0));
     assert_float_equal(stats[0], 1 + nll0 + nll1 + nll3, 1e-6);
     assert_true(stats[1] == 1 + 3 && stats[2] == 1 + 2);
     const float p0[4] = {0.1f, 0.2f, 0.3f, 0.4f};
     for (int c = 0; c < C; c++) assert_float_equal(z[c], p0[c], 1e-7);
-    be->softmax_xent_backward(z, z, labels, R, C, 0.5f); /* in place, scale 1/2 */
+    be->softmax_xent_backward(be, z, z, labels, R, C, 0.5f); /* in place, scale 1/2 */
     const float g0[4] = {0.05f, 0.1f, 0.15f - 0.5f, 0.2f};
     for (int c = 0; c < C; c++) assert_float_equal(z[c], g0[c], 1e-7);
     for (int c = 0; c < C; c++) assert_true(z[2 * C + c] == 0.0f);
@@ -336,12 +336,12 @@ static void test_reductions_do_not_depend_on_thread_count(void **unused) {
     fill(x, (size_t)R * C, -2, 2, 30), fill(dy, (size_t)R * C, -1, 1, 31), fill(gamma, C, 0.5f, 1.5f, 32);
     float *rows_dy = fbuf((size_t)N * C);
     fill(rows_dy, (size_t)N * C, -1, 1, 33);
-    int32_t *index = be->alloc(N * sizeof(int32_t));
+    int32_t *index = be->alloc(be, N * sizeof(int32_t));
     for (int i = 0; i < N; i++) index[i] = (i * 7) % V; /* every row index repeats 60 times */
     const size_t nqkv = (size_t)B * L * 3 * HEADS * D, nctx = (size_t)B * L * HEADS * D, np = (size_t)B * HEADS * L * L;
     float *qkv = fbuf(nqkv), *dctx = fbuf(nctx), *mask_bias = fbuf((size_t)B * L);
     fill(qkv, nqkv, -2, 2, 34), fill(dctx, nctx, -1, 1, 35);
-    int32_t *labels = be->alloc(R * sizeof(int32_t));
+    int32_t *labels = be->alloc(be, R * sizeof(int32_t));
     for (int r = 0; r < R; r++) labels[r] = r % 5 == 0 ? -1 : (r * 13) % C;
 
     float *out[2][6];
@@ -350,14 +350,14 @@ static void test_reductions_do_not_depend_on_thread_count(void **unused) {
         set_threads(run + 1);
         float *dx = fbuf((size_t)R * C), *dgamma = fbuf(C), *dbeta = fbuf(C), *table = fbuf((size_t)V * C);
         float *ctx = fbuf(nctx), *probs = fbuf(np), *dqkv = fbuf(nqkv), *db = fbuf(C), *sm = fbuf((size_t)R * C);
-        be->layernorm_forward(y, NULL, mean, rstd, x, NULL, gamma, beta, R, C, 1e-12f);
-        be->layernorm_backward(dx, dgamma, dbeta, dy, x, mean, rstd, gamma, R, C);
-        be->scatter_add_rows(table, rows_dy, index, N, C, V);
-        be->bias_grad_strided(db, x, C, R, C / 2);
-        be->attention_forward(ctx, probs, qkv, mask_bias, B, L, HEADS, D, 0.1f, 99, 5);
-        be->attention_backward(dqkv, dctx, qkv, probs, B, L, HEADS, D, 0.1f, 99, 5);
-        be->softmax_xent_forward(sm, x, labels, R, C, stats[run]);
-        be->free(ctx), be->free(probs), be->free(sm);
+        be->layernorm_forward(be, y, NULL, mean, rstd, x, NULL, gamma, beta, R, C, 1e-12f);
+        be->layernorm_backward(be, dx, dgamma, dbeta, dy, x, mean, rstd, gamma, R, C);
+        be->scatter_add_rows(be, table, rows_dy, index, N, C, V);
+        be->bias_grad_strided(be, db, x, C, R, C / 2);
+        be->attention_forward(be, ctx, probs, qkv, mask_bias, B, L, HEADS, D, 0.1f, 99, 5);
+        be->attention_backward(be, dqkv, dctx, qkv, probs, B, L, HEADS, D, 0.1f, 99, 5);
+        be->softmax_xent_forward(be, sm, x, labels, R, C, stats[run]);
+        be->free(be, ctx), be->free(be, probs), be->free(be, sm);
         float *keep[6] = {dx, dgamma, dbeta, table, db, dqkv};
         memcpy(out[run], keep, sizeof keep);
     }
@@ -366,10 +366,10 @@ static void test_reductions_do_not_depend_on_thread_count(void **unused) {
     for (int k = 0; k < 6; k++) assert_memory_equal(out[0][k], out[1][k], sizes[k] * sizeof(float));
     assert_memory_equal(stats[0], stats[1], sizeof stats[0]);
     for (int run = 0; run < 2; run++)
-        for (int k = 0; k < 6; k++) be->free(out[run][k]);
+        for (int k = 0; k < 6; k++) be->free(be, out[run][k]);
     float *bufs[] = {x, dy, gamma, beta, y, mean, rstd, rows_dy, qkv, dctx, mask_bias};
-    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) be->free(bufs[i]);
-    be->free(index), be->free(labels);
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) be->free(be, bufs[i]);
+    be->free(be, index), be->free(be, labels);
 }
 
 int main(void) {

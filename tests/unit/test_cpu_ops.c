@@ -36,10 +36,10 @@ static void test_alloc_is_aligned_and_zeroed(void **unused) {
     (void)unused;
     const size_t sizes[] = {1, 3, 64, 1000, 1 << 20};
     for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
-        unsigned char *p = be->alloc(sizes[k]);
+        unsigned char *p = be->alloc(be, sizes[k]);
         assert_int_equal((uintptr_t)p % 64, 0);
         for (size_t i = 0; i < sizes[k]; i++) assert_int_equal(p[i], 0);
-        be->free(p);
+        be->free(be, p);
     }
 }
 
@@ -52,7 +52,7 @@ static void test_gemm_transposes(void **unused) {
     for (int ta = 0; ta < 2; ta++)
         for (int tb = 0; tb < 2; tb++) {
             memcpy(c, c0, sizeof c);
-            be->gemm(ta, tb, M, N, K, 0.5f, a, ta ? M : K, b, tb ? K : N, 2.0f, c, N);
+            be->gemm(be, ta, tb, M, N, K, 0.5f, a, ta ? M : K, b, tb ? K : N, 2.0f, c, N);
             for (int i = 0; i < M; i++)
                 for (int j = 0; j < N; j++) {
                     double s = 0;
@@ -66,10 +66,10 @@ static void test_gemm_transposes(void **unused) {
 static void test_bias_add_and_grad(void **unused) {
     (void)unused;
     float y[6] = {1, 2, 3, 4, 5, 6}, bias[3] = {10, 20, 30}, db[3] = {1, 1, 1};
-    be->add_bias(y, bias, 2, 3);
+    be->add_bias(be, y, bias, 2, 3);
     const float y_expect[6] = {11, 22, 33, 14, 25, 36};
     for (int i = 0; i < 6; i++) assert_float_equal(y[i], y_expect[i], 0);
-    be->bias_grad(db, y_expect, 2, 3); /* accumulates: 1 + column sums */
+    be->bias_grad(be, db, y_expect, 2, 3); /* accumulates: 1 + column sums */
     assert_float_equal(db[0], 26, 0), assert_float_equal(db[1], 48, 0), assert_float_equal(db[2], 70, 0);
 }
 
@@ -78,15 +78,15 @@ static void test_relu_and_u8(void **unused) {
     const float x[5] = {-2.0f, -0.0f, 0.0f, 0.5f, 3.0f};
     float y[5], dx[5];
     const float dy[5] = {1, 1, 1, 1, 1};
-    be->relu_forward(y, x, 5);
+    be->relu_forward(be, y, x, 5);
     const float y_expect[5] = {0, 0, 0, 0.5f, 3.0f};
     for (int i = 0; i < 5; i++) assert_float_equal(y[i], y_expect[i], 0);
-    be->relu_backward(dx, dy, y, 5); /* gradient 0 at the kink, as PyTorch */
+    be->relu_backward(be, dx, dy, y, 5); /* gradient 0 at the kink, as PyTorch */
     const float dx_expect[5] = {0, 0, 0, 1, 1};
     for (int i = 0; i < 5; i++) assert_float_equal(dx[i], dx_expect[i], 0);
     const uint8_t px[3] = {0, 51, 255};
     float v[3];
-    be->u8_to_float(v, px, 3, 1.0f / 255.0f, -0.5f);
+    be->u8_to_float(be, v, px, 3, 1.0f / 255.0f, -0.5f);
     assert_float_equal(v[0], -0.5f, 1e-7), assert_float_equal(v[1], -0.3f, 1e-7), assert_float_equal(v[2], 0.5f, 1e-7);
 }
 
@@ -99,7 +99,7 @@ static void test_maxpool_first_max_on_ties(void **unused) {
                          -2, -1, 4, 1}; /* window (1,1): 0 4 / 4 1 -> 4 at index 11 */
     float y[4], dx[16];
     int32_t am[4];
-    be->maxpool2d_forward(y, am, x, 1, 1, 4, 4, 2);
+    be->maxpool2d_forward(be, y, am, x, 1, 1, 4, 4, 2);
     const float y_expect[4] = {3, 7, -1, 4};
     const int32_t am_expect[4] = {1, 2, 13, 11};
     for (int i = 0; i < 4; i++) {
@@ -107,7 +107,7 @@ static void test_maxpool_first_max_on_ties(void **unused) {
         assert_int_equal(am[i], am_expect[i]);
     }
     const float dy[4] = {10, 20, 30, 40};
-    be->maxpool2d_backward(dx, dy, am, 1, 1, 4, 4, 2);
+    be->maxpool2d_backward(be, dx, dy, am, 1, 1, 4, 4, 2);
     for (int i = 0; i < 16; i++) {
         float expect = 0;
         for (int q = 0; q < 4; q++)
@@ -122,14 +122,15 @@ static void test_log_softmax_nll_exact(void **unused) {
     const float logits[6] = {0.0f, logf(3.0f), 1000.0f, 1000.0f, 5.0f, 5.0f};
     const int32_t labels[3] = {1, 0, 1};
     float lp[6], d[6];
-    double stats[2] = {1.0, 1.0}; /* accumulates */
-    be->log_softmax_nll_forward(lp, logits, labels, 3, 2, stats);
+    double stats[3] = {1.0, 1.0, 1.0}; /* accumulates: Σ NLL, rows, correct */
+    be->log_softmax_nll_forward(be, lp, logits, labels, 3, 2, stats);
     assert_float_equal(lp[0], -logf(4.0f), 1e-6), assert_float_equal(lp[1], logf(0.75f), 1e-6);
     assert_float_equal(lp[2], -logf(2.0f), 1e-6), assert_float_equal(lp[3], -logf(2.0f), 1e-6);
     assert_true(fabs(stats[0] - (1.0 + log(4.0 / 3.0) + 2.0 * log(2.0))) < 1e-6);
+    assert_true(stats[1] == 4.0);
     /* row 0: argmax 1 == label; row 1: tie, first max 0 == label; row 2: tie, first max 0 != label 1 */
-    assert_true(stats[1] == 3.0);
-    be->log_softmax_nll_backward(d, lp, labels, 3, 2, 0.5f);
+    assert_true(stats[2] == 3.0);
+    be->log_softmax_nll_backward(be, d, lp, labels, 3, 2, 0.5f);
     assert_float_equal(d[0], 0.125f, 1e-6), assert_float_equal(d[1], -0.125f, 1e-6);
     assert_float_equal(d[2], -0.25f, 1e-6), assert_float_equal(d[3], 0.25f, 1e-6);
 }
@@ -138,31 +139,39 @@ static void test_dropout_edge_rates(void **unused) {
     (void)unused;
     float x[32], y[32];
     fill(x, 32, 5);
-    be->dropout_forward(y, x, 4, 8, 1, 0.0f, 123, 0); /* p = 0: a copy */
+    be->dropout_forward(be, y, x, 4, 8, 1, 0.0f, 123, 0); /* p = 0: a copy */
     for (int i = 0; i < 32; i++) assert_float_equal(y[i], x[i], 0);
-    be->dropout_forward(y, x, 4, 8, 4, 1.0f, 123, 0); /* p = 1: everything dropped, no NaN */
+    be->dropout_forward(be, y, x, 4, 8, 4, 1.0f, 123, 0); /* p = 1: everything dropped, no NaN */
     for (int i = 0; i < 32; i++) assert_float_equal(y[i], 0.0f, 0);
 }
 
-/* Σ x² in double: exact for small integers, and the same bits on 1 and 2 threads */
+/* Σ x² per tensor of a table and in all, in double: exact for small integers, padding between tensors
+ * ignored, and the same bits on 1 and 2 threads */
 static void test_sumsq_exact_and_thread_independent(void **unused) {
     (void)unused;
-    enum { N = 100003 };
-    float *x = be->alloc(N * sizeof *x);
-    double expect = 0;
+    enum { N = 100003, M = 37, OFF = 100016 };
+    float *x = be->alloc(be, (OFF + M) * sizeof *x);
+    const hs_tensor_span table[2] = {{.offset = 0, .numel = N}, {.offset = OFF, .numel = M}};
+    double expect[2] = {0, 0};
     for (int i = 0; i < N; i++) {
         x[i] = (float)(i % 7 - 3);
-        expect += (double)(i % 7 - 3) * (i % 7 - 3);
+        expect[0] += (double)(i % 7 - 3) * (i % 7 - 3);
     }
+    for (int i = N; i < OFF; i++) x[i] = 1000.0f; /* padding: not counted */
+    for (int i = 0; i < M; i++) {
+        x[OFF + i] = (float)i;
+        expect[1] += (double)i * i;
+    }
+    double one[3], r1[3], r2[3];
     set_threads(1);
-    const double one = be->sumsq(x, N);
+    be->sumsq_tensors(be, one, one + 2, x, table, 2);
     fill(x, N, 6);
-    const double r1 = be->sumsq(x, N);
+    be->sumsq_tensors(be, r1, r1 + 2, x, table, 2);
     set_threads(2);
-    const double r2 = be->sumsq(x, N);
-    assert_true(one == expect);
-    assert_memory_equal(&r1, &r2, sizeof r1);
-    be->free(x);
+    be->sumsq_tensors(be, r2, r2 + 2, x, table, 2);
+    assert_true(one[0] == expect[0] && one[1] == expect[1] && one[2] == expect[0] + expect[1]);
+    assert_memory_equal(r1, r2, sizeof r1);
+    be->free(be, x);
 }
 
 /* conv2d forward against a float64 direct convolution; backward bit-identical on 1 and 2 threads */
@@ -170,12 +179,12 @@ static void test_conv2d_direct_and_deterministic(void **unused) {
     (void)unused;
     const hs_conv2d_shape s = {.n = 10, .c_in = 3, .h = 9, .w = 8, .c_out = 5, .kh = 3, .kw = 3, .oh = 7, .ow = 6};
     const size_t nx = 10 * 3 * 9 * 8, nw = 5 * 3 * 9, ny = 10 * 5 * 7 * 6;
-    float *x = be->alloc(nx * 4), *w = be->alloc(nw * 4), *b = be->alloc(5 * 4), *y = be->alloc(ny * 4);
-    float *dy = be->alloc(ny * 4), *dx[2], *dw[2], *db[2];
+    float *x = be->alloc(be, nx * 4), *w = be->alloc(be, nw * 4), *b = be->alloc(be, 5 * 4), *y = be->alloc(be, ny * 4);
+    float *dy = be->alloc(be, ny * 4), *dx[2], *dw[2], *db[2];
     fill(x, nx, 7), fill(w, nw, 8), fill(b, 5, 9), fill(dy, ny, 10);
     set_threads(1); /* a workspace sized while one thread is set still serves two */
-    void *ws = be->alloc(be->conv2d_workspace_bytes(&s));
-    be->conv2d_forward(&s, y, x, w, b, ws);
+    void *ws = be->alloc(be, be->conv2d_workspace_bytes(be, &s));
+    be->conv2d_forward(be, &s, y, x, w, b, ws);
     for (int n = 0; n < s.n; n++)
         for (int co = 0; co < s.c_out; co++)
             for (int oy = 0; oy < s.oh; oy++)
@@ -189,15 +198,15 @@ static void test_conv2d_direct_and_deterministic(void **unused) {
                 }
     for (int t = 0; t < 2; t++) {
         set_threads(t + 1);
-        dx[t] = be->alloc(nx * 4), dw[t] = be->alloc(nw * 4), db[t] = be->alloc(5 * 4);
-        be->conv2d_backward(&s, dx[t], dw[t], db[t], dy, x, w, ws);
+        dx[t] = be->alloc(be, nx * 4), dw[t] = be->alloc(be, nw * 4), db[t] = be->alloc(be, 5 * 4);
+        be->conv2d_backward(be, &s, dx[t], dw[t], db[t], dy, x, w, ws);
     }
     assert_memory_equal(dx[0], dx[1], nx * 4);
     assert_memory_equal(dw[0], dw[1], nw * 4);
     assert_memory_equal(db[0], db[1], 5 * 4);
     set_threads(2);
-    be->free(x), be->free(w), be->free(b), be->free(y), be->free(dy), be->free(ws);
-    for (int t = 0; t < 2; t++) be->free(dx[t]), be->free(dw[t]), be->free(db[t]);
+    be->free(be, x), be->free(be, w), be->free(be, b), be->free(be, y), be->free(be, dy), be->free(be, ws);
+    for (int t = 0; t < 2; t++) be->free(be, dx[t]), be->free(be, dw[t]), be->free(be, db[t]);
 }
 
 int main(void) {

@@ -25,13 +25,13 @@ static void model_init(model *m, const float weight[2], const float bias[2]) {
     m->weight = hs_params_declare(&m->params, "dense.weight", 1, (const int64_t[]){2}, 1);
     m->bias = hs_params_declare(&m->params, "dense.bias", 1, (const int64_t[]){2}, 0);
     hs_params_allocate(&m->params, hs_backend_cpu());
-    m->params.be->upload(hs_param_data(&m->params, m->weight), weight, 2 * sizeof(float));
-    m->params.be->upload(hs_param_data(&m->params, m->bias), bias, 2 * sizeof(float));
+    m->params.be->upload(m->params.be, hs_param_data(&m->params, m->weight), weight, 2 * sizeof(float));
+    m->params.be->upload(m->params.be, hs_param_data(&m->params, m->bias), bias, 2 * sizeof(float));
 }
 
 static void expect_values(const float *dev, const double *want, int n, double tol, const char *what) {
     float got[4];
-    hs_backend_cpu()->download(got, dev, (size_t)n * sizeof(float));
+    hs_backend_cpu()->download(hs_backend_cpu(), got, dev, (size_t)n * sizeof(float));
     for (int i = 0; i < n; i++)
         if (!(fabs(got[i] - want[i]) <= tol)) fail_msg("%s[%d] = %.9g, expected %.9g", what, i, got[i], want[i]);
 }
@@ -87,8 +87,8 @@ static void one_step_by_hand(void **state) {
         hs_optimizer *o = hs_optimizer_create_named("lamb", &m.params, 0.9, 0.999, 1e-6, 0.1, 0.0, 0.0);
         o->max_grad_norm = 1.0;
         o->trust_ratio_on_no_decay = trust_all;
-        m.params.be->upload(hs_param_grad(&m.params, m.weight), (const float[]){30.0f, -40.0f}, 2 * sizeof(float));
-        m.params.be->upload(hs_param_grad(&m.params, m.bias), (const float[]){0.0f, 50.0f}, 2 * sizeof(float));
+        m.params.be->upload(m.params.be, hs_param_grad(&m.params, m.weight), (const float[]){30.0f, -40.0f}, 2 * sizeof(float));
+        m.params.be->upload(m.params.be, hs_param_grad(&m.params, m.bias), (const float[]){0.0f, 50.0f}, 2 * sizeof(float));
         hs_optimizer_step(o, 0.01);
         assert_int_equal(o->step, 1);
         const double r = 0.01 * 5.0 / sqrt(1.3 * 1.3 + 0.6 * 0.6);

@@ -23,18 +23,18 @@ static void model_init(model *m, const float weight[3], const float bias[2]) {
     m->weight = hs_params_declare(&m->params, "weight", 1, (const int64_t[]){3}, 1);
     m->bias = hs_params_declare(&m->params, "bias", 1, (const int64_t[]){2}, 0);
     hs_params_allocate(&m->params, hs_backend_cpu());
-    m->params.be->upload(hs_param_data(&m->params, m->weight), weight, 3 * sizeof(float));
-    m->params.be->upload(hs_param_data(&m->params, m->bias), bias, 2 * sizeof(float));
+    m->params.be->upload(m->params.be, hs_param_data(&m->params, m->weight), weight, 3 * sizeof(float));
+    m->params.be->upload(m->params.be, hs_param_data(&m->params, m->bias), bias, 2 * sizeof(float));
 }
 
 static void set_grads(model *m, const float weight[3], const float bias[2]) {
-    m->params.be->upload(hs_param_grad(&m->params, m->weight), weight, 3 * sizeof(float));
-    m->params.be->upload(hs_param_grad(&m->params, m->bias), bias, 2 * sizeof(float));
+    m->params.be->upload(m->params.be, hs_param_grad(&m->params, m->weight), weight, 3 * sizeof(float));
+    m->params.be->upload(m->params.be, hs_param_grad(&m->params, m->bias), bias, 2 * sizeof(float));
 }
 
 static void expect_values(const float *dev, const double *want, int n, double tol, const char *what) {
     float got[8];
-    hs_backend_cpu()->download(got, dev, (size_t)n * sizeof(float));
+    hs_backend_cpu()->download(hs_backend_cpu(), got, dev, (size_t)n * sizeof(float));
     for (int i = 0; i < n; i++)
         if (!(fabs(got[i] - want[i]) <= tol)) fail_msg("%s[%d] = %.9g, expected %.9g", what, i, got[i], want[i]);
 }

@@ -117,8 +117,8 @@ static void check_shape(const hs_conv2d_shape *s) {
     assert_true(hs_cpu_winograd_applies(s));
     const size_t nx = (size_t)s->n * s->c_in * s->h * s->w, ny = (size_t)s->n * s->c_out * s->oh * s->ow;
     const size_t nw = (size_t)s->c_out * s->c_in * 9, nb = (size_t)s->c_out;
-    float *x = be->alloc(nx * 4), *w = be->alloc(nw * 4), *b = be->alloc(nb * 4), *dy = be->alloc(ny * 4);
-    float *dw0 = be->alloc(nw * 4), *db0 = be->alloc(nb * 4);
+    float *x = be->alloc(be, nx * 4), *w = be->alloc(be, nw * 4), *b = be->alloc(be, nb * 4), *dy = be->alloc(be, ny * 4);
+    float *dw0 = be->alloc(be, nw * 4), *db0 = be->alloc(be, nb * 4);
     fill(x, nx, 1, 0.0f, 2.0f); /* post-ReLU-like inputs: all >= 0 */
     fill(w, nw, 2, -0.3f, 0.3f), fill(b, nb, 3, -0.1f, 0.1f), fill(dy, ny, 4, -1e-3f, 1e-3f);
     fill(dw0, nw, 5, -0.01f, 0.01f), fill(db0, nb, 6, -0.01f, 0.01f);
@@ -126,13 +126,13 @@ static void check_shape(const hs_conv2d_shape *s) {
 
     float *y[2], *dx[2], *dw[2], *db[2];
     set_threads(1); /* a workspace sized while one thread is set still serves two */
-    void *ws = be->alloc(be->conv2d_workspace_bytes(s));
+    void *ws = be->alloc(be, be->conv2d_workspace_bytes(be, s));
     for (int t = 0; t < 2; t++) {
         set_threads(t + 1);
-        y[t] = be->alloc(ny * 4), dx[t] = be->alloc(nx * 4), dw[t] = be->alloc(nw * 4), db[t] = be->alloc(nb * 4);
+        y[t] = be->alloc(be, ny * 4), dx[t] = be->alloc(be, nx * 4), dw[t] = be->alloc(be, nw * 4), db[t] = be->alloc(be, nb * 4);
         memcpy(dw[t], dw0, nw * 4), memcpy(db[t], db0, nb * 4);
-        be->conv2d_forward(s, y[t], x, w, b, ws);
-        be->conv2d_backward(s, dx[t], dw[t], db[t], dy, x, w, ws);
+        be->conv2d_forward(be, s, y[t], x, w, b, ws);
+        be->conv2d_backward(be, s, dx[t], dw[t], db[t], dy, x, w, ws);
     }
     expect_close("y", y[0], r.y, r.y_abs, ny);
     expect_close("dx", dx[0], r.dx, r.dx_abs, nx);
@@ -144,17 +144,17 @@ static void check_shape(const hs_conv2d_shape *s) {
     assert_memory_equal(db[0], db[1], nb * 4);
 
     /* The first layer of a network has no data gradient: dx = NULL still gives the same dw, db. */
-    float *dw_only = be->alloc(nw * 4), *db_only = be->alloc(nb * 4);
+    float *dw_only = be->alloc(be, nw * 4), *db_only = be->alloc(be, nb * 4);
     memcpy(dw_only, dw0, nw * 4), memcpy(db_only, db0, nb * 4);
-    be->conv2d_backward(s, NULL, dw_only, db_only, dy, x, w, ws);
+    be->conv2d_backward(be, s, NULL, dw_only, db_only, dy, x, w, ws);
     assert_memory_equal(dw_only, dw[1], nw * 4);
     assert_memory_equal(db_only, db[1], nb * 4);
 
     set_threads(2);
     free_reference(&r);
-    for (int t = 0; t < 2; t++) be->free(y[t]), be->free(dx[t]), be->free(dw[t]), be->free(db[t]);
-    be->free(x), be->free(w), be->free(b), be->free(dy), be->free(dw0), be->free(db0), be->free(ws);
-    be->free(dw_only), be->free(db_only);
+    for (int t = 0; t < 2; t++) be->free(be, y[t]), be->free(be, dx[t]), be->free(be, dw[t]), be->free(be, db[t]);
+    be->free(be, x), be->free(be, w), be->free(be, b), be->free(be, dy), be->free(be, dw0), be->free(be, db0), be->free(be, ws);
+    be->free(be, dw_only), be->free(be, db_only);
 }
 
 /* The MNIST CNN's conv2 (32 -> 64 channels on 26×26: 24×24 outputs, exactly 6×6 tiles), with a batch

@@ -3,6 +3,7 @@
 
 static const hs_backend cpu_backend = {
     .name = "cpu",
+    .impl = NULL, /* the CPU keeps no state: its stream is the calling thread, its memory the heap */
     .alloc = hs_cpu_alloc,
     .free = hs_cpu_free,
     .upload = hs_cpu_upload,
@@ -25,13 +26,12 @@ static const hs_backend cpu_backend = {
     .maxpool2d_backward = hs_cpu_maxpool2d_backward,
     .log_softmax_nll_forward = hs_cpu_log_softmax_nll_forward,
     .log_softmax_nll_backward = hs_cpu_log_softmax_nll_backward,
-    .sumsq = hs_cpu_sumsq,
-    .scale = hs_cpu_scale,
+    .sumsq_tensors = hs_cpu_sumsq_tensors,
+    .scale_tensors = hs_cpu_scale_tensors,
     .adam_update = hs_cpu_adam_update,
     .adadelta_update = hs_cpu_adadelta_update,
     .sgd_update = hs_cpu_sgd_update,
-    .lamb_moments = hs_cpu_lamb_moments,
-    .lamb_apply = hs_cpu_lamb_apply,
+    .lamb_update = hs_cpu_lamb_update,
     .gather_rows = hs_cpu_gather_rows,
     .scatter_add_rows = hs_cpu_scatter_add_rows,
     .add_bias_strided = hs_cpu_add_bias_strided,

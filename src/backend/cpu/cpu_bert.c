@@ -24,20 +24,13 @@
 #define HS_COL_BLOCK 64  /* columns per block of the column-parallel reductions */
 #define HS_LN_ROW_BLOCK 32 /* rows per partial sum of dgamma/dbeta */
 
-static void check_index(const int32_t *index, int count, int rows, const char *what) {
-    for (int i = 0; i < count; i++)
-        if (index[i] < 0 || index[i] >= rows)
-            hs_die("%s %d at position %d is outside [0, %d): the data does not match the model (e.g. a token id "
-                   ">= vocab_size); check the dataset or the model's sizes",
-                   what, (int)index[i], i, rows);
-}
-
 /* ---- row gathers ------------------------------------------------------------------------------------- */
 
 /* y[count,cols] (+)= x[index[i], :] */
-void hs_cpu_gather_rows(float *y, const float *x, const int32_t *index, int count, int cols, int x_rows,
+void hs_cpu_gather_rows(const hs_backend *be, float *y, const float *x, const int32_t *index, int count, int cols, int x_rows,
                         int accumulate) {
-    check_index(index, count, x_rows, "row index");
+    (void)be;
+    (void)x_rows; /* every index is in [0, x_rows): checked while the batch is staged */
 #pragma omp parallel for schedule(static) if ((size_t)count * (size_t)cols > HS_PAR_MIN)
     for (int i = 0; i < count; i++) {
         float *yr = y + (size_t)i * (size_t)cols;
@@ -53,8 +46,9 @@ void hs_cpu_gather_rows(float *y, const float *x, const int32_t *index, int coun
 
 /* dx[index[i], :] += dy[i, :]. Threads own column blocks and walk i in order, so repeated indices add
  * up in the same order whatever the thread count (no atomics, no sort). */
-void hs_cpu_scatter_add_rows(float *dx, const float *dy, const int32_t *index, int count, int cols, int dx_rows) {
-    check_index(index, count, dx_rows, "row index");
+void hs_cpu_scatter_add_rows(const hs_backend *be, float *dx, const float *dy, const int32_t *index, int count, int cols, int dx_rows) {
+    (void)be;
+    (void)dx_rows; /* every index is in [0, dx_rows): checked while the batch is staged */
     const int nblocks = (cols + HS_COL_BLOCK - 1) / HS_COL_BLOCK;
 #pragma omp parallel for schedule(static) if ((size_t)count * (size_t)cols > HS_PAR_MIN)
     for (int blk = 0; blk < nblocks; blk++) {
@@ -72,7 +66,8 @@ void hs_cpu_scatter_add_rows(float *dx, const float *dy, const int32_t *index, i
 /* ---- strided bias ------------------------------------------------------------------------------------- */
 
 /* y[r, 0:cols] += bias, rows ldy apart */
-void hs_cpu_add_bias_strided(float *y, int ldy, const float *bias, int rows, int cols) {
+void hs_cpu_add_bias_strided(const hs_backend *be, float *y, int ldy, const float *bias, int rows, int cols) {
+    (void)be;
 #pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > HS_PAR_MIN)
     for (int r = 0; r < rows; r++) {
         float *yr = y + (size_t)r * (size_t)ldy;
@@ -82,7 +77,8 @@ void hs_cpu_add_bias_strided(float *y, int ldy, const float *bias, int rows, int
 }
 
 /* dbias[cols] += Σ_r dy[r, 0:cols] in double, each column summed in row order */
-void hs_cpu_bias_grad_strided(float *dbias, const float *dy, int ldy, int rows, int cols) {
+void hs_cpu_bias_grad_strided(const hs_backend *be, float *dbias, const float *dy, int ldy, int rows, int cols) {
+    (void)be;
     const int nblocks = (cols + HS_COL_BLOCK - 1) / HS_COL_BLOCK;
 #pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > HS_PAR_MIN)
     for (int blk = 0; blk < nblocks; blk++) {
@@ -126,8 +122,9 @@ static HS_SIMD_CLONES void layernorm_forward_row(float *y, float *x_sum, float *
     *rstd = rs;
 }
 
-void hs_cpu_layernorm_forward(float *y, float *x_sum, float *mean, float *rstd, const float *x, const float *residual,
+void hs_cpu_layernorm_forward(const hs_backend *be, float *y, float *x_sum, float *mean, float *rstd, const float *x, const float *residual,
                               const float *gamma, const float *beta, int rows, int cols, float eps) {
+    (void)be;
 #pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > HS_PAR_MIN)
     for (int r = 0; r < rows; r++) {
         const size_t off = (size_t)r * (size_t)cols;
@@ -157,8 +154,9 @@ static HS_SIMD_CLONES void layernorm_backward_row(float *dx, double *pg, double 
 
 /* dx row by row (rows in parallel); dgamma/dbeta as per-block partial sums over fixed blocks of
  * HS_LN_ROW_BLOCK rows, combined in block order. */
-void hs_cpu_layernorm_backward(float *dx, float *dgamma, float *dbeta, const float *dy, const float *x,
+void hs_cpu_layernorm_backward(const hs_backend *be, float *dx, float *dgamma, float *dbeta, const float *dy, const float *x,
                                const float *mean, const float *rstd, const float *gamma, int rows, int cols) {
+    (void)be;
     if (rows <= 0) return;
     const int nblocks = (rows + HS_LN_ROW_BLOCK - 1) / HS_LN_ROW_BLOCK;
     double *partial; /* [nblocks][2][cols]: Σ dy·x̂ then Σ dy of the block */
@@ -220,7 +218,8 @@ static HS_SIMD_CLONES void bias_gelu_row(float *y, float *x, const float *bias, 
     }
 }
 
-void hs_cpu_gelu_forward(float *y, const float *x, size_t n) {
+void hs_cpu_gelu_forward(const hs_backend *be, float *y, const float *x, size_t n) {
+    (void)be;
     const size_t spans = (n + HS_SPAN - 1) / HS_SPAN;
 #pragma omp parallel for schedule(static) if (n > HS_PAR_MIN)
     for (size_t s = 0; s < spans; s++) {
@@ -229,12 +228,14 @@ void hs_cpu_gelu_forward(float *y, const float *x, size_t n) {
     }
 }
 
-void hs_cpu_bias_gelu_forward(float *y, float *x, const float *bias, int rows, int cols) {
+void hs_cpu_bias_gelu_forward(const hs_backend *be, float *y, float *x, const float *bias, int rows, int cols) {
+    (void)be;
 #pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > HS_PAR_MIN)
     for (int r = 0; r < rows; r++) bias_gelu_row(y + (size_t)r * (size_t)cols, x + (size_t)r * (size_t)cols, bias, cols);
 }
 
-void hs_cpu_gelu_backward(float *dx, const float *dy, const float *x, size_t n) {
+void hs_cpu_gelu_backward(const hs_backend *be, float *dx, const float *dy, const float *x, size_t n) {
+    (void)be;
     const size_t spans = (n + HS_SPAN - 1) / HS_SPAN;
 #pragma omp parallel for schedule(static) if (n > HS_PAR_MIN)
     for (size_t s = 0; s < spans; s++) {
@@ -244,18 +245,21 @@ void hs_cpu_gelu_backward(float *dx, const float *dy, const float *x, size_t n) 
 }
 
 /* libm tanhf: only the pooler uses it (B·H values), so exactness beats speed here */
-void hs_cpu_tanh_forward(float *y, const float *x, size_t n) {
+void hs_cpu_tanh_forward(const hs_backend *be, float *y, const float *x, size_t n) {
+    (void)be;
 #pragma omp parallel for schedule(static) if (n > HS_PAR_MIN)
     for (size_t i = 0; i < n; i++) y[i] = tanhf(x[i]);
 }
 
-void hs_cpu_tanh_backward(float *dx, const float *dy, const float *y, size_t n) {
+void hs_cpu_tanh_backward(const hs_backend *be, float *dx, const float *dy, const float *y, size_t n) {
+    (void)be;
 #pragma omp parallel for simd schedule(static) if (n > HS_PAR_MIN)
     for (size_t i = 0; i < n; i++) dx[i] = hs_tanh_grad(dy[i], y[i]);
 }
 
 /* ---- attention mask ------------------------------------------------------------------------------------- */
 
-void hs_cpu_attention_mask_bias(float *bias, const int32_t *mask, size_t n) {
+void hs_cpu_attention_mask_bias(const hs_backend *be, float *bias, const int32_t *mask, size_t n) {
+    (void)be;
     for (size_t i = 0; i < n; i++) bias[i] = hs_attention_mask_bias_of(mask[i]);
 }

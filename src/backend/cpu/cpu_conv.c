@@ -84,7 +84,8 @@ static conv_layout layout_of(const hs_conv2d_shape *s) {
     return L;
 }
 
-size_t hs_cpu_conv2d_workspace_bytes(const hs_conv2d_shape *s) {
+size_t hs_cpu_conv2d_workspace_bytes(const hs_backend *be, const hs_conv2d_shape *s) {
+    (void)be;
     if (hs_cpu_winograd_applies(s)) return hs_cpu_winograd_workspace_bytes(s);
     conv_layout L = layout_of(s);
     return ((size_t)L.slots * L.col_floats + (size_t)L.groups * L.part_floats) * sizeof(float);
@@ -127,8 +128,9 @@ static void col2im(float *dx, const float *dcol, const hs_conv2d_shape *s) {
 }
 
 /* y[n,c_out,oh,ow] = conv(x[n,c_in,h,w], w[c_out,c_in,kh,kw]) + b[c_out] */
-void hs_cpu_conv2d_forward(const hs_conv2d_shape *s, float *y, const float *x, const float *w, const float *b,
+void hs_cpu_conv2d_forward(const hs_backend *be, const hs_conv2d_shape *s, float *y, const float *x, const float *w, const float *b,
                            void *workspace) {
+    (void)be;
     if (hs_cpu_winograd_applies(s)) {
         hs_cpu_winograd_forward(s, y, x, w, b, workspace);
         return;
@@ -142,7 +144,7 @@ void hs_cpu_conv2d_forward(const hs_conv2d_shape *s, float *y, const float *x, c
         for (int n = 0; n < s->n; n++) {
             float *yn = y + (size_t)n * L.out_sample; /* y_n[c_out,P] */
             im2col(col, x + (size_t)n * L.in_sample, s);
-            hs_cpu_gemm(0, 0, s->c_out, (int)L.p, (int)L.k, 1.0f, w, (int)L.k, col, (int)L.p, 0.0f, yn, (int)L.p);
+            hs_cpu_sgemm(0, 0, s->c_out, (int)L.p, (int)L.k, 1.0f, w, (int)L.k, col, (int)L.p, 0.0f, yn, (int)L.p);
             for (int co = 0; co < s->c_out; co++) {
                 float *yr = yn + (size_t)co * L.p;
                 const float bias = b[co];
@@ -154,8 +156,9 @@ void hs_cpu_conv2d_forward(const hs_conv2d_shape *s, float *y, const float *x, c
 }
 
 /* dw[c_out,c_in,kh,kw] += Σ dy·colᵀ, db[c_out] += Σ dy, dx[n,c_in,h,w] = col2im(Wᵀ·dy) (dx may be NULL) */
-void hs_cpu_conv2d_backward(const hs_conv2d_shape *s, float *dx, float *dw, float *db, const float *dy,
+void hs_cpu_conv2d_backward(const hs_backend *be, const hs_conv2d_shape *s, float *dx, float *dw, float *db, const float *dy,
                             const float *x, const float *w, void *workspace) {
+    (void)be;
     if (hs_cpu_winograd_applies(s)) {
         hs_cpu_winograd_backward(s, dx, dw, db, dy, x, w, workspace);
         return;
@@ -176,7 +179,7 @@ void hs_cpu_conv2d_backward(const hs_conv2d_shape *s, float *dx, float *dw, floa
                 const int first = n == g * HS_CONV_GROUP;
                 const float *dyn = dy + (size_t)n * L.out_sample; /* dy_n[c_out,P] */
                 im2col(col, x + (size_t)n * L.in_sample, s);
-                hs_cpu_gemm(0, 1, s->c_out, (int)L.k, (int)L.p, 1.0f, dyn, (int)L.p, col, (int)L.p, first ? 0.0f : 1.0f,
+                hs_cpu_sgemm(0, 1, s->c_out, (int)L.k, (int)L.p, 1.0f, dyn, (int)L.p, col, (int)L.p, first ? 0.0f : 1.0f,
                             part_dw, (int)L.k);
                 for (int co = 0; co < s->c_out; co++) {
                     const float *dr = dyn + (size_t)co * L.p;
@@ -185,7 +188,7 @@ void hs_cpu_conv2d_backward(const hs_conv2d_shape *s, float *dx, float *dw, floa
                     part_db[co] = first ? (float)sum : part_db[co] + (float)sum;
                 }
                 if (dx) {
-                    hs_cpu_gemm(1, 0, (int)L.k, (int)L.p, s->c_out, 1.0f, w, (int)L.k, dyn, (int)L.p, 0.0f, col,
+                    hs_cpu_sgemm(1, 0, (int)L.k, (int)L.p, s->c_out, 1.0f, w, (int)L.k, dyn, (int)L.p, 0.0f, col,
                                 (int)L.p);
                     col2im(dx + (size_t)n * L.in_sample, col, s);
                 }
@@ -209,7 +212,8 @@ static inline int window_wins(float v, float best) { return v > best || (v != v 
 
 /* y[n,c,h/k,w/k] = max over each k×k window of x[n,c,h,w]; argmax = flat index in the h*w plane of the
  * winner. The common k = 2 has its own loop (no inner window loops, one pass over two input rows). */
-void hs_cpu_maxpool2d_forward(float *y, int32_t *argmax, const float *x, int n, int c, int h, int w, int k) {
+void hs_cpu_maxpool2d_forward(const hs_backend *be, float *y, int32_t *argmax, const float *x, int n, int c, int h, int w, int k) {
+    (void)be;
     const int oh = h / k, ow = w / k;
     const int64_t planes = (int64_t)n * c;
 #pragma omp parallel for schedule(static) if (planes * h * w > 32768)
@@ -254,8 +258,9 @@ void hs_cpu_maxpool2d_forward(float *y, int32_t *argmax, const float *x, int n, 
 }
 
 /* dx[n,c,h,w] = dy routed back to each window's winner, 0 elsewhere (windows do not overlap). */
-void hs_cpu_maxpool2d_backward(float *dx, const float *dy, const int32_t *argmax, int n, int c, int h, int w,
+void hs_cpu_maxpool2d_backward(const hs_backend *be, float *dx, const float *dy, const int32_t *argmax, int n, int c, int h, int w,
                                int k) {
+    (void)be;
     const int oh = h / k, ow = w / k;
     const int64_t planes = (int64_t)n * c;
 #pragma omp parallel for schedule(static) if (planes * h * w > 32768)

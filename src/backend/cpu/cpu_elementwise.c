@@ -18,19 +18,22 @@
 #define HS_PAR_MIN 32768
 
 /* y[n] = x[n] * scale + shift */
-void hs_cpu_u8_to_float(float *y, const uint8_t *x, size_t n, float scale, float shift) {
+void hs_cpu_u8_to_float(const hs_backend *be, float *y, const uint8_t *x, size_t n, float scale, float shift) {
+    (void)be;
 #pragma omp parallel for simd schedule(static) if (n > HS_PAR_MIN)
     for (size_t i = 0; i < n; i++) y[i] = hs_u8_affine(x[i], scale, shift);
 }
 
 /* y[n] = relu(x[n]); y may alias x */
-void hs_cpu_relu_forward(float *y, const float *x, size_t n) {
+void hs_cpu_relu_forward(const hs_backend *be, float *y, const float *x, size_t n) {
+    (void)be;
 #pragma omp parallel for simd schedule(static) if (n > HS_PAR_MIN)
     for (size_t i = 0; i < n; i++) y[i] = hs_relu(x[i]);
 }
 
 /* dx[n] = dy[n] * 1[y > 0]; any of dx, dy, y may alias */
-void hs_cpu_relu_backward(float *dx, const float *dy, const float *y, size_t n) {
+void hs_cpu_relu_backward(const hs_backend *be, float *dx, const float *dy, const float *y, size_t n) {
+    (void)be;
 #pragma omp parallel for simd schedule(static) if (n > HS_PAR_MIN)
     for (size_t i = 0; i < n; i++) dx[i] = hs_relu_grad(dy[i], y[i]);
 }
@@ -83,13 +86,15 @@ static void dropout_apply(float *out, const float *in, int batch, size_t per_sam
     }
 }
 
-void hs_cpu_dropout_forward(float *y, const float *x, int batch, size_t per_sample, size_t group, float p,
+void hs_cpu_dropout_forward(const hs_backend *be, float *y, const float *x, int batch, size_t per_sample, size_t group, float p,
                             uint64_t key, int64_t first_sample) {
+    (void)be;
     dropout_apply(y, x, batch, per_sample, group, p, key, first_sample);
 }
 
-void hs_cpu_dropout_backward(float *dx, const float *dy, int batch, size_t per_sample, size_t group, float p,
+void hs_cpu_dropout_backward(const hs_backend *be, float *dx, const float *dy, int batch, size_t per_sample, size_t group, float p,
                              uint64_t key, int64_t first_sample) {
+    (void)be;
     dropout_apply(dx, dy, batch, per_sample, group, p, key, first_sample);
 }
 
@@ -97,7 +102,7 @@ void hs_cpu_dropout_backward(float *dx, const float *dy, int batch, size_t per_s
  * count; blocks are summed in parallel and the block sums added in block order, so the same vector
  * always gives the same bits (on 1 thread or 64). */
 #define HS_SUMSQ_BLOCK 16384
-double hs_cpu_sumsq(const float *x, size_t n) {
+static double sumsq(const float *x, size_t n) {
     const size_t nblocks = (n + HS_SUMSQ_BLOCK - 1) / HS_SUMSQ_BLOCK;
     if (nblocks == 0) return 0.0;
     double *block_sum;
@@ -115,8 +120,25 @@ double hs_cpu_sumsq(const float *x, size_t n) {
     return total;
 }
 
-/* x[n] *= a */
-void hs_cpu_scale(float *x, float a, size_t n) {
+/* sumsq[i] = Σ x² of tensor i (blocks above), total = Σ_i sumsq[i] in table order */
+void hs_cpu_sumsq_tensors(const hs_backend *be, double *sumsq_out, double *total, const float *flat,
+                          const hs_tensor_span *table, int count) {
+    (void)be;
+    double sum = 0.0;
+    for (int i = 0; i < count; i++) {
+        sumsq_out[i] = sumsq(flat + table[i].offset, (size_t)table[i].numel);
+        sum += sumsq_out[i];
+    }
+    *total = sum;
+}
+
+/* x *= a, tensor by tensor */
+void hs_cpu_scale_tensors(const hs_backend *be, float *flat, float a, const hs_tensor_span *table, int count) {
+    (void)be;
+    for (int i = 0; i < count; i++) {
+        float *x = flat + table[i].offset;
+        const size_t n = (size_t)table[i].numel;
 #pragma omp parallel for simd schedule(static) if (n > HS_PAR_MIN)
-    for (size_t i = 0; i < n; i++) x[i] *= a;
+        for (size_t e = 0; e < n; e++) x[e] *= a;
+    }
 }

@@ -8,7 +8,8 @@
 
 #define HS_CPU_ALIGN 64
 
-void *hs_cpu_alloc(size_t bytes) {
+void *hs_cpu_alloc(const hs_backend *be, size_t bytes) {
+    (void)be;
     /* aligned_alloc wants a size that is a multiple of the alignment; 0 bytes still gets a block so
      * callers can treat every result alike. */
     size_t rounded = (bytes + HS_CPU_ALIGN - 1) / HS_CPU_ALIGN * HS_CPU_ALIGN;
@@ -22,23 +23,30 @@ void *hs_cpu_alloc(size_t bytes) {
     return p;
 }
 
-void hs_cpu_free(void *p) { free(p); }
+void hs_cpu_free(const hs_backend *be, void *p) {
+    (void)be;
+    free(p);
+}
 
-void hs_cpu_upload(void *dst, const void *src_host, size_t bytes) {
+void hs_cpu_upload(const hs_backend *be, void *dst, const void *src_host, size_t bytes) {
+    (void)be;
     if (bytes) memcpy(dst, src_host, bytes);
 }
 
-void hs_cpu_download(void *dst_host, const void *src, size_t bytes) {
+void hs_cpu_download(const hs_backend *be, void *dst_host, const void *src, size_t bytes) {
+    (void)be;
     if (bytes) memcpy(dst_host, src, bytes);
 }
 
-void hs_cpu_copy(void *dst, const void *src, size_t bytes) {
+void hs_cpu_copy(const hs_backend *be, void *dst, const void *src, size_t bytes) {
+    (void)be;
     if (bytes && dst != src) memmove(dst, src, bytes);
 }
 
-void hs_cpu_zero(void *p, size_t bytes) {
+void hs_cpu_zero(const hs_backend *be, void *p, size_t bytes) {
+    (void)be;
     if (bytes) memset(p, 0, bytes);
 }
 
-/* Every CPU operation has finished when it returns. */
-void hs_cpu_synchronize(void) {}
+/* The CPU device's stream is the calling thread: every operation has finished when it returns. */
+void hs_cpu_synchronize(const hs_backend *be) { (void)be; }

@@ -10,32 +10,55 @@
 /* Below this many elements a parallel region costs more than it saves. */
 #define HS_OPTIM_PARALLEL_MIN 16384
 
-void hs_cpu_adam_update(float *p, const float *g, float *m, float *v, size_t n, const hs_adam_hparams *h) {
-    /* p[n], g[n], m[n] (exp_avg), v[n] (exp_avg_sq) */
-    const hs_adam_coefs c =
-        hs_adam_make_coefs(h->lr, h->beta1, h->beta2, h->eps, h->weight_decay, h->step, h->decoupled);
-    const long long count = (long long)n;
-#pragma omp parallel for schedule(static) if (count >= HS_OPTIM_PARALLEL_MIN)
-    for (long long i = 0; i < count; i++) hs_adam_elem(&p[i], g[i], &m[i], &v[i], &c);
+/* Tensor i of the table: its span of a flat buffer (NULL stays NULL). */
+#define AT(buf, t) ((buf) ? (buf) + (t)->offset : NULL)
+
+void hs_cpu_adam_update(const hs_backend *be, float *p, const float *g, float *m, float *v, const hs_tensor_span *table,
+                        int count, const hs_adam_hparams *h) {
+    (void)be;
+    for (int i = 0; i < count; i++) {
+        /* p[n], g[n], m[n] (exp_avg), v[n] (exp_avg_sq) of tensor i */
+        const hs_tensor_span *t = &table[i];
+        const double wd = !h->decay_flagged_only || t->decay ? h->weight_decay : 0.0;
+        const hs_adam_coefs c = hs_adam_make_coefs(h->lr, h->beta1, h->beta2, h->eps, wd, h->step, h->decoupled);
+        float *pt = AT(p, t), *mt = AT(m, t), *vt = AT(v, t);
+        const float *gt = AT(g, t);
+        const long long n = (long long)t->numel;
+#pragma omp parallel for schedule(static) if (n >= HS_OPTIM_PARALLEL_MIN)
+        for (long long e = 0; e < n; e++) hs_adam_elem(&pt[e], gt[e], &mt[e], &vt[e], &c);
+    }
 }
 
-void hs_cpu_adadelta_update(float *p, const float *g, float *sq, float *acc, size_t n, double lr, double rho,
-                            double eps, double weight_decay) {
-    /* p[n], g[n], sq[n] (square_avg), acc[n] (acc_delta) */
+void hs_cpu_adadelta_update(const hs_backend *be, float *p, const float *g, float *sq, float *acc,
+                            const hs_tensor_span *table, int count, double lr, double rho, double eps,
+                            double weight_decay) {
+    (void)be;
     const hs_adadelta_coefs c = hs_adadelta_make_coefs(lr, rho, eps, weight_decay);
-    const long long count = (long long)n;
-#pragma omp parallel for schedule(static) if (count >= HS_OPTIM_PARALLEL_MIN)
-    for (long long i = 0; i < count; i++) hs_adadelta_elem(&p[i], g[i], &sq[i], &acc[i], &c);
+    for (int i = 0; i < count; i++) {
+        /* p[n], g[n], sq[n] (square_avg), acc[n] (acc_delta) of tensor i */
+        const hs_tensor_span *t = &table[i];
+        float *pt = AT(p, t), *st = AT(sq, t), *at = AT(acc, t);
+        const float *gt = AT(g, t);
+        const long long n = (long long)t->numel;
+#pragma omp parallel for schedule(static) if (n >= HS_OPTIM_PARALLEL_MIN)
+        for (long long e = 0; e < n; e++) hs_adadelta_elem(&pt[e], gt[e], &st[e], &at[e], &c);
+    }
 }
 
-void hs_cpu_sgd_update(float *p, const float *g, float *buf, size_t n, double lr, double momentum,
-                       double weight_decay, int first_step) {
-    /* p[n], g[n], buf[n] (momentum_buffer) or NULL */
+void hs_cpu_sgd_update(const hs_backend *be, float *p, const float *g, float *buf, const hs_tensor_span *table,
+                       int count, double lr, double momentum, double weight_decay, int first_step) {
+    (void)be;
     const float lr_f = (float)lr, momentum_f = (float)momentum, weight_decay_f = (float)weight_decay;
-    const long long count = (long long)n;
-#pragma omp parallel for schedule(static) if (count >= HS_OPTIM_PARALLEL_MIN)
-    for (long long i = 0; i < count; i++)
-        hs_sgd_elem(&p[i], g[i], buf ? &buf[i] : NULL, lr_f, momentum_f, weight_decay_f, first_step);
+    for (int i = 0; i < count; i++) {
+        /* p[n], g[n], buf[n] (momentum_buffer) or NULL, of tensor i */
+        const hs_tensor_span *t = &table[i];
+        float *pt = AT(p, t), *bt = AT(buf, t);
+        const float *gt = AT(g, t);
+        const long long n = (long long)t->numel;
+#pragma omp parallel for schedule(static) if (n >= HS_OPTIM_PARALLEL_MIN)
+        for (long long e = 0; e < n; e++)
+            hs_sgd_elem(&pt[e], gt[e], bt ? &bt[e] : NULL, lr_f, momentum_f, weight_decay_f, first_step);
+    }
 }
 
 /* LAMB's per-tensor norms are sums over fixed blocks of HS_LAMB_BLOCK elements, added in block order;
@@ -45,14 +68,15 @@ void hs_cpu_sgd_update(float *p, const float *g, float *buf, size_t n, double lr
 #define HS_LAMB_BLOCK 16384
 #define HS_LAMB_LANES 8
 
-static hs_lamb_coefs lamb_coefs(const hs_lamb_hparams *h) {
-    return hs_lamb_make_coefs(h->beta1, h->beta2, h->eps, h->weight_decay, h->grad_divisor, h->step);
+static hs_lamb_coefs lamb_coefs(const hs_lamb_hparams *h, double weight_decay) {
+    return hs_lamb_make_coefs(h->beta1, h->beta2, h->eps, weight_decay, h->grad_divisor, h->step);
 }
 
-void hs_cpu_lamb_moments(const float *p, const float *g, float *m, float *v, size_t n, const hs_lamb_hparams *h,
-                         double sums_host[2]) {
+/* Stage 1 of one tensor: moments, and sums[0] = Σ p², sums[1] = Σ u². */
+static void lamb_moments(const float *p, const float *g, float *m, float *v, size_t n, const hs_lamb_coefs *cp,
+                         double sums[2]) {
     /* p[n], g[n], m[n] (exp_avg), v[n] (exp_avg_sq); block_sums[nblocks][2] = (Σ p², Σ u²) per block */
-    const hs_lamb_coefs c = lamb_coefs(h);
+    const hs_lamb_coefs c = *cp;
     const long long nblocks = (long long)((n + HS_LAMB_BLOCK - 1) / HS_LAMB_BLOCK);
     double block_sums_small[2 * 8], *block_sums = block_sums_small;
     if (nblocks > 8) HS_ALLOC(block_sums, 2 * (size_t)nblocks);
@@ -82,19 +106,34 @@ void hs_cpu_lamb_moments(const float *p, const float *g, float *m, float *v, siz
         block_sums[2 * b] = p_sumsq;
         block_sums[2 * b + 1] = u_sumsq;
     }
-    sums_host[0] = sums_host[1] = 0.0;
+    sums[0] = sums[1] = 0.0;
     for (long long b = 0; b < nblocks; b++) {
-        sums_host[0] += block_sums[2 * b];
-        sums_host[1] += block_sums[2 * b + 1];
+        sums[0] += block_sums[2 * b];
+        sums[1] += block_sums[2 * b + 1];
     }
     if (block_sums != block_sums_small) free(block_sums);
 }
 
-void hs_cpu_lamb_apply(float *p, const float *m, const float *v, size_t n, const hs_lamb_hparams *h, double step) {
+/* Stage 2 of one tensor: p -= step·u. */
+static void lamb_apply(float *p, const float *m, const float *v, size_t n, const hs_lamb_coefs *cp, double step) {
     /* p[n], m[n], v[n] */
-    const hs_lamb_coefs c = lamb_coefs(h);
+    const hs_lamb_coefs c = *cp;
     const float step_f = (float)step;
     const long long count = (long long)n;
 #pragma omp parallel for simd schedule(static) if (count >= HS_OPTIM_PARALLEL_MIN)
     for (long long i = 0; i < count; i++) hs_lamb_apply_elem(&p[i], m[i], v[i], step_f, &c);
+}
+
+void hs_cpu_lamb_update(const hs_backend *be, float *p, const float *g, float *m, float *v, const hs_tensor_span *table,
+                        int count, double *norms, const hs_lamb_hparams *h) {
+    (void)be;
+    for (int i = 0; i < count; i++) {
+        const hs_tensor_span *t = &table[i];
+        const double wd = t->decay ? h->weight_decay : 0.0;
+        const hs_lamb_coefs c = lamb_coefs(h, wd);
+        double *sums = norms + 2 * i; /* Σ p², Σ u² */
+        lamb_moments(p + t->offset, g + t->offset, m + t->offset, v + t->offset, (size_t)t->numel, &c, sums);
+        const double step = hs_lamb_step(h->lr, sums[0], sums[1], wd != 0.0 || h->trust_ratio_on_no_decay);
+        lamb_apply(p + t->offset, m + t->offset, v + t->offset, (size_t)t->numel, &c, step);
+    }
 }

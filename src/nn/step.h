@@ -1,0 +1,48 @@
+/* What one forward/backward step of a model needs (dropout keys, the loss normalisation) and what it
+ * produces besides gradients (loss sums, counts, accuracies in the device stats buffer). Shared by the
+ * models, the tasks and the trainer, so it sits below all of them. */
+#ifndef HS_NN_STEP_H
+#define HS_NN_STEP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Per-micro-batch statistics, summed over samples, all-reduced as one float64 vector per update
+ * (fast stat sync). Tasks may use extra[] for their own metrics and name them in stat_names. */
+#define HS_STAT_EXTRA 5
+typedef struct hs_stats {
+    double loss_sum;     /* sum over samples of the per-sample loss (nats) */
+    double sample_count; /* samples the loss is normalised by */
+    double correct;      /* correctly classified samples */
+    double extra[HS_STAT_EXTRA];
+} hs_stats;
+#define HS_STATS_NDOUBLE ((int)(sizeof(hs_stats) / sizeof(double)))
+
+/* On the device the statistics are a float64 array in hs_stats' layout (a region of the trainer's
+ * stats buffer): models ADD into it with the loss ops, the trainer downloads it once per update.
+ * Loss ops write (Σ NLL, counted rows, correct) into three consecutive slots, so the first three
+ * slots are the sample-level loss of every task. */
+enum {
+    HS_STAT_LOSS_SUM = (int)(offsetof(hs_stats, loss_sum) / sizeof(double)),
+    HS_STAT_SAMPLE_COUNT = (int)(offsetof(hs_stats, sample_count) / sizeof(double)),
+    HS_STAT_CORRECT = (int)(offsetof(hs_stats, correct) / sizeof(double)),
+    HS_STAT_EXTRA0 = (int)(offsetof(hs_stats, extra) / sizeof(double)),
+};
+_Static_assert(HS_STAT_LOSS_SUM == 0 && HS_STAT_SAMPLE_COUNT == 1 && HS_STAT_CORRECT == 2,
+               "loss ops write (loss, count, correct) into three consecutive slots");
+
+/* A task's loss is a sum of up to HS_NORM_TERMS terms, each a mean over its own global count (MNIST: NLL
+ * over samples; BERT: MLM cross-entropy over labelled tokens + NSP over sentences). The trainer sums
+ * each term's count over the update's micro-batches and all ranks BEFORE computing, so every rank
+ * backpropagates the true global mean: the result does not depend on world size or update_freq. */
+#define HS_NORM_TERMS 2
+
+/* What a forward/backward needs: dropout keys and the loss normalisation. */
+typedef struct hs_step_ctx {
+    uint64_t seed;
+    uint64_t update; /* 0-based number of the update being computed */
+    int training;    /* 0 = eval mode: dropout off */
+    double loss_scale[HS_NORM_TERMS]; /* 1 / global count of each loss term (0 if the count is 0) */
+} hs_step_ctx;
+
+#endif
