@@ -66,6 +66,9 @@ struct hs_backend {
     /* The device's own state: streams (a compute stream and a copy stream on CUDA), library handles
      * (cuBLAS, cuDNN, NCCL), scratch memory. Only the backend's own files look inside. */
     void *impl;
+    /* 1 if device pointers are host pointers (the CPU): comm/ then moves device buffers with MPI;
+     * otherwise with the device's own collectives (NCCL on CUDA). */
+    int memory_is_host;
 
     /* ---- memory ---------------------------------------------------------------------------- */
     void *(*alloc)(const hs_backend *be, size_t bytes); /* zero-filled; aborts with a message on failure */
@@ -78,6 +81,11 @@ struct hs_backend {
     void (*copy)(const hs_backend *be, void *dst, const void *src, size_t bytes);
     void (*zero)(const hs_backend *be, void *p, size_t bytes);
     void (*synchronize)(const hs_backend *be); /* the host waits until every enqueued op has run */
+    /* Host staging memory for the buffers batches are read into and uploaded from: page-locked on
+     * CUDA (uploads from it are asynchronous copies on the copy stream), aligned heap memory on the
+     * CPU. Zero-filled; aborts with a message on failure. Safe to call from any thread. */
+    void *(*host_alloc)(const hs_backend *be, size_t bytes);
+    void (*host_free)(const hs_backend *be, void *p);
 
     /* ---- dense linear algebra -------------------------------------------------------------- */
     /* c[m,n] = alpha * op(a)[m,k] · op(b)[k,n] + beta * c[m,n]; op = transpose if trans_* != 0. */

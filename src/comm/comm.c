@@ -44,15 +44,28 @@ void hs_comm_finalize(hs_comm *c) {
 /* MPI counts are int: every call moves at most this many elements, larger buffers go in pieces. */
 #define MAX_MPI_COUNT ((size_t)1 << 30)
 
-void hs_comm_allreduce_sum_float(const hs_comm *c, float *buf, size_t n, const hs_backend *be) {
+/* A device whose memory is not host memory needs its own collectives (NCCL, with the CUDA backend). */
+static void require_host_memory(const hs_backend *be, const char *what) {
+    if (!be->memory_is_host)
+        hs_die("%s of %s device memory needs the device's collectives (NCCL), which this build does not have", what,
+               be->name);
+}
+
+void hs_comm_allreduce_device_sum(const hs_comm *c, const hs_backend *be, float *buf, size_t n) {
     if (c->size == 1 || n == 0) return;
-    (void)be; /* CPU backend: device memory is host memory. The CUDA backend brings NCCL. */
+    require_host_memory(be, "an all-reduce");
     const size_t chunk = MAX_MPI_COUNT;
     for (size_t off = 0; off < n; off += chunk) {
         int cnt = (int)(n - off < chunk ? n - off : chunk);
         HS_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, buf + off, cnt, MPI_FLOAT, MPI_SUM, c->world),
                      "gradient all-reduce failed; a rank may have died (see its message above)");
     }
+}
+
+void hs_comm_bcast_device(const hs_comm *c, const hs_backend *be, void *buf, size_t bytes, int root) {
+    if (c->size == 1 || bytes == 0) return;
+    require_host_memory(be, "a broadcast");
+    hs_comm_bcast_bytes(c, buf, bytes, root);
 }
 
 void hs_comm_allreduce_sum_double(const hs_comm *c, double *v, int n) {

@@ -1,7 +1,11 @@
 /* MPI world: ranks, the node-local rank (for GPU choice), a duplicated communicator for parallel-HDF5
  * I/O (the prefetch thread's collectives must never interleave with the main thread's gradient
- * collectives on one communicator), gradient all-reduce and the float64 stat sync. Also runs without
- * mpirun as a single process (Open MPI singleton). */
+ * collectives on one communicator), the device-buffer collectives (gradient all-reduce, parameter and
+ * optimizer-state broadcasts) and the host float64 stat sync. Also runs without mpirun as a single
+ * process (Open MPI singleton).
+ * Two kinds of buffer, never mixed: *_device functions take device pointers of a backend and run as
+ * device collectives (MPI on the CPU backend, whose device memory is host memory; NCCL on the device's
+ * stream on CUDA); the others take host memory and are MPI calls. No device pointer reaches MPI. */
 #ifndef HS_COMM_H
 #define HS_COMM_H
 
@@ -24,12 +28,14 @@ typedef struct hs_comm {
 void hs_comm_init(hs_comm *c, int *argc, char ***argv);
 void hs_comm_finalize(hs_comm *c);
 
-/* Sum float buffers over all ranks in place (device pointers of be; staged through host on the CPU
- * backend it is direct). */
-void hs_comm_allreduce_sum_float(const hs_comm *c, float *buf, size_t n, const hs_backend *be);
+/* Sum a device float buffer over all ranks in place (enqueued on be's stream; every rank calls it in the
+ * same order). */
+void hs_comm_allreduce_device_sum(const hs_comm *c, const hs_backend *be, float *buf, size_t n);
+/* Broadcast a device buffer of any size from root (the parameters and optimizer states of a resume). */
+void hs_comm_bcast_device(const hs_comm *c, const hs_backend *be, void *buf, size_t bytes, int root);
 /* Sum a small float64 vector (fast stat sync: one call per update). */
 void hs_comm_allreduce_sum_double(const hs_comm *c, double *v, int n);
-/* Any size (sent in pieces of at most 2^30 bytes: MPI counts are int). */
+/* Host memory of any size (sent in pieces of at most 2^30 bytes: MPI counts are int). */
 void hs_comm_bcast_bytes(const hs_comm *c, void *buf, size_t bytes, int root);
 /* Element-wise minimum into lo and maximum into hi over all ranks (the replica check). */
 void hs_comm_allreduce_minmax_u64(const hs_comm *c, uint64_t *lo, uint64_t *hi, int n);

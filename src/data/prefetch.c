@@ -25,6 +25,7 @@ typedef struct pf_slot {
 
 struct hs_prefetch {
     hs_task *task;
+    const hs_backend *be; /* the slots' buffers are its staging memory */
     int max_count, max_per_request;
     size_t buf_bytes;
     pf_slot slots[PF_SLOTS];
@@ -67,12 +68,13 @@ static void *prefetch_main(void *arg) {
     }
 }
 
-hs_prefetch *hs_prefetch_start(hs_task *task, int max_count, int max_per_request) {
+hs_prefetch *hs_prefetch_start(hs_task *task, const hs_backend *be, int max_count, int max_per_request) {
     if (max_count < 1 || max_per_request < 1)
         HS_FATAL(NULL, "prefetch of %d micro-batches of %d samples", max_per_request, max_count);
     hs_prefetch *pf;
     HS_ALLOC(pf, 1);
     pf->task = task;
+    pf->be = be;
     pf->max_count = max_count;
     pf->max_per_request = max_per_request;
     pf->buf_bytes = task->batch_bytes(task, max_count);
@@ -80,7 +82,7 @@ hs_prefetch *hs_prefetch_start(hs_task *task, int max_count, int max_per_request
         pf_slot *s = &pf->slots[k];
         HS_ALLOC(s->pub.ranges, max_per_request);
         HS_ALLOC(s->pub.bufs, max_per_request);
-        for (int i = 0; i < max_per_request; i++) s->pub.bufs[i] = hs_xcalloc(pf->buf_bytes, 1, __FILE__, __LINE__);
+        for (int i = 0; i < max_per_request; i++) s->pub.bufs[i] = be->host_alloc(be, pf->buf_bytes); /* zero-filled */
         s->state = SLOT_FREE;
     }
     HS_CHECK_ERRNO(pthread_mutex_init(&pf->lock, NULL), NULL);
@@ -155,7 +157,7 @@ void hs_prefetch_stop(hs_prefetch *pf) {
     HS_CHECK_ERRNO(pthread_cond_destroy(&pf->changed), NULL);
     HS_CHECK_ERRNO(pthread_mutex_destroy(&pf->lock), NULL);
     for (int k = 0; k < PF_SLOTS; k++) {
-        for (int i = 0; i < pf->max_per_request; i++) free(pf->slots[k].pub.bufs[i]);
+        for (int i = 0; i < pf->max_per_request; i++) pf->be->host_free(pf->be, pf->slots[k].pub.bufs[i]);
         free(pf->slots[k].pub.bufs);
         free(pf->slots[k].pub.ranges);
     }

@@ -17,8 +17,10 @@ typedef struct hs_prefetch_slot {
     void **bufs;
 } hs_prefetch_slot;
 
-/* max_count: largest micro-batch; max_per_request: most micro-batches in one request (update_freq). */
-hs_prefetch *hs_prefetch_start(hs_task *task, int max_count, int max_per_request);
+/* max_count: largest micro-batch; max_per_request: most micro-batches in one request (update_freq).
+ * The slots' buffers are be's staging memory (page-locked on CUDA), so batches upload from where they
+ * were read. */
+hs_prefetch *hs_prefetch_start(hs_task *task, const hs_backend *be, int max_count, int max_per_request);
 /* Queue a read of n micro-batches (returns at once; at most 2 requests outstanding, blocks if full). */
 void hs_prefetch_request(hs_prefetch *pf, hs_split split, const hs_range *ranges, int n);
 /* Wait for the oldest outstanding request; the slot stays valid until hs_prefetch_release. */

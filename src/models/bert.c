@@ -172,9 +172,10 @@ void hs_bert_setup(hs_bert *m) {
     m->mlm_rows = be->alloc(be, (NP ? NP : 1) * sizeof(int32_t));
     m->mlm_labels = be->alloc(be, (NP ? NP : 1) * sizeof(int32_t));
     m->mask_bias = alloc_floats(be, T);
-    HS_ALLOC(m->rows_host, NP ? NP : 1);
-    HS_ALLOC(m->labels_host, NP ? NP : 1);
-    HS_ALLOC(m->cls_host, B);
+    /* host staging of the index vectors the model builds (page-locked on CUDA) */
+    m->rows_host = be->host_alloc(be, (NP ? NP : 1) * sizeof(int32_t));
+    m->labels_host = be->host_alloc(be, (NP ? NP : 1) * sizeof(int32_t));
+    m->cls_host = be->host_alloc(be, B * sizeof(int32_t));
 
     m->emb_sum = alloc_floats(be, T * H);
     m->emb_mean = alloc_floats(be, T);
@@ -608,12 +609,12 @@ void hs_bert_free(hs_bert *m) {
             for (size_t k = 0; k < sizeof layer_bufs / sizeof layer_bufs[0]; k++) be->free(be, layer_bufs[k]);
         }
         hs_workspace_release(be, &m->ws);
+        be->host_free(be, m->rows_host);
+        be->host_free(be, m->labels_host);
+        be->host_free(be, m->cls_host);
     }
     free(m->hidden);
     free(m->acts);
-    free(m->rows_host);
-    free(m->labels_host);
-    free(m->cls_host);
     free(m->lp);
     free(m);
 }

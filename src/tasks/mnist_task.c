@@ -89,7 +89,7 @@ static void mnist_destroy(hs_task *t) {
     m->be->free(m->be, m->images_dev);
     m->be->free(m->be, m->input_dev);
     m->be->free(m->be, m->labels_dev);
-    free(m->labels_host);
+    m->be->host_free(m->be, m->labels_host);
     hs_mnist_close(m->file);
     free(m);
     free(t);
@@ -125,7 +125,7 @@ hs_task *hs_mnist_task_create(const hs_config *cfg, const hs_comm *comm, const h
     m->images_dev = be->alloc(be, (size_t)m->max_batch * HS_MNIST_PIXELS);
     m->input_dev = be->alloc(be, (size_t)m->max_batch * HS_MNIST_PIXELS * sizeof(float));
     m->labels_dev = be->alloc(be, (size_t)m->max_batch * sizeof(int32_t));
-    HS_ALLOC(m->labels_host, m->max_batch);
+    m->labels_host = be->host_alloc(be, (size_t)m->max_batch * sizeof(int32_t)); /* staging (page-locked on CUDA) */
 
     t->num_samples = mnist_num_samples;
     t->batch_bytes = mnist_batch_bytes;

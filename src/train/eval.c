@@ -73,7 +73,7 @@ static void load_weights(const char *path, hs_task *task, const hs_comm *comm) {
         if (!hs_file_exists(path)) hs_die("checkpoint %s does not exist or is not readable", path);
         hs_checkpoint_load(path, &task->params, NULL, NULL, NULL);
     }
-    hs_comm_bcast_bytes(comm, task->params.data, task->params.total * sizeof(float), 0);
+    hs_comm_bcast_device(comm, task->params.be, task->params.data, task->params.total * sizeof(float), 0);
 }
 
 int hs_eval_main(const hs_config *cfg, const char *checkpoint, const hs_comm *comm) {
@@ -82,7 +82,7 @@ int hs_eval_main(const hs_config *cfg, const char *checkpoint, const hs_comm *co
     hs_task *task = hs_task_create(cfg, comm, be);
     load_weights(checkpoint, task, comm);
     int max_sentences = (int)hs_cfg_int(cfg, "training.max_sentences");
-    hs_prefetch *pf = hs_prefetch_start(task, max_sentences, 4);
+    hs_prefetch *pf = hs_prefetch_start(task, be, max_sentences, 4);
     hs_stats global;
     hs_evaluate_split(task, pf, comm, HS_SPLIT_VALID, max_sentences, 4, &global);
     hs_prefetch_stop(pf);

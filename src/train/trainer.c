@@ -199,7 +199,7 @@ static int restore(trainer *t, int64_t n_train) {
         hs_comm_bcast_bytes(t->comm, &t->st, sizeof t->st, 0);
         hs_comm_bcast_bytes(t->comm, &t->opt->step, sizeof t->opt->step, 0);
         for (int s = 0; s < t->opt->n_states; s++)
-            hs_comm_bcast_bytes(t->comm, t->opt->state[s], p->total * sizeof(float), 0);
+            hs_comm_bcast_device(t->comm, t->be, t->opt->state[s], p->total * sizeof(float), 0);
         if (reset_sched) {
             /* The experiment file's schedule, evaluated at the resumed update count. */
             t->st.lr = hs_lr_step_update(&t->sched, t->st.num_updates);
@@ -231,7 +231,7 @@ static int restore(trainer *t, int64_t n_train) {
         if (with_opt) {
             hs_comm_bcast_bytes(t->comm, &t->opt->step, sizeof t->opt->step, 0);
             for (int s = 0; s < t->opt->n_states; s++)
-                hs_comm_bcast_bytes(t->comm, t->opt->state[s], p->total * sizeof(float), 0);
+                hs_comm_bcast_device(t->comm, t->be, t->opt->state[s], p->total * sizeof(float), 0);
         }
         hs_comm_bcast_bytes(t->comm, &from.num_updates, sizeof from.num_updates, 0);
         if (reset_step) {
@@ -243,7 +243,7 @@ static int restore(trainer *t, int64_t n_train) {
         }
     }
     /* Every rank starts from rank 0's weights (as DDP's constructor does). */
-    hs_comm_bcast_bytes(t->comm, p->data, p->total * sizeof(float), 0);
+    hs_comm_bcast_device(t->comm, t->be, p->data, p->total * sizeof(float), 0);
     return resume;
 }
 
@@ -302,7 +302,7 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
         p->be->upload(p->be, p->grad, &nan, sizeof nan);
     }
     hs_stall_phase(HS_PHASE_GRAD_ALLREDUCE, update, 1);
-    hs_comm_allreduce_sum_float(t->comm, p->grad, p->total, t->be);
+    hs_comm_allreduce_device_sum(t->comm, t->be, p->grad, p->total);
     /* ||g||² of the summed gradients into the stats buffer, then its one download of this update. */
     hs_grad_sumsq(p, t->stats_dev + DEV_TENSOR_SUMSQ, t->stats_dev + DEV_GRAD_SUMSQ);
     double head[DEV_HEAD];
@@ -573,7 +573,7 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
 
     hs_meters_init(&t.meters, t.task, metrics_path, resumed);
     t.meters.format = hs_cfg_string(cfg, "log.format");
-    t.pf = hs_prefetch_start(t.task, t.max_sentences, t.max_per_request);
+    t.pf = hs_prefetch_start(t.task, t.be, t.max_sentences, t.max_per_request);
     /* From here on a stop signal ends the run at the next update boundary with a checkpoint. */
     hs_stop_signals_install();
 

@@ -182,7 +182,7 @@ int main(int argc, char **argv) {
     task.impl = f;
     task.batch_bytes = tiny_batch_bytes;
     task.read_batch = tiny_read_batch;
-    hs_prefetch *pf = hs_prefetch_start(&task, TEST_BATCH, UPDATE_FREQ);
+    hs_prefetch *pf = hs_prefetch_start(&task, hs_backend_cpu(), TEST_BATCH, UPDATE_FREQ);
 
     int *seen[2];
     int empties = 0;

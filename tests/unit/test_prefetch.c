@@ -72,7 +72,7 @@ static void requests_are_served_in_order_including_empty_micro_batches(void **st
     (void)state;
     fake_io io = {0};
     hs_task task = make_task(&io);
-    hs_prefetch *pf = hs_prefetch_start(&task, 8, 3);
+    hs_prefetch *pf = hs_prefetch_start(&task, hs_backend_cpu(), 8, 3);
     const hs_range a[3] = {{16, 8}, {0, 0}, {40, 5}}, b[2] = {{0, 0}, {0, 0}}, c[1] = {{8, 8}}, d[3] = {{24, 8}, {32, 8}, {0, 0}};
     /* the trainer's pattern: request the next update before computing on the current one */
     hs_prefetch_request(pf, HS_SPLIT_TRAIN, a, 3);
@@ -121,7 +121,7 @@ static void a_third_request_waits_for_a_free_slot(void **state) {
     (void)state;
     fake_io io = {0};
     hs_task task = make_task(&io);
-    hs_prefetch *pf = hs_prefetch_start(&task, 4, 1);
+    hs_prefetch *pf = hs_prefetch_start(&task, hs_backend_cpu(), 4, 1);
     const hs_range r0 = {0, 4}, r1 = {4, 4};
     hs_prefetch_request(pf, HS_SPLIT_TRAIN, &r0, 1);
     hs_prefetch_request(pf, HS_SPLIT_TRAIN, &r1, 1);
@@ -150,7 +150,7 @@ static void stall_time_counts_waiting_for_slow_reads_only(void **state) {
     fake_io io = {0};
     io.delay_ns = 50 * 1000 * 1000L; /* 50 ms per micro-batch */
     hs_task task = make_task(&io);
-    hs_prefetch *pf = hs_prefetch_start(&task, 4, 2);
+    hs_prefetch *pf = hs_prefetch_start(&task, hs_backend_cpu(), 4, 2);
     const hs_range r[2] = {{0, 4}, {4, 4}};
     hs_prefetch_request(pf, HS_SPLIT_TRAIN, r, 2); /* 100 ms of reading */
     hs_prefetch_release(pf, hs_prefetch_wait(pf)); /* waits ~100 ms */
@@ -168,7 +168,7 @@ static void stop_finishes_outstanding_requests(void **state) {
     fake_io io = {0};
     io.delay_ns = 10 * 1000 * 1000L;
     hs_task task = make_task(&io);
-    hs_prefetch *pf = hs_prefetch_start(&task, 4, 2);
+    hs_prefetch *pf = hs_prefetch_start(&task, hs_backend_cpu(), 4, 2);
     const hs_range r[2] = {{0, 4}, {0, 0}};
     hs_prefetch_request(pf, HS_SPLIT_TRAIN, r, 2);
     hs_prefetch_request(pf, HS_SPLIT_VALID, r, 2);

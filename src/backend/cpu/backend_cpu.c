@@ -4,6 +4,7 @@
 static const hs_backend cpu_backend = {
     .name = "cpu",
     .impl = NULL, /* the CPU keeps no state: its stream is the calling thread, its memory the heap */
+    .memory_is_host = 1,
     .alloc = hs_cpu_alloc,
     .free = hs_cpu_free,
     .upload = hs_cpu_upload,
@@ -11,6 +12,8 @@ static const hs_backend cpu_backend = {
     .copy = hs_cpu_copy,
     .zero = hs_cpu_zero,
     .synchronize = hs_cpu_synchronize,
+    .host_alloc = hs_cpu_host_alloc,
+    .host_free = hs_cpu_host_free,
     .gemm = hs_cpu_gemm,
     .add_bias = hs_cpu_add_bias,
     .bias_grad = hs_cpu_bias_grad,

@@ -23,6 +23,11 @@ void *hs_cpu_alloc(const hs_backend *be, size_t bytes) {
     return p;
 }
 
+/* Staging memory is ordinary host memory on the CPU: the same aligned, zero-filled blocks. */
+void *hs_cpu_host_alloc(const hs_backend *be, size_t bytes) { return hs_cpu_alloc(be, bytes); }
+
+void hs_cpu_host_free(const hs_backend *be, void *p) { hs_cpu_free(be, p); }
+
 void hs_cpu_free(const hs_backend *be, void *p) {
     (void)be;
     free(p);

@@ -13,6 +13,8 @@ void hs_cpu_download(const hs_backend *be, void *dst_host, const void *src, size
 void hs_cpu_copy(const hs_backend *be, void *dst, const void *src, size_t bytes);
 void hs_cpu_zero(const hs_backend *be, void *p, size_t bytes);
 void hs_cpu_synchronize(const hs_backend *be);
+void *hs_cpu_host_alloc(const hs_backend *be, size_t bytes);
+void hs_cpu_host_free(const hs_backend *be, void *p);
 
 /* cpu_gemm.c (hs_cpu_sgemm: the same product without the device, for the convolutions) */
 void hs_cpu_sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda, const float *b,
