@@ -10,7 +10,7 @@
 
 #include "backend/backend.h"
 #include "math/hs_math.h"
-#include "nn/bert_layers.h"
+#include "nn/layers.h"
 #include "util/timer.h"
 
 enum { B = 32, L = 128, H = 256, HEADS = 4, I = 1024, V = 30522, NP = 640 };

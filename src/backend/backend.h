@@ -70,7 +70,7 @@ struct hs_backend {
      * otherwise with the device's own collectives (NCCL on CUDA). */
     int memory_is_host;
 
-    /* ---- memory ---------------------------------------------------------------------------- */
+    /* ---- memory ---------------------------------------------------------------------------------- */
     void *(*alloc)(const hs_backend *be, size_t bytes); /* zero-filled; aborts with a message on failure */
     void (*free)(const hs_backend *be, void *p);
     /* Host -> device, ordered after the ops enqueued before it; src_host may be reused when it returns. */
@@ -87,16 +87,16 @@ struct hs_backend {
     void *(*host_alloc)(const hs_backend *be, size_t bytes);
     void (*host_free)(const hs_backend *be, void *p);
 
-    /* ---- dense linear algebra -------------------------------------------------------------- */
+    /* ---- dense linear algebra -------------------------------------------------------------------- */
     /* c[m,n] = alpha * op(a)[m,k] · op(b)[k,n] + beta * c[m,n]; op = transpose if trans_* != 0. */
-    void (*gemm)(const hs_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
-                 const float *b, int ldb, float beta, float *c, int ldc);
+    void (*gemm)(const hs_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
+                 int lda, const float *b, int ldb, float beta, float *c, int ldc);
     /* y[rows,cols] += bias[cols] */
     void (*add_bias)(const hs_backend *be, float *y, const float *bias, int rows, int cols);
     /* dbias[cols] += sum_r dy[r,cols] */
     void (*bias_grad)(const hs_backend *be, float *dbias, const float *dy, int rows, int cols);
 
-    /* ---- element-wise ---------------------------------------------------------------------- */
+    /* ---- element-wise, piecewise linear ---------------------------------------------------------- */
     /* y = (float)x_u8 * scale + shift  (image bytes -> normalised input) */
     void (*u8_to_float)(const hs_backend *be, float *y, const uint8_t *x, size_t n, float scale, float shift);
     void (*relu_forward)(const hs_backend *be, float *y, const float *x, size_t n);
@@ -108,24 +108,25 @@ struct hs_backend {
      * Backward recomputes the same mask from the same key. */
     void (*dropout_forward)(const hs_backend *be, float *y, const float *x, int batch, size_t per_sample, size_t group,
                             float p, uint64_t key, int64_t first_sample);
-    void (*dropout_backward)(const hs_backend *be, float *dx, const float *dy, int batch, size_t per_sample, size_t group,
-                             float p, uint64_t key, int64_t first_sample);
+    void (*dropout_backward)(const hs_backend *be, float *dx, const float *dy, int batch, size_t per_sample,
+                             size_t group, float p, uint64_t key, int64_t first_sample);
 
-    /* ---- convolution and pooling ------------------------------------------------------------ */
+    /* ---- convolution and pooling ----------------------------------------------------------------- */
     /* workspace: at least conv2d_workspace_bytes(s) bytes of device memory (im2col on the CPU). */
     size_t (*conv2d_workspace_bytes)(const hs_backend *be, const hs_conv2d_shape *s);
     void (*conv2d_forward)(const hs_backend *be, const hs_conv2d_shape *s, float *y, const float *x, const float *w,
                            const float *b, void *workspace);
     /* dx may be NULL (first layer). dw, db accumulate. */
-    void (*conv2d_backward)(const hs_backend *be, const hs_conv2d_shape *s, float *dx, float *dw, float *db, const float *dy,
-                            const float *x, const float *w, void *workspace);
+    void (*conv2d_backward)(const hs_backend *be, const hs_conv2d_shape *s, float *dx, float *dw, float *db,
+                            const float *dy, const float *x, const float *w, void *workspace);
     /* Max pooling k×k, stride k, on x[n,c,h,w] -> y[n,c,h/k,w/k]; argmax[n,c,h/k,w/k] holds the
      * flat index (within the h*w plane) of the winner, first maximum on ties (as PyTorch). */
-    void (*maxpool2d_forward)(const hs_backend *be, float *y, int32_t *argmax, const float *x, int n, int c, int h, int w, int k);
-    void (*maxpool2d_backward)(const hs_backend *be, float *dx, const float *dy, const int32_t *argmax, int n, int c, int h,
-                               int w, int k);
+    void (*maxpool2d_forward)(const hs_backend *be, float *y, int32_t *argmax, const float *x, int n, int c, int h,
+                              int w, int k);
+    void (*maxpool2d_backward)(const hs_backend *be, float *dx, const float *dy, const int32_t *argmax, int n, int c,
+                               int h, int w, int k);
 
-    /* ---- loss -------------------------------------------------------------------------------- */
+    /* ---- loss ------------------------------------------------------------------------------------ */
     /* logprobs[rows,cols] = log_softmax(logits); stats[0] += sum_r -logprobs[r,label_r] (NLL sum),
      * stats[1] += rows, stats[2] += number of rows whose argmax == label (first maximum on ties); stats
      * is a device float64 [3]; rows are summed in row order. Every label is in [0, cols) (checked by
@@ -136,7 +137,16 @@ struct hs_backend {
     void (*log_softmax_nll_backward)(const hs_backend *be, float *dlogits, const float *logprobs, const int32_t *labels,
                                      int rows, int cols, float scale);
 
-    /* ---- multi-tensor ops on flat buffers (norms, clipping, optimizers) ------------------------ */
+    /* probs = softmax(logits) (may alias); per row with label >= 0: stats[0] += NLL, [1] += 1,
+     * [2] += (argmax == label); stats is a device float64 [3]; rows summed in order. Every label is
+     * < cols (checked by the caller's staging); label < 0 marks an ignored row. */
+    void (*softmax_xent_forward)(const hs_backend *be, float *probs, const float *logits, const int32_t *labels,
+                                 int rows, int cols, double *stats);
+    /* dlogits = scale·(probs - onehot(label)), 0 on rows with label < 0; dlogits may alias probs. */
+    void (*softmax_xent_backward)(const hs_backend *be, float *dlogits, const float *probs, const int32_t *labels,
+                                  int rows, int cols, float scale);
+
+    /* ---- multi-tensor ops on flat buffers (norms, clipping, optimizers) -------------------------- */
     /* Every one walks the `count` tensors of `table` (device hs_tensor_span[count]) over flat buffers of
      * the table's layout and touches no padding between tensors. Optimizer state buffers share the
      * layout. Elements are independent; sums are in double in an order fixed by the layout alone. */
@@ -173,17 +183,19 @@ struct hs_backend {
     void (*lamb_update)(const hs_backend *be, float *p, const float *g, float *m, float *v,
                         const hs_tensor_span *table, int count, double *norms, const hs_lamb_hparams *h);
 
-    /* ---- BERT ops (src/nn/bert_layers.h composes them) ------------------------------------------ */
+    /* ---- rows: gathers, scatter-adds, bias on a column slice ------------------------------------- */
     /* y[count,cols] (+)= x[index[i], :] (accumulate: +=); index device int32, each in [0, x_rows)
      * (checked by the caller's staging). Embedding lookup and row gathers. */
     void (*gather_rows)(const hs_backend *be, float *y, const float *x, const int32_t *index, int count, int cols,
                         int x_rows, int accumulate);
     /* dx[index[i], :] += dy[i, :] for i in order (deterministic for repeated indices); dx[dx_rows,cols]. */
-    void (*scatter_add_rows)(const hs_backend *be, float *dx, const float *dy, const int32_t *index, int count, int cols, int dx_rows);
+    void (*scatter_add_rows)(const hs_backend *be, float *dx, const float *dy, const int32_t *index, int count,
+                             int cols, int dx_rows);
     /* y[r, 0:cols] += bias[cols] for rows of stride ldy (a column slice of a wider matrix). */
     void (*add_bias_strided)(const hs_backend *be, float *y, int ldy, const float *bias, int rows, int cols);
     /* dbias[cols] += sum_r dy[r, 0:cols], rows of stride ldy; deterministic like bias_grad. */
     void (*bias_grad_strided)(const hs_backend *be, float *dbias, const float *dy, int ldy, int rows, int cols);
+    /* ---- normalisation --------------------------------------------------------------------------- */
     /* LayerNorm over the last dim (biased variance, eps inside the sqrt). If residual != NULL the input is
      * x + residual, written to x_sum (may alias x or residual); else x_sum is unused (may be NULL).
      * y = gamma·(in - mean)·rstd + beta; mean[rows], rstd[rows] saved. y aliases no input. */
@@ -192,8 +204,10 @@ struct hs_backend {
                               float eps);
     /* dx = rstd·(g - mean(g) - x̂·mean(g·x̂)), g = dy·gamma (dx may alias dy); dgamma += Σ dy·x̂,
      * dbeta += Σ dy (summed in an order fixed by rows/cols alone). x is the LayerNorm's input. */
-    void (*layernorm_backward)(const hs_backend *be, float *dx, float *dgamma, float *dbeta, const float *dy, const float *x,
-                               const float *mean, const float *rstd, const float *gamma, int rows, int cols);
+    void (*layernorm_backward)(const hs_backend *be, float *dx, float *dgamma, float *dbeta, const float *dy,
+                               const float *x, const float *mean, const float *rstd, const float *gamma, int rows,
+                               int cols);
+    /* ---- smooth activations ---------------------------------------------------------------------- */
     /* Exact-erf GELU 0.5·x·(1+erf(x/√2)). bias_gelu: x[rows,cols] += bias, y = gelu(x). */
     void (*gelu_forward)(const hs_backend *be, float *y, const float *x, size_t n);
     void (*bias_gelu_forward)(const hs_backend *be, float *y, float *x, const float *bias, int rows, int cols);
@@ -202,28 +216,23 @@ struct hs_backend {
     void (*tanh_forward)(const hs_backend *be, float *y, const float *x, size_t n);
     /* dx = dy·(1 - y²) from the output y; any may alias. */
     void (*tanh_backward)(const hs_backend *be, float *dx, const float *dy, const float *y, size_t n);
-    /* bias[n] = (1 - mask[n])·(-10000) */
+    /* ---- attention ------------------------------------------------------------------------------- */
+    /* Additive attention mask: bias[n] = (1 - mask[n])·(-10000) */
     void (*attention_mask_bias)(const hs_backend *be, float *bias, const int32_t *mask, size_t n);
     /* Scaled dot-product attention on projected qkv[B,L,3H] (per token q|k|v, head h at columns h·d of
      * each third): for each (b,h), P = softmax(Q·Kᵀ/√d + mask_bias[b,:]) -> probs[B,heads,L,L];
      * ctx[B,L,H] (head h at columns h·d) = (P ⊙ keep/(1-p))·V, keep(b,h,i,j) = hs_uniform(key,
      * first_sample + b, (h·L+i)·L+j) >= p (no dropout when p <= 0). A dropped probability is stored in
      * probs with its sign bit set (-P, -0.0 for 0), so the backward pass needs no mask buffer. */
-    void (*attention_forward)(const hs_backend *be, float *ctx, float *probs, const float *qkv, const float *mask_bias, int batch,
-                              int seq_len, int heads, int head_dim, float p, uint64_t key, int64_t first_sample);
+    void (*attention_forward)(const hs_backend *be, float *ctx, float *probs, const float *qkv, const float *mask_bias,
+                              int batch, int seq_len, int heads, int head_dim, float p, uint64_t key,
+                              int64_t first_sample);
     /* dqkv[B,L,3H] (overwritten) from dctx[B,L,H], the forward's qkv and probs and the same dropout
      * (the CPU reads the keep decisions from the sign bits of probs; key/first_sample let another backend
      * redraw them instead). */
-    void (*attention_backward)(const hs_backend *be, float *dqkv, const float *dctx, const float *qkv, const float *probs, int batch,
-                               int seq_len, int heads, int head_dim, float p, uint64_t key, int64_t first_sample);
-    /* probs = softmax(logits) (may alias); per row with label >= 0: stats[0] += NLL, [1] += 1,
-     * [2] += (argmax == label); stats is a device float64 [3]; rows summed in order. Every label is
-     * < cols (checked by the caller's staging); label < 0 marks an ignored row. */
-    void (*softmax_xent_forward)(const hs_backend *be, float *probs, const float *logits, const int32_t *labels,
-                                 int rows, int cols, double *stats);
-    /* dlogits = scale·(probs - onehot(label)), 0 on rows with label < 0; dlogits may alias probs. */
-    void (*softmax_xent_backward)(const hs_backend *be, float *dlogits, const float *probs, const int32_t *labels, int rows, int cols,
-                                  float scale);
+    void (*attention_backward)(const hs_backend *be, float *dqkv, const float *dctx, const float *qkv,
+                               const float *probs, int batch, int seq_len, int heads, int head_dim, float p,
+                               uint64_t key, int64_t first_sample);
 };
 
 /* "cpu", "cuda" or "auto". "auto" picks CUDA when a GPU is usable, else the CPU (and says so);

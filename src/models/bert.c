@@ -1,11 +1,33 @@
-/* NVIDIA's BertForPreTraining composed from src/nn/bert_layers.h (see bert.h for the parameters).
+/* NVIDIA's BertForPreTraining composed from the layers of src/nn/layers.h (see bert.h for the parameters).
  *
  * Memory: activations the backward pass reads are kept per layer (layer input, qkv, attention
  * probabilities, context, the two LayerNorm inputs and statistics, the FFN pre-activation and its
  * GELU); everything else is shared. Dropout runs in place and stores no mask (the counter RNG redraws
  * it), the residual sums are written over the sub-layer outputs, and the backward pass works in three
  * [T,H] buffers plus one workspace that holds the FFN gradient [T,I] and later the attention's dqkv
- * [T,3H]. The MLM head sees only the labelled rows: logits [Np,V] with Np = labelled tokens. */
+ * [T,3H]. The MLM head sees only the labelled rows: logits [Np,V] with Np = labelled tokens.
+ *
+ * How the BERT model composes them (post-LN encoder, NVIDIA/HetSeq BertForPreTraining):
+ *   embeddings   h = LN(word[ids] + position[arange(L)] + token_type[segment]) → dropout
+ *                  hs_embedding_forward (accumulate 0, then 1), hs_position_embedding_forward,
+ *                  hs_layernorm_forward, hs_dropout_forward
+ *   layer ×N     ctx = hs_attention_forward(h)                  (Q,K,V projections inside)
+ *                a = hs_linear_forward(ctx; attention.output.dense) → dropout
+ *                h1 = hs_add_layernorm_forward(a, h)            (LN(a + h), the sum kept for backward)
+ *                u = hs_linear_forward(h1; intermediate.dense) without bias, then
+ *                g = hs_bias_gelu_forward(u += bias)            (fused bias + exact-erf GELU)
+ *                o = hs_linear_forward(g; output.dense) → dropout
+ *                h = hs_add_layernorm_forward(o, h1)
+ *   pooler       p = tanh(W·h[:,0] + b): hs_gather_rows_forward (rows b·L), hs_linear_forward, hs_tanh_forward
+ *   MLM head     hm = hs_gather_rows_forward(h, masked positions) → linear → bias+GELU → LN
+ *                logits[Np,V] = hm·Wembᵀ + cls.predictions.bias: the TIED decoder is just
+ *                hs_linear_forward(logits, hm, word_embeddings.weight, cls.predictions.bias, Np, H, V),
+ *                and hs_linear_backward(.., dw = grad of word_embeddings.weight, ..) adds dlogitsᵀ·hm into
+ *                the word-embedding gradient (which the embedding scatter-add also adds into).
+ *   losses       hs_softmax_xent_forward on [Np,V] (MLM) and [B,2] (NSP).
+ * Backward runs the same list in reverse. Where two paths meet (the residual into an add+LN, the
+ * encoder output read by the pooler and the MLM gather), gradients are added: hs_attention_backward
+ * can accumulate into dx, hs_gather_rows_backward always accumulates (zero its dx first). */
 #include "models/bert.h"
 
 #include <math.h>
@@ -14,9 +36,12 @@
 #include <string.h>
 
 #include "math/hs_math.h"
-#include "nn/bert_layers.h"
+#include "nn/layers.h"
 #include "nn/init.h"
 #include "util/check.h"
+
+/* BertLayerNorm's epsilon. */
+#define HS_BERT_LAYERNORM_EPS 1e-12f
 
 /* Dropout sites: each draws its masks from hs_rng_key(seed, update, site). */
 enum { DROP_EMBEDDINGS = 1, DROP_LAYER_BASE = 16, DROP_SITES_PER_LAYER = 4 };

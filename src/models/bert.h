@@ -1,6 +1,6 @@
 /* NVIDIA's BertForPreTraining (the model HetSeq trains): post-LN BERT encoder, tanh pooler, masked-LM
  * head with the decoder tied to the word embeddings, next-sentence head. Composition of the layers in
- * src/nn/bert_layers.h (its top comment gives the data flow); the MLM head runs only on the labelled
+ * src/nn/layers.h (bert.c's top comment gives the data flow); the MLM head runs only on the labelled
  * positions (same loss as NVIDIA's all-positions head, L/P times less work).
  *
  * Parameters (PyTorch state_dict names of NVIDIA's BertForPreTraining; V = padded vocabulary, H hidden,

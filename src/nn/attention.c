@@ -3,7 +3,7 @@
  * writing into one token-major qkv[B,L,3H] buffer (q | k | v per token), which the backend's attention
  * op reads per (sample, head) without any split/merge copies. The output projection
  * (attention.output.dense) is a plain linear layer the model applies to ctx. */
-#include "nn/bert_layers.h"
+#include "nn/layers.h"
 
 size_t hs_attention_qkv_floats(const hs_attention_dims *d) {
     return (size_t)d->batch * (size_t)d->seq_len * 3 * (size_t)d->hidden;
@@ -41,7 +41,8 @@ void hs_attention_forward(const hs_backend *be, const hs_attention_dims *d, cons
     if (adjacent(w->query_w, w->key_w, w->value_w, H)) {
         be->gemm(be, 0, 1, T, ld, H, 1.0f, x, H, w->query_w, H, 0.0f, saved->qkv, ld);
     } else {
-        for (int i = 0; i < 3; i++) be->gemm(be, 0, 1, T, H, H, 1.0f, x, H, weights[i], H, 0.0f, saved->qkv + i * H, ld);
+        for (int i = 0; i < 3; i++)
+            be->gemm(be, 0, 1, T, H, H, 1.0f, x, H, weights[i], H, 0.0f, saved->qkv + i * H, ld);
     }
     if (adjacent_bias(biases[0], biases[1], biases[2], H))
         be->add_bias(be, saved->qkv, biases[0], T, ld); /* one pass over [T,3H]: the same sums */

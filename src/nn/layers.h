@@ -1,8 +1,13 @@
-/* Neural-network layers as forward/backward pairs. Layers hold no state of their own: the model owns
- * parameters (in the hs_params table) and activations, and passes device pointers. Every layer reaches
- * the device only through the backend table, so the same layer code runs on the CPU and on GPUs.
- * Conventions (backend.h): row-major float32; parameter gradients ACCUMULATE (+=), activation
- * gradients are overwritten. */
+/* Neural-network layers as forward/backward pairs, side by side, named by what they compute (not by the
+ * model that first used them). Layers hold no state of their own: the model owns parameters (in the
+ * hs_params table) and activations, and passes device pointers. Every layer reaches the device only
+ * through the backend (a layer that is one backend op is a static inline here; linear.c and
+ * attention.c compose several), so the same layer code runs on the CPU and on GPUs and only enqueues
+ * work. Conventions (backend.h): row-major float32; T = B·L tokens of a sequence model, H hidden;
+ * parameter gradients ACCUMULATE (+=) so micro-batches add up; activation gradients are overwritten
+ * unless a function says it accumulates. Every reduction (bias, dgamma, dbeta, embedding gradients,
+ * loss statistics) is summed in an order fixed by the shapes alone, so results are bit-identical for
+ * any OpenMP thread count. Indices and labels reach a layer already checked (host staging). */
 #ifndef HS_NN_LAYERS_H
 #define HS_NN_LAYERS_H
 
@@ -31,25 +36,39 @@ void hs_linear_backward(const hs_backend *be, float *dx, float *dw, float *db, c
 
 /* ---- conv2d (stride 1, no padding; PyTorch nn.Conv2d, W[c_out,c_in,kh,kw]) ------------------------- */
 /* y[n,c_out,oh,ow] = x[n,c_in,h,w] ⋆ W + b[c_out]; ws grows to what the backend asks for. */
-void hs_conv2d_forward(const hs_backend *be, const hs_conv2d_shape *s, float *y, const float *x, const float *w,
-                       const float *b, hs_workspace *ws);
+static inline void hs_conv2d_forward(const hs_backend *be, const hs_conv2d_shape *s, float *y, const float *x,
+                                     const float *w, const float *b, hs_workspace *ws) {
+    hs_workspace_reserve(be, ws, be->conv2d_workspace_bytes(be, s));
+    be->conv2d_forward(be, s, y, x, w, b, ws->ptr);
+}
 /* dW += ∂L/∂W, db += ∂L/∂b, dx[n,c_in,h,w] = ∂L/∂x (skipped when dx is NULL, e.g. the first layer) */
-void hs_conv2d_backward(const hs_backend *be, const hs_conv2d_shape *s, float *dx, float *dw, float *db,
-                        const float *dy, const float *x, const float *w, hs_workspace *ws);
+static inline void hs_conv2d_backward(const hs_backend *be, const hs_conv2d_shape *s, float *dx, float *dw, float *db,
+                                      const float *dy, const float *x, const float *w, hs_workspace *ws) {
+    hs_workspace_reserve(be, ws, be->conv2d_workspace_bytes(be, s));
+    be->conv2d_backward(be, s, dx, dw, db, dy, x, w, ws->ptr);
+}
 
 /* ---- max pooling k×k, stride k --------------------------------------------------------------------- */
 /* y[n,c,h/k,w/k] = window max of x[n,c,h,w]; argmax[n,c,h/k,w/k] remembers the winner */
-void hs_maxpool2d_forward(const hs_backend *be, float *y, int32_t *argmax, const float *x, int n, int c, int h,
-                          int w, int k);
+static inline void hs_maxpool2d_forward(const hs_backend *be, float *y, int32_t *argmax, const float *x, int n, int c,
+                                        int h, int w, int k) {
+    be->maxpool2d_forward(be, y, argmax, x, n, c, h, w, k);
+}
 /* dx[n,c,h,w] = dy routed to the winners, 0 elsewhere */
-void hs_maxpool2d_backward(const hs_backend *be, float *dx, const float *dy, const int32_t *argmax, int n, int c,
-                           int h, int w, int k);
+static inline void hs_maxpool2d_backward(const hs_backend *be, float *dx, const float *dy, const int32_t *argmax, int n,
+                                         int c, int h, int w, int k) {
+    be->maxpool2d_backward(be, dx, dy, argmax, n, c, h, w, k);
+}
 
 /* ---- ReLU -------------------------------------------------------------------------------------------- */
 /* y[count] = max(x, 0); in place (y == x) is allowed */
-void hs_relu_forward(const hs_backend *be, float *y, const float *x, size_t count);
+static inline void hs_relu_forward(const hs_backend *be, float *y, const float *x, size_t count) {
+    be->relu_forward(be, y, x, count);
+}
 /* dx[count] = dy * 1[y > 0] from the forward OUTPUT y; in place (dx == dy) is allowed */
-void hs_relu_backward(const hs_backend *be, float *dx, const float *dy, const float *y, size_t count);
+static inline void hs_relu_backward(const hs_backend *be, float *dx, const float *dy, const float *y, size_t count) {
+    be->relu_backward(be, dx, dy, y, count);
+}
 
 /* ---- dropout (inverted) -------------------------------------------------------------------------------- */
 /* What one dropout call needs: rate p (0 = off: a plain copy), values per drop decision (1 for
@@ -62,20 +81,189 @@ typedef struct hs_dropout_mask {
     int64_t first_sample;
 } hs_dropout_mask;
 /* y[B,per_sample] = x · mask / (1-p) */
-void hs_dropout_forward(const hs_backend *be, const hs_dropout_mask *m, float *y, const float *x, int batch,
-                        size_t per_sample);
+static inline void hs_dropout_forward(const hs_backend *be, const hs_dropout_mask *m, float *y, const float *x,
+                                      int batch, size_t per_sample) {
+    be->dropout_forward(be, y, x, batch, per_sample, m->group, m->p, m->key, m->first_sample);
+}
 /* dx[B,per_sample] = dy · mask / (1-p), the same mask recomputed from the key */
-void hs_dropout_backward(const hs_backend *be, const hs_dropout_mask *m, float *dx, const float *dy, int batch,
-                         size_t per_sample);
+static inline void hs_dropout_backward(const hs_backend *be, const hs_dropout_mask *m, float *dx, const float *dy,
+                                       int batch, size_t per_sample) {
+    be->dropout_backward(be, dx, dy, batch, per_sample, m->group, m->p, m->key, m->first_sample);
+}
 
 /* ---- log_softmax + NLL loss (F.log_softmax then F.nll_loss(reduction='sum')) ----------------------------- */
 /* logprobs[B,classes] = log_softmax(logits); stats[0] += Σ NLL, stats[1] += B, stats[2] += correct, where
  * stats is a device float64 [3] (e.g. &hs_stats.loss_sum of a device stats buffer: loss_sum,
  * sample_count, correct). labels: device int32, each in [0, classes) (checked on the host when staged). */
-void hs_log_softmax_nll_forward(const hs_backend *be, float *logprobs, const float *logits, const int32_t *labels,
-                                int batch, int classes, double *stats);
+static inline void hs_log_softmax_nll_forward(const hs_backend *be, float *logprobs, const float *logits,
+                                              const int32_t *labels, int batch, int classes, double *stats) {
+    be->log_softmax_nll_forward(be, logprobs, logits, labels, batch, classes, stats);
+}
 /* dlogits[B,classes] = scale · (softmax - onehot(label)): the gradient of scale · Σ NLL */
-void hs_log_softmax_nll_backward(const hs_backend *be, float *dlogits, const float *logprobs,
-                                 const int32_t *labels, int batch, int classes, float scale);
+static inline void hs_log_softmax_nll_backward(const hs_backend *be, float *dlogits, const float *logprobs,
+                                               const int32_t *labels, int batch, int classes, float scale) {
+    be->log_softmax_nll_backward(be, dlogits, logprobs, labels, batch, classes, scale);
+}
+
+
+/* ---- embedding lookup (nn.Embedding, table[V,H], no padding_idx) ------------------------------------ */
+/* y[T,H] = table[ids[t],:] (accumulate = 0) or y[T,H] += table[ids[t],:] (accumulate = 1), so the
+ * word, position and token-type embeddings are summed in place. ids are device int32; an id outside
+ * [0, vocab) never reaches here: ids are checked on the host while the batch is staged. */
+static inline void hs_embedding_forward(const hs_backend *be, float *y, const float *table, const int32_t *ids,
+                                        int tokens, int hidden, int vocab, int accumulate) {
+    be->gather_rows(be, y, table, ids, tokens, hidden, vocab, accumulate);
+}
+/* dtable[V,H] += Σ_{t: ids[t]=v} dy[t,:]  (scatter-add; tokens are added in token order per column) */
+static inline void hs_embedding_backward(const hs_backend *be, float *dtable, const float *dy, const int32_t *ids,
+                                         int tokens, int hidden, int vocab) {
+    be->scatter_add_rows(be, dtable, dy, ids, tokens, hidden, vocab);
+}
+
+/* ---- position embedding (position ids = arange(L) in every sequence) --------------------------------- */
+/* y[B,L,H] += table[0:L, H] */
+static inline void hs_position_embedding_forward(const hs_backend *be, float *y, const float *table, int batch,
+                                                 int seq_len, int hidden) {
+    be->add_bias(be, y, table, batch, seq_len * hidden);
+}
+/* dtable[0:L, H] += Σ_b dy[b,L,H] */
+static inline void hs_position_embedding_backward(const hs_backend *be, float *dtable, const float *dy, int batch,
+                                                  int seq_len, int hidden) {
+    be->bias_grad(be, dtable, dy, batch, seq_len * hidden);
+}
+
+/* ---- LayerNorm (TF style, BertLayerNorm: biased variance, eps inside the sqrt) ----------------------- */
+/* y[R,C] = gamma[C] · (x - mean) · rstd + beta[C],  mean[R] = mean(x), rstd[R] = 1/sqrt(var(x) + eps).
+ * mean and rstd are kept for the backward pass (R floats each). y must not alias x. */
+static inline void hs_layernorm_forward(const hs_backend *be, float *y, float *mean, float *rstd, const float *x,
+                                        const float *gamma, const float *beta, int rows, int cols, float eps) {
+    be->layernorm_forward(be, y, NULL, mean, rstd, x, NULL, gamma, beta, rows, cols, eps);
+}
+/* Residual add fused into the LayerNorm (post-LN BERT: LN(sublayer_out + residual)):
+ * x_sum[R,C] = a + residual (kept: it is the x of hs_layernorm_backward; x_sum may alias a or residual),
+ * then y = LayerNorm(x_sum) as above. y must not alias a, residual or x_sum. */
+static inline void hs_add_layernorm_forward(const hs_backend *be, float *y, float *x_sum, float *mean, float *rstd,
+                                            const float *a, const float *residual, const float *gamma,
+                                            const float *beta, int rows, int cols, float eps) {
+    be->layernorm_forward(be, y, x_sum, mean, rstd, a, residual, gamma, beta, rows, cols, eps);
+}
+/* With x̂ = (x - mean)·rstd and g = dy·gamma:
+ *   dx[R,C] = rstd · (g - mean_C(g) - x̂ · mean_C(g·x̂))   (overwritten; dx may alias dy)
+ *   dgamma[C] += Σ_R dy·x̂,  dbeta[C] += Σ_R dy
+ * x is the LayerNorm input (x_sum of the fused form). For the fused form, dx is the gradient of both
+ * a and residual. */
+static inline void hs_layernorm_backward(const hs_backend *be, float *dx, float *dgamma, float *dbeta, const float *dy,
+                                         const float *x, const float *mean, const float *rstd, const float *gamma,
+                                         int rows, int cols) {
+    be->layernorm_backward(be, dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols);
+}
+
+/* ---- GELU, exact erf form ---------------------------------------------------------------------------- */
+/* gelu(x) = 0.5·x·(1 + erf(x/√2)): NVIDIA's run_pretraining.py trains with torch.nn.functional.gelu
+ * (exact erf, 1/√2 in full precision), not modeling.py's x/1.41421 helper. erf is evaluated by a
+ * vectorisable formula (kernels/math/fast_exp_erf.h) accurate to 2.5e-7 absolute.
+ * y[n] = gelu(x[n]); y must not alias x (the backward needs x). */
+static inline void hs_gelu_forward(const hs_backend *be, float *y, const float *x, size_t count) {
+    be->gelu_forward(be, y, x, count);
+}
+/* Fused bias + GELU (BertIntermediate's LinearActivation): x[R,C] += bias[C] in place (x becomes the
+ * pre-activation the backward needs), y[R,C] = gelu(x). Use after a bias-less GEMM. */
+static inline void hs_bias_gelu_forward(const hs_backend *be, float *y, float *x, const float *bias, int rows,
+                                        int cols) {
+    be->bias_gelu_forward(be, y, x, bias, rows, cols);
+}
+/* dx[n] = dy · gelu'(x),  gelu'(x) = Φ(x) + x·φ(x); x is the pre-activation; dx may alias dy. For the
+ * fused form the bias gradient is then be->bias_grad(be, dbias, dx, rows, cols). */
+static inline void hs_gelu_backward(const hs_backend *be, float *dx, const float *dy, const float *x, size_t count) {
+    be->gelu_backward(be, dx, dy, x, count);
+}
+
+/* ---- tanh (e.g. BERT's pooler) ----------------------------------------------------------------------- */
+/* y[n] = tanh(x[n]); in place allowed */
+static inline void hs_tanh_forward(const hs_backend *be, float *y, const float *x, size_t count) {
+    be->tanh_forward(be, y, x, count);
+}
+/* dx[n] = dy · (1 - y²) from the forward OUTPUT y; in place (dx == dy) allowed */
+static inline void hs_tanh_backward(const hs_backend *be, float *dx, const float *dy, const float *y, size_t count) {
+    be->tanh_backward(be, dx, dy, y, count);
+}
+
+/* ---- gather rows (e.g. BERT's pooler token and masked positions) -------------------------------------- */
+/* y[N,C] = x[row_index[i], :]; row_index is device int32 into x's rows [0, x_rows) (the
+ * caller guarantees it: the model builds the row indices itself from staged, checked positions) */
+static inline void hs_gather_rows_forward(const hs_backend *be, float *y, const float *x, const int32_t *row_index,
+                                          int count, int cols, int x_rows) {
+    be->gather_rows(be, y, x, row_index, count, cols, x_rows, 0);
+}
+/* dx[row_index[i], :] += dy[i, :]  (ACCUMULATES into dx[x_rows,C]; repeated indices add up, in index order) */
+static inline void hs_gather_rows_backward(const hs_backend *be, float *dx, const float *dy, const int32_t *row_index,
+                                           int count, int cols, int x_rows) {
+    be->scatter_add_rows(be, dx, dy, row_index, count, cols, x_rows);
+}
+
+/* ---- self-attention (BertSelfAttention: query/key/value projections → scaled dot-product → context) --- */
+typedef struct hs_attention_dims {
+    int batch, seq_len, hidden, heads; /* head_dim = hidden / heads */
+} hs_attention_dims;
+/* PyTorch nn.Linear layout: *_w[H,H] (out,in), *_b[H]. When query_w, key_w, value_w happen to be
+ * adjacent in memory (key_w == query_w + H·H, value_w == key_w + H·H: the model declared them one after
+ * the other and H·H is a multiple of the table's 16-float alignment) the three projections run as one
+ * [3H,H] GEMM; otherwise as three GEMMs into the same buffer. Results are identical either way up to
+ * GEMM blocking; no layout is required. */
+typedef struct hs_attention_params {
+    const float *query_w, *query_b, *key_w, *key_b, *value_w, *value_b;
+} hs_attention_params;
+typedef struct hs_attention_grads {
+    float *query_w, *query_b, *key_w, *key_b, *value_w, *value_b; /* accumulate (+=) */
+} hs_attention_grads;
+/* What the forward pass keeps for the backward pass (model-owned device buffers, sizes below). */
+typedef struct hs_attention_saved {
+    float *qkv;   /* [B,L,3H]: per token q | k | v, head h at columns h·d..(h+1)·d of each third */
+    float *probs; /* [B,heads,L,L]: softmax probabilities BEFORE attention dropout; with dropout on, a
+                   * dropped one is stored negated (sign bit set), which is how the backward pass knows
+                   * the mask without a mask buffer: use fabsf to read a probability */
+} hs_attention_saved;
+size_t hs_attention_qkv_floats(const hs_attention_dims *d);   /* B·L·3H */
+size_t hs_attention_probs_floats(const hs_attention_dims *d); /* B·heads·L·L */
+
+/* mask_bias[B,L] = (1 - input_mask)·(-10000): BERT's extended attention mask, computed once per batch
+ * and shared by every layer. input_mask is device int32 [B,L] (1 = real token, 0 = padding). */
+void hs_attention_mask_bias(const hs_backend *be, float *mask_bias, const int32_t *input_mask, int batch,
+                            int seq_len);
+
+/* ctx[B,L,H] = merge_heads(dropout(softmax(Q·Kᵀ/√d + mask_bias)) · V),  Q,K,V = x·Wᵀ + b split into heads.
+ * x[B,L,H]; mask_bias[B,L] is broadcast over heads and query positions. The attention-probability
+ * dropout uses drop->p and drop->key (drop->group is ignored): probability (h,i,j) of sample b is kept
+ * iff hs_uniform(key, first_sample + b, (h·L + i)·L + j) >= p and then scaled by 1/(1-p); p = 0 (or
+ * drop == NULL) is no dropout. The output projection (attention.output.dense) is NOT included: it is a
+ * plain hs_linear_forward on ctx done by the model. ctx must not alias x. */
+void hs_attention_forward(const hs_backend *be, const hs_attention_dims *d, const hs_attention_params *w,
+                          const float *mask_bias, const hs_dropout_mask *drop, const float *x,
+                          const hs_attention_saved *saved, float *ctx);
+/* From dctx[B,L,H]: parameter gradients += (g), and dx[B,L,H] = ∂L/∂x (accumulate_dx = 0) or
+ * dx += ∂L/∂x (accumulate_dx = 1: adds onto the residual-path gradient already in dx). x and saved are
+ * the forward's; the same drop (key, first_sample, p) must be passed. dx may be NULL (no input
+ * gradient). ws grows to hold dqkv[B,L,3H]. */
+void hs_attention_backward(const hs_backend *be, const hs_attention_dims *d, const hs_attention_params *w,
+                           const hs_attention_grads *g, const hs_dropout_mask *drop, const float *x,
+                           const hs_attention_saved *saved, const float *dctx, float *dx, int accumulate_dx,
+                           hs_workspace *ws);
+
+/* ---- softmax cross-entropy (nn.CrossEntropyLoss(ignore_index=-1), reduction chosen by the caller) ------ */
+/* probs[R,C] = softmax(logits) (probs may alias logits: computed in place). For each row with a label
+ * >= 0: stats[0] += -log softmax[label] (NLL, from a double log-sum-exp), stats[1] += 1 (counted rows),
+ * stats[2] += 1 if argmax == label (first maximum on ties, as torch.argmax). Rows with label < 0 are
+ * ignored. Rows are summed in row order (deterministic). stats is a device float64 [3] (a region of a
+ * device stats buffer). labels are device int32, each < C (checked on the host when staged). */
+static inline void hs_softmax_xent_forward(const hs_backend *be, float *probs, const float *logits,
+                                           const int32_t *labels, int rows, int classes, double *stats) {
+    be->softmax_xent_forward(be, probs, logits, labels, rows, classes, stats);
+}
+/* dlogits[R,C] = scale · (probs - onehot(label)), 0 for ignored rows: the gradient of scale · Σ NLL
+ * (scale = 1/count for the mean). dlogits may alias probs. */
+static inline void hs_softmax_xent_backward(const hs_backend *be, float *dlogits, const float *probs,
+                                            const int32_t *labels, int rows, int classes, float scale) {
+    be->softmax_xent_backward(be, dlogits, probs, labels, rows, classes, scale);
+}
 
 #endif

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "data/idx.h"
+#include "prep/idx.h"
 #include "data/mnist.h"
 #include "prep/prep.h"
 #include "prep/prep_args.h"

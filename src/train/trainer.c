@@ -20,6 +20,7 @@
 #include "optim/optimizer.h"
 #include "train/checkpoint.h"
 #include "train/meters.h"
+#include "train/train_config.h"
 #include "train/trainer.h"
 #include "util/check.h"
 #include "util/fault.h"
@@ -29,6 +30,7 @@
 
 typedef struct trainer {
     const hs_config *cfg;
+    hs_train_config tc; /* the settings of cfg the trainer uses */
     const hs_comm *comm;
     const hs_backend *be;
     hs_task *task;
@@ -39,13 +41,6 @@ typedef struct trainer {
     hs_meters meters;
     hs_train_state st;
     char *config_text;
-    const char *save_dir;
-    int no_save, keep_last, max_per_request, max_sentences, log_interval;
-    int64_t max_epoch, max_update, save_interval, save_interval_updates, validate_interval,
-        validate_interval_updates;
-    double clip_norm;
-    const char *valid_subset;
-    int64_t check_replicas_every;
     /* The device stats buffer (float64): the task's statistics in hs_stats' layout, then the gradient's
      * global sum of squares and each tensor's (layout below). Ops add into it; train_update downloads
      * its head once per update. */
@@ -53,12 +48,6 @@ typedef struct trainer {
     int stop_signal;          /* agreed over all ranks: the signal that stops the run, or 0 */
     int64_t last_saved_update; /* num_updates of the newest checkpoint written (-1 = none) */
 } trainer;
-
-static int update_freq_for_epoch(const hs_config *cfg, int64_t epoch) {
-    int n = hs_cfg_list_len(cfg, "training.update_freq");
-    int i = (int)(epoch - 1 < n - 1 ? epoch - 1 : n - 1);
-    return (int)hs_cfg_int_elem(cfg, "training.update_freq", i);
-}
 
 static void make_dir(const char *dir) {
     char path[4096];
@@ -80,31 +69,25 @@ static void make_dir(const char *dir) {
  * is written once; checkpoint_last.h5 becomes a hard link to it (no second write stalls the peers). */
 static void save(trainer *t, const char *name, int64_t epoch) {
     t->last_saved_update = t->st.num_updates;
-    if (t->no_save || t->comm->rank != 0) return;
+    if (t->tc.no_save || t->comm->rank != 0) return;
     hs_stall_phase(HS_PHASE_CHECKPOINT, t->st.num_updates, 0);
     double t0 = hs_now();
-    hs_checkpoint_save(t->save_dir, name, &t->task->params, t->opt, &t->st, t->config_text);
-    hs_checkpoint_link(t->save_dir, name, "checkpoint_last.h5");
-    hs_checkpoint_prune(t->save_dir, t->keep_last);
-    hs_log("| saved checkpoint %s/%s (epoch %lld @ %lld updates) (writing took %.3f seconds)", t->save_dir, name,
+    hs_checkpoint_save(t->tc.save_dir, name, &t->task->params, t->opt, &t->st, t->config_text);
+    hs_checkpoint_link(t->tc.save_dir, name, "checkpoint_last.h5");
+    hs_checkpoint_prune(t->tc.save_dir, t->tc.keep_last);
+    hs_log("| saved checkpoint %s/%s (epoch %lld @ %lld updates) (writing took %.3f seconds)", t->tc.save_dir, name,
            (long long)epoch, (long long)t->st.num_updates, hs_now() - t0);
 }
 
 /* checkpoint_last.h5 only (end of an epoch without a numbered save). */
 static void save_last(trainer *t) {
     t->last_saved_update = t->st.num_updates;
-    if (t->no_save || t->comm->rank != 0) return;
+    if (t->tc.no_save || t->comm->rank != 0) return;
     hs_stall_phase(HS_PHASE_CHECKPOINT, t->st.num_updates, 0);
-    hs_checkpoint_save(t->save_dir, "checkpoint_last.h5", &t->task->params, t->opt, &t->st, t->config_text);
+    hs_checkpoint_save(t->tc.save_dir, "checkpoint_last.h5", &t->task->params, t->opt, &t->st, t->config_text);
 }
 
 /* ---- resume checks ------------------------------------------------------------------------------- */
-
-/* update_freq of epoch e (1-based) in a config: the list's last value repeats. */
-static int64_t uf_of(const hs_config *c, int64_t e) {
-    int n = hs_cfg_list_len(c, "training.update_freq");
-    return hs_cfg_int_elem(c, "training.update_freq", (int)(e - 1 < n - 1 ? e - 1 : n - 1));
-}
 
 /* Rank 0: compare the settings that decide the data order and the meaning of the saved position with
  * the checkpoint's own configuration (its /config text) and world size. A change that would silently
@@ -113,53 +96,52 @@ static int64_t uf_of(const hs_config *c, int64_t e) {
  * is allowed. Returns 1 if the data position must restart at the start of the saved epoch. */
 static int check_resume(trainer *t, const char *path, const hs_train_state *saved, const char *saved_text,
                         int64_t n_train) {
-    int reset_data = hs_cfg_bool(t->cfg, "checkpoint.reset_dataloader");
+    const int reset_data = t->tc.reset_dataloader;
     if (!saved_text || !*saved_text) return 0; /* a checkpoint without its config: nothing to compare */
-    hs_config *old = hs_config_load_string(saved_text, path, 0, NULL);
-    const hs_config *now = t->cfg;
+    hs_config *old_cfg = hs_config_load_string(saved_text, path, 0, NULL);
+    hs_train_config old_tc;
+    hs_train_config_read(old_cfg, &old_tc);
+    const hs_train_config *old = &old_tc, *now = &t->tc;
     char why[1024] = "";
-    const char *task_old = hs_cfg_string(old, "task"), *task_now = hs_cfg_string(now, "task");
-    if (strcmp(task_old, task_now) != 0)
+    if (strcmp(old->task, now->task) != 0)
         hs_die("%s was written by a \"%s\" run but this run's task is \"%s\": use another checkpoint.save_dir", path,
-               task_old, task_now);
-    if (hs_cfg_int(old, "seed") != hs_cfg_int(now, "seed"))
-        snprintf(why, sizeof why, "seed changed from %lld to %lld (it decides the shuffle)",
-                 (long long)hs_cfg_int(old, "seed"), (long long)hs_cfg_int(now, "seed"));
-    else if (hs_cfg_int(old, "training.max_sentences") != hs_cfg_int(now, "training.max_sentences"))
+               old->task, now->task);
+    if (old->seed != now->seed)
+        snprintf(why, sizeof why, "seed changed from %lld to %lld (it decides the shuffle)", (long long)old->seed,
+                 (long long)now->seed);
+    else if (old->max_sentences != now->max_sentences)
         snprintf(why, sizeof why, "training.max_sentences changed from %lld to %lld (it decides the batches)",
-                 (long long)hs_cfg_int(old, "training.max_sentences"),
-                 (long long)hs_cfg_int(now, "training.max_sentences"));
+                 (long long)old->max_sentences, (long long)now->max_sentences);
     else if (saved->train_samples > 0 && saved->train_samples != n_train)
         snprintf(why, sizeof why, "the training data changed from %lld to %lld samples (data.path = \"%s\", was \"%s\")",
-                 (long long)saved->train_samples, (long long)n_train, hs_cfg_string(now, "data.path"),
-                 hs_cfg_string(old, "data.path"));
+                 (long long)saved->train_samples, (long long)n_train, now->data_path, old->data_path);
     else if (saved->world_size > 0) {
         for (int64_t e = saved->epoch; e < saved->epoch + 64 && !why[0]; e++) {
-            int64_t before = saved->world_size * uf_of(old, e), after = t->comm->size * uf_of(now, e);
+            int64_t before = saved->world_size * hs_train_config_update_freq(old, e), after = t->comm->size * hs_train_config_update_freq(now, e);
             if (before != after)
                 snprintf(why, sizeof why,
                          "the global batch of epoch %lld changed: the checkpoint ran %lld rank(s) x update_freq %lld "
                          "= %lld micro-batches per update, this run %d rank(s) x update_freq %lld = %lld (keep ranks x "
                          "training.update_freq the same to resume exactly)",
-                         (long long)e, (long long)saved->world_size, (long long)uf_of(old, e), (long long)before,
-                         t->comm->size, (long long)uf_of(now, e), (long long)after);
+                         (long long)e, (long long)saved->world_size, (long long)hs_train_config_update_freq(old, e), (long long)before,
+                         t->comm->size, (long long)hs_train_config_update_freq(now, e), (long long)after);
         }
         if (!why[0] && saved->world_size != t->comm->size)
             hs_log("| resuming on %d rank(s) x update_freq %lld where the checkpoint ran %lld rank(s) x update_freq %lld: "
                    "the same global batch, so the data order continues exactly",
-                   t->comm->size, (long long)uf_of(now, saved->epoch), (long long)saved->world_size,
-                   (long long)uf_of(old, saved->epoch));
+                   t->comm->size, (long long)hs_train_config_update_freq(now, saved->epoch), (long long)saved->world_size,
+                   (long long)hs_train_config_update_freq(old, saved->epoch));
     }
-    if (!why[0] && !hs_cfg_bool(now, "checkpoint.reset_lr_scheduler")) {
+    if (!why[0] && !now->reset_lr_scheduler) {
         const char *keys[] = {"optimizer.lr", "lr_scheduler.warmup_proportion", "lr_scheduler.end_learning_rate",
                               "lr_scheduler.power"};
         for (int i = 0; i < 4; i++)
-            if (hs_cfg_float(old, keys[i]) != hs_cfg_float(now, keys[i]))
+            if (hs_cfg_float(old_cfg, keys[i]) != hs_cfg_float(t->cfg, keys[i]))
                 hs_log("| note: %s is %g in this run but %g in %s: the resumed run continues the saved learning rate; "
                        "set checkpoint.reset_lr_scheduler = true to apply this run's schedule", keys[i],
-                       hs_cfg_float(now, keys[i]), hs_cfg_float(old, keys[i]), path);
+                       hs_cfg_float(t->cfg, keys[i]), hs_cfg_float(old_cfg, keys[i]), path);
     }
-    hs_config_free(old);
+    hs_config_free(old_cfg);
     if (!why[0]) return 0;
     if (!reset_data)
         hs_die("cannot resume from %s: %s. Resuming would silently change which samples come next. Either use another "
@@ -173,14 +155,13 @@ static int check_resume(trainer *t, const char *path, const hs_train_state *save
 /* Rank 0 reads; everything is broadcast, so a node-local save_dir works too. Returns 1 if resumed. */
 static int restore(trainer *t, int64_t n_train) {
     char last[4096];
-    snprintf(last, sizeof last, "%s/checkpoint_last.h5", t->save_dir);
-    const char *init = hs_cfg_string(t->cfg, "checkpoint.init_checkpoint");
-    if (t->comm->rank == 0 && !t->no_save) hs_checkpoint_remove_stale(t->save_dir);
+    snprintf(last, sizeof last, "%s/checkpoint_last.h5", t->tc.save_dir);
+    const char *init = t->tc.init_checkpoint;
+    if (t->comm->rank == 0 && !t->tc.no_save) hs_checkpoint_remove_stale(t->tc.save_dir);
     int resume = t->comm->rank == 0 && hs_file_exists(last);
     hs_comm_bcast_bytes(t->comm, &resume, sizeof resume, 0);
     hs_params *p = &t->task->params;
-    int reset_opt = hs_cfg_bool(t->cfg, "checkpoint.reset_optimizer");
-    int reset_sched = hs_cfg_bool(t->cfg, "checkpoint.reset_lr_scheduler");
+    const int reset_opt = t->tc.reset_optimizer, reset_sched = t->tc.reset_lr_scheduler;
     if (resume) {
         if (t->comm->rank == 0) {
             /* Compare the settings first: a checkpoint of another task or data order is refused with the
@@ -213,7 +194,7 @@ static int restore(trainer *t, int64_t n_train) {
          * the optimizer's moments unless reset_optimizer; its step count and the update counter restart
          * with reset_step (bias correction starts again at t = 1). The data position and the schedule are
          * this run's own. */
-        int reset_step = hs_cfg_bool(t->cfg, "checkpoint.reset_step");
+        const int reset_step = t->tc.reset_step;
         hs_train_state from;
         memset(&from, 0, sizeof from);
         int with_opt = 0, with_state = 0;
@@ -326,10 +307,10 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
                "with a NaN or Inf is %s. Lower optimizer.lr or set optimizer.clip_norm; the last checkpoint in %s "
                "is intact (nothing of this update was saved)",
                (long long)update, hs_meters_loss(&t->meters, &stats), gnorm,
-               bad ? bad : "(none: the loss itself overflowed)", t->save_dir);
+               bad ? bad : "(none: the loss itself overflowed)", t->tc.save_dir);
     }
     /* LAMB clips inside its step (before the moments, as apex FusedLAMB); the others clip here. */
-    if (!hs_optimizer_clips_internally(t->opt)) hs_clip_grad_scale(p, gnorm, t->clip_norm);
+    if (!hs_optimizer_clips_internally(t->opt)) hs_clip_grad_scale(p, gnorm, t->tc.clip_norm);
     hs_optimizer_step_with_grad_norm(t->opt, t->st.lr, gnorm);
     if (hs_fault_fires(HS_FAULT_CORRUPT, update)) {
         float v;
@@ -343,7 +324,7 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
     t->st.num_updates++;
     t->st.lr = hs_lr_step_update(&t->sched, t->st.num_updates);
     t->st.lr_base = t->sched.base_lr;
-    hs_meters_update(&t->meters, &t->st, &stats, gnorm, t->clip_norm > 0 && gnorm > t->clip_norm, hs_now() - t0);
+    hs_meters_update(&t->meters, &t->st, &stats, gnorm, t->tc.clip_norm > 0 && gnorm > t->tc.clip_norm, hs_now() - t0);
     /* Signals are process-local: the sum over ranks says whether any rank got one. -1: another rank's. */
     if (sync[SYNC_STOP] <= 0) return 0;
     return hs_stop_signal() ? hs_stop_signal() : -1;
@@ -383,7 +364,7 @@ static void check_replicas(trainer *t) {
                         "corruption (memory, a GPU, the network) or a non-deterministic operation; the run stops so "
                         "that no corrupted checkpoint is written. Resume from the last checkpoint (%s); if it "
                         "recurs on the same node, report the node",
-                        (long long)t->st.num_updates, p->tensors[i].name, t->save_dir);
+                        (long long)t->st.num_updates, p->tensors[i].name, t->tc.save_dir);
     free(lo);
     free(hi);
 }
@@ -392,8 +373,8 @@ static void validate(trainer *t) {
     double t0 = hs_now();
     hs_stats global;
     hs_stall_phase(HS_PHASE_VALIDATION, t->st.num_updates, 1);
-    hs_evaluate_split(t->task, t->pf, t->comm, HS_SPLIT_VALID, t->max_sentences, t->max_per_request, &global);
-    hs_meters_log_valid(&t->meters, &t->st, t->valid_subset, &global, hs_now() - t0);
+    hs_evaluate_split(t->task, t->pf, t->comm, HS_SPLIT_VALID, t->tc.max_sentences, t->tc.max_update_freq, &global);
+    hs_meters_log_valid(&t->meters, &t->st, t->tc.valid_subset, &global, hs_now() - t0);
 }
 
 static void save_mid_epoch(trainer *t) {
@@ -405,7 +386,7 @@ static void save_mid_epoch(trainer *t) {
 /* Runs (the rest of) epoch st.epoch. Returns 1 if the epoch ended, 0 if max_update or a stop signal
  * stopped it (a checkpoint of the position is written then). */
 static int train_epoch(trainer *t) {
-    int uf = update_freq_for_epoch(t->cfg, t->st.epoch);
+    const int uf = (int)hs_train_config_update_freq(&t->tc, t->st.epoch);
     int64_t shard_len = hs_sampler_shard_len(&t->sampler);
     int64_t n_updates = hs_sampler_updates_per_epoch(&t->sampler, uf);
     hs_range *shard;
@@ -426,10 +407,10 @@ static int train_epoch(trainer *t) {
     int stopped = 0;
     while (u < n_updates) {
         int64_t next_num = t->st.num_updates + 1;
-        int stop_after = t->max_update > 0 && next_num >= t->max_update;
-        int validate_after = t->validate_interval_updates > 0 && next_num % t->validate_interval_updates == 0 &&
+        int stop_after = t->tc.max_update > 0 && next_num >= t->tc.max_update;
+        int validate_after = t->tc.validate_interval_updates > 0 && next_num % t->tc.validate_interval_updates == 0 &&
                              u + 1 < n_updates;
-        int save_after = t->save_interval_updates > 0 && next_num % t->save_interval_updates == 0 &&
+        int save_after = t->tc.save_interval_updates > 0 && next_num % t->tc.save_interval_updates == 0 &&
                          u + 1 < n_updates;
         hs_stall_phase(HS_PHASE_INPUT, next_num, 1);
         hs_prefetch_slot *slot = hs_prefetch_wait(t->pf);
@@ -444,9 +425,9 @@ static int train_epoch(trainer *t) {
         u++;
         t->st.updates_in_epoch = u;
         /* HetSeq prints a 0-based index and never the first update; hetseq counts updates done. */
-        if (u % t->log_interval == 0 || u == n_updates)
+        if (u % t->tc.log_interval == 0 || u == n_updates)
             hs_meters_log_train(&t->meters, &t->st, u, n_updates, t->st.lr, t->comm->size);
-        if (t->check_replicas_every > 0 && t->st.num_updates % t->check_replicas_every == 0) check_replicas(t);
+        if (t->tc.check_replicas_every > 0 && t->st.num_updates % t->tc.check_replicas_every == 0) check_replicas(t);
         if (validate_after && !t->stop_signal) validate(t);
         if (save_after) save_mid_epoch(t);
         if (stop_after || (t->stop_signal && u < n_updates)) {
@@ -470,14 +451,14 @@ static int train_epoch(trainer *t) {
 
 static void end_epoch(trainer *t) {
     int64_t epoch = t->st.epoch;
-    if (t->validate_interval > 0 && epoch % t->validate_interval == 0 && !t->stop_signal) validate(t);
+    if (t->tc.validate_interval > 0 && epoch % t->tc.validate_interval == 0 && !t->stop_signal) validate(t);
     t->st.lr = hs_lr_step_epoch(&t->sched, (int)epoch, t->st.num_updates);
     t->st.lr_base = t->sched.base_lr;
     /* The saved position is where a resumed run starts: the next epoch, no updates into it. */
     t->st.epoch = epoch + 1;
     t->st.updates_in_epoch = 0;
     t->st.end_of_epoch = 1;
-    if (t->save_interval > 0 && epoch % t->save_interval == 0) {
+    if (t->tc.save_interval > 0 && epoch % t->tc.save_interval == 0) {
         char name[256];
         snprintf(name, sizeof name, "checkpoint%lld.h5", (long long)epoch);
         save(t, name, epoch);
@@ -499,50 +480,25 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
     t.last_saved_update = -1;
     double start = hs_now();
     hs_fault_init(comm->rank);
-    hs_stall_start(comm, hs_cfg_float(cfg, "distributed.stall_timeout"));
+    hs_train_config_load(cfg, &t.tc);
+    hs_stall_start(comm, t.tc.stall_timeout);
     hs_setup_threads(comm);
     t.config_text = hs_config_to_string(cfg);
     hs_log("%s", t.config_text);
 
-    t.save_dir = hs_cfg_string(cfg, "checkpoint.save_dir");
-    t.no_save = hs_cfg_bool(cfg, "checkpoint.no_save");
-    t.keep_last = (int)hs_cfg_int(cfg, "checkpoint.keep_last");
-    t.save_interval = hs_cfg_int(cfg, "checkpoint.save_interval");
-    t.save_interval_updates = hs_cfg_int(cfg, "checkpoint.save_interval_updates");
-    t.max_epoch = hs_cfg_int(cfg, "training.max_epoch");
-    t.max_update = hs_cfg_int(cfg, "training.max_update");
-    t.max_sentences = (int)hs_cfg_int(cfg, "training.max_sentences");
-    t.validate_interval = hs_cfg_bool(cfg, "training.disable_validation") ? 0 : hs_cfg_int(cfg, "training.validate_interval");
-    t.validate_interval_updates =
-        hs_cfg_bool(cfg, "training.disable_validation") ? 0 : hs_cfg_int(cfg, "training.validate_interval_updates");
-    t.log_interval = (int)hs_cfg_int(cfg, "log.interval");
-    t.check_replicas_every = hs_cfg_int(cfg, "distributed.check_replicas_every");
-    const char *precision = hs_cfg_string(cfg, "precision");
-    if (strcmp(precision, "fp32") != 0)
-        hs_die_all("precision = \"%s\": this release trains in fp32 only (bf16/fp16 mixed precision arrives with the "
-                   "CUDA backend); set precision = \"fp32\"",
-                   precision);
-    t.clip_norm = hs_cfg_float(cfg, "optimizer.clip_norm");
-    t.valid_subset = hs_cfg_string(cfg, "data.valid_subset");
-    if (t.max_epoch == 0 && t.max_update == 0)
-        hs_die_all("training.max_epoch and training.max_update are both 0 (unlimited): set at least one");
-    for (int i = 0; i < hs_cfg_list_len(cfg, "training.update_freq"); i++) {
-        int uf = (int)hs_cfg_int_elem(cfg, "training.update_freq", i);
-        if (uf > t.max_per_request) t.max_per_request = uf;
-    }
     char metrics_path[4096] = "";
-    const char *metrics = hs_cfg_string(cfg, "log.metrics_file");
+    const char *metrics = t.tc.metrics_file;
     if (*metrics) {
         if (metrics[0] == '/') snprintf(metrics_path, sizeof metrics_path, "%s", metrics);
-        else snprintf(metrics_path, sizeof metrics_path, "%s/%s", t.save_dir, metrics);
+        else snprintf(metrics_path, sizeof metrics_path, "%s/%s", t.tc.save_dir, metrics);
     }
     /* The save directory holds the metrics file too, so it exists even with checkpoint.no_save. */
-    if (comm->rank == 0 && (!t.no_save || (*metrics && metrics[0] != '/'))) make_dir(t.save_dir);
+    if (comm->rank == 0 && (!t.tc.no_save || (*metrics && metrics[0] != '/'))) make_dir(t.tc.save_dir);
     hs_comm_barrier(comm);
 
-    t.be = hs_backend_select(hs_cfg_string(cfg, "device"), comm->local_rank);
+    t.be = hs_backend_select(t.tc.device, comm->local_rank);
     t.task = hs_task_create(cfg, comm, t.be);
-    t.st.seed = (uint64_t)hs_cfg_int(cfg, "seed");
+    t.st.seed = t.tc.seed;
     t.task->init_params(t.task, t.st.seed);
     t.opt = hs_optimizer_create(cfg, &t.task->params);
     t.stats_dev = t.be->alloc(t.be, ((size_t)DEV_TENSOR_SUMSQ + (size_t)t.task->params.count) * sizeof(double));
@@ -556,11 +512,11 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
     t.st.world_size = comm->size;
     t.st.train_samples = n_train;
 
-    hs_sampler_init(&t.sampler, n_train, t.max_sentences, comm->size, comm->rank, (uint32_t)t.st.seed, 1);
-    if (t.validate_interval > 0 || t.validate_interval_updates > 0) {
+    hs_sampler_init(&t.sampler, n_train, t.tc.max_sentences, comm->size, comm->rank, (uint32_t)t.st.seed, 1);
+    if (t.tc.validate_interval > 0 || t.tc.validate_interval_updates > 0) {
         /* Check the validation split's sharding now, not after the first epoch. */
         hs_sampler valid;
-        hs_sampler_init(&valid, t.task->num_samples(t.task, HS_SPLIT_VALID), t.max_sentences, comm->size, comm->rank,
+        hs_sampler_init(&valid, t.task->num_samples(t.task, HS_SPLIT_VALID), t.tc.max_sentences, comm->size, comm->rank,
                         0, 0);
     }
     hs_log("| task %s, %lld training samples, %lld validation samples", t.task->name, (long long)n_train,
@@ -568,16 +524,16 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
     hs_log("| num. model params: %zu (num. trained: %zu)", hs_params_numel(&t.task->params),
            hs_params_numel(&t.task->params));
     hs_log("| training on %d rank(s) (%s backend), max sentences per rank = %d, optimizer %s, %lld updates per epoch",
-           comm->size, t.be->name, t.max_sentences, t.opt->name,
-           (long long)hs_sampler_updates_per_epoch(&t.sampler, update_freq_for_epoch(cfg, t.st.epoch)));
+           comm->size, t.be->name, t.tc.max_sentences, t.opt->name,
+           (long long)hs_sampler_updates_per_epoch(&t.sampler, (int)hs_train_config_update_freq(&t.tc, t.st.epoch)));
 
     hs_meters_init(&t.meters, t.task, metrics_path, resumed);
-    t.meters.format = hs_cfg_string(cfg, "log.format");
-    t.pf = hs_prefetch_start(t.task, t.be, t.max_sentences, t.max_per_request);
+    t.meters.format = t.tc.log_format;
+    t.pf = hs_prefetch_start(t.task, t.be, t.tc.max_sentences, t.tc.max_update_freq);
     /* From here on a stop signal ends the run at the next update boundary with a checkpoint. */
     hs_stop_signals_install();
 
-    while ((t.max_epoch == 0 || t.st.epoch <= t.max_epoch) && (t.max_update == 0 || t.st.num_updates < t.max_update) &&
+    while ((t.tc.max_epoch == 0 || t.st.epoch <= t.tc.max_epoch) && (t.tc.max_update == 0 || t.st.num_updates < t.tc.max_update) &&
            !t.stop_signal) {
         if (train_epoch(&t)) end_epoch(&t);
     }
@@ -587,17 +543,17 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
     hs_stall_phase(HS_PHASE_DONE, t.st.num_updates, 0);
     hs_stall_stop();
     int status = 0;
-    int finished = (t.max_epoch > 0 && t.st.epoch > t.max_epoch) || (t.max_update > 0 && t.st.num_updates >= t.max_update);
+    int finished = (t.tc.max_epoch > 0 && t.st.epoch > t.tc.max_epoch) || (t.tc.max_update > 0 && t.st.num_updates >= t.tc.max_update);
     if (t.stop_signal && !finished) {
         hs_log("| stopped by %s after update %lld%s; run the same command again to resume exactly (exit status %d)",
                signal_name(t.stop_signal), (long long)t.st.num_updates,
-               t.no_save ? " (checkpoint.no_save: nothing saved)" : ", checkpoint written", HS_EXIT_STOPPED);
+               t.tc.no_save ? " (checkpoint.no_save: nothing saved)" : ", checkpoint written", HS_EXIT_STOPPED);
         status = HS_EXIT_STOPPED;
     } else {
         hs_log("| done training in %.1f seconds (%lld updates; waited %.2f s for input)", hs_now() - start,
                (long long)t.st.num_updates, stalls);
     }
-    if (!t.no_save) hs_log("| checkpoints in %s/, metrics in %s", t.save_dir, *metrics_path ? metrics_path : "(off)");
+    if (!t.tc.no_save) hs_log("| checkpoints in %s/, metrics in %s", t.tc.save_dir, *metrics_path ? metrics_path : "(off)");
     hs_meters_close(&t.meters);
     hs_optimizer_free(t.opt);
     t.be->free(t.be, t.stats_dev);

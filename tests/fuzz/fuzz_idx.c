@@ -1,4 +1,4 @@
-/* Fuzz target: the IDX reader (src/data/idx.c), plain and gzipped.
+/* Fuzz target: the IDX reader (src/prep/idx.c), plain and gzipped.
  *
  * Input: a mode byte, then the file(s). Mode % 3: 0 an image file, 1 a label file, 2 a pair (a
  * 2-byte big-endian length of the image file, the image file, then the label file) checked as an
@@ -6,7 +6,7 @@
  * correct; a file that reads must describe itself consistently. */
 #include <string.h>
 
-#include "data/idx.h"
+#include "prep/idx.h"
 #include "fuzz_common.h"
 
 static int read_one(const uint8_t *data, size_t size, uint32_t magic, hs_idx *x) {

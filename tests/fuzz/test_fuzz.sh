@@ -1,6 +1,6 @@
 #!/bin/sh
 # Fuzzing the parsers of user input with libFuzzer (clang -fsanitize=fuzzer,address,undefined): the
-# experiment file and -o overrides (src/config.c), IDX files (src/data/idx.c), the WordPiece tokenizer
+# experiment file and -o overrides (src/config.c), IDX files (src/prep/idx.c), the WordPiece tokenizer
 # and vocabulary loader (src/prep/wordpiece.c) and the text corpus reader (src/prep/corpus.c).
 #
 # Builds the targets with clang (HS_FUZZ_CC, else clang-14, else clang; skips if none can build a
@@ -31,7 +31,7 @@ printf '#include <stddef.h>\n#include <stdint.h>\nint LLVMFuzzerTestOneInput(con
 "$CC" $SAN probe.c -o probe > probe.log 2>&1 ||
   skip "$CC cannot build a libFuzzer target (is libclang-rt-14-dev installed?): $(head -3 probe.log)"
 
-# mpi.h: src/data/idx.c includes data/mnist.h, which includes it (nothing of MPI is linked)
+# mpi.h: src/prep/idx.c includes data/mnist.h, which includes it (nothing of MPI is linked)
 MPI_INC=$(${HS_FUZZ_MPICC:-mpicc} --showme:compile 2>/dev/null) ||
   MPI_INC=$(${HS_FUZZ_MPICC:-mpicc} -show 2>/dev/null | tr ' ' '\n' | grep '^-I' | tr '\n' ' ') || MPI_INC=
 CFLAGS="-std=c11 -g -O1 -fno-omit-frame-pointer -Wall -Wextra -Werror -D_GNU_SOURCE $SAN"
@@ -40,7 +40,7 @@ CPPFLAGS="-I$SRC/src -I$FUZZ -I$top_builddir ${HS_FUZZ_CPPFLAGS:-} $MPI_INC -DHS
 sources() { # the library sources each target links (besides the stub)
   case $1 in
     config) echo "src/config.c src/config_schema.c" ;;
-    idx) echo "src/data/idx.c" ;;
+    idx) echo "src/prep/idx.c" ;;
     wordpiece) echo "src/prep/wordpiece.c" ;;
     corpus) echo "src/prep/corpus.c src/prep/wordpiece.c" ;;
   esac

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "data/idx.h"
+#include "prep/idx.h"
 
 static char g_dir[256];
 

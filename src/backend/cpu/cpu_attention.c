@@ -85,8 +85,9 @@ static HS_SIMD_CLONES void softmax_dropout_backward_row(float *dp, const float *
     }
 }
 
-void hs_cpu_attention_forward(const hs_backend *be, float *ctx, float *probs, const float *qkv, const float *mask_bias, int batch,
-                              int seq_len, int heads, int head_dim, float p, uint64_t key, int64_t first_sample) {
+void hs_cpu_attention_forward(const hs_backend *be, float *ctx, float *probs, const float *qkv, const float *mask_bias,
+                              int batch, int seq_len, int heads, int head_dim, float p, uint64_t key,
+                              int64_t first_sample) {
     (void)be;
     const int L = seq_len, d = head_dim, H = heads * head_dim, ld = 3 * H;
     const float score_scale = 1.0f / sqrtf((float)d);
@@ -123,8 +124,9 @@ void hs_cpu_attention_forward(const hs_backend *be, float *ctx, float *probs, co
 /* Per unit, with P' = keep·P/(1-p):
  *   dP' = dC·Vᵀ;  dV = P'ᵀ·dC;  dP = keep·dP'/(1-p);  dS = P ⊙ (dP - rowsum(P ⊙ dP));
  *   dQ = dS·K/√d;  dK = dSᵀ·Q/√d. */
-void hs_cpu_attention_backward(const hs_backend *be, float *dqkv, const float *dctx, const float *qkv, const float *probs, int batch,
-                               int seq_len, int heads, int head_dim, float p, uint64_t key, int64_t first_sample) {
+void hs_cpu_attention_backward(const hs_backend *be, float *dqkv, const float *dctx, const float *qkv,
+                               const float *probs, int batch, int seq_len, int heads, int head_dim, float p,
+                               uint64_t key, int64_t first_sample) {
     (void)be;
     (void)key;
     (void)first_sample; /* the dropout decisions are read back from the sign bits of probs */
@@ -165,4 +167,12 @@ void hs_cpu_attention_backward(const hs_backend *be, float *dqkv, const float *d
         free(dp);
         free(pd);
     }
+}
+
+/* ---- additive attention mask ---------------------------------------------------------------------------- */
+
+/* bias[n] = (1 - mask[n])·(-10000) */
+void hs_cpu_attention_mask_bias(const hs_backend *be, float *bias, const int32_t *mask, size_t n) {
+    (void)be;
+    for (size_t i = 0; i < n; i++) bias[i] = hs_attention_mask_bias_of(mask[i]);
 }

@@ -128,8 +128,8 @@ static void col2im(float *dx, const float *dcol, const hs_conv2d_shape *s) {
 }
 
 /* y[n,c_out,oh,ow] = conv(x[n,c_in,h,w], w[c_out,c_in,kh,kw]) + b[c_out] */
-void hs_cpu_conv2d_forward(const hs_backend *be, const hs_conv2d_shape *s, float *y, const float *x, const float *w, const float *b,
-                           void *workspace) {
+void hs_cpu_conv2d_forward(const hs_backend *be, const hs_conv2d_shape *s, float *y, const float *x, const float *w,
+                           const float *b, void *workspace) {
     (void)be;
     if (hs_cpu_winograd_applies(s)) {
         hs_cpu_winograd_forward(s, y, x, w, b, workspace);
@@ -156,8 +156,8 @@ void hs_cpu_conv2d_forward(const hs_backend *be, const hs_conv2d_shape *s, float
 }
 
 /* dw[c_out,c_in,kh,kw] += Σ dy·colᵀ, db[c_out] += Σ dy, dx[n,c_in,h,w] = col2im(Wᵀ·dy) (dx may be NULL) */
-void hs_cpu_conv2d_backward(const hs_backend *be, const hs_conv2d_shape *s, float *dx, float *dw, float *db, const float *dy,
-                            const float *x, const float *w, void *workspace) {
+void hs_cpu_conv2d_backward(const hs_backend *be, const hs_conv2d_shape *s, float *dx, float *dw, float *db,
+                            const float *dy, const float *x, const float *w, void *workspace) {
     (void)be;
     if (hs_cpu_winograd_applies(s)) {
         hs_cpu_winograd_backward(s, dx, dw, db, dy, x, w, workspace);
@@ -212,7 +212,8 @@ static inline int window_wins(float v, float best) { return v > best || (v != v 
 
 /* y[n,c,h/k,w/k] = max over each k×k window of x[n,c,h,w]; argmax = flat index in the h*w plane of the
  * winner. The common k = 2 has its own loop (no inner window loops, one pass over two input rows). */
-void hs_cpu_maxpool2d_forward(const hs_backend *be, float *y, int32_t *argmax, const float *x, int n, int c, int h, int w, int k) {
+void hs_cpu_maxpool2d_forward(const hs_backend *be, float *y, int32_t *argmax, const float *x, int n, int c, int h,
+                              int w, int k) {
     (void)be;
     const int oh = h / k, ow = w / k;
     const int64_t planes = (int64_t)n * c;
@@ -258,8 +259,8 @@ void hs_cpu_maxpool2d_forward(const hs_backend *be, float *y, int32_t *argmax, c
 }
 
 /* dx[n,c,h,w] = dy routed back to each window's winner, 0 elsewhere (windows do not overlap). */
-void hs_cpu_maxpool2d_backward(const hs_backend *be, float *dx, const float *dy, const int32_t *argmax, int n, int c, int h, int w,
-                               int k) {
+void hs_cpu_maxpool2d_backward(const hs_backend *be, float *dx, const float *dy, const int32_t *argmax, int n, int c,
+                               int h, int w, int k) {
     (void)be;
     const int oh = h / k, ow = w / k;
     const int64_t planes = (int64_t)n * c;

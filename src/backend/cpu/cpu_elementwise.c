@@ -2,7 +2,7 @@
  * kernels); this file only spreads them over OpenMP threads. Loops below ~32k elements stay serial:
  * waking the thread pool costs more than the work. */
 /* Floating-point exceptions are never trapped here, so GCC may turn the dropout mask's select into a
- * vector blend (as in cpu_bert.c). */
+ * vector blend (as in cpu_activations.c). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-trapping-math")
 #endif
@@ -86,14 +86,14 @@ static void dropout_apply(float *out, const float *in, int batch, size_t per_sam
     }
 }
 
-void hs_cpu_dropout_forward(const hs_backend *be, float *y, const float *x, int batch, size_t per_sample, size_t group, float p,
-                            uint64_t key, int64_t first_sample) {
+void hs_cpu_dropout_forward(const hs_backend *be, float *y, const float *x, int batch, size_t per_sample, size_t group,
+                            float p, uint64_t key, int64_t first_sample) {
     (void)be;
     dropout_apply(y, x, batch, per_sample, group, p, key, first_sample);
 }
 
-void hs_cpu_dropout_backward(const hs_backend *be, float *dx, const float *dy, int batch, size_t per_sample, size_t group, float p,
-                             uint64_t key, int64_t first_sample) {
+void hs_cpu_dropout_backward(const hs_backend *be, float *dx, const float *dy, int batch, size_t per_sample,
+                             size_t group, float p, uint64_t key, int64_t first_sample) {
     (void)be;
     dropout_apply(dx, dy, batch, per_sample, group, p, key, first_sample);
 }

@@ -8,8 +8,8 @@
 #include "util/check.h"
 
 /* logprobs[rows,cols] = log_softmax(logits[rows,cols]); stats[0] += Σ NLL, stats[1] += rows, stats[2] += correct */
-void hs_cpu_log_softmax_nll_forward(const hs_backend *be, float *logprobs, const float *logits, const int32_t *labels, int rows,
-                                    int cols, double *stats) {
+void hs_cpu_log_softmax_nll_forward(const hs_backend *be, float *logprobs, const float *logits, const int32_t *labels,
+                                    int rows, int cols, double *stats) {
     (void)be;
     if (rows <= 0) return;
     double *row_nll;
@@ -36,8 +36,8 @@ void hs_cpu_log_softmax_nll_forward(const hs_backend *be, float *logprobs, const
 }
 
 /* dlogits[rows,cols] = scale * (exp(logprobs) - onehot(labels)) */
-void hs_cpu_log_softmax_nll_backward(const hs_backend *be, float *dlogits, const float *logprobs, const int32_t *labels, int rows,
-                                     int cols, float scale) {
+void hs_cpu_log_softmax_nll_backward(const hs_backend *be, float *dlogits, const float *logprobs, const int32_t *labels,
+                                     int rows, int cols, float scale) {
     (void)be;
 #pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > 32768)
     for (int r = 0; r < rows; r++) {

@@ -42,8 +42,8 @@ static HS_SIMD_CLONES double softmax_xent_row(float *pr, const float *x, int col
     return label >= 0 ? (double)m + log(sum) - (double)x_label : 0.0;
 }
 
-void hs_cpu_softmax_xent_forward(const hs_backend *be, float *probs, const float *logits, const int32_t *labels, int rows, int cols,
-                                 double *stats) {
+void hs_cpu_softmax_xent_forward(const hs_backend *be, float *probs, const float *logits, const int32_t *labels,
+                                 int rows, int cols, double *stats) {
     (void)be;
     if (rows <= 0) return;
     double *row_nll;
@@ -68,8 +68,8 @@ void hs_cpu_softmax_xent_forward(const hs_backend *be, float *probs, const float
     free(row_correct);
 }
 
-void hs_cpu_softmax_xent_backward(const hs_backend *be, float *dlogits, const float *probs, const int32_t *labels, int rows, int cols,
-                                  float scale) {
+void hs_cpu_softmax_xent_backward(const hs_backend *be, float *dlogits, const float *probs, const int32_t *labels,
+                                  int rows, int cols, float scale) {
     (void)be;
 #pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > 32768)
     for (int r = 0; r < rows; r++) {

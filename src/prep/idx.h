@@ -4,8 +4,8 @@
  *
  * Errors are returned, not fatal: `hetseq prep` reads on one rank and must agree the outcome with the
  * others before anyone exits (docs/data-formats.md). */
-#ifndef HS_DATA_IDX_H
-#define HS_DATA_IDX_H
+#ifndef HS_PREP_IDX_H
+#define HS_PREP_IDX_H
 
 #include <stddef.h>
 #include <stdint.h>

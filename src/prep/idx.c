@@ -1,6 +1,6 @@
 /* IDX reader (see idx.h). zlib's gzread passes plain files through unchanged, so one code path reads
  * both `train-images-idx3-ubyte` and `train-images-idx3-ubyte.gz`. */
-#include "data/idx.h"
+#include "prep/idx.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -1,0 +1,79 @@
+/* Smooth activations on the CPU: exact-erf GELU (alone and with the bias add fused in) and tanh; the
+ * formulas are kernels/math/gelu.h and activations.h. Element-wise, so the results do not depend on the
+ * thread count. (ReLU lives with the other piecewise-linear ops in cpu_elementwise.c.) */
+/* Floating-point exceptions are never trapped here, so let GCC turn the selects inside the
+ * kernels/math formulas into vector blends (with trapping math it keeps them as branches and the
+ * exp/erf loops stay scalar). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+#include <math.h>
+
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_simd.h"
+#include "math/gelu.h"
+
+#define HS_PAR_MIN 32768 /* below this many values the thread pool costs more than the work */
+
+/* ---- GELU and tanh ------------------------------------------------------------------------------------- */
+
+#define HS_SPAN 4096 /* values per call of a span kernel */
+
+static HS_SIMD_CLONES void gelu_span(float *y, const float *x, size_t n) {
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) y[i] = hs_gelu(x[i]);
+}
+
+static HS_SIMD_CLONES void gelu_grad_span(float *dx, const float *dy, const float *x, size_t n) {
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) dx[i] = hs_gelu_grad(dy[i], x[i]);
+}
+
+/* x[cols] += bias (kept as the pre-activation), y = gelu(x): one pass */
+static HS_SIMD_CLONES void bias_gelu_row(float *y, float *x, const float *bias, int cols) {
+#pragma omp simd
+    for (int c = 0; c < cols; c++) {
+        const float u = x[c] + bias[c];
+        x[c] = u;
+        y[c] = hs_gelu(u);
+    }
+}
+
+void hs_cpu_gelu_forward(const hs_backend *be, float *y, const float *x, size_t n) {
+    (void)be;
+    const size_t spans = (n + HS_SPAN - 1) / HS_SPAN;
+#pragma omp parallel for schedule(static) if (n > HS_PAR_MIN)
+    for (size_t s = 0; s < spans; s++) {
+        const size_t lo = s * HS_SPAN;
+        gelu_span(y + lo, x + lo, n - lo < HS_SPAN ? n - lo : HS_SPAN);
+    }
+}
+
+void hs_cpu_bias_gelu_forward(const hs_backend *be, float *y, float *x, const float *bias, int rows, int cols) {
+    (void)be;
+#pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > HS_PAR_MIN)
+    for (int r = 0; r < rows; r++) bias_gelu_row(y + (size_t)r * (size_t)cols, x + (size_t)r * (size_t)cols, bias, cols);
+}
+
+void hs_cpu_gelu_backward(const hs_backend *be, float *dx, const float *dy, const float *x, size_t n) {
+    (void)be;
+    const size_t spans = (n + HS_SPAN - 1) / HS_SPAN;
+#pragma omp parallel for schedule(static) if (n > HS_PAR_MIN)
+    for (size_t s = 0; s < spans; s++) {
+        const size_t lo = s * HS_SPAN;
+        gelu_grad_span(dx + lo, dy + lo, x + lo, n - lo < HS_SPAN ? n - lo : HS_SPAN);
+    }
+}
+
+/* libm tanhf: only the pooler uses it (B·H values), so exactness beats speed here */
+void hs_cpu_tanh_forward(const hs_backend *be, float *y, const float *x, size_t n) {
+    (void)be;
+#pragma omp parallel for schedule(static) if (n > HS_PAR_MIN)
+    for (size_t i = 0; i < n; i++) y[i] = tanhf(x[i]);
+}
+
+void hs_cpu_tanh_backward(const hs_backend *be, float *dx, const float *dy, const float *y, size_t n) {
+    (void)be;
+#pragma omp parallel for simd schedule(static) if (n > HS_PAR_MIN)
+    for (size_t i = 0; i < n; i++) dx[i] = hs_tanh_grad(dy[i], y[i]);
+}

@@ -1,0 +1,87 @@
+/* Row operations on the CPU: gathers and scatter-adds of rows (embedding lookups, the pooler's first
+ * token, masked positions) and bias passes over column slices of a wider matrix (the q|k|v thirds).
+ * Every sum that crosses rows (scatter-add, bias gradients) is cut into column blocks fixed by the
+ * shapes alone and each column is summed in row order, so the bits do not depend on the thread count. */
+/* Floating-point exceptions are never trapped here, so let GCC turn the selects inside the
+ * kernels/math formulas into vector blends (with trapping math it keeps them as branches and the
+ * exp/erf loops stay scalar). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+#include <string.h>
+
+#include "backend/cpu/cpu_ops.h"
+
+#define HS_PAR_MIN 32768 /* below this many values the thread pool costs more than the work */
+#define HS_COL_BLOCK 64  /* columns per block of the column-parallel reductions */
+
+/* ---- row gathers ------------------------------------------------------------------------------------- */
+
+/* y[count,cols] (+)= x[index[i], :] */
+void hs_cpu_gather_rows(const hs_backend *be, float *y, const float *x, const int32_t *index, int count, int cols,
+                        int x_rows, int accumulate) {
+    (void)be;
+    (void)x_rows; /* every index is in [0, x_rows): checked while the batch is staged */
+#pragma omp parallel for schedule(static) if ((size_t)count * (size_t)cols > HS_PAR_MIN)
+    for (int i = 0; i < count; i++) {
+        float *yr = y + (size_t)i * (size_t)cols;
+        const float *xr = x + (size_t)index[i] * (size_t)cols;
+        if (accumulate) {
+#pragma omp simd
+            for (int c = 0; c < cols; c++) yr[c] += xr[c];
+        } else {
+            memcpy(yr, xr, (size_t)cols * sizeof *yr);
+        }
+    }
+}
+
+/* dx[index[i], :] += dy[i, :]. Threads own column blocks and walk i in order, so repeated indices add
+ * up in the same order whatever the thread count (no atomics, no sort). */
+void hs_cpu_scatter_add_rows(const hs_backend *be, float *dx, const float *dy, const int32_t *index, int count,
+                             int cols, int dx_rows) {
+    (void)be;
+    (void)dx_rows; /* every index is in [0, dx_rows): checked while the batch is staged */
+    const int nblocks = (cols + HS_COL_BLOCK - 1) / HS_COL_BLOCK;
+#pragma omp parallel for schedule(static) if ((size_t)count * (size_t)cols > HS_PAR_MIN)
+    for (int blk = 0; blk < nblocks; blk++) {
+        const int c0 = blk * HS_COL_BLOCK;
+        const int nc = cols - c0 < HS_COL_BLOCK ? cols - c0 : HS_COL_BLOCK;
+        for (int i = 0; i < count; i++) {
+            float *dxr = dx + (size_t)index[i] * (size_t)cols + c0;
+            const float *dyr = dy + (size_t)i * (size_t)cols + c0;
+#pragma omp simd
+            for (int c = 0; c < nc; c++) dxr[c] += dyr[c];
+        }
+    }
+}
+
+/* ---- strided bias ------------------------------------------------------------------------------------- */
+
+/* y[r, 0:cols] += bias, rows ldy apart */
+void hs_cpu_add_bias_strided(const hs_backend *be, float *y, int ldy, const float *bias, int rows, int cols) {
+    (void)be;
+#pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > HS_PAR_MIN)
+    for (int r = 0; r < rows; r++) {
+        float *yr = y + (size_t)r * (size_t)ldy;
+#pragma omp simd
+        for (int c = 0; c < cols; c++) yr[c] += bias[c];
+    }
+}
+
+/* dbias[cols] += Σ_r dy[r, 0:cols] in double, each column summed in row order */
+void hs_cpu_bias_grad_strided(const hs_backend *be, float *dbias, const float *dy, int ldy, int rows, int cols) {
+    (void)be;
+    const int nblocks = (cols + HS_COL_BLOCK - 1) / HS_COL_BLOCK;
+#pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > HS_PAR_MIN)
+    for (int blk = 0; blk < nblocks; blk++) {
+        const int c0 = blk * HS_COL_BLOCK;
+        const int nc = cols - c0 < HS_COL_BLOCK ? cols - c0 : HS_COL_BLOCK;
+        double acc[HS_COL_BLOCK] = {0};
+        for (int r = 0; r < rows; r++) {
+            const float *dyr = dy + (size_t)r * (size_t)ldy + c0;
+#pragma omp simd
+            for (int c = 0; c < nc; c++) acc[c] += (double)dyr[c];
+        }
+        for (int c = 0; c < nc; c++) dbias[c0 + c] += (float)acc[c];
+    }
+}

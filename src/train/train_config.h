@@ -1,0 +1,46 @@
+/* The trainer's settings from the experiment file (the `training`, `checkpoint`, `log` and
+ * `distributed` groups and the top-level keys it reads), typed and checked once, as the optimizer
+ * (optim_config.c) and BERT (bert_config.c) read theirs. Types, defaults and ranges come from the
+ * config schema (src/config_schema.c, docs/configuration.md). */
+#ifndef HS_TRAIN_TRAIN_CONFIG_H
+#define HS_TRAIN_TRAIN_CONFIG_H
+
+#include <stdint.h>
+
+#include "config.h"
+
+#define HS_MAX_UPDATE_FREQ_LIST 64
+
+typedef struct hs_train_config {
+    const char *task, *device, *data_path, *valid_subset; /* task, device, data.path, data.valid_subset */
+    uint64_t seed;
+    /* training */
+    int64_t max_epoch, max_update;  /* 0 = unlimited (not both) */
+    int max_sentences;              /* samples per micro-batch */
+    int n_update_freq;              /* update_freq[e-1] for epoch e; the last value repeats */
+    int64_t update_freq[HS_MAX_UPDATE_FREQ_LIST];
+    int max_update_freq;            /* the largest: micro-batches of one prefetch request */
+    int64_t validate_interval, validate_interval_updates; /* 0 with training.disable_validation */
+    double clip_norm;               /* optimizer.clip_norm */
+    /* checkpoint */
+    const char *save_dir, *init_checkpoint;
+    int no_save, keep_last;
+    int64_t save_interval, save_interval_updates;
+    int reset_dataloader, reset_optimizer, reset_lr_scheduler, reset_step;
+    /* log */
+    int log_interval;
+    const char *log_format, *metrics_file;
+    /* distributed */
+    double stall_timeout;
+    int64_t check_replicas_every;
+} hs_train_config;
+
+/* Reads and checks the settings (precision other than fp32, no stopping rule, a too long
+ * update_freq list end every rank with a message: collective). The strings belong to cfg. */
+void hs_train_config_load(const hs_config *cfg, hs_train_config *tc);
+/* Reads only, on any one rank (a checkpoint's saved configuration, for the resume checks). */
+void hs_train_config_read(const hs_config *cfg, hs_train_config *tc);
+/* update_freq of epoch e (1-based): the list's last value repeats. */
+int64_t hs_train_config_update_freq(const hs_train_config *tc, int64_t epoch);
+
+#endif
