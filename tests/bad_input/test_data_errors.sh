@@ -41,6 +41,7 @@ write("int16_images.h5", {"test/images": parts["test/images"].astype(np.int16)})
 write("no_test_labels.h5", {"test/labels": None})
 write("narrow_images.h5", {"train/images": parts["train/images"][:, :, :27]})
 write("short_labels.h5", {"train/labels": parts["train/labels"][:299]})
+write("big_labels.h5", {"train/labels": np.full_like(parts["train/labels"], 12)})
 PYEOF
   expect_error "float32 labels" "float_labels.h5: dataset train/labels holds 32-bit floating point values.*uint8" \
     mpi 2 "$DRIVER" read float_labels.h5
@@ -52,6 +53,11 @@ PYEOF
     mpi 2 "$DRIVER" read narrow_images.h5
   expect_error "fewer labels than images" "short_labels.h5: train/images has 300 images but train/labels has 299" \
     mpi 2 "$DRIVER" read short_labels.h5
+  # labels beyond the model's 10 classes: found on the host while the batch is staged (the loss op on
+  # the device never checks them)
+  expect_error "labels beyond the classes" "label 12 of sample [0-9]+ in this batch is outside \[0, 10\)" \
+    mpi 2 "$HETSEQ" train "$top_srcdir/tests/e2e/small.cfg" -o data.path=\"big_labels.h5\" -o training.max_update=1 \
+    -o checkpoint.no_save=true
 else
   echo "note: no h5py for /usr/bin/python3: wrong-dtype files not tested"
 fi
