@@ -16,6 +16,12 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "SKIP: $*" >&2; exit 77; }
 pass() { echo "PASS: ${*:-$TEST_NAME}"; exit 0; }
 
+# make_tiny_mnist FILE: 400 training and 40 test images of Fashion-MNIST, for runs of many short updates.
+make_tiny_mnist() {
+  "$HETSEQ" prep mnist --in "${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}" --limit-train 400 \
+    --limit-test 40 --out "$1" > "$1.log" 2>&1 || { cat "$1.log"; fail "hetseq prep mnist of $1 failed"; }
+}
+
 # mpi N CMD...: run CMD on N ranks (root-safe, oversubscribed on a 2-core machine), 120 s limit.
 mpi() {
   local n=$1; shift
