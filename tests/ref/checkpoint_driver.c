@@ -28,7 +28,7 @@ static void make_adam(hs_optimizer *o, hs_params *p) {
     o->n_states = 2;
     o->state_names[0] = "exp_avg";
     o->state_names[1] = "exp_avg_sq";
-    for (int s = 0; s < 2; s++) o->state[s] = p->be->alloc(p->be, p->total * sizeof(float));
+    for (int s = 0; s < 2; s++) o->state[s] = p->be->alloc(p->total * sizeof(float));
 }
 
 /* value of element k of tensor t: exactly representable, so Python can recompute it bit for bit.
@@ -49,9 +49,9 @@ static int write_checkpoint(const char *dir) {
             m[p.tensors[t].offset + k] = x / 2;
             v[p.tensors[t].offset + k] = x * x;
         }
-    p.be->upload(p.be, p.data, w, p.total * sizeof(float));
-    p.be->upload(p.be, opt.state[0], m, p.total * sizeof(float));
-    p.be->upload(p.be, opt.state[1], v, p.total * sizeof(float));
+    p.be->upload(p.data, w, p.total * sizeof(float));
+    p.be->upload(opt.state[0], m, p.total * sizeof(float));
+    p.be->upload(opt.state[1], v, p.total * sizeof(float));
     opt.step = 42;
     hs_train_state st = {.epoch = 2, .updates_in_epoch = 5, .num_updates = 17, .end_of_epoch = 0,
                          .lr_base = 0.01, .lr = 0.005, .meter_loss_sum = 12.5, .meter_sample_count = 1088,
@@ -67,7 +67,7 @@ static int write_checkpoint(const char *dir) {
 
 static void print_flat(const char *group, const hs_params *p, const float *dev) {
     float *h = calloc(p->total, sizeof(float));
-    p->be->download(p->be, h, dev, p->total * sizeof(float));
+    p->be->download(h, dev, p->total * sizeof(float));
     for (int t = 0; t < p->count; t++) {
         printf("%s/%s", group, p->tensors[t].name);
         for (size_t k = 0; k < p->tensors[t].numel; k++) printf(" %a", (double)h[p->tensors[t].offset + k]);
