@@ -22,10 +22,11 @@ make_tiny_mnist() {
     --limit-test 40 --out "$1" > "$1.log" 2>&1 || { cat "$1.log"; fail "hetseq prep mnist of $1 failed"; }
 }
 
-# mpi N CMD...: run CMD on N ranks (root-safe, oversubscribed on a 2-core machine), 120 s limit.
+# mpi N CMD...: run CMD on N ranks (root-safe, oversubscribed on a 2-core machine), 300 s limit (a
+# hang guard: a loaded 2-core machine running the suite two tests at a time is slow).
 mpi() {
   local n=$1; shift
-  timeout -k 5 120 "$MPIRUN" --allow-run-as-root --oversubscribe -np "$n" \
+  timeout -k 5 300 "$MPIRUN" --allow-run-as-root --oversubscribe -np "$n" \
     --mca btl self,vader --mca rmaps_base_oversubscribe 1 "$@"
 }
 
