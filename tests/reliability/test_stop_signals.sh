@@ -7,8 +7,10 @@
 CMP="$top_builddir/tests/tools/h5compare"
 make_tiny_mnist tiny.h5
 CFG="$top_srcdir/tests/e2e/small.cfg"
-# 50 updates per epoch on 2 ranks; long enough that the signal lands mid-run.
-args=(-o data.path=\"tiny.h5\" -o training.max_sentences=4 -o training.max_epoch=0 -o training.max_update=120
+# 50 updates per epoch on 2 ranks; long enough that the signal lands mid-run: a signal to mpirun reaches
+# the ranks only after odls_base_sigkill_timeout (below), and an idle machine runs ~60 updates a second.
+MAX_UPDATE=600
+args=(-o data.path=\"tiny.h5\" -o training.max_sentences=4 -o training.max_epoch=0 -o training.max_update=$MAX_UPDATE
       -o log.interval=10)
 # mpirun waits this long before it passes its SIGTERM on to the ranks, and as long again before a
 # SIGKILL (Open MPI's default is 1 s: too short to write a large checkpoint).
@@ -41,7 +43,7 @@ stop() {
   local line n
   line=$(grep -m1 "stopped by SIG$sig after update" "$name.log") || { cat "$name.log"; fail "$name: no stop line"; }
   n=$(printf '%s\n' "$line" | sed 's/.*after update \([0-9]*\).*/\1/')
-  [ "$n" -lt 120 ] || fail "$name: the signal did not stop the run early"
+  [ "$n" -lt $MAX_UPDATE ] || fail "$name: the signal did not stop the run early"
   [ "$(saved_updates "$dir/checkpoint_last.h5")" = "$n" ] \
     || fail "$name: checkpoint_last.h5 holds update $(saved_updates "$dir/checkpoint_last.h5"), the run stopped after $n"
   mpi 2 "$HETSEQ" train "$CFG" "${args[@]}" -o checkpoint.save_dir=\"$dir\" > "$name.rerun.log" 2>&1 \
