@@ -248,11 +248,8 @@ static int restore(trainer *t, int64_t n_train) {
 /* The first tensor of the table whose values (a device buffer in the table's layout) hold a NaN or an
  * Inf, or NULL. Only called when the gradient norm or the loss is not finite. */
 static const char *first_nonfinite_tensor(const hs_params *p, const float *flat) {
-    size_t most = 1;
-    for (int i = 0; i < p->count; i++)
-        if (p->tensors[i].numel > most) most = p->tensors[i].numel;
     float *host;
-    HS_ALLOC(host, most);
+    HS_ALLOC(host, hs_params_max_numel(p));
     const char *name = NULL;
     for (int i = 0; i < p->count && !name; i++) {
         p->be->download(host, flat + p->tensors[i].offset, p->tensors[i].numel * sizeof(float));
@@ -357,11 +354,8 @@ static void check_replicas(trainer *t) {
     uint64_t *lo, *hi;
     HS_ALLOC(lo, p->count);
     HS_ALLOC(hi, p->count);
-    size_t most = 1;
-    for (int i = 0; i < p->count; i++)
-        if (p->tensors[i].numel > most) most = p->tensors[i].numel;
     float *host;
-    HS_ALLOC(host, most);
+    HS_ALLOC(host, hs_params_max_numel(p));
     for (int i = 0; i < p->count; i++) {
         p->be->download(host, p->data + p->tensors[i].offset, p->tensors[i].numel * sizeof(float));
         lo[i] = hi[i] = fnv1a(host, p->tensors[i].numel * sizeof(float), 14695981039346656037ull);
