@@ -16,10 +16,17 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "SKIP: $*" >&2; exit 77; }
 pass() { echo "PASS: ${*:-$TEST_NAME}"; exit 0; }
 
-# mpi N CMD...: run CMD on N ranks (root-safe, oversubscribed on a 2-core machine), 120 s limit.
+# make_tiny_mnist FILE: 400 training and 40 test images of Fashion-MNIST, for runs of many short updates.
+make_tiny_mnist() {
+  "$HETSEQ" prep mnist --in "${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}" --limit-train 400 \
+    --limit-test 40 --out "$1" > "$1.log" 2>&1 || { cat "$1.log"; fail "hetseq prep mnist of $1 failed"; }
+}
+
+# mpi N CMD...: run CMD on N ranks (root-safe, oversubscribed on a 2-core machine), 300 s limit (a
+# hang guard: a loaded 2-core machine running the suite two tests at a time is slow).
 mpi() {
   local n=$1; shift
-  timeout -k 5 120 "$MPIRUN" --allow-run-as-root --oversubscribe -np "$n" \
+  timeout -k 5 300 "$MPIRUN" --allow-run-as-root --oversubscribe -np "$n" \
     --mca btl self,vader --mca rmaps_base_oversubscribe 1 "$@"
 }
 

@@ -5,8 +5,10 @@
 #                                   (2 MPI ranks, CPU) with validation, plot the losses, print where
 #                                   the checkpoint, metrics and plot are
 #   bash tools/quickstart.sh mnist  the same for HetSeq's MNIST CNN on Fashion-MNIST
-#   bash tools/quickstart.sh test   install packages, build, run `make check` and the sanitizer
-#                                   (ASan+UBSan) run of the CPU unit tests; ends with "N passed, N failed"
+#   bash tools/quickstart.sh test   install packages, build, run `make check`, valgrind memcheck of a
+#                                   training run (build/), the unit, MPI and end-to-end tests under
+#                                   ASan+UBSan (build-asan/) and the threaded tests under ThreadSanitizer
+#                                   (build-tsan/); ends with "N passed, N failed, N skipped" over all
 set -euo pipefail
 mode=${1:-demo}
 case "$mode" in demo|mnist|test) ;; *) echo "usage: bash tools/quickstart.sh demo|mnist|test" >&2; exit 2 ;; esac
@@ -17,7 +19,8 @@ jobs=$(nproc 2>/dev/null || echo 2)
 PACKAGES="build-essential autoconf automake libtool pkg-config libopenmpi-dev openmpi-bin libhdf5-openmpi-dev
  hdf5-tools libconfig-dev libjson-c-dev libutf8proc-dev libopenblas-openmp-dev zlib1g-dev libcmocka-dev
  dataset-fashion-mnist"
-[ "$mode" = test ] && PACKAGES="$PACKAGES python3-torch python3-h5py python3-numpy python3-venv fortunes"
+[ "$mode" = test ] && PACKAGES="$PACKAGES python3-torch python3-h5py python3-numpy python3-venv fortunes valgrind
+ clang-14 libclang-rt-14-dev libboost-context-dev"
 [ "$mode" = demo ] && PACKAGES="$PACKAGES fortunes gnuplot-nox"
 
 install_packages() {
@@ -79,22 +82,39 @@ mnist)
 test)
   python_env
   pyenv=(); [ -x build/pyenv/bin/python ] && pyenv=(PYTHON_TORCH="$top/build/pyenv/bin/python")
-  build build "${pyenv[@]}"
+  # Every summary this run counts; one left over from an earlier run must not count again.
+  logs="build/test-suite.log build/test-suite-valgrind.log build-asan/test-suite.log build-tsan/test-suite.log"
+  rm -f $logs
   status=0
-  (cd build && make -j"$jobs" check) || status=1
-  # The sanitizer build runs the CPU unit and gradient tests (the MPI end-to-end tests run above).
-  build build-asan --enable-sanitizers
-  export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  san_tests=$(cd build-asan && make -s print-unit-tests)
-  (cd build-asan && make -j"$jobs" check TESTS="$san_tests") || status=1
-  summarize() { grep -h -E '^# (PASS|FAIL|SKIP|XFAIL|XPASS|ERROR): ' "$1"/test-suite.log 2>/dev/null || true; }
+  step() { # name command...: run one step, say how long it took; a failure is counted, the run goes on
+    local name=$1 t0=$SECONDS rc=0; shift
+    echo "== $name"
+    "$@" || rc=$?
+    echo "== $name: $((SECONDS - t0)) s$([ $rc -eq 0 ] || echo ", FAILED (exit $rc)")"
+    [ $rc -eq 0 ] || status=1
+    return $rc
+  }
+  # A build that fails runs none of its tests: its summary is missing and counts as a failure below.
+  if step "build build/" build build "${pyenv[@]}"; then
+    step "make check (build/)" make -C build -j"$jobs" check || true
+    # valgrind memcheck of 100 training updates on 2 ranks, in the same build (tests/sanitizers.am).
+    step "valgrind (build/: make check-valgrind)" make -C build check-valgrind || true
+  fi
+  # ASan + UBSan: the CPU unit and gradient tests and the MPI, end-to-end and bad-input tests.
+  if step "build build-asan/" build build-asan --enable-sanitizers; then
+    step "ASan+UBSan (build-asan/: make check-asan)" make -C build-asan -j"$jobs" check-asan || true
+  fi
+  # ThreadSanitizer: the prefetch unit test and 2-rank training with every thread running.
+  if step "build build-tsan/" build build-tsan --enable-sanitizers=thread; then
+    step "ThreadSanitizer (build-tsan/: make check-tsan)" make -C build-tsan -j"$jobs" check-tsan || true
+  fi
   pass=0 fail=0 skip=0
-  for d in build build-asan; do
-    log="$d/test-suite.log"
-    [ -f "$log" ] || { fail=$((fail + 1)); continue; }
+  for log in $logs; do
+    [ -f "$log" ] || { echo "== missing $log (its step did not run its tests)"; fail=$((fail + 1)); continue; }
     p=$(sed -n 's/^# PASS: *//p' "$log" | head -1); f=$(sed -n 's/^# FAIL: *//p' "$log" | head -1)
     e=$(sed -n 's/^# ERROR: *//p' "$log" | head -1); x=$(sed -n 's/^# XPASS: *//p' "$log" | head -1)
     s=$(sed -n 's/^# SKIP: *//p' "$log" | head -1)
+    echo "== $log: ${p:-0} passed, $((${f:-0} + ${e:-0} + ${x:-0})) failed, ${s:-0} skipped"
     pass=$((pass + ${p:-0})); fail=$((fail + ${f:-0} + ${e:-0} + ${x:-0})); skip=$((skip + ${s:-0}))
   done
   [ $fail -eq 0 ] || status=1

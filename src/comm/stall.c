@@ -188,5 +188,7 @@ void hs_stall_stop(void) {
     HS_CHECK_ERRNO(pthread_join(g.thread, NULL), NULL);
     hs_check_mpi_thread(-1);
     g.running = 0;
-    /* g.comm is left to MPI_Finalize: freeing it here could race with a late peer's query. */
+    /* Every rank stops here at the end of training (a question still in flight is a peer's that had
+     * not yet seen the end; MPI delivers or drops it with the communicator). */
+    HS_CHECK_MPI(MPI_Comm_free(&g.comm), NULL);
 }

@@ -68,3 +68,10 @@ size_t hs_params_numel(const hs_params *p) {
     for (int i = 0; i < p->count; i++) n += p->tensors[i].numel;
     return n;
 }
+
+size_t hs_params_max_numel(const hs_params *p) {
+    size_t n = 1;
+    for (int i = 0; i < p->count; i++)
+        if (p->tensors[i].numel > n) n = p->tensors[i].numel;
+    return n;
+}

@@ -44,5 +44,7 @@ static inline float *hs_param_grad(const hs_params *p, int i) { return p->grad +
 void hs_params_zero_grad(hs_params *p);
 /* Number of trainable values (padding excluded). */
 size_t hs_params_numel(const hs_params *p);
+/* Elements of the largest tensor (at least 1): the size of a host buffer that holds any one tensor. */
+size_t hs_params_max_numel(const hs_params *p);
 
 #endif

@@ -141,13 +141,6 @@ static int link_exists(hid_t loc, const char *name) { return HS_H5(H5Lexists(loc
 
 static void disable_h5_error_printing(void) { HS_H5(H5Eset_auto2(H5E_DEFAULT, NULL, NULL), NULL); }
 
-static size_t max_tensor_numel(const hs_params *params) {
-    size_t n = 1;
-    for (int i = 0; i < params->count; i++)
-        if (params->tensors[i].numel > n) n = params->tensors[i].numel;
-    return n;
-}
-
 /* ---- save ------------------------------------------------------------------------------------- */
 
 /* Write every tensor of `flat` (a device buffer in the parameter table's layout) as loc/<name>
@@ -185,7 +178,7 @@ static void write_checkpoint_file(const char *path, const hs_params *params, con
     write_string_attr(file, "hetseq_version", PACKAGE_VERSION);
 
     float *host;
-    HS_ALLOC(host, max_tensor_numel(params));
+    HS_ALLOC(host, hs_params_max_numel(params));
 
     hid_t model = (hid_t)HS_H5(H5Gcreate2(file, "model", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5_HINT);
     write_tensors(model, params, params->data, host);
@@ -490,7 +483,7 @@ void hs_checkpoint_load(const char *path, hs_params *params, hs_optimizer *opt, 
     hs_h5_lock();
     hid_t file = open_checkpoint(path);
     float *host;
-    HS_ALLOC(host, max_tensor_numel(params));
+    HS_ALLOC(host, hs_params_max_numel(params));
 
     if (!link_exists(file, "model")) hs_die("checkpoint '%s' has no /model group", path);
     hid_t model = (hid_t)HS_H5(H5Gopen2(file, "model", H5P_DEFAULT), H5_HINT);

@@ -345,11 +345,8 @@ static void check_replicas(trainer *t) {
     uint64_t *lo, *hi;
     HS_ALLOC(lo, p->count);
     HS_ALLOC(hi, p->count);
-    size_t most = 1;
-    for (int i = 0; i < p->count; i++)
-        if (p->tensors[i].numel > most) most = p->tensors[i].numel;
     float *host;
-    HS_ALLOC(host, most);
+    HS_ALLOC(host, hs_params_max_numel(p));
     for (int i = 0; i < p->count; i++) {
         p->be->download(p->be, host, p->data + p->tensors[i].offset, p->tensors[i].numel * sizeof(float));
         lo[i] = hi[i] = fnv1a(host, p->tensors[i].numel * sizeof(float), 14695981039346656037ull);

@@ -6,8 +6,7 @@
 # and a checkpoint saved inside epoch 2 says it is not at an epoch's end.
 . "$top_srcdir/tests/lib.sh"
 CMP="$top_builddir/tests/tools/h5compare"
-"$HETSEQ" prep mnist --in "${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}" --limit-train 400 \
-  --limit-test 40 --out tiny.h5 > prep.log 2>&1 || { cat prep.log; fail "prep mnist"; }
+make_tiny_mnist tiny.h5
 "$HETSEQ" prep mnist --in "${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}" --limit-train 320 \
   --limit-test 40 --out other.h5 > prep.log 2>&1 || { cat prep.log; fail "prep mnist"; }
 CFG="$top_srcdir/tests/e2e/small.cfg"

@@ -98,26 +98,6 @@ _Noreturn void hs_fatal_at(const char *file, int line, const char *call, const c
     abort();
 }
 
-void *hs_xcalloc(size_t count, size_t size, const char *file, int line) {
-    if (count == 0 || size == 0) count = size = 1;
-    void *p = calloc(count, size);
-    if (!p) hs_fatal_at(file, line, "calloc", NULL, "cannot allocate %zu x %zu bytes", count, size);
-    return p;
-}
-
-void *hs_xrealloc(void *p, size_t bytes, const char *file, int line) {
-    void *q = realloc(p, bytes ? bytes : 1);
-    if (!q) hs_fatal_at(file, line, "realloc", NULL, "cannot allocate %zu bytes", bytes);
-    return q;
-}
-
-char *hs_xstrdup(const char *s, const char *file, int line) {
-    size_t n = strlen(s) + 1;
-    char *d = hs_xcalloc(n, 1, file, line);
-    memcpy(d, s, n);
-    return d;
-}
-
 _Noreturn void hs_mpi_failed(const char *file, int line, const char *call, const char *hint, int rc) {
     hs_fatal_at(file, line, call, hint, "MPI error %d (the fuzz targets run no MPI)", rc);
 }

@@ -39,10 +39,10 @@ CPPFLAGS="-I$SRC/src -I$FUZZ -I$top_builddir ${HS_FUZZ_CPPFLAGS:-} $MPI_INC -DHS
 
 sources() { # the library sources each target links (besides the stub)
   case $1 in
-    config) echo "src/config.c src/config_schema.c" ;;
-    idx) echo "src/prep/idx.c" ;;
-    wordpiece) echo "src/prep/wordpiece.c" ;;
-    corpus) echo "src/prep/corpus.c src/prep/wordpiece.c" ;;
+    config) echo "src/config.c src/config_schema.c src/util/alloc.c" ;;
+    idx) echo "src/prep/idx.c src/util/alloc.c" ;;
+    wordpiece) echo "src/prep/wordpiece.c src/util/alloc.c" ;;
+    corpus) echo "src/prep/corpus.c src/prep/wordpiece.c src/util/alloc.c" ;;
   esac
 }
 libs() {

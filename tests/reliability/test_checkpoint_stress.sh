@@ -6,8 +6,7 @@
 [ -n "${PYTHON_TORCH:-}" ] || skip "no Python with h5py to write the BERT test shards"
 CMP="$top_builddir/tests/tools/h5compare"
 REPEATS=${HS_STRESS_REPEATS:-5}
-"$HETSEQ" prep mnist --in "${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}" --limit-train 400 \
-  --limit-test 40 --out tiny.h5 > prep.log 2>&1 || { cat prep.log; fail "prep mnist"; }
+make_tiny_mnist tiny.h5
 "$PYTHON_TORCH" "$top_srcdir/tests/ref/make_bert_shards.py" shards --prefix wiki --split training \
   --rows 300,250,200,250 --seq-len 32 --max-pred 5 --vocab 1000 --seed 3 || fail "writing training shards"
 "$PYTHON_TORCH" "$top_srcdir/tests/ref/make_bert_shards.py" shards --prefix wiki --split test \

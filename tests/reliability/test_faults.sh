@@ -5,8 +5,7 @@
 # running the same command again resumes to exactly the parameters of a run that never failed.
 . "$top_srcdir/tests/lib.sh"
 CMP="$top_builddir/tests/tools/h5compare"
-"$HETSEQ" prep mnist --in "${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}" --limit-train 400 \
-  --limit-test 40 --out tiny.h5 > prep.log 2>&1 || { cat prep.log; fail "prep mnist"; }
+make_tiny_mnist tiny.h5
 CFG="$top_srcdir/tests/e2e/small.cfg"
 args=(-o data.path=\"tiny.h5\" -o training.max_sentences=4 -o training.max_epoch=0 -o training.max_update=16
       -o checkpoint.save_interval_updates=4 -o log.interval=4)

@@ -5,8 +5,7 @@
 # that was never stopped.
 . "$top_srcdir/tests/lib.sh"
 CMP="$top_builddir/tests/tools/h5compare"
-"$HETSEQ" prep mnist --in "${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}" --limit-train 400 \
-  --limit-test 40 --out tiny.h5 > prep.log 2>&1 || { cat prep.log; fail "prep mnist"; }
+make_tiny_mnist tiny.h5
 CFG="$top_srcdir/tests/e2e/small.cfg"
 # 50 updates per epoch on 2 ranks; long enough that the signal lands mid-run: a signal to mpirun reaches
 # the ranks only after odls_base_sigkill_timeout (below), and an idle machine runs ~60 updates a second.

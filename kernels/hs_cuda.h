@@ -1,0 +1,57 @@
+/* hetseq's CUDA seam for kernels: the one header every CUDA source under kernels/ includes.
+ *
+ * Compiled two ways from the same source (docs/gpu-emulation.md):
+ *   - by nvcc (__CUDACC__): NVIDIA's cuda_runtime.h, and the macros below map to real CUDA;
+ *   - by the host C++ compiler for the emulated device (tests only; -DHS_CUDA_EMU and
+ *     -Itests/cuda_emu/include first): the emulator's cuda_runtime.h supplies __global__,
+ *     __device__, threadIdx, __syncthreads, the warp functions, atomics and the runtime API, and the
+ *     macros below map to its launcher and per-block shared memory.
+ *
+ * Write kernels with:
+ *   HS_LAUNCH(grid, block, shmem_bytes, stream, kernel)(args...);
+ *       instead of kernel<<<grid, block, shmem_bytes, stream>>>(args...). kernel may be a template
+ *       instance (HS_LAUNCH(g, b, 0, s, reduce<float, 256>)(...)). Errors arrive at cudaGetLastError.
+ *   HS_SHARED(float[256], tile);
+ *       instead of __shared__ float tile[256];  (any type: HS_SHARED(int, count); HS_SHARED(T[N][M], t))
+ *   HS_DYNAMIC_SHARED(float, buf);
+ *       instead of extern __shared__ float buf[];  (buf is a float *; the size is the launch's shmem)
+ * Plain __shared__ does not compile under the emulator, on purpose: a per-block variable that starts
+ * undefined needs the macro.
+ */
+#ifndef HS_CUDA_H
+#define HS_CUDA_H
+
+#if defined(__CUDACC__)
+#include <cuda_runtime.h>
+
+template <class T> using hs_cuda_type = T; /* lets HS_SHARED take array types */
+
+#define HS_LAUNCH(grid, block, shmem, stream, ...) __VA_ARGS__<<<(grid), (block), (shmem), (stream)>>>
+#define HS_SHARED(type, name) __shared__ hs_cuda_type<type> name
+#define HS_DYNAMIC_SHARED(type, name)                               \
+  extern __shared__ __align__(16) unsigned char hs_dynamic_shared_[]; \
+  type *name = reinterpret_cast<type *>(hs_dynamic_shared_)
+
+#elif defined(HS_CUDA_EMU)
+#include <cuda_runtime.h>
+#ifndef HS_CUDA_EMU_RUNTIME
+#error "kernels/hs_cuda.h: HS_CUDA_EMU is defined but <cuda_runtime.h> is NVIDIA's; put -I tests/cuda_emu/include first"
+#endif
+
+template <class T> using hs_cuda_type = T;
+
+#define HS_LAUNCH(grid, block, shmem, stream, ...) \
+  ::hs_emu::launcher(__VA_ARGS__, ::hs_emu::LaunchSite{#__VA_ARGS__, __FILE__, __LINE__}, grid, block, shmem, stream)
+/* One block-local allocation per declaration, keyed by the address of a static tag (writable, so
+ * that no linker or compiler option can merge two tags into one). */
+#define HS_SHARED(type, name)                                                                             \
+  static char hs_shared_tag_##name;                                                                       \
+  hs_cuda_type<type> &name = *static_cast<hs_cuda_type<type> *>(::hs_emu::block_shared(                  \
+      &hs_shared_tag_##name, sizeof(hs_cuda_type<type>), alignof(hs_cuda_type<type>), #name))
+#define HS_DYNAMIC_SHARED(type, name) type *name = static_cast<type *>(::hs_emu::dynamic_shared())
+
+#else
+#error "kernels/hs_cuda.h: compile with nvcc, or for the emulated device with -DHS_CUDA_EMU (tests/cuda_emu)"
+#endif
+
+#endif

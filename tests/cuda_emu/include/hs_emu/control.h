@@ -1,0 +1,32 @@
+// Emulator-only controls for tests (tests only; tests/cuda_emu/). Not part of CUDA: code that must
+// also build with nvcc never includes this header.
+#ifndef HS_EMU_CONTROL_H
+#define HS_EMU_CONTROL_H
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Reseeds the generator that orders threads between barriers, blocks of a grid and runnable
+// stream heads (the environment variable HS_CUDA_EMU_SEED sets the first seed; default 1).
+void hs_emu_set_seed(uint64_t seed);
+uint64_t hs_emu_seed(void);
+
+// Counters since the start of the process, for measurements.
+struct hs_emu_stats {
+  uint64_t kernels;        // kernels executed
+  uint64_t blocks;         // blocks executed
+  uint64_t threads;        // emulated threads executed
+  uint64_t fiber_switches; // switches into an emulated thread and back count as two
+  uint64_t work_items;     // stream work items executed (kernels, copies, memsets, records, waits)
+};
+void hs_emu_get_stats(struct hs_emu_stats *out);
+
+// The fiber layer alone: n round trips into a fiber and back; returns nanoseconds per round trip.
+double hs_emu_measure_fiber_round_trip(long n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

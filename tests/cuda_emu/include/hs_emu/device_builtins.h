@@ -1,0 +1,234 @@
+// Device-side CUDA for the emulated device (tests only; tests/cuda_emu/, docs/gpu-emulation.md).
+// The function qualifiers, the built-in variables, barriers, warp-level functions, atomics and the
+// few device intrinsics hetseq kernels use, for kernels compiled by the host C++ compiler. Each
+// emulated thread is a fiber; these functions switch fibers where CUDA threads would wait.
+#ifndef HS_EMU_DEVICE_BUILTINS_H
+#define HS_EMU_DEVICE_BUILTINS_H
+#include <math.h> // kernels call expf, sqrtf, ... unqualified, as under nvcc
+#include <stdio.h>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include "../vector_types.h"
+
+// ---- function and variable qualifiers (Programming Guide, "C++ Language Extensions") -----------
+// One compilation serves host and device: __global__ and __device__ functions are host functions.
+// __CUDA_ARCH__ is not defined, so code must not select device paths with it.
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ __inline__ __attribute__((always_inline))
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+// Static shared memory must be per block and start undefined; a plain `static` cannot give that, so
+// hetseq kernels declare it with HS_SHARED / HS_DYNAMIC_SHARED (kernels/hs_cuda.h).
+#define __shared__ _Pragma("GCC error \"declare shared memory with HS_SHARED(type, name) or HS_DYNAMIC_SHARED(type, name) from kernels/hs_cuda.h\"")
+#define __constant__ _Pragma("GCC error \"__constant__ memory is not supported by the emulated CUDA device (tests/cuda_emu)\"")
+#define __managed__ _Pragma("GCC error \"managed memory is not supported by the emulated CUDA device (tests/cuda_emu)\"")
+
+namespace hs_emu {
+
+// ---- built-in variables (Programming Guide, "Built-in Variables"): per emulated thread ----------
+struct ThreadCoords {
+  uint3 tid;
+  uint3 bid;
+  dim3 bdim;
+  dim3 gdim;
+};
+extern ThreadCoords *g_cur; // the emulated thread running now; nullptr in host code
+[[noreturn]] void outside_kernel(const char *what);
+inline const ThreadCoords &coords(const char *what) {
+  if (__builtin_expect(g_cur == nullptr, 0)) outside_kernel(what);
+  return *g_cur;
+}
+
+// ---- entry points into the block scheduler (runtime/block.cc) ----------------------------------
+enum class BarrierKind { Plain, Count, And, Or };
+int syncthreads(BarrierKind kind, int predicate, const char *file, int line);
+enum class WarpOp : unsigned char { SyncWarp, ShflIdx, ShflUp, ShflDown, ShflXor, Ballot, Any, All };
+// Waits until every non-exited lane named in mask has called the same warp function with the same
+// mask, then returns this lane's result (8 bytes; an undefined result is all ones = NaN / -1).
+uint64_t warp_op(WarpOp op, unsigned mask, uint64_t value, int b, int width, const char *file, int line);
+void yield_point();                                                   // lets another thread of the block run
+void *block_shared(const void *key, size_t size, size_t align, const char *name); // HS_SHARED
+void *dynamic_shared();                                               // HS_DYNAMIC_SHARED
+
+template <class T> inline T shuffle(WarpOp op, unsigned mask, T var, int b, int width, const char *file, int line) {
+  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value, "warp shuffles move 4- or 8-byte values");
+  uint64_t v = 0;
+  std::memcpy(&v, &var, sizeof(T));
+  const uint64_t r = warp_op(op, mask, v, b, width, file, line);
+  T out;
+  std::memcpy(&out, &r, sizeof(T));
+  return out;
+}
+
+template <class T> inline T atomic_update(T *address, T (*f)(T, T), T val) {
+  const T old = *address; // fibers of one host thread never interleave inside this function
+  *address = f(old, val);
+  return old;
+}
+template <class T> inline T wrap_add(T a, T b) {
+  using U = typename std::make_unsigned<T>::type; // two's-complement wrap, as the GPU does
+  return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+}
+} // namespace hs_emu
+
+#define threadIdx (::hs_emu::coords("threadIdx").tid)
+#define blockIdx (::hs_emu::coords("blockIdx").bid)
+#define blockDim (::hs_emu::coords("blockDim").bdim)
+#define gridDim (::hs_emu::coords("gridDim").gdim)
+static constexpr int warpSize = 32;
+
+// ---- barriers (Programming Guide, "Synchronization Functions") ---------------------------------
+// Every thread of the block must reach the same __syncthreads; a thread that exited or waits at
+// another barrier is reported as an error (the Guide: conditional __syncthreads only if the
+// condition is the same across the block). The call site is recorded for the report.
+inline void __syncthreads(const char *file = __builtin_FILE(), int line = __builtin_LINE()) {
+  ::hs_emu::syncthreads(::hs_emu::BarrierKind::Plain, 0, file, line);
+}
+inline int __syncthreads_count(int predicate, const char *file = __builtin_FILE(), int line = __builtin_LINE()) {
+  return ::hs_emu::syncthreads(::hs_emu::BarrierKind::Count, predicate, file, line);
+}
+inline int __syncthreads_and(int predicate, const char *file = __builtin_FILE(), int line = __builtin_LINE()) {
+  return ::hs_emu::syncthreads(::hs_emu::BarrierKind::And, predicate, file, line);
+}
+inline int __syncthreads_or(int predicate, const char *file = __builtin_FILE(), int line = __builtin_LINE()) {
+  return ::hs_emu::syncthreads(::hs_emu::BarrierKind::Or, predicate, file, line);
+}
+// Memory fences order memory accesses, they do not wait for other threads (Programming Guide,
+// "Memory Fence Functions"); on one host thread program order already holds.
+inline void __threadfence_block() { std::atomic_signal_fence(std::memory_order_seq_cst); }
+inline void __threadfence() { std::atomic_signal_fence(std::memory_order_seq_cst); }
+inline void __threadfence_system() { std::atomic_signal_fence(std::memory_order_seq_cst); }
+
+// ---- warp-level functions (Programming Guide, "Warp Shuffle Functions", "Warp Vote Functions",
+// "Synchronization Functions: __syncwarp"; PTX ISA, shfl.sync / vote.sync / bar.warp.sync).
+// Warps are 32 consecutive threads in linear thread order. Each function waits until all
+// non-exited threads in mask have executed the same function with the same mask.
+inline void __syncwarp(unsigned mask = 0xffffffffu, const char *file = __builtin_FILE(), int line = __builtin_LINE()) {
+  ::hs_emu::warp_op(::hs_emu::WarpOp::SyncWarp, mask, 0, 0, 32, file, line);
+}
+template <class T>
+inline T __shfl_sync(unsigned mask, T var, int srcLane, int width = warpSize, const char *file = __builtin_FILE(),
+                     int line = __builtin_LINE()) {
+  return ::hs_emu::shuffle(::hs_emu::WarpOp::ShflIdx, mask, var, srcLane, width, file, line);
+}
+template <class T>
+inline T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize, const char *file = __builtin_FILE(),
+                        int line = __builtin_LINE()) {
+  return ::hs_emu::shuffle(::hs_emu::WarpOp::ShflUp, mask, var, static_cast<int>(delta), width, file, line);
+}
+template <class T>
+inline T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize, const char *file = __builtin_FILE(),
+                          int line = __builtin_LINE()) {
+  return ::hs_emu::shuffle(::hs_emu::WarpOp::ShflDown, mask, var, static_cast<int>(delta), width, file, line);
+}
+template <class T>
+inline T __shfl_xor_sync(unsigned mask, T var, int laneMask, int width = warpSize, const char *file = __builtin_FILE(),
+                         int line = __builtin_LINE()) {
+  return ::hs_emu::shuffle(::hs_emu::WarpOp::ShflXor, mask, var, laneMask, width, file, line);
+}
+inline unsigned __ballot_sync(unsigned mask, int predicate, const char *file = __builtin_FILE(), int line = __builtin_LINE()) {
+  return static_cast<unsigned>(::hs_emu::warp_op(::hs_emu::WarpOp::Ballot, mask, predicate != 0, 0, 32, file, line));
+}
+inline int __any_sync(unsigned mask, int predicate, const char *file = __builtin_FILE(), int line = __builtin_LINE()) {
+  return static_cast<int>(::hs_emu::warp_op(::hs_emu::WarpOp::Any, mask, predicate != 0, 0, 32, file, line));
+}
+inline int __all_sync(unsigned mask, int predicate, const char *file = __builtin_FILE(), int line = __builtin_LINE()) {
+  return static_cast<int>(::hs_emu::warp_op(::hs_emu::WarpOp::All, mask, predicate != 0, 0, 32, file, line));
+}
+
+// ---- atomic functions (Programming Guide, "Atomic Functions"): return the old value -------------
+// atomicCAS and atomicExch (the building blocks of spin locks) and __nanosleep let another thread of
+// the block run, so a lock held by another thread of the same block is eventually released.
+inline int atomicAdd(int *a, int v) { return ::hs_emu::atomic_update<int>(a, ::hs_emu::wrap_add<int>, v); }
+inline unsigned atomicAdd(unsigned *a, unsigned v) { return ::hs_emu::atomic_update<unsigned>(a, ::hs_emu::wrap_add<unsigned>, v); }
+inline unsigned long long atomicAdd(unsigned long long *a, unsigned long long v) {
+  return ::hs_emu::atomic_update<unsigned long long>(a, ::hs_emu::wrap_add<unsigned long long>, v);
+}
+inline float atomicAdd(float *a, float v) { return ::hs_emu::atomic_update<float>(a, [](float x, float y) { return x + y; }, v); }
+inline double atomicAdd(double *a, double v) { return ::hs_emu::atomic_update<double>(a, [](double x, double y) { return x + y; }, v); }
+inline int atomicSub(int *a, int v) { return ::hs_emu::atomic_update<int>(a, [](int x, int y) { return ::hs_emu::wrap_add<int>(x, -y); }, v); }
+inline unsigned atomicSub(unsigned *a, unsigned v) { return ::hs_emu::atomic_update<unsigned>(a, [](unsigned x, unsigned y) { return x - y; }, v); }
+template <class T> inline T hs_emu_atomic_max(T *a, T v) { return ::hs_emu::atomic_update<T>(a, [](T x, T y) { return x > y ? x : y; }, v); }
+template <class T> inline T hs_emu_atomic_min(T *a, T v) { return ::hs_emu::atomic_update<T>(a, [](T x, T y) { return x < y ? x : y; }, v); }
+inline int atomicMax(int *a, int v) { return hs_emu_atomic_max(a, v); }
+inline unsigned atomicMax(unsigned *a, unsigned v) { return hs_emu_atomic_max(a, v); }
+inline long long atomicMax(long long *a, long long v) { return hs_emu_atomic_max(a, v); }
+inline unsigned long long atomicMax(unsigned long long *a, unsigned long long v) { return hs_emu_atomic_max(a, v); }
+inline int atomicMin(int *a, int v) { return hs_emu_atomic_min(a, v); }
+inline unsigned atomicMin(unsigned *a, unsigned v) { return hs_emu_atomic_min(a, v); }
+inline long long atomicMin(long long *a, long long v) { return hs_emu_atomic_min(a, v); }
+inline unsigned long long atomicMin(unsigned long long *a, unsigned long long v) { return hs_emu_atomic_min(a, v); }
+inline unsigned atomicInc(unsigned *a, unsigned v) {
+  return ::hs_emu::atomic_update<unsigned>(a, [](unsigned old, unsigned y) { return old >= y ? 0u : old + 1; }, v);
+}
+inline unsigned atomicDec(unsigned *a, unsigned v) {
+  return ::hs_emu::atomic_update<unsigned>(a, [](unsigned old, unsigned y) { return (old == 0 || old > y) ? y : old - 1; }, v);
+}
+template <class T> inline T hs_emu_atomic_and(T *a, T v) { return ::hs_emu::atomic_update<T>(a, [](T x, T y) { return x & y; }, v); }
+template <class T> inline T hs_emu_atomic_or(T *a, T v) { return ::hs_emu::atomic_update<T>(a, [](T x, T y) { return x | y; }, v); }
+template <class T> inline T hs_emu_atomic_xor(T *a, T v) { return ::hs_emu::atomic_update<T>(a, [](T x, T y) { return x ^ y; }, v); }
+inline int atomicAnd(int *a, int v) { return hs_emu_atomic_and(a, v); }
+inline unsigned atomicAnd(unsigned *a, unsigned v) { return hs_emu_atomic_and(a, v); }
+inline unsigned long long atomicAnd(unsigned long long *a, unsigned long long v) { return hs_emu_atomic_and(a, v); }
+inline int atomicOr(int *a, int v) { return hs_emu_atomic_or(a, v); }
+inline unsigned atomicOr(unsigned *a, unsigned v) { return hs_emu_atomic_or(a, v); }
+inline unsigned long long atomicOr(unsigned long long *a, unsigned long long v) { return hs_emu_atomic_or(a, v); }
+inline int atomicXor(int *a, int v) { return hs_emu_atomic_xor(a, v); }
+inline unsigned atomicXor(unsigned *a, unsigned v) { return hs_emu_atomic_xor(a, v); }
+inline unsigned long long atomicXor(unsigned long long *a, unsigned long long v) { return hs_emu_atomic_xor(a, v); }
+template <class T> inline T hs_emu_atomic_exch(T *a, T v) {
+  ::hs_emu::yield_point();
+  const T old = *a;
+  *a = v;
+  return old;
+}
+inline int atomicExch(int *a, int v) { return hs_emu_atomic_exch(a, v); }
+inline unsigned atomicExch(unsigned *a, unsigned v) { return hs_emu_atomic_exch(a, v); }
+inline unsigned long long atomicExch(unsigned long long *a, unsigned long long v) { return hs_emu_atomic_exch(a, v); }
+inline float atomicExch(float *a, float v) { return hs_emu_atomic_exch(a, v); }
+template <class T> inline T hs_emu_atomic_cas(T *a, T compare, T val) {
+  ::hs_emu::yield_point();
+  const T old = *a;
+  if (old == compare) *a = val;
+  return old;
+}
+inline int atomicCAS(int *a, int c, int v) { return hs_emu_atomic_cas(a, c, v); }
+inline unsigned atomicCAS(unsigned *a, unsigned c, unsigned v) { return hs_emu_atomic_cas(a, c, v); }
+inline unsigned long long atomicCAS(unsigned long long *a, unsigned long long c, unsigned long long v) {
+  return hs_emu_atomic_cas(a, c, v);
+}
+inline unsigned short atomicCAS(unsigned short *a, unsigned short c, unsigned short v) { return hs_emu_atomic_cas(a, c, v); }
+inline void __nanosleep(unsigned) { ::hs_emu::yield_point(); }
+
+// ---- integer and math intrinsics (CUDA Math API; "Integer Intrinsics", "Single Precision Intrinsics")
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x)); }
+inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll(static_cast<unsigned long long>(x)); }
+inline int __ffs(int x) { return __builtin_ffs(x); }
+inline int __ffsll(long long x) { return __builtin_ffsll(x); }
+inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+inline float __expf(float x) { return expf(x); }
+inline float __logf(float x) { return logf(x); }
+inline float __fdividef(float x, float y) { return x / y; }
+inline float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x); }
+template <class T> inline T __ldg(const T *p) { return *p; }
+inline int min(int a, int b) { return a < b ? a : b; }
+inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
+inline long long min(long long a, long long b) { return a < b ? a : b; }
+inline unsigned long long min(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
+inline float min(float a, float b) { return fminf(a, b); }
+inline double min(double a, double b) { return fmin(a, b); }
+inline int max(int a, int b) { return a > b ? a : b; }
+inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
+inline long long max(long long a, long long b) { return a > b ? a : b; }
+inline unsigned long long max(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
+inline float max(float a, float b) { return fmaxf(a, b); }
+inline double max(double a, double b) { return fmax(a, b); }
+
+#endif

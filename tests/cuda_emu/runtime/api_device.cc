@@ -1,0 +1,150 @@
+// Device management and error handling of the emulated CUDA runtime (tests only; tests/cuda_emu/).
+// CUDA Runtime API, "Device Management" and "Error Handling". One device, number 0, with the limits
+// of a compute capability 8.0 GPU (CUDA C++ Programming Guide, "Technical Specifications per Compute
+// Capability"); HS_CUDA_EMU_DEVICES=0 makes it a machine without a GPU.
+#include <cstdio>
+#include <cstring>
+#include "memory.h"
+#include "shared_memory.h"
+#include "state.h"
+#include "streams.h"
+
+using namespace hs_emu;
+
+extern "C" cudaError_t cudaGetDeviceCount(int *count) {
+  std::lock_guard<std::recursive_mutex> lock(device_mutex());
+  if (count == nullptr) return record_error(cudaErrorInvalidValue);
+  *count = config().devices;
+  return record_error(config().devices == 0 ? cudaErrorNoDevice : cudaSuccess);
+}
+
+extern "C" cudaError_t cudaSetDevice(int device) {
+  HS_EMU_API_ENTER;
+  return record_error(device == 0 ? cudaSuccess : cudaErrorInvalidDevice);
+}
+
+extern "C" cudaError_t cudaGetDevice(int *device) {
+  HS_EMU_API_ENTER;
+  if (device == nullptr) return record_error(cudaErrorInvalidValue);
+  *device = 0;
+  return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int device) {
+  HS_EMU_API_ENTER;
+  if (p == nullptr) return record_error(cudaErrorInvalidValue);
+  if (device != 0) return record_error(cudaErrorInvalidDevice);
+  memset(p, 0, sizeof *p);
+  snprintf(p->name, sizeof p->name, "hetseq emulated CUDA device (fibers on the host CPU, sm_80 limits)");
+  memcpy(p->uuid.bytes, "hetseq-emulated", 16);
+  device_mem_info(nullptr, &p->totalGlobalMem);
+  p->sharedMemPerBlock = kStaticSharedLimit;
+  p->regsPerBlock = 65536;
+  p->warpSize = 32;
+  p->memPitch = 2147483647;
+  p->maxThreadsPerBlock = 1024;
+  p->maxThreadsDim[0] = 1024;
+  p->maxThreadsDim[1] = 1024;
+  p->maxThreadsDim[2] = 64;
+  p->maxGridSize[0] = 2147483647;
+  p->maxGridSize[1] = 65535;
+  p->maxGridSize[2] = 65535;
+  p->totalConstMem = 65536;
+  p->major = 8;
+  p->minor = 0;
+  p->textureAlignment = 512;
+  p->multiProcessorCount = 108;
+  p->canMapHostMemory = 1;
+  p->concurrentKernels = 1;
+  p->asyncEngineCount = 2;
+  p->unifiedAddressing = 1;
+  p->memoryBusWidth = 5120;
+  p->l2CacheSize = 40 << 20;
+  p->maxThreadsPerMultiProcessor = 2048;
+  p->sharedMemPerMultiprocessor = 167936;
+  p->regsPerMultiprocessor = 65536;
+  p->managedMemory = 0; // cudaMallocManaged is not emulated
+  p->sharedMemPerBlockOptin = kSharedPerBlockOptin;
+  p->maxBlocksPerMultiProcessor = 32;
+  p->reservedSharedMemPerBlock = 1024;
+  return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int device) {
+  HS_EMU_API_ENTER;
+  if (value == nullptr) return record_error(cudaErrorInvalidValue);
+  if (device != 0) return record_error(cudaErrorInvalidDevice);
+  switch (attr) {
+  case cudaDevAttrMaxThreadsPerBlock: *value = 1024; break;
+  case cudaDevAttrMaxSharedMemoryPerBlock: *value = static_cast<int>(kStaticSharedLimit); break;
+  case cudaDevAttrWarpSize: *value = 32; break;
+  case cudaDevAttrMultiProcessorCount: *value = 108; break;
+  case cudaDevAttrComputeCapabilityMajor: *value = 8; break;
+  case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
+  case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = static_cast<int>(kSharedPerBlockOptin); break;
+  default: return record_error(cudaErrorInvalidValue);
+  }
+  return cudaSuccess;
+}
+
+// Waits for all work of all streams (runs it all, in a seeded random order that respects streams
+// and events).
+extern "C" cudaError_t cudaDeviceSynchronize(void) {
+  HS_EMU_API_ENTER;
+  run_until(device_idle);
+  return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
+  HS_EMU_API_ENTER;
+  if (free_bytes == nullptr || total_bytes == nullptr) return record_error(cudaErrorInvalidValue);
+  device_mem_info(free_bytes, total_bytes);
+  return cudaSuccess;
+}
+
+// cudaGetLastError returns the last error of any runtime call of this host thread and resets it;
+// cudaPeekAtLastError does not reset it. Launch errors arrive here (HS_LAUNCH has no return value).
+extern "C" cudaError_t cudaGetLastError(void) { return take_last_error(); }
+extern "C" cudaError_t cudaPeekAtLastError(void) { return peek_last_error(); }
+
+namespace {
+struct ErrorText {
+  cudaError_t code;
+  const char *name, *text;
+};
+// CUDA's own names and messages for the codes the emulator uses.
+const ErrorText kErrors[] = {
+    {cudaSuccess, "cudaSuccess", "no error"},
+    {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
+    {cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
+    {cudaErrorInitializationError, "cudaErrorInitializationError", "initialization error"},
+    {cudaErrorInvalidConfiguration, "cudaErrorInvalidConfiguration", "invalid configuration argument"},
+    {cudaErrorInvalidMemcpyDirection, "cudaErrorInvalidMemcpyDirection", "invalid copy direction for memcpy"},
+    {cudaErrorInsufficientDriver, "cudaErrorInsufficientDriver",
+     "CUDA driver version is insufficient for CUDA runtime version"},
+    {cudaErrorInvalidDeviceFunction, "cudaErrorInvalidDeviceFunction", "invalid device function"},
+    {cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected"},
+    {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
+    {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
+    {cudaErrorNotReady, "cudaErrorNotReady", "device not ready"},
+    {cudaErrorIllegalAddress, "cudaErrorIllegalAddress", "an illegal memory access was encountered"},
+    {cudaErrorLaunchFailure, "cudaErrorLaunchFailure", "unspecified launch failure"},
+    {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
+    {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
+};
+const ErrorText *find_error(cudaError_t e) {
+  for (const ErrorText &t : kErrors)
+    if (t.code == e) return &t;
+  return nullptr;
+}
+} // namespace
+
+extern "C" const char *cudaGetErrorString(cudaError_t e) {
+  const ErrorText *t = find_error(e);
+  return t ? t->text : "unrecognized error code";
+}
+
+extern "C" const char *cudaGetErrorName(cudaError_t e) {
+  const ErrorText *t = find_error(e);
+  return t ? t->name : "cudaErrorUnknown";
+}

@@ -1,0 +1,52 @@
+// Shared memory of the block that runs now: see shared_memory.h. Each window ends at a PROT_NONE
+// page and static variables are placed from the top down, so running off the end of dynamic shared
+// memory or of the first static variable a block declares faults at once.
+#include "shared_memory.h"
+#include <sys/mman.h>
+#include <unistd.h>
+#include <cstring>
+#include "fault.h"
+#include "memory.h"
+#include "state.h"
+
+namespace hs_emu {
+
+static char *map_window(size_t bytes) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void *p = mmap(nullptr, bytes + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) fatal("cannot map shared memory");
+  char *guard = static_cast<char *>(p) + bytes;
+  mprotect(guard, page, PROT_NONE);
+  fault_register_region(guard, page, FaultRegion::SharedGuard);
+  return static_cast<char *>(p);
+}
+
+SharedMemory::SharedMemory() {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t dyn = (kSharedPerBlockOptin + page - 1) / page * page;
+  static_base_ = map_window(kStaticSharedLimit);
+  dynamic_end_ = map_window(dyn) + dyn;
+}
+
+void SharedMemory::begin_block(size_t dynamic_bytes, size_t limit) {
+  vars_.clear();
+  used_ = 0;
+  limit_ = limit;
+  dynamic_bytes_ = dynamic_bytes;
+  dynamic_ = dynamic_end_ - (dynamic_bytes + 15) / 16 * 16; // 16-byte aligned, ends at the guard page
+  memset(dynamic_, kFillByte, dynamic_bytes);
+}
+
+void *SharedMemory::static_var(const void *key, size_t size, size_t align) {
+  for (const auto &v : vars_)
+    if (v.first == key) return static_base_ + v.second;
+  if (size > kStaticSharedLimit - used_) return nullptr;
+  const size_t off = (kStaticSharedLimit - used_ - size) / align * align;
+  if (kStaticSharedLimit - off + dynamic_bytes_ > limit_) return nullptr;
+  used_ = kStaticSharedLimit - off;
+  vars_.emplace_back(key, off);
+  memset(static_base_ + off, kFillByte, size);
+  return static_base_ + off;
+}
+
+} // namespace hs_emu

@@ -1,0 +1,48 @@
+// Process-wide state of the emulated CUDA device (tests only; tests/cuda_emu/): configuration from
+// the environment, the device lock, the seeded random generator, the per-host-thread last error and
+// fatal reports.
+#ifndef HS_EMU_STATE_H
+#define HS_EMU_STATE_H
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include "cuda_runtime_api.h"
+#include "hs_emu/control.h"
+
+namespace hs_emu {
+
+struct Config {
+  uint64_t seed;      // HS_CUDA_EMU_SEED (default 1): orders threads, blocks and stream heads
+  size_t mem_bytes;   // HS_CUDA_EMU_MEM_MB (default 4096): size of the device memory arena
+  size_t stack_bytes; // HS_CUDA_EMU_STACK_KB (default 64): stack of each emulated thread
+  int devices;        // HS_CUDA_EMU_DEVICES (default 1; 0 emulates a machine without a GPU)
+  bool trace;         // HS_CUDA_EMU_TRACE=1: one line on stderr per stream work item executed
+};
+const Config &config();
+
+// Every API call holds this lock; kernels run inside it on the calling host thread.
+std::recursive_mutex &device_mutex();
+
+uint64_t random_below(uint64_t n); // uniform in [0, n), from the seeded generator
+uint64_t current_seed();
+
+// Remembers a failure for cudaGetLastError / cudaPeekAtLastError (per host thread, CUDA Runtime
+// API "Error Handling") and returns it; cudaSuccess leaves the last error alone.
+cudaError_t record_error(cudaError_t e);
+cudaError_t take_last_error();
+cudaError_t peek_last_error();
+
+// Prints "hs_cuda_emu: <message> [HS_CUDA_EMU_SEED=...]" and aborts.
+[[noreturn]] void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+extern hs_emu_stats g_stats;
+
+} // namespace hs_emu
+
+// First statement of every API function: takes the device lock; with HS_CUDA_EMU_DEVICES=0 every
+// call fails with cudaErrorNoDevice, as on a machine without a GPU.
+#define HS_EMU_API_ENTER                                                  \
+  std::lock_guard<std::recursive_mutex> hs_emu_lock(::hs_emu::device_mutex()); \
+  if (::hs_emu::config().devices == 0) return ::hs_emu::record_error(cudaErrorNoDevice)
+
+#endif

@@ -1,0 +1,136 @@
+// Streams and events of the emulated CUDA device: see streams.h.
+#include "streams.h"
+#include <cinttypes>
+#include <cstdio>
+#include <set>
+#include "memory.h"
+#include "state.h"
+
+namespace hs_emu {
+namespace {
+
+struct Registry {
+  std::vector<CUstream_st *> streams; // with queued work possible (the legacy stream first)
+  std::set<const void *> known_streams, known_events;
+  CUstream_st *legacy = nullptr;
+  int next_id = 0;
+};
+
+Registry &registry() {
+  static Registry *r = [] {
+    Registry *g = new Registry; // never freed, like the objects it lists
+    g->legacy = new CUstream_st{g->next_id++, true, false, false, 0, 0, {}};
+    g->streams.push_back(g->legacy);
+    return g;
+  }();
+  return *r;
+}
+
+bool head_runnable(const CUstream_st *s) {
+  if (s->queue.empty()) return false;
+  for (const Dep &d : s->queue.front().deps)
+    if (!complete(d)) return false;
+  return true;
+}
+
+void run_head(CUstream_st *s) {
+  WorkItem item = std::move(s->queue.front());
+  s->queue.pop_front();
+  if (config().trace)
+    fprintf(stderr, "hs_cuda_emu: run stream %d #%" PRIu64 ": %s\n", s->id, item.seq, item.label.c_str());
+  item.run(); // inside the caller's DeviceAccess
+  s->done = item.seq;
+  g_stats.work_items++;
+}
+
+} // namespace
+
+CUstream_st *resolve_stream(cudaStream_t s, cudaError_t *err) {
+  Registry &r = registry();
+  *err = cudaSuccess;
+  if (s == nullptr || s == cudaStreamLegacy) return r.legacy;
+  if (s == cudaStreamPerThread) {
+    *err = cudaErrorNotSupported;
+    return nullptr;
+  }
+  if (r.known_streams.count(s) == 0 || s->destroyed) {
+    *err = cudaErrorInvalidResourceHandle;
+    return nullptr;
+  }
+  return s;
+}
+
+CUstream_st *new_stream(unsigned flags) {
+  Registry &r = registry();
+  CUstream_st *s = new CUstream_st{r.next_id++, false, (flags & cudaStreamNonBlocking) == 0, false, 0, 0, {}};
+  r.streams.push_back(s);
+  r.known_streams.insert(s);
+  return s;
+}
+
+CUevent_st *resolve_event(cudaEvent_t e) {
+  Registry &r = registry();
+  if (e == nullptr || r.known_events.count(e) == 0 || e->destroyed) return nullptr;
+  return e;
+}
+
+CUevent_st *new_event(unsigned flags) {
+  CUevent_st *e = new CUevent_st{flags, false, nullptr, 0, 0, false, {}};
+  registry().known_events.insert(e);
+  return e;
+}
+
+uint64_t enqueue(CUstream_st *s, std::string label, std::function<void()> run, std::vector<Dep> deps) {
+  Registry &r = registry();
+  if (s->legacy) { // waits for all earlier work of every blocking stream
+    for (CUstream_st *t : r.streams)
+      if (t != s && t->blocking && t->enqueued > t->done) deps.push_back(Dep{t, t->enqueued});
+  } else if (s->blocking && r.legacy->enqueued > r.legacy->done) { // waits for earlier legacy-stream work
+    deps.push_back(Dep{r.legacy, r.legacy->enqueued});
+  }
+  const uint64_t seq = ++s->enqueued;
+  s->queue.push_back(WorkItem{seq, std::move(deps), std::move(label), std::move(run)});
+  return seq;
+}
+
+bool complete(const Dep &d) { return d.stream->done >= d.seq; }
+
+void run_one() {
+  Registry &r = registry();
+  std::vector<CUstream_st *> runnable;
+  for (CUstream_st *s : r.streams)
+    if (head_runnable(s)) runnable.push_back(s);
+  if (!runnable.empty()) {
+    DeviceAccess access;
+    run_head(runnable[random_below(runnable.size())]);
+  }
+  // forget destroyed streams once drained
+  for (size_t i = 0; i < r.streams.size();) {
+    CUstream_st *s = r.streams[i];
+    if (s->destroyed && s->queue.empty()) {
+      r.streams[i] = r.streams.back();
+      r.streams.pop_back();
+    } else {
+      i++;
+    }
+  }
+}
+
+void run_until(const std::function<bool()> &done) {
+  // Every dependency points at work issued earlier, so the oldest queued item is always runnable:
+  // while work is queued, run_one makes progress.
+  if (done()) return;
+  DeviceAccess access; // one pair of mprotect calls for the whole synchronisation
+  while (!done()) {
+    if (device_idle()) fatal("internal: waiting for work that was never queued");
+    run_one();
+  }
+}
+
+bool device_idle() {
+  for (const CUstream_st *s : registry().streams)
+    if (!s->queue.empty()) return false;
+  return true;
+}
+
+} // namespace hs_emu

@@ -1,0 +1,230 @@
+// Self-test kernels of the emulated CUDA device: correct kernels and kernels with the bugs the
+// emulator must expose. Written the way hetseq kernels are (kernels/hs_cuda.h), so that this file
+// compiles unchanged with nvcc (tests/cuda_emu/test_emu_nvcc.sh) and with the host compiler.
+#include "hs_cuda.h"
+#include "selftest_kernels.h"
+
+namespace {
+
+constexpr unsigned kFull = 0xffffffffu;
+
+template <int BLOCK> __global__ void block_sum(const float *x, float *partial, int n) {
+  HS_SHARED(float[BLOCK], s);
+  const int t = threadIdx.x;
+  const int i = blockIdx.x * BLOCK + t;
+  s[t] = i < n ? x[i] : 0.0f;
+  __syncthreads();
+  for (int stride = BLOCK / 2; stride > 0; stride /= 2) {
+    if (t < stride) s[t] += s[t + stride];
+    __syncthreads();
+  }
+  if (t == 0) partial[blockIdx.x] = s[0];
+}
+
+template <int BLOCK> __global__ void block_sum_missing_sync(const float *x, float *partial, int n) {
+  HS_SHARED(float[BLOCK], s);
+  const int t = threadIdx.x;
+  const int i = blockIdx.x * BLOCK + t;
+  s[t] = i < n ? x[i] : 0.0f;
+  // BUG: no __syncthreads() here; the first round reads s[t + stride] that another thread may not
+  // have written yet
+  for (int stride = BLOCK / 2; stride > 0; stride /= 2) {
+    if (t < stride) s[t] += s[t + stride];
+    __syncthreads();
+  }
+  if (t == 0) partial[blockIdx.x] = s[0];
+}
+
+__device__ float warp_reduce_xor(float v) {
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(kFull, v, offset);
+  return v;
+}
+
+__global__ void warp_sum(const float *x, float *totals, int n) {
+  HS_SHARED(float[32], warp_totals);
+  const int t = threadIdx.x, lane = t % 32, warp = t / 32, nwarps = (blockDim.x + 31) / 32;
+  const int i = blockIdx.x * blockDim.x + t;
+  const float v = warp_reduce_xor(i < n ? x[i] : 0.0f); // every lane holds its warp's sum
+  if (lane == 0) warp_totals[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    float w = lane < nwarps ? warp_totals[lane] : 0.0f;
+    for (int offset = 16; offset > 0; offset /= 2) w += __shfl_down_sync(kFull, w, offset);
+    if (lane == 0) totals[blockIdx.x] = w;
+  }
+}
+
+__global__ void histogram(const int *values, int n, int *bins, int nbins, unsigned long long *count, float *sum,
+                          int *maxv) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    atomicAdd(&bins[values[i] % nbins], 1);
+    atomicAdd(count, 1ull);
+    atomicAdd(sum, static_cast<float>(values[i]));
+    atomicMax(maxv, values[i]);
+  }
+}
+
+__global__ void index_grid(int *hits, int width, int height) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+  const int y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (x < width && y < height) hits[y * width + x] += 1; // each element has exactly one thread
+}
+
+__global__ void warp_functions(const int *x, int *scan16, int *bcast8, unsigned *ballot, int *any_all) {
+  HS_SHARED(int[64], staged);
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  const int v = x[i];
+  int sum = v;
+  for (int d = 1; d < 16; d *= 2) {
+    const int up = __shfl_up_sync(kFull, sum, d, 16);
+    if (i % 16 >= d) sum += up;
+  }
+  staged[threadIdx.x] = sum;
+  __syncwarp();
+  scan16[i ^ 1] = staged[threadIdx.x ^ 1]; // each lane stores its neighbour's result
+  bcast8[i] = __shfl_sync(kFull, v, 5, 8);
+  ballot[i] = __ballot_sync(kFull, v > 0);
+  any_all[i] = __any_sync(kFull, v > 0) + 2 * __all_sync(kFull, v > 0);
+}
+
+__global__ void dynamic_reverse(const float *x, float *y, int n) {
+  HS_DYNAMIC_SHARED(float, buf);
+  const int t = threadIdx.x, base = blockIdx.x * blockDim.x;
+  buf[t] = base + t < n ? x[base + t] : 0.0f;
+  __syncthreads();
+  const int r = blockDim.x - 1 - t;
+  if (base + t < n) y[base + t] = buf[r];
+}
+
+__global__ void spin_lock(int *lock, int *counter) {
+  while (atomicCAS(lock, 0, 1) != 0) {
+  }
+  __threadfence();
+  *counter = *counter + 1; // protected by the lock
+  __threadfence();
+  atomicExch(lock, 0);
+}
+
+__global__ void barrier_votes(const int *x, int *out) {
+  const int p = x[threadIdx.x] > 0;
+  const int count = __syncthreads_count(p), all = __syncthreads_and(p), any = __syncthreads_or(p);
+  if (threadIdx.x == 0) {
+    out[0] = count;
+    out[1] = all;
+    out[2] = any;
+  }
+}
+
+__global__ void block_order(int *counter, int *order) {
+  if (threadIdx.x == 0) order[atomicAdd(counter, 1)] = blockIdx.x;
+}
+
+__global__ void produce(float *x, int n, float base) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = base + static_cast<float>(i);
+}
+
+__global__ void consume(const float *x, float *y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = 2.0f * x[i];
+}
+
+__global__ void sync_in_branch(int *out) {
+  if (threadIdx.x < blockDim.x / 2) __syncthreads(); // BUG: only half of the block reaches it
+  out[threadIdx.x] = 1;
+}
+
+__global__ void early_return_sync(const float *x, float *y, int n) {
+  HS_SHARED(float[128], s);
+  const int t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
+  if (i >= n) return; // BUG: these threads never reach the __syncthreads below
+  s[t] = x[i];
+  __syncthreads();
+  y[i] = s[t] + s[(t + 1) % blockDim.x];
+}
+
+__global__ void read_uninit_shared(float *out) {
+  HS_SHARED(float[64], s);
+  if (threadIdx.x == 0) s[0] = 1.0f;
+  __syncthreads();
+  out[threadIdx.x] = s[threadIdx.x]; // BUG: only s[0] was written
+}
+
+__global__ void write_past_end(float *x, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i <= n) x[i] = 1.0f; // BUG: <= instead of <
+}
+
+__global__ void shfl_from_exited(const float *x, float *y) {
+  const int lane = threadIdx.x % 32;
+  if (lane >= 16) return; // BUG: the shuffle below reads lanes 16..31
+  y[lane] = __shfl_down_sync(kFull, x[lane], 16);
+}
+
+__global__ void warp_deadlock(int *out) {
+  if (threadIdx.x % 32 < 16)
+    __syncwarp(); // BUG: waits for lanes 16..31, which wait at the __syncthreads below
+  else
+    __syncthreads();
+  out[threadIdx.x] = 1;
+}
+
+int blocks_for(int n, int block) { return (n + block - 1) / block; }
+
+} // namespace
+
+void st_block_sum(const float *x, float *partial, int n, cudaStream_t s) {
+  HS_LAUNCH(blocks_for(n, 256), 256, 0, s, block_sum<256>)(x, partial, n);
+}
+void st_block_sum_missing_sync(const float *x, float *partial, int n, cudaStream_t s) {
+  HS_LAUNCH(blocks_for(n, 256), 256, 0, s, block_sum_missing_sync<256>)(x, partial, n);
+}
+void st_warp_sum(const float *x, float *totals, int n, int block, cudaStream_t s) {
+  HS_LAUNCH(blocks_for(n, block), block, 0, s, warp_sum)(x, totals, n);
+}
+void st_histogram(const int *values, int n, int *bins, int nbins, unsigned long long *count, float *sum, int *maxv,
+                  cudaStream_t s) {
+  HS_LAUNCH(7, 96, 0, s, histogram)(values, n, bins, nbins, count, sum, maxv);
+}
+void st_index_grid(int *hits, int width, int height, dim3 block, cudaStream_t s) {
+  const dim3 grid(blocks_for(width, block.x), blocks_for(height, block.y));
+  HS_LAUNCH(grid, block, 0, s, index_grid)(hits, width, height);
+}
+void st_warp_functions(const int *x, int *scan16, int *bcast8, unsigned *ballot, int *any_all, cudaStream_t s) {
+  HS_LAUNCH(1, 64, 0, s, warp_functions)(x, scan16, bcast8, ballot, any_all);
+}
+void st_dynamic_reverse(const float *x, float *y, int n, int block, size_t shmem_bytes, cudaStream_t s) {
+  HS_LAUNCH(blocks_for(n, block), block, shmem_bytes, s, dynamic_reverse)(x, y, n);
+}
+cudaError_t st_dynamic_reverse_allow(int bytes) {
+  return cudaFuncSetAttribute(dynamic_reverse, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+}
+void st_spin_lock(int *lock, int *counter, int block, cudaStream_t s) {
+  HS_LAUNCH(1, block, 0, s, spin_lock)(lock, counter);
+}
+void st_barrier_votes(const int *x, int *out, int block, cudaStream_t s) {
+  HS_LAUNCH(1, block, 0, s, barrier_votes)(x, out);
+}
+void st_block_order(int *counter, int *order, int nblocks, cudaStream_t s) {
+  HS_LAUNCH(nblocks, 32, 0, s, block_order)(counter, order);
+}
+void st_produce(float *x, int n, float base, cudaStream_t s) {
+  HS_LAUNCH(blocks_for(n, 128), 128, 0, s, produce)(x, n, base);
+}
+void st_consume(const float *x, float *y, int n, cudaStream_t s) {
+  HS_LAUNCH(blocks_for(n, 128), 128, 0, s, consume)(x, y, n);
+}
+void st_sync_in_branch(int *out, int block, cudaStream_t s) { HS_LAUNCH(1, block, 0, s, sync_in_branch)(out); }
+void st_early_return_sync(const float *x, float *y, int n, cudaStream_t s) {
+  HS_LAUNCH(blocks_for(n, 128), 128, 0, s, early_return_sync)(x, y, n);
+}
+void st_read_uninit_shared(float *out, int block, cudaStream_t s) {
+  HS_LAUNCH(1, block, 0, s, read_uninit_shared)(out);
+}
+void st_write_past_end(float *x, int n, cudaStream_t s) {
+  HS_LAUNCH(blocks_for(n + 1, 64), 64, 0, s, write_past_end)(x, n);
+}
+void st_shfl_from_exited(const float *x, float *y, cudaStream_t s) {
+  HS_LAUNCH(1, 32, 0, s, shfl_from_exited)(x, y);
+}
+void st_warp_deadlock(int *out, cudaStream_t s) { HS_LAUNCH(1, 64, 0, s, warp_deadlock)(out); }

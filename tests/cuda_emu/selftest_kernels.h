@@ -1,0 +1,54 @@
+// Launch wrappers of the emulator's self-test kernels (tests/cuda_emu/selftest_kernels.cu). The
+// kernels are written as hetseq kernels are, through kernels/hs_cuda.h, and the same file is compiled
+// by nvcc (test_emu_nvcc.sh) and by the host compiler for the emulated device.
+#ifndef HS_EMU_SELFTEST_KERNELS_H
+#define HS_EMU_SELFTEST_KERNELS_H
+#include <cuda_runtime_api.h>
+
+// ---- correct kernels -------------------------------------------------------------------------------
+// partial[b] = sum of x over block b (256 threads, shared-memory tree with __syncthreads)
+void st_block_sum(const float *x, float *partial, int n, cudaStream_t s);
+// totals[b] = sum of x over block b, by warp shuffles (__shfl_xor_sync, then __shfl_down_sync)
+void st_warp_sum(const float *x, float *totals, int n, int block, cudaStream_t s);
+// bins[v % nbins] += 1, *count += 1, *sum += v, *maxv = max(v): atomicAdd (int, unsigned long long,
+// float), atomicMax
+void st_histogram(const int *values, int n, int *bins, int nbins, unsigned long long *count, float *sum, int *maxv,
+                  cudaStream_t s);
+// hits[y * width + x] += 1 for every (x, y) of a 2-D grid of 2-D blocks (hits starts at 0)
+void st_index_grid(int *hits, int width, int height, dim3 block, cudaStream_t s);
+// per element i of 64: inclusive scan of x within 16-lane segments (__shfl_up_sync), x of lane 5 of
+// each 8-lane segment (__shfl_sync), __ballot_sync(x > 0), and __any_sync + 2 * __all_sync of x > 0;
+// scan16 goes through shared memory ordered by __syncwarp
+void st_warp_functions(const int *x, int *scan16, int *bcast8, unsigned *ballot, int *any_all, cudaStream_t s);
+// y = x reversed within each block, through dynamic shared memory (shmem_bytes >= block * 4)
+void st_dynamic_reverse(const float *x, float *y, int n, int block, size_t shmem_bytes, cudaStream_t s);
+// cudaFuncSetAttribute(dynamic_reverse, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes)
+cudaError_t st_dynamic_reverse_allow(int bytes);
+// every thread of one block takes a spin lock (atomicCAS / atomicExch) and increments *counter
+void st_spin_lock(int *lock, int *counter, int block, cudaStream_t s);
+// out[0..2] = __syncthreads_count / _and / _or of x[t] > 0 over one block of `block` threads
+void st_barrier_votes(const int *x, int *out, int block, cudaStream_t s);
+// order[k] = the k-th block (of nblocks) to start; *counter must start at 0
+void st_block_order(int *counter, int *order, int nblocks, cudaStream_t s);
+// x[i] = base + i
+void st_produce(float *x, int n, float base, cudaStream_t s);
+// y[i] = 2 * x[i]
+void st_consume(const float *x, float *y, int n, cudaStream_t s);
+
+// ---- kernels with bugs the emulated device must expose ------------------------------------------
+// st_block_sum without the __syncthreads between filling shared memory and the first read of it
+void st_block_sum_missing_sync(const float *x, float *partial, int n, cudaStream_t s);
+// half of the block calls __syncthreads
+void st_sync_in_branch(int *out, int block, cudaStream_t s);
+// threads past n return before a __syncthreads the others reach
+void st_early_return_sync(const float *x, float *y, int n, cudaStream_t s);
+// out[i] = a shared-memory element nobody wrote
+void st_read_uninit_shared(float *out, int block, cudaStream_t s);
+// writes x[n], one element past the end
+void st_write_past_end(float *x, int n, cudaStream_t s);
+// lanes 16..31 return, lanes 0..15 read them with __shfl_down_sync (one warp); y[lane] = result
+void st_shfl_from_exited(const float *x, float *y, cudaStream_t s);
+// lanes 0..15 wait at __syncwarp(full mask) while lanes 16..31 wait at __syncthreads
+void st_warp_deadlock(int *out, cudaStream_t s);
+
+#endif
