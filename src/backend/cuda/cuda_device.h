@@ -1,0 +1,52 @@
+/* The CUDA device object: what hs_backend.impl points to on the CUDA backend. Only files of the CUDA
+ * backend (src/backend/cuda/, kernels/*.cu) include this header.
+ *
+ * Streams (docs/gpu.md, "Streams and events"):
+ *   compute  every op of the seam is enqueued here, in call order;
+ *   copy     uploads from pinned staging buffers (ordered against compute by events);
+ *   comm     NCCL collectives; compute -> comm and comm -> compute are ordered by events.
+ * All three are created with cudaStreamNonBlocking, so nothing else (the legacy default stream) orders
+ * them implicitly. */
+#ifndef HS_BACKEND_CUDA_DEVICE_H
+#define HS_BACKEND_CUDA_DEVICE_H
+
+#include <stddef.h>
+
+#include <cuda_runtime_api.h>
+
+#include "backend/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct hs_cuda_device {
+    int ordinal;        /* the GPU this rank uses (local_rank % device count) */
+    int sm_count;       /* multiprocessors, for grid sizes */
+    cudaStream_t compute, copy, comm;
+    cudaEvent_t compute_done, copy_done, comm_done; /* recorded to order one stream after another */
+    void *blas;         /* cublasLtHandle_t (cuda_gemm.c) */
+    void *dnn;          /* cudnnHandle_t (cuda_conv.c) */
+    void *gemm_workspace; /* cuBLASLt workspace, gemm_workspace_bytes */
+    size_t gemm_workspace_bytes;
+    void *scratch;      /* grow-only device scratch (hs_cuda_scratch) */
+    size_t scratch_bytes;
+    void *nccl;         /* ncclComm_t once hs_comm has made one (comm.c), else NULL */
+} hs_cuda_device;
+
+static inline hs_cuda_device *hs_cuda_dev(const hs_backend *be) { return (hs_cuda_device *)be->impl; }
+static inline cudaStream_t hs_cuda_stream(const hs_backend *be) { return hs_cuda_dev(be)->compute; }
+
+/* Device scratch of at least `bytes` for one op's temporaries (per-row partial sums and the like),
+ * valid until the next call. Grows only (synchronising the device before it frees the old block), so
+ * after the first update the training loop allocates nothing. */
+void *hs_cuda_scratch(const hs_backend *be, size_t bytes);
+
+/* The CUDA backend (backend_cuda.c): the device of this rank, or NULL when no GPU is usable, with the
+ * reason in why[why_len]. */
+const hs_backend *hs_backend_cuda(int local_rank, char *why, size_t why_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
