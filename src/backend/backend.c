@@ -1,22 +1,29 @@
 /* Run-time backend choice: one installed binary serves CPU and GPU nodes of a mixed cluster. The CUDA
- * backend is not in this release (docs/gpu.md): configure --with-cuda checks the toolkit but builds no
- * device code yet, so every device choice here ends on the CPU or with a message. */
+ * backend is linked in by configure --with-cuda (src/backend/cuda/); a build without it links
+ * no_cuda.c, whose hs_backend_cuda always says why there is no GPU. */
 #include "backend/backend.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "util/check.h"
 #include "util/log.h"
 
 const hs_backend *hs_backend_select(const char *device, int local_rank) {
-    (void)local_rank; /* picks the GPU once there is a CUDA backend */
+    char why[256] = "";
     if (strcmp(device, "cpu") == 0) return hs_backend_cpu();
     if (strcmp(device, "auto") == 0) {
-        hs_log("| device = auto: no usable GPU backend in this build, running on the CPU");
+        const hs_backend *gpu = hs_backend_cuda(local_rank, why, sizeof why);
+        if (gpu) return gpu;
+        hs_log("| device = auto: %s; running on the CPU", why);
         return hs_backend_cpu();
     }
-    if (strcmp(device, "cuda") == 0)
-        hs_die_all("device = \"cuda\" but this build has no usable CUDA backend. Set device = \"cpu\" or \"auto\" "
-                   "(the CUDA backend arrives in a later release; see docs/gpu.md).");
-    hs_die_all("device = \"%s\" is not one of \"auto\", \"cpu\", \"cuda\"", device);
+    if (strcmp(device, "cuda") == 0) {
+        const hs_backend *gpu = hs_backend_cuda(local_rank, why, sizeof why);
+        if (gpu) return gpu;
+        hs_die("device = \"cuda\" but %s. Run on a GPU node (check nvidia-smi and CUDA_VISIBLE_DEVICES), or set "
+               "device = \"cpu\" or \"auto\"",
+               why);
+    }
+    hs_die("device = \"%s\" is not one of \"auto\", \"cpu\", \"cuda\"", device);
 }

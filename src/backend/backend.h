@@ -22,6 +22,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Shape of a 2-d convolution (stride 1, no padding, dilation 1 — what the MNIST CNN uses; later
  * layers may extend this struct). x[n,c_in,h,w] * w[c_out,c_in,kh,kw] + b[c_out] -> y[n,c_out,oh,ow]. */
 typedef struct hs_conv2d_shape {
@@ -86,6 +90,16 @@ struct hs_backend {
      * CPU. Zero-filled; aborts with a message on failure. Safe to call from any thread. */
     void *(*host_alloc)(const hs_backend *be, size_t bytes);
     void (*host_free)(const hs_backend *be, void *p);
+
+    /* ---- collectives on device buffers (NULL where memory_is_host: comm/ then runs MPI on them) -- */
+    /* Joins every rank of *(const MPI_Comm *)mpi_comm into the device's collective group, once, before
+     * the first collective (a collective call itself): NCCL on CUDA — rank 0 calls ncclGetUniqueId,
+     * MPI_Bcast sends the id, every rank calls ncclCommInitRank. */
+    void (*collectives_init)(const hs_backend *be, const void *mpi_comm);
+    /* buf[n] = Σ over ranks, in place; enqueued after the ops before it, and the ops after it wait for it. */
+    void (*allreduce_sum)(const hs_backend *be, float *buf, size_t n);
+    /* buf[bytes] of rank `root` to every rank; ordered like allreduce_sum. */
+    void (*broadcast)(const hs_backend *be, void *buf, size_t bytes, int root);
 
     /* ---- dense linear algebra -------------------------------------------------------------------- */
     /* c[m,n] = alpha * op(a)[m,k] · op(b)[k,n] + beta * c[m,n]; op = transpose if trans_* != 0. */
@@ -241,5 +255,13 @@ struct hs_backend {
 const hs_backend *hs_backend_select(const char *device, int local_rank);
 /* The CPU device (its "stream" is the calling thread: every op has run when it returns). */
 const hs_backend *hs_backend_cpu(void);
+/* The CUDA device of this rank (GPU local_rank % device count), or NULL when no GPU is usable, with
+ * the reason in why[why_len] (src/backend/cuda/backend_cuda.c; src/backend/no_cuda.c in a build
+ * without the CUDA backend). */
+const hs_backend *hs_backend_cuda(int local_rank, char *why, size_t why_len);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -44,16 +44,26 @@ void hs_comm_finalize(hs_comm *c) {
 /* MPI counts are int: every call moves at most this many elements, larger buffers go in pieces. */
 #define MAX_MPI_COUNT ((size_t)1 << 30)
 
-/* A device whose memory is not host memory needs its own collectives (NCCL, with the CUDA backend). */
-static void require_host_memory(const hs_backend *be, const char *what) {
-    if (!be->memory_is_host)
-        hs_die("%s of %s device memory needs the device's collectives (NCCL), which this build does not have", what,
-               be->name);
+/* Device memory that is not host memory moves with the device's own collectives (NCCL on CUDA); the
+ * group is made on first use, by every rank at the same collective call. One device per process. */
+static void join_device_group(const hs_comm *c, const hs_backend *be) {
+    static const hs_backend *joined;
+    if (joined == be) return;
+    if (joined) hs_die("internal: device collectives of two devices in one process (%s, %s)", joined->name, be->name);
+    if (!be->collectives_init || !be->allreduce_sum || !be->broadcast)
+        hs_die("the %s device has no collectives for its memory; this build cannot run it on %d ranks", be->name,
+               c->size);
+    be->collectives_init(be, &c->world);
+    joined = be;
 }
 
 void hs_comm_allreduce_device_sum(const hs_comm *c, const hs_backend *be, float *buf, size_t n) {
     if (c->size == 1 || n == 0) return;
-    require_host_memory(be, "an all-reduce");
+    if (!be->memory_is_host) {
+        join_device_group(c, be);
+        be->allreduce_sum(be, buf, n);
+        return;
+    }
     const size_t chunk = MAX_MPI_COUNT;
     for (size_t off = 0; off < n; off += chunk) {
         int cnt = (int)(n - off < chunk ? n - off : chunk);
@@ -64,7 +74,11 @@ void hs_comm_allreduce_device_sum(const hs_comm *c, const hs_backend *be, float 
 
 void hs_comm_bcast_device(const hs_comm *c, const hs_backend *be, void *buf, size_t bytes, int root) {
     if (c->size == 1 || bytes == 0) return;
-    require_host_memory(be, "a broadcast");
+    if (!be->memory_is_host) {
+        join_device_group(c, be);
+        be->broadcast(be, buf, bytes, root);
+        return;
+    }
     hs_comm_bcast_bytes(c, buf, bytes, root);
 }
 

@@ -14,8 +14,16 @@
 #define HS_PRINTF(f, a)
 #endif
 
+/* Included by the CUDA sources (C++) too. */
+#ifdef __cplusplus
+#define HS_NORETURN [[noreturn]]
+extern "C" {
+#else
+#define HS_NORETURN _Noreturn
+#endif
+
 /* Internal failure of a library call: file:line, the call's text, the library's message, a hint. */
-_Noreturn void hs_fatal_at(const char *file, int line, const char *call, const char *hint,
+HS_NORETURN void hs_fatal_at(const char *file, int line, const char *call, const char *hint,
                            const char *fmt, ...) HS_PRINTF(5, 6);
 
 /* Exit codes (docs/reliability.md). */
@@ -28,19 +36,19 @@ _Noreturn void hs_fatal_at(const char *file, int line, const char *call, const c
  * Whichever rank (or thread) sees it: if every rank reaches a fatal error within ~2 s (an error they all
  * detect, e.g. the config), rank 0 prints it once; otherwise the rank that saw it prints it (with its
  * rank) and MPI_Abort ends the job, so no rank hangs in a collective. Exit status HS_EXIT_USER. */
-_Noreturn void hs_die(const char *fmt, ...) HS_PRINTF(1, 2);
+HS_NORETURN void hs_die(const char *fmt, ...) HS_PRINTF(1, 2);
 /* The same with another exit status. */
-_Noreturn void hs_die_code(int code, const char *fmt, ...) HS_PRINTF(2, 3);
+HS_NORETURN void hs_die_code(int code, const char *fmt, ...) HS_PRINTF(2, 3);
 /* Historical names of hs_die for errors every rank detects identically; same behaviour. */
-_Noreturn void hs_die_all(const char *fmt, ...) HS_PRINTF(1, 2);
-_Noreturn void hs_die_agreed(const char *fmt, ...) HS_PRINTF(1, 2);
+HS_NORETURN void hs_die_all(const char *fmt, ...) HS_PRINTF(1, 2);
+HS_NORETURN void hs_die_agreed(const char *fmt, ...) HS_PRINTF(1, 2);
 
 /* A clean-up to run before a fatal error ends the process (e.g. remove a half-written checkpoint's
  * temporary file). One at a time; pass NULL to clear. */
 void hs_check_on_fatal(void (*fn)(void *), void *arg);
 
 /* Ends the process group: MPI_Abort if MPI runs with more than one rank, else exit(code). */
-_Noreturn void hs_abort(int code);
+HS_NORETURN void hs_abort(int code);
 
 /* Which rank this process is (for message prefixes); set by comm init. */
 void hs_check_set_rank(int rank, int size);
@@ -70,7 +78,7 @@ char *hs_xstrdup(const char *s, const char *file, int line);
         int hs_mpi_rc_ = (call);                                                                  \
         if (hs_mpi_rc_ != 0) hs_mpi_failed(__FILE__, __LINE__, #call, (hint), hs_mpi_rc_);        \
     } while (0)
-_Noreturn void hs_mpi_failed(const char *file, int line, const char *call, const char *hint, int rc);
+HS_NORETURN void hs_mpi_failed(const char *file, int line, const char *call, const char *hint, int rc);
 
 /* HDF5: ids and herr_t are negative on failure. HS_H5(call, hint) evaluates to the call's value.
  * The HDF5 error stack is printed under the message (automatic printing is turned off at start). */
@@ -83,6 +91,10 @@ int64_t hs_h5_check(int64_t value, const char *file, int line, const char *call,
         int hs_e_rc_ = (call);                                                                    \
         if (hs_e_rc_ != 0) hs_errno_failed(__FILE__, __LINE__, #call, (hint), hs_e_rc_);          \
     } while (0)
-_Noreturn void hs_errno_failed(const char *file, int line, const char *call, const char *hint, int rc);
+HS_NORETURN void hs_errno_failed(const char *file, int line, const char *call, const char *hint, int rc);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,5 +1,5 @@
 /* GEMM entry points of the CUDA backend beyond the seam's gemm (src/backend/cuda/cuda_gemm.c), for
- * kernels/*.cu hosts that chain GEMMs with their own kernels (attention). Row-major like the seam:
+ * the hosts in kernels/ that chain GEMMs with their own kernels (attention). Row-major like the seam:
  * for each batch index i in [0, batch):
  *   C_i[m,n] = alpha * op(A_i)[m,k] · op(B_i)[k,n] + beta * C_i[m,n],
  *   A_i = a + i*stride_a, B_i = b + i*stride_b, C_i = c + i*stride_c (strides in elements);

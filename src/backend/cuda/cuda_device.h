@@ -1,5 +1,5 @@
 /* The CUDA device object: what hs_backend.impl points to on the CUDA backend. Only files of the CUDA
- * backend (src/backend/cuda/, kernels/*.cu) include this header.
+ * backend (src/backend/cuda/, the .cu files under kernels/) include this header.
  *
  * Streams (docs/gpu.md, "Streams and events"):
  *   compute  every op of the seam is enqueued here, in call order;
@@ -41,10 +41,6 @@ static inline cudaStream_t hs_cuda_stream(const hs_backend *be) { return hs_cuda
  * valid until the next call. Grows only (synchronising the device before it frees the old block), so
  * after the first update the training loop allocates nothing. */
 void *hs_cuda_scratch(const hs_backend *be, size_t bytes);
-
-/* The CUDA backend (backend_cuda.c): the device of this rank, or NULL when no GPU is usable, with the
- * reason in why[why_len]. */
-const hs_backend *hs_backend_cuda(int local_rank, char *why, size_t why_len);
 
 #ifdef __cplusplus
 }

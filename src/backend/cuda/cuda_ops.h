@@ -1,7 +1,7 @@
 /* The CUDA backend's operations. Each matches the contract of the same-named member of hs_backend
  * (src/backend/backend.h); all are enqueued on the device's compute stream (hs_cuda_stream(be)) and
  * return at once, except download and synchronize. Defined with C linkage in the files named below
- * (kernels/*.cu hold the kernels and their launchers; src/backend/cuda/*.c the library calls). */
+ * (the .cu files under kernels/ hold the kernels and their launchers; the .c files of src/backend/cuda/ the library calls). */
 #ifndef HS_BACKEND_CUDA_OPS_H
 #define HS_BACKEND_CUDA_OPS_H
 

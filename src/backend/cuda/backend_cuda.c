@@ -1,0 +1,115 @@
+/* The CUDA device object and function table. One device per rank: cudaSetDevice(local_rank % count);
+ * three non-blocking streams (compute, copy, comm), the cuBLASLt and cuDNN handles, a GEMM workspace,
+ * a grow-only scratch block. Library handles are made by their files (cuda_gemm.c, cuda_conv.c,
+ * cuda_nccl.c); this file only wires the table and owns the device choice. */
+#include <stdio.h>
+#include <string.h>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_internal.h"
+#include "backend/cuda/cuda_ops.h"
+#include "util/log.h"
+
+static hs_cuda_device device;
+
+static hs_backend cuda_backend = {
+    .name = "cuda",
+    .impl = &device,
+    .memory_is_host = 0,
+    .alloc = hs_cuda_alloc,
+    .free = hs_cuda_free,
+    .upload = hs_cuda_upload,
+    .download = hs_cuda_download,
+    .copy = hs_cuda_copy,
+    .zero = hs_cuda_zero,
+    .synchronize = hs_cuda_synchronize,
+    .host_alloc = hs_cuda_host_alloc,
+    .host_free = hs_cuda_host_free,
+    .collectives_init = hs_cuda_collectives_init,
+    .allreduce_sum = hs_cuda_allreduce_sum,
+    .broadcast = hs_cuda_broadcast,
+    .gemm = hs_cuda_gemm,
+    .add_bias = hs_cuda_add_bias,
+    .bias_grad = hs_cuda_bias_grad,
+    .u8_to_float = hs_cuda_u8_to_float,
+    .relu_forward = hs_cuda_relu_forward,
+    .relu_backward = hs_cuda_relu_backward,
+    .dropout_forward = hs_cuda_dropout_forward,
+    .dropout_backward = hs_cuda_dropout_backward,
+    .conv2d_workspace_bytes = hs_cuda_conv2d_workspace_bytes,
+    .conv2d_forward = hs_cuda_conv2d_forward,
+    .conv2d_backward = hs_cuda_conv2d_backward,
+    .maxpool2d_forward = hs_cuda_maxpool2d_forward,
+    .maxpool2d_backward = hs_cuda_maxpool2d_backward,
+    .log_softmax_nll_forward = hs_cuda_log_softmax_nll_forward,
+    .log_softmax_nll_backward = hs_cuda_log_softmax_nll_backward,
+    .sumsq_tensors = hs_cuda_sumsq_tensors,
+    .scale_tensors = hs_cuda_scale_tensors,
+    .adam_update = hs_cuda_adam_update,
+    .adadelta_update = hs_cuda_adadelta_update,
+    .sgd_update = hs_cuda_sgd_update,
+    .lamb_update = hs_cuda_lamb_update,
+    .gather_rows = hs_cuda_gather_rows,
+    .scatter_add_rows = hs_cuda_scatter_add_rows,
+    .add_bias_strided = hs_cuda_add_bias_strided,
+    .bias_grad_strided = hs_cuda_bias_grad_strided,
+    .layernorm_forward = hs_cuda_layernorm_forward,
+    .layernorm_backward = hs_cuda_layernorm_backward,
+    .gelu_forward = hs_cuda_gelu_forward,
+    .bias_gelu_forward = hs_cuda_bias_gelu_forward,
+    .gelu_backward = hs_cuda_gelu_backward,
+    .tanh_forward = hs_cuda_tanh_forward,
+    .tanh_backward = hs_cuda_tanh_backward,
+    .attention_mask_bias = hs_cuda_attention_mask_bias,
+    .attention_forward = hs_cuda_attention_forward,
+    .attention_backward = hs_cuda_attention_backward,
+    .softmax_xent_forward = hs_cuda_softmax_xent_forward,
+    .softmax_xent_backward = hs_cuda_softmax_xent_backward,
+};
+
+void *hs_cuda_scratch(const hs_backend *be, size_t bytes) {
+    hs_cuda_device *d = hs_cuda_dev(be);
+    if (bytes <= d->scratch_bytes && d->scratch) return d->scratch;
+    /* grow: the old block may still be read by enqueued kernels */
+    if (d->scratch) {
+        HS_CUDA_CHECK(cudaDeviceSynchronize());
+        HS_CUDA_CHECK(cudaFree(d->scratch));
+    }
+    size_t grown = d->scratch_bytes * 2 > bytes ? d->scratch_bytes * 2 : bytes;
+    grown = (grown + 255) & ~(size_t)255;
+    HS_CUDA_CHECK(cudaMalloc(&d->scratch, grown));
+    d->scratch_bytes = grown;
+    return d->scratch;
+}
+
+const hs_backend *hs_backend_cuda(int local_rank, char *why, size_t why_len) {
+    static int ready;
+    if (ready) return &cuda_backend;
+    int count = 0;
+    cudaError_t rc = cudaGetDeviceCount(&count);
+    if (rc != cudaSuccess || count == 0) {
+        snprintf(why, why_len, "no usable GPU (%s)",
+                 rc != cudaSuccess ? cudaGetErrorString(rc) : "cudaGetDeviceCount found none");
+        cudaGetLastError(); /* clear the sticky status of the failed query */
+        return NULL;
+    }
+    device.ordinal = (local_rank < 0 ? 0 : local_rank) % count;
+    HS_CUDA_CHECK(cudaSetDevice(device.ordinal));
+    struct cudaDeviceProp prop;
+    HS_CUDA_CHECK(cudaGetDeviceProperties(&prop, device.ordinal));
+    device.sm_count = prop.multiProcessorCount;
+    HS_CUDA_CHECK(cudaStreamCreateWithFlags(&device.compute, cudaStreamNonBlocking));
+    HS_CUDA_CHECK(cudaStreamCreateWithFlags(&device.copy, cudaStreamNonBlocking));
+    HS_CUDA_CHECK(cudaStreamCreateWithFlags(&device.comm, cudaStreamNonBlocking));
+    HS_CUDA_CHECK(cudaEventCreateWithFlags(&device.compute_done, cudaEventDisableTiming));
+    HS_CUDA_CHECK(cudaEventCreateWithFlags(&device.copy_done, cudaEventDisableTiming));
+    HS_CUDA_CHECK(cudaEventCreateWithFlags(&device.comm_done, cudaEventDisableTiming));
+    hs_cuda_gemm_init(&cuda_backend);
+    hs_cuda_conv_init(&cuda_backend);
+    hs_log("| device = cuda: local rank %d uses GPU %d of %d (%s, compute capability %d.%d, %d SMs, %.1f GiB)",
+           local_rank, device.ordinal, count, prop.name, prop.major, prop.minor, prop.multiProcessorCount,
+           (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0));
+    ready = 1;
+    return &cuda_backend;
+}

@@ -1,0 +1,23 @@
+/* What the files of the CUDA backend share beyond the seam: library set-up called once by
+ * hs_backend_cuda, and the device collectives (cuda_nccl.c). */
+#ifndef HS_BACKEND_CUDA_INTERNAL_H
+#define HS_BACKEND_CUDA_INTERNAL_H
+
+#include "backend/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void hs_cuda_gemm_init(const hs_backend *be); /* cuBLASLt handle and workspace (cuda_gemm.c) */
+void hs_cuda_conv_init(const hs_backend *be); /* cuDNN handle on the compute stream (cuda_conv.c) */
+
+/* cuda_nccl.c: the seam's collectives members */
+void hs_cuda_collectives_init(const hs_backend *be, const void *mpi_comm);
+void hs_cuda_allreduce_sum(const hs_backend *be, float *buf, size_t n);
+void hs_cuda_broadcast(const hs_backend *be, void *buf, size_t bytes, int root);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

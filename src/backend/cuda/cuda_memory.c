@@ -1,0 +1,77 @@
+/* Device memory, copies and pinned staging buffers of the CUDA backend. Every copy is enqueued on the
+ * compute stream, so it is ordered with the ops around it (docs/gpu.md, "Streams and events").
+ * upload returns when the host source may be reused (the seam's contract), so it waits for its copy;
+ * asynchronous input one update ahead on the copy stream is the mixed-precision work's. */
+#include <string.h>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_ops.h"
+
+void *hs_cuda_alloc(const hs_backend *be, size_t bytes) {
+    void *p = NULL;
+    cudaError_t rc = cudaMalloc(&p, bytes ? bytes : 1);
+    if (rc != cudaSuccess) {
+        size_t free_b = 0, total_b = 0;
+        cudaGetLastError();
+        cudaMemGetInfo(&free_b, &total_b);
+        hs_fatal_at(__FILE__, __LINE__, "cudaMalloc",
+                    "the model and batch do not fit in GPU memory: lower max_sentences (or max_tokens) and raise "
+                    "update_freq, or use a smaller model; docs/gpu.md gives the memory budget per model",
+                    "%s: %zu bytes requested, %zu of %zu bytes free on GPU %d", cudaGetErrorString(rc), bytes,
+                    free_b, total_b, hs_cuda_dev(be)->ordinal);
+    }
+    HS_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes ? bytes : 1, hs_cuda_stream(be))); /* CUDA does not zero */
+    return p;
+}
+
+void hs_cuda_free(const hs_backend *be, void *p) {
+    (void)be;
+    if (p) HS_CUDA_CHECK(cudaFree(p)); /* cudaFree waits for the work that may still use p */
+}
+
+void hs_cuda_upload(const hs_backend *be, void *dst, const void *src_host, size_t bytes) {
+    if (!bytes) return;
+    cudaStream_t s = hs_cuda_stream(be);
+    HS_CUDA_CHECK(cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice, s));
+    HS_CUDA_CHECK(cudaStreamSynchronize(s)); /* src_host may be reused when this returns */
+}
+
+void hs_cuda_download(const hs_backend *be, void *dst_host, const void *src, size_t bytes) {
+    cudaStream_t s = hs_cuda_stream(be);
+    if (bytes) HS_CUDA_CHECK(cudaMemcpyAsync(dst_host, src, bytes, cudaMemcpyDeviceToHost, s));
+    HS_CUDA_CHECK(cudaStreamSynchronize(s));
+}
+
+void hs_cuda_copy(const hs_backend *be, void *dst, const void *src, size_t bytes) {
+    if (bytes) HS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, hs_cuda_stream(be)));
+}
+
+void hs_cuda_zero(const hs_backend *be, void *p, size_t bytes) {
+    if (bytes) HS_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, hs_cuda_stream(be)));
+}
+
+/* Every stream of the device: the host may then read anything and make blocking MPI calls. */
+void hs_cuda_synchronize(const hs_backend *be) {
+    hs_cuda_device *d = hs_cuda_dev(be);
+    HS_CUDA_CHECK(cudaStreamSynchronize(d->compute));
+    HS_CUDA_CHECK(cudaStreamSynchronize(d->copy));
+    HS_CUDA_CHECK(cudaStreamSynchronize(d->comm));
+}
+
+void *hs_cuda_host_alloc(const hs_backend *be, size_t bytes) {
+    (void)be;
+    void *p = NULL;
+    cudaError_t rc = cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable);
+    if (rc != cudaSuccess)
+        hs_fatal_at(__FILE__, __LINE__, "cudaHostAlloc",
+                    "page-locked host memory is limited (ulimit -l, or the node's memory): lower max_sentences",
+                    "%s: %zu bytes", cudaGetErrorString(rc), bytes);
+    memset(p, 0, bytes ? bytes : 1);
+    return p;
+}
+
+void hs_cuda_host_free(const hs_backend *be, void *p) {
+    (void)be;
+    if (p) HS_CUDA_CHECK(cudaFreeHost(p));
+}

@@ -1,0 +1,2 @@
+// kernels/loss.cu compiled with the host C++ compiler for the emulated CUDA device (tests/cuda.am).
+#include "loss.cu"

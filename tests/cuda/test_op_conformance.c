@@ -1,0 +1,106 @@
+/* Every op of the device seam on the CUDA backend (the emulated device in `make check`, a real GPU
+ * under tests/gpu/) against the CPU backend, on random inputs with odd sizes: a user's guarantee that
+ * device = "cuda" computes what device = "cpu" computes (tolerances: tests/cuda/conformance.h).
+ * This file holds the harness's main and the GEMM and convolution cases; the other ops' cases are in
+ * conformance_k1.c and conformance_k2.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conformance.h"
+#include "util/check.h"
+
+/* C[m,n] = alpha·op(A)·op(B) + beta·C for every transpose pair, padded leading dimensions, beta 0/1 */
+static void gemm_cases(hs_conf *t) {
+    static const int dims[][3] = {{1, 1, 1}, {31, 33, 1}, {33, 31, 127}, {127, 1, 33}, {64, 96, 256}, {5, 300, 7}};
+    char what[160];
+    hs_conf_op(t, "gemm");
+    for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (int beta_one = 0; beta_one < 2; beta_one++) {
+                    const int m = dims[d][0], n = dims[d][1], k = dims[d][2], pad = (int)(d % 3);
+                    /* stored shapes: A is [m,k] (or [k,m] transposed), B [k,n] (or [n,k]) */
+                    const int a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
+                    const int lda = a_cols + pad, ldb = b_cols + pad, ldc = n + pad;
+                    float *a = hs_conf_rand(t, (size_t)a_rows * lda, -1, 1), *b = hs_conf_rand(t, (size_t)b_rows * ldb, -1, 1);
+                    float *c = hs_conf_rand(t, (size_t)m * ldc, -1, 1);
+                    void *a0, *a1, *b0, *b1, *c0, *c1;
+                    hs_conf_both(t, a, (size_t)a_rows * lda * sizeof(float), &a0, &a1);
+                    hs_conf_both(t, b, (size_t)b_rows * ldb * sizeof(float), &b0, &b1);
+                    hs_conf_both(t, c, (size_t)m * ldc * sizeof(float), &c0, &c1);
+                    const float alpha = 0.75f, beta = beta_one ? 1.0f : 0.0f;
+                    t->cpu->gemm(t->cpu, ta, tb, m, n, k, alpha, a0, lda, b0, ldb, beta, c0, ldc);
+                    t->cuda->gemm(t->cuda, ta, tb, m, n, k, alpha, a1, lda, b1, ldb, beta, c1, ldc);
+                    snprintf(what, sizeof what, "C m=%d n=%d k=%d trans_a=%d trans_b=%d beta=%g ld pad %d", m, n, k, ta,
+                             tb, beta, pad);
+                    hs_conf_check_f32(t, what, c0, c1, (size_t)m * ldc, HS_CONF_TOL);
+                    hs_conf_free_both(t, a0, a1), hs_conf_free_both(t, b0, b1), hs_conf_free_both(t, c0, c1);
+                    free(a), free(b), free(c);
+                }
+}
+
+/* conv2d forward and backward (dx, dw and db accumulating onto non-zero values) */
+static void conv_cases(hs_conf *t) {
+    static const int shapes[][6] = {/* n, c_in, h, w, c_out, k */
+                                    {1, 1, 1, 1, 1, 1}, {2, 1, 28, 28, 8, 3}, {3, 4, 12, 12, 16, 3},
+                                    {2, 32, 13, 13, 64, 3}, {2, 3, 9, 7, 5, 5}};
+    char what[160];
+    hs_conf_op(t, "conv2d_forward/backward");
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        hs_conv2d_shape s = {.n = shapes[i][0], .c_in = shapes[i][1], .h = shapes[i][2], .w = shapes[i][3],
+                             .c_out = shapes[i][4], .kh = shapes[i][5], .kw = shapes[i][5]};
+        s.oh = s.h - s.kh + 1, s.ow = s.w - s.kw + 1;
+        const size_t nx = (size_t)s.n * s.c_in * s.h * s.w, nw = (size_t)s.c_out * s.c_in * s.kh * s.kw,
+                     ny = (size_t)s.n * s.c_out * s.oh * s.ow;
+        float *x = hs_conf_rand(t, nx, -1, 1), *w = hs_conf_rand(t, nw, -0.5f, 0.5f), *b = hs_conf_rand(t, s.c_out, -1, 1);
+        float *dy = hs_conf_rand(t, ny, -1, 1), *dw = hs_conf_rand(t, nw, -1, 1), *db = hs_conf_rand(t, s.c_out, -1, 1);
+        void *x0, *x1, *w0, *w1, *b0, *b1, *y0, *y1, *dy0, *dy1, *dx0, *dx1, *dw0, *dw1, *db0, *db1;
+        hs_conf_both(t, x, nx * 4, &x0, &x1), hs_conf_both(t, w, nw * 4, &w0, &w1);
+        hs_conf_both(t, b, (size_t)s.c_out * 4, &b0, &b1), hs_conf_both(t, NULL, ny * 4, &y0, &y1);
+        hs_conf_both(t, dy, ny * 4, &dy0, &dy1), hs_conf_both(t, NULL, nx * 4, &dx0, &dx1);
+        hs_conf_both(t, dw, nw * 4, &dw0, &dw1), hs_conf_both(t, db, (size_t)s.c_out * 4, &db0, &db1);
+        void *ws0 = t->cpu->alloc(t->cpu, t->cpu->conv2d_workspace_bytes(t->cpu, &s) + 1);
+        void *ws1 = t->cuda->alloc(t->cuda, t->cuda->conv2d_workspace_bytes(t->cuda, &s) + 1);
+        t->cpu->conv2d_forward(t->cpu, &s, y0, x0, w0, b0, ws0);
+        t->cuda->conv2d_forward(t->cuda, &s, y1, x1, w1, b1, ws1);
+        t->cpu->conv2d_backward(t->cpu, &s, dx0, dw0, db0, dy0, x0, w0, ws0);
+        t->cuda->conv2d_backward(t->cuda, &s, dx1, dw1, db1, dy1, x1, w1, ws1);
+        snprintf(what, sizeof what, "n=%d c_in=%d %dx%d c_out=%d k=%d", s.n, s.c_in, s.h, s.w, s.c_out, s.kh);
+        hs_conf_check_f32(t, what, y0, y1, ny, HS_CONF_TOL);
+        hs_conf_check_f32(t, what, dx0, dx1, nx, HS_CONF_TOL);
+        hs_conf_check_f32(t, what, dw0, dw1, nw, HS_CONF_TOL);
+        hs_conf_check_f32(t, what, db0, db1, (size_t)s.c_out, HS_CONF_TOL);
+        /* first layer: dx = NULL leaves it alone */
+        t->cuda->conv2d_backward(t->cuda, &s, NULL, dw1, db1, dy1, x1, w1, ws1);
+        t->cuda->synchronize(t->cuda);
+        hs_conf_free_both(t, x0, x1), hs_conf_free_both(t, w0, w1), hs_conf_free_both(t, b0, b1);
+        hs_conf_free_both(t, y0, y1), hs_conf_free_both(t, dy0, dy1), hs_conf_free_both(t, dx0, dx1);
+        hs_conf_free_both(t, dw0, dw1), hs_conf_free_both(t, db0, db1);
+        t->cpu->free(t->cpu, ws0), t->cuda->free(t->cuda, ws1);
+        free(x), free(w), free(b), free(dy), free(dw), free(db);
+    }
+}
+
+void hs_conf_group_blas_conv(hs_conf *t) {
+    gemm_cases(t);
+    conv_cases(t);
+}
+
+int main(int argc, char **argv) {
+    const char *only = argc > 1 ? argv[1] : NULL; /* run one group: blas_conv, k1 or k2 */
+    char why[256];
+    hs_conf t = {.cpu = hs_backend_cpu(), .rng = 0x9e3779b97f4a7c15ULL};
+    t.cuda = hs_backend_cuda(0, why, sizeof why);
+    if (!t.cuda) {
+        printf("SKIP: %s\n", why);
+        return 77;
+    }
+    printf("CUDA backend on %s against the CPU backend\n", getenv("HS_CUDA_EMU_SEED") ? "the emulated device (seeded)" : "the device");
+    if (!only || !strcmp(only, "blas_conv")) hs_conf_group_blas_conv(&t);
+    if (!only || !strcmp(only, "k1")) hs_conf_group_k1(&t);
+    if (!only || !strcmp(only, "k2")) hs_conf_group_k2(&t);
+    hs_conf_finish(&t);
+    printf("%d checks, %d failed\n", t.checks, t.failures);
+    return t.failures ? 1 : 0;
+}
