@@ -1,0 +1,73 @@
+# A user trains with device = "cuda" (here on the emulated CUDA device: the same kernels and backend
+# code, cuBLASLt/cuDNN/NCCL stand-ins, NCCL mapped onto MPI): 20 updates of the MNIST CNN and 12 of a
+# small BERT must follow the CPU run's trajectory within 1e-5 relative, on 1, 2 and 3 ranks with the
+# same global batch (world-size invariance on CUDA); a run stopped and resumed on CUDA is bit-identical
+# to an uninterrupted one. HS_CUDA_EMU_SEED varies the emulator's thread and stream orders.
+. "$top_srcdir/tests/lib.sh"
+EMU="${HETSEQ_EMU:-$top_builddir/tests/cuda/hetseq_emu}"
+[ -x "$EMU" ] || skip "hetseq_emu (the emulated CUDA build) is not built"
+CMP="$top_builddir/tests/tools/h5compare"
+export HS_CUDA_EMU_SEED="${HS_CUDA_EMU_SEED:-7}"
+
+# traj FILE: "update loss gnorm" of every train record
+traj() { grep '"type": "train"' "$1" | sed 's/.*"num_updates": \([0-9]*\), "loss": \([^,]*\),.*"gnorm": \([^,]*\),.*/\1 \2 \3/'; }
+# same_traj A B TOL: equal update counts, losses and gradient norms within TOL relative
+same_traj() {
+  traj "$1" > a.traj; traj "$2" > b.traj
+  [ -s a.traj ] && [ "$(wc -l < a.traj)" -eq "$(wc -l < b.traj)" ] || fail "$1 and $2 have different numbers of updates"
+  paste a.traj b.traj | awk -v tol="$3" '
+    function rel(x, y) { d = x - y; if (d < 0) d = -d; m = (x < 0 ? -x : x); if (m < 1e-30) m = 1e-30; return d / m }
+    { if ($1 != $4 || rel($2, $5) > tol || rel($3, $6) > tol) { print "update " $1 ": cpu loss " $2 " gnorm " $3 ", cuda loss " $5 " gnorm " $6; bad = 1 } }
+    END { exit bad }' || fail "trajectories of $1 and $2 differ by more than $3 relative"
+}
+# run BINARY RANKS DIR ARGS...
+run() {
+  local bin=$1 np=$2 dir=$3; shift 3
+  mpi "$np" "$bin" train "$@" -o checkpoint.save_dir=\"$dir\" >> "$dir.log" 2>&1 || { cat "$dir.log"; fail "training into $dir failed"; }
+}
+
+# ---- the CNN: global batch 48 = 8 images x 6 micro-batches x ranks... -------------------------------
+make_tiny_mnist mnist.h5
+CNN="$top_srcdir/tests/e2e/small.cfg"
+cnn="-o data.path=\"mnist.h5\" -o training.max_update=20 -o training.max_epoch=0 -o training.max_sentences=8"
+run "$HETSEQ" 1 cnn_cpu "$CNN" $cnn -o training.update_freq=6
+t0=$(date +%s)
+run "$EMU" 1 cnn_cuda1 "$CNN" $cnn -o training.update_freq=6 -o device=\"cuda\"
+t1=$(date +%s)
+grep -q "device = cuda: local rank 0 uses GPU 0" cnn_cuda1.log || { cat cnn_cuda1.log; fail "the CUDA run does not say which GPU it uses"; }
+run "$EMU" 2 cnn_cuda2 "$CNN" $cnn -o training.update_freq=3 -o device=\"cuda\"
+run "$EMU" 3 cnn_cuda3 "$CNN" $cnn -o training.update_freq=2 -o device=\"cuda\"
+for r in 1 2 3; do
+  "$CMP" cnn_cpu/checkpoint_last.h5 "cnn_cuda$r/checkpoint_last.h5" 1e-5 || fail "CNN: CUDA on $r rank(s) != CPU"
+  same_traj cnn_cpu/metrics.jsonl "cnn_cuda$r/metrics.jsonl" 1e-5
+done
+echo "ok: CNN, 20 updates on CUDA (1, 2, 3 ranks) = CPU within 1e-5 ($((t1 - t0)) s for the 1-rank emulated run)"
+
+# resume on CUDA: stop after 7 updates, resume to 20, bit-identical to the uninterrupted 2-rank run
+run "$EMU" 2 cnn_resumed "$CNN" $cnn -o training.update_freq=3 -o device=\"cuda\" -o training.max_update=7 \
+  -o checkpoint.save_interval_updates=5
+run "$EMU" 2 cnn_resumed "$CNN" $cnn -o training.update_freq=3 -o device=\"cuda\" -o checkpoint.save_interval_updates=5
+grep -q "resuming from cnn_resumed/checkpoint_last.h5" cnn_resumed.log || fail "the CUDA run did not resume"
+"$CMP" cnn_cuda2/checkpoint_last.h5 cnn_resumed/checkpoint_last.h5 0 || fail "CNN: resume on CUDA is not bit-exact"
+traj cnn_cuda2/metrics.jsonl > a.traj; traj cnn_resumed/metrics.jsonl > b.traj
+diff a.traj b.traj > /dev/null || fail "CNN: the loss trajectory differs after a resume on CUDA"
+echo "ok: CNN resume on CUDA is bit-exact"
+
+# ---- a small BERT (LAMB, dropout on) ----------------------------------------------------------------
+if [ -n "${PYTHON_TORCH:-}" ]; then
+  "$PYTHON_TORCH" "$top_srcdir/tests/ref/make_bert_shards.py" shards --prefix wiki --split training \
+    --rows 37,50,13 --seq-len 32 --max-pred 5 --vocab 1000 --seed 3 || fail "writing training shards"
+  "$PYTHON_TORCH" "$top_srcdir/tests/ref/make_bert_shards.py" shards --prefix wiki --split test \
+    --rows 24 --seq-len 32 --max-pred 5 --vocab 1000 --seed 4 || fail "writing test shards"
+  BERT="$top_srcdir/tests/e2e/bert_small.cfg"
+  run "$HETSEQ" 1 bert_cpu "$BERT" -o training.update_freq=6
+  for r in 1 2 3; do
+    run "$EMU" $r "bert_cuda$r" "$BERT" -o training.update_freq=$((6 / r)) -o device=\"cuda\"
+    "$CMP" bert_cpu/checkpoint_last.h5 "bert_cuda$r/checkpoint_last.h5" 1e-5 || fail "BERT: CUDA on $r rank(s) != CPU"
+    same_traj bert_cpu/metrics.jsonl "bert_cuda$r/metrics.jsonl" 1e-5
+  done
+  echo "ok: BERT, 12 updates on CUDA (1, 2, 3 ranks) = CPU within 1e-5"
+else
+  echo "BERT part skipped: no Python with h5py to write the test shards"
+fi
+pass
