@@ -5,7 +5,9 @@
 #                                   (2 MPI ranks, CPU) with validation, plot the losses, print where
 #                                   the checkpoint, metrics and plot are
 #   bash tools/quickstart.sh mnist  the same for HetSeq's MNIST CNN on Fashion-MNIST
-#   bash tools/quickstart.sh test   install packages, build, run `make check`, valgrind memcheck of a
+#   bash tools/quickstart.sh test   install packages, build (with the real CUDA backend where nvcc
+#                                   exists), run `make check` (the CUDA backend's tests on the emulated
+#                                   device included), valgrind memcheck of a
 #                                   training run (build/), the unit, MPI and end-to-end tests under
 #                                   ASan+UBSan (build-asan/) and the threaded tests under ThreadSanitizer
 #                                   (build-tsan/); ends with "N passed, N failed, N skipped" over all
@@ -94,8 +96,17 @@ test)
     [ $rc -eq 0 ] || status=1
     return $rc
   }
+  # The real CUDA backend is built (nvcc, -Werror, sm_75..sm_90 + PTX) wherever a CUDA toolkit is
+  # installed; its GPU tests then skip unless a GPU is visible. The emulated CUDA device (host compiler
+  # only) runs the CUDA backend's tests everywhere.
+  cuda=()
+  if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+    cuda=(--with-cuda); echo "== CUDA toolkit found: building the real CUDA backend too (nvcc)"
+  else
+    echo "== no CUDA toolkit (nvcc): building without the real CUDA backend; the emulated CUDA device runs its tests"
+  fi
   # A build that fails runs none of its tests: its summary is missing and counts as a failure below.
-  if step "build build/" build build "${pyenv[@]}"; then
+  if step "build build/" build build "${cuda[@]}" "${pyenv[@]}"; then
     step "make check (build/)" make -C build -j"$jobs" check || true
     # valgrind memcheck of 100 training updates on 2 ranks, in the same build (tests/sanitizers.am).
     step "valgrind (build/: make check-valgrind)" make -C build check-valgrind || true

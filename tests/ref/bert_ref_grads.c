@@ -64,7 +64,9 @@ int main(int argc, char **argv) {
     hs_config *cfg = hs_config_load(argv[1], 0, NULL);
     hs_bert_config bc;
     hs_bert_config_load(cfg, &bc);
-    const hs_backend *be = hs_backend_cpu();
+    /* HS_TEST_DEVICE=cuda: the same check on the CUDA backend (tests/cuda/test_torch_on_cuda.sh) */
+    const char *device = getenv("HS_TEST_DEVICE");
+    const hs_backend *be = hs_backend_select(device && *device ? device : "cpu", 0);
 
     hs_bert_shards *shards = hs_bert_shards_open(argv[2], NULL, 0, comm.io);
     const int rows = (int)hs_bert_shards_num_samples(shards), L = hs_bert_shards_seq_len(shards),

@@ -46,7 +46,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s IN.h5 OUT.h5\n", argv[0]);
         return 2;
     }
-    const hs_backend *be = hs_backend_cpu();
+    /* HS_TEST_DEVICE=cuda: the same check on the CUDA backend (tests/cuda/test_torch_on_cuda.sh) */
+    const char *device = getenv("HS_TEST_DEVICE");
+    const hs_backend *be = hs_backend_select(device && *device ? device : "cpu", 0);
     hid_t in = (hid_t)HS_H5(H5Fopen(argv[1], H5F_ACC_RDONLY, H5P_DEFAULT), "cannot open the input file");
     const int batch = (int)dataset_numel(in, "/labels");
 

@@ -174,7 +174,7 @@ def compare(tag, helper, files, model, batch, extra_args):
 
 
 def main():
-    helper = os.path.join(os.environ.get("top_builddir", "."), "tests", "ref", "bert_ref_grads")
+    helper = os.path.join(os.environ.get("HS_REF_HELPER_DIR") or os.path.join(os.environ.get("top_builddir", "."), "tests", "ref"), "bert_ref_grads")
     if not os.access(helper, os.X_OK):
         print(f"FAIL: {helper} not built (make check builds it)")
         return 1

@@ -59,7 +59,7 @@ def main():
     if not os.path.exists(os.path.join(data_dir, "train-images-idx3-ubyte.gz")):
         print(f"SKIP: Fashion-MNIST not found in {data_dir} (set FASHION_MNIST_DIR)")
         return 77
-    helper = os.path.join(os.environ.get("top_builddir", "."), "tests", "ref", "cnn_ref_grads")
+    helper = os.path.join(os.environ.get("HS_REF_HELPER_DIR") or os.path.join(os.environ.get("top_builddir", "."), "tests", "ref"), "cnn_ref_grads")
     if not os.access(helper, os.X_OK):
         print(f"FAIL: {helper} not built (make check builds it)")
         return 1
