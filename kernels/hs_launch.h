@@ -18,4 +18,29 @@ static inline unsigned hs_grid_for(size_t n) {
     return (unsigned)blocks;
 }
 
+/* Row kernels (LayerNorm, losses): one warp per row, HS_ROWS_PER_BLOCK rows per block of HS_BLOCK
+ * threads, rows grid-strided over at most HS_MAX_GRID blocks. A row's reduction is a fixed butterfly
+ * over the 32 lanes, so its result does not depend on the grid. */
+#define HS_WARP 32
+#define HS_ROWS_PER_BLOCK (HS_BLOCK / HS_WARP)
+
+static inline unsigned hs_grid_for_rows(size_t rows) {
+    size_t blocks = (rows + HS_ROWS_PER_BLOCK - 1) / HS_ROWS_PER_BLOCK;
+    if (blocks < 1) blocks = 1;
+    if (blocks > HS_MAX_GRID) blocks = HS_MAX_GRID;
+    return (unsigned)blocks;
+}
+
+/* Multi-tensor ops (kernels/multi_tensor.cu) launch grid (count, HS_TENSOR_SLICES): the host cannot read
+ * the device tensor table, so the grid depends on the tensor count alone. Tensor i is cut into slices
+ * of max(ceil(numel / HS_TENSOR_SLICES), HS_TENSOR_SLICE_MIN) elements (small tensors use few blocks,
+ * the others return at once); block (i, s) handles slice s. Norms are summed per slice, then the
+ * slices in order: the order depends on the table's layout alone. */
+#define HS_TENSOR_SLICES 64
+#define HS_TENSOR_SLICE_MIN 2048
+
+/* LayerNorm backward sums dgamma/dbeta over chunks of HS_LN_ROW_CHUNK rows (rows in order inside a
+ * chunk, then chunks in order), the CPU's HS_LN_ROW_BLOCK, so both backends add in the same order. */
+#define HS_LN_ROW_CHUNK 32
+
 #endif
