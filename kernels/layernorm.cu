@@ -1,0 +1,190 @@
+/* LayerNorm over the last dimension on the CUDA backend (the CPU reference: src/backend/cpu/cpu_layernorm.c;
+ * the element formulas: kernels/math/layernorm.h).
+ *
+ *   forward   in = x (+ residual, stored to x_sum); per row of C values, in double:
+ *             mean = Σ in / C,  var = Σ (in - mean)² / C (biased),  rstd = 1/sqrt(var + eps);
+ *             y = gamma·(in - mean)·rstd + beta
+ *   backward  x̂ = (x - mean)·rstd, g = dy·gamma;  dx = rstd·(g - mean(g) - x̂·mean(g·x̂))  (sums in double)
+ *             dgamma += Σ_rows dy·x̂,  dbeta += Σ_rows dy
+ *
+ * One warp per row (HS_ROWS_PER_BLOCK rows per block): lane l owns columns l, l+32, ... and is the only
+ * thread that reads or writes them, so x_sum may alias x or residual, and dx may alias dy. A lane sums
+ * its columns in order, then a fixed xor butterfly over the 32 lanes gives every lane the same row sum.
+ *
+ * dgamma/dbeta: never float atomics. Rows are cut into chunks of HS_LN_ROW_CHUNK rows (the CPU's row
+ * blocks); one thread per (chunk, column) sums dy·x̂ and dy over the chunk's rows in row order into a
+ * double partial, then one thread per column adds the chunks' partials in chunk order and rounds once.
+ * This is the CPU's order exactly, so the two backends agree to the bit unless a compiler fuses a
+ * multiply-add differently. */
+#include "hs_cuda.h"
+#include "hs_launch.h"
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_ops.h"
+#include "math/layernorm.h"
+
+namespace {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+
+/* Activations are T (float now; bf16/fp16 with mixed precision), arithmetic is float. */
+template <class T> __device__ __forceinline__ float to_float(T v) { return static_cast<float>(v); }
+template <class T> __device__ __forceinline__ T from_float(float v) { return static_cast<T>(v); }
+
+/* Σ over the 32 lanes of a warp: a fixed xor butterfly. Lane i adds v_i + v_{i^k}, lane i^k adds
+ * v_{i^k} + v_i: the same bits, so every lane ends with the same sum whatever the schedule. */
+__device__ __forceinline__ double warp_sum(double v) {
+  for (int k = HS_WARP / 2; k > 0; k /= 2) v += __shfl_xor_sync(kFullMask, v, k);
+  return v;
+}
+
+/* ---- forward ------------------------------------------------------------------------------------------ */
+
+/* y[rows,cols], x_sum[rows,cols] (only with residual), mean[rows], rstd[rows] from x[rows,cols],
+ * residual[rows,cols] or NULL, gamma[cols], beta[cols]. One warp per row, rows grid-strided. */
+template <class T>
+__global__ void __launch_bounds__(HS_BLOCK)
+    layernorm_forward_kernel(T *y, T *x_sum, float *mean, float *rstd, const T *x, const T *residual,
+                             const float *gamma, const float *beta, int rows, int cols, float eps) {
+  const int lane = threadIdx.x % HS_WARP;
+  const long long first = (long long)blockIdx.x * HS_ROWS_PER_BLOCK + threadIdx.x / HS_WARP;
+  const long long stride = (long long)gridDim.x * HS_ROWS_PER_BLOCK;
+  for (long long r = first; r < rows; r += stride) { /* uniform across the warp */
+    const size_t off = (size_t)r * (size_t)cols;
+    const T *in = x + off;
+    if (residual) { /* in = x + residual, kept for the backward pass */
+      for (int c = lane; c < cols; c += HS_WARP)
+        x_sum[off + c] = from_float<T>(to_float(x[off + c]) + to_float(residual[off + c]));
+      in = x_sum + off; /* each lane reads back only the columns it wrote */
+    }
+    double sum = 0.0;
+    for (int c = lane; c < cols; c += HS_WARP) sum += (double)to_float(in[c]);
+    const double mu = warp_sum(sum) / cols;
+    double sq = 0.0;
+    for (int c = lane; c < cols; c += HS_WARP) {
+      const double dv = (double)to_float(in[c]) - mu;
+      sq += dv * dv;
+    }
+    const float m = (float)mu, rs = hs_layernorm_rstd(warp_sum(sq) / cols, eps);
+    for (int c = lane; c < cols; c += HS_WARP)
+      y[off + c] = from_float<T>(hs_layernorm_out(to_float(in[c]), m, rs, gamma[c], beta[c]));
+    if (lane == 0) {
+      mean[r] = m;
+      rstd[r] = rs;
+    }
+  }
+}
+
+/* ---- backward ----------------------------------------------------------------------------------------- */
+
+/* dx[rows,cols] (may alias dy) from dy, x (the forward's input), mean, rstd, gamma. One warp per row. */
+template <class T>
+__global__ void __launch_bounds__(HS_BLOCK)
+    layernorm_backward_dx_kernel(T *dx, const T *dy, const T *x, const float *mean, const float *rstd,
+                                 const float *gamma, int rows, int cols) {
+  const int lane = threadIdx.x % HS_WARP;
+  const long long first = (long long)blockIdx.x * HS_ROWS_PER_BLOCK + threadIdx.x / HS_WARP;
+  const long long stride = (long long)gridDim.x * HS_ROWS_PER_BLOCK;
+  for (long long r = first; r < rows; r += stride) {
+    const size_t off = (size_t)r * (size_t)cols;
+    const float m = mean[r], rs = rstd[r];
+    double sum_g = 0.0, sum_gx = 0.0;
+    for (int c = lane; c < cols; c += HS_WARP) {
+      const float xh = (to_float(x[off + c]) - m) * rs;
+      const float g = to_float(dy[off + c]) * gamma[c];
+      sum_g += (double)g;
+      sum_gx += (double)g * (double)xh;
+    }
+    const float mean_g = (float)(warp_sum(sum_g) / cols), mean_gx = (float)(warp_sum(sum_gx) / cols);
+    for (int c = lane; c < cols; c += HS_WARP) {
+      const float xh = (to_float(x[off + c]) - m) * rs; /* the same float expression as above */
+      dx[off + c] = from_float<T>(hs_layernorm_dx(to_float(dy[off + c]) * gamma[c], xh, rs, mean_g, mean_gx));
+    }
+  }
+}
+
+/* partial[chunk][0][c] = Σ dy·x̂, partial[chunk][1][c] = Σ dy over the chunk's rows in row order (double).
+ * Grid (chunks, ceil(cols / HS_BLOCK)): one thread per (chunk, column); a warp reads 32 consecutive
+ * columns of a row. Runs before the dx kernel, which may overwrite dy. */
+template <class T>
+__global__ void __launch_bounds__(HS_BLOCK)
+    layernorm_param_partials_kernel(double *partial, const T *dy, const T *x, const float *mean,
+                                    const float *rstd, int rows, int cols) {
+  const int c = blockIdx.y * HS_BLOCK + threadIdx.x;
+  if (c >= cols) return;
+  const long long r0 = (long long)blockIdx.x * HS_LN_ROW_CHUNK;
+  const long long r1 = r0 + HS_LN_ROW_CHUNK < rows ? r0 + HS_LN_ROW_CHUNK : rows;
+  double sg = 0.0, sb = 0.0;
+  for (long long r = r0; r < r1; r++) {
+    const size_t i = (size_t)r * (size_t)cols + (size_t)c;
+    const float xh = (to_float(x[i]) - mean[r]) * rstd[r];
+    const float d = to_float(dy[i]);
+    sg += (double)d * (double)xh;
+    sb += (double)d;
+  }
+  double *pg = partial + (size_t)blockIdx.x * 2 * (size_t)cols;
+  pg[c] = sg;
+  pg[cols + c] = sb;
+}
+
+/* dgamma[c] += (float)Σ_chunks partial[chunk][0][c], dbeta[c] += (float)Σ_chunks partial[chunk][1][c],
+ * chunks in order; one thread per column, grid-strided. */
+__global__ void __launch_bounds__(HS_BLOCK)
+    layernorm_param_sum_kernel(float *dgamma, float *dbeta, const double *partial, int chunks, int cols) {
+  for (long long c = (long long)blockIdx.x * HS_BLOCK + threadIdx.x; c < cols; c += (long long)gridDim.x * HS_BLOCK) {
+    double sg = 0.0, sb = 0.0;
+    for (int k = 0; k < chunks; k++) {
+      sg += partial[(size_t)k * 2 * (size_t)cols + (size_t)c];
+      sb += partial[(size_t)k * 2 * (size_t)cols + (size_t)cols + (size_t)c];
+    }
+    dgamma[c] += (float)sg;
+    dbeta[c] += (float)sb;
+  }
+}
+
+template <class T>
+void launch_layernorm_forward(const hs_backend *be, T *y, T *x_sum, float *mean, float *rstd, const T *x,
+                              const T *residual, const float *gamma, const float *beta, int rows, int cols,
+                              float eps) {
+  if (rows <= 0 || cols <= 0) return;
+  HS_LAUNCH(hs_grid_for_rows((size_t)rows), HS_BLOCK, 0, hs_cuda_stream(be), layernorm_forward_kernel<T>)(
+      y, x_sum, mean, rstd, x, residual, gamma, beta, rows, cols, eps);
+  HS_CUDA_LAUNCHED("layernorm_forward_kernel");
+}
+
+template <class T>
+void launch_layernorm_backward(const hs_backend *be, T *dx, float *dgamma, float *dbeta, const T *dy, const T *x,
+                               const float *mean, const float *rstd, const float *gamma, int rows, int cols) {
+  if (rows <= 0 || cols <= 0) return;
+  const cudaStream_t stream = hs_cuda_stream(be);
+  const int chunks = (rows + HS_LN_ROW_CHUNK - 1) / HS_LN_ROW_CHUNK;
+  /* scratch: partial[chunks][2][cols] doubles */
+  double *partial = static_cast<double *>(hs_cuda_scratch(be, (size_t)chunks * 2 * (size_t)cols * sizeof(double)));
+  const dim3 grid((unsigned)chunks, (unsigned)((cols + HS_BLOCK - 1) / HS_BLOCK));
+  HS_LAUNCH(grid, HS_BLOCK, 0, stream, layernorm_param_partials_kernel<T>)(partial, dy, x, mean, rstd, rows, cols);
+  HS_CUDA_LAUNCHED("layernorm_param_partials_kernel");
+  HS_LAUNCH(hs_grid_for((size_t)cols), HS_BLOCK, 0, stream, layernorm_param_sum_kernel)(dgamma, dbeta, partial,
+                                                                                         chunks, cols);
+  HS_CUDA_LAUNCHED("layernorm_param_sum_kernel");
+  /* after the partials: dx may overwrite dy */
+  HS_LAUNCH(hs_grid_for_rows((size_t)rows), HS_BLOCK, 0, stream, layernorm_backward_dx_kernel<T>)(
+      dx, dy, x, mean, rstd, gamma, rows, cols);
+  HS_CUDA_LAUNCHED("layernorm_backward_dx_kernel");
+}
+
+} // namespace
+
+/* y, x_sum (with residual), mean[rows], rstd[rows] = LayerNorm(x (+ residual)) over rows of cols values */
+extern "C" void hs_cuda_layernorm_forward(const hs_backend *be, float *y, float *x_sum, float *mean, float *rstd,
+                                          const float *x, const float *residual, const float *gamma,
+                                          const float *beta, int rows, int cols, float eps) {
+  launch_layernorm_forward<float>(be, y, x_sum, mean, rstd, x, residual, gamma, beta, rows, cols, eps);
+}
+
+/* dx[rows,cols] (may alias dy); dgamma[cols] += Σ dy·x̂, dbeta[cols] += Σ dy */
+extern "C" void hs_cuda_layernorm_backward(const hs_backend *be, float *dx, float *dgamma, float *dbeta,
+                                           const float *dy, const float *x, const float *mean, const float *rstd,
+                                           const float *gamma, int rows, int cols) {
+  launch_layernorm_backward<float>(be, dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols);
+}

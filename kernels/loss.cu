@@ -1,0 +1,279 @@
+/* Losses of the CUDA backend: log-softmax + NLL (the CNN head) and softmax + cross-entropy (BERT's MLM
+ * and NSP heads). The CPU references are src/backend/cpu/cpu_loss.c and cpu_softmax_xent.c; the row
+ * formulas are kernels/math/softmax_nll.h and the CPU's softmax_xent_row:
+ *
+ *   log_softmax_nll  m = max x,  log_norm = m + log Σ exp(x - m)   (exponentials and sum in double)
+ *                    logprob = x - log_norm,  NLL = log_norm - x_label;  dlogit = scale·(e^logprob - 1[c = label])
+ *   softmax_xent     m = max x,  e = hs_exp_fast(x - m) (float),  S = Σ e (double),  p = e·(float)(1/S)
+ *                    NLL = m + log S - x_label (double);  dlogit = scale·p - scale·1[c = label]
+ *                    (rows with label < 0 are ignored: no statistics, zero gradient)
+ *   argmax = the first index holding the maximum (torch.argmax's rule, as the CPU).
+ *
+ * Forward: one warp per row. Lane l owns columns l, l+32, ...: it alone reads and writes them, so
+ * probs may alias logits, and the lane owning the label column (label % 32) reads x_label before it
+ * overwrites it. A lane's sums run over its columns in order, then a fixed xor butterfly over the 32
+ * lanes, so every lane holds the same bits. The row's NLL, count and correctness go to per-row slots
+ * in scratch, and one block adds them up in a fixed order (strided per thread, then a fixed tree) into
+ * stats[0..2] (+=): the statistics are the same bits on every run, and no float atomics are used. */
+#include <limits.h>
+#include <math.h>
+
+#include "hs_cuda.h"
+#include "hs_launch.h"
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_ops.h"
+#include "math/fast_exp_erf.h"
+#include "math/softmax_nll.h"
+
+namespace {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+
+/* Activations are T (float now; bf16/fp16 with mixed precision), arithmetic is float / double. */
+template <class T> __device__ __forceinline__ float to_float(T v) { return static_cast<float>(v); }
+template <class T> __device__ __forceinline__ T from_float(float v) { return static_cast<T>(v); }
+
+/* Σ over the 32 lanes (fixed xor butterfly: lanes i and i^k add the same two values, so all agree). */
+__device__ __forceinline__ double warp_sum(double v) {
+  for (int k = HS_WARP / 2; k > 0; k /= 2) v += __shfl_xor_sync(kFullMask, v, k);
+  return v;
+}
+
+/* (max, first index of the max) over a row whose lane-strided part this lane holds in (m, best);
+ * best = INT_MAX for a lane without columns. The combine takes the larger value, the smaller index on
+ * equal values: a total order, so the butterfly gives every lane the row's first maximum. */
+__device__ __forceinline__ void warp_argmax(float &m, int &best) {
+  for (int k = HS_WARP / 2; k > 0; k /= 2) {
+    const float om = __shfl_xor_sync(kFullMask, m, k);
+    const int ob = __shfl_xor_sync(kFullMask, best, k);
+    if (om > m || (om == m && ob < best)) {
+      m = om;
+      best = ob;
+    }
+  }
+}
+
+/* This lane's columns of x[cols]: first maximum (strict >, the first column taken as it is, as the
+ * CPU takes x[0]), then the warp's. */
+template <class T> __device__ __forceinline__ void row_argmax(const T *x, int cols, int lane, float &m, int &best) {
+  m = -INFINITY;
+  best = INT_MAX;
+  for (int c = lane; c < cols; c += HS_WARP) {
+    const float v = to_float(x[c]);
+    if (best == INT_MAX || v > m) {
+      m = v;
+      best = c;
+    }
+  }
+  warp_argmax(m, best);
+}
+
+/* Σ of v over the block (HS_BLOCK threads), the same bits in every thread: warp butterflies, then the
+ * warps' sums in warp order. */
+__device__ double block_sum(double v) {
+  HS_SHARED(double[HS_BLOCK / HS_WARP], warp_sums);
+  v = warp_sum(v);
+  if (threadIdx.x % HS_WARP == 0) warp_sums[threadIdx.x / HS_WARP] = v;
+  __syncthreads();
+  double s = 0.0;
+  for (int w = 0; w < HS_BLOCK / HS_WARP; w++) s += warp_sums[w];
+  __syncthreads(); /* warp_sums is rewritten by the next call */
+  return s;
+}
+
+/* Per-row statistics in scratch: row_stats[0*rows + r] = NLL, [1*rows + r] = counted (0/1),
+ * [2*rows + r] = correct (0/1). */
+
+/* ---- log-softmax + NLL -------------------------------------------------------------------------------- */
+
+/* logprobs[rows,cols] = log_softmax(logits[rows,cols]); row_stats as above. One warp per row. */
+template <class T>
+__global__ void __launch_bounds__(HS_BLOCK)
+    log_softmax_nll_forward_kernel(T *logprobs, const T *logits, const int32_t *labels, int rows, int cols,
+                                   double *row_stats) {
+  const int lane = threadIdx.x % HS_WARP;
+  const long long first = (long long)blockIdx.x * HS_ROWS_PER_BLOCK + threadIdx.x / HS_WARP;
+  const long long stride = (long long)gridDim.x * HS_ROWS_PER_BLOCK;
+  for (long long r = first; r < rows; r += stride) { /* uniform across the warp */
+    const size_t off = (size_t)r * (size_t)cols;
+    const T *x = logits + off;
+    const int label = labels[r];
+    float m;
+    int best;
+    row_argmax(x, cols, lane, m, best);
+    const bool owner = lane == label % HS_WARP; /* the lane holding column `label` */
+    const double x_label = owner ? (double)to_float(x[label]) : 0.0; /* read before logprobs is written */
+    double sum = 0.0;
+    for (int c = lane; c < cols; c += HS_WARP) sum += exp((double)to_float(x[c]) - (double)m);
+    const double log_norm = (double)m + log(warp_sum(sum));
+    for (int c = lane; c < cols; c += HS_WARP)
+      logprobs[off + c] = from_float<T>((float)((double)to_float(x[c]) - log_norm));
+    if (owner) {
+      row_stats[r] = log_norm - x_label;
+      row_stats[(size_t)rows + r] = 1.0;
+      row_stats[2 * (size_t)rows + r] = best == label ? 1.0 : 0.0;
+    }
+  }
+}
+
+/* dlogits[rows,cols] = scale·(exp(logprobs) - onehot(labels)); element-wise, grid-strided. */
+template <class T>
+__global__ void __launch_bounds__(HS_BLOCK)
+    log_softmax_nll_backward_kernel(T *dlogits, const T *logprobs, const int32_t *labels, int cols, size_t n,
+                                    float scale) {
+  for (size_t i = (size_t)blockIdx.x * HS_BLOCK + threadIdx.x; i < n; i += (size_t)gridDim.x * HS_BLOCK) {
+    const size_t r = i / (size_t)cols, c = i % (size_t)cols;
+    dlogits[i] = from_float<T>(hs_nll_logit_grad(to_float(logprobs[i]), (int)c == labels[r], scale));
+  }
+}
+
+/* ---- softmax + cross-entropy -------------------------------------------------------------------------- */
+
+/* probs[rows,cols] = softmax(logits) (probs may alias logits); row_stats as above, zeros for rows with
+ * label < 0. One warp per row. */
+template <class T>
+__global__ void __launch_bounds__(HS_BLOCK)
+    softmax_xent_forward_kernel(T *probs, const T *logits, const int32_t *labels, int rows, int cols,
+                                double *row_stats) {
+  const int lane = threadIdx.x % HS_WARP;
+  const long long first = (long long)blockIdx.x * HS_ROWS_PER_BLOCK + threadIdx.x / HS_WARP;
+  const long long stride = (long long)gridDim.x * HS_ROWS_PER_BLOCK;
+  for (long long r = first; r < rows; r += stride) {
+    const size_t off = (size_t)r * (size_t)cols;
+    const T *x = logits + off;
+    T *pr = probs + off;
+    const int label = labels[r];
+    float m;
+    int best;
+    row_argmax(x, cols, lane, m, best);
+    const bool owner = label >= 0 ? lane == label % HS_WARP : lane == 0;
+    const float x_label = label >= 0 && owner ? to_float(x[label]) : 0.0f; /* before pr overwrites it */
+    double sum = 0.0;
+    for (int c = lane; c < cols; c += HS_WARP) {
+      const float e = hs_exp_fast(to_float(x[c]) - m);
+      pr[c] = from_float<T>(e);
+      sum += (double)e;
+    }
+    const double total = warp_sum(sum);
+    const float inv = (float)(1.0 / total);
+    for (int c = lane; c < cols; c += HS_WARP) pr[c] = from_float<T>(to_float(pr[c]) * inv);
+    if (owner) {
+      row_stats[r] = label >= 0 ? (double)m + log(total) - (double)x_label : 0.0;
+      row_stats[(size_t)rows + r] = label >= 0 ? 1.0 : 0.0;
+      row_stats[2 * (size_t)rows + r] = label >= 0 && best == label ? 1.0 : 0.0;
+    }
+  }
+}
+
+/* dlogits[rows,cols] = scale·probs - scale·onehot(label), 0 on rows with label < 0 (dlogits may alias
+ * probs: element-wise). */
+template <class T>
+__global__ void __launch_bounds__(HS_BLOCK)
+    softmax_xent_backward_kernel(T *dlogits, const T *probs, const int32_t *labels, int cols, size_t n,
+                                 float scale) {
+  for (size_t i = (size_t)blockIdx.x * HS_BLOCK + threadIdx.x; i < n; i += (size_t)gridDim.x * HS_BLOCK) {
+    const size_t r = i / (size_t)cols, c = i % (size_t)cols;
+    const int label = labels[r];
+    float g = 0.0f;
+    if (label >= 0) {
+      g = scale * to_float(probs[i]);
+      if ((int)c == label) g -= scale;
+    }
+    dlogits[i] = from_float<T>(g);
+  }
+}
+
+/* ---- statistics --------------------------------------------------------------------------------------- */
+
+/* stats[k] += Σ_r row_stats[k·rows + r] for k = 0, 1, 2. One block: thread t sums rows t, t+HS_BLOCK, ...
+ * in order, then block_sum's fixed tree; the order depends on rows alone. */
+__global__ void __launch_bounds__(HS_BLOCK) loss_stats_kernel(double *stats, const double *row_stats, int rows) {
+  double s[3] = {0.0, 0.0, 0.0};
+  for (int r = threadIdx.x; r < rows; r += HS_BLOCK)
+    for (int k = 0; k < 3; k++) s[k] += row_stats[(size_t)k * (size_t)rows + (size_t)r];
+  for (int k = 0; k < 3; k++) {
+    const double total = block_sum(s[k]);
+    if (threadIdx.x == 0) stats[k] += total;
+  }
+}
+
+/* row_stats[3][rows] in scratch, filled by a forward kernel, then added to stats. */
+double *row_stats_scratch(const hs_backend *be, int rows) {
+  return static_cast<double *>(hs_cuda_scratch(be, 3 * (size_t)rows * sizeof(double)));
+}
+
+void launch_loss_stats(const hs_backend *be, double *stats, const double *row_stats, int rows) {
+  HS_LAUNCH(1, HS_BLOCK, 0, hs_cuda_stream(be), loss_stats_kernel)(stats, row_stats, rows);
+  HS_CUDA_LAUNCHED("loss_stats_kernel");
+}
+
+template <class T>
+void launch_log_softmax_nll_forward(const hs_backend *be, T *logprobs, const T *logits, const int32_t *labels,
+                                    int rows, int cols, double *stats) {
+  if (rows <= 0 || cols <= 0) return;
+  double *row_stats = row_stats_scratch(be, rows);
+  HS_LAUNCH(hs_grid_for_rows((size_t)rows), HS_BLOCK, 0, hs_cuda_stream(be), log_softmax_nll_forward_kernel<T>)(
+      logprobs, logits, labels, rows, cols, row_stats);
+  HS_CUDA_LAUNCHED("log_softmax_nll_forward_kernel");
+  launch_loss_stats(be, stats, row_stats, rows);
+}
+
+template <class T>
+void launch_log_softmax_nll_backward(const hs_backend *be, T *dlogits, const T *logprobs, const int32_t *labels,
+                                     int rows, int cols, float scale) {
+  if (rows <= 0 || cols <= 0) return;
+  const size_t n = (size_t)rows * (size_t)cols;
+  HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), log_softmax_nll_backward_kernel<T>)(
+      dlogits, logprobs, labels, cols, n, scale);
+  HS_CUDA_LAUNCHED("log_softmax_nll_backward_kernel");
+}
+
+template <class T>
+void launch_softmax_xent_forward(const hs_backend *be, T *probs, const T *logits, const int32_t *labels, int rows,
+                                 int cols, double *stats) {
+  if (rows <= 0 || cols <= 0) return;
+  double *row_stats = row_stats_scratch(be, rows);
+  HS_LAUNCH(hs_grid_for_rows((size_t)rows), HS_BLOCK, 0, hs_cuda_stream(be), softmax_xent_forward_kernel<T>)(
+      probs, logits, labels, rows, cols, row_stats);
+  HS_CUDA_LAUNCHED("softmax_xent_forward_kernel");
+  launch_loss_stats(be, stats, row_stats, rows);
+}
+
+template <class T>
+void launch_softmax_xent_backward(const hs_backend *be, T *dlogits, const T *probs, const int32_t *labels, int rows,
+                                  int cols, float scale) {
+  if (rows <= 0 || cols <= 0) return;
+  const size_t n = (size_t)rows * (size_t)cols;
+  HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), softmax_xent_backward_kernel<T>)(dlogits, probs, labels,
+                                                                                               cols, n, scale);
+  HS_CUDA_LAUNCHED("softmax_xent_backward_kernel");
+}
+
+} // namespace
+
+/* logprobs[rows,cols] = log_softmax(logits); stats[0] += Σ NLL, [1] += rows, [2] += correct */
+extern "C" void hs_cuda_log_softmax_nll_forward(const hs_backend *be, float *logprobs, const float *logits,
+                                                const int32_t *labels, int rows, int cols, double *stats) {
+  launch_log_softmax_nll_forward<float>(be, logprobs, logits, labels, rows, cols, stats);
+}
+
+/* dlogits[rows,cols] = scale·(softmax - onehot(label)) from the stored log-probabilities */
+extern "C" void hs_cuda_log_softmax_nll_backward(const hs_backend *be, float *dlogits, const float *logprobs,
+                                                 const int32_t *labels, int rows, int cols, float scale) {
+  launch_log_softmax_nll_backward<float>(be, dlogits, logprobs, labels, rows, cols, scale);
+}
+
+/* probs[rows,cols] = softmax(logits) (may alias); per row with label >= 0: stats[0] += NLL, [1] += 1,
+ * [2] += (argmax == label) */
+extern "C" void hs_cuda_softmax_xent_forward(const hs_backend *be, float *probs, const float *logits,
+                                             const int32_t *labels, int rows, int cols, double *stats) {
+  launch_softmax_xent_forward<float>(be, probs, logits, labels, rows, cols, stats);
+}
+
+/* dlogits[rows,cols] = scale·(probs - onehot(label)), 0 on rows with label < 0 (may alias probs) */
+extern "C" void hs_cuda_softmax_xent_backward(const hs_backend *be, float *dlogits, const float *probs,
+                                              const int32_t *labels, int rows, int cols, float scale) {
+  launch_softmax_xent_backward<float>(be, dlogits, probs, labels, rows, cols, scale);
+}

@@ -1,0 +1,398 @@
+/* Op conformance, group k2: LayerNorm, the losses and the multi-tensor ops (norms, clipping, optimizers)
+ * of the CUDA backend (kernels/layernorm.cu, loss.cu, multi_tensor.cu) against the CPU backend, on random
+ * inputs with sizes on and off the block and warp sizes. Statistics and norms (float64 on the device)
+ * are compared in float64 with a tight tolerance: both backends sum in double, only in different orders. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conformance.h"
+#include "util/check.h"
+
+/* float64 results (loss statistics, norms): double sums in another order differ ~1e-16 relative; the
+ * float inputs to them may differ by an ulp where the compilers fuse a multiply-add differently. */
+#define K2_F64_TOL 1e-9
+
+/* One buffer on both devices. */
+typedef struct {
+    void *cpu, *cuda;
+} pair;
+
+static pair both(hs_conf *t, const void *host, size_t bytes) {
+    pair p;
+    hs_conf_both(t, host, bytes, &p.cpu, &p.cuda);
+    return p;
+}
+
+static void release(hs_conf *t, pair p) { hs_conf_free_both(t, p.cpu, p.cuda); }
+
+static void check_f32(hs_conf *t, const char *what, pair p, size_t n, double tol) {
+    hs_conf_check_f32(t, what, p.cpu, p.cuda, n, tol);
+}
+
+static void check_f64(hs_conf *t, const char *what, pair p, size_t n, double tol) {
+    hs_conf_check_f64(t, what, p.cpu, p.cuda, n, tol);
+}
+
+/* ---- LayerNorm ---------------------------------------------------------------------------------------- */
+
+/* residual: 0 none, 1 x_sum separate, 2 x_sum aliasing x, 3 x_sum aliasing residual */
+static void layernorm_case(hs_conf *t, int rows, int cols, int residual, float eps, float offset) {
+    char what[200];
+    const size_t n = (size_t)rows * (size_t)cols;
+    float *x = hs_conf_rand(t, n, -2.0f + offset, 2.0f + offset), *res = hs_conf_rand(t, n, -1, 1);
+    float *gamma = hs_conf_rand(t, (size_t)cols, 0.5f, 1.5f), *beta = hs_conf_rand(t, (size_t)cols, -1, 1);
+    float *dy = hs_conf_rand(t, n, -1, 1);
+    float *dgamma = hs_conf_rand(t, (size_t)cols, -1, 1), *dbeta = hs_conf_rand(t, (size_t)cols, -1, 1);
+    pair px = both(t, x, n * 4), pr = both(t, res, n * 4), pg = both(t, gamma, (size_t)cols * 4),
+         pb = both(t, beta, (size_t)cols * 4), py = both(t, NULL, n * 4), psum = both(t, NULL, n * 4),
+         pmean = both(t, NULL, (size_t)rows * 4), prstd = both(t, NULL, (size_t)rows * 4), pdy = both(t, dy, n * 4),
+         pdg = both(t, dgamma, (size_t)cols * 4), pdb = both(t, dbeta, (size_t)cols * 4);
+    /* the LayerNorm's input as the backward pass sees it */
+    pair in = px, xs = psum, rs = pr;
+    if (residual == 2) xs = px;
+    if (residual == 3) xs = pr;
+    if (residual) in = xs;
+    snprintf(what, sizeof what, "rows=%d cols=%d residual=%s eps=%g offset=%g", rows, cols,
+             residual == 0 ? "none" : residual == 1 ? "separate" : residual == 2 ? "x_sum=x" : "x_sum=residual", eps,
+             offset);
+    t->cpu->layernorm_forward(t->cpu, py.cpu, residual ? xs.cpu : NULL, pmean.cpu, prstd.cpu, px.cpu,
+                              residual ? rs.cpu : NULL, pg.cpu, pb.cpu, rows, cols, eps);
+    t->cuda->layernorm_forward(t->cuda, py.cuda, residual ? xs.cuda : NULL, pmean.cuda, prstd.cuda, px.cuda,
+                               residual ? rs.cuda : NULL, pg.cuda, pb.cuda, rows, cols, eps);
+    check_f32(t, what, py, n, HS_CONF_TOL);
+    check_f32(t, what, pmean, (size_t)rows, HS_CONF_TOL);
+    check_f32(t, what, prstd, (size_t)rows, HS_CONF_TOL);
+    if (residual) check_f32(t, what, xs, n, HS_CONF_TOL);
+    /* backward: dx separate, then in place over dy (dgamma/dbeta accumulate onto random values) */
+    for (int in_place = 0; in_place < 2; in_place++) {
+        pair pdx = in_place ? pdy : both(t, NULL, n * 4);
+        t->cpu->layernorm_backward(t->cpu, pdx.cpu, pdg.cpu, pdb.cpu, pdy.cpu, in.cpu, pmean.cpu, prstd.cpu, pg.cpu,
+                                   rows, cols);
+        t->cuda->layernorm_backward(t->cuda, pdx.cuda, pdg.cuda, pdb.cuda, pdy.cuda, in.cuda, pmean.cuda,
+                                    prstd.cuda, pg.cuda, rows, cols);
+        char what2[240];
+        snprintf(what2, sizeof what2, "%s dx%s", what, in_place ? "=dy" : "");
+        check_f32(t, what2, pdx, n, HS_CONF_TOL);
+        check_f32(t, what2, pdg, (size_t)cols, HS_CONF_TOL);
+        check_f32(t, what2, pdb, (size_t)cols, HS_CONF_TOL);
+        if (!in_place) release(t, pdx);
+    }
+    release(t, px), release(t, pr), release(t, pg), release(t, pb), release(t, py), release(t, psum);
+    release(t, pmean), release(t, prstd), release(t, pdy), release(t, pdg), release(t, pdb);
+    free(x), free(res), free(gamma), free(beta), free(dy), free(dgamma), free(dbeta);
+}
+
+static void layernorm_cases(hs_conf *t) {
+    hs_conf_op(t, "layernorm_forward/backward");
+    static const int shapes[][2] = {{1, 1}, {1, 31}, {31, 33}, {33, 127}, {127, 256}, {256, 33},
+                                    {65, 1000}, {3, 4097}, {70, 768}, {40, 2}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int residual = 0; residual < 4; residual++) {
+            const float eps = s % 2 ? 1e-12f : 1e-5f, offset = s % 3 == 1 ? 3.0f : 0.0f;
+            layernorm_case(t, shapes[s][0], shapes[s][1], residual, eps, offset);
+        }
+    /* more rows than the capped grid has warps (HS_MAX_GRID blocks of 8): rows are grid-strided */
+    layernorm_case(t, 8197, 33, 1, 1e-12f, 0.0f);
+}
+
+/* ---- losses ------------------------------------------------------------------------------------------- */
+
+/* Logits: uniform in [-5, 5), or small integers (ties: the argmax must be the first maximum). */
+static float *loss_logits(hs_conf *t, size_t n, int ties) {
+    if (!ties) return hs_conf_rand(t, n, -5, 5);
+    int32_t *k = hs_conf_rand_int(t, n, 0, 3);
+    float *x;
+    HS_ALLOC(x, n ? n : 1);
+    for (size_t i = 0; i < n; i++) x[i] = (float)k[i];
+    free(k);
+    return x;
+}
+
+/* Labels of log_softmax_nll: every one in [0, cols). Labels of softmax_xent: about a third of the rows
+ * ignored (label -1 or another negative value). */
+static int32_t *loss_labels(hs_conf *t, int rows, int cols, int ignored) {
+    int32_t *labels = hs_conf_rand_int(t, (size_t)rows, ignored ? -cols / 3 - 1 : 0, cols);
+    if (ignored)
+        for (int r = 0; r < rows; r++)
+            if (r % 4 == 3) labels[r] = -1 - r % 7;
+    return labels;
+}
+
+static const double loss_stats0[3] = {1.5, 2.0, 3.0}; /* the ops add to the slots */
+
+static void log_softmax_nll_case(hs_conf *t, int rows, int cols, int ties) {
+    char what[200];
+    const size_t n = (size_t)rows * (size_t)cols;
+    float *x = loss_logits(t, n, ties);
+    int32_t *labels = loss_labels(t, rows, cols, 0);
+    pair pl = both(t, labels, (size_t)rows * 4), px = both(t, x, n * 4), plp = both(t, NULL, n * 4),
+         pd = both(t, NULL, n * 4), pst = both(t, loss_stats0, sizeof loss_stats0);
+    snprintf(what, sizeof what, "rows=%d cols=%d%s", rows, cols, ties ? " (integer logits, ties)" : "");
+    t->cpu->log_softmax_nll_forward(t->cpu, plp.cpu, px.cpu, pl.cpu, rows, cols, pst.cpu);
+    t->cuda->log_softmax_nll_forward(t->cuda, plp.cuda, px.cuda, pl.cuda, rows, cols, pst.cuda);
+    check_f32(t, what, plp, n, HS_CONF_TOL);
+    check_f64(t, what, pst, 3, K2_F64_TOL);
+    const float scale = 1.0f / (float)rows;
+    t->cpu->log_softmax_nll_backward(t->cpu, pd.cpu, plp.cpu, pl.cpu, rows, cols, scale);
+    t->cuda->log_softmax_nll_backward(t->cuda, pd.cuda, plp.cuda, pl.cuda, rows, cols, scale);
+    check_f32(t, what, pd, n, HS_CONF_TOL);
+    release(t, pl), release(t, px), release(t, plp), release(t, pd), release(t, pst);
+    free(x), free(labels);
+}
+
+/* separate output, or in place (probs = logits, dlogits = probs) as BERT's heads run it */
+static void softmax_xent_case(hs_conf *t, int rows, int cols, int ties, int in_place) {
+    char what[200];
+    const size_t n = (size_t)rows * (size_t)cols;
+    float *x = loss_logits(t, n, ties);
+    int32_t *labels = loss_labels(t, rows, cols, 1);
+    pair pl = both(t, labels, (size_t)rows * 4), px = both(t, x, n * 4);
+    pair pp = in_place ? px : both(t, NULL, n * 4), pd = in_place ? px : both(t, NULL, n * 4);
+    pair pst = both(t, loss_stats0, sizeof loss_stats0);
+    snprintf(what, sizeof what, "rows=%d cols=%d%s%s", rows, cols, ties ? " (integer logits, ties)" : "",
+             in_place ? " in place" : "");
+    t->cpu->softmax_xent_forward(t->cpu, pp.cpu, px.cpu, pl.cpu, rows, cols, pst.cpu);
+    t->cuda->softmax_xent_forward(t->cuda, pp.cuda, px.cuda, pl.cuda, rows, cols, pst.cuda);
+    check_f32(t, what, pp, n, HS_CONF_TOL);
+    check_f64(t, what, pst, 3, K2_F64_TOL);
+    const float scale = 0.37f;
+    t->cpu->softmax_xent_backward(t->cpu, pd.cpu, pp.cpu, pl.cpu, rows, cols, scale);
+    t->cuda->softmax_xent_backward(t->cuda, pd.cuda, pp.cuda, pl.cuda, rows, cols, scale);
+    check_f32(t, what, pd, n, HS_CONF_TOL);
+    release(t, pl), release(t, px), release(t, pst);
+    if (!in_place) release(t, pp), release(t, pd);
+    free(x), free(labels);
+}
+
+static void loss_cases(hs_conf *t) {
+    static const int shapes[][2] = {{1, 1}, {1, 2}, {31, 10}, {33, 33}, {127, 31}, {256, 127},
+                                    {300, 2}, {5, 1000}, {3, 4097}, {40, 257}};
+    const size_t nshapes = sizeof shapes / sizeof shapes[0];
+    hs_conf_op(t, "log_softmax_nll_forward/backward");
+    for (size_t s = 0; s < nshapes; s++)
+        for (int ties = 0; ties < 2; ties++) log_softmax_nll_case(t, shapes[s][0], shapes[s][1], ties);
+    /* more rows than the capped grid has warps (HS_MAX_GRID blocks of 8 rows), and more elements than
+     * its threads: rows and elements are grid-strided */
+    log_softmax_nll_case(t, 8197, 33, 0);
+    hs_conf_op(t, "softmax_xent_forward/backward");
+    for (size_t s = 0; s < nshapes; s++)
+        for (int ties = 0; ties < 2; ties++)
+            for (int in_place = 0; in_place < 2; in_place++)
+                softmax_xent_case(t, shapes[s][0], shapes[s][1], ties, in_place);
+    softmax_xent_case(t, 8197, 33, 1, 1);
+}
+
+/* ---- multi-tensor ops --------------------------------------------------------------------------------- */
+
+/* A table of tensors with odd sizes, gaps between them (never touched: the whole flat buffer is
+ * compared), decay flags mixed, an empty tensor, and one large enough for every slice of a tensor. */
+typedef struct {
+    hs_tensor_span *spans;
+    int count;
+    size_t flat; /* floats of the flat buffers, gaps included */
+    pair table;
+} table_t;
+
+static table_t make_table(hs_conf *t) {
+    static const int64_t numels[] = {1, 31, 33, 127, 256, 1000, 0, 4097, 6149, 300001, 2048, 7};
+    static const int gaps[] = {0, 3, 1, 17, 0, 5, 2, 0, 9, 4, 1, 13};
+    table_t tb;
+    tb.count = (int)(sizeof numels / sizeof numels[0]);
+    HS_ALLOC(tb.spans, (size_t)tb.count);
+    int64_t off = 0;
+    for (int i = 0; i < tb.count; i++) {
+        off += gaps[i];
+        tb.spans[i].offset = off;
+        tb.spans[i].numel = numels[i];
+        tb.spans[i].decay = (i % 3) != 1;
+        tb.spans[i].unused = 0;
+        off += numels[i];
+    }
+    tb.flat = (size_t)off + 6; /* a gap after the last tensor too */
+    tb.table = both(t, tb.spans, (size_t)tb.count * sizeof *tb.spans);
+    return tb;
+}
+
+static void free_table(hs_conf *t, table_t *tb) {
+    release(t, tb->table);
+    free(tb->spans);
+}
+
+static void sumsq_scale_cases(hs_conf *t, const table_t *tb) {
+    char what[160];
+    hs_conf_op(t, "sumsq_tensors/scale_tensors");
+    for (int sub = 1; sub >= 0; sub--) {
+        /* the whole table, then its first 5 tensors (a different count on the same scratch) */
+        const int count = sub ? tb->count : 5;
+        float *x = hs_conf_rand(t, tb->flat, -2, 2);
+        double junk[64];
+        for (int i = 0; i < 64; i++) junk[i] = 1e30; /* overwritten, not added */
+        pair px = both(t, x, tb->flat * 4), psq = both(t, junk, (size_t)count * 8), ptot = both(t, junk, 8);
+        snprintf(what, sizeof what, "%d tensors with gaps", count);
+        t->cpu->sumsq_tensors(t->cpu, psq.cpu, ptot.cpu, px.cpu, tb->table.cpu, count);
+        t->cuda->sumsq_tensors(t->cuda, psq.cuda, ptot.cuda, px.cuda, tb->table.cuda, count);
+        check_f64(t, what, psq, (size_t)count, K2_F64_TOL);
+        check_f64(t, what, ptot, 1, K2_F64_TOL);
+        t->cpu->scale_tensors(t->cpu, px.cpu, 0.37f, tb->table.cpu, count);
+        t->cuda->scale_tensors(t->cuda, px.cuda, 0.37f, tb->table.cuda, count);
+        check_f32(t, what, px, tb->flat, HS_CONF_TOL);
+        release(t, px), release(t, psq), release(t, ptot);
+        free(x);
+    }
+    /* no tensors: *total = 0 */
+    {
+        const double junk = 1e30;
+        pair psq = both(t, &junk, 8), ptot = both(t, &junk, 8);
+        float zero = 0.0f;
+        pair px = both(t, &zero, 4);
+        t->cpu->sumsq_tensors(t->cpu, psq.cpu, ptot.cpu, px.cpu, tb->table.cpu, 0);
+        t->cuda->sumsq_tensors(t->cuda, psq.cuda, ptot.cuda, px.cuda, tb->table.cuda, 0);
+        check_f64(t, "count 0: total", ptot, 1, 0.0);
+        release(t, psq), release(t, ptot), release(t, px);
+    }
+}
+
+/* Parameters, gradients and two state buffers (the second non-negative: v, square_avg, ...). */
+typedef struct {
+    pair p, g, s1, s2;
+} optim_bufs;
+
+static optim_bufs optim_inputs(hs_conf *t, const table_t *tb, int zero_tensor) {
+    float *p = hs_conf_rand(t, tb->flat, -1, 1), *g = hs_conf_rand(t, tb->flat, -0.5f, 0.5f);
+    float *s1 = hs_conf_rand(t, tb->flat, -0.1f, 0.1f), *s2 = hs_conf_rand(t, tb->flat, 0.0f, 0.01f);
+    if (zero_tensor) /* tensor 3 all zero: LAMB's ||p|| = 0 takes the plain lr */
+        memset(p + tb->spans[3].offset, 0, (size_t)tb->spans[3].numel * sizeof *p);
+    optim_bufs b = {both(t, p, tb->flat * 4), both(t, g, tb->flat * 4), both(t, s1, tb->flat * 4),
+                    both(t, s2, tb->flat * 4)};
+    free(p), free(g), free(s1), free(s2);
+    return b;
+}
+
+static void optim_check(hs_conf *t, const char *what, const table_t *tb, const optim_bufs *b, int states) {
+    char w[220];
+    snprintf(w, sizeof w, "%s: p", what);
+    check_f32(t, w, b->p, tb->flat, HS_CONF_TOL);
+    if (states > 0) {
+        snprintf(w, sizeof w, "%s: state 1", what);
+        check_f32(t, w, b->s1, tb->flat, HS_CONF_TOL);
+    }
+    if (states > 1) {
+        snprintf(w, sizeof w, "%s: state 2", what);
+        check_f32(t, w, b->s2, tb->flat, HS_CONF_TOL);
+    }
+}
+
+static void optim_release(hs_conf *t, optim_bufs *b) {
+    release(t, b->p), release(t, b->g), release(t, b->s1), release(t, b->s2);
+}
+
+static void adam_cases(hs_conf *t, const table_t *tb) {
+    char what[200];
+    hs_conf_op(t, "adam_update");
+    for (int decoupled = 0; decoupled < 2; decoupled++)
+        for (int flagged_only = 0; flagged_only < 2; flagged_only++) {
+            optim_bufs b = optim_inputs(t, tb, 0);
+            for (int64_t step = 1; step <= 3; step++) { /* three updates in a row, the state carried over */
+                const hs_adam_hparams h = {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
+                                           .weight_decay = 0.01, .step = step, .decoupled = decoupled,
+                                           .decay_flagged_only = flagged_only};
+                t->cpu->adam_update(t->cpu, b.p.cpu, b.g.cpu, b.s1.cpu, b.s2.cpu, tb->table.cpu, tb->count, &h);
+                t->cuda->adam_update(t->cuda, b.p.cuda, b.g.cuda, b.s1.cuda, b.s2.cuda, tb->table.cuda, tb->count, &h);
+                snprintf(what, sizeof what, "decoupled=%d decay_flagged_only=%d step=%lld", decoupled, flagged_only,
+                         (long long)step);
+                optim_check(t, what, tb, &b, 2);
+            }
+            optim_release(t, &b);
+        }
+}
+
+static void adadelta_cases(hs_conf *t, const table_t *tb) {
+    char what[200];
+    hs_conf_op(t, "adadelta_update");
+    for (int wd = 0; wd < 2; wd++) {
+        optim_bufs b = optim_inputs(t, tb, 0);
+        /* square_avg and acc_delta are non-negative */
+        float *s = hs_conf_rand(t, tb->flat, 0.0f, 0.01f);
+        t->cpu->upload(t->cpu, b.s1.cpu, s, tb->flat * 4);
+        t->cuda->upload(t->cuda, b.s1.cuda, s, tb->flat * 4);
+        free(s);
+        for (int k = 0; k < 2; k++) {
+            t->cpu->adadelta_update(t->cpu, b.p.cpu, b.g.cpu, b.s1.cpu, b.s2.cpu, tb->table.cpu, tb->count, 1.0, 0.9,
+                                    1e-6, wd ? 0.01 : 0.0);
+            t->cuda->adadelta_update(t->cuda, b.p.cuda, b.g.cuda, b.s1.cuda, b.s2.cuda, tb->table.cuda, tb->count,
+                                     1.0, 0.9, 1e-6, wd ? 0.01 : 0.0);
+            snprintf(what, sizeof what, "weight_decay=%g update %d", wd ? 0.01 : 0.0, k + 1);
+            optim_check(t, what, tb, &b, 2);
+        }
+        optim_release(t, &b);
+    }
+}
+
+static void sgd_cases(hs_conf *t, const table_t *tb) {
+    char what[200];
+    hs_conf_op(t, "sgd_update");
+    for (int momentum = 0; momentum < 2; momentum++)
+        for (int wd = 0; wd < 2; wd++) {
+            optim_bufs b = optim_inputs(t, tb, 0);
+            for (int k = 0; k < 3; k++) { /* first_step on the first update only */
+                const int first = k == 0;
+                const double mom = momentum ? 0.9 : 0.0, decay = wd ? 1e-4 : 0.0;
+                t->cpu->sgd_update(t->cpu, b.p.cpu, b.g.cpu, momentum ? b.s1.cpu : NULL, tb->table.cpu, tb->count, 0.05,
+                                   mom, decay, first);
+                t->cuda->sgd_update(t->cuda, b.p.cuda, b.g.cuda, momentum ? b.s1.cuda : NULL, tb->table.cuda,
+                                    tb->count, 0.05, mom, decay, first);
+                snprintf(what, sizeof what, "momentum=%g weight_decay=%g first_step=%d", mom, decay, first);
+                optim_check(t, what, tb, &b, momentum);
+            }
+            optim_release(t, &b);
+        }
+    /* momentum buffer with first_step = 0 from the start (a resumed run) */
+    optim_bufs b = optim_inputs(t, tb, 0);
+    t->cpu->sgd_update(t->cpu, b.p.cpu, b.g.cpu, b.s1.cpu, tb->table.cpu, tb->count, 0.05, 0.9, 1e-4, 0);
+    t->cuda->sgd_update(t->cuda, b.p.cuda, b.g.cuda, b.s1.cuda, tb->table.cuda, tb->count, 0.05, 0.9, 1e-4, 0);
+    optim_check(t, "momentum=0.9 resumed (first_step=0)", tb, &b, 1);
+    optim_release(t, &b);
+}
+
+static void lamb_cases(hs_conf *t, const table_t *tb) {
+    char what[220];
+    hs_conf_op(t, "lamb_update");
+    static const double divisors[] = {1.0, 2.5};
+    static const double decays[] = {0.01, 0.0};
+    for (int trust = 0; trust < 2; trust++)
+        for (int d = 0; d < 2; d++)
+            for (int w = 0; w < 2; w++) {
+                optim_bufs b = optim_inputs(t, tb, 1);
+                pair pn = both(t, NULL, 2 * (size_t)tb->count * 8);
+                for (int64_t step = 1; step <= 2; step++) {
+                    const hs_lamb_hparams h = {.lr = 2e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-6,
+                                               .weight_decay = decays[w], .grad_divisor = divisors[d], .step = step,
+                                               .trust_ratio_on_no_decay = trust};
+                    t->cpu->lamb_update(t->cpu, b.p.cpu, b.g.cpu, b.s1.cpu, b.s2.cpu, tb->table.cpu, tb->count,
+                                        pn.cpu, &h);
+                    t->cuda->lamb_update(t->cuda, b.p.cuda, b.g.cuda, b.s1.cuda, b.s2.cuda, tb->table.cuda, tb->count,
+                                         pn.cuda, &h);
+                    snprintf(what, sizeof what, "trust_ratio_on_no_decay=%d grad_divisor=%g weight_decay=%g step=%lld",
+                             trust, divisors[d], decays[w], (long long)step);
+                    optim_check(t, what, tb, &b, 2);
+                    char w2[240];
+                    snprintf(w2, sizeof w2, "%s: norms", what);
+                    check_f64(t, w2, pn, 2 * (size_t)tb->count, K2_F64_TOL);
+                }
+                release(t, pn);
+                optim_release(t, &b);
+            }
+}
+
+void hs_conf_group_k2(hs_conf *t) {
+    layernorm_cases(t);
+    loss_cases(t);
+    table_t tb = make_table(t);
+    sumsq_scale_cases(t, &tb);
+    adam_cases(t, &tb);
+    adadelta_cases(t, &tb);
+    sgd_cases(t, &tb);
+    lamb_cases(t, &tb);
+    free_table(t, &tb);
+}
