@@ -96,7 +96,7 @@ int main(int argc, char **argv) {
         printf("SKIP: %s\n", why);
         return 77;
     }
-    printf("CUDA backend on %s against the CPU backend\n", getenv("HS_CUDA_EMU_SEED") ? "the emulated device (seeded)" : "the device");
+    printf("CUDA backend against the CPU backend\n");
     if (!only || !strcmp(only, "blas_conv")) hs_conf_group_blas_conv(&t);
     if (!only || !strcmp(only, "k1")) hs_conf_group_k1(&t);
     if (!only || !strcmp(only, "k2")) hs_conf_group_k2(&t);
