@@ -1,0 +1,589 @@
+// cuBLASLt stand-in of the emulated CUDA device (tests only; tests/cuda_emu/): see include/cublasLt.h.
+// Follows NVIDIA's cuBLAS documentation, "Using the cuBLASLt API":
+//   - cublasLtMatmul computes D = alpha * op(A) * op(B) + beta * C, then the epilogue (bias added to
+//     every column, bias[i] for row i of D, then ReLU or GELU), column-major with leading dimensions,
+//     for every matrix of a strided batch. Matrices are CUDA_R_32F, compute CUBLAS_COMPUTE_32F(_PEDANTIC),
+//     scale type CUDA_R_32F, alpha and beta host pointers read at the call (CUBLASLT_POINTER_MODE_HOST).
+//   - beta == 0: C is not read (the cuBLAS convention "if beta == 0, C does not have to be a valid
+//     input"), so NaN in C does not reach D. In place (C == D) needs the same layout for C and D.
+//   - Each element is accumulated in float, in k order: the same shape always gives the same bits.
+//   - The GEMM is one work item queued on the stream; it runs when the host synchronises, in the order
+//     the stream and its events allow. It first fills the workspace it was given by the heuristic
+//     with NaN bytes, so memory shared between the workspace and live data shows up.
+//   - cublasLtMatmulAlgoGetHeuristic answers one algorithm: its workspaceSize is m*n*4 bytes rounded
+//     up to 256 (a split-k buffer) when that fits CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, else 0.
+//     cublasLtMatmul with less workspace than its algorithm needs is CUBLAS_STATUS_INVALID_VALUE;
+//     algo == NULL means the heuristic's first answer with default preferences (no workspace).
+//   - Statuses: an unknown handle is CUBLAS_STATUS_NOT_INITIALIZED; NULL arguments, attribute buffers
+//     of the wrong size, shapes that do not match, leading dimensions below the row count, batch counts
+//     that differ and too little workspace are CUBLAS_STATUS_INVALID_VALUE; what NVIDIA's library
+//     supports but this stand-in does not (other types, orders, pointer modes, epilogues) is
+//     CUBLAS_STATUS_NOT_SUPPORTED; an invalid stream is CUBLAS_STATUS_EXECUTION_FAILED (the launch fails).
+//   - A matrix, bias or workspace that is not inside one device allocation (or pinned host memory) is
+//     reported and the process aborts: on a GPU the kernel would fault with an illegal address.
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+#include "cublasLt.h"
+#include "memory.h"
+#include "state.h"
+#include "streams.h"
+
+struct cublasLtContext {
+  int unused;
+};
+
+namespace {
+
+using namespace hs_emu;
+
+struct Layout {
+  cudaDataType type;
+  int32_t order;
+  uint64_t rows, cols;
+  int64_t ld;
+  int32_t batch;
+  int64_t stride;
+};
+
+struct MatmulDesc {
+  int32_t compute, scale, pointer_mode, transa, transb, transc;
+  uint32_t epilogue;
+  const void *bias;
+  int64_t bias_stride;
+  int32_t bias_type; // -1: the type of D (the documented default)
+};
+
+struct Pref {
+  uint64_t max_workspace;
+  uint32_t search_mode;
+};
+
+constexpr uint64_t kAlgoMagic = 0x68734c74416c676full; // "hsLtAlgo"
+
+struct Registry {
+  std::set<const void *> handles;
+  std::map<const void *, Layout> layouts;
+  std::map<const void *, MatmulDesc> descs;
+  std::map<const void *, Pref> prefs;
+};
+
+Registry &reg() {
+  static Registry *r = new Registry; // never freed: handles may be destroyed during static destruction
+  return *r;
+}
+
+#define LT_ENTER std::lock_guard<std::recursive_mutex> hs_emu_lock(::hs_emu::device_mutex())
+
+bool handle_ok(cublasLtHandle_t h) { return h != nullptr && reg().handles.count(h) != 0; }
+
+Layout *layout_of(cublasLtMatrixLayout_t l) {
+  auto it = reg().layouts.find(l);
+  return it == reg().layouts.end() ? nullptr : &it->second;
+}
+MatmulDesc *desc_of(cublasLtMatmulDesc_t d) {
+  auto it = reg().descs.find(d);
+  return it == reg().descs.end() ? nullptr : &it->second;
+}
+Pref *pref_of(cublasLtMatmulPreference_t p) {
+  auto it = reg().prefs.find(p);
+  return it == reg().prefs.end() ? nullptr : &it->second;
+}
+
+template <typename T> bool read_attr(const void *buf, size_t size, T *out) {
+  if (buf == nullptr || size != sizeof(T)) return false;
+  memcpy(out, buf, sizeof(T));
+  return true;
+}
+
+bool known_data_type(int32_t t) {
+  switch (t) {
+  case CUDA_R_16F: case CUDA_R_16BF: case CUDA_R_32F: case CUDA_R_64F: case CUDA_R_8I: case CUDA_R_8U:
+  case CUDA_R_32I: case CUDA_R_32U: case CUDA_R_64I: case CUDA_R_64U:
+    return true;
+  default:
+    return t >= 0 && t <= 33; // the complex and narrow types of CUDA 13's enum: valid, not computed here
+  }
+}
+
+bool fp32_compute(int32_t c) { return c == CUBLAS_COMPUTE_32F || c == CUBLAS_COMPUTE_32F_PEDANTIC; }
+bool known_compute(int32_t c) { return (c >= 64 && c <= 75) || c == 77 || c == 78 || c == 79; }
+
+enum : uint32_t { kEpiRelu = 2, kEpiBias = 4, kEpiGelu = 32 };
+bool epilogue_supported(uint32_t e) {
+  return e == CUBLASLT_EPILOGUE_DEFAULT || e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_RELU ||
+         e == CUBLASLT_EPILOGUE_RELU_BIAS || e == CUBLASLT_EPILOGUE_GELU || e == CUBLASLT_EPILOGUE_GELU_BIAS;
+}
+bool epilogue_known(uint32_t e) {
+  switch (e) {
+  case CUBLASLT_EPILOGUE_RELU_AUX: case CUBLASLT_EPILOGUE_RELU_AUX_BIAS: case CUBLASLT_EPILOGUE_DRELU:
+  case CUBLASLT_EPILOGUE_DRELU_BGRAD: case CUBLASLT_EPILOGUE_GELU_AUX: case CUBLASLT_EPILOGUE_GELU_AUX_BIAS:
+  case CUBLASLT_EPILOGUE_DGELU: case CUBLASLT_EPILOGUE_DGELU_BGRAD: case CUBLASLT_EPILOGUE_BGRADA:
+  case CUBLASLT_EPILOGUE_BGRADB:
+    return true;
+  default:
+    return epilogue_supported(e);
+  }
+}
+
+// The checked problem: everything the work item needs.
+struct Problem {
+  int64_t m, n, k, batch;
+  bool ta, tb;
+  Layout a, b, c, d;
+  uint32_t epilogue;
+  const float *bias;
+  int64_t bias_stride;
+  size_t workspace_needed; // by the heuristic's algorithm for this shape
+};
+
+size_t round_up(size_t v, size_t m) { return (v + m - 1) / m * m; }
+
+size_t split_k_workspace(const Problem &p, uint64_t max_workspace) {
+  const size_t want = round_up(static_cast<size_t>(p.m * p.n) * sizeof(float), 256);
+  return want <= max_workspace ? want : 0;
+}
+
+cublasStatus_t check_problem(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc,
+                             cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc, Problem *p) {
+  const MatmulDesc *md = desc_of(desc);
+  const Layout *a = layout_of(Adesc), *b = layout_of(Bdesc), *c = layout_of(Cdesc), *d = layout_of(Ddesc);
+  if (md == nullptr || a == nullptr || b == nullptr || c == nullptr || d == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  // what this stand-in computes (NVIDIA's library does more)
+  if (!fp32_compute(md->compute) || md->scale != CUDA_R_32F || md->pointer_mode != CUBLASLT_POINTER_MODE_HOST ||
+      md->transc != CUBLAS_OP_N || !epilogue_supported(md->epilogue) ||
+      (md->bias_type != -1 && md->bias_type != CUDA_R_32F))
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  for (const Layout *l : {a, b, c, d})
+    if (l->type != CUDA_R_32F || l->order != CUBLASLT_ORDER_COL) return CUBLAS_STATUS_NOT_SUPPORTED;
+  for (const Layout *l : {a, b, c, d})
+    if (l->rows > INT32_MAX || l->cols > INT32_MAX) return CUBLAS_STATUS_NOT_SUPPORTED;
+  p->ta = md->transa != CUBLAS_OP_N;
+  p->tb = md->transb != CUBLAS_OP_N;
+  p->m = static_cast<int64_t>(d->rows);
+  p->n = static_cast<int64_t>(d->cols);
+  const int64_t am = static_cast<int64_t>(p->ta ? a->cols : a->rows), ak = static_cast<int64_t>(p->ta ? a->rows : a->cols);
+  const int64_t bk = static_cast<int64_t>(p->tb ? b->cols : b->rows), bn = static_cast<int64_t>(p->tb ? b->rows : b->cols);
+  if (am != p->m || bn != p->n || ak != bk) return CUBLAS_STATUS_INVALID_VALUE;
+  p->k = ak;
+  // C must match D (rows, columns, batch, type, order); its leading dimension may differ (0 broadcasts)
+  if (c->rows != d->rows || c->cols != d->cols || c->batch != d->batch) return CUBLAS_STATUS_INVALID_VALUE;
+  if (a->batch != d->batch || b->batch != d->batch || d->batch < 1) return CUBLAS_STATUS_INVALID_VALUE;
+  for (const Layout *l : {a, b, d})
+    if (l->ld < 1 || static_cast<uint64_t>(l->ld) < l->rows) return CUBLAS_STATUS_INVALID_VALUE;
+  if (c->ld < 0 || (c->ld != 0 && static_cast<uint64_t>(c->ld) < c->rows)) return CUBLAS_STATUS_INVALID_VALUE;
+  p->batch = d->batch;
+  p->a = *a;
+  p->b = *b;
+  p->c = *c;
+  p->d = *d;
+  p->epilogue = md->epilogue;
+  p->bias = static_cast<const float *>(md->bias);
+  p->bias_stride = md->bias_stride;
+  if ((md->epilogue & kEpiBias) && md->bias == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+// Elements spanned by a strided batch of column-major matrices, from the lowest offset.
+struct Span {
+  int64_t lo, hi; // [lo, hi) in elements relative to the pointer
+};
+Span span_of(const Layout &l, int64_t batch) {
+  if (l.rows == 0 || l.cols == 0) return Span{0, 0};
+  const int64_t one = static_cast<int64_t>(l.cols - 1) * l.ld + static_cast<int64_t>(l.rows);
+  const int64_t last = (batch - 1) * l.stride;
+  return Span{std::min<int64_t>(0, last), std::max<int64_t>(0, last) + one};
+}
+
+void check_memory(const char *what, const void *p, Span s, size_t elem) {
+  if (s.hi <= s.lo) return;
+  const char *lo = static_cast<const char *>(p) + s.lo * static_cast<int64_t>(elem);
+  const size_t bytes = static_cast<size_t>(s.hi - s.lo) * elem;
+  const MemKind k = classify(lo);
+  if (k != MemKind::Pageable && range_valid(k, lo, bytes)) return;
+  fatal("cublasLtMatmul: %s at %p (%zu bytes from %p) is %s; on a GPU the GEMM kernel would fault with an "
+        "illegal address",
+        what, p, bytes, static_cast<const void *>(lo),
+        k == MemKind::Pageable ? "host memory, not device memory" : "not inside one live device allocation");
+}
+
+float gelu_tanh(float x) { // the tanh approximation of GELU, as cuBLASLt's epilogue computes it
+  const float k = 0.7978845608028654f; // sqrt(2 / pi)
+  return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+}
+
+void run_gemm(const Problem &p, float alpha, float beta, const float *A, const float *B, const float *C, float *D,
+              void *workspace) {
+  if (p.workspace_needed != 0) memset(workspace, kFillByte, p.workspace_needed); // the algorithm's scratch
+  const int64_t m = p.m, n = p.n, k = p.k;
+  std::vector<float> opa(static_cast<size_t>(m * k)), opb(static_cast<size_t>(k * n));
+  for (int64_t bi = 0; bi < p.batch; bi++) {
+    const float *c = C == nullptr ? nullptr : C + bi * p.c.stride; // null when beta == 0: not read
+    float *d = D + bi * p.d.stride;
+    if (k != 0) { // op(A) as rows of k, op(B) as columns of k: each dot product runs over contiguous memory
+      const float *a = A + bi * p.a.stride, *b = B + bi * p.b.stride;
+      for (int64_t i = 0; i < m; i++)
+        for (int64_t q = 0; q < k; q++) opa[i * k + q] = p.ta ? a[q + i * p.a.ld] : a[i + q * p.a.ld];
+      for (int64_t j = 0; j < n; j++)
+        for (int64_t q = 0; q < k; q++) opb[j * k + q] = p.tb ? b[j + q * p.b.ld] : b[q + j * p.b.ld];
+    }
+    const float *bias = p.bias == nullptr ? nullptr : p.bias + bi * p.bias_stride;
+    for (int64_t j = 0; j < n; j++) {
+      for (int64_t i = 0; i < m; i++) {
+        const float *x = opa.data() + i * k, *y = opb.data() + j * k;
+        float acc = 0.0f;
+        for (int64_t q = 0; q < k; q++) acc += x[q] * y[q];
+        float v = alpha * acc;
+        if (beta != 0.0f) v += beta * c[i + j * p.c.ld];
+        if (p.epilogue & kEpiBias) v += bias[i];
+        if (p.epilogue & kEpiRelu) v = v > 0.0f ? v : 0.0f;
+        if (p.epilogue & kEpiGelu) v = gelu_tanh(v);
+        d[i + j * p.d.ld] = v;
+      }
+    }
+  }
+}
+
+} // namespace
+
+// ---- handle -------------------------------------------------------------------------------------
+
+extern "C" cublasStatus_t cublasLtCreate(cublasLtHandle_t *lightHandle) {
+  LT_ENTER;
+  if (lightHandle == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  if (config().devices == 0) return CUBLAS_STATUS_NOT_INITIALIZED; // no CUDA device
+  cublasLtHandle_t h = new cublasLtContext{0};
+  reg().handles.insert(h);
+  *lightHandle = h;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+extern "C" cublasStatus_t cublasLtDestroy(cublasLtHandle_t lightHandle) {
+  LT_ENTER;
+  if (!handle_ok(lightHandle)) return CUBLAS_STATUS_NOT_INITIALIZED;
+  // queued GEMMs do not use the handle: they keep running after it is destroyed
+  reg().handles.erase(lightHandle);
+  delete lightHandle;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+extern "C" const char *cublasLtGetStatusName(cublasStatus_t status) {
+  switch (status) {
+  case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+  case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+  case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+  case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+  case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
+  case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
+  case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+  case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
+  case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+  case CUBLAS_STATUS_LICENSE_ERROR: return "CUBLAS_STATUS_LICENSE_ERROR";
+  }
+  return "CUBLAS_STATUS_UNKNOWN";
+}
+
+extern "C" const char *cublasLtGetStatusString(cublasStatus_t status) {
+  switch (status) {
+  case CUBLAS_STATUS_SUCCESS: return "success";
+  case CUBLAS_STATUS_NOT_INITIALIZED: return "the library was not initialized";
+  case CUBLAS_STATUS_ALLOC_FAILED: return "the resource allocation failed";
+  case CUBLAS_STATUS_INVALID_VALUE: return "an invalid numeric value was used as an argument";
+  case CUBLAS_STATUS_ARCH_MISMATCH: return "an absent device architectural feature is required";
+  case CUBLAS_STATUS_MAPPING_ERROR: return "an access to GPU memory space failed";
+  case CUBLAS_STATUS_EXECUTION_FAILED: return "the GPU program failed to execute";
+  case CUBLAS_STATUS_INTERNAL_ERROR: return "an internal operation failed";
+  case CUBLAS_STATUS_NOT_SUPPORTED: return "the functionality requested is not supported";
+  case CUBLAS_STATUS_LICENSE_ERROR: return "error detected trying to check the license";
+  }
+  return "unknown error";
+}
+
+// ---- matrix layouts -----------------------------------------------------------------------------
+
+extern "C" cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *matLayout, cudaDataType type,
+                                                     uint64_t rows, uint64_t cols, int64_t ld) {
+  LT_ENTER;
+  if (matLayout == nullptr || !known_data_type(type)) return CUBLAS_STATUS_INVALID_VALUE;
+  if (type != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED; // the stand-in computes fp32 only
+  cublasLtMatrixLayout_t l = new cublasLtMatrixLayoutOpaque_t();
+  reg().layouts[l] = Layout{type, CUBLASLT_ORDER_COL, rows, cols, ld, 1, 0};
+  *matLayout = l;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+extern "C" cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t matLayout) {
+  LT_ENTER;
+  if (matLayout == nullptr) return CUBLAS_STATUS_SUCCESS;
+  if (reg().layouts.erase(matLayout) == 0) return CUBLAS_STATUS_INVALID_VALUE;
+  delete matLayout;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+extern "C" cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t matLayout,
+                                                           cublasLtMatrixLayoutAttribute_t attr, const void *buf,
+                                                           size_t sizeInBytes) {
+  LT_ENTER;
+  Layout *l = layout_of(matLayout);
+  if (l == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  switch (attr) {
+  case CUBLASLT_MATRIX_LAYOUT_TYPE: {
+    uint32_t v;
+    if (!read_attr(buf, sizeInBytes, &v) || !known_data_type(static_cast<int32_t>(v))) return CUBLAS_STATUS_INVALID_VALUE;
+    if (v != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+    l->type = static_cast<cudaDataType>(v);
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  case CUBLASLT_MATRIX_LAYOUT_ORDER: {
+    int32_t v;
+    if (!read_attr(buf, sizeInBytes, &v) || v < 0 || v > 4) return CUBLAS_STATUS_INVALID_VALUE;
+    if (v != CUBLASLT_ORDER_COL) return CUBLAS_STATUS_NOT_SUPPORTED;
+    l->order = v;
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  case CUBLASLT_MATRIX_LAYOUT_ROWS:
+    return read_attr(buf, sizeInBytes, &l->rows) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+  case CUBLASLT_MATRIX_LAYOUT_COLS:
+    return read_attr(buf, sizeInBytes, &l->cols) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+  case CUBLASLT_MATRIX_LAYOUT_LD:
+    return read_attr(buf, sizeInBytes, &l->ld) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+  case CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT:
+    return read_attr(buf, sizeInBytes, &l->batch) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+  case CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET:
+    return read_attr(buf, sizeInBytes, &l->stride) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+  case CUBLASLT_MATRIX_LAYOUT_PLANE_OFFSET: {
+    int64_t v;
+    if (!read_attr(buf, sizeInBytes, &v)) return CUBLAS_STATUS_INVALID_VALUE;
+    return v == 0 ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED; // planar complex
+  }
+  case CUBLASLT_MATRIX_LAYOUT_BATCH_MODE: {
+    uint32_t v;
+    if (!read_attr(buf, sizeInBytes, &v)) return CUBLAS_STATUS_INVALID_VALUE;
+    return v == 0 ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED; // pointer-array batches
+  }
+  }
+  return CUBLAS_STATUS_INVALID_VALUE;
+}
+
+// ---- matmul descriptors -------------------------------------------------------------------------
+
+extern "C" cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *matmulDesc, cublasComputeType_t computeType,
+                                                   cudaDataType_t scaleType) {
+  LT_ENTER;
+  if (matmulDesc == nullptr || !known_compute(computeType) || !known_data_type(scaleType))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (!fp32_compute(computeType) || scaleType != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+  cublasLtMatmulDesc_t d = new cublasLtMatmulDescOpaque_t();
+  reg().descs[d] = MatmulDesc{computeType, scaleType,      CUBLASLT_POINTER_MODE_HOST, CUBLAS_OP_N, CUBLAS_OP_N,
+                              CUBLAS_OP_N, CUBLASLT_EPILOGUE_DEFAULT, nullptr, 0, -1};
+  *matmulDesc = d;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+extern "C" cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t matmulDesc) {
+  LT_ENTER;
+  if (matmulDesc == nullptr) return CUBLAS_STATUS_SUCCESS;
+  if (reg().descs.erase(matmulDesc) == 0) return CUBLAS_STATUS_INVALID_VALUE;
+  delete matmulDesc;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+extern "C" cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t matmulDesc,
+                                                         cublasLtMatmulDescAttributes_t attr, const void *buf,
+                                                         size_t sizeInBytes) {
+  LT_ENTER;
+  MatmulDesc *d = desc_of(matmulDesc);
+  if (d == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  int32_t i32;
+  switch (attr) {
+  case CUBLASLT_MATMUL_DESC_COMPUTE_TYPE:
+    if (!read_attr(buf, sizeInBytes, &i32) || !known_compute(i32)) return CUBLAS_STATUS_INVALID_VALUE;
+    if (!fp32_compute(i32)) return CUBLAS_STATUS_NOT_SUPPORTED;
+    d->compute = i32;
+    return CUBLAS_STATUS_SUCCESS;
+  case CUBLASLT_MATMUL_DESC_SCALE_TYPE:
+    if (!read_attr(buf, sizeInBytes, &i32) || !known_data_type(i32)) return CUBLAS_STATUS_INVALID_VALUE;
+    if (i32 != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+    d->scale = i32;
+    return CUBLAS_STATUS_SUCCESS;
+  case CUBLASLT_MATMUL_DESC_POINTER_MODE:
+    if (!read_attr(buf, sizeInBytes, &i32) || i32 < 0 || i32 > 4) return CUBLAS_STATUS_INVALID_VALUE;
+    if (i32 != CUBLASLT_POINTER_MODE_HOST) return CUBLAS_STATUS_NOT_SUPPORTED;
+    d->pointer_mode = i32;
+    return CUBLAS_STATUS_SUCCESS;
+  case CUBLASLT_MATMUL_DESC_TRANSA:
+  case CUBLASLT_MATMUL_DESC_TRANSB:
+    // for real types CUBLAS_OP_C is CUBLAS_OP_T
+    if (!read_attr(buf, sizeInBytes, &i32) || i32 < CUBLAS_OP_N || i32 > CUBLAS_OP_C) return CUBLAS_STATUS_INVALID_VALUE;
+    (attr == CUBLASLT_MATMUL_DESC_TRANSA ? d->transa : d->transb) = i32;
+    return CUBLAS_STATUS_SUCCESS;
+  case CUBLASLT_MATMUL_DESC_TRANSC:
+    if (!read_attr(buf, sizeInBytes, &i32) || i32 < CUBLAS_OP_N || i32 > CUBLAS_OP_C) return CUBLAS_STATUS_INVALID_VALUE;
+    if (i32 != CUBLAS_OP_N) return CUBLAS_STATUS_NOT_SUPPORTED; // documented: only CUBLAS_OP_N
+    d->transc = i32;
+    return CUBLAS_STATUS_SUCCESS;
+  case CUBLASLT_MATMUL_DESC_EPILOGUE: {
+    uint32_t e;
+    if (!read_attr(buf, sizeInBytes, &e) || !epilogue_known(e)) return CUBLAS_STATUS_INVALID_VALUE;
+    if (!epilogue_supported(e)) return CUBLAS_STATUS_NOT_SUPPORTED;
+    d->epilogue = e;
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  case CUBLASLT_MATMUL_DESC_BIAS_POINTER:
+    return read_attr(buf, sizeInBytes, &d->bias) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+  case CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE:
+    return read_attr(buf, sizeInBytes, &d->bias_stride) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+  case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE:
+    if (!read_attr(buf, sizeInBytes, &i32) || !known_data_type(i32)) return CUBLAS_STATUS_INVALID_VALUE;
+    if (i32 != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+    d->bias_type = i32;
+    return CUBLAS_STATUS_SUCCESS;
+  case CUBLASLT_MATMUL_DESC_FILL_MODE:
+  case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER:
+  case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD:
+  case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE:
+    return CUBLAS_STATUS_NOT_SUPPORTED; // valid attributes the stand-in does not implement
+  }
+  return CUBLAS_STATUS_INVALID_VALUE;
+}
+
+// ---- heuristic preferences ----------------------------------------------------------------------
+
+extern "C" cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *pref) {
+  LT_ENTER;
+  if (pref == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  cublasLtMatmulPreference_t p = new cublasLtMatmulPreferenceOpaque_t();
+  reg().prefs[p] = Pref{0, CUBLASLT_SEARCH_BEST_FIT};
+  *pref = p;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+extern "C" cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) {
+  LT_ENTER;
+  if (pref == nullptr) return CUBLAS_STATUS_SUCCESS;
+  if (reg().prefs.erase(pref) == 0) return CUBLAS_STATUS_INVALID_VALUE;
+  delete pref;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+extern "C" cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref,
+                                                               cublasLtMatmulPreferenceAttributes_t attr,
+                                                               const void *buf, size_t sizeInBytes) {
+  LT_ENTER;
+  Pref *p = pref_of(pref);
+  if (p == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  switch (attr) {
+  case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES:
+    return read_attr(buf, sizeInBytes, &p->max_workspace) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+  case CUBLASLT_MATMUL_PREF_SEARCH_MODE: {
+    uint32_t v;
+    if (!read_attr(buf, sizeInBytes, &v) || v > 9) return CUBLAS_STATUS_INVALID_VALUE;
+    if (v != CUBLASLT_SEARCH_BEST_FIT) return CUBLAS_STATUS_NOT_SUPPORTED;
+    p->search_mode = v;
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  case CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK:
+  case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES:
+  case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES:
+  case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES:
+  case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES: {
+    uint32_t v; // filters the heuristic's answers; the one algorithm here satisfies any of them
+    return read_attr(buf, sizeInBytes, &v) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+  }
+  }
+  return CUBLAS_STATUS_INVALID_VALUE;
+}
+
+// ---- heuristic and matmul -----------------------------------------------------------------------
+
+extern "C" cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightHandle,
+                                                         cublasLtMatmulDesc_t operationDesc,
+                                                         cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc,
+                                                         cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc,
+                                                         cublasLtMatmulPreference_t preference, int requestedAlgoCount,
+                                                         cublasLtMatmulHeuristicResult_t heuristicResultsArray[],
+                                                         int *returnAlgoCount) {
+  LT_ENTER;
+  if (!handle_ok(lightHandle)) return CUBLAS_STATUS_NOT_INITIALIZED;
+  const Pref *pref = pref_of(preference);
+  if (requestedAlgoCount <= 0 || heuristicResultsArray == nullptr || returnAlgoCount == nullptr || pref == nullptr)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  Problem p;
+  const cublasStatus_t st = check_problem(operationDesc, Adesc, Bdesc, Cdesc, Ddesc, &p);
+  if (st != CUBLAS_STATUS_SUCCESS) {
+    *returnAlgoCount = 0;
+    return st;
+  }
+  cublasLtMatmulHeuristicResult_t &r = heuristicResultsArray[0];
+  memset(&r, 0, sizeof r);
+  r.workspaceSize = split_k_workspace(p, pref->max_workspace);
+  r.algo.data[0] = kAlgoMagic;
+  r.algo.data[1] = r.workspaceSize;
+  r.state = CUBLAS_STATUS_SUCCESS;
+  r.wavesCount = 1.0f;
+  *returnAlgoCount = 1;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+extern "C" cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
+                                         const void *alpha, const void *A, cublasLtMatrixLayout_t Adesc,
+                                         const void *B, cublasLtMatrixLayout_t Bdesc, const void *beta,
+                                         const void *C, cublasLtMatrixLayout_t Cdesc, void *D,
+                                         cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t *algo,
+                                         void *workspace, size_t workspaceSizeInBytes, cudaStream_t stream) {
+  LT_ENTER;
+  if (!handle_ok(lightHandle)) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (alpha == nullptr || beta == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  Problem p;
+  const cublasStatus_t st = check_problem(computeDesc, Adesc, Bdesc, Cdesc, Ddesc, &p);
+  if (st != CUBLAS_STATUS_SUCCESS) return st;
+  float a_scale, b_scale; // host pointer mode: the scalars are read now
+  memcpy(&a_scale, alpha, sizeof a_scale);
+  memcpy(&b_scale, beta, sizeof b_scale);
+  const bool empty = p.m == 0 || p.n == 0;
+  const bool read_ab = !empty && p.k != 0;
+  const bool read_c = !empty && b_scale != 0.0f;
+  if ((read_ab && (A == nullptr || B == nullptr)) || (!empty && D == nullptr) || (read_c && C == nullptr))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (C == D && read_c && (p.c.ld != p.d.ld || p.c.stride != p.d.stride)) return CUBLAS_STATUS_INVALID_VALUE;
+  if (algo == nullptr) {
+    p.workspace_needed = 0; // the implicit heuristic query with default preferences: no workspace
+  } else {
+    if (algo->data[0] != kAlgoMagic) return CUBLAS_STATUS_INVALID_VALUE; // not from the heuristic
+    p.workspace_needed = static_cast<size_t>(algo->data[1]);
+  }
+  if (workspaceSizeInBytes < p.workspace_needed) return CUBLAS_STATUS_INVALID_VALUE;
+  if (p.workspace_needed != 0 && (workspace == nullptr || reinterpret_cast<uintptr_t>(workspace) % 256 != 0))
+    return CUBLAS_STATUS_INVALID_VALUE; // the workspace must be 256-byte aligned
+  cudaError_t err;
+  CUstream_st *s = resolve_stream(stream, &err);
+  if (s == nullptr) return CUBLAS_STATUS_EXECUTION_FAILED;
+  if (empty) return CUBLAS_STATUS_SUCCESS;
+  if (read_ab) {
+    check_memory("A", A, span_of(p.a, p.batch), sizeof(float));
+    check_memory("B", B, span_of(p.b, p.batch), sizeof(float));
+  }
+  if (read_c) check_memory("C", C, span_of(p.c, p.batch), sizeof(float)); // ld 0: one column, broadcast
+  check_memory("D", D, span_of(p.d, p.batch), sizeof(float));
+  if (p.epilogue & kEpiBias) {
+    const Layout bias{CUDA_R_32F, 0, static_cast<uint64_t>(p.m), 1, static_cast<int64_t>(p.m), static_cast<int32_t>(p.batch),
+                      p.bias_stride};
+    check_memory("the bias vector (CUBLASLT_MATMUL_DESC_BIAS_POINTER)", p.bias, span_of(bias, p.batch), sizeof(float));
+  }
+  if (p.workspace_needed != 0)
+    check_memory("the workspace", workspace, Span{0, static_cast<int64_t>(p.workspace_needed)}, 1);
+  char label[160];
+  snprintf(label, sizeof label, "cublasLtMatmul m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " batch=%" PRId64 "%s%s", p.m,
+           p.n, p.k, p.batch, p.ta ? " A^T" : "", p.tb ? " B^T" : "");
+  const float *a = static_cast<const float *>(A), *b = static_cast<const float *>(B);
+  const float *c = read_c ? static_cast<const float *>(C) : nullptr;
+  float *d = static_cast<float *>(D);
+  if (!read_ab) p.k = 0;
+  enqueue(s, label, [p, a_scale, b_scale, a, b, c, d, workspace] { run_gemm(p, a_scale, b_scale, a, b, c, d, workspace); });
+  return CUBLAS_STATUS_SUCCESS;
+}
