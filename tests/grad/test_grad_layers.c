@@ -248,7 +248,7 @@ typedef struct nll_state {
 
 static double nll_loss(void *p) {
     nll_state *s = p;
-    double stats[2] = {0, 0};
+    double stats[3] = {0, 0, 0}; /* NLL sum, rows, correct */
     hs_log_softmax_nll_forward(be, s->logprobs, s->logits, s->labels, s->rows, s->cols, stats);
     return stats[0];
 }
