@@ -42,8 +42,9 @@ run "$HETSEQ" 1 cnn_cpu "$CNN" $cnn $sgd -o training.update_freq=6
 t0=$(date +%s)
 run "$EMU" 1 cnn_cuda1 "$CNN" $cnn $sgd -o training.update_freq=6 -o device=\"cuda\"
 t1=$(date +%s)
-grep -q "device = cuda: local rank 0 uses GPU 0" cnn_cuda1.log || { cat cnn_cuda1.log; fail "the CUDA run does not say which GPU it uses"; }
+grep -q "device = cuda: rank 0 (local rank 0) uses GPU 0 of" cnn_cuda1.log || { cat cnn_cuda1.log; fail "the CUDA run does not say which GPU it uses"; }
 run "$EMU" 2 cnn_cuda2 "$CNN" $cnn $sgd -o training.update_freq=3 -o device=\"cuda\"
+grep -q "device = cuda: rank 1 (local rank 1) uses GPU 0 of 1" cnn_cuda2.log || { cat cnn_cuda2.log; fail "rank 1 does not say which GPU it uses"; }
 run "$EMU" 3 cnn_cuda3 "$CNN" $cnn $sgd -o training.update_freq=2 -o device=\"cuda\"
 for r in 1 2 3; do
   "$CMP" cnn_cpu/checkpoint_last.h5 "cnn_cuda$r/checkpoint_last.h5" 1e-5 || fail "CNN: CUDA on $r rank(s) != CPU"

@@ -89,8 +89,10 @@ const hs_backend *hs_backend_cuda(int local_rank, char *why, size_t why_len) {
     int count = 0;
     cudaError_t rc = cudaGetDeviceCount(&count);
     if (rc != cudaSuccess || count == 0) {
-        snprintf(why, why_len, "no usable GPU (%s)",
-                 rc != cudaSuccess ? cudaGetErrorString(rc) : "cudaGetDeviceCount found none");
+        snprintf(why, why_len, "no usable GPU on this node (%s)",
+                 rc == cudaErrorInsufficientDriver ? "no NVIDIA driver, or one older than this build's CUDA runtime"
+                 : rc != cudaSuccess               ? cudaGetErrorString(rc)
+                                                   : "cudaGetDeviceCount found none");
         cudaGetLastError(); /* clear the sticky status of the failed query */
         return NULL;
     }
@@ -107,9 +109,11 @@ const hs_backend *hs_backend_cuda(int local_rank, char *why, size_t why_len) {
     HS_CUDA_CHECK(cudaEventCreateWithFlags(&device.comm_done, cudaEventDisableTiming));
     hs_cuda_gemm_init(&cuda_backend);
     hs_cuda_conv_init(&cuda_backend);
-    hs_log("| device = cuda: local rank %d uses GPU %d of %d (%s, compute capability %d.%d, %d SMs, %.1f GiB)",
-           local_rank, device.ordinal, count, prop.name, prop.major, prop.minor, prop.multiProcessorCount,
-           (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0));
+    /* every rank says which GPU it took (a mis-bound job shows two ranks on one GPU) */
+    printf("| device = cuda: rank %d (local rank %d) uses GPU %d of %d (%s, compute capability %d.%d, %d SMs, %.1f GiB)\n",
+           hs_log_rank(), local_rank, device.ordinal, count, prop.name, prop.major, prop.minor,
+           prop.multiProcessorCount, (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0));
+    fflush(stdout);
     ready = 1;
     return &cuda_backend;
 }
