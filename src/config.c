@@ -330,7 +330,7 @@ static void check_and_store(load_state *ls, int k, const char *where) {
     parsed_value *p = &ls->pending;
     char allowed[512];
     int is_list = key->type == HS_CFG_INT_LIST || key->type == HS_CFG_FLOAT_LIST;
-    if (is_list && p->n == 0)
+    if (is_list && p->n == 0 && !(key->open & HS_CFG_EMPTY_LIST))
         load_die(ls, "%s: %s: the list is empty; expected %s", where, key->path, type_name(ls, key->type));
     if (is_list && key->list_len && p->n != key->list_len)
         load_die(ls, "%s: %s: expected a list of exactly %d numbers, found %d", where, key->path, key->list_len, p->n);

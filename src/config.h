@@ -23,12 +23,13 @@ typedef struct hs_cfg_key {
                               * +-INFINITY for a one-sided range (values must still be finite) */
     const char *choices;     /* strings: "|"-separated allowed values, or NULL */
     const char *doc;         /* one line for docs and --help-config */
-    unsigned open;           /* HS_CFG_OPEN_MIN / HS_CFG_OPEN_MAX: that bound is exclusive */
+    unsigned open;           /* HS_CFG_OPEN_MIN / HS_CFG_OPEN_MAX: that bound is exclusive; HS_CFG_EMPTY_LIST */
     int list_len;            /* lists: required number of elements; 0 = any number >= 1 */
 } hs_cfg_key;
 
 #define HS_CFG_OPEN_MIN 1u
 #define HS_CFG_OPEN_MAX 2u
+#define HS_CFG_EMPTY_LIST 4u /* lists: [] is allowed (meaning "not given") */
 
 extern const hs_cfg_key hs_cfg_schema[];
 extern const int hs_cfg_schema_count;

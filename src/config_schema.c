@@ -147,6 +147,19 @@ const hs_cfg_key hs_cfg_schema[] = {
      0, 0},
     {"distributed.check_replicas_every", HS_CFG_INT, "1000", AT_LEAST(0), NULL,
      "compare a checksum of the parameters across ranks every this many updates; 0 = off", 0, 0},
+    {"distributed.weights", HS_CFG_FLOAT_LIST, "[]", 0.0, INFINITY, NULL,
+     "share of every global batch per rank, one positive weight per rank (e.g. [2.0, 1.0, 1.0]); [] = HetSeq's equal "
+     "micro-batches", HS_CFG_OPEN_MIN | HS_CFG_EMPTY_LIST, 0},
+    {"distributed.rank_max_sentences", HS_CFG_INT_LIST, "[]", AT_LEAST(1), NULL,
+     "memory cap per rank: a share larger than its cap is read and computed in micro-batches of at most this many "
+     "samples; [] = training.max_sentences on every rank",
+     HS_CFG_EMPTY_LIST, 0},
+    {"distributed.balance", HS_CFG_STRING, "\"off\"", NO_RANGE, "off|auto",
+     "auto: time every rank's updates and give each a share of the global batch proportional to its speed", 0, 0},
+    {"distributed.balance_warmup", HS_CFG_INT, "3", AT_LEAST(1), NULL,
+     "balance = auto: updates timed before the first re-balance (the first update is not timed)", 0, 0},
+    {"distributed.rebalance_every", HS_CFG_INT, "0", AT_LEAST(0), NULL,
+     "balance = auto: also re-balance every this many updates; 0 = at epoch ends only", 0, 0},
 
     /* ---- checkpoint --------------------------------------------------------------------------- */
     {"checkpoint.save_dir", HS_CFG_STRING, "\"checkpoints\"", NO_RANGE, NULL,

@@ -44,26 +44,48 @@ void hs_comm_finalize(hs_comm *c) {
 /* MPI counts are int: every call moves at most this many elements, larger buffers go in pieces. */
 #define MAX_MPI_COUNT ((size_t)1 << 30)
 
-/* Device memory that is not host memory moves with the device's own collectives (NCCL on CUDA); the
- * group is made on first use, by every rank at the same collective call. One device per process. */
-static void join_device_group(const hs_comm *c, const hs_backend *be) {
-    static const hs_backend *joined;
-    if (joined == be) return;
-    if (joined) hs_die("internal: device collectives of two devices in one process (%s, %s)", joined->name, be->name);
-    if (!be->collectives_init || !be->allreduce_sum || !be->broadcast)
-        hs_die("the %s device has no collectives for its memory; this build cannot run it on %d ranks", be->name,
-               c->size);
-    be->collectives_init(be, &c->world);
-    joined = be;
+/* How device buffers move, decided once by every rank together at the first device collective:
+ *   HOST    every rank's device memory is host memory (CPU backends): MPI on the buffers;
+ *   DEVICE  no rank's is: the devices' own collectives (NCCL), made on first use;
+ *   STAGED  a mixed job (CPU ranks beside GPU ranks): GPU ranks copy to a host buffer and back around the
+ *           same MPI calls the CPU ranks make. */
+enum { MOVE_UNDECIDED, MOVE_HOST, MOVE_DEVICE, MOVE_STAGED };
+static int move_mode;
+static const hs_backend *move_backend;
+static void *staging;        /* STAGED: host copy of the largest buffer moved so far */
+static size_t staging_bytes;
+
+static int device_moves(const hs_comm *c, const hs_backend *be) {
+    if (move_mode == MOVE_UNDECIDED) {
+        int host = be->memory_is_host ? 1 : 0, all_host = host, any_host = host;
+        HS_CHECK_MPI(MPI_Allreduce(&host, &all_host, 1, MPI_INT, MPI_MIN, c->world), "agreeing on device collectives failed");
+        HS_CHECK_MPI(MPI_Allreduce(&host, &any_host, 1, MPI_INT, MPI_MAX, c->world), "agreeing on device collectives failed");
+        move_mode = all_host ? MOVE_HOST : !any_host ? MOVE_DEVICE : MOVE_STAGED;
+        if (move_mode == MOVE_DEVICE) {
+            if (!be->collectives_init || !be->allreduce_sum || !be->broadcast)
+                hs_die("the %s device has no collectives for its memory; this build cannot run it on %d ranks", be->name,
+                       c->size);
+            be->collectives_init(be, &c->world);
+        }
+        if (move_mode == MOVE_STAGED && c->rank == 0)
+            hs_log("| a mixed job (CPU and GPU ranks): gradients and broadcasts go through host memory and MPI");
+        move_backend = be;
+    } else if (move_backend != be) {
+        hs_die("internal: device collectives of two devices in one process (%s, %s)", move_backend->name, be->name);
+    }
+    return move_mode;
 }
 
-void hs_comm_allreduce_device_sum(const hs_comm *c, const hs_backend *be, float *buf, size_t n) {
-    if (c->size == 1 || n == 0) return;
-    if (!be->memory_is_host) {
-        join_device_group(c, be);
-        be->allreduce_sum(be, buf, n);
-        return;
+static void *staged(const hs_backend *be, size_t bytes) {
+    if (bytes > staging_bytes) {
+        if (staging) be->host_free(be, staging);
+        staging = be->host_alloc(be, bytes);
+        staging_bytes = bytes;
     }
+    return staging;
+}
+
+static void allreduce_host_floats(const hs_comm *c, float *buf, size_t n) {
     const size_t chunk = MAX_MPI_COUNT;
     for (size_t off = 0; off < n; off += chunk) {
         int cnt = (int)(n - off < chunk ? n - off : chunk);
@@ -72,14 +94,39 @@ void hs_comm_allreduce_device_sum(const hs_comm *c, const hs_backend *be, float 
     }
 }
 
+void hs_comm_allreduce_device_sum(const hs_comm *c, const hs_backend *be, float *buf, size_t n) {
+    if (c->size == 1 || n == 0) return;
+    switch (device_moves(c, be)) {
+    case MOVE_DEVICE: be->allreduce_sum(be, buf, n); return;
+    case MOVE_HOST: allreduce_host_floats(c, buf, n); return;
+    default:
+        if (be->memory_is_host) {
+            allreduce_host_floats(c, buf, n);
+        } else {
+            float *h = staged(be, n * sizeof *h);
+            be->download(be, h, buf, n * sizeof *h); /* waits for the device: no blocking MPI while it works */
+            allreduce_host_floats(c, h, n);
+            be->upload(be, buf, h, n * sizeof *h);
+        }
+    }
+}
+
 void hs_comm_bcast_device(const hs_comm *c, const hs_backend *be, void *buf, size_t bytes, int root) {
     if (c->size == 1 || bytes == 0) return;
-    if (!be->memory_is_host) {
-        join_device_group(c, be);
-        be->broadcast(be, buf, bytes, root);
-        return;
+    switch (device_moves(c, be)) {
+    case MOVE_DEVICE: be->broadcast(be, buf, bytes, root); return;
+    case MOVE_HOST: hs_comm_bcast_bytes(c, buf, bytes, root); return;
+    default:
+        if (be->memory_is_host) {
+            hs_comm_bcast_bytes(c, buf, bytes, root);
+        } else {
+            void *h = staged(be, bytes);
+            if (c->rank == root) be->download(be, h, buf, bytes);
+            else be->synchronize(be);
+            hs_comm_bcast_bytes(c, h, bytes, root);
+            be->upload(be, buf, h, bytes);
+        }
     }
-    hs_comm_bcast_bytes(c, buf, bytes, root);
 }
 
 void hs_comm_allreduce_sum_double(const hs_comm *c, double *v, int n) {

@@ -1,7 +1,9 @@
 /* Parallel reader of NVIDIA BERT shards (layout in docs/data-formats.md). Every rank opens every shard
  * through MPI-IO on the I/O communicator; a micro-batch is a contiguous range of global rows, read
- * with one row hyperslab per dataset per file it touches, as collective transfers. The memory type
- * equals the on-disk type (a converting read makes HDF5 1.10 fall back to independent I/O); values are
+ * with one row hyperslab per dataset per file it touches, as collective transfers. Only the files
+ * some rank's current read touches take part (the union of the ranks' file ranges, agreed with one
+ * small allgather per read), so the cost of a read does not grow with the number of shard files. The
+ * memory type equals the on-disk type (a converting read makes HDF5 1.10 fall back to independent I/O); values are
  * widened to int32 afterwards and checked, so a bad shard gives a message instead of a crash. */
 #include "data/bert_shards.h"
 
@@ -32,8 +34,8 @@ static const char *const ds_names[NUM_DS] = {"input_ids",           "input_mask"
     "next_sentence_labels[N]; re-create the file"
 
 /* At most this many shard files are open at once (each holds a file descriptor per rank); others are
- * reopened on demand, least recently used closed first. Every rank makes the same open/close calls,
- * because the files a read touches are agreed over the I/O communicator. */
+ * reopened on demand, least recently used closed first. Every rank makes the same open/close calls in
+ * the same order, because the files a read touches are agreed over the I/O communicator. */
 #define MAX_OPEN_FILES 64
 
 /* More chunks than this per input_ids row: warn that row reads are slow. */
@@ -55,7 +57,10 @@ typedef struct shard_file {
 
 struct hs_bert_shards {
     MPI_Comm io;
+    int io_size;
     int nfiles, nopen;
+    int open_list[MAX_OPEN_FILES + 1]; /* indices of the open files (one more while opening) */
+    int *spans;                        /* per read: {first file, last file} of every rank */
     shard_file *files;
     int64_t total;
     int L, P;
@@ -231,7 +236,9 @@ static void open_file_handle(hs_bert_shards *s, shard_file *f) {
         hs_die("%s is not a readable HDF5 file (%s); it may be truncated or still being written. " SHARD_HINT,
                f->path, hs_h5_reason(reason));
     }
-    s->nopen++;
+    if (s->nopen > MAX_OPEN_FILES)
+        HS_FATAL(NULL, "%d BERT shard files open (at most %d)", s->nopen + 1, MAX_OPEN_FILES);
+    s->open_list[s->nopen++] = (int)(f - s->files);
 }
 
 static void close_file(hs_bert_shards *s, shard_file *f) {
@@ -239,18 +246,27 @@ static void close_file(hs_bert_shards *s, shard_file *f) {
     for (int k = 0; k < NUM_DS; k++) HS_H5(H5Dclose(f->ds[k]), NULL);
     HS_H5(H5Fclose(f->file), NULL);
     f->file = H5I_INVALID_HID;
-    s->nopen--;
+    const int idx = (int)(f - s->files);
+    for (int j = 0; j < s->nopen; j++)
+        if (s->open_list[j] == idx) {
+            s->open_list[j] = s->open_list[--s->nopen];
+            return;
+        }
+    HS_FATAL(NULL, "BERT shard file %d closed but not in the list of open files", idx);
 }
 
 /* Reopen a closed file (collective; every rank calls it for the same file), closing the least
- * recently used one first when MAX_OPEN_FILES are open. */
+ * recently used one first when MAX_OPEN_FILES are open. The search looks at the open files only, so
+ * it costs the same however many shard files there are. */
 static void ensure_open(hs_bert_shards *s, shard_file *f) {
     f->last_use = ++s->use_clock;
     if (f->file != H5I_INVALID_HID) return;
     if (s->nopen >= MAX_OPEN_FILES) {
         shard_file *lru = NULL;
-        for (int i = 0; i < s->nfiles; i++)
-            if (s->files[i].file != H5I_INVALID_HID && (!lru || s->files[i].last_use < lru->last_use)) lru = &s->files[i];
+        for (int j = 0; j < s->nopen; j++) {
+            shard_file *o = &s->files[s->open_list[j]];
+            if (!lru || o->last_use < lru->last_use) lru = o;
+        }
         close_file(s, lru);
     }
     open_file_handle(s, f);
@@ -271,6 +287,8 @@ hs_bert_shards *hs_bert_shards_open(const char *path, const char *split, int num
     HS_ALLOC(s, 1);
     s->io = io_comm;
     int rank = io_rank(io_comm);
+    HS_CHECK_MPI(MPI_Comm_size(io_comm, &s->io_size), NULL);
+    HS_ALLOC(s->spans, 2 * (size_t)s->io_size);
 
     /* rank 0 lists; everyone gets the same list (or the same error) */
     char err[1024] = "";
@@ -568,34 +586,50 @@ void hs_bert_shards_read(hs_bert_shards *s, int64_t first, int count, int vocab_
     hs_bert_batch *b = buf ? hs_bert_batch_view(buf, count, s->L, s->P) : &empty;
     if (!buf && count > 0) HS_FATAL(NULL, "BERT read of %d rows into a NULL buffer", count);
 
-    /* The files any rank touches: [min first file, max last file] over the I/O communicator. Every
-     * rank reads each of them, with an empty selection where it has no rows. */
-    int span[2] = {s->nfiles, 1}; /* {first file, -last file}; empty: nothing */
+    /* The files the ranks' reads touch: each rank's [first file, last file] (every file between holds
+     * some of its rows, or none), gathered over the I/O communicator. Every rank visits the union of
+     * those ranges, file by file in increasing order, and reads each file with an empty selection where
+     * it has no rows. Files nobody reads are not touched: the work of a read depends on the files that
+     * hold the ranks' rows, not on how many shard files there are. */
+    int mine[2] = {-1, -1}; /* EMPTY: no file */
     if (count > 0) {
-        span[0] = file_of(s, first);
-        span[1] = -file_of(s, first + count - 1);
+        mine[0] = file_of(s, first);
+        mine[1] = file_of(s, first + count - 1);
     }
-    HS_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, span, 2, MPI_INT, MPI_MIN, s->io), NULL);
+    HS_CHECK_MPI(MPI_Allgather(mine, 2, MPI_INT, s->spans, 2, MPI_INT, s->io), NULL);
+    int *sp = s->spans, nspan = 0;
+    for (int r = 0; r < s->io_size; r++) { /* keep the non-empty ranges, sorted by first file */
+        int a = s->spans[2 * r], e = s->spans[2 * r + 1];
+        if (a < 0) continue;
+        int j = nspan++;
+        for (; j > 0 && sp[2 * (j - 1)] > a; j--) sp[2 * j] = sp[2 * (j - 1)], sp[2 * j + 1] = sp[2 * (j - 1) + 1];
+        sp[2 * j] = a;
+        sp[2 * j + 1] = e;
+    }
 
-    for (int fi = span[0]; fi <= -span[1]; fi++) {
-        shard_file *f = &s->files[fi];
-        ensure_open(s, f);
-        /* this rank's rows of the file: global [a, e) */
-        int64_t a = first > f->offset ? first : f->offset;
-        int64_t e = first + count < f->offset + f->rows ? first + count : f->offset + f->rows;
-        int n = e > a ? (int)(e - a) : 0;
-        int64_t lo = n > 0 ? a - f->offset : 0;
-        int b0 = n > 0 ? (int)(a - first) : 0;
-        int32_t *dst[NUM_DS] = {b->input_ids, b->input_mask, b->segment_ids, b->mlm_positions, b->mlm_ids,
-                                b->nsp_labels};
-        int width[NUM_DS] = {s->L, s->L, s->L, s->P, s->P, 1};
-        for (int k = 0; k < NUM_DS; k++) {
-            int64_t bad = 0;
-            int32_t *rows_dst = n > 0 ? dst[k] + (size_t)b0 * (size_t)width[k] : NULL;
-            int64_t at = read_rows(s, f, k, lo, n, width[k], rows_dst, &bad);
-            if (at >= 0) bad_value(f, k, lo + at / width[k], (int)(at % width[k]), bad, "does not fit in 32 bits");
+    int32_t *dst[NUM_DS] = {b->input_ids, b->input_mask, b->segment_ids, b->mlm_positions, b->mlm_ids, b->nsp_labels};
+    const int width[NUM_DS] = {s->L, s->L, s->L, s->P, s->P, 1};
+    int next = 0; /* first file not visited yet: merged ranges visit each file once */
+    for (int j = 0; j < nspan; j++) {
+        for (int fi = sp[2 * j] > next ? sp[2 * j] : next; fi <= sp[2 * j + 1]; fi++) {
+            shard_file *f = &s->files[fi];
+            if (f->rows == 0) continue; /* nobody's rows: the same on every rank */
+            ensure_open(s, f);
+            /* this rank's rows of the file: global [a, e) */
+            int64_t a = first > f->offset ? first : f->offset;
+            int64_t e = first + count < f->offset + f->rows ? first + count : f->offset + f->rows;
+            int n = e > a ? (int)(e - a) : 0;
+            int64_t lo = n > 0 ? a - f->offset : 0;
+            int b0 = n > 0 ? (int)(a - first) : 0;
+            for (int k = 0; k < NUM_DS; k++) {
+                int64_t bad = 0;
+                int32_t *rows_dst = n > 0 ? dst[k] + (size_t)b0 * (size_t)width[k] : NULL;
+                int64_t at = read_rows(s, f, k, lo, n, width[k], rows_dst, &bad);
+                if (at >= 0) bad_value(f, k, lo + at / width[k], (int)(at % width[k]), bad, "does not fit in 32 bits");
+            }
+            if (n > 0) check_and_label(s, f, lo, b, b0, n, vocab_size);
         }
-        if (n > 0) check_and_label(s, f, lo, b, b0, n, vocab_size);
+        if (sp[2 * j + 1] + 1 > next) next = sp[2 * j + 1] + 1;
     }
 }
 
@@ -610,6 +644,7 @@ void hs_bert_shards_close(hs_bert_shards *s) {
     HS_H5(H5Pclose(s->dxpl), NULL);
     HS_H5(H5Pclose(s->fapl), NULL);
     free(s->files);
+    free(s->spans);
     free(s->scratch);
     free(s);
 }

@@ -2,7 +2,8 @@
  * file per shard, six datasets at the root, read unchanged. Many files form one dataset (concatenated in
  * sorted file-name order, as HetSeq). Every rank opens every file through MPI-IO on the I/O
  * communicator and reads its micro-batch of rows with collective transfers in the on-disk types, then
- * widens to int32 and builds the masked-LM label lists. */
+ * widens to int32 and builds the masked-LM label lists. A read involves only the files some rank's
+ * rows are in (agreed with one small allgather), so its cost does not grow with the number of files. */
 #ifndef HS_DATA_BERT_SHARDS_H
 #define HS_DATA_BERT_SHARDS_H
 
@@ -48,6 +49,9 @@ hs_bert_batch *hs_bert_batch_view(void *buf, int count, int seq_len, int max_pre
 
 /* COLLECTIVE over io_comm (every rank calls it the same number of times; count may be 0): rows
  * [first, first+count) of the concatenated dataset, which may span files, into the batch view in buf.
+ * One MPI_Allgather of every rank's file range, then collective opens (at most 64 files stay open,
+ * least recently used closed first) and reads of exactly the files in the union of those ranges; a
+ * rank without rows in one of them joins its reads with an empty selection.
  * Checks every value read: token ids (input_ids, the labelled masked_lm_ids) in [0, vocab_size) (the
  * model's vocabulary before any padding to a multiple of 8; no check when vocab_size <= 0), input_mask, segment_ids and next_sentence_labels 0 or 1, labelled
  * positions in [1, L) and strictly ascending. A bad value is a user error naming the file, dataset,

@@ -107,14 +107,19 @@ void hs_sampler_init(hs_sampler *s, int64_t num_samples, int64_t max_sentences, 
 
 int64_t hs_sampler_shard_len(const hs_sampler *s) { return (s->num_batches + s->world - 1) / s->world; }
 
+void hs_sampler_epoch_order(const hs_sampler *s, int epoch, int64_t *order) {
+    const int64_t nb = s->num_batches;
+    for (int64_t b = 0; b < nb; b++) order[b] = b;
+    /* numpy_seed(seed + epoch): the seed wraps modulo 2^32 (numpy would refuse seeds >= 2^32) */
+    if (s->shuffle) hs_legacy_shuffle(order, nb, sizeof *order, s->seed + (uint32_t)epoch);
+}
+
 void hs_sampler_epoch_shard(const hs_sampler *s, int epoch, hs_range *out) {
     int64_t nb = s->num_batches;
     /* order[i] = index of the i-th batch this epoch; batch b = samples [b*B, min(N, (b+1)*B)) */
     int64_t *order;
     HS_ALLOC(order, nb);
-    for (int64_t b = 0; b < nb; b++) order[b] = b;
-    /* numpy_seed(seed + epoch): the seed wraps modulo 2^32 (numpy would refuse seeds >= 2^32) */
-    if (s->shuffle) hs_legacy_shuffle(order, nb, sizeof *order, s->seed + (uint32_t)epoch);
+    hs_sampler_epoch_order(s, epoch, order);
     int64_t len = hs_sampler_shard_len(s);
     for (int64_t j = 0; j < len; j++) {
         int64_t i = s->rank + j * s->world; /* round robin: rank k takes k, k+W, k+2W, ... */
@@ -135,4 +140,118 @@ void hs_sampler_epoch_shard(const hs_sampler *s, int epoch, hs_range *out) {
 int64_t hs_sampler_updates_per_epoch(const hs_sampler *s, int update_freq) {
     if (update_freq < 1) HS_FATAL(NULL, "update_freq %d < 1", update_freq);
     return (hs_sampler_shard_len(s) + update_freq - 1) / update_freq;
+}
+
+/* ---- weighted shares ------------------------------------------------------------------------------ */
+
+__extension__ typedef unsigned __int128 hs_u128; /* S · C_k exceeds 64 bits for large jobs */
+
+void hs_sampler_weight_units(const double *weights, int world, int64_t *units) {
+    double most = 0.0;
+    for (int k = 0; k < world; k++)
+        if (weights[k] > most) most = weights[k];
+    for (int k = 0; k < world; k++) {
+        int64_t u = most > 0.0 ? (int64_t)(weights[k] / most * 65536.0 + 0.5) : 1;
+        units[k] = u < 1 ? 1 : u;
+    }
+}
+
+/* Batch at position i of the epoch: [first, first+size) (size 0 past the end: EMPTY). */
+static int64_t batch_size_at(const hs_sampler *s, const int64_t *order, int64_t i, int64_t *first) {
+    if (i >= s->num_batches) {
+        *first = 0;
+        return 0;
+    }
+    *first = order[i] * s->max_sentences;
+    int64_t end = *first + s->max_sentences;
+    if (end > s->num_samples) end = s->num_samples;
+    return end - *first;
+}
+
+/* Positions [lo, hi) of update u's global batch. */
+static void update_positions(const hs_sampler *s, int64_t update, int uf, int64_t *lo, int64_t *hi) {
+    const int64_t len = hs_sampler_shard_len(s);
+    int64_t n_u = len - update * uf;
+    if (n_u > uf) n_u = uf;
+    if (n_u < 0) n_u = 0;
+    *lo = update * uf * s->world;
+    *hi = (update * uf + n_u) * s->world;
+}
+
+/* Rank k's share [a, b) of the S samples */
+static void share_bounds(int64_t S, const int64_t *units, int world, int k, int64_t *a, int64_t *b) {
+    hs_u128 total = 0, before = 0;
+    for (int j = 0; j < world; j++) {
+        if (j < k) before += (hs_u128)units[j];
+        total += (hs_u128)units[j];
+    }
+    *a = (int64_t)((hs_u128)S * before / total);
+    *b = (int64_t)((hs_u128)S * (before + (hs_u128)units[k]) / total);
+}
+
+/* Walks rank k's share over the batches of [lo, hi): writes its micro-batches to out (when out != NULL)
+ * and returns their number. */
+static int cut_share(const hs_sampler *s, const int64_t *order, int64_t lo, int64_t hi, int64_t a, int64_t b,
+                     int32_t cap, hs_range *out, int max_out) {
+    int n = 0;
+    int64_t offset = 0; /* concatenated-sample coordinate of the batch at position i */
+    for (int64_t i = lo; i < hi && offset < b; i++) {
+        int64_t first;
+        const int64_t size = batch_size_at(s, order, i, &first);
+        int64_t from = a > offset ? a : offset, to = b < offset + size ? b : offset + size;
+        for (; from < to; from += cap) {
+            const int64_t count = to - from < cap ? to - from : cap;
+            if (out) {
+                if (n >= max_out) HS_FATAL(NULL, "weighted share of more than %d micro-batches", max_out);
+                out[n].first = first + (from - offset);
+                out[n].count = (int32_t)count;
+            }
+            n++;
+        }
+        offset += size;
+    }
+    return n;
+}
+
+static int64_t update_samples(const hs_sampler *s, const int64_t *order, int64_t lo, int64_t hi) {
+    int64_t S = 0, first;
+    for (int64_t i = lo; i < hi; i++) S += batch_size_at(s, order, i, &first);
+    return S;
+}
+
+int hs_sampler_weighted_update(const hs_sampler *s, const int64_t *order, int64_t update, int update_freq,
+                               const int64_t *units, const int32_t *caps, hs_range *out, int max_out) {
+    int64_t lo, hi;
+    update_positions(s, update, update_freq, &lo, &hi);
+    const int64_t S = update_samples(s, order, lo, hi);
+    int most = 1, mine = 0; /* at least one (EMPTY) micro-batch per update, as HetSeq's padding */
+    for (int k = 0; k < s->world; k++) {
+        int64_t a, b;
+        share_bounds(S, units, s->world, k, &a, &b);
+        int n = cut_share(s, order, lo, hi, a, b, caps[k], k == s->rank ? out : NULL, max_out);
+        if (k == s->rank) mine = n;
+        if (n > most) most = n;
+    }
+    if (most > max_out) HS_FATAL(NULL, "weighted share of %d micro-batches (at most %d)", most, max_out);
+    for (int i = mine; i < most; i++) out[i].first = 0, out[i].count = 0; /* EMPTY padding */
+    return most;
+}
+
+int hs_sampler_weighted_max_ranges(const hs_sampler *s, int update_freq, const int32_t *caps) {
+    /* a share spans at most G = uf·W batches (G - 1 inner boundaries) and at most G·B samples */
+    int32_t cap = INT32_MAX;
+    for (int k = 0; k < s->world; k++)
+        if (caps[k] < cap) cap = caps[k];
+    const int64_t G = (int64_t)update_freq * s->world;
+    const int64_t bound = G + (G * s->max_sentences + cap - 1) / cap + 1;
+    if (bound > INT32_MAX) HS_FATAL("lower training.update_freq or raise the per-rank max_sentences", "%lld micro-batches", (long long)bound);
+    return (int)bound;
+}
+
+int64_t hs_sampler_weighted_share(const hs_sampler *s, const int64_t *order, int64_t update, int update_freq,
+                                  const int64_t *units, int k) {
+    int64_t lo, hi, a, b;
+    update_positions(s, update, update_freq, &lo, &hi);
+    share_bounds(update_samples(s, order, lo, hi), units, s->world, k, &a, &b);
+    return b - a;
 }

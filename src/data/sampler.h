@@ -49,4 +49,28 @@ void hs_sampler_epoch_shard(const hs_sampler *s, int epoch, hs_range *out);
 /* Updates per epoch with update_freq uf: ceil(Lk / uf). */
 int64_t hs_sampler_updates_per_epoch(const hs_sampler *s, int update_freq);
 
+/* ---- weighted shares of every global batch (distributed.weights, distributed.balance) ------------------
+ * HetSeq's global batch of update u is the batches at positions [u·uf·W, (u·uf + n_u)·W) of the epoch's
+ * order (n_u = min(uf, Lk - u·uf); positions >= nb are EMPTY): exactly the batches the W ranks' shards
+ * hand out in that update. With weights, those batches' samples are concatenated in position order and
+ * rank k takes the contiguous share [S·C_k / C_W, S·C_{k+1} / C_W) of the S samples (C = cumulative
+ * integer weights), cut into micro-batches at batch boundaries and at caps[k] samples. The set of
+ * samples per update, and so the model (up to summation order; gradients are normalised by global
+ * counts), does not depend on the weights. Every rank computes every rank's cut, so all issue the same
+ * number of reads: the largest count, EMPTY-padded. */
+
+/* The epoch's batch order: order[i] = batch at position i (nb entries; HetSeq's shuffle). */
+void hs_sampler_epoch_order(const hs_sampler *s, int epoch, int64_t *order);
+/* Integer weights (units[k] >= 1) from positive real weights: proportional, the largest = 65536. */
+void hs_sampler_weight_units(const double *weights, int world, int64_t *units);
+/* This rank's micro-batches of update u (0-based in the epoch) into out[0..n), n returned (<= max_out,
+ * which hs_sampler_weighted_max_ranges bounds); caps[k] >= 1 for every rank. */
+int hs_sampler_weighted_update(const hs_sampler *s, const int64_t *order, int64_t update, int update_freq,
+                               const int64_t *units, const int32_t *caps, hs_range *out, int max_out);
+/* An upper bound of the micro-batches any rank gets in one update (for buffer sizes). */
+int hs_sampler_weighted_max_ranges(const hs_sampler *s, int update_freq, const int32_t *caps);
+/* Samples of rank k's share in update u (for logging the learned shares). */
+int64_t hs_sampler_weighted_share(const hs_sampler *s, const int64_t *order, int64_t update, int update_freq,
+                                  const int64_t *units, int k);
+
 #endif

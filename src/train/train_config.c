@@ -44,6 +44,19 @@ void hs_train_config_read(const hs_config *cfg, hs_train_config *tc) {
 
     tc->stall_timeout = hs_cfg_float(cfg, "distributed.stall_timeout");
     tc->check_replicas_every = hs_cfg_int(cfg, "distributed.check_replicas_every");
+    tc->n_weights = hs_cfg_list_len(cfg, "distributed.weights");
+    if (tc->n_weights > HS_MAX_RANK_LIST) tc->n_weights = HS_MAX_RANK_LIST; /* the trainer refuses */
+    for (int i = 0; i < tc->n_weights; i++) tc->weights[i] = hs_cfg_float_elem(cfg, "distributed.weights", i);
+    tc->n_rank_max_sentences = hs_cfg_list_len(cfg, "distributed.rank_max_sentences");
+    if (tc->n_rank_max_sentences > HS_MAX_RANK_LIST) tc->n_rank_max_sentences = HS_MAX_RANK_LIST;
+    for (int i = 0; i < tc->n_rank_max_sentences; i++) {
+        int64_t v = hs_cfg_int_elem(cfg, "distributed.rank_max_sentences", i);
+        tc->rank_max_sentences[i] = (int32_t)(v > INT32_MAX ? INT32_MAX : v);
+    }
+    tc->balance_auto = strcmp(hs_cfg_string(cfg, "distributed.balance"), "auto") == 0;
+    tc->balance_warmup = hs_cfg_int(cfg, "distributed.balance_warmup");
+    tc->rebalance_every = hs_cfg_int(cfg, "distributed.rebalance_every");
+    tc->weighted = tc->n_weights > 0 || tc->n_rank_max_sentences > 0 || tc->balance_auto;
 }
 
 void hs_train_config_load(const hs_config *cfg, hs_train_config *tc) {

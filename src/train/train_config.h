@@ -10,6 +10,7 @@
 #include "config.h"
 
 #define HS_MAX_UPDATE_FREQ_LIST 64
+#define HS_MAX_RANK_LIST 4096 /* distributed.weights and distributed.rank_max_sentences */
 
 typedef struct hs_train_config {
     const char *task, *device, *data_path, *valid_subset; /* task, device, data.path, data.valid_subset */
@@ -33,6 +34,12 @@ typedef struct hs_train_config {
     /* distributed */
     double stall_timeout;
     int64_t check_replicas_every;
+    int n_weights, n_rank_max_sentences;  /* list lengths (0 = not given) */
+    double weights[HS_MAX_RANK_LIST];     /* distributed.weights */
+    int32_t rank_max_sentences[HS_MAX_RANK_LIST];
+    int balance_auto;                     /* distributed.balance == "auto" */
+    int64_t balance_warmup, rebalance_every;
+    int weighted;                         /* any of the three: shares replace HetSeq's equal micro-batches */
 } hs_train_config;
 
 /* Reads and checks the settings (precision other than fp32, no stopping rule, a too long

@@ -15,6 +15,7 @@
 
 #include "comm/stall.h"
 #include "data/prefetch.h"
+#include "train/balance.h"
 #include "data/sampler.h"
 #include "optim/lr_scheduler.h"
 #include "optim/optimizer.h"
@@ -37,6 +38,8 @@ typedef struct trainer {
     hs_optimizer *opt;
     hs_lr_scheduler sched;
     hs_sampler sampler;
+    hs_balance balance;        /* weighted shares of each global batch (off: HetSeq's equal micro-batches) */
+    hs_range *update_ranges;   /* [balance.max_ranges] this rank's micro-batches of one update */
     hs_prefetch *pf;
     hs_meters meters;
     hs_train_state st;
@@ -274,10 +277,19 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
     for (int k = 0; k < HS_NORM_TERMS; k++) ctx.loss_scale[k] = counts[k] > 0 ? 1.0 / counts[k] : 0.0;
     /* EMPTY micro-batches contribute zero gradient and zero counts but the rank still joins the
      * collectives below, so every rank issues the same calls. */
+    const double compute_start = hs_now();
+    int64_t samples = 0;
     for (int i = 0; i < slot->n; i++)
-        if (slot->ranges[i].count > 0)
+        if (slot->ranges[i].count > 0) {
             t->task->forward_backward(t->task, slot->bufs[i], slot->ranges[i].first, slot->ranges[i].count, &ctx,
                                       t->stats_dev);
+            samples += slot->ranges[i].count;
+        }
+    if (t->balance.auto_mode) {
+        /* this rank's own compute time, for balance = auto (a device that enqueues must finish first) */
+        if (!t->be->memory_is_host) t->be->synchronize(t->be);
+        hs_balance_record(&t->balance, update, hs_now() - compute_start, samples);
+    }
     if (hs_fault_fires(HS_FAULT_NAN, update)) {
         float nan = NAN;
         p->be->upload(p->be, p->grad, &nan, sizeof nan);
@@ -380,6 +392,17 @@ static void save_mid_epoch(trainer *t) {
     save(t, name, t->st.epoch);
 }
 
+/* Queue the reads of update k of the epoch: uf micro-batches of this rank's shard (HetSeq), or this
+ * rank's weighted share of the update's global batch. */
+static void request_update(trainer *t, const hs_range *shard, int64_t shard_len, int uf, int64_t k) {
+    if (t->balance.enabled) {
+        int n = hs_balance_update_ranges(&t->balance, &t->sampler, t->st.epoch, k, uf, t->update_ranges);
+        hs_prefetch_request(t->pf, HS_SPLIT_TRAIN, t->update_ranges, n);
+        return;
+    }
+    hs_prefetch_request(t->pf, HS_SPLIT_TRAIN, shard + k * uf, (int)(k * uf + uf <= shard_len ? uf : shard_len - k * uf));
+}
+
 /* Runs (the rest of) epoch st.epoch. Returns 1 if the epoch ended, 0 if max_update or a stop signal
  * stopped it (a checkpoint of the position is written then). */
 static int train_epoch(trainer *t) {
@@ -393,9 +416,7 @@ static int train_epoch(trainer *t) {
     t->st.end_of_epoch = 0; /* a checkpoint written from here on is inside this epoch */
 
     int64_t u = t->st.updates_in_epoch;
-#define REQUEST(k)                                                                                              \
-    hs_prefetch_request(t->pf, HS_SPLIT_TRAIN, shard + (k) * uf,                                                \
-                        (int)((k) * uf + uf <= shard_len ? uf : shard_len - (k) * uf))
+#define REQUEST(k) request_update(t, shard, shard_len, uf, (k))
     int requested = 0;
     if (u < n_updates) {
         REQUEST(u);
@@ -419,6 +440,7 @@ static int train_epoch(trainer *t) {
         }
         t->stop_signal = train_update(t, slot);
         hs_prefetch_release(t->pf, slot);
+        hs_balance_maybe_rebalance(&t->balance, t->comm, t->st.num_updates, 0);
         u++;
         t->st.updates_in_epoch = u;
         /* HetSeq prints a 0-based index and never the first update; hetseq counts updates done. */
@@ -448,6 +470,7 @@ static int train_epoch(trainer *t) {
 
 static void end_epoch(trainer *t) {
     int64_t epoch = t->st.epoch;
+    hs_balance_maybe_rebalance(&t->balance, t->comm, t->st.num_updates, 1);
     if (t->tc.validate_interval > 0 && epoch % t->tc.validate_interval == 0 && !t->stop_signal) validate(t);
     t->st.lr = hs_lr_step_epoch(&t->sched, (int)epoch, t->st.num_updates);
     t->st.lr_base = t->sched.base_lr;
@@ -526,7 +549,10 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
 
     hs_meters_init(&t.meters, t.task, metrics_path, resumed);
     t.meters.format = t.tc.log_format;
-    t.pf = hs_prefetch_start(t.task, t.be, t.tc.max_sentences, t.tc.max_update_freq);
+    hs_balance_init(&t.balance, &t.tc, comm, &t.sampler);
+    if (t.balance.enabled) HS_ALLOC(t.update_ranges, t.balance.max_ranges);
+    t.pf = hs_prefetch_start(t.task, t.be, t.balance.max_count,
+                             t.balance.enabled ? t.balance.max_ranges : t.tc.max_update_freq);
     /* From here on a stop signal ends the run at the next update boundary with a checkpoint. */
     hs_stop_signals_install();
 
@@ -552,6 +578,8 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
     }
     if (!t.tc.no_save) hs_log("| checkpoints in %s/, metrics in %s", t.tc.save_dir, *metrics_path ? metrics_path : "(off)");
     hs_meters_close(&t.meters);
+    hs_balance_free(&t.balance);
+    free(t.update_ranges);
     hs_optimizer_free(t.opt);
     t.be->free(t.be, t.stats_dev);
     hs_task_destroy(t.task);

@@ -1,0 +1,80 @@
+# A user on a mixed cluster gives fast ranks bigger shares of every global batch — by hand
+# (distributed.weights), by memory cap (distributed.rank_max_sentences) or by measurement
+# (distributed.balance = "auto") — and gets the same model as 1 rank with the same global batch, within
+# 1e-5, for the CNN and for BERT; a job of an emulated-GPU rank beside CPU ranks too. Plain SGD for the
+# CNN: the shares change summation order only, and HetSeq's Adadelta recipe amplifies any rounding
+# difference (docs/gpu.md, "Determinism"); BERT keeps its LAMB recipe.
+. "$top_srcdir/tests/lib.sh"
+CMP="$top_builddir/tests/tools/h5compare"
+EMU="${HETSEQ_EMU:-$top_builddir/tests/cuda/hetseq_emu}"
+
+traj() { grep '"type": "train"' "$1" | sed 's/.*"num_updates": \([0-9]*\), "loss": \([^,]*\),.*"gnorm": \([^,]*\),.*/\1 \2 \3/'; }
+same_traj() { # A B: equal update counts, losses and gradient norms within 1e-5 relative
+  traj "$1" > a.traj; traj "$2" > b.traj
+  [ -s a.traj ] && [ "$(wc -l < a.traj)" -eq "$(wc -l < b.traj)" ] || fail "$1 and $2 have different numbers of updates"
+  paste a.traj b.traj | awk '
+    function rel(x, y) { d = x - y; if (d < 0) d = -d; m = (x < 0 ? -x : x); if (m < 1e-30) m = 1e-30; return d / m }
+    { if ($1 != $4 || rel($2, $5) > 1e-5 || rel($3, $6) > 1e-5) { print "update " $1 ": " $2 " " $3 " vs " $5 " " $6; bad = 1 } }
+    END { exit bad }' || fail "the loss trajectories of $1 and $2 differ"
+}
+run() { # ranks dir args...
+  local np=$1 dir=$2; shift 2
+  mpi "$np" "$HETSEQ" train "$@" -o checkpoint.save_dir=\"$dir\" > "$dir.log" 2>&1 || { cat "$dir.log"; fail "training into $dir failed"; }
+}
+same() { # reference other what
+  "$CMP" "$1/checkpoint_last.h5" "$2/checkpoint_last.h5" 1e-5 > cmp.log || { cat cmp.log; fail "$3: not the model of 1 rank"; }
+  same_traj "$1/metrics.jsonl" "$2/metrics.jsonl"
+  echo "ok: $3 = 1 rank ($(tail -1 cmp.log | sed 's/ of the whole model.*//'))"
+}
+
+# ---- the CNN: global batch 3 x 8 images ---------------------------------------------------------------
+make_tiny_mnist mnist.h5
+CNN="$top_srcdir/tests/e2e/small.cfg"
+cnn="-o data.path=\"mnist.h5\" -o training.max_update=20 -o training.max_epoch=0 -o training.max_sentences=8
+  -o optimizer.name=\"sgd\" -o optimizer.lr=0.01 -o optimizer.momentum=0.0"
+run 1 cnn_one "$CNN" $cnn -o training.update_freq=3
+run 3 cnn_w211 "$CNN" $cnn -o 'distributed.weights=[2.0,1.0,1.0]'
+grep -q "weighted shares of every global batch (distributed.weights): rank 0 2 rank 1 1 rank 2 1" cnn_w211.log \
+  || { cat cnn_w211.log; fail "the weights are not logged"; }
+same cnn_one cnn_w211 "CNN, weights 2:1:1"
+run 3 cnn_auto "$CNN" $cnn -o 'distributed.balance="auto"' -o 'distributed.rank_max_sentences=[3,8,5]' \
+  -o distributed.rebalance_every=5
+grep -q "balance = auto after update 4: shares of the global batch rank 0" cnn_auto.log \
+  || { cat cnn_auto.log; fail "balance = auto did not log the learned shares after its warm-up"; }
+same cnn_one cnn_auto "CNN, balance = auto with per-rank memory caps 3, 8, 5"
+
+# ---- one emulated-GPU rank beside two CPU ranks ----------------------------------------------------------
+if [ -x "$EMU" ]; then
+  w="distributed.weights=[1.0,2.0,2.0]"
+  timeout -k 5 300 "$MPIRUN" --allow-run-as-root --oversubscribe --mca btl self,vader \
+    -np 1 "$EMU" train "$CNN" $cnn -o device=\"cuda\" -o "$w" -o checkpoint.save_dir=\"mixed\" : \
+    -np 2 "$EMU" train "$CNN" $cnn -o device=\"cpu\" -o "$w" -o checkpoint.save_dir=\"mixed\" > mixed.log 2>&1 \
+    || { cat mixed.log; fail "the mixed CPU/GPU job failed"; }
+  grep -q "a mixed job (CPU and GPU ranks)" mixed.log || { cat mixed.log; fail "the mixed job did not say how it moves gradients"; }
+  same cnn_one mixed "CNN, 1 emulated-GPU rank + 2 CPU ranks, weights 1:2:2"
+else
+  echo "mixed CPU/GPU part skipped: no emulated CUDA build (hetseq_emu)"
+fi
+
+# ---- BERT (LAMB, dropout on) ----------------------------------------------------------------------------
+if [ -n "${PYTHON_TORCH:-}" ]; then
+  "$PYTHON_TORCH" "$top_srcdir/tests/ref/make_bert_shards.py" shards --prefix wiki --split training \
+    --rows 37,50,13 --seq-len 32 --max-pred 5 --vocab 1000 --seed 3 || fail "writing training shards"
+  "$PYTHON_TORCH" "$top_srcdir/tests/ref/make_bert_shards.py" shards --prefix wiki --split test \
+    --rows 24 --seq-len 32 --max-pred 5 --vocab 1000 --seed 4 || fail "writing test shards"
+  BERT="$top_srcdir/tests/e2e/bert_small.cfg"
+  run 1 bert_one "$BERT" -o training.update_freq=3 -o training.max_sentences=4
+  run 3 bert_w211 "$BERT" -o training.max_sentences=4 -o 'distributed.weights=[2.0,1.0,1.0]'
+  same bert_one bert_w211 "BERT, weights 2:1:1"
+  run 3 bert_auto "$BERT" -o training.max_sentences=4 -o 'distributed.balance="auto"' -o distributed.balance_warmup=2
+  same bert_one bert_auto "BERT, balance = auto"
+else
+  echo "BERT part skipped: no Python with h5py to write the test shards"
+fi
+
+# ---- a user's mistake: one weight per rank ----------------------------------------------------------------
+expect_error "weights for 2 ranks on 3" "distributed.weights lists 2 weight\(s\) but the job has 3 rank\(s\)" \
+  mpi 3 "$HETSEQ" train "$CNN" $cnn -o 'distributed.weights=[2.0,1.0]' -o checkpoint.save_dir=\"bad\"
+expect_error "a zero weight" "distributed.weights" \
+  mpi 3 "$HETSEQ" train "$CNN" $cnn -o 'distributed.weights=[2.0,0.0,1.0]' -o checkpoint.save_dir=\"bad\"
+pass
