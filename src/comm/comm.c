@@ -57,9 +57,11 @@ static size_t staging_bytes;
 
 static int device_moves(const hs_comm *c, const hs_backend *be) {
     if (move_mode == MOVE_UNDECIDED) {
-        int host = be->memory_is_host ? 1 : 0, all_host = host, any_host = host;
-        HS_CHECK_MPI(MPI_Allreduce(&host, &all_host, 1, MPI_INT, MPI_MIN, c->world), "agreeing on device collectives failed");
-        HS_CHECK_MPI(MPI_Allreduce(&host, &any_host, 1, MPI_INT, MPI_MAX, c->world), "agreeing on device collectives failed");
+        /* one all-reduce: min(host) = every rank's memory is host memory, -min(-host) = some rank's is */
+        const int host = be->memory_is_host ? 1 : 0;
+        int v[2] = {host, -host};
+        HS_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MIN, c->world), "agreeing on device collectives failed");
+        const int all_host = v[0], any_host = -v[1];
         move_mode = all_host ? MOVE_HOST : !any_host ? MOVE_DEVICE : MOVE_STAGED;
         if (move_mode == MOVE_DEVICE) {
             if (!be->collectives_init || !be->allreduce_sum || !be->broadcast)

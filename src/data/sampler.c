@@ -178,62 +178,50 @@ static void update_positions(const hs_sampler *s, int64_t update, int uf, int64_
     *hi = (update * uf + n_u) * s->world;
 }
 
-/* Rank k's share [a, b) of the S samples */
-static void share_bounds(int64_t S, const int64_t *units, int world, int k, int64_t *a, int64_t *b) {
-    hs_u128 total = 0, before = 0;
-    for (int j = 0; j < world; j++) {
-        if (j < k) before += (hs_u128)units[j];
-        total += (hs_u128)units[j];
-    }
-    *a = (int64_t)((hs_u128)S * before / total);
-    *b = (int64_t)((hs_u128)S * (before + (hs_u128)units[k]) / total);
-}
-
-/* Walks rank k's share over the batches of [lo, hi): writes its micro-batches to out (when out != NULL)
- * and returns their number. */
-static int cut_share(const hs_sampler *s, const int64_t *order, int64_t lo, int64_t hi, int64_t a, int64_t b,
-                     int32_t cap, hs_range *out, int max_out) {
+/* Cuts the share [a, b) of the update's concatenated samples into micro-batches of at most cap samples
+ * that do not cross a batch boundary, walking the batches from position *i (whose first sample is at
+ * coordinate *offset); writes them to out when out != NULL and returns their number. Advances *i and
+ * *offset past the batches that end at or before a, so consecutive shares walk the batches once. */
+static int cut_share(const hs_sampler *s, const int64_t *order, int64_t *i, int64_t *offset, int64_t hi, int64_t a,
+                     int64_t b, int32_t cap, hs_range *out, int max_out) {
+    int64_t first;
+    while (*i < hi && *offset + batch_size_at(s, order, *i, &first) <= a) *offset += batch_size_at(s, order, (*i)++, &first);
     int n = 0;
-    int64_t offset = 0; /* concatenated-sample coordinate of the batch at position i */
-    for (int64_t i = lo; i < hi && offset < b; i++) {
-        int64_t first;
-        const int64_t size = batch_size_at(s, order, i, &first);
-        int64_t from = a > offset ? a : offset, to = b < offset + size ? b : offset + size;
-        for (; from < to; from += cap) {
-            const int64_t count = to - from < cap ? to - from : cap;
+    for (int64_t j = *i, offset_j = *offset; j < hi && offset_j < b; j++) {
+        const int64_t size = batch_size_at(s, order, j, &first);
+        const int64_t to = b < offset_j + size ? b : offset_j + size;
+        for (int64_t from = a > offset_j ? a : offset_j; from < to; from += cap) {
             if (out) {
                 if (n >= max_out) HS_FATAL(NULL, "weighted share of more than %d micro-batches", max_out);
-                out[n].first = first + (from - offset);
-                out[n].count = (int32_t)count;
+                out[n].first = first + (from - offset_j);
+                out[n].count = (int32_t)(to - from < cap ? to - from : cap);
             }
             n++;
         }
-        offset += size;
+        offset_j += size;
     }
     return n;
 }
 
-static int64_t update_samples(const hs_sampler *s, const int64_t *order, int64_t lo, int64_t hi) {
-    int64_t S = 0, first;
-    for (int64_t i = lo; i < hi; i++) S += batch_size_at(s, order, i, &first);
-    return S;
-}
-
 int hs_sampler_weighted_update(const hs_sampler *s, const int64_t *order, int64_t update, int update_freq,
                                const int64_t *units, const int32_t *caps, hs_range *out, int max_out) {
-    int64_t lo, hi;
+    int64_t lo, hi, first, S = 0;
     update_positions(s, update, update_freq, &lo, &hi);
-    const int64_t S = update_samples(s, order, lo, hi);
+    for (int64_t i = lo; i < hi; i++) S += batch_size_at(s, order, i, &first);
+    hs_u128 total = 0, before = 0; /* rank k's share is [S·before / total, S·(before + units[k]) / total) */
+    for (int k = 0; k < s->world; k++) total += (hs_u128)units[k];
+    int64_t i = lo, offset = 0;
     int most = 1, mine = 0; /* at least one (EMPTY) micro-batch per update, as HetSeq's padding */
     for (int k = 0; k < s->world; k++) {
-        int64_t a, b;
-        share_bounds(S, units, s->world, k, &a, &b);
-        int n = cut_share(s, order, lo, hi, a, b, caps[k], k == s->rank ? out : NULL, max_out);
+        const int64_t a = (int64_t)((hs_u128)S * before / total);
+        before += (hs_u128)units[k];
+        const int64_t b = (int64_t)((hs_u128)S * before / total);
+        int n = cut_share(s, order, &i, &offset, hi, a, b, caps[k], k == s->rank ? out : NULL, max_out);
         if (k == s->rank) mine = n;
         if (n > most) most = n;
     }
     if (most > max_out) HS_FATAL(NULL, "weighted share of %d micro-batches (at most %d)", most, max_out);
-    for (int i = mine; i < most; i++) out[i].first = 0, out[i].count = 0; /* EMPTY padding */
+    for (int j = mine; j < most; j++) out[j].first = 0, out[j].count = 0; /* EMPTY padding */
     return most;
 }
 
@@ -246,12 +234,4 @@ int hs_sampler_weighted_max_ranges(const hs_sampler *s, int update_freq, const i
     const int64_t bound = G + (G * s->max_sentences + cap - 1) / cap + 1;
     if (bound > INT32_MAX) HS_FATAL("lower training.update_freq or raise the per-rank max_sentences", "%lld micro-batches", (long long)bound);
     return (int)bound;
-}
-
-int64_t hs_sampler_weighted_share(const hs_sampler *s, const int64_t *order, int64_t update, int update_freq,
-                                  const int64_t *units, int k) {
-    int64_t lo, hi, a, b;
-    update_positions(s, update, update_freq, &lo, &hi);
-    share_bounds(update_samples(s, order, lo, hi), units, s->world, k, &a, &b);
-    return b - a;
 }

@@ -69,8 +69,5 @@ int hs_sampler_weighted_update(const hs_sampler *s, const int64_t *order, int64_
                                const int64_t *units, const int32_t *caps, hs_range *out, int max_out);
 /* An upper bound of the micro-batches any rank gets in one update (for buffer sizes). */
 int hs_sampler_weighted_max_ranges(const hs_sampler *s, int update_freq, const int32_t *caps);
-/* Samples of rank k's share in update u (for logging the learned shares). */
-int64_t hs_sampler_weighted_share(const hs_sampler *s, const int64_t *order, int64_t update, int update_freq,
-                                  const int64_t *units, int k);
 
 #endif

@@ -411,7 +411,7 @@ static int train_epoch(trainer *t) {
     int64_t n_updates = hs_sampler_updates_per_epoch(&t->sampler, uf);
     hs_range *shard;
     HS_ALLOC(shard, shard_len);
-    hs_sampler_epoch_shard(&t->sampler, (int)t->st.epoch, shard);
+    if (!t->balance.enabled) hs_sampler_epoch_shard(&t->sampler, (int)t->st.epoch, shard); /* else: shares */
     hs_meters_epoch_start(&t->meters);
     t->st.end_of_epoch = 0; /* a checkpoint written from here on is inside this epoch */
 
