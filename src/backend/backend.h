@@ -247,6 +247,34 @@ struct hs_backend {
     void (*attention_backward)(const hs_backend *be, float *dqkv, const float *dctx, const float *qkv,
                                const float *probs, int batch, int seq_len, int heads, int head_dim, float p,
                                uint64_t key, int64_t first_sample);
+    /* Relative-position multi-head attention with segment memory (Transformer-XL, Dai et al. 2019;
+     * NVIDIA's RelPartialLearnableMultiHeadAttn). b sequences (columns), qlen queries, mlen memory
+     * steps, klen = mlen + qlen keys; query i sits at key position mlen + i. n heads of d.
+     *   qkv[b, klen, 3·n·d]: qkv_net applied to cat(memory, input) per sequence: per key row q|k|v,
+     *     head h at columns h·d of each third; the queries are rows mlen..klen-1 (memory rows' q unused).
+     *   r[klen, n·d]: r_net of the positional embedding, row t for relative distance klen-1-t (NVIDIA's
+     *     pos_seq = arange(klen-1, -1, -1), clamped by the caller).
+     *   r_w_bias[n, d], r_r_bias[n, d]: the learnable global biases.
+     * score(s,h,i,j) = scale·( (q_i + r_w_bias_h)·k_j + (q_i + r_r_bias_h)·r[klen-1-(mlen+i-j)] )
+     * for allowed keys: j <= mlen + i (causal), and, when lower_shift > 0, j > i - lower_shift too
+     * (same_length evaluation); masked keys get probability exactly 0 (no key is ever all masked:
+     * key j = mlen + i is always allowed, as the caller keeps lower_shift >= 1).
+     * P = softmax over j -> probs[b, n, qlen, klen]; dropout on P (dropatt): keep(s,h,i,j) =
+     * hs_uniform(key, first_sample + s, (h·qlen + i)·klen + j) >= p, kept values scaled by 1/(1-p), a
+     * dropped probability stored with its sign bit set (as attention_forward); no dropout when p <= 0.
+     * ctx[b, qlen, n·d] (head h at columns h·d) = P'·V. */
+    void (*rel_attention_forward)(const hs_backend *be, float *ctx, float *probs, const float *qkv, const float *r,
+                                  const float *r_w_bias, const float *r_r_bias, int batch, int qlen, int mlen,
+                                  int heads, int head_dim, int lower_shift, float scale, float p, uint64_t key,
+                                  int64_t first_sample);
+    /* Gradients of the above from dctx[b, qlen, n·d]: dqkv[b, klen, 3·n·d] OVERWRITTEN (q columns of the
+     * memory rows are 0); dr[klen, n·d] OVERWRITTEN (summed over sequences); dr_w_bias[n, d] and
+     * dr_r_bias[n, d] ACCUMULATE (parameters). Reductions in an order fixed by the shapes alone. */
+    void (*rel_attention_backward)(const hs_backend *be, float *dqkv, float *dr, float *dr_w_bias, float *dr_r_bias,
+                                   const float *dctx, const float *qkv, const float *r, const float *r_w_bias,
+                                   const float *r_r_bias, const float *probs, int batch, int qlen, int mlen, int heads,
+                                   int head_dim, int lower_shift, float scale, float p, uint64_t key,
+                                   int64_t first_sample);
 };
 
 /* "cpu", "cuda" or "auto". "auto" picks CUDA when a GPU is usable, else the CPU (and says so);

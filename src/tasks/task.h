@@ -10,10 +10,30 @@
 #include "backend/backend.h"
 #include "comm/comm.h"
 #include "config.h"
+#include "data/sampler.h" /* hs_range */
 #include "nn/params.h"
 #include "nn/step.h"
 
-typedef enum { HS_SPLIT_TRAIN = 0, HS_SPLIT_VALID = 1 } hs_split;
+/* HS_SPLIT_TEST: `hetseq eval --split test` (tasks without a test split refuse it with a message). */
+typedef enum { HS_SPLIT_TRAIN = 0, HS_SPLIT_VALID = 1, HS_SPLIT_TEST = 2 } hs_split;
+#define HS_NSPLITS 3
+
+/* State besides parameters that a bit-exact resume needs (Transformer-XL's segment memories), as named
+ * host arrays in a GLOBAL layout (independent of the number of ranks, so a run may resume on another
+ * world size where the task allows it). Saved under /task_state/<name> in checkpoints
+ * (docs/checkpoint-format.md). */
+#define HS_TASK_STATE_MAX 8
+typedef struct hs_task_state_array {
+    char name[64];
+    int is_int64;   /* 0: float32 data, 1: int64 data */
+    int ndim;
+    int64_t dims[4];
+    void *data;     /* host, malloc'd (hs_task_state_free frees it) */
+} hs_task_state_array;
+typedef struct hs_task_state {
+    int count;
+    hs_task_state_array arrays[HS_TASK_STATE_MAX];
+} hs_task_state;
 
 typedef struct hs_task hs_task;
 struct hs_task {
@@ -52,11 +72,40 @@ struct hs_task {
     void (*format_stats)(const hs_stats *s, int json, char *buf, size_t n);
     /* Tokens per sample for the tokens/s figure (sequence length; 0 = not a sequence task). */
     int tokens_per_sample;
+
+    /* ---- ordered streams (optional; NULL for shuffled tasks) ----------------------------------------
+     * A task whose samples must be visited in order, carrying state from one update to the next
+     * (Transformer-XL: B columns of a token stream walked in segments, each column's memory kept on one
+     * rank), gives its own batches instead of HetSeq's shuffling sampler. Sample indices are the
+     * task's own (Transformer-XL: segment·B + column). */
+    /* Updates (train) or evaluation steps (valid/test) in one pass over the split; uf = micro-batches per
+     * update on every rank (batch_chunk). Dies with a message if the split cannot be cut so. */
+    int64_t (*stream_steps)(hs_task *t, hs_split split, int uf, int world);
+    /* The micro-batches of step k on `rank`: fills out[0..uf) and returns how many (count 0 = empty
+     * micro-batch that still joins every collective). Every rank asks for every step. */
+    int (*stream_step_ranges)(hs_task *t, hs_split split, int64_t epoch, int64_t k, int uf, int rank, int world,
+                              hs_range *out);
+    /* Start of a pass over a split: forget the carried state of that split (train: at epoch start unless
+     * resuming inside the epoch; valid/test: before every evaluation, which keeps training's state). */
+    void (*stream_reset)(hs_task *t, hs_split split);
+    /* Tokens each sample of a micro-batch predicts (for tokens/s; stream tasks vary it per segment). */
+    int64_t (*batch_tokens)(hs_task *t, const void *host_buf, int count);
+
+    /* ---- state for exact resume (optional) ------------------------------------------------------ */
+    /* COLLECTIVE over comm->world: gather the task's state into `out` on rank 0 (other ranks get
+     * count 0). */
+    void (*gather_state)(hs_task *t, const hs_comm *comm, hs_task_state *out);
+    /* COLLECTIVE: rank 0's `in` (read from a checkpoint; other ranks pass an empty one) is sent to every
+     * rank and installed; in->count == 0 means "none saved": start fresh. */
+    void (*scatter_state)(hs_task *t, const hs_comm *comm, const hs_task_state *in);
     void (*destroy)(hs_task *t);
 };
 
 /* Build the task named by config key `task` (data files are opened collectively on comm->io). */
 hs_task *hs_task_create(const hs_config *cfg, const hs_comm *comm, const hs_backend *be);
 void hs_task_destroy(hs_task *t);
+/* The registered task names, for messages and the schema ("mnist, bert, txl"). */
+const char *hs_task_names(void);
+void hs_task_state_free(hs_task_state *s);
 
 #endif
