@@ -170,8 +170,27 @@ static void write_config_text(hid_t file, const char *text) {
     HS_H5(H5Tclose(t), NULL);
 }
 
+/* /task_state/<name>: the task's resume state (e.g. Transformer-XL's memories), float32 or int64. */
+static void write_task_state(hid_t file, const hs_task_state *ts) {
+    hid_t g = (hid_t)HS_H5(H5Gcreate2(file, "task_state", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5_HINT);
+    for (int i = 0; i < ts->count; i++) {
+        const hs_task_state_array *a = &ts->arrays[i];
+        hsize_t dims[4];
+        for (int d = 0; d < a->ndim; d++) dims[d] = (hsize_t)a->dims[d];
+        hid_t space = (hid_t)HS_H5(H5Screate_simple(a->ndim, dims, NULL), NULL);
+        hid_t dset = (hid_t)HS_H5(H5Dcreate2(g, a->name, a->is_int64 ? H5T_STD_I64LE : H5T_IEEE_F32LE, space,
+                                             H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5_HINT);
+        HS_H5(H5Dwrite(dset, a->is_int64 ? H5T_NATIVE_INT64 : H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                       a->data), H5_HINT);
+        HS_H5(H5Dclose(dset), NULL);
+        HS_H5(H5Sclose(space), NULL);
+    }
+    HS_H5(H5Gclose(g), NULL);
+}
+
 static void write_checkpoint_file(const char *path, const hs_params *params, const hs_optimizer *opt,
-                                  const hs_train_state *state, const char *config_text) {
+                                  const hs_train_state *state, const char *config_text,
+                                  const hs_task_state *task_state) {
     hid_t file = (hid_t)HS_H5(H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5_HINT);
     write_string_attr(file, "format", HS_CKPT_FORMAT);
     write_int64_attr(file, "version", HS_CKPT_VERSION);
@@ -210,6 +229,7 @@ static void write_checkpoint_file(const char *path, const hs_params *params, con
         HS_H5(H5Gclose(sg), NULL);
     }
 
+    if (task_state && task_state->count > 0) write_task_state(file, task_state);
     write_config_text(file, config_text ? config_text : "");
 
     HS_H5(H5Fflush(file, H5F_SCOPE_GLOBAL), H5_HINT);
@@ -267,6 +287,12 @@ static void arm_write_failure(void) {
 
 void hs_checkpoint_save(const char *dir, const char *name, const hs_params *params, const hs_optimizer *opt,
                         const hs_train_state *state, const char *config_text) {
+    hs_checkpoint_save_with_task(dir, name, params, opt, state, config_text, NULL);
+}
+
+void hs_checkpoint_save_with_task(const char *dir, const char *name, const hs_params *params,
+                                  const hs_optimizer *opt, const hs_train_state *state, const char *config_text,
+                                  const hs_task_state *task_state) {
     hs_h5_lock(); /* the prefetch thread may be inside HDF5 */
     disable_h5_error_printing();
     if (!dir || !*dir) dir = ".";
@@ -284,7 +310,7 @@ void hs_checkpoint_save(const char *dir, const char *name, const hs_params *para
     if (params->be) params->be->synchronize(params->be);
     hs_check_on_fatal(remove_temporary, tmp_path); /* a failed write leaves no half file behind */
     if (state && hs_fault_fires(HS_FAULT_ENOSPC, state->num_updates)) arm_write_failure();
-    write_checkpoint_file(tmp_path, params, opt, state, config_text);
+    write_checkpoint_file(tmp_path, params, opt, state, config_text, task_state);
     /* The data must be on disk before the rename makes it visible under the final name, and the
      * rename itself must reach the disk (directory fsync) before the save counts as done. */
     fsync_path(tmp_path, O_RDONLY, "checkpoint");
@@ -509,6 +535,57 @@ void hs_checkpoint_read_state(const char *path, hs_train_state *state, char **co
     hid_t file = open_checkpoint(path);
     read_train_state(path, file, state);
     *config_text = read_config_text(file);
+    HS_H5(H5Fclose(file), H5_HINT);
+    hs_h5_unlock();
+}
+
+void hs_checkpoint_read_task_state(const char *path, hs_task_state *out) {
+    memset(out, 0, sizeof *out);
+    hs_h5_lock();
+    hid_t file = open_checkpoint(path);
+    if (link_exists(file, "task_state")) {
+        hid_t g = (hid_t)HS_H5(H5Gopen2(file, "task_state", H5P_DEFAULT), H5_HINT);
+        H5G_info_t info;
+        HS_H5(H5Gget_info(g, &info), H5_HINT);
+        if (info.nlinks > HS_TASK_STATE_MAX)
+            hs_die("checkpoint '%s': /task_state holds %llu arrays, more than this hetseq reads (%d)", path,
+                   (unsigned long long)info.nlinks, HS_TASK_STATE_MAX);
+        for (hsize_t i = 0; i < info.nlinks; i++) {
+            hs_task_state_array *a = &out->arrays[out->count];
+            ssize_t len = H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, i, a->name, sizeof a->name,
+                                             H5P_DEFAULT);
+            if (len < 0 || (size_t)len >= sizeof a->name)
+                hs_die("checkpoint '%s': a /task_state entry has no readable name (or one longer than %zu bytes)",
+                       path, sizeof a->name - 1);
+            hid_t dset = H5Dopen2(g, a->name, H5P_DEFAULT);
+            if (dset < 0) hs_die("checkpoint '%s': /task_state/%s is not a dataset", path, a->name);
+            hid_t type = (hid_t)HS_H5(H5Dget_type(dset), H5_HINT);
+            H5T_class_t cls = H5Tget_class(type);
+            if (cls != H5T_INTEGER && cls != H5T_FLOAT)
+                hs_die("checkpoint '%s': /task_state/%s is neither integer nor float", path, a->name);
+            a->is_int64 = cls == H5T_INTEGER;
+            HS_H5(H5Tclose(type), NULL);
+            hid_t space = (hid_t)HS_H5(H5Dget_space(dset), H5_HINT);
+            int ndim = H5Sget_simple_extent_ndims(space);
+            if (ndim < 0 || ndim > 4) hs_die("checkpoint '%s': /task_state/%s has %d dimensions (at most 4)", path, a->name, ndim);
+            hsize_t dims[4] = {0};
+            HS_H5(H5Sget_simple_extent_dims(space, dims, NULL), H5_HINT);
+            size_t n = 1;
+            a->ndim = ndim;
+            for (int d = 0; d < ndim; d++) {
+                a->dims[d] = (int64_t)dims[d];
+                n *= (size_t)dims[d];
+            }
+            size_t elem = a->is_int64 ? sizeof(int64_t) : sizeof(float);
+            a->data = hs_xcalloc(n ? n : 1, elem, __FILE__, __LINE__);
+            if (n) HS_H5(H5Dread(dset, a->is_int64 ? H5T_NATIVE_INT64 : H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                                 a->data), H5_HINT);
+            HS_H5(H5Sclose(space), NULL);
+            HS_H5(H5Dclose(dset), NULL);
+            out->count++;
+        }
+        HS_H5(H5Gclose(g), NULL);
+    }
     HS_H5(H5Fclose(file), H5_HINT);
     hs_h5_unlock();
 }

@@ -2,6 +2,7 @@
  *   /model/<pytorch name>                 float32, the tensor's shape
  *   /optimizer            attrs name, step; /optimizer/<state>/<pytorch name> float32
  *   /train_state          attrs (hs_train_state fields)
+ *   /task_state/<name>    float32 | int64: a task's resume state (Transformer-XL's memories), optional
  *   /config               string: the effective configuration
  * Written by rank 0 to "<name>.tmp", flushed and fsync'd, then renamed: a crash never leaves a
  * half-written file under a checkpoint's name. */
@@ -12,6 +13,7 @@
 
 #include "nn/params.h"
 #include "optim/optimizer.h"
+#include "tasks/task.h" /* hs_task_state */
 
 /* Everything besides parameters and optimizer buffers that a bit-exact resume needs. */
 typedef struct hs_train_state {
@@ -33,6 +35,14 @@ typedef struct hs_train_state {
  * state are downloaded from the device. opt may be NULL (weights only). */
 void hs_checkpoint_save(const char *dir, const char *name, const hs_params *params, const hs_optimizer *opt,
                         const hs_train_state *state, const char *config_text);
+
+/* As hs_checkpoint_save, with the task's resume state under /task_state/<name> (task_state NULL or
+ * empty: no group). */
+void hs_checkpoint_save_with_task(const char *dir, const char *name, const hs_params *params,
+                                  const hs_optimizer *opt, const hs_train_state *state, const char *config_text,
+                                  const hs_task_state *task_state);
+/* The arrays under /task_state (count 0 when the checkpoint has none); hs_task_state_free frees them. */
+void hs_checkpoint_read_task_state(const char *path, hs_task_state *out);
 
 /* Make dir/alias name the same file as dir/name (a hard link, or a copy where the file system has
  * none), atomically replacing any old dir/alias: checkpoint_last.h5 costs no second write. */

@@ -39,7 +39,8 @@ typedef struct trainer {
     hs_lr_scheduler sched;
     hs_sampler sampler;
     hs_balance balance;        /* weighted shares of each global batch (off: HetSeq's equal micro-batches) */
-    hs_range *update_ranges;   /* [balance.max_ranges] this rank's micro-batches of one update */
+    int stream;                /* the task walks its data in order (task->stream_*): no HetSeq sampler */
+    hs_range *update_ranges;   /* [balance.max_ranges or max_update_freq] this rank's micro-batches of one update */
     hs_prefetch *pf;
     hs_meters meters;
     hs_train_state st;
@@ -70,12 +71,23 @@ static void make_dir(const char *dir) {
 
 /* epoch: the epoch the checkpoint belongs to (the one just finished, or the one in progress). The file
  * is written once; checkpoint_last.h5 becomes a hard link to it (no second write stalls the peers). */
+/* The task's resume state (Transformer-XL's memories) gathered to rank 0: a collective call, so every
+ * rank calls it at the same save. Empty for tasks without state. */
+static void gather_task_state(trainer *t, hs_task_state *ts) {
+    memset(ts, 0, sizeof *ts);
+    if (t->task->gather_state) t->task->gather_state(t->task, t->comm, ts);
+}
+
 static void save(trainer *t, const char *name, int64_t epoch) {
     t->last_saved_update = t->st.num_updates;
-    if (t->tc.no_save || t->comm->rank != 0) return;
+    if (t->tc.no_save) return;
+    hs_task_state ts;
+    gather_task_state(t, &ts);
+    if (t->comm->rank != 0) return;
     hs_stall_phase(HS_PHASE_CHECKPOINT, t->st.num_updates, 0);
     double t0 = hs_now();
-    hs_checkpoint_save(t->tc.save_dir, name, &t->task->params, t->opt, &t->st, t->config_text);
+    hs_checkpoint_save_with_task(t->tc.save_dir, name, &t->task->params, t->opt, &t->st, t->config_text, &ts);
+    hs_task_state_free(&ts);
     hs_checkpoint_link(t->tc.save_dir, name, "checkpoint_last.h5");
     hs_checkpoint_prune(t->tc.save_dir, t->tc.keep_last);
     hs_log("| saved checkpoint %s/%s (epoch %lld @ %lld updates) (writing took %.3f seconds)", t->tc.save_dir, name,
@@ -85,9 +97,14 @@ static void save(trainer *t, const char *name, int64_t epoch) {
 /* checkpoint_last.h5 only (end of an epoch without a numbered save). */
 static void save_last(trainer *t) {
     t->last_saved_update = t->st.num_updates;
-    if (t->tc.no_save || t->comm->rank != 0) return;
+    if (t->tc.no_save) return;
+    hs_task_state ts;
+    gather_task_state(t, &ts);
+    if (t->comm->rank != 0) return;
     hs_stall_phase(HS_PHASE_CHECKPOINT, t->st.num_updates, 0);
-    hs_checkpoint_save(t->tc.save_dir, "checkpoint_last.h5", &t->task->params, t->opt, &t->st, t->config_text);
+    hs_checkpoint_save_with_task(t->tc.save_dir, "checkpoint_last.h5", &t->task->params, t->opt, &t->st,
+                                 t->config_text, &ts);
+    hs_task_state_free(&ts);
 }
 
 /* ---- resume checks ------------------------------------------------------------------------------- */
@@ -118,7 +135,9 @@ static int check_resume(trainer *t, const char *path, const hs_train_state *save
     else if (saved->train_samples > 0 && saved->train_samples != n_train)
         snprintf(why, sizeof why, "the training data changed from %lld to %lld samples (data.path = \"%s\", was \"%s\")",
                  (long long)saved->train_samples, (long long)n_train, now->data_path, old->data_path);
-    else if (saved->world_size > 0) {
+    else if (saved->world_size > 0 && !t->stream) {
+        /* (A stream task's global batch is its own setting, e.g. txl.batch_size columns; its state checks
+         * the layout when it is restored.) */
         for (int64_t e = saved->epoch; e < saved->epoch + 64 && !why[0]; e++) {
             int64_t before = saved->world_size * hs_train_config_update_freq(old, e), after = t->comm->size * hs_train_config_update_freq(now, e);
             if (before != after)
@@ -165,6 +184,8 @@ static int restore(trainer *t, int64_t n_train) {
     hs_comm_bcast_bytes(t->comm, &resume, sizeof resume, 0);
     hs_params *p = &t->task->params;
     const int reset_opt = t->tc.reset_optimizer, reset_sched = t->tc.reset_lr_scheduler;
+    hs_task_state task_state; /* rank 0: the checkpoint's /task_state (empty elsewhere or when not kept) */
+    memset(&task_state, 0, sizeof task_state);
     if (resume) {
         if (t->comm->rank == 0) {
             /* Compare the settings first: a checkpoint of another task or data order is refused with the
@@ -177,10 +198,15 @@ static int restore(trainer *t, int64_t n_train) {
             free(saved_text);
             hs_checkpoint_load(last, p, reset_opt ? NULL : t->opt, &t->st, NULL);
             if (restart_epoch) t->st.updates_in_epoch = 0;
+            /* The carried state belongs to the saved position: kept only when the run continues there. */
+            else if (t->st.updates_in_epoch > 0) hs_checkpoint_read_task_state(last, &task_state);
             hs_log("| resuming from %s (epoch %lld, %lld updates into it, %lld updates in all)", last,
                    (long long)t->st.epoch, (long long)t->st.updates_in_epoch, (long long)t->st.num_updates);
         }
         hs_comm_bcast_bytes(t->comm, &t->st, sizeof t->st, 0);
+        if (t->task->scatter_state && t->st.updates_in_epoch > 0)
+            t->task->scatter_state(t->task, t->comm, &task_state); /* collective */
+        hs_task_state_free(&task_state);
         hs_comm_bcast_bytes(t->comm, &t->opt->step, sizeof t->opt->step, 0);
         for (int s = 0; s < t->opt->n_states; s++)
             hs_comm_bcast_device(t->comm, t->be, t->opt->state[s], p->total * sizeof(float), 0);
@@ -395,6 +421,12 @@ static void save_mid_epoch(trainer *t) {
 /* Queue the reads of update k of the epoch: uf micro-batches of this rank's shard (HetSeq), or this
  * rank's weighted share of the update's global batch. */
 static void request_update(trainer *t, const hs_range *shard, int64_t shard_len, int uf, int64_t k) {
+    if (t->stream) {
+        int n = t->task->stream_step_ranges(t->task, HS_SPLIT_TRAIN, t->st.epoch, k, uf, t->comm->rank, t->comm->size,
+                                            t->update_ranges);
+        hs_prefetch_request(t->pf, HS_SPLIT_TRAIN, t->update_ranges, n);
+        return;
+    }
     if (t->balance.enabled) {
         int n = hs_balance_update_ranges(&t->balance, &t->sampler, t->st.epoch, k, uf, t->update_ranges);
         hs_prefetch_request(t->pf, HS_SPLIT_TRAIN, t->update_ranges, n);
@@ -407,11 +439,14 @@ static void request_update(trainer *t, const hs_range *shard, int64_t shard_len,
  * stopped it (a checkpoint of the position is written then). */
 static int train_epoch(trainer *t) {
     const int uf = (int)hs_train_config_update_freq(&t->tc, t->st.epoch);
-    int64_t shard_len = hs_sampler_shard_len(&t->sampler);
-    int64_t n_updates = hs_sampler_updates_per_epoch(&t->sampler, uf);
+    int64_t shard_len = t->stream ? 0 : hs_sampler_shard_len(&t->sampler);
+    int64_t n_updates = t->stream ? t->task->stream_steps(t->task, HS_SPLIT_TRAIN, uf, t->comm->size)
+                                  : hs_sampler_updates_per_epoch(&t->sampler, uf);
     hs_range *shard;
-    HS_ALLOC(shard, shard_len);
-    if (!t->balance.enabled) hs_sampler_epoch_shard(&t->sampler, (int)t->st.epoch, shard); /* else: shares */
+    HS_ALLOC(shard, shard_len > 0 ? shard_len : 1);
+    if (!t->balance.enabled && !t->stream) hs_sampler_epoch_shard(&t->sampler, (int)t->st.epoch, shard);
+    /* A stream task starts every epoch with fresh carried state, except when resuming inside it. */
+    if (t->stream && t->st.updates_in_epoch == 0) t->task->stream_reset(t->task, HS_SPLIT_TRAIN);
     hs_meters_epoch_start(&t->meters);
     t->st.end_of_epoch = 0; /* a checkpoint written from here on is inside this epoch */
 
@@ -532,8 +567,9 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
     t.st.world_size = comm->size;
     t.st.train_samples = n_train;
 
-    hs_sampler_init(&t.sampler, n_train, t.tc.max_sentences, comm->size, comm->rank, (uint32_t)t.st.seed, 1);
-    if (t.tc.validate_interval > 0 || t.tc.validate_interval_updates > 0) {
+    t.stream = t.task->stream_steps != NULL;
+    if (!t.stream) hs_sampler_init(&t.sampler, n_train, t.tc.max_sentences, comm->size, comm->rank, (uint32_t)t.st.seed, 1);
+    if (!t.stream && (t.tc.validate_interval > 0 || t.tc.validate_interval_updates > 0)) {
         /* Check the validation split's sharding now, not after the first epoch. */
         hs_sampler valid;
         hs_sampler_init(&valid, t.task->num_samples(t.task, HS_SPLIT_VALID), t.tc.max_sentences, comm->size, comm->rank,
@@ -543,16 +579,42 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
            (long long)t.task->num_samples(t.task, HS_SPLIT_VALID));
     hs_log("| num. model params: %zu (num. trained: %zu)", hs_params_numel(&t.task->params),
            hs_params_numel(&t.task->params));
-    hs_log("| training on %d rank(s) (%s backend), max sentences per rank = %d, optimizer %s, %lld updates per epoch",
-           comm->size, t.be->name, t.tc.max_sentences, t.opt->name,
-           (long long)hs_sampler_updates_per_epoch(&t.sampler, (int)hs_train_config_update_freq(&t.tc, t.st.epoch)));
+    const int uf_now = (int)hs_train_config_update_freq(&t.tc, t.st.epoch);
+    if (t.stream)
+        hs_log("| training on %d rank(s) (%s backend), optimizer %s, %lld updates per epoch (the task's ordered "
+               "segments)", comm->size, t.be->name, t.opt->name,
+               (long long)t.task->stream_steps(t.task, HS_SPLIT_TRAIN, uf_now, comm->size));
+    else
+        hs_log("| training on %d rank(s) (%s backend), max sentences per rank = %d, optimizer %s, %lld updates per epoch",
+               comm->size, t.be->name, t.tc.max_sentences, t.opt->name,
+               (long long)hs_sampler_updates_per_epoch(&t.sampler, uf_now));
 
     hs_meters_init(&t.meters, t.task, metrics_path, resumed);
     t.meters.format = t.tc.log_format;
-    hs_balance_init(&t.balance, &t.tc, comm, &t.sampler);
-    if (t.balance.enabled) HS_ALLOC(t.update_ranges, t.balance.max_ranges);
-    t.pf = hs_prefetch_start(t.task, t.be, t.balance.max_count,
-                             t.balance.enabled ? t.balance.max_ranges : t.tc.max_update_freq);
+    if (t.stream) {
+        if (t.tc.balance_auto || t.tc.n_weights > 0)
+            hs_die_all("distributed.balance = \"auto\" and distributed.weights are not available for task = \"%s\": "
+                       "its batches are whole columns of an ordered stream. Remove those keys (every rank takes an "
+                       "equal slice of the columns)", t.task->name);
+        /* Every rank's micro-batches have the same size (columns of the stream): the read buffers hold the
+         * largest of training's (update_freq chunks) and validation's (one chunk). */
+        HS_ALLOC(t.update_ranges, t.tc.max_update_freq);
+        int max_count = 1;
+        for (int e = 0; e < 2; e++) {
+            hs_split split = e == 0 ? HS_SPLIT_TRAIN : HS_SPLIT_VALID;
+            int uf = e == 0 ? uf_now : 1;
+            if (e == 1 && t.tc.validate_interval <= 0 && t.tc.validate_interval_updates <= 0) continue;
+            int n = t.task->stream_step_ranges(t.task, split, t.st.epoch, 0, uf, comm->rank, comm->size, t.update_ranges);
+            for (int i = 0; i < n; i++)
+                if (t.update_ranges[i].count > max_count) max_count = t.update_ranges[i].count;
+        }
+        t.pf = hs_prefetch_start(t.task, t.be, max_count, t.tc.max_update_freq);
+    } else {
+        hs_balance_init(&t.balance, &t.tc, comm, &t.sampler);
+        if (t.balance.enabled) HS_ALLOC(t.update_ranges, t.balance.max_ranges);
+        t.pf = hs_prefetch_start(t.task, t.be, t.balance.max_count,
+                                 t.balance.enabled ? t.balance.max_ranges : t.tc.max_update_freq);
+    }
     /* From here on a stop signal ends the run at the next update boundary with a checkpoint. */
     hs_stop_signals_install();
 

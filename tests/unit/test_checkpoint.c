@@ -25,6 +25,7 @@
 #include <cmocka.h>
 
 #include "train/checkpoint.h"
+#include "util/check.h"
 
 static char g_root[256]; /* scratch directory of this test run */
 
@@ -321,6 +322,63 @@ static void test_weights_only(void **unused) {
     hs_params_free(&dst);
 }
 
+/* A task's resume state (e.g. Transformer-XL's memories: float32 arrays plus an int64 length) comes back
+ * bit for bit with its names and shapes; a checkpoint without it reads as "none". */
+static void test_task_state_round_trip(void **unused) {
+    (void)unused;
+    hs_params p;
+    declare_model(&p, 5, 0);
+    fill_random(&p, p.data);
+    hs_task_state ts;
+    memset(&ts, 0, sizeof ts);
+    hs_task_state_array *mems = &ts.arrays[ts.count++];
+    snprintf(mems->name, sizeof mems->name, "mems");
+    mems->ndim = 4;
+    const int64_t dims[4] = {3, 2, 5, 7}; /* [columns, layers, mem_len, d_model] */
+    size_t n = 1;
+    for (int d = 0; d < 4; d++) n *= (size_t)(mems->dims[d] = dims[d]);
+    float *f;
+    HS_ALLOC(f, n);
+    for (size_t i = 0; i < n; i++) f[i] = bits_to_float(next_bits());
+    mems->data = f;
+    hs_task_state_array *len = &ts.arrays[ts.count++];
+    snprintf(len->name, sizeof len->name, "mem_length");
+    len->is_int64 = 1;
+    len->ndim = 1;
+    len->dims[0] = 1;
+    int64_t *l;
+    HS_ALLOC(l, 1);
+    l[0] = -(INT64_C(1) << 40) + 3;
+    len->data = l;
+    hs_checkpoint_save_with_task(path_in("taskstate"), "checkpoint_1_2.h5", &p, NULL, NULL, "x = 1;", &ts);
+
+    hs_task_state back;
+    hs_checkpoint_read_task_state(path_in("taskstate/checkpoint_1_2.h5"), &back);
+    assert_int_equal(back.count, 2);
+    for (int i = 0; i < 2; i++) {
+        const hs_task_state_array *a = NULL;
+        for (int j = 0; j < back.count; j++)
+            if (!strcmp(back.arrays[j].name, ts.arrays[i].name)) a = &back.arrays[j];
+        assert_non_null(a);
+        assert_int_equal(a->is_int64, ts.arrays[i].is_int64);
+        assert_int_equal(a->ndim, ts.arrays[i].ndim);
+        size_t m = 1;
+        for (int d = 0; d < a->ndim; d++) {
+            assert_int_equal(a->dims[d], ts.arrays[i].dims[d]);
+            m *= (size_t)a->dims[d];
+        }
+        assert_memory_equal(a->data, ts.arrays[i].data, m * (a->is_int64 ? sizeof(int64_t) : sizeof(float)));
+    }
+    hs_task_state_free(&back);
+    assert_int_equal(back.count, 0);
+
+    hs_checkpoint_save(path_in("taskstate"), "checkpoint_1_3.h5", &p, NULL, NULL, "x = 1;");
+    hs_checkpoint_read_task_state(path_in("taskstate/checkpoint_1_3.h5"), &back);
+    assert_int_equal(back.count, 0);
+    hs_task_state_free(&ts);
+    hs_params_free(&p);
+}
+
 /* ---- user errors ---------------------------------------------------------------------------------- */
 
 typedef struct load_case {
@@ -549,6 +607,7 @@ int main(void) {
         cmocka_unit_test(test_round_trip_is_bit_exact),
         cmocka_unit_test(test_layout_in_the_file),
         cmocka_unit_test(test_weights_only),
+        cmocka_unit_test(test_task_state_round_trip),
         cmocka_unit_test(test_loading_another_model_names_the_tensor),
         cmocka_unit_test(test_optimizer_mismatch_suggests_reset),
         cmocka_unit_test(test_not_a_checkpoint),
