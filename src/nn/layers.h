@@ -266,4 +266,32 @@ static inline void hs_softmax_xent_backward(const hs_backend *be, float *dlogits
     be->softmax_xent_backward(be, dlogits, probs, labels, rows, classes, scale);
 }
 
+/* ---- relative-position attention (Transformer-XL's RelPartialLearnableMultiHeadAttn core) ---------- */
+/* The attention core between qkv_net/r_net and o_net; the contract (shapes, masks, dropout counters)
+ * is rel_attention_forward in backend.h. b sequences of qlen queries after mlen memory steps,
+ * klen = mlen + qlen: qkv[b,klen,3·n·d] (per key row q|k|v; the queries are rows mlen..klen-1),
+ * r[klen,n·d] (row t for relative distance klen-1-t), r_w_bias/r_r_bias[n,d];
+ * ctx[b,qlen,n·d] = dropatt(softmax(scale·(AC + shifted BD), causal (+ same_length) mask))·V;
+ * probs[b,n,qlen,klen] is kept for the backward pass (a dropped probability stored negated). Keys
+ * j <= mlen + i are allowed, and with lower_shift > 0 (same_length) only j > i - lower_shift.
+ * Dropout keeps (s,h,i,j) iff hs_uniform(key, first_sample + s, (h·qlen + i)·klen + j) >= p. */
+static inline void hs_rel_attention_forward(const hs_backend *be, float *ctx, float *probs, const float *qkv,
+                                            const float *r, const float *r_w_bias, const float *r_r_bias, int batch,
+                                            int qlen, int mlen, int heads, int head_dim, int lower_shift, float scale,
+                                            float p, uint64_t key, int64_t first_sample) {
+    be->rel_attention_forward(be, ctx, probs, qkv, r, r_w_bias, r_r_bias, batch, qlen, mlen, heads, head_dim,
+                              lower_shift, scale, p, key, first_sample);
+}
+/* From dctx[b,qlen,n·d] and the forward's inputs, probs and dropout (same key, first_sample, p):
+ * dqkv[b,klen,3·n·d] and dr[klen,n·d] OVERWRITTEN (dr summed over the sequences; the memory rows' q
+ * columns of dqkv are 0); dr_w_bias, dr_r_bias[n,d] ACCUMULATE. */
+static inline void hs_rel_attention_backward(const hs_backend *be, float *dqkv, float *dr, float *dr_w_bias,
+                                             float *dr_r_bias, const float *dctx, const float *qkv, const float *r,
+                                             const float *r_w_bias, const float *r_r_bias, const float *probs,
+                                             int batch, int qlen, int mlen, int heads, int head_dim, int lower_shift,
+                                             float scale, float p, uint64_t key, int64_t first_sample) {
+    be->rel_attention_backward(be, dqkv, dr, dr_w_bias, dr_r_bias, dctx, qkv, r, r_w_bias, r_r_bias, probs, batch,
+                               qlen, mlen, heads, head_dim, lower_shift, scale, p, key, first_sample);
+}
+
 #endif

@@ -58,5 +58,6 @@ void hs_conf_finish(hs_conf *t);
 void hs_conf_group_blas_conv(hs_conf *t); /* gemm, strided-batched gemm, conv2d (test_op_conformance.c) */
 void hs_conf_group_k1(hs_conf *t);        /* bias, element-wise, pooling, rows, attention */
 void hs_conf_group_k2(hs_conf *t);        /* layernorm, losses, multi-tensor norms and optimizers */
+void hs_conf_group_k3(hs_conf *t);        /* Transformer-XL relative-position attention */
 
 #endif

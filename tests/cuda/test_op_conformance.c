@@ -87,8 +87,9 @@ void hs_conf_group_blas_conv(hs_conf *t) {
     conv_cases(t);
 }
 
+
 int main(int argc, char **argv) {
-    const char *only = argc > 1 ? argv[1] : NULL; /* run one group: blas_conv, k1 or k2 */
+    const char *only = argc > 1 ? argv[1] : NULL; /* run one group: blas_conv, k1, k2 or k3 */
     char why[256];
     hs_conf t = {.cpu = hs_backend_cpu(), .rng = 0x9e3779b97f4a7c15ULL};
     t.cuda = hs_backend_cuda(0, why, sizeof why);
@@ -100,6 +101,7 @@ int main(int argc, char **argv) {
     if (!only || !strcmp(only, "blas_conv")) hs_conf_group_blas_conv(&t);
     if (!only || !strcmp(only, "k1")) hs_conf_group_k1(&t);
     if (!only || !strcmp(only, "k2")) hs_conf_group_k2(&t);
+    if (!only || !strcmp(only, "k3")) hs_conf_group_k3(&t);
     hs_conf_finish(&t);
     printf("%d checks, %d failed\n", t.checks, t.failures);
     return t.failures ? 1 : 0;

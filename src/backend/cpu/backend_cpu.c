@@ -49,6 +49,8 @@ static const hs_backend cpu_backend = {
     .attention_mask_bias = hs_cpu_attention_mask_bias,
     .attention_forward = hs_cpu_attention_forward,
     .attention_backward = hs_cpu_attention_backward,
+    .rel_attention_forward = hs_cpu_rel_attention_forward,
+    .rel_attention_backward = hs_cpu_rel_attention_backward,
     .softmax_xent_forward = hs_cpu_softmax_xent_forward,
     .softmax_xent_backward = hs_cpu_softmax_xent_backward,
 };

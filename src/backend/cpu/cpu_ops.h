@@ -108,6 +108,17 @@ void hs_cpu_attention_backward(const hs_backend *be, float *dqkv, const float *d
                                const float *probs, int batch, int seq_len, int heads, int head_dim, float p,
                                uint64_t key, int64_t first_sample);
 
+/* cpu_rel_attention.c: relative-position attention with segment memory (Transformer-XL) */
+void hs_cpu_rel_attention_forward(const hs_backend *be, float *ctx, float *probs, const float *qkv, const float *r,
+                                  const float *r_w_bias, const float *r_r_bias, int batch, int qlen, int mlen,
+                                  int heads, int head_dim, int lower_shift, float scale, float p, uint64_t key,
+                                  int64_t first_sample);
+void hs_cpu_rel_attention_backward(const hs_backend *be, float *dqkv, float *dr, float *dr_w_bias, float *dr_r_bias,
+                                   const float *dctx, const float *qkv, const float *r, const float *r_w_bias,
+                                   const float *r_r_bias, const float *probs, int batch, int qlen, int mlen, int heads,
+                                   int head_dim, int lower_shift, float scale, float p, uint64_t key,
+                                   int64_t first_sample);
+
 /* cpu_softmax_xent.c */
 void hs_cpu_softmax_xent_forward(const hs_backend *be, float *probs, const float *logits, const int32_t *labels,
                                  int rows, int cols, double *stats);

@@ -64,6 +64,8 @@ static hs_backend cuda_backend = {
     .attention_mask_bias = hs_cuda_attention_mask_bias,
     .attention_forward = hs_cuda_attention_forward,
     .attention_backward = hs_cuda_attention_backward,
+    .rel_attention_forward = hs_cuda_rel_attention_forward,
+    .rel_attention_backward = hs_cuda_rel_attention_backward,
     .softmax_xent_forward = hs_cuda_softmax_xent_forward,
     .softmax_xent_backward = hs_cuda_softmax_xent_backward,
 };

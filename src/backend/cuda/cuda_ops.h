@@ -106,6 +106,15 @@ void hs_cuda_attention_backward(const hs_backend *be, float *dqkv, const float *
                  const float *probs, int batch, int seq_len, int heads, int head_dim, float p,
                  uint64_t key, int64_t first_sample);
 
+/* kernels/rel_attention.cu: relative-position attention with segment memory (Transformer-XL) */
+void hs_cuda_rel_attention_forward(const hs_backend *be, float *ctx, float *probs, const float *qkv, const float *r,
+                 const float *r_w_bias, const float *r_r_bias, int batch, int qlen, int mlen, int heads,
+                 int head_dim, int lower_shift, float scale, float p, uint64_t key, int64_t first_sample);
+void hs_cuda_rel_attention_backward(const hs_backend *be, float *dqkv, float *dr, float *dr_w_bias, float *dr_r_bias,
+                 const float *dctx, const float *qkv, const float *r, const float *r_w_bias,
+                 const float *r_r_bias, const float *probs, int batch, int qlen, int mlen, int heads,
+                 int head_dim, int lower_shift, float scale, float p, uint64_t key, int64_t first_sample);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,149 @@
+/* Conformance cases of relative-position attention (kernels/rel_attention.cu) against the CPU backend
+ * (src/backend/cpu/cpu_rel_attention.c): one query, no memory, memory longer than the segment, the
+ * same_length mask, odd head sizes, more heads than sequences and the reverse, dropout on.
+ *
+ * As for BERT's attention (conformance_k1.c): the probabilities' sign bits (dropout marks) must agree
+ * exactly with the CPU's, and the CUDA op run twice on the same inputs must give the same bits (on the
+ * emulated device the second run has another thread order, so an order-dependent sum would show). The
+ * outputs start as random junk (they are overwritten) and the bias gradients at random values (they
+ * accumulate). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "conformance.h"
+#include "util/check.h"
+
+
+typedef struct pair {
+    void *cpu, *cuda;
+} pair;
+
+static pair both(hs_conf *t, const void *host, size_t bytes) {
+    pair p;
+    hs_conf_both(t, host, bytes, &p.cpu, &p.cuda);
+    return p;
+}
+
+static void release(hs_conf *t, pair p) { hs_conf_free_both(t, p.cpu, p.cuda); }
+
+static void *fetch(const hs_backend *be, const void *dev, size_t bytes) {
+    void *h = malloc(bytes ? bytes : 1);
+    if (!h) HS_FATAL("out of memory", "malloc(%zu)", bytes);
+    if (bytes) be->download(be, h, dev, bytes);
+    return h;
+}
+
+static void fail(hs_conf *t) {
+    t->checks++;
+    t->failures++;
+}
+
+/* two CUDA results of the same op on the same inputs must be bit-identical (determinism) */
+static void same_bits(hs_conf *t, const char *what, const void *a_dev, const void *b_dev, size_t bytes) {
+    unsigned char *a = fetch(t->cuda, a_dev, bytes), *b = fetch(t->cuda, b_dev, bytes);
+    size_t first = 0, bad = 0;
+    for (size_t i = 0; i < bytes; i++)
+        if (a[i] != b[i] && !bad++) first = i;
+    if (bad) {
+        fail(t);
+        printf("FAIL %s: %s: two CUDA runs differ in %zu of %zu bytes (first at byte %zu): not deterministic\n",
+               t->op ? t->op : "?", what, bad, bytes, first);
+    } else {
+        t->checks++;
+    }
+    free(a), free(b);
+}
+
+/* sign bits of n floats, CPU against CUDA */
+static void same_signs(hs_conf *t, const char *what, const float *cpu_dev, const float *cuda_dev, size_t n) {
+    float *a = fetch(t->cpu, cpu_dev, n * sizeof *a), *b = fetch(t->cuda, cuda_dev, n * sizeof *b);
+    size_t first = 0, bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!signbit(a[i]) != !signbit(b[i]) && !bad++) first = i;
+    if (bad) {
+        fail(t);
+        printf("FAIL %s: %s: %zu of %zu sign bits (dropout marks) differ; first at [%zu]: cpu %g cuda %g\n",
+               t->op ? t->op : "?", what, bad, n, first, a[first], b[first]);
+    } else {
+        t->checks++;
+    }
+    free(a), free(b);
+}
+
+typedef struct rel_case {
+    int batch, qlen, mlen, heads, d, lower_shift;
+    float p;
+} rel_case;
+
+static void rel_attention_case(hs_conf *t, rel_case c) {
+    char what[200];
+    const int klen = c.mlen + c.qlen, H = c.heads * c.d;
+    const size_t nqkv = (size_t)c.batch * klen * 3 * H, nr = (size_t)klen * H, nb = (size_t)H,
+                 nctx = (size_t)c.batch * c.qlen * H, nprobs = (size_t)c.batch * c.heads * c.qlen * klen;
+    const uint64_t key = 0xa4093822299f31d0ULL;
+    const int64_t first_sample = 3;
+    const float scale = 1.0f / sqrtf((float)c.d);
+    float *qkv = hs_conf_rand(t, nqkv, -2, 2), *r = hs_conf_rand(t, nr, -1, 1);
+    float *rwb = hs_conf_rand(t, nb, -0.5f, 0.5f), *rrb = hs_conf_rand(t, nb, -0.5f, 0.5f);
+    float *dctx = hs_conf_rand(t, nctx, -1, 1), *gw = hs_conf_rand(t, nb, -1, 1), *gr = hs_conf_rand(t, nb, -1, 1);
+    size_t njunk = nqkv > nprobs ? nqkv : nprobs;
+    float *junk = hs_conf_rand(t, njunk, -1, 1); /* overwritten outputs start non-zero */
+    pair d_qkv = both(t, qkv, nqkv * 4), d_r = both(t, r, nr * 4), d_rwb = both(t, rwb, nb * 4),
+         d_rrb = both(t, rrb, nb * 4), d_dctx = both(t, dctx, nctx * 4);
+    pair d_ctx = both(t, junk, nctx * 4), d_probs = both(t, junk, nprobs * 4), d_dqkv = both(t, junk, nqkv * 4),
+         d_dr = both(t, junk, nr * 4), d_gw = both(t, gw, nb * 4), d_gr = both(t, gr, nb * 4);
+    /* the second CUDA run */
+    void *ctx2 = hs_conf_dev(t->cuda, junk, nctx * 4), *probs2 = hs_conf_dev(t->cuda, NULL, nprobs * 4),
+         *dqkv2 = hs_conf_dev(t->cuda, junk, nqkv * 4), *dr2 = hs_conf_dev(t->cuda, NULL, nr * 4),
+         *gw2 = hs_conf_dev(t->cuda, gw, nb * 4), *gr2 = hs_conf_dev(t->cuda, gr, nb * 4);
+
+    const hs_backend *be[3] = {t->cpu, t->cuda, t->cuda};
+    void *ctx[3] = {d_ctx.cpu, d_ctx.cuda, ctx2}, *probs[3] = {d_probs.cpu, d_probs.cuda, probs2};
+    void *dqkv[3] = {d_dqkv.cpu, d_dqkv.cuda, dqkv2}, *dr[3] = {d_dr.cpu, d_dr.cuda, dr2};
+    void *gwv[3] = {d_gw.cpu, d_gw.cuda, gw2}, *grv[3] = {d_gr.cpu, d_gr.cuda, gr2};
+    for (int k = 0; k < 3; k++) {
+        const int dev = k == 0 ? 0 : 1; /* which copy of the inputs */
+        const float *q = dev ? d_qkv.cuda : d_qkv.cpu, *rr = dev ? d_r.cuda : d_r.cpu;
+        const float *w = dev ? d_rwb.cuda : d_rwb.cpu, *b = dev ? d_rrb.cuda : d_rrb.cpu;
+        const float *g = dev ? d_dctx.cuda : d_dctx.cpu;
+        be[k]->rel_attention_forward(be[k], ctx[k], probs[k], q, rr, w, b, c.batch, c.qlen, c.mlen, c.heads, c.d,
+                                     c.lower_shift, scale, c.p, key, first_sample);
+        be[k]->rel_attention_backward(be[k], dqkv[k], dr[k], gwv[k], grv[k], g, q, rr, w, b, probs[k], c.batch,
+                                      c.qlen, c.mlen, c.heads, c.d, c.lower_shift, scale, c.p, key, first_sample);
+    }
+
+    const char *names[6] = {"probs", "ctx", "dqkv", "dr", "dr_w_bias", "dr_r_bias"};
+    const pair outs[6] = {d_probs, d_ctx, d_dqkv, d_dr, d_gw, d_gr};
+    void *seconds[6] = {probs2, ctx2, dqkv2, dr2, gw2, gr2};
+    const size_t counts[6] = {nprobs, nctx, nqkv, nr, nb, nb};
+    for (int o = 0; o < 6; o++) {
+        snprintf(what, sizeof what, "%s b=%d qlen=%d mlen=%d heads=%d d=%d lower_shift=%d p=%g", names[o], c.batch,
+                 c.qlen, c.mlen, c.heads, c.d, c.lower_shift, (double)c.p);
+        hs_conf_check_f32(t, what, outs[o].cpu, outs[o].cuda, counts[o], HS_CONF_TOL);
+        same_bits(t, what, outs[o].cuda, seconds[o], counts[o] * 4);
+        if (o == 0) same_signs(t, what, outs[o].cpu, outs[o].cuda, counts[o]);
+    }
+
+    release(t, d_qkv), release(t, d_r), release(t, d_rwb), release(t, d_rrb), release(t, d_dctx);
+    release(t, d_ctx), release(t, d_probs), release(t, d_dqkv), release(t, d_dr), release(t, d_gw), release(t, d_gr);
+    for (int o = 0; o < 6; o++) t->cuda->free(t->cuda, seconds[o]);
+    free(qkv), free(r), free(rwb), free(rrb), free(dctx), free(gw), free(gr), free(junk);
+}
+
+void hs_conf_group_k3(hs_conf *t) {
+    static const rel_case cases[] = {
+        /* batch qlen mlen heads d lower_shift p */
+        {2, 1, 0, 2, 8, 0, 0.0f},    /* one query, no memory */
+        {2, 1, 5, 3, 7, 0, 0.1f},    /* one query after memory, odd head size, dropout */
+        {3, 9, 0, 2, 16, 0, 0.0f},   /* no memory */
+        {2, 8, 8, 2, 8, 0, 0.0f},    /* memory as long as the segment */
+        {2, 5, 17, 4, 5, 0, 0.0f},   /* memory longer than the segment, more heads than sequences */
+        {1, 33, 20, 2, 16, 0, 0.1f}, /* rows longer than a warp, dropout */
+        {2, 12, 6, 2, 9, 5, 0.0f},   /* same_length */
+        {4, 7, 7, 1, 8, 3, 0.2f},    /* same_length with dropout, more sequences than heads */
+        {2, 6, 0, 3, 3, 2, 0.5f},    /* same_length without memory, heavy dropout */
+    };
+    hs_conf_op(t, "rel_attention_forward/backward");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) rel_attention_case(t, cases[i]);
+}
