@@ -33,15 +33,18 @@ int main(int argc, char **argv) {
             status = hs_prep_bert_main(cli.prep_argc, cli.prep_argv, &comm);
         else if (cli.prep_argc >= 1 && !strcmp(cli.prep_argv[0], "vocab"))
             status = hs_prep_vocab_main(cli.prep_argc, cli.prep_argv, &comm);
+        else if (cli.prep_argc >= 1 && !strcmp(cli.prep_argv[0], "lm"))
+            status = hs_prep_lm_main(cli.prep_argc, cli.prep_argv, &comm);
         else if (cli.prep_argc < 1 || strcmp(cli.prep_argv[0], "mnist") != 0)
             hs_die_all("hetseq prep: expected a kind of data: hetseq prep mnist --in DIR --out FILE.h5, "
                        "hetseq prep repack --in DIR --out DIR2, hetseq prep vocab --corpus PATH --size N --out FILE, "
-                       "or hetseq prep bert --corpus PATH --vocab FILE --out DIR");
+                       "hetseq prep bert --corpus PATH --vocab FILE --out DIR, "
+                       "or hetseq prep lm --in DIR|--raw PATH... --out DIR");
         else status = hs_prep_mnist_main(cli.prep_argc, cli.prep_argv, &comm);
     } else {
         hs_config *cfg = hs_config_load(cli.config_path, cli.n_overrides, cli.overrides);
         if (!strcmp(cli.command, "train")) status = hs_train_main(cfg, &comm);
-        else status = hs_eval_main(cfg, cli.checkpoint, &comm);
+        else status = hs_eval_main(cfg, &cli.eval, &comm);
         hs_config_free(cfg);
     }
     hs_cli_free(&cli);

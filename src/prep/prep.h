@@ -27,4 +27,11 @@ int hs_prep_vocab_main(int argc, char **argv, const hs_comm *comm);
  * of ranks. Every rank returns the same exit status. */
 int hs_prep_bert_main(int argc, char **argv, const hs_comm *comm);
 
+/* hetseq prep lm --in DIR --out DIR [--min-freq 0] [--max-size N] [--lower-case] [--skip-empty-lines]
+ * hetseq prep lm --raw PATH... --out DIR [--valid-fraction F] [--test-fraction F] [--seed S] [--write-tokens DIR]
+ * argv[0] is "lm". WikiText-format token files (or ordinary text made into them) -> NVIDIA's word
+ * vocabulary of the train split -> DIR/lm.h5 (data/lm_data.h). Rank 0 works, the others wait; the output
+ * does not depend on the number of ranks. Every rank returns the same exit status. */
+int hs_prep_lm_main(int argc, char **argv, const hs_comm *comm);
+
 #endif
