@@ -1,6 +1,8 @@
 #include "cli.h"
 
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +15,9 @@ void hs_cli_print_usage(void) {
            "commands:\n"
            "  train CONFIG [-o group.key=value ...]   train the experiment described by the libconfig file CONFIG;\n"
            "                                          resumes from <checkpoint.save_dir>/checkpoint_last.h5 if present\n"
-           "  eval CONFIG --checkpoint FILE [-o ...]  evaluate a checkpoint on the validation/test split\n"
+           "  eval CONFIG --checkpoint FILE [-o ...]  evaluate a checkpoint on the validation/test split: loss, task\n"
+           "       [--split valid|test]               metrics, throughput, latency percentiles (docs/evaluation.md)\n"
+           "       [--report FILE.json] [--warmup-steps 2]\n"
            "  prep mnist --in DIR --out FILE.h5       convert MNIST-format IDX files (gzipped or not) to HDF5\n"
            "       [--limit-train N] [--limit-test N]\n"
            "  prep repack --in FILE_OR_DIR --out DIR  rewrite BERT shards with row chunks (fast row reads)\n"
@@ -24,6 +28,11 @@ void hs_cli_print_usage(void) {
            "       [--seq-len 128] [--max-pred 20] [--masked-lm-prob 0.15] [--short-seq-prob 0.1]\n"
            "       [--dupe-factor 5] [--shards 1] [--seed 12345] [--valid-fraction 0] [--test-shards M]\n"
            "       [--cased] [--strict] [--split-sentences auto|lines|prose] [--prefix corpus]\n"
+           "  prep lm --in DIR --out DIR              WikiText-format token files -> language-model data (lm.h5)\n"
+           "       [--train FILE] [--valid FILE] [--test FILE]\n"
+           "       [--min-freq 0] [--max-size N] [--lower-case] [--skip-empty-lines]\n"
+           "  prep lm --raw PATH... --out DIR         ordinary text -> WikiText format -> lm.h5\n"
+           "       [--valid-fraction 0.05] [--test-fraction 0.05] [--seed 12345] [--write-tokens DIR]\n"
            "\n"
            "options:\n"
            "  -o, --set group.key=value   override one configuration key (type-checked; repeatable)\n"
@@ -41,18 +50,34 @@ static void add_override(hs_cli *cli, const char *kv) {
     cli->overrides[cli->n_overrides++] = HS_STRDUP(kv);
 }
 
-enum { OPT_CHECKPOINT = 256 };
+enum { OPT_CHECKPOINT = 256, OPT_SPLIT, OPT_REPORT, OPT_WARMUP };
+
+/* --warmup-steps N: a whole number >= 0 (strtol with the whole argument consumed). */
+static int parse_warmup(const char *arg) {
+    char *end;
+    errno = 0;
+    long v = strtol(arg, &end, 10);
+    if (end == arg || *end || errno || v < 0 || v > INT_MAX)
+        hs_die_all("--warmup-steps %s: expected a whole number >= 0 of evaluation steps to leave out of the "
+                   "latency figures (e.g. --warmup-steps 2)", arg);
+    return (int)v;
+}
 
 /* The options of train and eval, read with getopt_long: `-o X`, `-oX`, `--set X`, `--set=X`,
- * `--checkpoint X`, `--checkpoint=X`, `-h`, `--help`; options and the CONFIG file in any order. */
+ * `--checkpoint X`, `--checkpoint=X`, `-h`, `--help`, and eval's --split, --report, --warmup-steps (train
+ * refuses eval's options); options and the CONFIG file in any order. */
 static void parse_train_eval(hs_cli *cli, int argc, char **argv) {
     static const struct option longopts[] = {
         {"set", required_argument, NULL, 'o'},
         {"checkpoint", required_argument, NULL, OPT_CHECKPOINT},
+        {"split", required_argument, NULL, OPT_SPLIT},
+        {"report", required_argument, NULL, OPT_REPORT},
+        {"warmup-steps", required_argument, NULL, OPT_WARMUP},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *cmd = cli->command;
+    const char *eval_option = NULL; /* the last option of eval given, for the message if this is train */
     /* argv[0] here is the command; optind = 0 makes glibc start afresh (this may run more than once
      * in a process, e.g. in tests). The leading '-' returns CONFIG in place (code 1) instead of
      * permuting argv, so the order of the command line is kept even under POSIXLY_CORRECT; the ':'
@@ -65,7 +90,24 @@ static void parse_train_eval(hs_cli *cli, int argc, char **argv) {
         const char *arg = argv[optind - 1];
         switch (c) {
         case 'o': add_override(cli, optarg); break;
-        case OPT_CHECKPOINT: cli->checkpoint = optarg; break;
+        case OPT_CHECKPOINT:
+            cli->eval.checkpoint = optarg;
+            eval_option = "--checkpoint";
+            break;
+        case OPT_SPLIT:
+            eval_option = "--split";
+            if (strcmp(optarg, "valid") != 0 && strcmp(optarg, "test") != 0)
+                hs_die_all("--split %s: expected valid or test", optarg);
+            cli->eval.split = optarg;
+            break;
+        case OPT_REPORT:
+            cli->eval.report_path = optarg;
+            eval_option = "--report";
+            break;
+        case OPT_WARMUP:
+            cli->eval.warmup_steps = parse_warmup(optarg);
+            eval_option = "--warmup-steps";
+            break;
         case 'h': cli->command = "help"; return;
         case 1:
             /* "-" alone is no option to getopt; as before, it is not a file name either */
@@ -76,6 +118,9 @@ static void parse_train_eval(hs_cli *cli, int argc, char **argv) {
             break;
         case ':':
             if (optopt == OPT_CHECKPOINT) hs_die_all("--checkpoint needs a file name");
+            if (optopt == OPT_SPLIT) hs_die_all("--split needs valid or test");
+            if (optopt == OPT_REPORT) hs_die_all("--report needs a file name (e.g. --report eval.json)");
+            if (optopt == OPT_WARMUP) hs_die_all("--warmup-steps needs a number (e.g. --warmup-steps 2)");
             hs_die_all("%s needs an argument group.key=value", strncmp(arg, "--", 2) == 0 ? "--set" : "-o");
         default: /* '?': unknown, or a value given to an option that takes none (--help=x) */
             if (optopt && optopt != '?' && strncmp(arg, "--", 2) == 0)
@@ -84,6 +129,8 @@ static void parse_train_eval(hs_cli *cli, int argc, char **argv) {
             hs_die_all("unknown option '%s' for hetseq %s (see hetseq --help)", arg, cmd);
         }
     }
+    if (eval_option && strcmp(cmd, "eval") != 0)
+        hs_die_all("%s is an option of hetseq eval, not of hetseq %s (see hetseq --help)", eval_option, cmd);
     /* after "--" every argument is a file name */
     for (; optind < argc; optind++) {
         if (cli->config_path)
@@ -99,6 +146,8 @@ void hs_cli_parse(hs_cli *cli, int argc, char **argv) {
         hs_die_all("no command given");
     }
     const char *cmd = argv[1];
+    cli->eval.split = "valid";
+    cli->eval.warmup_steps = 2;
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
         cli->command = "help";
         return;
@@ -119,7 +168,7 @@ void hs_cli_parse(hs_cli *cli, int argc, char **argv) {
     parse_train_eval(cli, argc - 1, argv + 1);
     if (!strcmp(cli->command, "help")) return;
     if (!cli->config_path) hs_die_all("hetseq %s needs a CONFIG file (e.g. conf/mnist.cfg)", cmd);
-    if (!strcmp(cmd, "eval") && !cli->checkpoint)
+    if (!strcmp(cmd, "eval") && !cli->eval.checkpoint)
         hs_die_all("hetseq eval needs --checkpoint FILE (e.g. checkpoints/checkpoint_last.h5)");
 }
 

@@ -1,12 +1,21 @@
 /* Command line: `hetseq train CONFIG [-o key=value ...]`, `hetseq eval CONFIG --checkpoint FILE
- * [-o key=value ...]`, `hetseq prep mnist ...`, `hetseq --help`, `hetseq --version`. */
+ * [--split valid|test] [--report FILE.json] [--warmup-steps N] [-o key=value ...]`, `hetseq prep mnist ...`,
+ * `hetseq --help`, `hetseq --version`. */
 #ifndef HS_CLI_H
 #define HS_CLI_H
+
+/* The options of `hetseq eval` (docs/evaluation.md). */
+typedef struct hs_eval_options {
+    const char *checkpoint;  /* --checkpoint FILE (required) */
+    const char *split;       /* --split: "valid" (default) or "test" */
+    const char *report_path; /* --report FILE.json, or NULL */
+    int warmup_steps;        /* --warmup-steps: leading steps left out of the latency figures (default 2) */
+} hs_eval_options;
 
 typedef struct hs_cli {
     const char *command;     /* "train" | "eval" | "prep" | "help" | "version" */
     const char *config_path; /* train, eval */
-    const char *checkpoint;  /* eval */
+    hs_eval_options eval;    /* eval */
     int n_overrides;
     char **overrides;        /* "group.key=value" */
     int prep_argc;           /* prep: arguments after "prep" */

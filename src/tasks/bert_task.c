@@ -173,6 +173,7 @@ hs_task *hs_bert_task_create(const hs_config *cfg, const hs_comm *comm, const hs
     t->loss_from_stats = bert_loss_from_stats;
     t->format_stats = bert_format_stats;
     t->tokens_per_sample = b->seq_len;
+    t->has_test_split = 0; /* one validation set: data.valid_subset (point it at test shards to test) */
     t->destroy = bert_destroy;
     return t;
 }

@@ -135,6 +135,7 @@ hs_task *hs_mnist_task_create(const hs_config *cfg, const hs_comm *comm, const h
     t->evaluate = mnist_evaluate;
     t->init_params = mnist_init_params;
     t->extra_stat_names = NULL;
+    t->has_test_split = 0; /* HetSeq validates on MNIST's test images: they are the validation split */
     t->destroy = mnist_destroy;
     return t;
 }
