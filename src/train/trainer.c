@@ -600,13 +600,13 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
          * largest of training's (update_freq chunks) and validation's (one chunk). */
         HS_ALLOC(t.update_ranges, t.tc.max_update_freq);
         int max_count = 1;
-        for (int e = 0; e < 2; e++) {
-            hs_split split = e == 0 ? HS_SPLIT_TRAIN : HS_SPLIT_VALID;
-            int uf = e == 0 ? uf_now : 1;
-            if (e == 1 && t.tc.validate_interval <= 0 && t.tc.validate_interval_updates <= 0) continue;
-            int n = t.task->stream_step_ranges(t.task, split, t.st.epoch, 0, uf, comm->rank, comm->size, t.update_ranges);
-            for (int i = 0; i < n; i++)
-                if (t.update_ranges[i].count > max_count) max_count = t.update_ranges[i].count;
+        int n = t.task->stream_step_ranges(t.task, HS_SPLIT_TRAIN, t.st.epoch, 0, uf_now, comm->rank, comm->size,
+                                           t.update_ranges);
+        for (int i = 0; i < n; i++)
+            if (t.update_ranges[i].count > max_count) max_count = t.update_ranges[i].count;
+        if (t.tc.validate_interval > 0 || t.tc.validate_interval_updates > 0) {
+            int valid_max = hs_evaluate_max_count(t.task, comm, HS_SPLIT_VALID, t.tc.max_sentences);
+            if (valid_max > max_count) max_count = valid_max;
         }
         t.pf = hs_prefetch_start(t.task, t.be, max_count, t.tc.max_update_freq);
     } else {
