@@ -72,6 +72,7 @@ struct hs_task {
     void (*format_stats)(const hs_stats *s, int json, char *buf, size_t n);
     /* Tokens per sample for the tokens/s figure (sequence length; 0 = not a sequence task). */
     int tokens_per_sample;
+    int has_test_split; /* 1: HS_SPLIT_TEST exists (`hetseq eval --split test`); 0: eval refuses it */
 
     /* ---- ordered streams (optional; NULL for shuffled tasks) ----------------------------------------
      * A task whose samples must be visited in order, carrying state from one update to the next

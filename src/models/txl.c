@@ -1,0 +1,765 @@
+/* NVIDIA's MemTransformerLM (attn_type 0) composed from src/nn (see txl.h for the parameters).
+ * Layout: batch-major, b columns (sequences) of qlen tokens, T = b·qlen rows of width D; with mlen
+ * memory steps klen = mlen + qlen keys, K = b·klen rows of cat(memory, layer input).
+ *
+ *   embedding   e = sqrt(D)·adaptive_emb(ids)              hs_adaptive_embedding_forward
+ *               h_0 = dropout(e)                          (the memory of layer 0 is h_0)
+ *   positions   pos[klen, D] = [sin(p·f), cos(p·f)], p = klen-1..0 clamped at clamp_len, f = inv_freq
+ *               (computed on the host, uploaded); pos' = dropout(pos) (one mask for all columns)
+ *   layer l     c = cat(mem_l, h_l) per column [b, klen, D]   (pre_lnorm: c' = LN(c), else c' = c)
+ *               qkv = c'·Wqkvᵀ, r = pos'·Wrᵀ                (no biases)
+ *               ctx = rel_attention(qkv, r, r_w_bias, r_r_bias; causal (+ same_length) mask, dropatt)
+ *               a = dropout(ctx·Woᵀ)
+ *               post-LN: h' = LN(h_l + a);  u = dropout(relu(h'·W1ᵀ + b1));  h_{l+1} = LN(h' + dropout(u·W2ᵀ + b2))
+ *               pre-LN:  h' = h_l + a;      u = dropout(relu(LN(h')·W1ᵀ + b1)); h_{l+1} = h' + dropout(u·W2ᵀ + b2)
+ *   output      z = dropout(h_N);  NLL = adaptive_log_softmax(z, targets)
+ *   memory      mem_l <- last mem_len rows of c per column (detached), after the backward pass
+ * The backward pass runs the list in reverse; the memory rows of c get no gradient. */
+#include "models/txl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "math/hs_math.h"
+#include "nn/adaptive.h"
+#include "nn/layers.h"
+#include "util/check.h"
+
+/* nn.LayerNorm's default epsilon (NVIDIA's Transformer-XL does not change it). */
+#define TXL_LN_EPS 1e-5f
+
+/* Dropout sites: masks from hs_rng_key(seed, update, site). */
+enum { DROP_EMB = 1, DROP_POS = 2, DROP_FINAL = 3, DROP_LAYER_BASE = 16, DROP_SITES_PER_LAYER = 4 };
+enum { DROP_ATT = 0, DROP_ATTN_OUT = 1, DROP_FF_INNER = 2, DROP_FF_OUT = 3 };
+
+typedef struct txl_layer_params {
+    int qkv_w, r_w, o_w, attn_ln_g, attn_ln_b, ff1_w, ff1_b, ff2_w, ff2_b, ff_ln_g, ff_ln_b;
+} txl_layer_params;
+
+/* What layer l keeps for its backward pass (its input is hidden[l]). */
+typedef struct txl_layer_acts {
+    float *cat;                  /* [K, D] cat(mem_l, h_l) per column (unused when mlen = 0: h_l itself) */
+    const float *cat_used;       /* cat, or hidden[l] when mlen = 0 */
+    float *catn;                 /* pre_lnorm: [K, D] LN(cat) */
+    float *ln1_mean, *ln1_rstd;  /* post: [T] of the first LN; pre: [K] of LN(cat) */
+    float *qkv;                  /* [K, 3nd] */
+    float *r;                    /* [klen, nd] */
+    float *probs;                /* [b, n, qlen, klen] */
+    float *ctx;                  /* [T, nd] */
+    float *attn_sum;             /* [T, D] h_l + dropout(ctx·Woᵀ): post: the first LN's input; pre: h' */
+    float *h1;                   /* post: [T, D] LN(attn_sum) = h'; pre: = attn_sum */
+    float *ff_in;                /* post: = h1; pre: [T, D] LN(h') */
+    float *ln2_mean, *ln2_rstd;  /* [T] post: the second LN; pre: LN(h') */
+    float *ff_act;               /* [T, I] dropout(relu(ff_in·W1ᵀ + b1)) */
+    float *ff_sum;               /* post: [T, D] h' + dropout(ff_act·W2ᵀ + b2) (the second LN's input) */
+} txl_layer_acts;
+
+struct hs_txl {
+    hs_params *params;
+    const hs_backend *be;
+    hs_txl_config cfg;
+    hs_adaptive_dims ad;
+    int max_batch, max_qlen, max_mlen;
+
+    /* parameter indices (-1: absent) */
+    int emb_table[HS_ADAPTIVE_MAX_CLUSTERS], emb_proj[HS_ADAPTIVE_MAX_CLUSTERS];
+    int r_w_bias, r_r_bias;
+    txl_layer_params *lp;
+    int cluster_w, cluster_b;
+    int out_w[HS_ADAPTIVE_MAX_CLUSTERS], out_b[HS_ADAPTIVE_MAX_CLUSTERS], out_proj[HS_ADAPTIVE_MAX_CLUSTERS];
+    char alias_names[HS_ADAPTIVE_MAX_CLUSTERS][2][HS_NAME_MAX];
+
+    /* the staged micro-batch */
+    int batch, qlen;
+    hs_adaptive_plan plan_in, plan_tgt;
+    int32_t *ids_host, *tgt_host; /* [b·qlen] */
+
+    /* forward activations */
+    hs_adaptive_emb_state emb_state;
+    hs_adaptive_softmax_state sm_state;
+    float *emb;       /* [T, D] sqrt(D)·emb(ids) */
+    float **hidden;   /* [N+1] of [T, D] */
+    float *final;     /* [T, D] dropout(hidden[N]) */
+    float *pos_host;  /* host [klen, D] */
+    float *inv_freq;  /* host [D/2] */
+    float *pos, *pos_drop; /* [klen, D] */
+    txl_layer_acts *acts;
+
+    /* backward scratch */
+    float *grad_h, *grad_tmp, *grad_h1; /* [T, D] */
+    float *grad_ctx;                    /* [T, nd] */
+    float *dqkv;                        /* [K, 3nd] */
+    float *dcat;                        /* [K, D] */
+    float *dr;                          /* [klen, nd] */
+    float *dff;                         /* [T, I] */
+};
+
+/* ---- parameters ------------------------------------------------------------------------------------ */
+
+static int decays(const char *name) {
+    return !(strstr(name, "bias") || strstr(name, "layer_norm") || strstr(name, "LayerNorm"));
+}
+
+static int declare(hs_params *p, const char *name, int64_t d0, int64_t d1) {
+    const int64_t shape[2] = {d0, d1};
+    return hs_params_declare(p, name, d1 > 0 ? 2 : 1, shape, decays(name));
+}
+
+static int declaref(hs_params *p, int64_t d0, int64_t d1, const char *fmt, int i) {
+    char name[HS_NAME_MAX];
+    snprintf(name, sizeof name, fmt, i);
+    return declare(p, name, d0, d1);
+}
+
+static int declare_layer(hs_params *p, int l, const char *sub, int64_t d0, int64_t d1) {
+    char name[HS_NAME_MAX];
+    snprintf(name, sizeof name, "layers.%d.%s", l, sub);
+    return declare(p, name, d0, d1);
+}
+
+/* Clusters of the embedding tables: div_val = 1 has one table for every cluster. */
+static int emb_tables(const hs_txl *m) { return m->cfg.div_val == 1 ? 1 : m->ad.n_clusters + 1; }
+
+hs_txl *hs_txl_create(hs_params *params, const hs_txl_config *cfg, int max_batch, int max_qlen, int max_mlen) {
+    if (max_batch < 1 || max_qlen < 1 || max_mlen < 0)
+        HS_FATAL(NULL, "hs_txl_create: max_batch %d, max_qlen %d, max_mlen %d", max_batch, max_qlen, max_mlen);
+    hs_txl_config_check(cfg);
+    hs_txl *m;
+    HS_ALLOC(m, 1);
+    m->params = params;
+    m->cfg = *cfg;
+    m->max_batch = max_batch;
+    m->max_qlen = max_qlen;
+    m->max_mlen = max_mlen;
+    const int D = cfg->d_model, nd = cfg->n_head * cfg->d_head, I = cfg->d_inner;
+    m->ad = hs_adaptive_dims_make(cfg->n_token, cfg->cutoffs, cfg->n_cutoffs, cfg->d_embed, D, cfg->div_val);
+    const hs_adaptive_dims *ad = &m->ad;
+    const int k = ad->n_clusters + 1;
+    for (int i = 0; i < HS_ADAPTIVE_MAX_CLUSTERS; i++) m->emb_table[i] = m->emb_proj[i] = m->out_w[i] = m->out_b[i] = m->out_proj[i] = -1;
+    m->cluster_w = m->cluster_b = -1;
+
+    /* word_emb */
+    if (cfg->div_val == 1) {
+        m->emb_table[0] = declaref(params, cfg->n_token, cfg->d_embed, "word_emb.emb_layers.%d.weight", 0);
+        if (hs_adaptive_has_proj(ad, 0)) m->emb_proj[0] = declaref(params, D, cfg->d_embed, "word_emb.emb_projs.%d", 0);
+    } else {
+        for (int i = 0; i < k; i++)
+            m->emb_table[i] = declaref(params, hs_adaptive_cluster_size(ad, i), hs_adaptive_cluster_dim(ad, i),
+                                       "word_emb.emb_layers.%d.weight", i);
+        for (int i = 0; i < k; i++)
+            m->emb_proj[i] = declaref(params, D, hs_adaptive_cluster_dim(ad, i), "word_emb.emb_projs.%d", i);
+    }
+    m->r_w_bias = declare(params, "r_w_bias", cfg->n_head, cfg->d_head);
+    m->r_r_bias = declare(params, "r_r_bias", cfg->n_head, cfg->d_head);
+    HS_ALLOC(m->lp, cfg->n_layer);
+    for (int l = 0; l < cfg->n_layer; l++) {
+        txl_layer_params *p = &m->lp[l];
+        p->qkv_w = declare_layer(params, l, "dec_attn.qkv_net.weight", 3 * nd, D);
+        p->o_w = declare_layer(params, l, "dec_attn.o_net.weight", D, nd);
+        p->attn_ln_g = declare_layer(params, l, "dec_attn.layer_norm.weight", D, 0);
+        p->attn_ln_b = declare_layer(params, l, "dec_attn.layer_norm.bias", D, 0);
+        p->r_w = declare_layer(params, l, "dec_attn.r_net.weight", nd, D);
+        p->ff1_w = declare_layer(params, l, "pos_ff.CoreNet.0.weight", I, D);
+        p->ff1_b = declare_layer(params, l, "pos_ff.CoreNet.0.bias", I, 0);
+        p->ff2_w = declare_layer(params, l, "pos_ff.CoreNet.3.weight", D, I);
+        p->ff2_b = declare_layer(params, l, "pos_ff.CoreNet.3.bias", D, 0);
+        p->ff_ln_g = declare_layer(params, l, "pos_ff.layer_norm.weight", D, 0);
+        p->ff_ln_b = declare_layer(params, l, "pos_ff.layer_norm.bias", D, 0);
+    }
+    /* crit */
+    if (ad->n_clusters > 0) {
+        m->cluster_w = declare(params, "crit.cluster_weight", ad->n_clusters, cfg->d_embed);
+        m->cluster_b = declare(params, "crit.cluster_bias", ad->n_clusters, 0);
+    }
+    const int out_layers = cfg->div_val == 1 ? 1 : k;
+    for (int i = 0; i < out_layers; i++) {
+        const int rows = cfg->div_val == 1 ? cfg->n_token : hs_adaptive_cluster_size(ad, i);
+        const int dim = cfg->div_val == 1 ? cfg->d_embed : hs_adaptive_cluster_dim(ad, i);
+        if (!cfg->tie_weight) m->out_w[i] = declaref(params, rows, dim, "crit.out_layers_weights.%d", i);
+        m->out_b[i] = declaref(params, rows, 0, "crit.out_layers_biases.%d", i);
+    }
+    /* projections of the softmax: cluster 0's is its own (tie_projs[0] = False); the tails' are the
+     * embedding's with tie_projs (div_val = 1: the one shared projection word_emb.emb_projs.0) */
+    for (int i = 0; i < k; i++) {
+        if (!hs_adaptive_has_proj(ad, i)) continue;
+        if (i > 0 && cfg->tie_projs) continue;
+        m->out_proj[i] = declaref(params, D, hs_adaptive_cluster_dim(ad, i), "crit.out_projs.%d", i);
+    }
+    return m;
+}
+
+const hs_txl_config *hs_txl_get_config(const hs_txl *m) { return &m->cfg; }
+
+int hs_txl_state_dict_aliases(hs_txl *m, const char **alias, const char **target, int max) {
+    hs_txl *mm = m;
+    int n = 0;
+    for (int i = 0; i < HS_ADAPTIVE_MAX_CLUSTERS && n < max; i++) {
+        if (m->emb_proj[i] < 0) continue;
+        snprintf(mm->alias_names[i][0], HS_NAME_MAX, "crit.shared_out_projs.%d", i);
+        snprintf(mm->alias_names[i][1], HS_NAME_MAX, "%s", m->params->tensors[m->emb_proj[i]].name);
+        alias[n] = mm->alias_names[i][0];
+        target[n] = mm->alias_names[i][1];
+        n++;
+    }
+    return n;
+}
+
+void hs_txl_inv_freq(int d_model, float *inv_freq) {
+    /* torch: 1 / (10000 ** (arange(0.0, D, 2.0) / D)), every step in float32 */
+    for (int k = 0; 2 * k < d_model; k++) {
+        const float e = (float)(2 * k) / (float)d_model;
+        inv_freq[k] = 1.0f / powf(10000.0f, e);
+    }
+}
+
+/* ---- buffers ------------------------------------------------------------------------------------------ */
+
+static float *falloc(const hs_backend *be, size_t n) { return be->alloc(be, (n ? n : 1) * sizeof(float)); }
+
+void hs_txl_setup(hs_txl *m) {
+    const hs_backend *be = m->params->be;
+    if (!be) HS_FATAL(NULL, "hs_txl_setup before hs_params_allocate");
+    m->be = be;
+    const hs_txl_config *c = &m->cfg;
+    const size_t D = (size_t)c->d_model, nd = (size_t)c->n_head * (size_t)c->d_head, I = (size_t)c->d_inner;
+    const size_t b = (size_t)m->max_batch, q = (size_t)m->max_qlen, klen = (size_t)(m->max_qlen + m->max_mlen);
+    const size_t T = b * q, K = b * klen;
+    hs_adaptive_plan_init(be, &m->plan_in, (int)T);
+    hs_adaptive_plan_init(be, &m->plan_tgt, (int)T);
+    HS_ALLOC(m->ids_host, T);
+    HS_ALLOC(m->tgt_host, T);
+    m->emb = falloc(be, T * D);
+    HS_ALLOC(m->hidden, c->n_layer + 1);
+    for (int l = 0; l <= c->n_layer; l++) m->hidden[l] = falloc(be, T * D);
+    m->final = falloc(be, T * D);
+    HS_ALLOC(m->pos_host, klen * D);
+    HS_ALLOC(m->inv_freq, D / 2);
+    hs_txl_inv_freq(c->d_model, m->inv_freq);
+    m->pos = falloc(be, klen * D);
+    m->pos_drop = falloc(be, klen * D);
+    HS_ALLOC(m->acts, c->n_layer);
+    for (int l = 0; l < c->n_layer; l++) {
+        txl_layer_acts *a = &m->acts[l];
+        a->cat = falloc(be, K * D);
+        if (c->pre_lnorm) a->catn = falloc(be, K * D);
+        a->ln1_mean = falloc(be, K);
+        a->ln1_rstd = falloc(be, K);
+        a->qkv = falloc(be, K * 3 * nd);
+        a->r = falloc(be, klen * nd);
+        a->probs = falloc(be, b * (size_t)c->n_head * q * klen);
+        a->ctx = falloc(be, T * nd);
+        a->attn_sum = falloc(be, T * D);
+        if (c->pre_lnorm) {
+            a->h1 = a->attn_sum;
+            a->ff_in = falloc(be, T * D);
+        } else {
+            a->h1 = falloc(be, T * D);
+            a->ff_in = a->h1;
+            a->ff_sum = falloc(be, T * D);
+        }
+        a->ln2_mean = falloc(be, T);
+        a->ln2_rstd = falloc(be, T);
+        a->ff_act = falloc(be, T * I);
+    }
+    m->grad_h = falloc(be, T * D);
+    m->grad_tmp = falloc(be, T * D);
+    m->grad_h1 = falloc(be, T * D);
+    m->grad_ctx = falloc(be, T * nd);
+    m->dqkv = falloc(be, K * 3 * nd);
+    m->dcat = falloc(be, K * D);
+    m->dr = falloc(be, klen * nd);
+    m->dff = falloc(be, T * I);
+}
+
+/* ---- initialisation ------------------------------------------------------------------------------------ */
+
+#define INIT_UPDATE UINT64_MAX /* never a training update's dropout key */
+
+/* dst[n] ~ N(mean, std²): Box-Muller on pairs of counter-RNG uniforms (as models/bert.c). */
+static void fill_normal(hs_params *p, int index, double mean, double std, uint64_t seed) {
+    if (index < 0) return;
+    const hs_tensor_info *t = &p->tensors[index];
+    float *host;
+    HS_ALLOC(host, t->numel);
+    const uint64_t key = hs_rng_key(seed, INIT_UPDATE, (uint64_t)index);
+    const double two_pi = 6.283185307179586;
+    for (size_t j = 0; 2 * j < t->numel; j++) {
+        const double r = sqrt(-2.0 * log(1.0 - (double)hs_uniform(key, 1, j)));
+        const double theta = two_pi * (double)hs_uniform(key, 2, j);
+        host[2 * j] = (float)(mean + std * r * cos(theta));
+        if (2 * j + 1 < t->numel) host[2 * j + 1] = (float)(mean + std * r * sin(theta));
+    }
+    p->be->upload(p->be, hs_param_data(p, index), host, t->numel * sizeof *host);
+    free(host);
+}
+
+static void fill_zero(hs_params *p, int index) {
+    if (index < 0) return;
+    p->be->zero(p->be, hs_param_data(p, index), p->tensors[index].numel * sizeof(float));
+}
+
+void hs_txl_init_params(hs_txl *m, uint64_t seed) {
+    hs_params *p = m->params;
+    if (!p->data) HS_FATAL(NULL, "initialise parameters after hs_params_allocate");
+    const double std = m->cfg.init_std, pstd = m->cfg.proj_init_std;
+    for (int i = 0; i < HS_ADAPTIVE_MAX_CLUSTERS; i++) {
+        fill_normal(p, m->emb_table[i], 0.0, std, seed);
+        fill_normal(p, m->emb_proj[i], 0.0, pstd, seed);
+        fill_normal(p, m->out_w[i], 0.0, std, seed);
+        fill_zero(p, m->out_b[i]);
+        fill_normal(p, m->out_proj[i], 0.0, pstd, seed);
+    }
+    fill_normal(p, m->r_w_bias, 0.0, std, seed);
+    fill_normal(p, m->r_r_bias, 0.0, std, seed);
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        const txl_layer_params *q = &m->lp[l];
+        fill_normal(p, q->qkv_w, 0.0, std, seed);
+        fill_normal(p, q->o_w, 0.0, std, seed);
+        fill_normal(p, q->r_w, 0.0, std, seed);
+        fill_normal(p, q->attn_ln_g, 1.0, std, seed);
+        fill_zero(p, q->attn_ln_b);
+        fill_normal(p, q->ff1_w, 0.0, std, seed);
+        fill_zero(p, q->ff1_b);
+        fill_normal(p, q->ff2_w, 0.0, std, seed);
+        fill_zero(p, q->ff2_b);
+        fill_normal(p, q->ff_ln_g, 1.0, std, seed);
+        fill_zero(p, q->ff_ln_b);
+    }
+    fill_normal(p, m->cluster_w, 0.0, std, seed);
+    fill_zero(p, m->cluster_b);
+}
+
+/* ---- memory ------------------------------------------------------------------------------------------ */
+
+hs_txl_memory *hs_txl_memory_create(const hs_backend *be, int n_layer, int d_model, int ncols, int mem_len) {
+    hs_txl_memory *mem;
+    HS_ALLOC(mem, 1);
+    mem->n_layer = n_layer;
+    mem->ncols = ncols;
+    mem->mem_len = mem_len;
+    mem->d_model = d_model;
+    HS_ALLOC(mem->mem, n_layer);
+    HS_ALLOC(mem->mlen, ncols > 0 ? ncols : 1);
+    for (int l = 0; l < n_layer; l++) mem->mem[l] = falloc(be, (size_t)ncols * (size_t)mem_len * (size_t)d_model);
+    return mem;
+}
+
+void hs_txl_memory_reset(hs_txl_memory *mem) {
+    if (mem) memset(mem->mlen, 0, (size_t)(mem->ncols > 0 ? mem->ncols : 1) * sizeof *mem->mlen);
+}
+
+void hs_txl_memory_free(const hs_backend *be, hs_txl_memory *mem) {
+    if (!mem) return;
+    for (int l = 0; l < mem->n_layer; l++) be->free(be, mem->mem[l]);
+    free(mem->mem);
+    free(mem->mlen);
+    free(mem);
+}
+
+/* The memory length of the micro-batch's columns (all equal: they advance together). */
+static int segment_mlen(const hs_txl *m, const hs_txl_segment *seg) {
+    if (!seg || !seg->mem || seg->mem->mem_len == 0) return 0;
+    const hs_txl_memory *mem = seg->mem;
+    if (seg->col0 < 0 || seg->col0 + m->batch > mem->ncols)
+        HS_FATAL(NULL, "columns [%d, %d) outside the memory's %d columns", seg->col0, seg->col0 + m->batch, mem->ncols);
+    if (mem->n_layer != m->cfg.n_layer || mem->d_model != m->cfg.d_model)
+        HS_FATAL(NULL, "memory of %d layers x %d for a model of %d x %d", mem->n_layer, mem->d_model, m->cfg.n_layer,
+                 m->cfg.d_model);
+    const int mlen = mem->mlen[seg->col0];
+    for (int s = 1; s < m->batch; s++)
+        if (mem->mlen[seg->col0 + s] != mlen)
+            HS_FATAL(NULL, "columns of one micro-batch with different memory lengths (%d, %d)", mlen,
+                     mem->mlen[seg->col0 + s]);
+    if (mlen > m->max_mlen) HS_FATAL(NULL, "memory of %d steps; the model is sized for %d", mlen, m->max_mlen);
+    return mlen;
+}
+
+/* mem_l <- the last min(mem_len, klen) rows of cat(mem_l, h_l) per column (no gradient: a copy). */
+static void memory_update(hs_txl *m, const hs_txl_segment *seg, int mlen) {
+    if (!seg || !seg->mem || seg->mem->mem_len == 0) return;
+    hs_txl_memory *mem = seg->mem;
+    const hs_backend *be = m->be;
+    const int b = m->batch, klen = mlen + m->qlen, keep = klen < mem->mem_len ? klen : mem->mem_len;
+    const size_t D = (size_t)m->cfg.d_model;
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        const float *src = m->acts[l].cat_used;
+        for (int s = 0; s < b; s++)
+            be->copy(be, mem->mem[l] + ((size_t)(seg->col0 + s) * (size_t)mem->mem_len) * D,
+                     src + ((size_t)s * (size_t)klen + (size_t)(klen - keep)) * D, (size_t)keep * D * sizeof(float));
+    }
+    for (int s = 0; s < b; s++) mem->mlen[seg->col0 + s] = keep;
+}
+
+/* ---- inputs ------------------------------------------------------------------------------------------ */
+
+void hs_txl_stage_batch(hs_txl *m, const int32_t *tokens, int b, int qlen) {
+    if (b < 1 || b > m->max_batch || qlen < 1 || qlen > m->max_qlen)
+        HS_FATAL(NULL, "Transformer-XL micro-batch of %d columns x %d tokens; the model is sized for %d x %d", b, qlen,
+                 m->max_batch, m->max_qlen);
+    for (int s = 0; s < b; s++)
+        for (int t = 0; t < qlen; t++) {
+            m->ids_host[s * qlen + t] = tokens[(size_t)s * (size_t)(qlen + 1) + (size_t)t];
+            m->tgt_host[s * qlen + t] = tokens[(size_t)s * (size_t)(qlen + 1) + (size_t)t + 1];
+        }
+    hs_adaptive_plan_stage(m->be, &m->ad, &m->plan_in, m->ids_host, b * qlen, qlen, "token id");
+    hs_adaptive_plan_stage(m->be, &m->ad, &m->plan_tgt, m->tgt_host, b * qlen, qlen, "target token id");
+    m->batch = b;
+    m->qlen = qlen;
+}
+
+/* ---- dropout ------------------------------------------------------------------------------------------ */
+
+static hs_dropout_mask site_mask(const hs_step_ctx *ctx, int64_t first_sample, uint64_t site, double p) {
+    const int on = ctx && ctx->training && p > 0.0;
+    return (hs_dropout_mask){.p = on ? (float)p : 0.0f,
+                             .group = 1,
+                             .key = on ? hs_rng_key(ctx->seed, ctx->update, site) : 0,
+                             .first_sample = first_sample};
+}
+
+static uint64_t layer_site(int l, int which) { return (uint64_t)(DROP_LAYER_BASE + DROP_SITES_PER_LAYER * l + which); }
+
+/* The gradient through a dropout into scratch, or dy itself when the dropout is off. */
+static float *dropout_grad(const hs_backend *be, const hs_dropout_mask *mask, float *scratch, float *dy, int batch,
+                           size_t per_sample) {
+    if (mask->p <= 0.0f) return dy;
+    hs_dropout_backward(be, mask, scratch, dy, batch, per_sample);
+    return scratch;
+}
+
+/* ---- forward ------------------------------------------------------------------------------------------ */
+
+/* What a layer pass needs to know about the segment. */
+typedef struct pass {
+    const hs_step_ctx *ctx;
+    int64_t first;
+    int mlen, klen, lower_shift;
+    const hs_txl_segment *seg;
+} pass;
+
+static hs_adaptive_emb_weights emb_weights(const hs_txl *m) {
+    hs_adaptive_emb_weights w;
+    memset(&w, 0, sizeof w);
+    for (int i = 0; i < emb_tables(m); i++) w.table[i] = hs_param_data(m->params, m->emb_table[i]);
+    for (int i = 0; i < HS_ADAPTIVE_MAX_CLUSTERS; i++)
+        if (m->emb_proj[i] >= 0) w.proj[i] = hs_param_data(m->params, m->emb_proj[i]);
+    return w;
+}
+
+static hs_adaptive_emb_grads emb_grads(const hs_txl *m) {
+    hs_adaptive_emb_grads g;
+    memset(&g, 0, sizeof g);
+    for (int i = 0; i < emb_tables(m); i++) g.table[i] = hs_param_grad(m->params, m->emb_table[i]);
+    for (int i = 0; i < HS_ADAPTIVE_MAX_CLUSTERS; i++)
+        if (m->emb_proj[i] >= 0) g.proj[i] = hs_param_grad(m->params, m->emb_proj[i]);
+    return g;
+}
+
+/* The softmax's tensors per cluster (tied ones are the embedding's), as data (grad = 0) or gradients. */
+static void softmax_tensors(const hs_txl *m, int grad, float **weight, float **bias, float **proj, float **cw,
+                            float **cb) {
+    const hs_params *p = m->params;
+    float *(*at)(const hs_params *, int) = grad ? hs_param_grad : hs_param_data;
+    const int k = m->ad.n_clusters + 1, D = m->cfg.d_embed;
+    for (int i = 0; i < k; i++) {
+        if (m->cfg.div_val == 1) {
+            /* one table and one bias: cluster i is rows e_i..e_{i+1} */
+            const int w0 = m->cfg.tie_weight ? m->emb_table[0] : m->out_w[0];
+            weight[i] = at(p, w0) + (size_t)m->ad.ends[i] * (size_t)D;
+            bias[i] = at(p, m->out_b[0]) + m->ad.ends[i];
+        } else {
+            weight[i] = at(p, m->cfg.tie_weight ? m->emb_table[i] : m->out_w[i]);
+            bias[i] = at(p, m->out_b[i]);
+        }
+        proj[i] = NULL;
+        if (!hs_adaptive_has_proj(&m->ad, i)) continue;
+        if (m->out_proj[i] >= 0) proj[i] = at(p, m->out_proj[i]);
+        else proj[i] = at(p, m->emb_proj[m->cfg.div_val == 1 ? 0 : i]); /* tied: NVIDIA's shared_out_projs */
+    }
+    *cw = m->cluster_w >= 0 ? at(p, m->cluster_w) : NULL;
+    *cb = m->cluster_b >= 0 ? at(p, m->cluster_b) : NULL;
+}
+
+static hs_adaptive_softmax_weights sm_weights(const hs_txl *m) {
+    hs_adaptive_softmax_weights w;
+    memset(&w, 0, sizeof w);
+    float *wt[HS_ADAPTIVE_MAX_CLUSTERS], *bs[HS_ADAPTIVE_MAX_CLUSTERS], *pj[HS_ADAPTIVE_MAX_CLUSTERS], *cw, *cb;
+    softmax_tensors(m, 0, wt, bs, pj, &cw, &cb);
+    for (int i = 0; i <= m->ad.n_clusters; i++) {
+        w.weight[i] = wt[i];
+        w.bias[i] = bs[i];
+        w.proj[i] = pj[i];
+    }
+    w.cluster_weight = cw;
+    w.cluster_bias = cb;
+    return w;
+}
+
+static hs_adaptive_softmax_grads sm_grads(const hs_txl *m) {
+    hs_adaptive_softmax_grads g;
+    memset(&g, 0, sizeof g);
+    softmax_tensors(m, 1, g.weight, g.bias, g.proj, &g.cluster_weight, &g.cluster_bias);
+    return g;
+}
+
+/* pos[klen, D] = [sin(p·f) | cos(p·f)], p = klen-1-t clamped at clamp_len (> 0), then dropout. */
+static void positions_forward(hs_txl *m, const pass *ps, int clamp_len) {
+    const int D = m->cfg.d_model, klen = ps->klen, half = D / 2;
+    const float *inv_freq = m->inv_freq;
+    for (int t = 0; t < klen; t++) {
+        float pos = (float)(klen - 1 - t);
+        if (clamp_len > 0 && pos > (float)clamp_len) pos = (float)clamp_len;
+        for (int k = 0; k < half; k++) {
+            const float x = pos * inv_freq[k];
+            m->pos_host[(size_t)t * (size_t)D + (size_t)k] = sinf(x);
+            m->pos_host[(size_t)t * (size_t)D + (size_t)(half + k)] = cosf(x);
+        }
+    }
+    m->be->upload(m->be, m->pos, m->pos_host, (size_t)klen * (size_t)D * sizeof(float));
+    const hs_dropout_mask drop = site_mask(ps->ctx, 0, DROP_POS, m->cfg.dropout);
+    hs_dropout_forward(m->be, &drop, m->pos_drop, m->pos, 1, (size_t)klen * (size_t)D);
+}
+
+static void layer_forward(hs_txl *m, int l, const pass *ps) {
+    const hs_backend *be = m->be;
+    const hs_params *p = m->params;
+    const txl_layer_params *w = &m->lp[l];
+    txl_layer_acts *a = &m->acts[l];
+    const hs_txl_config *c = &m->cfg;
+    const int b = m->batch, qlen = m->qlen, mlen = ps->mlen, klen = ps->klen, T = b * qlen, K = b * klen;
+    const int D = c->d_model, nd = c->n_head * c->d_head, I = c->d_inner;
+    const size_t per_sample = (size_t)qlen * (size_t)D;
+    const float *x = m->hidden[l];
+    const hs_dropout_mask d_att = site_mask(ps->ctx, ps->first, layer_site(l, DROP_ATT), c->dropatt);
+    const hs_dropout_mask d_out = site_mask(ps->ctx, ps->first, layer_site(l, DROP_ATTN_OUT), c->dropout);
+    const hs_dropout_mask d_inner = site_mask(ps->ctx, ps->first, layer_site(l, DROP_FF_INNER), c->dropout);
+    const hs_dropout_mask d_ff = site_mask(ps->ctx, ps->first, layer_site(l, DROP_FF_OUT), c->dropout);
+
+    /* c = cat(mem_l, h_l) per column */
+    if (mlen > 0) {
+        const hs_txl_memory *mem = ps->seg->mem;
+        for (int s = 0; s < b; s++) {
+            float *dst = a->cat + (size_t)s * (size_t)klen * (size_t)D;
+            be->copy(be, dst, mem->mem[l] + (size_t)(ps->seg->col0 + s) * (size_t)mem->mem_len * (size_t)D,
+                     (size_t)mlen * (size_t)D * sizeof(float));
+            be->copy(be, dst + (size_t)mlen * (size_t)D, x + (size_t)s * per_sample, per_sample * sizeof(float));
+        }
+        a->cat_used = a->cat;
+    } else {
+        a->cat_used = x;
+    }
+    const float *in = a->cat_used;
+    if (c->pre_lnorm) {
+        hs_layernorm_forward(be, a->catn, a->ln1_mean, a->ln1_rstd, a->cat_used, hs_param_data(p, w->attn_ln_g),
+                             hs_param_data(p, w->attn_ln_b), K, D, TXL_LN_EPS);
+        in = a->catn;
+    }
+    /* qkv[K, 3nd] = c'·Wqkvᵀ; r[klen, nd] = pos'·Wrᵀ (no biases) */
+    be->gemm(be, 0, 1, K, 3 * nd, D, 1.0f, in, D, hs_param_data(p, w->qkv_w), D, 0.0f, a->qkv, 3 * nd);
+    be->gemm(be, 0, 1, klen, nd, D, 1.0f, m->pos_drop, D, hs_param_data(p, w->r_w), D, 0.0f, a->r, nd);
+    const float scale = (float)(1.0 / sqrt((double)c->d_head));
+    hs_rel_attention_forward(be, a->ctx, a->probs, a->qkv, a->r, hs_param_data(p, m->r_w_bias),
+                             hs_param_data(p, m->r_r_bias), b, qlen, mlen, c->n_head, c->d_head, ps->lower_shift, scale,
+                             d_att.p, d_att.key, ps->first);
+    /* a = dropout(ctx·Woᵀ) */
+    be->gemm(be, 0, 1, T, D, nd, 1.0f, a->ctx, nd, hs_param_data(p, w->o_w), nd, 0.0f, a->attn_sum, D);
+    hs_dropout_forward(be, &d_out, a->attn_sum, a->attn_sum, b, per_sample);
+    if (c->pre_lnorm) {
+        be->add_bias(be, a->attn_sum, x, 1, T * D); /* h' = h_l + a */
+        hs_layernorm_forward(be, a->ff_in, a->ln2_mean, a->ln2_rstd, a->h1, hs_param_data(p, w->ff_ln_g),
+                             hs_param_data(p, w->ff_ln_b), T, D, TXL_LN_EPS);
+    } else {
+        hs_add_layernorm_forward(be, a->h1, a->attn_sum, a->ln1_mean, a->ln1_rstd, a->attn_sum, x,
+                                 hs_param_data(p, w->attn_ln_g), hs_param_data(p, w->attn_ln_b), T, D, TXL_LN_EPS);
+    }
+    /* u = dropout(relu(ff_in·W1ᵀ + b1)) (relu's backward reads u: dropped entries have zero gradient anyway) */
+    hs_linear_forward(be, a->ff_act, a->ff_in, hs_param_data(p, w->ff1_w), hs_param_data(p, w->ff1_b), T, D, I);
+    hs_relu_forward(be, a->ff_act, a->ff_act, (size_t)T * (size_t)I);
+    hs_dropout_forward(be, &d_inner, a->ff_act, a->ff_act, b, (size_t)qlen * (size_t)I);
+    float *out = m->hidden[l + 1];
+    if (c->pre_lnorm) {
+        hs_linear_forward(be, out, a->ff_act, hs_param_data(p, w->ff2_w), hs_param_data(p, w->ff2_b), T, I, D);
+        hs_dropout_forward(be, &d_ff, out, out, b, per_sample);
+        be->add_bias(be, out, a->h1, 1, T * D);
+    } else {
+        hs_linear_forward(be, a->ff_sum, a->ff_act, hs_param_data(p, w->ff2_w), hs_param_data(p, w->ff2_b), T, I, D);
+        hs_dropout_forward(be, &d_ff, a->ff_sum, a->ff_sum, b, per_sample);
+        hs_add_layernorm_forward(be, out, a->ff_sum, a->ln2_mean, a->ln2_rstd, a->ff_sum, a->h1,
+                                 hs_param_data(p, w->ff_ln_g), hs_param_data(p, w->ff_ln_b), T, D, TXL_LN_EPS);
+    }
+}
+
+static pass make_pass(const hs_txl *m, const hs_txl_segment *seg, const hs_step_ctx *ctx, int64_t first) {
+    pass ps = {.ctx = ctx, .first = first, .seg = seg};
+    ps.mlen = segment_mlen(m, seg);
+    ps.klen = ps.mlen + m->qlen;
+    const int same_length = seg ? seg->same_length : 0;
+    if (same_length) {
+        /* NVIDIA: mask_len = klen - mem_len - 1; keys j <= i - mask_shift_len are masked too */
+        const int mem_len = seg && seg->mem ? seg->mem->mem_len : 0;
+        const int mask_len = ps.klen - mem_len - 1;
+        ps.lower_shift = mask_len > 0 ? m->qlen - mask_len : m->qlen;
+    }
+    return ps;
+}
+
+static void forward(hs_txl *m, const pass *ps, double *stats) {
+    const hs_backend *be = m->be;
+    const hs_txl_config *c = &m->cfg;
+    const int b = m->batch, D = c->d_model;
+    const size_t per_sample = (size_t)m->qlen * (size_t)D;
+    positions_forward(m, ps, ps->seg ? ps->seg->clamp_len : 0);
+    const hs_adaptive_emb_weights ew = emb_weights(m);
+    hs_adaptive_embedding_forward(be, &m->ad, &ew, &m->plan_in, &m->emb_state, m->emb);
+    const hs_dropout_mask d_emb = site_mask(ps->ctx, ps->first, DROP_EMB, c->dropout);
+    hs_dropout_forward(be, &d_emb, m->hidden[0], m->emb, b, per_sample);
+    for (int l = 0; l < c->n_layer; l++) layer_forward(m, l, ps);
+    const hs_dropout_mask d_final = site_mask(ps->ctx, ps->first, DROP_FINAL, c->dropout);
+    hs_dropout_forward(be, &d_final, m->final, m->hidden[c->n_layer], b, per_sample);
+    const hs_adaptive_softmax_weights sw = sm_weights(m);
+    hs_adaptive_softmax_forward(be, &m->ad, &sw, &m->plan_tgt, &m->sm_state, m->final, stats + HS_STAT_LOSS_SUM,
+                                stats + HS_TXL_STAT_TAIL_NLL);
+}
+
+/* ---- backward ----------------------------------------------------------------------------------------- */
+
+/* grad_h: ∂/∂hidden[l+1] in, ∂/∂hidden[l] out (the memory rows of c get none: detached). */
+static void layer_backward(hs_txl *m, int l, const pass *ps) {
+    const hs_backend *be = m->be;
+    const hs_params *p = m->params;
+    const txl_layer_params *w = &m->lp[l];
+    const txl_layer_acts *a = &m->acts[l];
+    const hs_txl_config *c = &m->cfg;
+    const int b = m->batch, qlen = m->qlen, mlen = ps->mlen, klen = ps->klen, T = b * qlen, K = b * klen;
+    const int D = c->d_model, nd = c->n_head * c->d_head, I = c->d_inner;
+    const size_t per_sample = (size_t)qlen * (size_t)D;
+    const hs_dropout_mask d_att = site_mask(ps->ctx, ps->first, layer_site(l, DROP_ATT), c->dropatt);
+    const hs_dropout_mask d_out = site_mask(ps->ctx, ps->first, layer_site(l, DROP_ATTN_OUT), c->dropout);
+    const hs_dropout_mask d_inner = site_mask(ps->ctx, ps->first, layer_site(l, DROP_FF_INNER), c->dropout);
+    const hs_dropout_mask d_ff = site_mask(ps->ctx, ps->first, layer_site(l, DROP_FF_OUT), c->dropout);
+    float *dh1; /* ∂/∂h' */
+
+    if (!c->pre_lnorm) {
+        /* second LN: grad_h = ∂/∂ff_sum = ∂/∂h' (residual) = ∂/∂(dropped FF output) */
+        hs_layernorm_backward(be, m->grad_h, hs_param_grad(p, w->ff_ln_g), hs_param_grad(p, w->ff_ln_b), m->grad_h,
+                              a->ff_sum, a->ln2_mean, a->ln2_rstd, hs_param_data(p, w->ff_ln_g), T, D);
+    }
+    const float *d2 = dropout_grad(be, &d_ff, m->grad_tmp, m->grad_h, b, per_sample);
+    hs_linear_backward(be, m->dff, hs_param_grad(p, w->ff2_w), hs_param_grad(p, w->ff2_b), d2, a->ff_act,
+                       hs_param_data(p, w->ff2_w), T, I, D);
+    if (d_inner.p > 0.0f) hs_dropout_backward(be, &d_inner, m->dff, m->dff, b, (size_t)qlen * (size_t)I);
+    hs_relu_backward(be, m->dff, m->dff, a->ff_act, (size_t)T * (size_t)I);
+    be->bias_grad(be, hs_param_grad(p, w->ff1_b), m->dff, T, I);
+    be->gemm(be, 1, 0, I, D, T, 1.0f, m->dff, I, a->ff_in, D, 1.0f, hs_param_grad(p, w->ff1_w), D);
+    if (c->pre_lnorm) {
+        /* ∂LN(h') = dff·W1, through the FF LayerNorm, plus the residual */
+        be->gemm(be, 0, 0, T, D, I, 1.0f, m->dff, I, hs_param_data(p, w->ff1_w), D, 0.0f, m->grad_h1, D);
+        hs_layernorm_backward(be, m->grad_h1, hs_param_grad(p, w->ff_ln_g), hs_param_grad(p, w->ff_ln_b), m->grad_h1,
+                              a->h1, a->ln2_mean, a->ln2_rstd, hs_param_data(p, w->ff_ln_g), T, D);
+        be->add_bias(be, m->grad_h1, m->grad_h, 1, T * D);
+        dh1 = m->grad_h1;
+    } else {
+        /* ∂h' = residual + dff·W1, then the first LN: ∂/∂attn_sum (= ∂/∂h_l and ∂/∂a) */
+        be->gemm(be, 0, 0, T, D, I, 1.0f, m->dff, I, hs_param_data(p, w->ff1_w), D, 1.0f, m->grad_h, D);
+        hs_layernorm_backward(be, m->grad_h, hs_param_grad(p, w->attn_ln_g), hs_param_grad(p, w->attn_ln_b), m->grad_h,
+                              a->attn_sum, a->ln1_mean, a->ln1_rstd, hs_param_data(p, w->attn_ln_g), T, D);
+        dh1 = m->grad_h;
+    }
+    /* a = dropout(ctx·Woᵀ): ∂ctx = ∂a·Wo, ∂Wo += ∂aᵀ·ctx */
+    const float *da = dropout_grad(be, &d_out, m->grad_tmp, dh1, b, per_sample);
+    be->gemm(be, 1, 0, D, nd, T, 1.0f, da, D, a->ctx, nd, 1.0f, hs_param_grad(p, w->o_w), nd);
+    be->gemm(be, 0, 0, T, nd, D, 1.0f, da, D, hs_param_data(p, w->o_w), nd, 0.0f, m->grad_ctx, nd);
+    const float scale = (float)(1.0 / sqrt((double)c->d_head));
+    hs_rel_attention_backward(be, m->dqkv, m->dr, hs_param_grad(p, m->r_w_bias), hs_param_grad(p, m->r_r_bias),
+                              m->grad_ctx, a->qkv, a->r, hs_param_data(p, m->r_w_bias), hs_param_data(p, m->r_r_bias),
+                              a->probs, b, qlen, mlen, c->n_head, c->d_head, ps->lower_shift, scale, d_att.p, d_att.key,
+                              ps->first);
+    /* r = pos'·Wrᵀ: ∂Wr += ∂rᵀ·pos' (the positions need no gradient) */
+    be->gemm(be, 1, 0, nd, D, klen, 1.0f, m->dr, nd, m->pos_drop, D, 1.0f, hs_param_grad(p, w->r_w), D);
+    /* qkv = c'·Wqkvᵀ: ∂Wqkv += ∂qkvᵀ·c', ∂c' = ∂qkv·Wqkv */
+    const float *in = c->pre_lnorm ? a->catn : a->cat_used;
+    be->gemm(be, 1, 0, 3 * nd, D, K, 1.0f, m->dqkv, 3 * nd, in, D, 1.0f, hs_param_grad(p, w->qkv_w), D);
+    be->gemm(be, 0, 0, K, D, 3 * nd, 1.0f, m->dqkv, 3 * nd, hs_param_data(p, w->qkv_w), D, 0.0f, m->dcat, D);
+    if (c->pre_lnorm) {
+        hs_layernorm_backward(be, m->dcat, hs_param_grad(p, w->attn_ln_g), hs_param_grad(p, w->attn_ln_b), m->dcat,
+                              a->cat_used, a->ln1_mean, a->ln1_rstd, hs_param_data(p, w->attn_ln_g), K, D);
+        be->copy(be, m->grad_h, m->grad_h1, (size_t)T * (size_t)D * sizeof(float));
+    }
+    /* ∂h_l = residual (grad_h) + the h_l rows of ∂c */
+    if (mlen == 0) {
+        be->add_bias(be, m->grad_h, m->dcat, 1, T * D);
+    } else {
+        for (int s = 0; s < b; s++)
+            be->add_bias(be, m->grad_h + (size_t)s * per_sample,
+                         m->dcat + ((size_t)s * (size_t)klen + (size_t)mlen) * (size_t)D, 1, (int)per_sample);
+    }
+}
+
+static void backward(hs_txl *m, const pass *ps) {
+    const hs_backend *be = m->be;
+    const hs_txl_config *c = &m->cfg;
+    const int b = m->batch, D = c->d_model;
+    const size_t per_sample = (size_t)m->qlen * (size_t)D;
+    const hs_adaptive_softmax_weights sw = sm_weights(m);
+    const hs_adaptive_softmax_grads sg = sm_grads(m);
+    hs_adaptive_softmax_backward(be, &m->ad, &sw, &sg, &m->plan_tgt, &m->sm_state, m->final,
+                                 (float)ps->ctx->loss_scale[0], m->grad_h);
+    const hs_dropout_mask d_final = site_mask(ps->ctx, ps->first, DROP_FINAL, c->dropout);
+    if (d_final.p > 0.0f) hs_dropout_backward(be, &d_final, m->grad_h, m->grad_h, b, per_sample);
+    for (int l = c->n_layer - 1; l >= 0; l--) layer_backward(m, l, ps);
+    const hs_dropout_mask d_emb = site_mask(ps->ctx, ps->first, DROP_EMB, c->dropout);
+    const float *demb = dropout_grad(be, &d_emb, m->grad_tmp, m->grad_h, b, per_sample);
+    const hs_adaptive_emb_weights ew = emb_weights(m);
+    const hs_adaptive_emb_grads eg = emb_grads(m);
+    hs_adaptive_embedding_backward(be, &m->ad, &ew, &eg, &m->plan_in, &m->emb_state, demb);
+}
+
+void hs_txl_forward_backward(hs_txl *m, const hs_txl_segment *seg, int64_t first_sample, const hs_step_ctx *ctx,
+                             double *stats) {
+    if (m->batch < 1) HS_FATAL(NULL, "hs_txl_forward_backward without a staged micro-batch");
+    const pass ps = make_pass(m, seg, ctx, first_sample);
+    if (ps.klen > m->max_qlen + m->max_mlen) HS_FATAL(NULL, "segment of %d keys; sized for %d", ps.klen, m->max_qlen + m->max_mlen);
+    forward(m, &ps, stats);
+    backward(m, &ps);
+    memory_update(m, seg, ps.mlen);
+}
+
+void hs_txl_evaluate(hs_txl *m, const hs_txl_segment *seg, double *stats) {
+    if (m->batch < 1) HS_FATAL(NULL, "hs_txl_evaluate without a staged micro-batch");
+    const pass ps = make_pass(m, seg, NULL, 0);
+    forward(m, &ps, stats);
+    memory_update(m, seg, ps.mlen);
+}
+
+void hs_txl_free(hs_txl *m) {
+    if (!m) return;
+    const hs_backend *be = m->be;
+    if (be) {
+        hs_adaptive_plan_free(be, &m->plan_in);
+        hs_adaptive_plan_free(be, &m->plan_tgt);
+        hs_adaptive_emb_state_free(be, &m->emb_state);
+        hs_adaptive_softmax_state_free(be, &m->sm_state);
+        float *bufs[] = {m->emb, m->final, m->pos, m->pos_drop, m->grad_h, m->grad_tmp, m->grad_h1,
+                         m->grad_ctx, m->dqkv, m->dcat, m->dr, m->dff};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) be->free(be, bufs[i]);
+        for (int l = 0; m->hidden && l <= m->cfg.n_layer; l++) be->free(be, m->hidden[l]);
+        for (int l = 0; m->acts && l < m->cfg.n_layer; l++) {
+            txl_layer_acts *a = &m->acts[l];
+            float *lb[] = {a->cat, a->catn, a->ln1_mean, a->ln1_rstd, a->qkv, a->r, a->probs, a->ctx, a->attn_sum,
+                           m->cfg.pre_lnorm ? NULL : a->h1, m->cfg.pre_lnorm ? a->ff_in : NULL, a->ln2_mean,
+                           a->ln2_rstd, a->ff_act, a->ff_sum};
+            for (size_t k = 0; k < sizeof lb / sizeof lb[0]; k++)
+                if (lb[k]) be->free(be, lb[k]);
+        }
+    }
+    free(m->ids_host);
+    free(m->tgt_host);
+    free(m->pos_host);
+    free(m->inv_freq);
+    free(m->hidden);
+    free(m->acts);
+    free(m->lp);
+    free(m);
+}

@@ -1,0 +1,148 @@
+/* Projected adaptive log-softmax (NVIDIA's ProjectedAdaptiveLogSoftmax), forward and backward
+ * (nn/adaptive.h). The head's logits are written as two column blocks of one [n, c_0 + n_clusters]
+ * matrix (shortlist words from W_0, cluster logits from cluster_weight), so the tied W_0 and
+ * cluster_weight stay separate tensors. Tail clusters see only their rows (gathered). */
+#include <string.h>
+
+#include "nn/adaptive.h"
+#include "util/check.h"
+
+/* Where the forward pass keeps what the backward pass reads (floats into st->saved). */
+typedef struct softmax_layout {
+    size_t ph0, logits0, logprobs0;            /* [n, d_0] (with a head projection), [n, hs], [n, hs] */
+    size_t hid[HS_ADAPTIVE_MAX_CLUSTERS];      /* tail i: gathered hidden rows [c, d_proj] */
+    size_t ph[HS_ADAPTIVE_MAX_CLUSTERS];       /* tail i: projected rows [c, d_i] (with a projection) */
+    size_t logits[HS_ADAPTIVE_MAX_CLUSTERS];   /* tail i: [c, size_i] */
+    size_t logprobs[HS_ADAPTIVE_MAX_CLUSTERS]; /* tail i: [c, size_i] */
+    size_t total;
+} softmax_layout;
+
+static softmax_layout layout_of(const hs_adaptive_dims *d, const hs_adaptive_plan *plan) {
+    softmax_layout L;
+    memset(&L, 0, sizeof L);
+    const size_t n = (size_t)plan->n, hs = (size_t)(d->ends[1] + d->n_clusters);
+    size_t o = 0;
+    L.ph0 = o;
+    if (hs_adaptive_has_proj(d, 0)) o += n * (size_t)d->d_embed;
+    L.logits0 = o;
+    o += n * hs;
+    L.logprobs0 = o;
+    o += n * hs;
+    for (int i = 1; i <= d->n_clusters; i++) {
+        const size_t c = (size_t)plan->count[i], size = (size_t)hs_adaptive_cluster_size(d, i);
+        L.hid[i] = o;
+        o += c * (size_t)d->d_proj;
+        L.ph[i] = o;
+        if (hs_adaptive_has_proj(d, i)) o += c * (size_t)hs_adaptive_cluster_dim(d, i);
+        L.logits[i] = o;
+        o += c * size;
+        L.logprobs[i] = o;
+        o += c * size;
+    }
+    L.total = o;
+    return L;
+}
+
+void hs_adaptive_softmax_forward(const hs_backend *be, const hs_adaptive_dims *d, const hs_adaptive_softmax_weights *w,
+                                 const hs_adaptive_plan *plan, hs_adaptive_softmax_state *st, const float *hidden,
+                                 double *head_stats, double *tail_stats) {
+    const int n = plan->n, dp = d->d_proj, c0 = d->ends[1], nc = d->n_clusters, hs = c0 + nc;
+    if (n == 0) return;
+    const softmax_layout L = layout_of(d, plan);
+    hs_workspace_reserve(be, &st->saved, L.total * sizeof(float));
+    float *base = st->saved.ptr;
+
+    /* head: h0[n, d_0] = hidden·P_0 (F.linear(hidden, P_0ᵀ)), logits = h0·[W_0; C]ᵀ + [b_0; c_b] */
+    const int d0 = hs_adaptive_cluster_dim(d, 0);
+    const float *h0 = hidden;
+    if (hs_adaptive_has_proj(d, 0)) {
+        be->gemm(be, 0, 0, n, d0, dp, 1.0f, hidden, dp, w->proj[0], d0, 0.0f, base + L.ph0, d0);
+        h0 = base + L.ph0;
+    }
+    float *logits = base + L.logits0;
+    be->gemm(be, 0, 1, n, c0, d0, 1.0f, h0, d0, w->weight[0], d0, 0.0f, logits, hs);
+    be->add_bias_strided(be, logits, hs, w->bias[0], n, c0);
+    if (nc > 0) {
+        be->gemm(be, 0, 1, n, nc, d0, 1.0f, h0, d0, w->cluster_weight, d0, 0.0f, logits + c0, hs);
+        be->add_bias_strided(be, logits + c0, hs, w->cluster_bias, n, nc);
+    }
+    be->log_softmax_nll_forward(be, base + L.logprobs0, logits, plan->head_labels, n, hs, head_stats);
+
+    /* tails: only the rows whose target falls in cluster i */
+    for (int i = 1; i <= nc; i++) {
+        const int c = plan->count[i], di = hs_adaptive_cluster_dim(d, i), size = hs_adaptive_cluster_size(d, i);
+        if (c == 0) continue;
+        float *hid = base + L.hid[i];
+        be->gather_rows(be, hid, hidden, plan->rows + plan->offset[i], c, dp, n, 0);
+        const float *hi = hid;
+        if (hs_adaptive_has_proj(d, i)) {
+            be->gemm(be, 0, 0, c, di, dp, 1.0f, hid, dp, w->proj[i], di, 0.0f, base + L.ph[i], di);
+            hi = base + L.ph[i];
+        }
+        hs_linear_forward(be, base + L.logits[i], hi, w->weight[i], w->bias[i], c, di, size);
+        be->log_softmax_nll_forward(be, base + L.logprobs[i], base + L.logits[i], plan->local + plan->offset[i], c, size,
+                                    tail_stats);
+    }
+}
+
+void hs_adaptive_softmax_backward(const hs_backend *be, const hs_adaptive_dims *d, const hs_adaptive_softmax_weights *w,
+                                  const hs_adaptive_softmax_grads *g, const hs_adaptive_plan *plan,
+                                  hs_adaptive_softmax_state *st, const float *hidden, float scale, float *dhidden) {
+    const int n = plan->n, dp = d->d_proj, c0 = d->ends[1], nc = d->n_clusters, hs = c0 + nc;
+    if (n == 0) return;
+    const softmax_layout L = layout_of(d, plan);
+    float *base = st->saved.ptr;
+    const int d0 = hs_adaptive_cluster_dim(d, 0);
+    int max_count = 0;
+    for (int i = 1; i <= nc; i++)
+        if (plan->count[i] > max_count) max_count = plan->count[i];
+    hs_workspace_reserve(be, &st->grad,
+                         ((size_t)n * (size_t)d0 + (size_t)max_count * (size_t)(d->d_embed + dp)) * sizeof(float));
+    float *scratch = st->grad.ptr;
+
+    /* head: dlogits (into the logits buffer, free after the forward) = scale·(softmax - onehot) */
+    float *dlogits = base + L.logits0;
+    be->log_softmax_nll_backward(be, dlogits, base + L.logprobs0, plan->head_labels, n, hs, scale);
+    const int proj0 = hs_adaptive_has_proj(d, 0);
+    const float *h0 = proj0 ? base + L.ph0 : hidden;
+    /* ∂W_0[c0, d0] += dlogits[:, :c0]ᵀ·h0, ∂b_0 += Σ; the same for the cluster block */
+    be->gemm(be, 1, 0, c0, d0, n, 1.0f, dlogits, hs, h0, d0, 1.0f, g->weight[0], d0);
+    be->bias_grad_strided(be, g->bias[0], dlogits, hs, n, c0);
+    /* ∂h0[n, d0] = dlogits[:, :c0]·W_0 + dlogits[:, c0:]·C */
+    float *dh0 = proj0 ? scratch : dhidden;
+    be->gemm(be, 0, 0, n, d0, c0, 1.0f, dlogits, hs, w->weight[0], d0, 0.0f, dh0, d0);
+    if (nc > 0) {
+        be->gemm(be, 1, 0, nc, d0, n, 1.0f, dlogits + c0, hs, h0, d0, 1.0f, g->cluster_weight, d0);
+        be->bias_grad_strided(be, g->cluster_bias, dlogits + c0, hs, n, nc);
+        be->gemm(be, 0, 0, n, d0, nc, 1.0f, dlogits + c0, hs, w->cluster_weight, d0, 1.0f, dh0, d0);
+    }
+    if (proj0) {
+        /* h0 = hidden·P_0: ∂P_0[dp, d0] += hiddenᵀ·∂h0, ∂hidden = ∂h0·P_0ᵀ */
+        be->gemm(be, 1, 0, dp, d0, n, 1.0f, hidden, dp, dh0, d0, 1.0f, g->proj[0], d0);
+        be->gemm(be, 0, 1, n, dp, d0, 1.0f, dh0, d0, w->proj[0], d0, 0.0f, dhidden, dp);
+    }
+
+    for (int i = 1; i <= nc; i++) {
+        const int c = plan->count[i], di = hs_adaptive_cluster_dim(d, i), size = hs_adaptive_cluster_size(d, i);
+        if (c == 0) continue;
+        const int proj = hs_adaptive_has_proj(d, i);
+        float *dl = base + L.logits[i];
+        be->log_softmax_nll_backward(be, dl, base + L.logprobs[i], plan->local + plan->offset[i], c, size, scale);
+        const float *hid = base + L.hid[i], *hi = proj ? base + L.ph[i] : hid;
+        float *dhi = scratch;                                       /* [c, d_i] */
+        float *dhid = scratch + (size_t)max_count * (size_t)d->d_embed; /* [c, d_proj] */
+        hs_linear_backward(be, dhi, g->weight[i], g->bias[i], dl, hi, w->weight[i], c, di, size);
+        const float *rows_grad = dhi;
+        if (proj) {
+            be->gemm(be, 1, 0, dp, di, c, 1.0f, hid, dp, dhi, di, 1.0f, g->proj[i], di);
+            be->gemm(be, 0, 1, c, dp, di, 1.0f, dhi, di, w->proj[i], di, 0.0f, dhid, dp);
+            rows_grad = dhid;
+        }
+        be->scatter_add_rows(be, dhidden, rows_grad, plan->rows + plan->offset[i], c, dp, n);
+    }
+}
+
+void hs_adaptive_softmax_state_free(const hs_backend *be, hs_adaptive_softmax_state *st) {
+    hs_workspace_release(be, &st->saved);
+    hs_workspace_release(be, &st->grad);
+}
