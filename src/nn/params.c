@@ -1,6 +1,7 @@
 #include "nn/params.h"
 
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "util/check.h"
@@ -52,7 +53,33 @@ void hs_params_free(hs_params *p) {
         p->be->free(p->be, p->table);
     }
     free(p->tensors);
+    for (int i = 0; i < p->n_buffers; i++) free(p->buffers[i].host);
+    free(p->buffers);
+    free(p->aliases);
     memset(p, 0, sizeof *p);
+}
+
+void hs_params_add_alias(hs_params *p, const char *name, int target) {
+    if (target < 0 || target >= p->count || strlen(name) >= HS_NAME_MAX)
+        HS_FATAL(NULL, "alias '%s' of tensor %d (table of %d)", name, target, p->count);
+    HS_REALLOC(p->aliases, p->n_aliases + 1);
+    hs_param_alias *a = &p->aliases[p->n_aliases++];
+    snprintf(a->name, sizeof a->name, "%s", name);
+    a->target = target;
+}
+
+void hs_params_add_buffer(hs_params *p, const char *name, int ndim, const int64_t *shape, const float *values) {
+    if (ndim < 1 || ndim > HS_MAX_DIMS || strlen(name) >= HS_NAME_MAX)
+        HS_FATAL(NULL, "buffer '%s' with %d dimensions", name, ndim);
+    HS_REALLOC(p->buffers, p->n_buffers + 1);
+    hs_param_buffer *b = &p->buffers[p->n_buffers++];
+    memset(b, 0, sizeof *b);
+    snprintf(b->name, sizeof b->name, "%s", name);
+    b->ndim = ndim;
+    b->numel = 1;
+    for (int d = 0; d < ndim; d++) b->numel *= (size_t)(b->shape[d] = shape[d]);
+    HS_ALLOC(b->host, b->numel ? b->numel : 1);
+    memcpy(b->host, values, b->numel * sizeof(float));
 }
 
 int hs_params_find(const hs_params *p, const char *name) {

@@ -21,6 +21,21 @@ typedef struct hs_tensor_info {
     int weight_decay;  /* 1 if weight decay applies (optimizers that exclude bias/LayerNorm use it) */
 } hs_tensor_info;
 
+/* Keys a PyTorch state_dict of the model holds besides the table's tensors, written into checkpoints'
+ * /model so that load_state_dict(strict=True) reads them; loading ignores them. An alias is a second
+ * name of a table tensor (tied weights that PyTorch lists twice); a buffer is a constant (host copy). */
+typedef struct hs_param_alias {
+    char name[HS_NAME_MAX];
+    int target; /* index into tensors */
+} hs_param_alias;
+typedef struct hs_param_buffer {
+    char name[HS_NAME_MAX];
+    int ndim;
+    int64_t shape[HS_MAX_DIMS];
+    size_t numel;
+    float *host;
+} hs_param_buffer;
+
 typedef struct hs_params {
     hs_tensor_info *tensors;
     int count, capacity;
@@ -30,6 +45,9 @@ typedef struct hs_params {
     hs_tensor_span *table; /* device [count]: offset, numel, decay flag of every tensor, uploaded once by
                             * hs_params_allocate, read by the multi-tensor ops (norms, clipping, optimizers) */
     const hs_backend *be;
+    hs_param_alias *aliases;   /* [n_aliases] */
+    hs_param_buffer *buffers;  /* [n_buffers] */
+    int n_aliases, n_buffers;
 } hs_params;
 
 /* Declare a tensor before hs_params_allocate; returns its index. */
@@ -37,6 +55,10 @@ int hs_params_declare(hs_params *p, const char *name, int ndim, const int64_t *s
 /* Allocate data and grad (zeroed) on the backend and upload the tensor table. */
 void hs_params_allocate(hs_params *p, const hs_backend *be);
 void hs_params_free(hs_params *p);
+/* A second state_dict name for tensor `target` (checkpoints write it too). */
+void hs_params_add_alias(hs_params *p, const char *name, int target);
+/* A constant state_dict buffer (values copied). */
+void hs_params_add_buffer(hs_params *p, const char *name, int ndim, const int64_t *shape, const float *values);
 /* Index of a tensor by name, -1 if absent. */
 int hs_params_find(const hs_params *p, const char *name);
 static inline float *hs_param_data(const hs_params *p, int i) { return p->data + p->tensors[i].offset; }

@@ -89,7 +89,8 @@ struct hs_task {
     /* Start of a pass over a split: forget the carried state of that split (train: at epoch start unless
      * resuming inside the epoch; valid/test: before every evaluation, which keeps training's state). */
     void (*stream_reset)(hs_task *t, hs_split split);
-    /* Tokens each sample of a micro-batch predicts (for tokens/s; stream tasks vary it per segment). */
+    /* Tokens a whole host micro-batch of `count` samples predicts (for tokens/s; stream tasks vary it per
+     * segment); NULL: count · tokens_per_sample. */
     int64_t (*batch_tokens)(hs_task *t, const void *host_buf, int count);
 
     /* ---- state for exact resume (optional) ------------------------------------------------------ */

@@ -537,6 +537,19 @@ hs_task *hs_txl_task_create(const hs_config *cfg, const hs_comm *comm, const hs_
     x->model = hs_txl_create(&t->params, c, max_batch, x->max_qlen, max_mlen);
     hs_params_allocate(&t->params, be);
     hs_txl_setup(x->model);
+    /* Checkpoints carry the state_dict keys PyTorch lists besides the table (tied tail projections under
+     * their crit.* name, pos_emb.inv_freq), so MemTransformerLM.load_state_dict(strict=True) reads /model. */
+    {
+        const char *alias[64], *target[64];
+        int n = hs_txl_state_dict_aliases(x->model, alias, target, 64);
+        for (int i = 0; i < n; i++) hs_params_add_alias(&t->params, alias[i], hs_params_find(&t->params, target[i]));
+        float *inv;
+        HS_ALLOC(inv, c->d_model / 2);
+        hs_txl_inv_freq(c->d_model, inv);
+        const int64_t half = c->d_model / 2;
+        hs_params_add_buffer(&t->params, "pos_emb.inv_freq", 1, &half, inv);
+        free(inv);
+    }
     x->stream[HS_SPLIT_TRAIN].mem = hs_txl_memory_create(be, c->n_layer, c->d_model, train_cols, c->mem_len);
     x->stream[HS_SPLIT_VALID].mem = hs_txl_memory_create(be, c->n_layer, c->d_model, eval_cols, c->eval_mem_len);
     x->stream[HS_SPLIT_TEST].mem = x->stream[HS_SPLIT_VALID].mem; /* both reset before every pass */

@@ -160,6 +160,31 @@ static void write_tensors(hid_t loc, const hs_params *params, const float *flat,
     }
 }
 
+static void write_float_dataset(hid_t loc, const char *name, int ndim, const int64_t *shape, const float *host) {
+    hsize_t dims[HS_MAX_DIMS];
+    for (int d = 0; d < ndim; d++) dims[d] = (hsize_t)shape[d];
+    hid_t space = (hid_t)HS_H5(H5Screate_simple(ndim, dims, NULL), NULL);
+    hid_t dset = (hid_t)HS_H5(H5Dcreate2(loc, name, H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                              H5_HINT);
+    HS_H5(H5Dwrite(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, host), H5_HINT);
+    HS_H5(H5Dclose(dset), NULL);
+    HS_H5(H5Sclose(space), NULL);
+}
+
+/* The state_dict keys besides the table (tied weights under their second name, constant buffers), so a
+ * PyTorch model loads /model with strict=True. */
+static void write_state_dict_extras(hid_t model, const hs_params *params, float *host) {
+    for (int i = 0; i < params->n_aliases; i++) {
+        const hs_tensor_info *t = &params->tensors[params->aliases[i].target];
+        params->be->download(params->be, host, params->data + t->offset, t->numel * sizeof(float));
+        write_float_dataset(model, params->aliases[i].name, t->ndim, t->shape, host);
+    }
+    for (int i = 0; i < params->n_buffers; i++) {
+        const hs_param_buffer *b = &params->buffers[i];
+        write_float_dataset(model, b->name, b->ndim, b->shape, b->host);
+    }
+}
+
 static void write_config_text(hid_t file, const char *text) {
     hid_t t = vlen_string_type();
     hid_t space = (hid_t)HS_H5(H5Screate(H5S_SCALAR), NULL);
@@ -201,6 +226,7 @@ static void write_checkpoint_file(const char *path, const hs_params *params, con
 
     hid_t model = (hid_t)HS_H5(H5Gcreate2(file, "model", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5_HINT);
     write_tensors(model, params, params->data, host);
+    write_state_dict_extras(model, params, host);
     HS_H5(H5Gclose(model), NULL);
     if (state && hs_fault_fires(HS_FAULT_CKPT_DIE, state->num_updates)) {
         HS_H5(H5Fflush(file, H5F_SCOPE_GLOBAL), H5_HINT); /* a realistic half-written file */

@@ -5,7 +5,8 @@
 #    (the same columns, memories and dropout masks; only the order of float sums differs: <= 1e-5);
 #  - exact resume: stopping after update 6 (mid-epoch) and resuming from that checkpoint gives the model of
 #    the uninterrupted run bit for bit, memories included; resuming it on 1 rank x update_freq 2 gives
-#    the same model to summation order.
+#    the same model to summation order;
+#  - the checkpoint's /model loads into a PyTorch MemTransformerLM with load_state_dict(strict=True).
 . "${top_srcdir:-.}/tests/lib.sh"
 . "$top_srcdir/tests/ref/txl_corpus.sh"
 "$HETSEQ" --version >/dev/null 2>&1 || skip "the hetseq binary is not built yet"
@@ -62,4 +63,23 @@ PY
 "$PYTHON_TORCH" compare.py two/checkpoint_1_12.h5 one/checkpoint_1_12.h5 close || fail "1 rank x 2 micro-batches != 2 ranks"
 "$PYTHON_TORCH" compare.py two/checkpoint_1_12.h5 resumed/checkpoint_1_12.h5 exact || fail "resume is not exact"
 "$PYTHON_TORCH" compare.py two/checkpoint_1_12.h5 resumed1/checkpoint_1_12.h5 close || fail "resume on 1 rank differs"
+
+cat > load_torch.py <<'PY'
+import sys
+import h5py
+import numpy as np
+import torch
+sys.path.insert(0, sys.argv[1])
+from txl_torch import MemTransformerLM
+
+with h5py.File(sys.argv[3], "r") as f:
+    n_token = int(f.attrs["vocab_size"])
+model = MemTransformerLM(n_token, n_layer=2, n_head=2, d_model=16, d_head=8, d_inner=32, cutoffs=[20, 60], div_val=2)
+with h5py.File(sys.argv[2], "r") as f:
+    sd = {k: torch.from_numpy(np.asarray(v[()])) for k, v in f["model"].items()}
+model.load_state_dict(sd, strict=True)
+print("ok: %d state_dict entries load with strict=True" % len(sd))
+PY
+"$PYTHON_TORCH" load_torch.py "$top_srcdir/tests/ref" two/checkpoint_1_12.h5 data/lm.h5 ||
+  fail "the checkpoint does not load into PyTorch's MemTransformerLM with strict=True"
 pass
