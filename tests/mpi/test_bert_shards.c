@@ -6,19 +6,23 @@
  *
  *   test_bert_shards verify PATH SPLIT NUM_FILE L P VOCAB REF.bin
  *       REF.bin: the writer's --dump of the files PATH/SPLIT selects (first NUM_FILE when > 0: the
- *       prefix of the dump); prints "ok: R rank(s) ..." on success
+ *       prefix of the dump). Also checks micro-batches that span many files while the other ranks'
+ *       cover other files or nothing (EMPTY). Prints "ok: R rank(s) ..." on success, then how many
+ *       MPI-IO opens of shard files the reads made and how many files may stay open at once
+ *       ("file opens N, at most M open")
  *   test_bert_shards scan PATH SPLIT VOCAB
  *       opens and reads every row in micro-batches of 16, rank-strided, as training would; prints the
  *       number of rows and a checksum (the shell tests use it to see the reader's error messages)
  *   test_bert_shards repack ARGS...
  *       exactly `hetseq prep repack ARGS...`
- *   test_bert_shards bench PATH SPLIT BATCH READS
- *       read throughput as training sees it: each rank reads READS micro-batches of BATCH rows at
- *       batch-aligned offsets in shuffled order (the sampler's pattern); prints rows/s over all ranks */
+ *   test_bert_shards bench PATH SPLIT BATCH EPOCHS
+ *       reading as training reads: every epoch, the micro-batches of BATCH rows at batch-aligned
+ *       offsets in a new shuffled order, dealt to the ranks in turn (ranks past the last batch read an
+ *       EMPTY one); prints the time of the open and of every epoch per micro-batch */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <sys/resource.h>
 
 #include "comm/comm.h"
 #include "data/bert_shards.h"
@@ -121,12 +125,25 @@ static int verify(const hs_comm *comm, int argc, char **argv) {
             seen[my_first + k]++;
         }
     }
-    /* every rank EMPTY (no file touched), then rank 0 alone reads everything (every file) */
+    /* every rank EMPTY (no file touched), then each rank in turn alone reads everything (every file)
+     * while the others are EMPTY */
     hs_bert_shards_read(s, 0, 0, vocab, buf);
     hs_bert_shards_read(s, 0, 0, vocab, NULL);
-    int all = comm->rank == 0 ? (int)n : 0;
-    hs_bert_shards_read(s, 0, all, vocab, buf);
-    for (int k = 0; k < all; k++) compare_row(buf, k, k, ref, L, P);
+    for (int reader = 0; reader < comm->size; reader++) {
+        int all = comm->rank == reader ? (int)n : 0;
+        hs_bert_shards_read(s, 0, all, vocab, buf);
+        for (int k = 0; k < all; k++) compare_row(buf, k, k, ref, L, P);
+    }
+    /* Spans of many files at once: rank r reads the r-th of `size` equal parts of the rows (all ranks
+     * at once, together every file), then the same parts in reverse rank order with every other rank
+     * EMPTY, so the files of one read are partly touched by one rank only. */
+    for (int pass = 0; pass < 2; pass++) {
+        int part = pass == 0 ? comm->rank : comm->size - 1 - comm->rank;
+        int64_t a = n * part / comm->size, e = n * (part + 1) / comm->size;
+        int c = pass == 1 && comm->rank % 2 == 1 ? 0 : (int)(e - a);
+        hs_bert_shards_read(s, a, c, vocab, buf);
+        for (int k = 0; k < c; k++) compare_row(buf, k, a + k, ref, L, P);
+    }
 
     MPI_Allreduce(MPI_IN_PLACE, seen, (int)n, MPI_INT, MPI_SUM, comm->world);
     for (int64_t i = 0; i < n; i++) CHECK(seen[i] == 1, "row %lld read %d times over all ranks", (long long)i, seen[i]);
@@ -135,8 +152,9 @@ static int verify(const hs_comm *comm, int argc, char **argv) {
     MPI_Allreduce(MPI_IN_PLACE, &total_labelled, 1, MPI_LONG_LONG, MPI_SUM, comm->world);
     if (comm->rank == 0)
         printf("ok: %d rank(s): %lld rows of %d file(s) (L %d, P %d) verified, %lld labelled tokens, %d reads with "
-               "%d EMPTY on rank 0, no-collective cause 0\n",
-               comm->size, (long long)n, hs_bert_shards_num_files(s), L, P, total_labelled, reads, empties);
+               "%d EMPTY on rank 0, no-collective cause 0\nfile opens %lld, at most %d open\n",
+               comm->size, (long long)n, hs_bert_shards_num_files(s), L, P, total_labelled, reads, empties,
+               (long long)hs_bert_shards_file_opens(s), hs_bert_shards_max_open(s));
     hs_bert_shards_close(s);
     free(seen);
     free(buf);
@@ -168,37 +186,50 @@ static int scan(const hs_comm *comm, int argc, char **argv) {
 }
 
 static int bench(const hs_comm *comm, int argc, char **argv) {
-    CHECK(argc == 6, "usage: test_bert_shards bench PATH SPLIT BATCH READS");
+    CHECK(argc == 6, "usage: test_bert_shards bench PATH SPLIT BATCH EPOCHS");
+    MPI_Barrier(comm->world);
+    double t_open = MPI_Wtime();
     hs_bert_shards *s = hs_bert_shards_open(argv[2], argv[3], 0, comm->io);
-    int L = hs_bert_shards_seq_len(s), P = hs_bert_shards_max_pred(s), batch = atoi(argv[4]), reads = atoi(argv[5]);
+    MPI_Barrier(comm->world);
+    t_open = MPI_Wtime() - t_open;
+    int L = hs_bert_shards_seq_len(s), P = hs_bert_shards_max_pred(s), batch = atoi(argv[4]), epochs = atoi(argv[5]);
     int64_t n = hs_bert_shards_num_samples(s), nbatches = n / batch;
-    CHECK(nbatches >= 1, "fewer rows than one batch");
+    CHECK(nbatches >= 1 && epochs >= 1, "fewer rows than one batch, or no epoch");
     void *buf = malloc(hs_bert_batch_bytes(batch, L, P));
-    CHECK(buf, "out of memory");
-    uint64_t x = 88172645463325252ull; /* xorshift: the same shuffled batch order on every rank */
-    MPI_Barrier(comm->world);
-    struct timespec c0, c1;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
-    double t0 = MPI_Wtime();
-    for (int i = 0; i < reads; i++) {
-        int64_t pick = 0;
-        for (int r = 0; r < comm->size; r++) {
-            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-            if (r == comm->rank) pick = (int64_t)(x % (uint64_t)nbatches);
-        }
-        hs_bert_shards_read(s, pick * batch, batch, 0, buf);
-    }
-    double dt = MPI_Wtime() - t0;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
-    /* CPU seconds of rank 0's reads: less disturbed than wall time on a shared machine */
-    double cpu = (double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec);
-    MPI_Barrier(comm->world);
+    int64_t *order = malloc((size_t)nbatches * sizeof *order);
+    CHECK(buf && order, "out of memory");
+    const int64_t reads = (nbatches + comm->size - 1) / comm->size; /* per rank and epoch */
     if (comm->rank == 0)
-        printf("bench: %d rank(s), %lld rows, %d reads of %d rows per rank: %.3f s, %.0f rows/s, rank 0 CPU %.3f s "
-               "= %.0f rows per CPU second, no-collective cause 0x%x\n",
-               comm->size, (long long)n, reads, batch, dt, (double)reads * batch * comm->size / dt, cpu,
-               (double)reads * batch / cpu, hs_bert_shards_no_collective_cause(s));
+        printf("bench: %d rank(s), %lld rows of %d file(s), %lld micro-batches of %d rows per epoch: open %.3f s\n",
+               comm->size, (long long)n, hs_bert_shards_num_files(s), (long long)nbatches, batch, t_open);
+    uint64_t x = 88172645463325252ull; /* xorshift: the same shuffled order on every rank */
+    for (int64_t i = 0; i < nbatches; i++) order[i] = i;
+    for (int ep = 1; ep <= epochs; ep++) {
+        for (int64_t i = nbatches - 1; i > 0; i--) { /* Fisher-Yates */
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            int64_t j = (int64_t)(x % (uint64_t)(i + 1)), t = order[i];
+            order[i] = order[j], order[j] = t;
+        }
+        int64_t opens0 = hs_bert_shards_file_opens(s);
+        MPI_Barrier(comm->world);
+        double t0 = MPI_Wtime();
+        for (int64_t r = 0; r < reads; r++) {
+            int64_t k = r * comm->size + comm->rank;
+            hs_bert_shards_read(s, k < nbatches ? order[k] * batch : 0, k < nbatches ? batch : 0, 0, buf);
+        }
+        MPI_Barrier(comm->world);
+        double dt = MPI_Wtime() - t0;
+        if (comm->rank == 0)
+            printf("bench: epoch %d: %lld reads per rank, %.3f ms per micro-batch, %lld file opens\n", ep,
+                   (long long)reads, 1e3 * dt / (double)reads, (long long)(hs_bert_shards_file_opens(s) - opens0));
+    }
+    struct rusage ru;
+    CHECK(getrusage(RUSAGE_SELF, &ru) == 0, "getrusage failed");
+    if (comm->rank == 0)
+        printf("bench: at most %d files open, rank 0 peak memory %.0f MB, no-collective cause 0x%x\n",
+               hs_bert_shards_max_open(s), (double)ru.ru_maxrss / 1024.0, hs_bert_shards_no_collective_cause(s));
     hs_bert_shards_close(s);
+    free(order);
     free(buf);
     return 0;
 }

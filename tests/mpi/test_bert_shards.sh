@@ -1,9 +1,10 @@
 # A user has a directory of NVIDIA-format BERT shards (written here by an independent h5py writer the
 # way create_pretraining_data.py writes them: gzip, automatic chunks, int32/int8) and reads them on 1, 2
 # and 3 ranks: every value matches the writer's reference, micro-batches straddle file boundaries,
-# EMPTY ones join the collective reads, and the reads stay collective. The split filter, HetSeq's
-# file order (x_10 before x_2), num_file and a single-file path select what HetSeq would select, and
-# the slow-layout warning is printed once.
+# EMPTY ones join the collective reads, the reads stay collective and each file is opened once (or,
+# under a low descriptor limit, reopened least recently used first). The split filter, HetSeq's file
+# order (x_10 before x_2), num_file and a single-file path select what HetSeq would select, and the
+# slow-layout warning is printed once.
 . "$top_srcdir/tests/lib.sh"
 PY=/usr/bin/python3
 PROG="$top_builddir/tests/mpi/test_bert_shards"
@@ -33,8 +34,8 @@ grep "^ok: 2 rank(s): 310 rows of 3 file(s)" num.log || { cat num.log; fail "num
 mpi 3 "$PROG" verify shards/x_test_0.hdf5 training 1 128 20 30522 test.ref > one.log 2>&1 || { cat one.log; fail "one file"; }
 grep "^ok: 3 rank(s): 50 rows of 1 file(s)" one.log || { cat one.log; fail "one file: wrong rows"; }
 
-# 70 small shards: more than the reader keeps open at once (64), so files are closed and reopened
-# between and within reads, identically on every rank
+# 70 small shards, read in micro-batches that straddle files and in spans of many files while other
+# ranks read other files or nothing: each file is opened once and stays open, however often it is read
 "$PY" - <<'PYEOF' > many.rows || fail "python failed"
 print(",".join(str(1 + (i * 7) % 5) for i in range(70)))
 PYEOF
@@ -43,5 +44,21 @@ PYEOF
 for n in 2 3; do
   mpi $n "$PROG" verify many training 0 16 3 500 many.ref > many$n.log 2>&1 || { cat many$n.log; fail "70 files, $n ranks"; }
   grep "^ok: $n rank(s): [0-9]* rows of 70 file(s)" many$n.log || { cat many$n.log; fail "70 files: no success line"; }
+  grep -q "^file opens 70, at most 70 open" many$n.log || { cat many$n.log; fail "70 files, $n ranks: each file should be opened once"; }
 done
+hard=$(ulimit -H -n)
+# A descriptor limit of 160 (soft and hard) lets a reader keep 40 files open: the others are closed and
+# reopened, least recently used first, identically on every rank, and every value still matches.
+if [ "$hard" = unlimited ] || [ "$hard" -ge 160 ]; then
+  (ulimit -n 160 && mpi 3 "$PROG" verify many training 0 16 3 500 many.ref) > lru.log 2>&1 || { cat lru.log; fail "70 files under ulimit -n 160"; }
+  grep "^ok: 3 rank(s): [0-9]* rows of 70 file(s)" lru.log || { cat lru.log; fail "ulimit -n 160: no success line"; }
+  grep -q "^file opens [0-9]*, at most 40 open" lru.log || { cat lru.log; fail "ulimit -n 160: expected at most 40 open files"; }
+  opens=$(sed -n 's/^file opens \([0-9]*\),.*/\1/p' lru.log)
+  [ "$opens" -gt 70 ] || { cat lru.log; fail "ulimit -n 160: 70 files read repeatedly with 40 open need reopens"; }
+fi
+# A low soft limit (100) below a higher hard limit is raised for the files (4 descriptors per file).
+if [ "$hard" = unlimited ] || [ "$hard" -ge 280 ]; then
+  (ulimit -S -n 100 && mpi 3 "$PROG" verify many training 0 16 3 500 many.ref) > soft.log 2>&1 || { cat soft.log; fail "ulimit -S -n 100"; }
+  grep -q "^file opens 70, at most 70 open" soft.log || { cat soft.log; fail "ulimit -S -n 100: the soft limit should be raised"; }
+fi
 pass

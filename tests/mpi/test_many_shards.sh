@@ -1,8 +1,9 @@
 # A user pretrains BERT on data that comes as many small shard files (NVIDIA's phase-1 data is hundreds
-# to thousands of files): 200 training shards of 1 to 5 rows and 40 test shards, more than the reader
-# keeps open at once (64), on 3 ranks with shuffled micro-batches that straddle file boundaries. The
-# model after a few updates, with validation, is the same (h5compare 1e-5) as from the same rows in
-# 2 training files and 1 test file, and so is the loss trajectory.
+# to thousands of files): 200 training shards of 1 to 5 rows and 40 test shards, on 3 ranks with
+# shuffled micro-batches that straddle file boundaries. The model after a few updates, with validation,
+# is the same (h5compare 1e-5) as from the same rows in 2 training files and 1 test file, and so is the
+# loss trajectory; also with a descriptor limit (ulimit -n 400) under which the training reader keeps
+# only 100 of its 200 files open and reopens the others.
 . "$top_srcdir/tests/lib.sh"
 PY=/usr/bin/python3
 "$PY" -c 'import h5py, numpy' 2>/dev/null || skip "no h5py + numpy for $PY"
@@ -46,6 +47,12 @@ run() { # dir path
 }
 run from_many many
 run from_few few
+hard=$(ulimit -H -n)
+if [ "$hard" = unlimited ] || [ "$hard" -ge 400 ]; then
+  (ulimit -n 400 && run from_many_lru many) || exit 1
+  "$CMP" from_few/checkpoint_last.h5 from_many_lru/checkpoint_last.h5 1e-5 \
+    || fail "200 shard files, 100 open at a time != the same rows in 2 files"
+fi
 grep -q "valid on 'test' subset" from_many.log || { cat from_many.log; fail "no validation ran"; }
 grep -q "num_updates=6," from_many.log || { cat from_many.log; fail "expected 6 updates"; }
 "$CMP" from_few/checkpoint_last.h5 from_many/checkpoint_last.h5 1e-5 || fail "200 shard files != the same rows in 2 files"
