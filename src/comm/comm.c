@@ -1,13 +1,31 @@
 #include "comm/comm.h"
 
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/check.h"
 #include "util/log.h"
 
+/* Open MPI 4.1.0 to 4.1.4 (Debian 12 ships 4.1.4): OMPIO's data sieving for reads returns wrong bytes for
+ * collective reads whose pieces do not come in ascending order of their ends (open-mpi/ompi issue 10546,
+ * fixed in 4.1.5) — silently wrong training data. tests/mpi/test_lm_data.c sees it with 3 ranks. Turning
+ * read sieving off is the workaround given there; set before MPI starts, it covers every file hetseq
+ * reads (BERT shards, the MNIST file, language-model tokens). A user's own setting is kept.
+ * MPI_Get_library_version may be called before MPI_Init. */
+static void avoid_ompio_sieving_bug(void) {
+    char version[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0, major = 0, minor = 0, patch = 0;
+    if (MPI_Get_library_version(version, &len) != MPI_SUCCESS) return;
+    const char *v = strstr(version, "Open MPI v");
+    if (!v || sscanf(v, "Open MPI v%d.%d.%d", &major, &minor, &patch) != 3) return;
+    if (major == 4 && minor == 1 && patch <= 4) setenv("OMPI_MCA_fbtl_posix_read_datasieving", "0", 0);
+}
+
 void hs_comm_init(hs_comm *c, int *argc, char ***argv) {
     memset(c, 0, sizeof *c);
+    avoid_ompio_sieving_bug();
     int provided = 0;
     HS_CHECK_MPI(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided),
                  "MPI could not start; check the mpirun/srun environment (srun --mpi=pmix)");

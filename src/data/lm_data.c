@@ -282,21 +282,6 @@ static void bcast_big(void *buf, long long bytes, MPI_Comm comm) {
     }
 }
 
-/* Open MPI 4.1.0 to 4.1.4 (Debian 12 ships 4.1.4): OMPIO's data sieving for reads returns wrong bytes for
- * some collective reads of non-contiguous selections on several ranks (open-mpi/ompi issue 10546, fixed
- * in 4.1.5); tests/mpi/test_lm_data.c sees it with runs of 3 ranks overlapping in the file. Turning read
- * sieving off is the documented workaround. The variable is read when MPI-IO opens its first file, so
- * setting it here, before lm.h5 is opened, is in time unless another MPI-IO file was opened before
- * (a user's own setting is kept). */
-static void avoid_ompio_sieving_bug(void) {
-    char version[MPI_MAX_LIBRARY_VERSION_STRING];
-    int len = 0, major = 0, minor = 0, patch = 0;
-    HS_CHECK_MPI(MPI_Get_library_version(version, &len), NULL);
-    const char *v = strstr(version, "Open MPI v");
-    if (!v || sscanf(v, "Open MPI v%d.%d.%d", &major, &minor, &patch) != 3) return;
-    if (major == 4 && minor == 1 && patch <= 4) setenv("OMPI_MCA_fbtl_posix_read_datasieving", "0", 0);
-}
-
 hs_lm_data *hs_lm_open(const char *dir, MPI_Comm io_comm) {
     /* hetseq explains HDF5 failures itself: keep the library from printing its stack. */
     HS_H5(H5Eset_auto2(H5E_DEFAULT, NULL, NULL), NULL);
@@ -335,7 +320,6 @@ hs_lm_data *hs_lm_open(const char *dir, MPI_Comm io_comm) {
         at += (int64_t)strlen(d->words + at) + 1;
     }
 
-    avoid_ompio_sieving_bug();
     /* the token streams: every rank through MPI-IO */
     hid_t fapl = (hid_t)HS_H5(H5Pcreate(H5P_FILE_ACCESS), NULL);
     HS_H5(H5Pset_fapl_mpio(fapl, io_comm, MPI_INFO_NULL), NULL);
