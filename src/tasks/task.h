@@ -72,6 +72,8 @@ struct hs_task {
     void (*format_stats)(const hs_stats *s, int json, char *buf, size_t n);
     /* Tokens per sample for the tokens/s figure (sequence length; 0 = not a sequence task). */
     int tokens_per_sample;
+    /* Optional: model FLOPs of training on one sample, for the TFLOP/s and MFU figures (tasks/model_flops.h). */
+    double (*flops_per_sample)(hs_task *t);
 
     /* ---- ordered streams (optional; NULL for shuffled tasks) ----------------------------------------
      * A task whose samples must be visited in order, carrying state from one update to the next

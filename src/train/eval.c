@@ -1,35 +1,12 @@
 /* Evaluation: validation during training and `hetseq eval`. */
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "build_config.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
 #include "util/check.h"
 #include "util/log.h"
-#ifdef HAVE_OPENBLAS_SET_NUM_THREADS
-#include <cblas.h>
-#endif
-
-void hs_setup_threads(const hs_comm *comm) {
-    int threads;
-    const char *env = getenv("OMP_NUM_THREADS");
-    if (env && *env) {
-        threads = atoi(env);
-    } else {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = (int)(cores / (comm->local_size > 0 ? comm->local_size : 1));
-    }
-    if (threads < 1) threads = 1;
-    omp_set_num_threads(threads);
-#ifdef HAVE_OPENBLAS_SET_NUM_THREADS
-    openblas_set_num_threads(threads);
-#endif
-    hs_log("| %d rank(s), %d on this node, %d thread(s) per rank", comm->size, comm->local_size, threads);
-}
 
 void hs_evaluate_split(hs_task *task, hs_prefetch *pf, const hs_comm *comm, hs_split split, int max_sentences,
                        int max_per_request, hs_stats *global) {

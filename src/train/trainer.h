@@ -17,7 +17,8 @@ int hs_eval_main(const hs_config *cfg, const char *checkpoint, const hs_comm *co
 void hs_evaluate_split(hs_task *task, hs_prefetch *pf, const hs_comm *comm, hs_split split, int max_sentences,
                        int max_per_request, hs_stats *global);
 
-/* Threads per rank: OMP_NUM_THREADS if set, else cores of the node / ranks on the node. */
+/* Threads per rank: OMP_NUM_THREADS if set, else cores of the node / ranks on the node; splits them
+ * between OpenBLAS and OpenMP by the OpenBLAS build that is loaded and logs both (src/train/threads.c). */
 void hs_setup_threads(const hs_comm *comm);
 
 #endif
