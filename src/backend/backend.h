@@ -73,6 +73,9 @@ struct hs_backend {
     /* 1 if device pointers are host pointers (the CPU): comm/ then moves device buffers with MPI;
      * otherwise with the device's own collectives (NCCL on CUDA). */
     int memory_is_host;
+    /* The GPU's compute capability and multiprocessor count, for the peak that MFU is measured against
+     * (src/train/mfu.c); set by the CUDA backend when it is selected, 0 on the CPU. */
+    int cc_major, cc_minor, sm_count;
 
     /* ---- memory ---------------------------------------------------------------------------------- */
     void *(*alloc)(const hs_backend *be, size_t bytes); /* zero-filled; aborts with a message on failure */

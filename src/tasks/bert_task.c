@@ -9,6 +9,7 @@
 
 #include "data/bert_shards.h"
 #include "models/bert.h"
+#include "tasks/model_flops.h"
 #include "tasks/task.h"
 #include "util/check.h"
 #include "util/log.h"
@@ -111,6 +112,12 @@ static void bert_format_stats(const hs_stats *s, int json, char *buf, size_t n) 
                  nsp_acc);
 }
 
+static double bert_flops_per_sample(hs_task *t) {
+    const bert_task *b = t->impl;
+    return hs_bert_train_flops_per_sequence(b->cfg.num_hidden_layers, b->cfg.hidden_size, b->cfg.intermediate_size,
+                                            b->cfg.padded_vocab_size, b->seq_len, b->max_pred);
+}
+
 static void bert_destroy(hs_task *t) {
     bert_task *b = t->impl;
     hs_bert_free(b->model);
@@ -174,6 +181,7 @@ hs_task *hs_bert_task_create(const hs_config *cfg, const hs_comm *comm, const hs
     t->format_stats = bert_format_stats;
     t->tokens_per_sample = b->seq_len;
     t->has_test_split = 0; /* one validation set: data.valid_subset (point it at test shards to test) */
+    t->flops_per_sample = bert_flops_per_sample;
     t->destroy = bert_destroy;
     return t;
 }

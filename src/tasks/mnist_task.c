@@ -5,6 +5,7 @@
 
 #include "data/mnist.h"
 #include "models/cnn.h"
+#include "tasks/model_flops.h"
 #include "tasks/task.h"
 #include "util/check.h"
 #include "util/log.h"
@@ -95,6 +96,11 @@ static void mnist_destroy(hs_task *t) {
     free(t);
 }
 
+static double mnist_flops_per_sample(hs_task *t) {
+    (void)t;
+    return hs_cnn_train_flops_per_image();
+}
+
 hs_task *hs_mnist_task_create(const hs_config *cfg, const hs_comm *comm, const hs_backend *be) {
     const char *path = hs_cfg_string(cfg, "data.path");
     if (!*path)
@@ -136,6 +142,7 @@ hs_task *hs_mnist_task_create(const hs_config *cfg, const hs_comm *comm, const h
     t->init_params = mnist_init_params;
     t->extra_stat_names = NULL;
     t->has_test_split = 0; /* HetSeq validates on MNIST's test images: they are the validation split */
+    t->flops_per_sample = mnist_flops_per_sample;
     t->destroy = mnist_destroy;
     return t;
 }

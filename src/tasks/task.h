@@ -73,6 +73,8 @@ struct hs_task {
     /* Tokens per sample for the tokens/s figure (sequence length; 0 = not a sequence task). */
     int tokens_per_sample;
     int has_test_split; /* 1: HS_SPLIT_TEST exists (`hetseq eval --split test`); 0: eval refuses it */
+    /* Optional: model FLOPs of training on one sample, for the TFLOP/s and MFU figures (tasks/model_flops.h). */
+    double (*flops_per_sample)(hs_task *t);
 
     /* ---- ordered streams (optional; NULL for shuffled tasks) ----------------------------------------
      * A task whose samples must be visited in order, carrying state from one update to the next

@@ -1,7 +1,6 @@
 /* Evaluation: validation during training and `hetseq eval`. */
 #include <errno.h>
 #include <libgen.h>
-#include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,33 +8,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "build_config.h"
 #include "train/checkpoint.h"
 #include "train/eval_report.h"
 #include "train/trainer.h"
 #include "util/check.h"
 #include "util/log.h"
 #include "util/timer.h"
-#ifdef HAVE_OPENBLAS_SET_NUM_THREADS
-#include <cblas.h>
-#endif
-
-void hs_setup_threads(const hs_comm *comm) {
-    int threads;
-    const char *env = getenv("OMP_NUM_THREADS");
-    if (env && *env) {
-        threads = atoi(env);
-    } else {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = (int)(cores / (comm->local_size > 0 ? comm->local_size : 1));
-    }
-    if (threads < 1) threads = 1;
-    omp_set_num_threads(threads);
-#ifdef HAVE_OPENBLAS_SET_NUM_THREADS
-    openblas_set_num_threads(threads);
-#endif
-    hs_log("| %d rank(s), %d on this node, %d thread(s) per rank", comm->size, comm->local_size, threads);
-}
 
 /* The micro-batch of every step of a pass on this rank, in step order (*n steps; malloc'd). */
 static hs_range *pass_ranges(hs_task *task, const hs_comm *comm, hs_split split, int max_sentences, int64_t *n) {

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "train/mfu.h"
 #include "util/check.h"
 #include "util/log.h"
 #include "util/timer.h"
@@ -273,10 +274,45 @@ static void drop_partial_record(const char *path) {
 
 /* ---- meters --------------------------------------------------------------------------------------- */
 
+/* The square SGEMM the CPU peak is measured on: large enough that OpenBLAS reaches the rate of
+ * BERT's GEMMs (M = batch·tokens in the thousands, N, K the hidden and intermediate sizes), small enough
+ * that a product takes milliseconds (a second even under valgrind). */
+#define HS_PEAK_GEMM_N 512
+#define HS_PEAK_SECONDS 0.2
+
+/* m->peak_flops for m->precision. The CPU's is measured once (at init: every rank at the same time,
+ * as in training); a GPU's comes from the table, for the precision the trainer set. */
+static void find_peak(hs_meters *m) {
+    const hs_backend *be = m->task ? m->task->params.be : NULL;
+    if (m->peak_ready || !be || !m->task->flops_per_sample) return;
+    m->peak_ready = 1;
+    if (be->cc_major > 0) {
+        m->peak_flops = hs_mfu_gpu_peak(be->cc_major, be->cc_minor, be->sm_count, m->precision, m->peak_source,
+                                        sizeof m->peak_source);
+        if (m->peak_flops <= 0)
+            snprintf(m->peak_source, sizeof m->peak_source,
+                     "no %s figure in the table for compute capability %d.%d: MFU is not logged", m->precision,
+                     be->cc_major, be->cc_minor);
+    } else if (be->memory_is_host) {
+        m->peak_flops = hs_mfu_measure_gemm(be, HS_PEAK_GEMM_N, HS_PEAK_SECONDS);
+        snprintf(m->peak_source, sizeof m->peak_source, "SGEMM %d×%d×%d measured at start, best of %.1f s",
+                 HS_PEAK_GEMM_N, HS_PEAK_GEMM_N, HS_PEAK_GEMM_N, HS_PEAK_SECONDS);
+    } else {
+        snprintf(m->peak_source, sizeof m->peak_source,
+                 "the %s backend does not say what device it is: MFU is not logged", be->name);
+    }
+    if (m->peak_flops > 0)
+        hs_log("| MFU against %.4g TFLOP/s per rank (%s)", m->peak_flops / 1e12, m->peak_source);
+    else
+        hs_log("| %s", m->peak_source);
+}
+
 void hs_meters_init(hs_meters *m, const hs_task *task, const char *metrics_path, int resume) {
     memset(m, 0, sizeof *m);
     m->task = task;
     m->console = stdout;
+    m->precision = "fp32";
+    if (task && task->params.be && task->params.be->cc_major == 0) find_peak(m); /* CPU: measure now */
     m->start_time = hs_now();
     if (metrics_path && *metrics_path && hs_log_rank() == 0) {
         if (resume) drop_partial_record(metrics_path);
@@ -351,16 +387,23 @@ void hs_meters_log_train(hs_meters *m, const hs_train_state *st, int64_t index_i
         double clip = st->meter_updates > 0 ? st->meter_clip_count / st->meter_updates : 0;
         double acc = iv->sample_count > 0 ? iv->correct / iv->sample_count : 0;
         double wall = hs_now() - m->start_time;
+        /* model TFLOP/s of the whole job; MFU against every rank's peak (rank 0's, times the ranks) */
+        const int counts_flops = m->task && m->task->flops_per_sample;
+        find_peak(m);
+        double tflops = counts_flops ? sps * m->task->flops_per_sample((hs_task *)m->task) / 1e12 : 0;
+        double mfu = m->peak_flops > 0 && world_size > 0 ? tflops * 1e12 / (m->peak_flops * world_size) : NAN;
         if (!m->format || !strcmp(m->format, "simple")) {
-            char fields[1024], tokens[64] = "";
+            char fields[1024], tokens[64] = "", flops[64] = "";
             task_text_fields(m, iv, fields, sizeof fields);
             if (tps > 0) snprintf(tokens, sizeof tokens, ", tps=%.0f", tps);
+            if (counts_flops && isfinite(mfu)) snprintf(flops, sizeof flops, ", tflops=%.4g, mfu=%.3f", tflops, mfu);
+            else if (counts_flops) snprintf(flops, sizeof flops, ", tflops=%.4g", tflops);
             fprintf(m->console,
-                    "| epoch %03lld:  %5lld / %lld loss=%.3f, ppl=%g%s, sps=%.0f%s, ups=%.0f, bsz=%.3f, "
+                    "| epoch %03lld:  %5lld / %lld loss=%.3f, ppl=%g%s, sps=%.0f%s%s, ups=%.0f, bsz=%.3f, "
                     "num_updates=%lld, lr=%g, gnorm=%.3f, clip=%.3f, acc=%.4f, wall=%.0f, train_wall=%.4f\n",
                     (long long)st->epoch, (long long)index_in_epoch, (long long)updates_in_epoch, loss,
-                    round(pow(2.0, loss) * 100) / 100, fields, sps, tokens, ups, bsz, (long long)st->num_updates,
-                    lr, gnorm, clip, acc, wall, st->train_wall);
+                    round(pow(2.0, loss) * 100) / 100, fields, sps, tokens, flops, ups, bsz,
+                    (long long)st->num_updates, lr, gnorm, clip, acc, wall, st->train_wall);
             fflush(m->console);
         }
         if (m->metrics || (m->format && !strcmp(m->format, "json"))) {
@@ -375,6 +418,10 @@ void hs_meters_log_train(hs_meters *m, const hs_train_state *st, int64_t index_i
             put_fixed(rec, "gnorm", gnorm, 6);
             put_fixed(rec, "samples_per_sec", sps, 2);
             put_fixed(rec, "tokens_per_sec", tps, 2);
+            if (counts_flops) {
+                put_general(rec, "tflops", tflops, 6);
+                put_fixed(rec, "mfu", mfu, 4); /* null when the peak is unknown */
+            }
             put_task_fields(m, rec, iv);
             put_int(rec, "world_size", world_size);
             put_fixed(rec, "wall", wall, 3);

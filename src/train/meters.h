@@ -29,10 +29,19 @@ typedef struct hs_meters {
     const char *format; /* log.format: "simple" (HetSeq's lines), "json" (the metrics records on stdout), "none" */
     FILE *console;      /* where progress and validation lines go: stdout (hs_meters_init); tests redirect it */
     int warned_task_fields; /* the task's fields could not be parsed once: warned, not again */
+    /* Model FLOP/s and MFU (task->flops_per_sample set): MFU = the model FLOP/s of the job ÷ (peak_flops ×
+     * world size), peak_flops being this rank's peak for `precision`: measured SGEMM on the CPU
+     * (hs_meters_init), the compute-capability table on a GPU (src/train/mfu.h). */
+    const char *precision; /* "fp32" unless the trainer sets another before the first log line */
+    double peak_flops;     /* per rank; 0 = unknown: MFU is left out (null in the records) */
+    char peak_source[128]; /* how peak_flops was found, for the start-up line */
+    int peak_ready;        /* peak_flops is for `precision` */
 } hs_meters;
 
 /* Opens the metrics file on rank 0 ("w", or "a" when resuming; a partial last record left by a run
- * killed in the middle of a write is dropped first, so every line stays valid JSON). */
+ * killed in the middle of a write is dropped first, so every line stays valid JSON). When the task
+ * counts its FLOPs and runs on the CPU, every rank measures its SGEMM rate here (about 0.2 s, all ranks
+ * at once as in training), the peak of the MFU figure. */
 void hs_meters_init(hs_meters *m, const hs_task *task, const char *metrics_path, int resume);
 /* The task's scalar loss (nats) of a stats vector. */
 double hs_meters_loss(const hs_meters *m, const hs_stats *s);

@@ -41,7 +41,8 @@ void hs_evaluate_split_timed(hs_task *task, hs_prefetch *pf, const hs_comm *comm
  * of its evaluation steps on this rank (for sizing the prefetcher). */
 int hs_evaluate_max_count(hs_task *task, const hs_comm *comm, hs_split split, int max_sentences);
 
-/* Threads per rank: OMP_NUM_THREADS if set, else cores of the node / ranks on the node. */
+/* Threads per rank: OMP_NUM_THREADS if set, else cores of the node / ranks on the node; splits them
+ * between OpenBLAS and OpenMP by the OpenBLAS build that is loaded and logs both (src/train/threads.c). */
 void hs_setup_threads(const hs_comm *comm);
 
 #endif
