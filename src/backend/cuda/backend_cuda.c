@@ -103,6 +103,10 @@ const hs_backend *hs_backend_cuda(int local_rank, char *why, size_t why_len) {
     struct cudaDeviceProp prop;
     HS_CUDA_CHECK(cudaGetDeviceProperties(&prop, device.ordinal));
     device.sm_count = prop.multiProcessorCount;
+    /* what the MFU figure needs: the peak of this device (src/train/mfu.c) */
+    cuda_backend.cc_major = prop.major;
+    cuda_backend.cc_minor = prop.minor;
+    cuda_backend.sm_count = prop.multiProcessorCount;
     HS_CUDA_CHECK(cudaStreamCreateWithFlags(&device.compute, cudaStreamNonBlocking));
     HS_CUDA_CHECK(cudaStreamCreateWithFlags(&device.copy, cudaStreamNonBlocking));
     HS_CUDA_CHECK(cudaStreamCreateWithFlags(&device.comm, cudaStreamNonBlocking));
