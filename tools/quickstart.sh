@@ -24,7 +24,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 
 PACKAGES="build-essential autoconf automake libtool pkg-config libopenmpi-dev openmpi-bin libhdf5-openmpi-dev
  hdf5-tools libconfig-dev libjson-c-dev libutf8proc-dev libopenblas-openmp-dev zlib1g-dev libcmocka-dev
- dataset-fashion-mnist"
+ libdnnl-dev dataset-fashion-mnist"
 [ "$mode" = test ] && PACKAGES="$PACKAGES python3-torch python3-h5py python3-numpy python3-venv fortunes valgrind
  clang-14 libclang-rt-14-dev libboost-context-dev slurm-wlm munge lmod"
 [ "$mode" = demo ] && PACKAGES="$PACKAGES fortunes gnuplot-nox"

@@ -65,6 +65,13 @@ typedef struct hs_tensor_span {
 
 typedef struct hs_backend hs_backend;
 
+/* The arithmetic of the matrix products (the config's `precision`). Only products change: parameters,
+ * gradients, optimizer state, LayerNorm, softmax and losses stay fp32 under every precision. */
+typedef enum hs_precision {
+    HS_PRECISION_FP32 = 0, /* fp32 inputs, fp32 sums (the default of every backend table) */
+    HS_PRECISION_BF16 = 1  /* inputs rounded to bfloat16 (nearest, ties to even), products summed in fp32 */
+} hs_precision;
+
 struct hs_backend {
     const char *name; /* "cpu" | "cuda" */
     /* The device's own state: streams (a compute stream and a copy stream on CUDA), library handles
@@ -76,6 +83,10 @@ struct hs_backend {
     /* The GPU's compute capability and multiprocessor count, for the peak that MFU is measured against
      * (src/train/mfu.c); set by the CUDA backend when it is selected, 0 on the CPU. */
     int cc_major, cc_minor, sm_count;
+    /* hs_precision of every matrix product the backend computes (gemm, and the products inside
+     * convolution and attention). A backend table with another precision comes from
+     * hs_backend_with_precision; the trainer takes it before it creates the task. */
+    int precision;
 
     /* ---- memory ---------------------------------------------------------------------------------- */
     void *(*alloc)(const hs_backend *be, size_t bytes); /* zero-filled; aborts with a message on failure */
@@ -286,6 +297,13 @@ struct hs_backend {
 const hs_backend *hs_backend_select(const char *device, int local_rank);
 /* The CPU device (its "stream" is the calling thread: every op has run when it returns). */
 const hs_backend *hs_backend_cpu(void);
+/* The same backend computing its products in `precision` (the config's value: "fp32" | "bf16" |
+ * "tf32" | "fp16"). Ends every rank with a message naming what to do when the backend cannot: bf16 runs
+ * on the CPU only when hetseq was built with oneDNN (libdnnl-dev); tf32 and fp16 are CUDA precisions;
+ * the CUDA backend runs fp32 only in this release. Logs the path bf16 products take. */
+const hs_backend *hs_backend_with_precision(const hs_backend *be, const char *precision);
+/* The CPU backend with bf16 products, or NULL with why[] saying what to install (no oneDNN). */
+const hs_backend *hs_backend_cpu_bf16(char *why, size_t why_len);
 /* The CUDA device of this rank (GPU local_rank % device count), or NULL when no GPU is usable, with
  * the reason in why[why_len] (src/backend/cuda/backend_cuda.c; src/backend/no_cuda.c in a build
  * without the CUDA backend). */

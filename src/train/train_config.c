@@ -9,6 +9,7 @@ void hs_train_config_read(const hs_config *cfg, hs_train_config *tc) {
     memset(tc, 0, sizeof *tc);
     tc->task = hs_cfg_string(cfg, "task");
     tc->device = hs_cfg_string(cfg, "device");
+    tc->precision = hs_cfg_string(cfg, "precision");
     tc->data_path = hs_cfg_string(cfg, "data.path");
     tc->valid_subset = hs_cfg_string(cfg, "data.valid_subset");
     tc->seed = (uint64_t)hs_cfg_int(cfg, "seed");
@@ -67,11 +68,6 @@ void hs_train_config_load(const hs_config *cfg, hs_train_config *tc) {
                    hs_cfg_origin(cfg, "training.update_freq", where, (int)sizeof where),
                    hs_cfg_list_len(cfg, "training.update_freq"), HS_MAX_UPDATE_FREQ_LIST);
     }
-    const char *precision = hs_cfg_string(cfg, "precision");
-    if (strcmp(precision, "fp32") != 0)
-        hs_die_all("precision = \"%s\": this release trains in fp32 only (bf16/fp16 mixed precision arrives with the "
-                   "CUDA backend); set precision = \"fp32\"",
-                   precision);
     if (tc->max_epoch == 0 && tc->max_update == 0)
         hs_die_all("training.max_epoch and training.max_update are both 0 (unlimited): set at least one");
 }

@@ -14,6 +14,8 @@
 
 typedef struct hs_train_config {
     const char *task, *device, *data_path, *valid_subset; /* task, device, data.path, data.valid_subset */
+    const char *precision; /* "fp32" | "tf32" | "bf16" | "fp16": the backend refuses what it cannot run
+                            * (hs_backend_with_precision) */
     uint64_t seed;
     /* training */
     int64_t max_epoch, max_update;  /* 0 = unlimited (not both) */
@@ -42,8 +44,8 @@ typedef struct hs_train_config {
     int weighted;                         /* any of the three: shares replace HetSeq's equal micro-batches */
 } hs_train_config;
 
-/* Reads and checks the settings (precision other than fp32, no stopping rule, a too long
- * update_freq list end every rank with a message: collective). The strings belong to cfg. */
+/* Reads and checks the settings (no stopping rule or a too long update_freq list ends every rank with
+ * a message: collective). The strings belong to cfg. */
 void hs_train_config_load(const hs_config *cfg, hs_train_config *tc);
 /* Reads only, on any one rank (a checkpoint's saved configuration, for the resume checks). */
 void hs_train_config_read(const hs_config *cfg, hs_train_config *tc);

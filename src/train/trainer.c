@@ -551,7 +551,7 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
     if (comm->rank == 0 && (!t.tc.no_save || (*metrics && metrics[0] != '/'))) make_dir(t.tc.save_dir);
     hs_comm_barrier(comm);
 
-    t.be = hs_backend_select(t.tc.device, comm->local_rank);
+    t.be = hs_backend_with_precision(hs_backend_select(t.tc.device, comm->local_rank), t.tc.precision);
     t.task = hs_task_create(cfg, comm, t.be);
     t.st.seed = t.tc.seed;
     t.task->init_params(t.task, t.st.seed);

@@ -1,10 +1,12 @@
 /* The CPU backend's function table. */
+#include "backend/cpu/cpu_bf16.h"
 #include "backend/cpu/cpu_ops.h"
 
 static const hs_backend cpu_backend = {
     .name = "cpu",
     .impl = NULL, /* the CPU keeps no state: its stream is the calling thread, its memory the heap */
     .memory_is_host = 1,
+    .precision = HS_PRECISION_FP32,
     .alloc = hs_cpu_alloc,
     .free = hs_cpu_free,
     .upload = hs_cpu_upload,
@@ -56,3 +58,17 @@ static const hs_backend cpu_backend = {
 };
 
 const hs_backend *hs_backend_cpu(void) { return &cpu_backend; }
+
+/* The same table with bf16 products: the ops read be->precision (cpu_gemm.c, cpu_conv.c, cpu_attention.c,
+ * cpu_rel_attention.c; cpu_conv.c rounds the operands of its Winograd path too). Made once, on the first
+ * call, before any thread computes. */
+const hs_backend *hs_backend_cpu_bf16(char *why, size_t why_len) {
+    static hs_backend bf16_backend;
+    if (!hs_cpu_bf16_available(why, why_len)) return NULL;
+    if (!bf16_backend.name) {
+        bf16_backend = cpu_backend;
+        bf16_backend.precision = HS_PRECISION_BF16;
+        hs_cpu_bf16_report();
+    }
+    return &bf16_backend;
+}

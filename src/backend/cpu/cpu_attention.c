@@ -18,6 +18,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "backend/cpu/cpu_bf16.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_simd.h"
 #include "math/dropout.h"
@@ -88,7 +89,6 @@ static HS_SIMD_CLONES void softmax_dropout_backward_row(float *dp, const float *
 void hs_cpu_attention_forward(const hs_backend *be, float *ctx, float *probs, const float *qkv, const float *mask_bias,
                               int batch, int seq_len, int heads, int head_dim, float p, uint64_t key,
                               int64_t first_sample) {
-    (void)be;
     const int L = seq_len, d = head_dim, H = heads * head_dim, ld = 3 * H;
     const float score_scale = 1.0f / sqrtf((float)d);
     const int dropout = p > 0.0f;
@@ -105,7 +105,7 @@ void hs_cpu_attention_forward(const hs_backend *be, float *ctx, float *probs, co
             const float *k = q + H, *v = q + 2 * H;
             float *pu = probs + (size_t)u * LL;
             /* scores[L,L] = Q·Kᵀ/√d */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, L, d, score_scale, q, ld, k, ld, 0.0f, pu, L);
+            hs_cpu_mm(be, 0, 1, L, L, d, score_scale, q, ld, k, ld, 0.0f, pu, L);
             for (int i = 0; i < L; i++) softmax_row(pu + (size_t)i * (size_t)L, mask_bias + (size_t)b * (size_t)L, L);
             const float *pv = pu;
             if (dropout) {
@@ -114,7 +114,7 @@ void hs_cpu_attention_forward(const hs_backend *be, float *ctx, float *probs, co
                 pv = dropped;
             }
             /* ctx[b, :, h·d:(h+1)·d] = P'·V */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L, d, L, 1.0f, pv, L, v, ld, 0.0f,
+            hs_cpu_mm(be, 0, 0, L, d, L, 1.0f, pv, L, v, ld, 0.0f,
                         ctx + (size_t)b * (size_t)L * (size_t)H + (size_t)h * (size_t)d, H);
         }
         free(dropped);
@@ -127,7 +127,6 @@ void hs_cpu_attention_forward(const hs_backend *be, float *ctx, float *probs, co
 void hs_cpu_attention_backward(const hs_backend *be, float *dqkv, const float *dctx, const float *qkv,
                                const float *probs, int batch, int seq_len, int heads, int head_dim, float p,
                                uint64_t key, int64_t first_sample) {
-    (void)be;
     (void)key;
     (void)first_sample; /* the dropout decisions are read back from the sign bits of probs */
     const int L = seq_len, d = head_dim, H = heads * head_dim, ld = 3 * H;
@@ -156,13 +155,13 @@ void hs_cpu_attention_backward(const hs_backend *be, float *dqkv, const float *d
                 pv = pd;
             }
             /* dP'[L,L] = dC·Vᵀ ; dV[L,d] = P'ᵀ·dC */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, L, d, 1.0f, dc, H, v, ld, 0.0f, dp, L);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, L, d, L, 1.0f, pv, L, dc, H, 0.0f, dv, ld);
+            hs_cpu_mm(be, 0, 1, L, L, d, 1.0f, dc, H, v, ld, 0.0f, dp, L);
+            hs_cpu_mm(be, 1, 0, L, d, L, 1.0f, pv, L, dc, H, 0.0f, dv, ld);
             for (int i = 0; i < L; i++)
                 softmax_dropout_backward_row(dp + (size_t)i * (size_t)L, pu + (size_t)i * (size_t)L, L, dropout, keep_scale);
             /* dQ = dS·K/√d ; dK = dSᵀ·Q/√d */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L, d, L, score_scale, dp, L, k, ld, 0.0f, dq, ld);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, L, d, L, score_scale, dp, L, q, ld, 0.0f, dk, ld);
+            hs_cpu_mm(be, 0, 0, L, d, L, score_scale, dp, L, k, ld, 0.0f, dq, ld);
+            hs_cpu_mm(be, 1, 0, L, d, L, score_scale, dp, L, q, ld, 0.0f, dk, ld);
         }
         free(dp);
         free(pd);

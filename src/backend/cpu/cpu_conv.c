@@ -21,6 +21,7 @@
 #include <omp.h>
 #endif
 
+#include "backend/cpu/cpu_bf16.h"
 #include "backend/cpu/cpu_ops.h"
 #include "util/check.h"
 
@@ -130,7 +131,10 @@ static void col2im(float *dx, const float *dcol, const hs_conv2d_shape *s) {
 /* y[n,c_out,oh,ow] = conv(x[n,c_in,h,w], w[c_out,c_in,kh,kw]) + b[c_out] */
 void hs_cpu_conv2d_forward(const hs_backend *be, const hs_conv2d_shape *s, float *y, const float *x, const float *w,
                            const float *b, void *workspace) {
-    (void)be;
+    if (be->precision == HS_PRECISION_BF16) { /* bf16 operands, fp32 arithmetic (cpu_bf16.h) */
+        x = hs_bf16_rounded_copy(0, x, (size_t)s->n * (size_t)s->c_in * (size_t)s->h * (size_t)s->w);
+        w = hs_bf16_rounded_copy(1, w, (size_t)s->c_out * (size_t)s->c_in * (size_t)s->kh * (size_t)s->kw);
+    }
     if (hs_cpu_winograd_applies(s)) {
         hs_cpu_winograd_forward(s, y, x, w, b, workspace);
         return;
@@ -158,7 +162,11 @@ void hs_cpu_conv2d_forward(const hs_backend *be, const hs_conv2d_shape *s, float
 /* dw[c_out,c_in,kh,kw] += Σ dy·colᵀ, db[c_out] += Σ dy, dx[n,c_in,h,w] = col2im(Wᵀ·dy) (dx may be NULL) */
 void hs_cpu_conv2d_backward(const hs_backend *be, const hs_conv2d_shape *s, float *dx, float *dw, float *db,
                             const float *dy, const float *x, const float *w, void *workspace) {
-    (void)be;
+    if (be->precision == HS_PRECISION_BF16) { /* the products' operands in bf16, as in the forward pass */
+        x = hs_bf16_rounded_copy(0, x, (size_t)s->n * (size_t)s->c_in * (size_t)s->h * (size_t)s->w);
+        w = hs_bf16_rounded_copy(1, w, (size_t)s->c_out * (size_t)s->c_in * (size_t)s->kh * (size_t)s->kw);
+        dy = hs_bf16_rounded_copy(2, dy, (size_t)s->n * (size_t)s->c_out * (size_t)s->oh * (size_t)s->ow);
+    }
     if (hs_cpu_winograd_applies(s)) {
         hs_cpu_winograd_backward(s, dx, dw, db, dy, x, w, workspace);
         return;

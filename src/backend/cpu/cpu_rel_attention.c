@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/cpu_bf16.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_simd.h"
 #include "math/dropout.h"
@@ -81,7 +82,6 @@ void hs_cpu_rel_attention_forward(const hs_backend *be, float *ctx, float *probs
                                   const float *r_w_bias, const float *r_r_bias, int batch, int qlen, int mlen,
                                   int heads, int head_dim, int lower_shift, float scale, float p, uint64_t key,
                                   int64_t first_sample) {
-    (void)be;
     if (batch <= 0 || qlen <= 0 || heads <= 0 || head_dim <= 0) return;
     const int klen = mlen + qlen, d = head_dim, H = heads * head_dim, ld = 3 * H;
     const int dropout = p > 0.0f;
@@ -104,8 +104,8 @@ void hs_cpu_rel_attention_forward(const hs_backend *be, float *ctx, float *probs
             add_head_bias(qw, q, ld, r_w_bias + (size_t)h * (size_t)d, qlen, d);
             add_head_bias(qr, q, ld, r_r_bias + (size_t)h * (size_t)d, qlen, d);
             /* AC[qlen,klen] = Qw·Kᵀ into probs; BDraw[qlen,klen] = Qr·Rᵀ */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, qlen, klen, d, 1.0f, qw, d, k, ld, 0.0f, pu, klen);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, qlen, klen, d, 1.0f, qr, d, rh, H, 0.0f, bd, klen);
+            hs_cpu_mm(be, 0, 1, qlen, klen, d, 1.0f, qw, d, k, ld, 0.0f, pu, klen);
+            hs_cpu_mm(be, 0, 1, qlen, klen, d, 1.0f, qr, d, rh, H, 0.0f, bd, klen);
             for (int i = 0; i < qlen; i++)
                 score_softmax_row(pu + (size_t)i * (size_t)klen, bd + (size_t)i * (size_t)klen,
                                   hs_rel_key_lo(i, lower_shift), hs_rel_key_hi(i, mlen), klen,
@@ -119,7 +119,7 @@ void hs_cpu_rel_attention_forward(const hs_backend *be, float *ctx, float *probs
                 pv = dropped;
             }
             /* ctx[s, :, h·d:(h+1)·d] = P'·V */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, qlen, d, klen, 1.0f, pv, klen, v, ld, 0.0f,
+            hs_cpu_mm(be, 0, 0, qlen, d, klen, 1.0f, pv, klen, v, ld, 0.0f,
                         ctx + (size_t)s * (size_t)qlen * (size_t)H + (size_t)h * (size_t)d, H);
         }
         free(qw);
@@ -156,7 +156,6 @@ void hs_cpu_rel_attention_backward(const hs_backend *be, float *dqkv, float *dr,
                                    const float *r_r_bias, const float *probs, int batch, int qlen, int mlen, int heads,
                                    int head_dim, int lower_shift, float scale, float p, uint64_t key,
                                    int64_t first_sample) {
-    (void)be;
     (void)key;
     (void)first_sample; /* the dropout decisions are read back from the sign bits of probs */
     (void)lower_shift;  /* masked keys have P = 0, hence dS = 0: the mask is in probs */
@@ -204,8 +203,8 @@ void hs_cpu_rel_attention_backward(const hs_backend *be, float *dqkv, float *dr,
                 pv = pd;
             }
             /* dP'[qlen,klen] = dC·Vᵀ ; dV[klen,d] = P'ᵀ·dC */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, qlen, klen, d, 1.0f, dc, H, v, ld, 0.0f, dp, klen);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, klen, d, qlen, 1.0f, pv, klen, dc, H, 0.0f, dv, ld);
+            hs_cpu_mm(be, 0, 1, qlen, klen, d, 1.0f, dc, H, v, ld, 0.0f, dp, klen);
+            hs_cpu_mm(be, 1, 0, klen, d, qlen, 1.0f, pv, klen, dc, H, 0.0f, dv, ld);
             for (int i = 0; i < qlen; i++)
                 softmax_dropout_backward_row(dp + (size_t)i * (size_t)klen, pu + (size_t)i * (size_t)klen, klen,
                                              dropout, keep_scale);
@@ -218,11 +217,11 @@ void hs_cpu_rel_attention_backward(const hs_backend *be, float *dqkv, float *dr,
                 for (int t = shift; t < klen; t++) row[t] = ds[t - shift];
             }
             /* dQw = scale·dS·K ; dK = scale·dSᵀ·Qw ; dQr = scale·dBDraw·R ; dR_s = scale·dBDrawᵀ·Qr */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, qlen, d, klen, scale, dp, klen, k, ld, 0.0f, dqw, d);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, klen, d, qlen, scale, dp, klen, qw, d, 0.0f, dk, ld);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, qlen, d, klen, scale, dbd, klen, rh, H, 0.0f, dqr,
+            hs_cpu_mm(be, 0, 0, qlen, d, klen, scale, dp, klen, k, ld, 0.0f, dqw, d);
+            hs_cpu_mm(be, 1, 0, klen, d, qlen, scale, dp, klen, qw, d, 0.0f, dk, ld);
+            hs_cpu_mm(be, 0, 0, qlen, d, klen, scale, dbd, klen, rh, H, 0.0f, dqr,
                         d);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, klen, d, qlen, scale, dbd, klen, qr, d, 0.0f,
+            hs_cpu_mm(be, 1, 0, klen, d, qlen, scale, dbd, klen, qr, d, 0.0f,
                         dr_units + (size_t)u * KD, d);
             /* dQ = dQw + dQr on the query rows; the memory rows' q columns get 0 */
             for (int t = 0; t < mlen; t++) memset(dseq + (size_t)t * (size_t)ld, 0, (size_t)d * sizeof(float));
