@@ -193,7 +193,8 @@ int hs_eval_main(const hs_config *cfg, const hs_eval_options *opt, const hs_comm
     const char *split_name = split == HS_SPLIT_TEST ? "test" : "valid";
     check_report_path(opt->report_path, comm);
     hs_setup_threads(comm);
-    const hs_backend *be = hs_backend_select(hs_cfg_string(cfg, "device"), comm->local_rank);
+    const hs_backend *be = hs_backend_with_precision(hs_backend_select(hs_cfg_string(cfg, "device"), comm->local_rank),
+                                                     hs_cfg_string(cfg, "precision"));
     hs_task *task = hs_task_create(cfg, comm, be);
     if (split == HS_SPLIT_TEST && !task->has_test_split)
         hs_die_all("hetseq eval --split test: the %s task has no test split (its only evaluation data is the "

@@ -590,6 +590,7 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
                (long long)hs_sampler_updates_per_epoch(&t.sampler, uf_now));
 
     hs_meters_init(&t.meters, t.task, metrics_path, resumed);
+    t.meters.precision = t.tc.precision; /* the peak MFU is measured against */
     t.meters.format = t.tc.log_format;
     if (t.stream) {
         if (t.tc.balance_auto || t.tc.n_weights > 0)
