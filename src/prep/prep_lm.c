@@ -261,73 +261,7 @@ static int share_status(const hs_comm *comm, int status) {
 /* The raw text's files: given files as they are, directories walked in name order (hidden entries and
  * symlinked directories skipped, binary files skipped with one note per directory); a file reached twice
  * (a symlink such as the fortunes' *.u8) counts once. */
-typedef struct file_list {
-    char **path;
-    long long *bytes;
-    dev_t *dev;
-    ino_t *ino;
-    int n, cap;
-} file_list;
-
-static void list_add(file_list *fl, char *path, const struct stat *st) {
-    for (int i = 0; i < fl->n; i++)
-        if (fl->dev[i] == st->st_dev && fl->ino[i] == st->st_ino) {
-            free(path);
-            return;
-        }
-    if (fl->n == fl->cap) {
-        fl->cap = fl->cap ? 2 * fl->cap : 64;
-        HS_REALLOC(fl->path, fl->cap);
-        HS_REALLOC(fl->bytes, fl->cap);
-        HS_REALLOC(fl->dev, fl->cap);
-        HS_REALLOC(fl->ino, fl->cap);
-    }
-    fl->path[fl->n] = path;
-    fl->bytes[fl->n] = (long long)st->st_size;
-    fl->dev[fl->n] = st->st_dev;
-    fl->ino[fl->n] = st->st_ino;
-    fl->n++;
-}
-
-static void list_free(file_list *fl) {
-    for (int i = 0; i < fl->n; i++) free(fl->path[i]);
-    free(fl->path);
-    free(fl->bytes);
-    free(fl->dev);
-    free(fl->ino);
-    memset(fl, 0, sizeof *fl);
-}
-
-static int walk_dir(const char *dir, file_list *fl, hs_binary_skips *skips, char *err, size_t errlen) {
-    char **names;
-    int n = hs_dir_list(dir, &names, err, errlen);
-    if (n < 0) return -1;
-    int rc = 0;
-    for (int i = 0; i < n; i++) {
-        char *full = names[i];
-        struct stat lst, st;
-        long long nul_at;
-        if (rc != 0 || lstat(full, &lst) != 0) {
-            free(full);
-        } else if (S_ISDIR(lst.st_mode)) {
-            rc = walk_dir(full, fl, skips, err, errlen);
-            free(full);
-        } else if (stat(full, &st) == 0 && S_ISREG(st.st_mode)) {
-            if (hs_corpus_looks_binary(full, &nul_at)) {
-                hs_binary_skips_add(skips, full, nul_at);
-                free(full);
-            } else {
-                list_add(fl, full, &st);
-            }
-        } else {
-            free(full); /* a dangling link, a socket, a symlinked directory */
-        }
-    }
-    free(names);
-    return rc;
-}
-
-static int list_raw(const lm_args *a, file_list *fl, char *err, size_t errlen) {
+static int list_raw(const lm_args *a, hs_text_files *fl, char *err, size_t errlen) {
     memset(fl, 0, sizeof *fl);
     for (int i = 0; i < a->n_raw; i++) {
         struct stat st;
@@ -337,7 +271,7 @@ static int list_raw(const lm_args *a, file_list *fl, char *err, size_t errlen) {
         }
         if (S_ISDIR(st.st_mode)) {
             hs_binary_skips skips = {0};
-            int rc = walk_dir(a->raw[i], fl, &skips, err, errlen);
+            int rc = hs_text_files_walk(a->raw[i], 0, fl, &skips, err, errlen);
             if (rc == 0 && skips.count > 0)
                 fprintf(stderr, "hetseq: warning: prep lm: skipped %lld binary file%s in %s (e.g. %s: NUL byte at "
                                 "byte offset %lld)\n",
@@ -345,7 +279,7 @@ static int list_raw(const lm_args *a, file_list *fl, char *err, size_t errlen) {
             hs_binary_skips_free(&skips);
             if (rc != 0) return -1;
         } else {
-            list_add(fl, HS_STRDUP(a->raw[i]), &st);
+            hs_text_files_add(fl, HS_STRDUP(a->raw[i]), &st);
         }
     }
     if (fl->n == 0) {
@@ -453,9 +387,9 @@ static uint64_t splitmix64(uint64_t *s) {
  * Two passes over the files: count the paragraphs, then write each to its split. Returns 0, or -1 with a
  * message in err. */
 static int raw_to_wikitext(const lm_args *a, const char *tokens_dir, char *err, size_t errlen) {
-    file_list fl;
+    hs_text_files fl;
     if (list_raw(a, &fl, err, errlen) != 0) {
-        list_free(&fl);
+        hs_text_files_free(&fl);
         return -1;
     }
     long long total_bytes = 0;
@@ -568,7 +502,7 @@ done:
     free(which);
     free(lb.cp);
     free(lb.out);
-    list_free(&fl);
+    hs_text_files_free(&fl);
     return rc;
 }
 

@@ -74,78 +74,6 @@ static int parse_args(int argc, char **argv, int rank, vocab_args *a) {
 
 /* ---- the file list (rank 0) ------------------------------------------------------------------------ */
 
-typedef struct file_list {
-    char **path;
-    long long *bytes;
-    dev_t *dev;
-    ino_t *ino;
-    int n, cap;
-} file_list;
-
-static void list_add(file_list *fl, char *path, const struct stat *st) {
-    for (int i = 0; i < fl->n; i++) /* a file reached twice (a symlink, a repeated path) counts once */
-        if (fl->dev[i] == st->st_dev && fl->ino[i] == st->st_ino) {
-            free(path);
-            return;
-        }
-    if (fl->n == fl->cap) {
-        fl->cap = fl->cap ? 2 * fl->cap : 64;
-        HS_REALLOC(fl->path, fl->cap);
-        HS_REALLOC(fl->bytes, fl->cap);
-        HS_REALLOC(fl->dev, fl->cap);
-        HS_REALLOC(fl->ino, fl->cap);
-    }
-    fl->path[fl->n] = path;
-    fl->bytes[fl->n] = (long long)st->st_size;
-    fl->dev[fl->n] = st->st_dev;
-    fl->ino[fl->n] = st->st_ino;
-    fl->n++;
-}
-
-static void list_free(file_list *fl) {
-    for (int i = 0; i < fl->n; i++) free(fl->path[i]);
-    free(fl->path);
-    free(fl->bytes);
-    free(fl->dev);
-    free(fl->ino);
-    memset(fl, 0, sizeof *fl);
-}
-
-
-/* Regular files under dir, in name order, recursively; hidden entries and symlinked directories are
- * skipped (no cycles), and so are binary files unless --strict (counted in *skips, reported once per
- * --corpus directory). Returns 0, or -1 with a message in err. */
-static int walk_dir(const char *dir, int strict, file_list *fl, hs_binary_skips *skips, char *err, size_t errlen) {
-    char **names;
-    int n = hs_dir_list(dir, &names, err, errlen);
-    if (n < 0) return -1;
-    int rc = 0;
-    for (int i = 0; i < n; i++) {
-        char *full = names[i];
-        struct stat lst, st;
-        long long nul_at;
-        if (rc != 0 || lstat(full, &lst) != 0) {
-            free(full);
-            continue;
-        }
-        if (S_ISDIR(lst.st_mode)) {
-            rc = walk_dir(full, strict, fl, skips, err, errlen);
-            free(full);
-        } else if (stat(full, &st) == 0 && S_ISREG(st.st_mode)) {
-            if (!strict && hs_corpus_looks_binary(full, &nul_at)) {
-                hs_binary_skips_add(skips, full, nul_at);
-                free(full);
-            } else {
-                list_add(fl, full, &st);
-            }
-        } else {
-            free(full); /* a dangling link, a socket, a symlinked directory */
-        }
-    }
-    free(names);
-    return rc;
-}
-
 /* --out must be a file we can create in a directory we can write: checked before any counting. The file
  * is replaced through a temporary name and a rename, which would also replace a device or a directory
  * entry of another kind, so only a regular file (or nothing) may be there. */
@@ -165,7 +93,7 @@ static int check_out(const char *out, char *err, size_t errlen) {
 }
 
 /* The corpus files. Returns the count, or -1 with a message in err. */
-static int plan_files(const vocab_args *a, file_list *fl, char *err, size_t errlen) {
+static int plan_files(const vocab_args *a, hs_text_files *fl, char *err, size_t errlen) {
     memset(fl, 0, sizeof *fl);
     long long binary_skipped = 0;
     if (check_out(a->out, err, errlen) != 0) return -1;
@@ -177,7 +105,7 @@ static int plan_files(const vocab_args *a, file_list *fl, char *err, size_t errl
         }
         if (S_ISDIR(st.st_mode)) {
             hs_binary_skips skips = {0};
-            int rc = walk_dir(a->corpus[i], a->strict, fl, &skips, err, errlen);
+            int rc = hs_text_files_walk(a->corpus[i], a->strict, fl, &skips, err, errlen);
             char note[2048];
             if (rc == 0 && hs_binary_skips_message(&skips, a->corpus[i], note, sizeof note))
                 fprintf(stderr, "hetseq: warning: prep vocab: %s\n", note);
@@ -185,7 +113,7 @@ static int plan_files(const vocab_args *a, file_list *fl, char *err, size_t errl
             hs_binary_skips_free(&skips);
             if (rc != 0) return -1;
         } else {
-            list_add(fl, HS_STRDUP(a->corpus[i]), &st);
+            hs_text_files_add(fl, HS_STRDUP(a->corpus[i]), &st);
         }
     }
     if (fl->n == 0 && binary_skipped > 0) {
@@ -426,7 +354,7 @@ int hs_prep_vocab_main(int argc, char **argv, const hs_comm *comm) {
     }
 
     /* rank 0 lists the files; every rank gets the list (paths joined with '\0', then the sizes) */
-    file_list fl;
+    hs_text_files fl;
     memset(&fl, 0, sizeof fl);
     char err[4096] = "";
     long long n_files = 0, joined_len = 0;
@@ -438,7 +366,7 @@ int hs_prep_vocab_main(int argc, char **argv, const hs_comm *comm) {
     long long header[2] = {n_files, joined_len};
     hs_comm_bcast_bytes(comm, header, sizeof header, 0);
     if (header[0] < 0) {
-        list_free(&fl);
+        hs_text_files_free(&fl);
         free(a.corpus);
         return 1;
     }
@@ -458,7 +386,7 @@ int hs_prep_vocab_main(int argc, char **argv, const hs_comm *comm) {
     }
     hs_comm_bcast_bytes(comm, joined, (size_t)header[1], 0);
     hs_comm_bcast_bytes(comm, bytes, (size_t)n_files * sizeof *bytes, 0);
-    list_free(&fl);
+    hs_text_files_free(&fl);
 
     /* each rank counts the words of its files */
     int *owner = assign_files(bytes, (int)n_files, comm->size);
