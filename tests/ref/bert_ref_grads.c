@@ -24,34 +24,7 @@
 #include "nn/params.h"
 #include "util/check.h"
 
-static void read_param(hid_t file, const hs_params *p, int t) {
-    const hs_tensor_info *ti = &p->tensors[t];
-    char path[HS_NAME_MAX + 16];
-    snprintf(path, sizeof path, "/model/%s", ti->name);
-    if (H5Lexists(file, "/model", H5P_DEFAULT) <= 0 || H5Lexists(file, path, H5P_DEFAULT) <= 0)
-        hs_die("the weights file has no dataset %s", path);
-    hid_t d = (hid_t)HS_H5(H5Dopen2(file, path, H5P_DEFAULT), NULL);
-    hid_t sp = (hid_t)HS_H5(H5Dget_space(d), NULL);
-    hssize_t n = H5Sget_simple_extent_npoints(sp);
-    if (n < 0 || (size_t)n != ti->numel) hs_die("%s holds %lld values, the model's tensor %zu", path, (long long)n, ti->numel);
-    float *host;
-    HS_ALLOC(host, ti->numel);
-    HS_H5(H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, host), NULL);
-    p->be->upload(p->be, hs_param_data(p, t), host, ti->numel * sizeof *host);
-    free(host);
-    HS_H5(H5Sclose(sp), NULL);
-    HS_H5(H5Dclose(d), NULL);
-}
-
-static void write_dataset(hid_t loc, const char *name, hid_t type, const void *src, int ndim, const hsize_t *dims) {
-    hid_t sp = (hid_t)HS_H5(ndim ? H5Screate_simple(ndim, dims, NULL) : H5Screate(H5S_SCALAR), NULL);
-    hid_t d = (hid_t)HS_H5(H5Dcreate2(loc, name, type, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), NULL);
-    HS_H5(H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, src), NULL);
-    HS_H5(H5Dclose(d), NULL);
-    HS_H5(H5Sclose(sp), NULL);
-}
-
-static void write_scalar(hid_t loc, const char *name, double v) { write_dataset(loc, name, H5T_NATIVE_DOUBLE, &v, 0, NULL); }
+#include "h5_driver.h"
 
 int main(int argc, char **argv) {
     hs_comm comm;
@@ -80,7 +53,7 @@ int main(int argc, char **argv) {
     hs_params_allocate(&params, be);
     hs_bert_setup(model);
     hid_t wf = (hid_t)HS_H5(H5Fopen(argv[3], H5F_ACC_RDONLY, H5P_DEFAULT), "cannot open the weights file");
-    for (int t = 0; t < params.count; t++) read_param(wf, &params, t);
+    for (int t = 0; t < params.count; t++) h5_driver_read_param(wf, &params, t);
     HS_H5(H5Fclose(wf), NULL);
 
     const hs_bert_batch *batch = buf;
@@ -102,13 +75,13 @@ int main(int argc, char **argv) {
     params.be->free(params.be, stats_dev);
 
     hid_t out = (hid_t)HS_H5(H5Fcreate(argv[4], H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), "cannot create the output");
-    write_scalar(out, "mlm_loss_sum", x[HS_BERT_STAT_MLM_LOSS]);
-    write_scalar(out, "mlm_count", x[HS_BERT_STAT_MLM_COUNT]);
-    write_scalar(out, "mlm_correct", x[HS_BERT_STAT_MLM_CORRECT]);
-    write_scalar(out, "nsp_loss_sum", x[HS_BERT_STAT_NSP_LOSS]);
-    write_scalar(out, "nsp_correct", x[HS_BERT_STAT_NSP_CORRECT]);
-    write_scalar(out, "sentences", x[HS_BERT_STAT_SENTENCES]);
-    write_scalar(out, "loss", x[HS_BERT_STAT_MLM_LOSS] / x[HS_BERT_STAT_MLM_COUNT] +
+    h5_driver_write_scalar(out, "mlm_loss_sum", x[HS_BERT_STAT_MLM_LOSS]);
+    h5_driver_write_scalar(out, "mlm_count", x[HS_BERT_STAT_MLM_COUNT]);
+    h5_driver_write_scalar(out, "mlm_correct", x[HS_BERT_STAT_MLM_CORRECT]);
+    h5_driver_write_scalar(out, "nsp_loss_sum", x[HS_BERT_STAT_NSP_LOSS]);
+    h5_driver_write_scalar(out, "nsp_correct", x[HS_BERT_STAT_NSP_CORRECT]);
+    h5_driver_write_scalar(out, "sentences", x[HS_BERT_STAT_SENTENCES]);
+    h5_driver_write_scalar(out, "loss", x[HS_BERT_STAT_MLM_LOSS] / x[HS_BERT_STAT_MLM_COUNT] +
                                   x[HS_BERT_STAT_NSP_LOSS] / x[HS_BERT_STAT_SENTENCES]);
     hid_t grad = (hid_t)HS_H5(H5Gcreate2(out, "grad", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), NULL);
     for (int t = 0; t < params.count; t++) {
@@ -118,7 +91,7 @@ int main(int argc, char **argv) {
         be->download(be, host, hs_param_grad(&params, t), ti->numel * sizeof *host);
         hsize_t dims[HS_MAX_DIMS];
         for (int d = 0; d < ti->ndim; d++) dims[d] = (hsize_t)ti->shape[d];
-        write_dataset(grad, ti->name, H5T_NATIVE_FLOAT, host, ti->ndim, dims);
+        h5_driver_write_dataset(grad, ti->name, H5T_NATIVE_FLOAT, host, ti->ndim, dims);
         free(host);
     }
     HS_H5(H5Gclose(grad), NULL);

@@ -24,34 +24,7 @@
 #include "nn/params.h"
 #include "util/check.h"
 
-static void read_param(hid_t file, const hs_params *p, int t) {
-    const hs_tensor_info *ti = &p->tensors[t];
-    char path[HS_NAME_MAX + 16];
-    snprintf(path, sizeof path, "/model/%s", ti->name);
-    if (H5Lexists(file, "/model", H5P_DEFAULT) <= 0 || H5Lexists(file, path, H5P_DEFAULT) <= 0)
-        hs_die("the weights file has no dataset %s", path);
-    hid_t d = (hid_t)HS_H5(H5Dopen2(file, path, H5P_DEFAULT), NULL);
-    hid_t sp = (hid_t)HS_H5(H5Dget_space(d), NULL);
-    hssize_t n = H5Sget_simple_extent_npoints(sp);
-    if (n < 0 || (size_t)n != ti->numel) hs_die("%s holds %lld values, the model's tensor %zu", path, (long long)n, ti->numel);
-    float *host;
-    HS_ALLOC(host, ti->numel);
-    HS_H5(H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, host), NULL);
-    p->be->upload(p->be, hs_param_data(p, t), host, ti->numel * sizeof *host);
-    free(host);
-    HS_H5(H5Sclose(sp), NULL);
-    HS_H5(H5Dclose(d), NULL);
-}
-
-static void write_dataset(hid_t loc, const char *name, hid_t type, const void *src, int ndim, const hsize_t *dims) {
-    hid_t sp = (hid_t)HS_H5(ndim ? H5Screate_simple(ndim, dims, NULL) : H5Screate(H5S_SCALAR), NULL);
-    hid_t d = (hid_t)HS_H5(H5Dcreate2(loc, name, type, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), NULL);
-    HS_H5(H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, src), NULL);
-    HS_H5(H5Dclose(d), NULL);
-    HS_H5(H5Sclose(sp), NULL);
-}
-
-static void write_scalar(hid_t loc, const char *name, double v) { write_dataset(loc, name, H5T_NATIVE_DOUBLE, &v, 0, NULL); }
+#include "h5_driver.h"
 
 int main(int argc, char **argv) {
     hs_comm comm;
@@ -92,7 +65,7 @@ int main(int argc, char **argv) {
     hs_params_allocate(&params, be);
     hs_txl_setup(model);
     hid_t wf = (hid_t)HS_H5(H5Fopen(argv[3], H5F_ACC_RDONLY, H5P_DEFAULT), "cannot open the weights file");
-    for (int t = 0; t < params.count; t++) read_param(wf, &params, t);
+    for (int t = 0; t < params.count; t++) h5_driver_read_param(wf, &params, t);
     HS_H5(H5Fclose(wf), NULL);
     hs_txl_memory *mem = hs_txl_memory_create(be, tc.n_layer, tc.d_model, b, mem_len);
     const hs_txl_segment seg = {.mem = mem,
@@ -121,10 +94,10 @@ int main(int argc, char **argv) {
         snprintf(name, sizeof name, "seg%d", k);
         hid_t g = (hid_t)HS_H5(H5Gcreate2(out, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), NULL);
         const double nll = x[HS_STAT_LOSS_SUM] + x[HS_TXL_STAT_TAIL_NLL];
-        write_scalar(g, "nll_sum", nll);
-        write_scalar(g, "tokens", x[HS_STAT_SAMPLE_COUNT]);
-        write_scalar(g, "tail_tokens", x[HS_TXL_STAT_TAIL_ROWS]);
-        write_scalar(g, "loss", nll / x[HS_STAT_SAMPLE_COUNT]);
+        h5_driver_write_scalar(g, "nll_sum", nll);
+        h5_driver_write_scalar(g, "tokens", x[HS_STAT_SAMPLE_COUNT]);
+        h5_driver_write_scalar(g, "tail_tokens", x[HS_TXL_STAT_TAIL_ROWS]);
+        h5_driver_write_scalar(g, "loss", nll / x[HS_STAT_SAMPLE_COUNT]);
         if (training) {
             hid_t gg = (hid_t)HS_H5(H5Gcreate2(g, "grad", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), NULL);
             for (int t = 0; t < params.count; t++) {
@@ -134,7 +107,7 @@ int main(int argc, char **argv) {
                 be->download(be, host, hs_param_grad(&params, t), ti->numel * sizeof *host);
                 hsize_t gd[HS_MAX_DIMS];
                 for (int d = 0; d < ti->ndim; d++) gd[d] = (hsize_t)ti->shape[d];
-                write_dataset(gg, ti->name, H5T_NATIVE_FLOAT, host, ti->ndim, gd);
+                h5_driver_write_dataset(gg, ti->name, H5T_NATIVE_FLOAT, host, ti->ndim, gd);
                 free(host);
             }
             HS_H5(H5Gclose(gg), NULL);
@@ -148,7 +121,7 @@ int main(int argc, char **argv) {
         HS_ALLOC(inv, tc.d_model / 2);
         hs_txl_inv_freq(tc.d_model, inv);
         const hsize_t half = (hsize_t)(tc.d_model / 2);
-        write_dataset(sd, "pos_emb.inv_freq", H5T_NATIVE_FLOAT, inv, 1, &half);
+        h5_driver_write_dataset(sd, "pos_emb.inv_freq", H5T_NATIVE_FLOAT, inv, 1, &half);
         free(inv);
         const char *alias[16], *target[16];
         const int n = hs_txl_state_dict_aliases(model, alias, target, 16);
@@ -156,7 +129,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < n; i++) {
             hid_t st = (hid_t)HS_H5(H5Tcopy(H5T_C_S1), NULL);
             HS_H5(H5Tset_size(st, strlen(target[i]) + 1), NULL);
-            write_dataset(ag, alias[i], st, target[i], 0, NULL);
+            h5_driver_write_dataset(ag, alias[i], st, target[i], 0, NULL);
             HS_H5(H5Tclose(st), NULL);
         }
         HS_H5(H5Gclose(ag), NULL);
