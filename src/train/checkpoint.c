@@ -213,6 +213,18 @@ static void write_task_state(hid_t file, const hs_task_state *ts) {
     HS_H5(H5Gclose(g), NULL);
 }
 
+/* /train_state/balance_shares: row 0 the shares of the next update, row 1 those from the update after
+ * on (they differ when a re-balance has just happened: its shares skip the update already read). */
+static void write_balance_shares(hid_t train_state, const hs_train_state *state) {
+    hsize_t dims[2] = {2, (hsize_t)state->balance_ranks};
+    hid_t space = (hid_t)HS_H5(H5Screate_simple(2, dims, NULL), NULL);
+    hid_t dset = (hid_t)HS_H5(H5Dcreate2(train_state, "balance_shares", H5T_STD_I64LE, space, H5P_DEFAULT,
+                                         H5P_DEFAULT, H5P_DEFAULT), H5_HINT);
+    HS_H5(H5Dwrite(dset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, state->balance_shares), H5_HINT);
+    HS_H5(H5Dclose(dset), NULL);
+    HS_H5(H5Sclose(space), NULL);
+}
+
 static void write_checkpoint_file(const char *path, const hs_params *params, const hs_optimizer *opt,
                                   const hs_train_state *state, const char *config_text,
                                   const hs_task_state *task_state) {
@@ -252,6 +264,7 @@ static void write_checkpoint_file(const char *path, const hs_params *params, con
         for (int f = 0; f < N_STATE_FIELDS; f++)
             write_scalar_attr(sg, state_fields[f].name, field_file_type(state_fields[f].kind),
                               field_mem_type(state_fields[f].kind), (const char *)state + state_fields[f].offset);
+        if (state->balance_shares && state->balance_ranks > 0) write_balance_shares(sg, state);
         HS_H5(H5Gclose(sg), NULL);
     }
 
@@ -614,6 +627,35 @@ void hs_checkpoint_read_task_state(const char *path, hs_task_state *out) {
     }
     HS_H5(H5Fclose(file), H5_HINT);
     hs_h5_unlock();
+}
+
+int hs_checkpoint_read_balance_shares(const char *path, int64_t ranks, int64_t *rows) {
+    hs_h5_lock();
+    hid_t file = open_checkpoint(path);
+    int found = 0;
+    if (link_exists(file, "train_state") && link_exists(file, "train_state/balance_shares")) {
+        hid_t dset = (hid_t)HS_H5(H5Dopen2(file, "train_state/balance_shares", H5P_DEFAULT), H5_HINT);
+        hid_t space = (hid_t)HS_H5(H5Dget_space(dset), H5_HINT);
+        hsize_t dims[2] = {0, 0};
+        int nd = (int)HS_H5(H5Sget_simple_extent_ndims(space), H5_HINT);
+        if (nd != 2) hs_die("checkpoint '%s': /train_state/balance_shares has %d dimension(s), not 2 (2 x ranks)", path, nd);
+        HS_H5(H5Sget_simple_extent_dims(space, dims, NULL), H5_HINT);
+        if (dims[0] != 2)
+            hs_die("checkpoint '%s': /train_state/balance_shares has %llu rows, not 2", path, (unsigned long long)dims[0]);
+        if ((int64_t)dims[1] == ranks) {
+            HS_H5(H5Dread(dset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows), H5_HINT);
+            for (int64_t i = 0; i < 2 * ranks; i++)
+                if (rows[i] < 1)
+                    hs_die("checkpoint '%s': /train_state/balance_shares holds %lld; shares are integer weights >= 1 "
+                           "(delete the dataset with h5py to learn the shares again)", path, (long long)rows[i]);
+            found = 1;
+        }
+        HS_H5(H5Sclose(space), NULL);
+        HS_H5(H5Dclose(dset), NULL);
+    }
+    HS_H5(H5Fclose(file), H5_HINT);
+    hs_h5_unlock();
+    return found;
 }
 
 void hs_checkpoint_contents(const char *path, int *has_optimizer, int *has_train_state) {

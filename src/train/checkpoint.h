@@ -3,6 +3,7 @@
  *   /optimizer            attrs name, step; /optimizer/<state>/<pytorch name> float32
  *   /train_state          attrs (hs_train_state fields)
  *   /task_state/<name>    float32 | int64: a task's resume state (Transformer-XL's memories), optional
+ *   /train_state/balance_shares  int64 [2][ranks], optional: the shares balance = auto learned
  *   /config               string: the effective configuration
  * Written by rank 0 to "<name>.tmp", flushed and fsync'd, then renamed: a crash never leaves a
  * half-written file under a checkpoint's name. */
@@ -29,6 +30,11 @@ typedef struct hs_train_state {
     /* the run that wrote it (0 in checkpoints of hetseq before 0.2: not checked on resume) */
     int64_t world_size;       /* ranks */
     int64_t train_samples;    /* samples of the training split */
+    /* balance = auto: shares to store as /train_state/balance_shares, [2][balance_ranks] integer weights
+     * (hs_balance_checkpoint_shares); NULL: none. Written only: set before a save, never filled by a load
+     * (hs_checkpoint_read_balance_shares reads them back). */
+    const int64_t *balance_shares;
+    int64_t balance_ranks;
 } hs_train_state;
 
 /* Save to dir/name atomically (rank 0 only; the caller guarantees that). Parameters and optimizer
@@ -57,6 +63,11 @@ void hs_checkpoint_load(const char *path, hs_params *params, hs_optimizer *opt, 
 /* Only /train_state and the /config text (malloc'd or NULL; caller frees): what resume checks compare
  * before loading any tensor. */
 void hs_checkpoint_read_state(const char *path, hs_train_state *state, char **config_text);
+
+/* The shares balance = auto learned (/train_state/balance_shares) into rows[2 * ranks]: returns 1, or 0
+ * if the checkpoint holds none (older checkpoints, other balance settings) or holds them for another
+ * number of ranks. A malformed dataset is an error naming the file. */
+int hs_checkpoint_read_balance_shares(const char *path, int64_t ranks, int64_t *rows);
 
 /* Which optional parts a checkpoint holds (a converted PyTorch model has weights only). */
 void hs_checkpoint_contents(const char *path, int *has_optimizer, int *has_train_state);

@@ -86,6 +86,8 @@ static void save(trainer *t, const char *name, int64_t epoch) {
     if (t->comm->rank != 0) return;
     hs_stall_phase(HS_PHASE_CHECKPOINT, t->st.num_updates, 0);
     double t0 = hs_now();
+    t->st.balance_shares = hs_balance_checkpoint_shares(&t->balance, t->st.num_updates);
+    t->st.balance_ranks = t->comm->size;
     hs_checkpoint_save_with_task(t->tc.save_dir, name, &t->task->params, t->opt, &t->st, t->config_text, &ts);
     hs_task_state_free(&ts);
     hs_checkpoint_link(t->tc.save_dir, name, "checkpoint_last.h5");
@@ -102,6 +104,8 @@ static void save_last(trainer *t) {
     gather_task_state(t, &ts);
     if (t->comm->rank != 0) return;
     hs_stall_phase(HS_PHASE_CHECKPOINT, t->st.num_updates, 0);
+    t->st.balance_shares = hs_balance_checkpoint_shares(&t->balance, t->st.num_updates);
+    t->st.balance_ranks = t->comm->size;
     hs_checkpoint_save_with_task(t->tc.save_dir, "checkpoint_last.h5", &t->task->params, t->opt, &t->st,
                                  t->config_text, &ts);
     hs_task_state_free(&ts);
@@ -311,10 +315,11 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
                                       t->stats_dev);
             samples += slot->ranges[i].count;
         }
+    double compute_seconds = 0.0, fixed_seconds = 0.0, mark = 0.0;
     if (t->balance.auto_mode) {
         /* this rank's own compute time, for balance = auto (a device that enqueues must finish first) */
         if (!t->be->memory_is_host) t->be->synchronize(t->be);
-        hs_balance_record(&t->balance, update, hs_now() - compute_start, samples);
+        compute_seconds = hs_now() - compute_start;
     }
     if (hs_fault_fires(HS_FAULT_NAN, update)) {
         float nan = NAN;
@@ -322,6 +327,7 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
     }
     hs_stall_phase(HS_PHASE_GRAD_ALLREDUCE, update, 1);
     hs_comm_allreduce_device_sum(t->comm, t->be, p->grad, p->total);
+    if (t->balance.auto_mode) mark = hs_now();
     /* ||g||² of the summed gradients into the stats buffer, then its one download of this update. */
     hs_grad_sumsq(p, t->stats_dev + DEV_TENSOR_SUMSQ, t->stats_dev + DEV_GRAD_SUMSQ);
     double head[DEV_HEAD];
@@ -331,8 +337,10 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
     double sync[SYNC_LEN];
     memcpy(sync, head, HS_STATS_NDOUBLE * sizeof(double));
     sync[SYNC_STOP] = hs_stop_signal();
+    if (t->balance.auto_mode) fixed_seconds = hs_now() - mark;
     hs_stall_phase(HS_PHASE_STAT_ALLREDUCE, update, 1);
     hs_comm_allreduce_sum_double(t->comm, sync, SYNC_LEN);
+    if (t->balance.auto_mode) mark = hs_now();
     hs_stats stats;
     memcpy(&stats, sync, sizeof stats);
     hs_stall_phase(HS_PHASE_OPTIMIZER, update, 0);
@@ -350,6 +358,11 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
     /* LAMB clips inside its step (before the moments, as apex FusedLAMB); the others clip here. */
     if (!hs_optimizer_clips_internally(t->opt)) hs_clip_grad_scale(p, gnorm, t->tc.clip_norm);
     hs_optimizer_step_with_grad_norm(t->opt, t->st.lr, gnorm);
+    if (t->balance.auto_mode) {
+        /* + the work every rank does whatever its share (gradient norm, optimizer step), for the shares */
+        if (!t->be->memory_is_host) t->be->synchronize(t->be);
+        hs_balance_record(&t->balance, update, compute_seconds, fixed_seconds + hs_now() - mark, samples);
+    }
     if (hs_fault_fires(HS_FAULT_CORRUPT, update)) {
         float v;
         p->be->download(p->be, &v, p->data, sizeof v);
@@ -428,7 +441,8 @@ static void request_update(trainer *t, const hs_range *shard, int64_t shard_len,
         return;
     }
     if (t->balance.enabled) {
-        int n = hs_balance_update_ranges(&t->balance, &t->sampler, t->st.epoch, k, uf, t->update_ranges);
+        int64_t number = t->st.num_updates + 1 + (k - t->st.updates_in_epoch); /* of the run, 1-based */
+        int n = hs_balance_update_ranges(&t->balance, &t->sampler, t->st.epoch, k, number, uf, t->update_ranges);
         hs_prefetch_request(t->pf, HS_SPLIT_TRAIN, t->update_ranges, n);
         return;
     }
@@ -613,6 +627,11 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
     } else {
         hs_balance_init(&t.balance, &t.tc, comm, &t.sampler);
         if (t.balance.enabled) HS_ALLOC(t.update_ranges, t.balance.max_ranges);
+        if (resumed) {
+            char last[4096];
+            snprintf(last, sizeof last, "%s/checkpoint_last.h5", t.tc.save_dir);
+            hs_balance_resume(&t.balance, comm, last, t.st.num_updates); /* the learned shares, if saved */
+        }
         t.pf = hs_prefetch_start(t.task, t.be, t.balance.max_count,
                                  t.balance.enabled ? t.balance.max_ranges : t.tc.max_update_freq);
     }

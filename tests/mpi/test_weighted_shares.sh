@@ -3,7 +3,8 @@
 # (distributed.balance = "auto") — and gets the same model as 1 rank with the same global batch, within
 # 1e-5, for the CNN and for BERT; a job of an emulated-GPU rank beside CPU ranks too. Plain SGD for the
 # CNN: the shares change summation order only, and HetSeq's Adadelta recipe amplifies any rounding
-# difference (docs/gpu.md, "Determinism"); BERT keeps its LAMB recipe.
+# difference (docs/gpu.md, "Determinism"); BERT keeps its LAMB recipe. A killed balance = auto job
+# resumes with the shares it had learned and stays bit-identical to a job that was never killed.
 . "$top_srcdir/tests/lib.sh"
 CMP="$top_builddir/tests/tools/h5compare"
 EMU="${HETSEQ_EMU:-$top_builddir/tests/cuda/hetseq_emu}"
@@ -42,6 +43,30 @@ run 3 cnn_auto "$CNN" $cnn -o 'distributed.balance="auto"' -o 'distributed.rank_
 grep -q "balance = auto after update 4: shares of the global batch rank 0" cnn_auto.log \
   || { cat cnn_auto.log; fail "balance = auto did not log the learned shares after its warm-up"; }
 same cnn_one cnn_auto "CNN, balance = auto with per-rank memory caps 3, 8, 5"
+
+# ---- a killed balance = auto job resumes with the shares it learned --------------------------------------
+# The job's last checkpoint is that of update 5, written just as its warm-up (updates 2-5) ended: update 6
+# was already read with equal shares and the learned ones start at update 7. The killed job is the
+# uninterrupted run up to that checkpoint (a copy of it), so the resumed job must log the restored shares
+# (those the uninterrupted run learned), learn nothing again, and end bit-identical to the uninterrupted run.
+auto="-o distributed.balance=\"auto\" -o distributed.balance_warmup=4 -o training.max_update=12
+  -o checkpoint.save_interval_updates=5 -o checkpoint.keep_last=0"
+run 3 auto_straight "$CNN" $cnn $auto
+learned=$(sed -n 's/.*balance = auto after update 5: shares of the global batch\(.*\)/\1/p' auto_straight.log \
+  | sed 's/ ([^)]*)//g')
+[ -n "$learned" ] || { cat auto_straight.log; fail "balance = auto did not learn its shares after update 5"; }
+mkdir auto_resumed && cp auto_straight/checkpoint_1_5.h5 auto_resumed/checkpoint_last.h5
+run 3 auto_resumed "$CNN" $cnn $auto
+grep -qF "shares of the global batch restored from auto_resumed/checkpoint_last.h5: rank 0 33.3%, rank 1 33.3%, rank 2 33.3%; from update 7:$learned" \
+  auto_resumed.log || { cat auto_resumed.log; fail "the resumed job did not restore the learned shares ($learned)"; }
+! grep -q "balance = auto after update" auto_resumed.log || { cat auto_resumed.log; fail "the resumed job learned its shares again"; }
+"$CMP" auto_straight/checkpoint_last.h5 auto_resumed/checkpoint_last.h5 0 > cmp.log \
+  || { cat cmp.log; fail "the resumed balance = auto job is not bit-identical to the uninterrupted one"; }
+traj auto_straight/metrics.jsonl | awk '$1 > 5' > straight.traj
+traj auto_resumed/metrics.jsonl > resumed.traj
+[ "$(wc -l < resumed.traj)" -eq 7 ] && diff straight.traj resumed.traj > /dev/null \
+  || fail "the losses of updates 6-12 differ between the resumed and the uninterrupted balance = auto job"
+echo "ok: a resumed balance = auto job restores its shares ($learned) and is bit-identical"
 
 # ---- one emulated-GPU rank beside two CPU ranks ----------------------------------------------------------
 if [ -x "$EMU" ]; then
