@@ -23,6 +23,7 @@
 #include <utf8proc.h>
 
 #include "prep/corpus.h"
+#include "prep/text_files.h"
 #include "prep/lm_vocab.h"
 #include "prep/prep.h"
 #include "prep/prep_args.h"

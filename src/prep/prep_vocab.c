@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "prep/corpus.h"
+#include "prep/text_files.h"
 #include "prep/prep.h"
 #include "prep/prep_args.h"
 #include "prep/vocab_learn.h"
