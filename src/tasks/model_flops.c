@@ -20,3 +20,15 @@ double hs_cnn_train_flops_per_image(void) {
     const double fc1 = 2.0 * 9216 * 128, fc2 = 2.0 * 128 * 10;
     return 2.0 * conv1 + 3.0 * (conv2 + fc1 + fc2);
 }
+
+double hs_txl_train_flops_per_token(int layers, int heads, int head_dim, int d_model, int d_inner, int tgt_len,
+                                    int mem_len, int d_embed, int head_cols) {
+    const double L = layers, nd = (double)heads * head_dim, D = d_model, I = d_inner, q = tgt_len, m = mem_len;
+    const double k = q + m, e = d_embed, h = head_cols;
+    const double qkv_segment = 3.0 * (2.0 * D * 3.0 * nd);           /* the q rows, trained 3 × */
+    const double qkv_memory = 2.0 * (m / q) * (2.0 * D * 3.0 * nd);  /* the m rows, trained 2 × */
+    const double attention = 3.0 * 6.0 * k * nd;
+    const double projection_ffn = 3.0 * (2.0 * nd * D + 4.0 * D * I);
+    const double softmax = (e != D ? 6.0 * D * e : 0.0) + 6.0 * e * h;
+    return L * (qkv_segment + qkv_memory + attention + projection_ffn) + softmax;
+}

@@ -24,4 +24,20 @@ double hs_bert_train_flops_per_sequence(int layers, int hidden, int intermediate
  *   fc1 9216→128: 2·9216·128, ×3;  fc2 128→10: 2·128·10, ×3 */
 double hs_cnn_train_flops_per_image(void);
 
+/* Transformer-XL (attn_type 0) per predicted token, L layers of n heads of d columns, width D, feed-forward
+ * width I, segments of q tokens attending to k = q + m keys (m memory steps). Per layer, forward:
+ *   2·(k/q)·D·3nd   qkv_net on the memory rows and the segment (k rows per q predicted tokens)
+ *   6·k·nd          scores (q_i + r_w_bias)·k_j, (q_i + r_r_bias)·r_t, and P·V
+ *   2·nd·D + 4·D·I  o_net; the position-wise feed-forward layer
+ * trained 3 × (forward, data gradient, weight gradient), except qkv_net on the memory rows, 2 × (the
+ * memories are detached: no data gradient). r_net (k rows once per segment, shared by every column of the
+ * batch: 1/batch of qkv_net's cost) is left out. Softmax: 6·D·e (the projection to the embedding width
+ * e when e != D) + 6·e·h with h head columns (the c_0 shortlist words + one per tail cluster, or the whole
+ * vocabulary without the adaptive softmax); tail clusters are scored only for the tokens whose target
+ * lies in them, a data-dependent share, so they are not counted (MFU is then a lower bound). The
+ * adaptive input's gathers cost no FLOPs; its projections (only where a cluster's width differs from D)
+ * are left out like the tails. */
+double hs_txl_train_flops_per_token(int layers, int heads, int head_dim, int d_model, int d_inner, int tgt_len,
+                                    int mem_len, int d_embed, int head_cols);
+
 #endif

@@ -23,6 +23,7 @@
 #include "data/lm_data.h"
 #include "math/hs_math.h"
 #include "models/txl.h"
+#include "tasks/model_flops.h"
 #include "tasks/task.h"
 #include "util/check.h"
 #include "util/log.h"
@@ -480,6 +481,14 @@ static void txl_destroy(hs_task *t) {
     free(t);
 }
 
+/* Model FLOPs per predicted token (a counted "sample" of this task), for the TFLOP/s and MFU log fields. */
+static double txl_flops_per_token(hs_task *t) {
+    const hs_txl_config *c = &((txl_task *)t->impl)->cfg;
+    const int head_cols = c->n_cutoffs > 0 ? c->cutoffs[0] + c->n_cutoffs : c->n_token;
+    return hs_txl_train_flops_per_token(c->n_layer, c->n_head, c->d_head, c->d_model, c->d_inner, c->tgt_len,
+                                        c->mem_len, c->d_embed, head_cols);
+}
+
 hs_task *hs_txl_task_create(const hs_config *cfg, const hs_comm *comm, const hs_backend *be) {
     const char *path = hs_cfg_string(cfg, "data.path");
     if (!*path)
@@ -572,6 +581,7 @@ hs_task *hs_txl_task_create(const hs_config *cfg, const hs_comm *comm, const hs_
     t->stream_step_ranges = txl_stream_step_ranges;
     t->stream_reset = txl_stream_reset;
     t->batch_tokens = txl_batch_tokens;
+    t->flops_per_sample = txl_flops_per_token;
     t->gather_state = txl_gather_state;
     t->scatter_state = txl_scatter_state;
     t->destroy = txl_destroy;

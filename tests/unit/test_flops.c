@@ -1,5 +1,5 @@
-/* The TFLOP/s and MFU a user reads in the training log: the model FLOPs per sample of BERT and of the
- * MNIST CNN against a count of every matrix product of a tiny model made by hand, the GPU peak table
+/* The TFLOP/s and MFU a user reads in the training log: the model FLOPs per sample of BERT, of the
+ * MNIST CNN and per token of Transformer-XL against a count of every matrix product of a tiny model made by hand, the GPU peak table
  * against the datasheet figures it is built from, the CPU peak measurement, and the log fields computed
  * from them (tflops = model FLOPs per second of the job, mfu = tflops ÷ (peak per rank × ranks)). */
 #include <math.h>
@@ -61,6 +61,33 @@ static void cnn_flops_match_a_hand_count(void **unused) {
                          3 * mm(1, 10, 128);
     assert_true(count == 778752.0 + 63700992.0 + 7077888.0 + 7680.0);
     assert_true(hs_cnn_train_flops_per_image() == 71565312.0);
+}
+
+/* Transformer-XL, L = 2 layers, 2 heads of d = 3 (nd = 6), D = 8, I = 16, q = 4 predicted tokens, m = 2
+ * memory steps (k = 6 keys), adaptive softmax head of h = 10 columns in e = 5 embedding columns (so a
+ * projection [4,8]·[8,5]). One segment of one column, every product as the model runs it:
+ *   qkv_net on cat(memory, segment) [6,8]·[8,18] = 1728: the 4 segment rows trained 3 × (1152 each),
+ *     the 2 memory rows 2 × (576 each: detached, no data gradient) -> 3456 + 1152 = 4608;
+ *   per head (q_i + r_w_bias)·k_j [4,3]·[3,6] = 144, (q_i + r_r_bias)·r_t [4,3]·[3,6] = 144,
+ *     P·V [4,6]·[6,3] = 144, 2 heads, 3 × -> 2592; o_net [4,6]·[6,8] = 384, feed-forward [4,8]·[8,16] +
+ *     [4,16]·[16,8] = 2048, 3 × -> 7296; per layer 4608 + 2592 + 7296 = 14 496, two layers 28 992;
+ *   softmax projection [4,8]·[8,5] = 320 and head [4,5]·[5,10] = 400, 3 × -> 2160.
+ * 31 152 for the segment's 4 tokens: 7788 per token. */
+static void txl_flops_match_a_hand_count(void **unused) {
+    (void)unused;
+    const double q = 4, m = 2, k = q + m, nd = 6, D = 8, I = 16, e = 5, h = 10;
+    const double qkv = 3 * mm(q, 3 * nd, D) + 2 * mm(m, 3 * nd, D);
+    const double attention = 3 * 2 * (mm(q, k, 3) + mm(q, k, 3) + mm(q, 3, k));
+    const double rest = 3 * (mm(q, D, nd) + mm(q, I, D) + mm(q, D, I));
+    const double segment = 2 * (qkv + attention + rest) + 3 * (mm(q, e, D) + mm(q, h, e));
+    assert_true(segment == 31152.0); /* the sums written out above */
+    assert_true(hs_txl_train_flops_per_token(2, 2, 3, 8, 16, 4, 2, 5, 10) == segment / q);
+    /* without a projection (e = D) only the head remains of the softmax */
+    assert_true(hs_txl_train_flops_per_token(2, 2, 3, 8, 16, 4, 2, 8, 10) ==
+                (2 * (qkv + attention + rest) + 3 * mm(q, h, 8)) / q);
+    /* no memory: the qkv_net of the memory rows and their keys go */
+    assert_true(hs_txl_train_flops_per_token(2, 2, 3, 8, 16, 4, 0, 5, 10) ==
+                (2 * (3 * mm(q, 3 * nd, D) + 3 * 2 * 3 * mm(q, q, 3) + rest) + 3 * (mm(q, e, D) + mm(q, h, e))) / q);
 }
 
 static void assert_rel(double got, double want, double rel) {
@@ -165,6 +192,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bert_flops_match_a_hand_count),
         cmocka_unit_test(cnn_flops_match_a_hand_count),
+        cmocka_unit_test(txl_flops_match_a_hand_count),
         cmocka_unit_test(gpu_peaks_come_from_the_table),
         cmocka_unit_test(cpu_peak_is_measured),
         cmocka_unit_test(log_fields_are_flops_over_time_and_peak),
