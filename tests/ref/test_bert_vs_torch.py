@@ -7,8 +7,8 @@ same gradient for every parameter.
 Two passes:
   eval      dropout off (hetseq: training = 0; PyTorch: model.eval()).
   dropout   training mode with dropout 0.1 everywhere; PyTorch applies, through the reference model's
-            dropout hook, the masks hetseq draws: its counter RNG (splitmix64) re-implemented here in
-            numpy, keyed by (seed, update, dropout site) and the global sample index. A mask at the
+            dropout hook, the masks hetseq draws: its counter RNG (splitmix64) re-implemented in
+            numpy (hetseq_rng.py), keyed by (seed, update, dropout site) and the global sample index. A mask at the
             wrong site, with the wrong key or sample index, or dropout missing from one site shows up as
             an O(1) gradient difference.
 The PyTorch side runs NVIDIA's head on ALL positions ([B,L,V] logits, CrossEntropyLoss ignore_index -1);
@@ -29,6 +29,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bert_torch as bt  # noqa: E402
+from hetseq_rng import rng_key, uniform  # noqa: E402
 
 CONFIG = {"vocab_size": 101, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
           "intermediate_size": 256, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
@@ -39,35 +40,7 @@ BATCH, SEQ, PRED = 8, 32, 8
 TOL = 1e-4
 SEED, UPDATE, FIRST_SAMPLE = 7, 3, 100  # the dropout pass: masks of update 3 for global samples 100..107
 
-# ---- hetseq's counter RNG (kernels/math/hs_math.h), for the dropout masks ---------------------------
-M64 = (1 << 64) - 1
-
-
-def mix64_int(z):
-    z = (z + 0x9E3779B97F4A7C15) & M64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
-    return z ^ (z >> 31)
-
-
-def mix64_np(z):
-    with np.errstate(over="ignore"):
-        z = z + np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-def rng_key(seed, update, site):
-    return mix64_int(mix64_int(mix64_int(seed) ^ update) ^ ((site * 0xD1342543DE82EF95) & M64))
-
-
-def uniform(key, sample, elems):
-    """hs_uniform(key, sample, elem) for an array of elems, float32 in [0,1)."""
-    with np.errstate(over="ignore"):
-        inner = mix64_np(np.uint64((sample * 0x9E3779B97F4A7C15) & M64) + elems.astype(np.uint64))
-    h = mix64_np(np.uint64(key) ^ inner)
-    return (h >> np.uint64(40)).astype(np.float32) * np.float32(1.0 / 16777216.0)
+# ---- hetseq's dropout sites and masks (the counter RNG: hetseq_rng.py) ------------------------------
 
 
 def site_id(site):

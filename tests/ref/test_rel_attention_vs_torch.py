@@ -35,6 +35,9 @@ except ImportError as e:  # pragma: no cover
     print("SKIP: needs h5py, numpy and torch (%s)" % e)
     sys.exit(77)
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hetseq_rng import uniform  # noqa: E402
+
 RTOL = 1e-5
 BUILD = os.environ.get("top_builddir", ".")
 # the op on the CPU backend, and on the emulated CUDA device when the build has one
@@ -57,23 +60,12 @@ CASES = [
 ]
 
 
-def mix64(z):
-    """kernels/math/hs_math.h's splitmix64 finalizer on a numpy uint64 array (wrapping arithmetic)."""
-    z = z + np.uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
 def expected_keep(key, bsz, n, qlen, klen, p):
     """The contract's dropout rule: keep (s,h,i,j) iff hs_uniform(key, s, (h·qlen + i)·klen + j) >= p
     (first_sample 0), hs_uniform = top 24 bits of mix64(key ^ mix64(s·φ + elem)) / 2^24."""
     s = np.arange(bsz, dtype=np.uint64)[:, None, None, None]
     elem = np.arange(n * qlen * klen, dtype=np.uint64).reshape(1, n, qlen, klen)
-    with np.errstate(over="ignore"):
-        h = mix64(np.uint64(key) ^ mix64(s * np.uint64(0x9E3779B97F4A7C15) + elem))
-    u = (h >> np.uint64(40)).astype(np.float64) / 16777216.0
-    return u >= float(np.float32(p))
+    return uniform(key, s, elem) >= np.float32(p)
 
 
 def rel_shift(x):

@@ -28,6 +28,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import txl_torch as tt  # noqa: E402
+from hetseq_rng import rng_key, uniform  # noqa: E402
 
 TOL = 1e-4
 N_TOKEN, B, QLEN, NSEG = 60, 3, 5, 3
@@ -46,35 +47,7 @@ CASES = [
 ]
 
 
-# ---- hetseq's counter RNG (kernels/math/hs_math.h) and its dropout masks -------------------------------
-M64 = (1 << 64) - 1
-
-
-def mix64_int(z):
-    z = (z + 0x9E3779B97F4A7C15) & M64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
-    return z ^ (z >> 31)
-
-
-def mix64_np(z):
-    with np.errstate(over="ignore"):
-        z = z + np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-def rng_key(seed, update, site):
-    return mix64_int(mix64_int(mix64_int(seed) ^ update) ^ ((site * 0xD1342543DE82EF95) & M64))
-
-
-def uniform(key, sample, n):
-    """hs_uniform(key, sample, elem) for elem in [0, n), float32."""
-    with np.errstate(over="ignore"):
-        inner = mix64_np(np.uint64((sample * 0x9E3779B97F4A7C15) & M64) + np.arange(n, dtype=np.uint64))
-    h = mix64_np(np.uint64(key) ^ inner)
-    return (h >> np.uint64(40)).astype(np.float32) * np.float32(1.0 / 16777216.0)
+# ---- hetseq's dropout sites and masks (the counter RNG: hetseq_rng.py) ------------------------------
 
 
 def site_id(site):
@@ -91,7 +64,7 @@ def make_hook(update, first):
         scale = np.float32(1.0) / (np.float32(1.0) - np.float32(p))
 
         def keep(sample, n):
-            return np.where(uniform(key, sample, n) >= np.float32(p), scale, np.float32(0.0)).astype(np.float64)
+            return np.where(uniform(key, sample, np.arange(n)) >= np.float32(p), scale, np.float32(0.0)).astype(np.float64)
         if site == "pos":  # [klen, 1, D]: one mask for every column, sample 0
             mask = keep(0, x.numel()).reshape(x.shape)
         elif site.endswith("dropatt"):  # [qlen, klen, b, n]; hetseq: element (h·qlen + i)·klen + j of sample s

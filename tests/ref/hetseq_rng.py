@@ -1,0 +1,37 @@
+"""hetseq's counter RNG (kernels/math/hs_math.h) in Python, for the reference tests that redraw
+hetseq's dropout masks: splitmix64's finalizer, the per-site key and hs_uniform."""
+import numpy as np
+
+M64 = (1 << 64) - 1
+PHI = 0x9E3779B97F4A7C15
+
+
+def mix64_int(z):
+    """splitmix64's finalizer on a Python int (wrapping at 64 bits)."""
+    z = (z + PHI) & M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return z ^ (z >> 31)
+
+
+def mix64_np(z):
+    """The same on a numpy uint64 array (wrapping arithmetic)."""
+    with np.errstate(over="ignore"):
+        z = z + np.uint64(PHI)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def rng_key(seed, update, site):
+    """The dropout key of a site in an update."""
+    return mix64_int(mix64_int(mix64_int(seed) ^ update) ^ ((site * 0xD1342543DE82EF95) & M64))
+
+
+def uniform(key, sample, elems):
+    """hs_uniform(key, sample, elem) for a numpy array of elems (any shape), float32 in [0, 1): the top 24
+    bits of mix64(key ^ mix64(sample·φ + elem)) / 2^24. sample may be an int or a broadcastable uint64 array."""
+    with np.errstate(over="ignore"):
+        inner = mix64_np(np.asarray(sample, dtype=np.uint64) * np.uint64(PHI) + np.asarray(elems, dtype=np.uint64))
+    h = mix64_np(np.uint64(key) ^ inner)
+    return (h >> np.uint64(40)).astype(np.float32) * np.float32(1.0 / 16777216.0)
