@@ -190,6 +190,22 @@ const hs_cfg_key hs_cfg_schema[] = {
     {"training.disable_validation", HS_CFG_BOOL, "false", NO_RANGE, NULL,
      "never validate", 0, 0},
 
+    /* ---- loss_scaler (dynamic loss scaling; torch.cuda.amp.GradScaler's names) ------------------ */
+    {"loss_scaler.enabled", HS_CFG_STRING, "\"auto\"", NO_RANGE, "auto|on|off",
+     "dynamic loss scaling: auto = on with precision = \"fp16\" only; on = with any precision", 0, 0},
+    {"loss_scaler.init_scale", HS_CFG_FLOAT, "1048576.0", 0.0, 1e30, NULL,
+     "the loss scale S of the first update (apex: 2^20)", HS_CFG_OPEN_MIN, 0},
+    {"loss_scaler.growth_factor", HS_CFG_FLOAT, "2.0", 1.0, 1e30, NULL,
+     "S is multiplied by this after growth_interval updates without overflow", HS_CFG_OPEN_MIN, 0},
+    {"loss_scaler.backoff_factor", HS_CFG_FLOAT, "0.5", 0.0, 1.0, NULL,
+     "S is multiplied by this when a gradient overflows (that update is skipped)", HS_CFG_OPEN_MIN | HS_CFG_OPEN_MAX, 0},
+    {"loss_scaler.growth_interval", HS_CFG_INT, "2000", AT_LEAST(1), NULL,
+     "updates without overflow before S grows", 0, 0},
+    {"loss_scaler.min_scale", HS_CFG_FLOAT, "1.0", 0.0, 1e30, NULL,
+     "a backoff below this stops the run (it has diverged in fp16)", HS_CFG_OPEN_MIN, 0},
+    {"loss_scaler.max_scale", HS_CFG_FLOAT, "16777216.0", 0.0, 1e30, NULL,
+     "S never grows above this (apex: 2^24)", HS_CFG_OPEN_MIN, 0},
+
     /* ---- distributed -------------------------------------------------------------------------- */
     {"distributed.fast_stat_sync", HS_CFG_BOOL, "true", NO_RANGE, NULL,
      "sum the logging statistics in the gradient all-reduce instead of a separate gather", 0, 0},

@@ -28,19 +28,25 @@ const hs_backend *hs_backend_select(const char *device, int local_rank) {
     hs_die("device = \"%s\" is not one of \"auto\", \"cpu\", \"cuda\"", device);
 }
 
+/* The hs_precision of a config value, or -1. */
+static int precision_of(const char *precision) {
+    if (strcmp(precision, "fp32") == 0) return HS_PRECISION_FP32;
+    if (strcmp(precision, "bf16") == 0) return HS_PRECISION_BF16;
+    if (strcmp(precision, "tf32") == 0) return HS_PRECISION_TF32;
+    if (strcmp(precision, "fp16") == 0) return HS_PRECISION_FP16;
+    return -1;
+}
+
 const hs_backend *hs_backend_with_precision(const hs_backend *be, const char *precision) {
     char why[256] = "";
-    if (strcmp(precision, "fp32") == 0) return be;
+    const int p = precision_of(precision);
+    if (p < 0) hs_die("precision = \"%s\" is not one of \"fp32\", \"tf32\", \"bf16\", \"fp16\"", precision);
+    if (p == HS_PRECISION_FP32) return be;
     if (strcmp(be->name, "cpu") == 0) {
-        if (strcmp(precision, "bf16") != 0)
-            hs_die("precision = \"%s\": %s is a CUDA precision (tensor cores), this run is on the CPU, which "
-                   "computes in \"fp32\" or \"bf16\"; set one of those",
-                   precision, precision);
+        if (p != HS_PRECISION_BF16) return hs_backend_cpu_rounded(p);
         const hs_backend *bf16 = hs_backend_cpu_bf16(why, sizeof why);
         if (!bf16) hs_die("precision = \"bf16\" on the CPU: %s; or set precision = \"fp32\"", why);
         return bf16;
     }
-    hs_die("precision = \"%s\" on the %s backend: this release trains on GPUs in fp32 only (mixed precision on "
-           "CUDA is not built yet); set precision = \"fp32\", or device = \"cpu\" with precision = \"bf16\"",
-           precision, be->name);
+    return hs_backend_cuda_with_precision(be, p);
 }

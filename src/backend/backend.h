@@ -69,7 +69,10 @@ typedef struct hs_backend hs_backend;
  * gradients, optimizer state, LayerNorm, softmax and losses stay fp32 under every precision. */
 typedef enum hs_precision {
     HS_PRECISION_FP32 = 0, /* fp32 inputs, fp32 sums (the default of every backend table) */
-    HS_PRECISION_BF16 = 1  /* inputs rounded to bfloat16 (nearest, ties to even), products summed in fp32 */
+    HS_PRECISION_BF16 = 1, /* inputs rounded to bfloat16 (nearest, ties to even), products summed in fp32 */
+    HS_PRECISION_TF32 = 2, /* inputs rounded to TF32 (10-bit mantissa, fp32 range), products summed in fp32 */
+    HS_PRECISION_FP16 = 3  /* inputs rounded to IEEE fp16 (ties to even, subnormals, ±inf beyond 65504),
+                            * products summed in fp32; training needs loss scaling (src/train/loss_scaler.h) */
 } hs_precision;
 
 struct hs_backend {
@@ -298,12 +301,18 @@ const hs_backend *hs_backend_select(const char *device, int local_rank);
 /* The CPU device (its "stream" is the calling thread: every op has run when it returns). */
 const hs_backend *hs_backend_cpu(void);
 /* The same backend computing its products in `precision` (the config's value: "fp32" | "bf16" |
- * "tf32" | "fp16"). Ends every rank with a message naming what to do when the backend cannot: bf16 runs
- * on the CPU only when hetseq was built with oneDNN (libdnnl-dev); tf32 and fp16 are CUDA precisions;
- * the CUDA backend runs fp32 only in this release. Logs the path bf16 products take. */
+ * "tf32" | "fp16"); every precision runs on both backends. Ends every rank with a message naming what
+ * to do when the backend cannot (bf16 on the CPU needs oneDNN, libdnnl-dev) or the value is unknown.
+ * Logs (rank 0) the path the products take; tf32 and fp16 on the CPU are emulated roundings for
+ * checking a recipe's numerics: correct, not faster. */
 const hs_backend *hs_backend_with_precision(const hs_backend *be, const char *precision);
 /* The CPU backend with bf16 products, or NULL with why[] saying what to install (no oneDNN). */
 const hs_backend *hs_backend_cpu_bf16(char *why, size_t why_len);
+/* The CPU backend with products of TF32- or fp16-rounded operands (HS_PRECISION_TF32 / _FP16). */
+const hs_backend *hs_backend_cpu_rounded(int precision);
+/* The CUDA backend `be` with its products in `precision` (src/backend/cuda/backend_cuda.c); the
+ * stub in a build without CUDA is never reached (there is no CUDA backend to pass). */
+const hs_backend *hs_backend_cuda_with_precision(const hs_backend *be, int precision);
 /* The CUDA device of this rank (GPU local_rank % device count), or NULL when no GPU is usable, with
  * the reason in why[why_len] (src/backend/cuda/backend_cuda.c; src/backend/no_cuda.c in a build
  * without the CUDA backend). */

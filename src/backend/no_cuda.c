@@ -9,3 +9,9 @@ const hs_backend *hs_backend_cuda(int local_rank, char *why, size_t why_len) {
     snprintf(why, why_len, "this build of hetseq has no CUDA backend (configure --with-cuda builds it)");
     return NULL;
 }
+
+/* Unreachable without a CUDA backend (hs_backend_cuda above never returns one). */
+const hs_backend *hs_backend_cuda_with_precision(const hs_backend *be, int precision) {
+    (void)precision;
+    return be;
+}

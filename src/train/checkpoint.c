@@ -59,6 +59,9 @@ static const state_field state_fields[] = {
     FIELD(seed, FIELD_U64),
     OPTIONAL_FIELD(world_size, FIELD_I64),
     OPTIONAL_FIELD(train_samples, FIELD_I64),
+    OPTIONAL_FIELD(loss_scale, FIELD_F64),
+    OPTIONAL_FIELD(loss_scale_good_steps, FIELD_I64),
+    OPTIONAL_FIELD(loss_scale_skipped, FIELD_I64),
 };
 #undef FIELD
 #undef OPTIONAL_FIELD

@@ -30,6 +30,11 @@ typedef struct hs_train_state {
     /* the run that wrote it (0 in checkpoints of hetseq before 0.2: not checked on resume) */
     int64_t world_size;       /* ranks */
     int64_t train_samples;    /* samples of the training split */
+    /* dynamic loss scaling (src/train/loss_scaler.h); 0 when the scaler is off or the checkpoint
+     * predates it: a resumed run then starts from loss_scaler.init_scale */
+    double loss_scale;             /* S of the next update */
+    int64_t loss_scale_good_steps; /* updates without overflow since S last changed */
+    int64_t loss_scale_skipped;    /* updates skipped for overflow since the start of training */
     /* balance = auto: shares to store as /train_state/balance_shares, [2][balance_ranks] integer weights
      * (hs_balance_checkpoint_shares); NULL: none. Written only: set before a save, never filled by a load
      * (hs_checkpoint_read_balance_shares reads them back). */

@@ -393,17 +393,20 @@ void hs_meters_log_train(hs_meters *m, const hs_train_state *st, int64_t index_i
         double tflops = counts_flops ? sps * m->task->flops_per_sample((hs_task *)m->task) / 1e12 : 0;
         double mfu = m->peak_flops > 0 && world_size > 0 ? tflops * 1e12 / (m->peak_flops * world_size) : NAN;
         if (!m->format || !strcmp(m->format, "simple")) {
-            char fields[1024], tokens[64] = "", flops[64] = "";
+            char fields[1024], tokens[64] = "", flops[64] = "", scaler[96] = "";
             task_text_fields(m, iv, fields, sizeof fields);
+            if (st->loss_scale > 0) /* dynamic loss scaling is on (fairseq logs loss_scale too) */
+                snprintf(scaler, sizeof scaler, ", loss_scale=%.10g, skipped=%lld", st->loss_scale,
+                         (long long)st->loss_scale_skipped);
             if (tps > 0) snprintf(tokens, sizeof tokens, ", tps=%.0f", tps);
             if (counts_flops && isfinite(mfu)) snprintf(flops, sizeof flops, ", tflops=%.4g, mfu=%.3f", tflops, mfu);
             else if (counts_flops) snprintf(flops, sizeof flops, ", tflops=%.4g", tflops);
             fprintf(m->console,
                     "| epoch %03lld:  %5lld / %lld loss=%.3f, ppl=%g%s, sps=%.0f%s%s, ups=%.0f, bsz=%.3f, "
-                    "num_updates=%lld, lr=%g, gnorm=%.3f, clip=%.3f, acc=%.4f, wall=%.0f, train_wall=%.4f\n",
+                    "num_updates=%lld, lr=%g, gnorm=%.3f, clip=%.3f, acc=%.4f, wall=%.0f, train_wall=%.4f%s\n",
                     (long long)st->epoch, (long long)index_in_epoch, (long long)updates_in_epoch, loss,
                     round(pow(2.0, loss) * 100) / 100, fields, sps, tokens, flops, ups, bsz,
-                    (long long)st->num_updates, lr, gnorm, clip, acc, wall, st->train_wall);
+                    (long long)st->num_updates, lr, gnorm, clip, acc, wall, st->train_wall, scaler);
             fflush(m->console);
         }
         if (m->metrics || (m->format && !strcmp(m->format, "json"))) {
@@ -416,6 +419,10 @@ void hs_meters_log_train(hs_meters *m, const hs_train_state *st, int64_t index_i
             put_fixed(rec, "accuracy_interval", acc, 6);
             put_general(rec, "lr", lr, 8);
             put_fixed(rec, "gnorm", gnorm, 6);
+            if (st->loss_scale > 0) { /* dynamic loss scaling is on */
+                put_general(rec, "loss_scale", st->loss_scale, 10);
+                put_int(rec, "skipped_updates", st->loss_scale_skipped);
+            }
             put_fixed(rec, "samples_per_sec", sps, 2);
             put_fixed(rec, "tokens_per_sec", tps, 2);
             if (counts_flops) {

@@ -27,6 +27,7 @@ void hs_train_config_read(const hs_config *cfg, hs_train_config *tc) {
     tc->validate_interval = no_validation ? 0 : hs_cfg_int(cfg, "training.validate_interval");
     tc->validate_interval_updates = no_validation ? 0 : hs_cfg_int(cfg, "training.validate_interval_updates");
     tc->clip_norm = hs_cfg_float(cfg, "optimizer.clip_norm");
+    hs_loss_scaler_config_read(cfg, tc->precision, &tc->scaler);
 
     tc->save_dir = hs_cfg_string(cfg, "checkpoint.save_dir");
     tc->init_checkpoint = hs_cfg_string(cfg, "checkpoint.init_checkpoint");
@@ -62,6 +63,7 @@ void hs_train_config_read(const hs_config *cfg, hs_train_config *tc) {
 
 void hs_train_config_load(const hs_config *cfg, hs_train_config *tc) {
     hs_train_config_read(cfg, tc);
+    hs_loss_scaler_config_load(cfg, tc->precision, &tc->scaler);
     if (hs_cfg_list_len(cfg, "training.update_freq") > HS_MAX_UPDATE_FREQ_LIST) {
         char where[256];
         hs_die_all("training.update_freq (%s) lists %d values; at most %d (the last value repeats for later epochs)",

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "train/loss_scaler.h"
 
 #define HS_MAX_UPDATE_FREQ_LIST 64
 #define HS_MAX_RANK_LIST 4096 /* distributed.weights and distributed.rank_max_sentences */
@@ -25,6 +26,7 @@ typedef struct hs_train_config {
     int max_update_freq;            /* the largest: micro-batches of one prefetch request */
     int64_t validate_interval, validate_interval_updates; /* 0 with training.disable_validation */
     double clip_norm;               /* optimizer.clip_norm */
+    hs_loss_scaler_config scaler;   /* loss_scaler.*: enabled resolved against precision */
     /* checkpoint */
     const char *save_dir, *init_checkpoint;
     int no_save, keep_last;

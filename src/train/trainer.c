@@ -20,6 +20,7 @@
 #include "optim/lr_scheduler.h"
 #include "optim/optimizer.h"
 #include "train/checkpoint.h"
+#include "train/loss_scaler.h"
 #include "train/meters.h"
 #include "train/train_config.h"
 #include "train/trainer.h"
@@ -44,6 +45,7 @@ typedef struct trainer {
     hs_prefetch *pf;
     hs_meters meters;
     hs_train_state st;
+    hs_loss_scaler scaler; /* precision = "fp16" (loss_scaler.enabled); its state is copied into st */
     char *config_text;
     /* The device stats buffer (float64): the task's statistics in hs_stats' layout, then the gradient's
      * global sum of squares and each tensor's (layout below). Ops add into it; train_update downloads
@@ -280,8 +282,32 @@ static const char *first_nonfinite_tensor(const trainer *t) {
     return name;
 }
 
-/* Slots of the per-update float64 all-reduce after the task's statistics. */
-enum { SYNC_STOP = HS_STATS_NDOUBLE, SYNC_LEN };
+/* Slots of the per-update float64 all-reduce after the task's statistics: the stop request, and
+ * whether the rank's summed gradient holds a NaN/Inf (summed: the loss scaler's decision is global). */
+enum { SYNC_STOP = HS_STATS_NDOUBLE, SYNC_OVERFLOW, SYNC_LEN };
+
+/* The scaler's state into st (what checkpoints save and the meters log); all zero when it is off. */
+static void scaler_to_state(trainer *t) {
+    const int on = t->scaler.cfg.enabled;
+    t->st.loss_scale = on ? t->scaler.scale : 0.0;
+    t->st.loss_scale_good_steps = on ? t->scaler.good_steps : 0;
+    t->st.loss_scale_skipped = on ? t->scaler.skipped : 0;
+}
+
+/* An update whose gradient overflowed (on some rank) with the loss scaler on: every rank drops the
+ * gradients without touching the parameters or the optimizer (moments, step count) and backs off the
+ * scale. The update still counts (num_updates, data position, lr schedule: torch calls
+ * scheduler.step() after a skipped scaler.step()). */
+static void skip_update(trainer *t, int64_t update) {
+    const double before = t->scaler.scale;
+    if (hs_loss_scaler_update(&t->scaler, 1) == HS_SCALER_UNDERFLOW)
+        hs_die("update %lld: gradient overflow with the loss scale at %.10g, and backing off to %.10g would go below "
+               "loss_scaler.min_scale = %.10g: the run has diverged in fp16. Try precision = \"bf16\" or a lower "
+               "optimizer.lr; the last checkpoint in %s is intact (nothing of this update was saved)",
+               (long long)update, before, t->scaler.scale, t->scaler.cfg.min_scale, t->tc.save_dir);
+    hs_log("| update %lld: gradient overflow, skipped; loss scale %.10g -> %.10g", (long long)update, before,
+           t->scaler.scale);
+}
 
 /* One update. Returns the stop signal agreed by all ranks at its end (0 = go on). */
 static int train_update(trainer *t, hs_prefetch_slot *slot) {
@@ -305,6 +331,9 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
     hs_comm_allreduce_sum_double(t->comm, counts, HS_NORM_TERMS);
     hs_stall_phase(HS_PHASE_COMPUTE, update, 0);
     for (int k = 0; k < HS_NORM_TERMS; k++) ctx.loss_scale[k] = counts[k] > 0 ? 1.0 / counts[k] : 0.0;
+    /* Dynamic loss scaling: backpropagate S * loss (S a power of two: exact in fp32). */
+    if (t->scaler.cfg.enabled)
+        for (int k = 0; k < HS_NORM_TERMS; k++) ctx.loss_scale[k] *= t->scaler.scale;
     /* EMPTY micro-batches contribute zero gradient and zero counts but the rank still joins the
      * collectives below, so every rank issues the same calls. */
     const double compute_start = hs_now();
@@ -325,6 +354,10 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
         float nan = NAN;
         p->be->upload(p->be, p->grad, &nan, sizeof nan);
     }
+    if (hs_fault_fires(HS_FAULT_OVERFLOW, update)) {
+        float inf = INFINITY;
+        p->be->upload(p->be, p->grad, &inf, sizeof inf);
+    }
     hs_stall_phase(HS_PHASE_GRAD_ALLREDUCE, update, 1);
     hs_comm_allreduce_device_sum(t->comm, t->be, p->grad, p->total);
     if (t->balance.auto_mode) mark = hs_now();
@@ -332,11 +365,14 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
     hs_grad_sumsq(p, t->stats_dev + DEV_TENSOR_SUMSQ, t->stats_dev + DEV_GRAD_SUMSQ);
     double head[DEV_HEAD];
     t->be->download(t->be, head, t->stats_dev, sizeof head);
-    const double gnorm = sqrt(head[DEV_GRAD_SUMSQ]);
+    /* the norm of the unscaled gradient (with the scaler on, the gradient is S times it) */
+    const double grad_scale = t->scaler.cfg.enabled ? t->scaler.scale : 1.0;
+    const double gnorm = sqrt(head[DEV_GRAD_SUMSQ]) / grad_scale;
     /* Fast stat sync: the statistics and the stop request travel in one float64 all-reduce. */
     double sync[SYNC_LEN];
     memcpy(sync, head, HS_STATS_NDOUBLE * sizeof(double));
     sync[SYNC_STOP] = hs_stop_signal();
+    sync[SYNC_OVERFLOW] = isfinite(head[DEV_GRAD_SUMSQ]) ? 0.0 : 1.0;
     if (t->balance.auto_mode) fixed_seconds = hs_now() - mark;
     hs_stall_phase(HS_PHASE_STAT_ALLREDUCE, update, 1);
     hs_comm_allreduce_sum_double(t->comm, sync, SYNC_LEN);
@@ -344,9 +380,13 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
     hs_stats stats;
     memcpy(&stats, sync, sizeof stats);
     hs_stall_phase(HS_PHASE_OPTIMIZER, update, 0);
+    /* With the loss scaler on, an overflow on any rank skips the update on every rank. */
+    const int skip = t->scaler.cfg.enabled && sync[SYNC_OVERFLOW] > 0;
     int finite = isfinite(gnorm);
     for (int k = 0; k < HS_STATS_NDOUBLE; k++) finite = finite && isfinite(sync[k]);
-    if (!finite) {
+    if (skip) {
+        skip_update(t, update);
+    } else if (!finite) {
         /* Every rank holds the same all-reduced values, so every rank stops here with the same message. */
         const char *bad = first_nonfinite_tensor(t);
         hs_die("training diverged at update %lld: the loss is %g and the gradient norm %g; the first gradient "
@@ -354,10 +394,15 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
                "is intact (nothing of this update was saved)",
                (long long)update, hs_meters_loss(&t->meters, &stats), gnorm,
                bad ? bad : "(none: the loss itself overflowed)", t->tc.save_dir);
+    } else {
+        /* Unscale the summed gradients (g / S) before clipping and the step; then the scale may grow. */
+        if (t->scaler.cfg.enabled) p->be->scale_tensors(p->be, p->grad, (float)(1.0 / grad_scale), p->table, p->count);
+        /* LAMB clips inside its step (before the moments, as apex FusedLAMB); the others clip here. */
+        if (!hs_optimizer_clips_internally(t->opt)) hs_clip_grad_scale(p, gnorm, t->tc.clip_norm);
+        hs_optimizer_step_with_grad_norm(t->opt, t->st.lr, gnorm);
+        if (t->scaler.cfg.enabled) hs_loss_scaler_update(&t->scaler, 0);
     }
-    /* LAMB clips inside its step (before the moments, as apex FusedLAMB); the others clip here. */
-    if (!hs_optimizer_clips_internally(t->opt)) hs_clip_grad_scale(p, gnorm, t->tc.clip_norm);
-    hs_optimizer_step_with_grad_norm(t->opt, t->st.lr, gnorm);
+    scaler_to_state(t);
     if (t->balance.auto_mode) {
         /* + the work every rank does whatever its share (gradient norm, optimizer step), for the shares */
         if (!t->be->memory_is_host) t->be->synchronize(t->be);
@@ -375,7 +420,8 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
     t->st.num_updates++;
     t->st.lr = hs_lr_step_update(&t->sched, t->st.num_updates);
     t->st.lr_base = t->sched.base_lr;
-    hs_meters_update(&t->meters, &t->st, &stats, gnorm, t->tc.clip_norm > 0 && gnorm > t->tc.clip_norm, hs_now() - t0);
+    if (skip) t->st.train_wall += hs_now() - t0; /* a skipped update stays out of the loss and gnorm meters */
+    else hs_meters_update(&t->meters, &t->st, &stats, gnorm, t->tc.clip_norm > 0 && gnorm > t->tc.clip_norm, hs_now() - t0);
     /* Signals are process-local: the sum over ranks says whether any rank got one. -1: another rank's. */
     if (sync[SYNC_STOP] <= 0) return 0;
     return hs_stop_signal() ? hs_stop_signal() : -1;
@@ -570,6 +616,7 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
     t.st.seed = t.tc.seed;
     t.task->init_params(t.task, t.st.seed);
     t.opt = hs_optimizer_create(cfg, &t.task->params);
+    hs_loss_scaler_init(&t.scaler, &t.tc.scaler);
     t.stats_dev = t.be->alloc(t.be, ((size_t)DEV_TENSOR_SUMSQ + (size_t)t.task->params.count) * sizeof(double));
     hs_lr_init(&t.sched, cfg);
     t.st.epoch = 1;
@@ -577,6 +624,13 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
     t.st.lr_base = t.sched.base_lr;
     int64_t n_train = t.task->num_samples(t.task, HS_SPLIT_TRAIN);
     int resumed = restore(&t, n_train);
+    if (resumed) hs_loss_scaler_restore(&t.scaler, t.st.loss_scale, t.st.loss_scale_good_steps, t.st.loss_scale_skipped);
+    scaler_to_state(&t);
+    if (t.scaler.cfg.enabled)
+        hs_log("| dynamic loss scaling: scale %.10g, x%g after %lld updates without overflow (at most %.10g), x%g "
+               "and the update skipped on overflow (at least %.10g)", t.scaler.scale, t.scaler.cfg.growth_factor,
+               (long long)t.scaler.cfg.growth_interval, t.scaler.cfg.max_scale, t.scaler.cfg.backoff_factor,
+               t.scaler.cfg.min_scale);
     /* What the next checkpoint records of this run, for the resume checks. */
     t.st.world_size = comm->size;
     t.st.train_samples = n_train;

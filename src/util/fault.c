@@ -28,7 +28,7 @@ static int n_faults = 0;
 static int my_rank = 0;
 
 static const char *const kind_names[HS_FAULT_KINDS] = {"die", "stall", "ckpt_die", "enospc", "unreadable", "nan",
-                                                       "corrupt"};
+                                                       "corrupt", "overflow"};
 
 static void parse_one(char *spec) {
     char *save = NULL;
@@ -41,7 +41,7 @@ static void parse_one(char *spec) {
     for (int k = 0; k < HS_FAULT_KINDS; k++)
         if (!strcmp(tok, kind_names[k])) f->kind = (hs_fault_kind)k;
     if (f->kind == HS_FAULT_KINDS)
-        hs_die("HETSEQ_FAULT: unknown fault '%s' (die, stall, ckpt_die, enospc, unreadable, nan, corrupt; see "
+        hs_die("HETSEQ_FAULT: unknown fault '%s' (die, stall, ckpt_die, enospc, unreadable, nan, corrupt, overflow; see "
                "docs/reliability.md)", tok);
     f->update = 1;
     f->seconds = -1;

@@ -12,6 +12,8 @@
  *   unreadable   on rank R, data files whose path contains SUBSTRING cannot be opened (EACCES)
  *   nan          rank R's gradient of update N gets a NaN in its first element
  *   corrupt      rank R's parameters get one flipped bit after update N (a silent replica divergence)
+ *   overflow     rank R's gradient of update N gets +Inf in its first element (an fp16 overflow: with the
+ *                loss scaler on, every rank skips that update; off, the run stops as diverged)
  *
  * rank defaults to 0 and update to 1 (updates count from 1, as in the logs). Unknown kinds or keys are
  * a clear error: a test that mistypes a fault must not pass for the wrong reason. */
@@ -28,6 +30,7 @@ typedef enum {
     HS_FAULT_UNREADABLE,
     HS_FAULT_NAN,
     HS_FAULT_CORRUPT,
+    HS_FAULT_OVERFLOW,
     HS_FAULT_KINDS
 } hs_fault_kind;
 

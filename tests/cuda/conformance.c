@@ -147,3 +147,33 @@ void hs_conf_check_i32(hs_conf *t, const char *what, const int32_t *cpu_dev, con
 }
 
 void hs_conf_finish(hs_conf *t) { finish_op(t); }
+
+double hs_conf_unit_roundoff(int precision) {
+    switch (precision) {
+    case HS_PRECISION_BF16: return 0x1p-9; /* 8 significant bits */
+    case HS_PRECISION_TF32:
+    case HS_PRECISION_FP16: return 0x1p-11; /* 11 significant bits */
+    default: return 0x1p-24;
+    }
+}
+
+double hs_conf_tol_chained(const hs_conf *t) {
+    return t->precision == HS_PRECISION_FP32 ? HS_CONF_TOL : 8.0 * hs_conf_unit_roundoff(t->precision);
+}
+
+void hs_conf_check_rounded(hs_conf *t, const char *what, const float *fp32_dev, const float *cuda_dev, size_t n) {
+    float *a = download(t->cpu_fp32, fp32_dev, n * sizeof *a), *b = download(t->cuda, cuda_dev, n * sizeof *b);
+    double scale = 0.0, worst = 0.0;
+    for (size_t i = 0; i < n; i++)
+        if (fabs((double)a[i]) > scale) scale = fabs((double)a[i]);
+    for (size_t i = 0; i < n; i++)
+        if (scale > 0.0 && fabs((double)a[i] - (double)b[i]) / scale > worst) worst = fabs((double)a[i] - (double)b[i]) / scale;
+    t->checks++;
+    checks_of_op++;
+    if (!(worst > HS_CONF_TOL)) {
+        t->failures++;
+        printf("FAIL %s: %s: the result is within %g of fp32 (relative %.3g): the products' operands were not rounded\n",
+               t->op ? t->op : "?", what, HS_CONF_TOL, worst);
+    }
+    free(a), free(b);
+}

@@ -17,12 +17,28 @@
 
 #define HS_CONF_TOL 1e-5
 
+/* Reduced precisions (tf32, bf16, fp16): the CPU backend in the SAME precision is the reference. Both
+ * round a product's operands identically (src/util/lowp.h; the emulated cuBLASLt and cuDNN round TF32
+ * to the same nearest-even value), and the products of rounded values are exact in fp32, so a single
+ * GEMM or convolution still agrees within the fp32 summation tolerance HS_CONF_TOL: a path that rounds
+ * differently, or not at all, fails it. Where a product's fp32 output is rounded again as the operand
+ * of a second product (attention: softmax probabilities times V, the backward chain), a 1e-7 difference
+ * in the first product can move a value across a rounding midpoint of the type: one ulp, 2u relative
+ * (u = the type's unit roundoff: 2^-9 for bf16, 2^-11 for fp16 and tf32). Those outputs are compared
+ * with hs_conf_tol_chained: 8u, room for a few such steps adding up (fp32: HS_CONF_TOL). */
 typedef struct hs_conf {
-    const hs_backend *cpu, *cuda;
+    const hs_backend *cpu, *cuda; /* both in `precision` */
+    const hs_backend *cpu_fp32;   /* the fp32 CPU backend: a reduced precision's results must differ from it */
+    int precision;                /* hs_precision of both */
     uint64_t rng;   /* xorshift state */
     int checks, failures;
     const char *op; /* the op under test (set by hs_conf_op), for reports */
 } hs_conf;
+
+/* The tolerances of a reduced precision (see HS_CONF_TOL above). */
+double hs_conf_tol_chained(const hs_conf *t);
+/* The unit roundoff of a precision (fp32: 2^-24). */
+double hs_conf_unit_roundoff(int precision);
 
 /* Names the op the following checks belong to (printed with its worst error at the next call / end). */
 void hs_conf_op(hs_conf *t, const char *op);
@@ -44,6 +60,10 @@ void hs_conf_check_f32(hs_conf *t, const char *what, const float *cpu_dev, const
                        double tol);
 void hs_conf_check_f64(hs_conf *t, const char *what, const double *cpu_dev, const double *cuda_dev, size_t n,
                        double tol);
+/* The relative difference (as compare measures it) of CUDA's cuda_dev[n] from the fp32 CPU backend's
+ * fp32_dev[n]: under a reduced precision it must exceed HS_CONF_TOL, or the CUDA product was not
+ * rounded (counted as a check; `what` names it on failure). */
+void hs_conf_check_rounded(hs_conf *t, const char *what, const float *fp32_dev, const float *cuda_dev, size_t n);
 /* exact equality (indices, argmax) */
 void hs_conf_check_i32(hs_conf *t, const char *what, const int32_t *cpu_dev, const int32_t *cuda_dev, size_t n);
 
@@ -59,5 +79,6 @@ void hs_conf_group_blas_conv(hs_conf *t); /* gemm, strided-batched gemm, conv2d 
 void hs_conf_group_k1(hs_conf *t);        /* bias, element-wise, pooling, rows, attention */
 void hs_conf_group_k2(hs_conf *t);        /* layernorm, losses, multi-tensor norms and optimizers */
 void hs_conf_group_k3(hs_conf *t);        /* Transformer-XL relative-position attention */
+void hs_conf_group_attention(hs_conf *t); /* BERT attention alone (conformance_k1.c) */
 
 #endif

@@ -120,7 +120,8 @@ static void rel_attention_case(hs_conf *t, rel_case c) {
     for (int o = 0; o < 6; o++) {
         snprintf(what, sizeof what, "%s b=%d qlen=%d mlen=%d heads=%d d=%d lower_shift=%d p=%g", names[o], c.batch,
                  c.qlen, c.mlen, c.heads, c.d, c.lower_shift, (double)c.p);
-        hs_conf_check_f32(t, what, outs[o].cpu, outs[o].cuda, counts[o], HS_CONF_TOL);
+        /* probs: one level of products (tight); the others chain a rounded product into another */
+        hs_conf_check_f32(t, what, outs[o].cpu, outs[o].cuda, counts[o], o == 0 ? HS_CONF_TOL : hs_conf_tol_chained(t));
         same_bits(t, what, outs[o].cuda, seconds[o], counts[o] * 4);
         if (o == 0) same_signs(t, what, outs[o].cpu, outs[o].cuda, counts[o]);
     }

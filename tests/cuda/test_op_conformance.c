@@ -1,6 +1,9 @@
 /* Every op of the device seam on the CUDA backend (the emulated device in `make check`, a real GPU
  * under tests/gpu/) against the CPU backend, on random inputs with odd sizes: a user's guarantee that
- * device = "cuda" computes what device = "cpu" computes (tolerances: tests/cuda/conformance.h).
+ * device = "cuda" computes what device = "cpu" computes (tolerances: tests/cuda/conformance.h), in
+ * every precision: fp32 runs every op; tf32, bf16 and fp16 rerun the ops with products (GEMMs,
+ * convolutions, attention, relative attention) with both backends in that precision, and check that
+ * the CUDA products really were rounded (they differ from fp32).
  * This file holds the harness's main and the GEMM and convolution cases; the other ops' cases are in
  * conformance_k1.c and conformance_k2.c. */
 #include <stdio.h>
@@ -35,6 +38,12 @@ static void gemm_cases(hs_conf *t) {
                     snprintf(what, sizeof what, "C m=%d n=%d k=%d trans_a=%d trans_b=%d beta=%g ld pad %d", m, n, k, ta,
                              tb, beta, pad);
                     hs_conf_check_f32(t, what, c0, c1, (size_t)m * ldc, HS_CONF_TOL);
+                    if (t->precision != HS_PRECISION_FP32 && k >= 7) { /* rounded: not the fp32 product */
+                        void *cf = hs_conf_dev(t->cpu_fp32, c, (size_t)m * ldc * sizeof(float));
+                        t->cpu_fp32->gemm(t->cpu_fp32, ta, tb, m, n, k, alpha, a0, lda, b0, ldb, beta, cf, ldc);
+                        hs_conf_check_rounded(t, what, cf, c1, (size_t)m * ldc);
+                        t->cpu_fp32->free(t->cpu_fp32, cf);
+                    }
                     hs_conf_free_both(t, a0, a1), hs_conf_free_both(t, b0, b1), hs_conf_free_both(t, c0, c1);
                     free(a), free(b), free(c);
                 }
@@ -71,6 +80,12 @@ static void conv_cases(hs_conf *t) {
         hs_conf_check_f32(t, what, dx0, dx1, nx, HS_CONF_TOL);
         hs_conf_check_f32(t, what, dw0, dw1, nw, HS_CONF_TOL);
         hs_conf_check_f32(t, what, db0, db1, (size_t)s.c_out, HS_CONF_TOL);
+        if (t->precision != HS_PRECISION_FP32 && s.c_in * s.kh * s.kw >= 7) { /* rounded: not the fp32 forward */
+            void *yf = t->cpu_fp32->alloc(t->cpu_fp32, ny * 4);
+            t->cpu_fp32->conv2d_forward(t->cpu_fp32, &s, yf, x0, w0, b0, ws0);
+            hs_conf_check_rounded(t, what, yf, y1, ny);
+            t->cpu_fp32->free(t->cpu_fp32, yf);
+        }
         /* first layer: dx = NULL leaves it alone */
         t->cuda->conv2d_backward(t->cuda, &s, NULL, dw1, db1, dy1, x1, w1, ws1);
         t->cuda->synchronize(t->cuda);
@@ -88,21 +103,45 @@ void hs_conf_group_blas_conv(hs_conf *t) {
 }
 
 
+/* Usage: test_op_conformance [group [precision]]: group blas_conv, k1, k2, k3 or all (default);
+ * precision fp32, tf32, bf16, fp16 or all (default). */
 int main(int argc, char **argv) {
-    const char *only = argc > 1 ? argv[1] : NULL; /* run one group: blas_conv, k1, k2 or k3 */
+    const char *only = argc > 1 && strcmp(argv[1], "all") ? argv[1] : NULL;
+    const char *only_prec = argc > 2 && strcmp(argv[2], "all") ? argv[2] : NULL;
+    static const char *const names[] = {"fp32", "tf32", "bf16", "fp16"};
+    static const int precs[] = {HS_PRECISION_FP32, HS_PRECISION_TF32, HS_PRECISION_BF16, HS_PRECISION_FP16};
     char why[256];
-    hs_conf t = {.cpu = hs_backend_cpu(), .rng = 0x9e3779b97f4a7c15ULL};
-    t.cuda = hs_backend_cuda(0, why, sizeof why);
-    if (!t.cuda) {
+    const hs_backend *cuda = hs_backend_cuda(0, why, sizeof why);
+    if (!cuda) {
         printf("SKIP: %s\n", why);
         return 77;
     }
-    printf("CUDA backend against the CPU backend\n");
-    if (!only || !strcmp(only, "blas_conv")) hs_conf_group_blas_conv(&t);
-    if (!only || !strcmp(only, "k1")) hs_conf_group_k1(&t);
-    if (!only || !strcmp(only, "k2")) hs_conf_group_k2(&t);
-    if (!only || !strcmp(only, "k3")) hs_conf_group_k3(&t);
-    hs_conf_finish(&t);
-    printf("%d checks, %d failed\n", t.checks, t.failures);
-    return t.failures ? 1 : 0;
+    int checks = 0, failures = 0;
+    for (int i = 0; i < 4; i++) {
+        if (only_prec && strcmp(only_prec, names[i])) continue;
+        if (precs[i] == HS_PRECISION_BF16 && !hs_backend_cpu_bf16(why, sizeof why)) {
+            printf("precision bf16 skipped: the CPU reference needs it: %s\n", why);
+            continue;
+        }
+        hs_conf t = {.cpu = hs_backend_with_precision(hs_backend_cpu(), names[i]),
+                     .cuda = hs_backend_with_precision(cuda, names[i]),
+                     .cpu_fp32 = hs_backend_cpu(),
+                     .precision = precs[i],
+                     .rng = 0x9e3779b97f4a7c15ULL};
+        printf("CUDA backend against the CPU backend, precision %s (chained tolerance %.3g)\n", names[i],
+               hs_conf_tol_chained(&t));
+        if (!only || !strcmp(only, "blas_conv")) hs_conf_group_blas_conv(&t);
+        if (precs[i] == HS_PRECISION_FP32) { /* every op; the others have no products */
+            if (!only || !strcmp(only, "k1")) hs_conf_group_k1(&t);
+            if (!only || !strcmp(only, "k2")) hs_conf_group_k2(&t);
+        } else if (!only || !strcmp(only, "k1")) {
+            hs_conf_group_attention(&t);
+        }
+        if (!only || !strcmp(only, "k3")) hs_conf_group_k3(&t);
+        hs_conf_finish(&t);
+        printf("precision %s: %d checks, %d failed\n", names[i], t.checks, t.failures);
+        checks += t.checks, failures += t.failures;
+    }
+    printf("%d checks, %d failed\n", checks, failures);
+    return failures ? 1 : 0;
 }

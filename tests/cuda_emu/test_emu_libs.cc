@@ -3,9 +3,13 @@
 // bad arguments, and run their work only when the stream does:
 //   - cuBLASLt: every transpose combination, sizes 1, 31, 33, 127, leading dimensions above the row
 //     count, strided batches, beta = 0 over a NaN-filled C, in-place C == D, the bias / ReLU / GELU
-//     epilogues, the heuristic's workspace;
+//     epilogues, the heuristic's workspace; CUDA_R_16BF and CUDA_R_16F A and B with fp32 C and D, and
+//     CUBLAS_COMPUTE_32F_FAST_TF32 (inputs rounded to TF32), each against a reference of the rounded
+//     inputs that the other interpretation (the other 16-bit type, unrounded fp32) fails; the type
+//     combinations cuBLASLt's table does not list are NOT_SUPPORTED;
 //   - cuDNN: forward, backward data, backward filter and backward bias convolutions with padding,
-//     strides, dilation, both modes, each algorithm the heuristics offer, and cudnnAddTensor;
+//     strides, dilation, both modes, each algorithm the heuristics offer, and cudnnAddTensor, under
+//     CUDNN_FMA_MATH (fp32); the other math types round the inputs to TF32 (compute capability 8.0);
 //   - NCCL on one rank: all-reduce and broadcast, the communicator calls, a mismatched id, an aborted
 //     communicator, and the missing event between a compute stream and the NCCL stream (caught: wrong
 //     under some seed; with the event right under all).
@@ -273,6 +277,165 @@ void cublaslt_results(const LtEnv &env) {
   printf("ok   cublasLtMatmul epilogues: BIAS, RELU, RELU_BIAS, GELU (tanh), GELU_BIAS, per-batch bias\n");
 }
 
+// ---- 16-bit inputs and TF32 compute ------------------------------------------------------------------
+// The test's own conversions (bit patterns, independent of the stand-in's value-based ones).
+float t_bf16(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float v;
+  memcpy(&v, &u, sizeof v);
+  return v;
+}
+float t_fp16(uint16_t h) { // sign, 5-bit exponent (bias 15), 10-bit fraction; no inf/NaN generated here
+  const uint32_t e = (h >> 10) & 0x1f, f = h & 0x3ff;
+  uint32_t u = static_cast<uint32_t>(h & 0x8000) << 16;
+  if (e != 0) u |= ((e + 112) << 23) | (f << 13);
+  float v;
+  memcpy(&v, &u, sizeof v);
+  if (e == 0) v = (h & 0x8000 ? -1.0f : 1.0f) * static_cast<float>(f) * 0x1p-24f; // subnormal
+  return v;
+}
+float t_tf32(float x) { // nearest, ties to even, at bit 13 (finite x)
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  u += 0xfffu + ((u >> 13) & 1u);
+  u &= ~0x1fffu;
+  float v;
+  memcpy(&v, &u, sizeof v);
+  return v;
+}
+
+enum class Lowp { Tf32, Bf16, Fp16 };
+
+// D = alpha op(A) op(B) + beta C for a strided batch of 2, A and B of `kind`, checked against the double
+// sum of the products of the inputs as the kind defines them; tolerance (k + 2) 2^-24 sum |products|
+// (exact products, float sums). The same result checked against the other reading of the inputs (the
+// other 16-bit type; the unrounded fp32 values for TF32) must fail, so a stand-in that read the wrong
+// type or skipped the rounding does not pass.
+void check_lowp_gemm(const LtEnv &env, Lowp kind, bool ta, bool tb, int m, int n, int k, uint64_t seed) {
+  const int batch = 2, ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+  const int64_t lda = ar + 1, ldb = br + 2, ldc = m;
+  const int64_t sa = lda * ac + 3, sb = ldb * bc + 5, sc = ldc * n;
+  const size_t na = static_cast<size_t>(sa * batch), nb = static_cast<size_t>(sb * batch), nc = static_cast<size_t>(sc * batch);
+  Rng r{seed};
+  std::vector<uint16_t> a16(na), b16(nb);
+  std::vector<float> a32(na), b32(nb);
+  auto draw16 = [&](uint16_t *h) { // random finite patterns: fp16 exponents 0..17 (subnormals too), bf16 near 1
+    const uint32_t bits = static_cast<uint32_t>((r.next() + 1.0f) * 32768.0f) ^ (static_cast<uint32_t>(r.next() * 9e4f) << 3);
+    if (kind == Lowp::Fp16)
+      *h = static_cast<uint16_t>((bits & 0x83ff) | ((bits >> 4) % 18) << 10);
+    else
+      *h = static_cast<uint16_t>((bits & 0x807f) | (117 + (bits >> 3) % 13) << 7);
+  };
+  for (size_t i = 0; i < na; i++) kind == Lowp::Tf32 ? void(a32[i] = r.next() * 3.0f) : draw16(&a16[i]);
+  for (size_t i = 0; i < nb; i++) kind == Lowp::Tf32 ? void(b32[i] = r.next() * 3.0f) : draw16(&b16[i]);
+  const std::vector<float> hc = randoms(nc, seed + 1);
+  void *da, *db;
+  const size_t esz = kind == Lowp::Tf32 ? 4 : 2;
+  CUDA_OK(cudaMalloc(&da, na * esz));
+  CUDA_OK(cudaMalloc(&db, nb * esz));
+  CUDA_OK(cudaMemcpy(da, kind == Lowp::Tf32 ? static_cast<const void *>(a32.data()) : a16.data(), na * esz,
+                     cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(db, kind == Lowp::Tf32 ? static_cast<const void *>(b32.data()) : b16.data(), nb * esz,
+                     cudaMemcpyHostToDevice));
+  float *dc = upload(hc), *dd = device_floats(nc);
+  const cudaDataType_t t = kind == Lowp::Bf16 ? CUDA_R_16BF : kind == Lowp::Fp16 ? CUDA_R_16F : CUDA_R_32F;
+  cublasLtMatmulDesc_t desc;
+  LT_OK(cublasLtMatmulDescCreate(&desc, kind == Lowp::Tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+                                 CUDA_R_32F));
+  const int32_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  LT_OK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
+  LT_OK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
+  auto lay = [&](cudaDataType_t type, int rows, int cols, int64_t ld, int64_t stride) {
+    cublasLtMatrixLayout_t l;
+    LT_OK(cublasLtMatrixLayoutCreate(&l, type, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld));
+    const int32_t b = batch;
+    LT_OK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b, sizeof b));
+    LT_OK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+    return l;
+  };
+  cublasLtMatrixLayout_t la = lay(t, ar, ac, lda, sa), lb = lay(t, br, bc, ldb, sb), lc = lay(CUDA_R_32F, m, n, ldc, sc);
+  const float alpha = 0.75f, beta = 0.5f;
+  LT_OK(cublasLtMatmul(env.lt, desc, &alpha, da, la, db, lb, &beta, dc, lc, dd, lc, nullptr, nullptr, 0, env.stream));
+  CUDA_OK(cudaStreamSynchronize(env.stream));
+  const std::vector<float> got = download(dd, nc);
+  // reading 0: the kind's own; reading 1: the wrong one
+  auto value = [&](bool is_a, size_t i, int reading) -> double {
+    if (kind == Lowp::Tf32) {
+      const float v = is_a ? a32[i] : b32[i];
+      return reading == 0 ? t_tf32(v) : v;
+    }
+    const uint16_t h = is_a ? a16[i] : b16[i];
+    const bool as_bf16 = (kind == Lowp::Bf16) == (reading == 0);
+    return as_bf16 ? t_bf16(h) : t_fp16(h);
+  };
+  double worst[2] = {0.0, 0.0}; // error / tolerance under each reading
+  for (int bi = 0; bi < batch; bi++)
+    for (int j = 0; j < n; j++)
+      for (int i = 0; i < m; i++) {
+        for (int reading = 0; reading < 2; reading++) {
+          double acc = 0.0, mag = 0.0;
+          for (int q = 0; q < k; q++) {
+            const size_t ia = static_cast<size_t>(bi * sa + (ta ? q + i * lda : i + q * lda));
+            const size_t ib = static_cast<size_t>(bi * sb + (tb ? j + q * ldb : q + j * ldb));
+            const double p = value(true, ia, reading) * value(false, ib, reading);
+            acc += p;
+            mag += std::fabs(p);
+          }
+          const double cv = beta * static_cast<double>(hc[static_cast<size_t>(bi * sc + i + j * ldc)]);
+          const double want = alpha * acc + cv, tol = (k + 2) * 0x1p-24 * (alpha * mag + std::fabs(cv)) + 1e-30;
+          const double e = std::fabs(got[static_cast<size_t>(bi * sc + i + j * ldc)] - want) / tol;
+          worst[reading] = std::max(worst[reading], e);
+        }
+      }
+  const char *name = kind == Lowp::Tf32 ? "FAST_TF32" : kind == Lowp::Bf16 ? "CUDA_R_16BF" : "CUDA_R_16F";
+  if (worst[0] > 1.0 || worst[1] <= 1.0) {
+    fprintf(stderr, "FAIL cublasLtMatmul %s %s%s m=%d n=%d k=%d: error %.3g x tolerance (must be <= 1), under the "
+            "wrong reading %.3g x (must be > 1)\n", name, ta ? "T" : "N", tb ? "T" : "N", m, n, k, worst[0], worst[1]);
+    exit(1);
+  }
+  for (cublasLtMatrixLayout_t l : {la, lb, lc}) LT_OK(cublasLtMatrixLayoutDestroy(l));
+  LT_OK(cublasLtMatmulDescDestroy(desc));
+  CUDA_OK(cudaFree(da));
+  CUDA_OK(cudaFree(db));
+  CUDA_OK(cudaFree(dc));
+  CUDA_OK(cudaFree(dd));
+}
+
+void cublaslt_lowp(const LtEnv &env) {
+  uint64_t seed = 5000;
+  const int sizes[][3] = {{7, 5, 33}, {16, 9, 64}, {1, 31, 17}};
+  for (Lowp kind : {Lowp::Tf32, Lowp::Bf16, Lowp::Fp16})
+    for (int tr = 0; tr < 4; tr++)
+      for (const auto &sz : sizes) check_lowp_gemm(env, kind, tr & 1, tr >> 1, sz[0], sz[1], sz[2], seed += 7);
+  // combinations cuBLASLt's type table does not list, or that the stand-in does not compute
+  float *f = device_floats(64);
+  cublasLtMatmulDesc_t d32, dtf32;
+  cublasLtMatrixLayout_t h16, b16, f32, c16;
+  LT_OK(cublasLtMatmulDescCreate(&d32, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  LT_OK(cublasLtMatmulDescCreate(&dtf32, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F));
+  LT_OK(cublasLtMatrixLayoutCreate(&h16, CUDA_R_16F, 4, 4, 4));
+  LT_OK(cublasLtMatrixLayoutCreate(&b16, CUDA_R_16BF, 4, 4, 4));
+  LT_OK(cublasLtMatrixLayoutCreate(&f32, CUDA_R_32F, 4, 4, 4));
+  LT_OK(cublasLtMatrixLayoutCreate(&c16, CUDA_R_16F, 4, 4, 4));
+  const float one = 1.0f, zero = 0.0f;
+  LT_EXPECT(cublasLtMatmul(env.lt, d32, &one, f, h16, f, f32, &zero, f, f32, f, f32, nullptr, nullptr, 0, env.stream),
+            CUBLAS_STATUS_NOT_SUPPORTED); // A fp16, B fp32
+  LT_EXPECT(cublasLtMatmul(env.lt, d32, &one, f, h16, f, b16, &zero, f, f32, f, f32, nullptr, nullptr, 0, env.stream),
+            CUBLAS_STATUS_NOT_SUPPORTED); // A fp16, B bf16
+  LT_EXPECT(cublasLtMatmul(env.lt, dtf32, &one, f, b16, f, b16, &zero, f, f32, f, f32, nullptr, nullptr, 0, env.stream),
+            CUBLAS_STATUS_NOT_SUPPORTED); // 16-bit inputs under FAST_TF32
+  LT_EXPECT(cublasLtMatmul(env.lt, d32, &one, f, h16, f, h16, &zero, f, c16, f, c16, nullptr, nullptr, 0, env.stream),
+            CUBLAS_STATUS_NOT_SUPPORTED); // fp16 C and D: NVIDIA computes it, the stand-in does not
+  cublasLtMatmulDesc_t tmp;
+  LT_EXPECT(cublasLtMatmulDescCreate(&tmp, CUBLAS_COMPUTE_32F_FAST_16BF, CUDA_R_32F), CUBLAS_STATUS_NOT_SUPPORTED);
+  for (cublasLtMatrixLayout_t l : {h16, b16, f32, c16}) LT_OK(cublasLtMatrixLayoutDestroy(l));
+  LT_OK(cublasLtMatmulDescDestroy(d32));
+  LT_OK(cublasLtMatmulDescDestroy(dtf32));
+  CUDA_OK(cudaFree(f));
+  printf("ok   cublasLtMatmul: CUDA_R_16BF / CUDA_R_16F A and B with fp32 C and D, CUBLAS_COMPUTE_32F_FAST_TF32: "
+         "exact products of the rounded inputs, fp32 sums; unlisted type combinations NOT_SUPPORTED\n");
+}
+
 void cublaslt_errors(const LtEnv &env) {
   float *a = device_floats(64 * 64), *b = device_floats(64 * 64), *d = device_floats(64 * 64);
   cublasLtMatmulDesc_t desc;
@@ -294,7 +457,7 @@ void cublaslt_errors(const LtEnv &env) {
   LT_OK(cublasLtCreate(&h));
   LT_OK(cublasLtDestroy(h));
   cublasLtMatrixLayout_t tmp;
-  LT_EXPECT(cublasLtMatrixLayoutCreate(&tmp, CUDA_R_16F, 8, 8, 8), CUBLAS_STATUS_NOT_SUPPORTED);
+  LT_EXPECT(cublasLtMatrixLayoutCreate(&tmp, CUDA_R_64F, 8, 8, 8), CUBLAS_STATUS_NOT_SUPPORTED);
   LT_EXPECT(cublasLtMatmulDescCreate(nullptr, CUBLAS_COMPUTE_32F, CUDA_R_32F), CUBLAS_STATUS_INVALID_VALUE);
   cublasLtMatmulDesc_t tmpd;
   LT_EXPECT(cublasLtMatmulDescCreate(&tmpd, CUBLAS_COMPUTE_64F, CUDA_R_64F), CUBLAS_STATUS_NOT_SUPPORTED);
@@ -400,6 +563,7 @@ void cublaslt_tests() {
   env.workspace_bytes = 1 << 20;
   CUDA_OK(cudaMalloc(&env.workspace, env.workspace_bytes));
   cublaslt_results(env);
+  cublaslt_lowp(env);
   cublaslt_errors(env);
   CUDA_OK(cudaFree(env.workspace));
   CUDA_OK(cudaStreamDestroy(env.stream));
@@ -464,6 +628,9 @@ void check_conv(const Dnn &env, const ConvCase &cc, uint64_t seed) {
   DNN_OK(cudnnCreateTensorDescriptor(&bd));
   DNN_OK(cudnnCreateFilterDescriptor(&wd));
   DNN_OK(cudnnCreateConvolutionDescriptor(&cd));
+  // fp32 results need CUDNN_FMA_MATH (the default permits TF32); set before the 2-d parameters, which
+  // must keep it
+  DNN_OK(cudnnSetConvolutionMathType(cd, CUDNN_FMA_MATH));
   DNN_OK(cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, cc.n, cc.c, cc.h, cc.w));
   DNN_OK(cudnnSetFilter4dDescriptor(wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, cc.k, cc.c, cc.r, cc.s));
   DNN_OK(cudnnSetConvolution2dDescriptor(cd, cc.pad, cc.pad, cc.stride, cc.stride, cc.dil, cc.dil, cc.mode,
@@ -503,6 +670,7 @@ void check_conv(const Dnn &env, const ConvCase &cc, uint64_t seed) {
   CHECK(nd >= 2 && dp[0].status == CUDNN_STATUS_SUCCESS && dp[0].determinism == CUDNN_DETERMINISTIC);
   CHECK(nwp >= 2 && wp[0].status == CUDNN_STATUS_SUCCESS && wp[0].determinism == CUDNN_DETERMINISTIC);
   CHECK(fp[0].algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM && fp[0].memory == 0);
+  CHECK(fp[0].mathType == CUDNN_FMA_MATH && dp[0].mathType == CUDNN_FMA_MATH && wp[0].mathType == CUDNN_FMA_MATH);
   CHECK(wp[0].algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1 && wp[0].memory == nw * sizeof(float));
 
   // forward with each algorithm that runs: beta 0 over NaN, then beta 0.5 over previous values
@@ -602,6 +770,85 @@ void cudnn_results(const Dnn &env) {
          "ALGO_0), backward bias, cudnnAddTensor: %zu shapes, pad 0..2, stride 1..2, dilation 1..2, both modes, "
          "beta 0 and 0.5\n",
          sizeof cases / sizeof cases[0]);
+}
+
+// The math types: one convolution's forward, backward data and backward filter under each. FMA gives the
+// fp32 result; DEFAULT, TENSOR_OP and TENSOR_OP_ALLOW_CONVERSION the result of TF32-rounded inputs
+// (compute capability 8.0), which the fp32 reference fails.
+void cudnn_math_types(const Dnn &env) {
+  const ConvCase cc{2, 3, 6, 6, 4, 3, 3, 0, 1, 1, CUDNN_CROSS_CORRELATION};
+  const int oh = 4, ow = 4;
+  const ConvRef ref{cc, oh, ow};
+  const size_t nx = 2 * 3 * 36, nw = 4 * 3 * 9, ny = 2 * 4 * 16;
+  const std::vector<float> hx = randoms(nx, 77), hw = randoms(nw, 78), hy = randoms(ny, 79);
+  std::vector<float> rx(nx), rw(nw), ry(ny);
+  for (size_t i = 0; i < nx; i++) rx[i] = t_tf32(hx[i]);
+  for (size_t i = 0; i < nw; i++) rw[i] = t_tf32(hw[i]);
+  for (size_t i = 0; i < ny; i++) ry[i] = t_tf32(hy[i]);
+  // references [0] fp32, [1] TF32 inputs
+  std::vector<double> fwd[2], bd[2], bf[2];
+  for (int t = 0; t < 2; t++) {
+    fwd[t].assign(ny, 0.0), bd[t].assign(nx, 0.0), bf[t].assign(nw, 0.0);
+    const std::vector<float> &x = t ? rx : hx, &w = t ? rw : hw, &y = t ? ry : hy;
+    ref.each([&](size_t xi, size_t wi, size_t yi) {
+      fwd[t][yi] += static_cast<double>(x[xi]) * w[wi];
+      bd[t][xi] += static_cast<double>(y[yi]) * w[wi];
+      bf[t][wi] += static_cast<double>(y[yi]) * x[xi];
+    });
+  }
+  cudnnTensorDescriptor_t xd, yd;
+  cudnnFilterDescriptor_t wd;
+  cudnnConvolutionDescriptor_t cd;
+  DNN_OK(cudnnCreateTensorDescriptor(&xd));
+  DNN_OK(cudnnCreateTensorDescriptor(&yd));
+  DNN_OK(cudnnCreateFilterDescriptor(&wd));
+  DNN_OK(cudnnCreateConvolutionDescriptor(&cd));
+  DNN_OK(cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 2, 3, 6, 6));
+  DNN_OK(cudnnSetTensor4dDescriptor(yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 2, 4, 4, 4));
+  DNN_OK(cudnnSetFilter4dDescriptor(wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 4, 3, 3, 3));
+  DNN_OK(cudnnSetConvolution2dDescriptor(cd, 0, 0, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  cudnnMathType_t mt = CUDNN_FMA_MATH;
+  DNN_OK(cudnnGetConvolutionMathType(cd, &mt));
+  CHECK(mt == CUDNN_DEFAULT_MATH); // a new descriptor's
+  DNN_EXPECT(cudnnSetConvolutionMathType(cd, static_cast<cudnnMathType_t>(4)), CUDNN_STATUS_BAD_PARAM);
+  DNN_EXPECT(cudnnSetConvolutionMathType(nullptr, CUDNN_FMA_MATH), CUDNN_STATUS_BAD_PARAM);
+  DNN_EXPECT(cudnnGetConvolutionMathType(cd, nullptr), CUDNN_STATUS_BAD_PARAM);
+  float *dx = upload(hx), *dw = upload(hw), *ddy = upload(hy), *y = device_floats(ny), *gx = device_floats(nx),
+        *gw = device_floats(nw);
+  void *ws;
+  CUDA_OK(cudaMalloc(&ws, nw * sizeof(float)));
+  const float one = 1.0f, zero = 0.0f;
+  auto max_err = [](const std::vector<float> &got, const std::vector<double> &want) {
+    double e = 0.0;
+    for (size_t i = 0; i < want.size(); i++)
+      e = std::max(e, std::fabs(got[i] - want[i]) / (1.0 + std::fabs(want[i])));
+    return e;
+  };
+  for (cudnnMathType_t m : {CUDNN_FMA_MATH, CUDNN_DEFAULT_MATH, CUDNN_TENSOR_OP_MATH, CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION}) {
+    DNN_OK(cudnnSetConvolutionMathType(cd, m));
+    DNN_OK(cudnnGetConvolutionMathType(cd, &mt));
+    CHECK(mt == m);
+    DNN_OK(cudnnConvolutionForward(env.h, &one, xd, dx, wd, dw, cd, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, nullptr, 0,
+                                   &zero, yd, y));
+    DNN_OK(cudnnConvolutionBackwardData(env.h, &one, wd, dw, yd, ddy, cd, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, nullptr, 0,
+                                        &zero, xd, gx));
+    DNN_OK(cudnnConvolutionBackwardFilter(env.h, &one, xd, dx, yd, ddy, cd, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, ws,
+                                          nw * sizeof(float), &zero, wd, gw));
+    CUDA_OK(cudaStreamSynchronize(env.stream));
+    const int t = m == CUDNN_FMA_MATH ? 0 : 1;
+    const std::vector<float> gy = download(y, ny), gdx = download(gx, nx), gdw = download(gw, nw);
+    // the right reference within float summation error; the other one off by TF32 rounding (~2^-11)
+    CHECK(max_err(gy, fwd[t]) < 1e-5 && max_err(gdx, bd[t]) < 1e-5 && max_err(gdw, bf[t]) < 1e-5);
+    CHECK(max_err(gy, fwd[1 - t]) > 1e-4 && max_err(gdx, bd[1 - t]) > 1e-4 && max_err(gdw, bf[1 - t]) > 1e-4);
+  }
+  for (float *p : {dx, dw, ddy, y, gx, gw}) CUDA_OK(cudaFree(p));
+  CUDA_OK(cudaFree(ws));
+  DNN_OK(cudnnDestroyTensorDescriptor(xd));
+  DNN_OK(cudnnDestroyTensorDescriptor(yd));
+  DNN_OK(cudnnDestroyFilterDescriptor(wd));
+  DNN_OK(cudnnDestroyConvolutionDescriptor(cd));
+  printf("ok   cuDNN math types: FMA_MATH computes fp32; DEFAULT, TENSOR_OP and TENSOR_OP_ALLOW_CONVERSION round "
+         "x, w and dy to TF32 (compute capability 8.0); the math type survives cudnnSetConvolution2dDescriptor\n");
 }
 
 void cudnn_errors(const Dnn &env) {
@@ -777,6 +1024,7 @@ void cudnn_tests() {
   DNN_OK(cudnnGetStream(env.h, &s));
   CHECK(s == env.stream);
   cudnn_results(env);
+  cudnn_math_types(env);
   cudnn_errors(env);
   DNN_OK(cudnnDestroy(env.h));
   DNN_EXPECT(cudnnDestroy(env.h), CUDNN_STATUS_BAD_PARAM);

@@ -1,6 +1,8 @@
 /* precision = "bf16" on the CPU: a user who trains in bf16 relies on every matrix product being the
  * product of the bf16-rounded operands summed in fp32 (PyTorch's bf16 autocast), on the fp32 products
- * being untouched by the bf16 code, and on rounding to nearest, ties to even, as torch rounds.
+ * being untouched by the bf16 code, and on rounding to nearest, ties to even, as torch rounds. The
+ * same for precision = "tf32" | "fp16" on the CPU (emulated: tf32- or fp16-rounded operands, fp32 sums);
+ * the roundings themselves are checked bit for bit against torch by tests/ref/test_lowp_round.py.
  *
  * Each product is compared with a float64 reference computed from the bf16-rounded inputs. Tolerance:
  * summing k exact products in fp32 errs by at most about k·2⁻²⁴ of the sum of |products| (the
@@ -57,9 +59,10 @@ typedef struct gemm_case {
     float alpha, beta;
 } gemm_case;
 
-/* Runs one case through `run` and checks it; inside = 1 runs it from an OpenMP parallel region (the
- * attention and convolution path). */
-static void check_case(const gemm_case *g, int inside) {
+/* Runs one case through be->gemm and checks it against the operands rounded as be->precision rounds
+ * them; inside = 1 runs it from an OpenMP parallel region (the attention and convolution path). */
+static void check_case_on(const hs_backend *be, const gemm_case *g, int inside) {
+    const int prec = be->precision;
     const int a_rows = g->ta ? g->k : g->m, a_cols = g->ta ? g->m : g->k;
     const int b_rows = g->tb ? g->n : g->k, b_cols = g->tb ? g->k : g->n;
     const int lda = a_cols + g->pad, ldb = b_cols + g->pad, ldc = g->n + g->pad;
@@ -79,10 +82,10 @@ static void check_case(const gemm_case *g, int inside) {
 #pragma omp parallel num_threads(2)
         {
 #pragma omp single
-            bf16->gemm(bf16, g->ta, g->tb, g->m, g->n, g->k, g->alpha, a, lda, b, ldb, g->beta, c, ldc);
+            be->gemm(be, g->ta, g->tb, g->m, g->n, g->k, g->alpha, a, lda, b, ldb, g->beta, c, ldc);
         }
     } else {
-        bf16->gemm(bf16, g->ta, g->tb, g->m, g->n, g->k, g->alpha, a, lda, b, ldb, g->beta, c, ldc);
+        be->gemm(be, g->ta, g->tb, g->m, g->n, g->k, g->alpha, a, lda, b, ldb, g->beta, c, ldc);
     }
     double worst = 0.0;   /* largest error / tolerance against the rounded-input reference */
     double unround = 0.0; /* the same against the unrounded inputs */
@@ -92,7 +95,7 @@ static void check_case(const gemm_case *g, int inside) {
             for (int p = 0; p < g->k; p++) {
                 const float av = g->ta ? a[(size_t)p * lda + i] : a[(size_t)i * lda + p];
                 const float bv = g->tb ? b[(size_t)j * ldb + p] : b[(size_t)p * ldb + j];
-                const double prod = (double)hs_bf16_round(av) * (double)hs_bf16_round(bv);
+                const double prod = (double)hs_lowp_round(prec, av) * (double)hs_lowp_round(prec, bv);
                 s += prod;
                 s_raw += (double)av * (double)bv;
                 scale += fabs(prod);
@@ -110,14 +113,16 @@ static void check_case(const gemm_case *g, int inside) {
         for (int j = g->n; j < ldc; j++)
             assert_memory_equal(&c[(size_t)i * ldc + j], &c0[(size_t)i * ldc + j], sizeof(float));
     if (worst > 1.0)
-        fail_msg("ta=%d tb=%d m=%d n=%d k=%d beta=%g inside=%d: error %.3g x the tolerance", g->ta, g->tb, g->m, g->n,
-                 g->k, (double)g->beta, inside, worst);
+        fail_msg("precision %d ta=%d tb=%d m=%d n=%d k=%d beta=%g inside=%d: error %.3g x the tolerance", prec, g->ta,
+                 g->tb, g->m, g->n, g->k, (double)g->beta, inside, worst);
     if (g->k >= 4) assert_true(unround > 1.0); /* the operands really were rounded */
     free(a);
     free(b);
     free(c);
     free(c0);
 }
+
+static void check_case(const gemm_case *g, int inside) { check_case_on(bf16, g, inside); }
 
 static const gemm_case cases[] = {
     {0, 0, 7, 13, 5, 0, 1.0f, 0.0f},     {0, 1, 33, 17, 65, 3, 1.0f, 0.5f}, {1, 0, 19, 31, 40, 1, 0.75f, 0.0f},
@@ -150,6 +155,25 @@ static void test_gemm_inside_parallel_region(void **unused) {
     (void)unused;
     if (!bf16) skip();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i], 1);
+}
+
+/* tf32 and fp16: rounded operands, exact products, fp32 sums, outside and inside parallel regions; one
+ * table per precision, the same one on every call. */
+static void test_tf32_fp16_gemm(void **unused) {
+    (void)unused;
+    const hs_backend *cpu = hs_backend_cpu();
+    const char *names[2] = {"tf32", "fp16"};
+    const int precs[2] = {HS_PRECISION_TF32, HS_PRECISION_FP16};
+    for (int t = 0; t < 2; t++) {
+        const hs_backend *be = hs_backend_with_precision(cpu, names[t]);
+        assert_int_equal(be->precision, precs[t]);
+        assert_string_equal(be->name, "cpu");
+        assert_ptr_equal(hs_backend_with_precision(cpu, names[t]), be);
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            check_case_on(be, &cases[i], 0);
+            check_case_on(be, &cases[i], 1);
+        }
+    }
 }
 
 /* fp32 stays OpenBLAS's SGEMM, bit for bit, and precision = "fp32" keeps the plain backend. */
@@ -190,6 +214,7 @@ int main(void) {
         cmocka_unit_test(test_gemm_against_reference),
         cmocka_unit_test(test_gemm_rounded_path),
         cmocka_unit_test(test_gemm_inside_parallel_region),
+        cmocka_unit_test(test_tf32_fp16_gemm),
         cmocka_unit_test(test_fp32_unchanged),
         cmocka_unit_test(test_availability),
     };

@@ -16,37 +16,43 @@
 #include "util/check.h"
 #include "util/log.h"
 
-void hs_bf16_round_array(float *y, const float *x, size_t n) {
+void hs_lowp_round_array(int p, float *y, const float *x, size_t n) {
 #pragma omp parallel for schedule(static) if (n > 65536 && !omp_in_parallel())
-    for (size_t i = 0; i < n; i++) y[i] = hs_bf16_round(x[i]);
+    for (size_t i = 0; i < n; i++) y[i] = hs_lowp_round(p, x[i]);
 }
 
-const float *hs_bf16_rounded_copy(int slot, const float *x, size_t n) {
+void hs_bf16_round_array(float *y, const float *x, size_t n) { hs_lowp_round_array(HS_PRECISION_BF16, y, x, n); }
+
+const float *hs_lowp_rounded_copy(int p, int slot, const float *x, size_t n) {
     static _Thread_local float *bufs[3];
     static _Thread_local size_t lens[3];
+    if (p == HS_PRECISION_FP32) return x;
     if (n > lens[slot]) {
         HS_REALLOC(bufs[slot], n);
         lens[slot] = n;
     }
-    hs_bf16_round_array(bufs[slot], x, n);
+    hs_lowp_round_array(p, bufs[slot], x, n);
     return bufs[slot];
 }
 
-/* dst[rows*cols] = bf16(src[rows, ld]) compacted, as fp32 values */
-static void round_compact(float *dst, const float *src, int rows, int cols, int ld) {
+const float *hs_bf16_rounded_copy(int slot, const float *x, size_t n) {
+    return hs_lowp_rounded_copy(HS_PRECISION_BF16, slot, x, n);
+}
+
+/* dst[rows*cols] = round_p(src[rows, ld]) compacted, as fp32 values */
+static void round_compact(int p, float *dst, const float *src, int rows, int cols, int ld) {
 #pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > 65536 && !omp_in_parallel())
     for (int r = 0; r < rows; r++) {
         const float *s = src + (size_t)r * (size_t)ld;
         float *d = dst + (size_t)r * (size_t)cols;
-#pragma omp simd
-        for (int j = 0; j < cols; j++) d[j] = hs_bf16_round(s[j]);
+        for (int j = 0; j < cols; j++) d[j] = hs_lowp_round(p, s[j]);
     }
 }
 
 /* The portable path: round both inputs (in thread-local scratch), then SGEMM. Exact products, fp32
- * sums: the same arithmetic as a bf16 GEMM with fp32 accumulation, up to the order of the sums. */
-static void gemm_rounded_sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
-                               const float *b, int ldb, float beta, float *c, int ldc) {
+ * sums: the same arithmetic as a bf16/tf32/fp16 GEMM with fp32 accumulation, up to the order of the sums. */
+static void gemm_rounded_sgemm(int p, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
+                               int lda, const float *b, int ldb, float beta, float *c, int ldc) {
     static _Thread_local float *buf;
     static _Thread_local size_t buf_len;
     const int a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
@@ -56,10 +62,16 @@ static void gemm_rounded_sgemm(int trans_a, int trans_b, int m, int n, int k, fl
         HS_REALLOC(buf, need); /* kept for the thread's life: the next product of this shape reuses it */
         buf_len = need;
     }
-    round_compact(buf, a, a_rows, a_cols, lda);
-    round_compact(buf + a_len, b, b_rows, b_cols, ldb);
+    round_compact(p, buf, a, a_rows, a_cols, lda);
+    round_compact(p, buf + a_len, b, b_rows, b_cols, ldb);
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k,
                 alpha, buf, a_cols, buf + a_len, b_cols, beta, c, ldc);
+}
+
+void hs_cpu_gemm_rounded(int p, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+                         const float *b, int ldb, float beta, float *c, int ldc) {
+    if (m <= 0 || n <= 0) return;
+    gemm_rounded_sgemm(p, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 #ifdef HAVE_DNNL
@@ -301,5 +313,5 @@ void hs_cpu_gemm_bf16(int trans_a, int trans_b, int m, int n, int k, float alpha
         return;
     }
 #endif
-    gemm_rounded_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    gemm_rounded_sgemm(HS_PRECISION_BF16, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }

@@ -1,11 +1,15 @@
-/* bf16 arithmetic of the CPU backend (precision = "bf16"): matrix products whose inputs are rounded to
- * bfloat16 and whose products are accumulated in fp32, as PyTorch's bf16 autocast does; everything
- * else (element-wise math, LayerNorm, softmax, losses, parameters, gradients, optimizer state) stays
- * fp32. On a CPU with BF16 instructions the large products go through oneDNN's bf16 matmul (configure
- * finds libdnnl-dev); a product called from inside an OpenMP parallel region (attention per head,
- * convolution per sample), and every product on a CPU without BF16 instructions, rounds its inputs and
- * runs OpenBLAS SGEMM on them — the same arithmetic, because the product of two bf16 values (8-bit
- * significands) is exact in fp32 (24 bits), so both sum exact products in fp32. */
+/* Reduced-precision products of the CPU backend: every product's inputs rounded, the products summed
+ * in fp32; everything else (element-wise math, LayerNorm, softmax, losses, parameters, gradients,
+ * optimizer state) stays fp32.
+ * bf16 (precision = "bf16") is PyTorch's bf16 autocast. On a CPU with BF16 instructions the large
+ * products go through oneDNN's bf16 matmul (configure finds libdnnl-dev); a product called from inside
+ * an OpenMP parallel region (attention per head, convolution per sample), and every product on a CPU
+ * without BF16 instructions, rounds its inputs and runs OpenBLAS SGEMM on them — the same arithmetic,
+ * because the product of two bf16 values (8-bit significands) is exact in fp32 (24 bits), so both sum
+ * exact products in fp32.
+ * tf32 and fp16 (precision = "tf32" | "fp16", a GPU's tensor-core types) are emulated the same way:
+ * operands rounded (util/lowp.h), then SGEMM; 11-bit significands multiply exactly in fp32 too. They
+ * are for checking a recipe's numerics on the CPU: correct, not faster. */
 #ifndef HS_BACKEND_CPU_BF16_H
 #define HS_BACKEND_CPU_BF16_H
 
@@ -15,24 +19,28 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "util/lowp.h"
 
-/* x rounded to the nearest bfloat16, ties to even (torch's float -> bfloat16 conversion), returned as
- * the bf16 bit pattern. NaN stays a (quiet) NaN; overflow rounds to infinity as in IEEE. */
-static inline uint16_t hs_bf16_bits(float x) {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u); /* NaN: keep it quiet */
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
+/* The rounding of one operand value under precision p (hs_precision): bf16, tf32 or fp16 (util/lowp.h);
+ * fp32 values pass unchanged. */
+static inline float hs_lowp_round(int p, float x) {
+    switch (p) {
+    case HS_PRECISION_BF16: return hs_bf16_round(x);
+    case HS_PRECISION_TF32: return hs_tf32_round(x);
+    case HS_PRECISION_FP16: return hs_fp16_round(x);
+    default: return x;
+    }
 }
 
-/* The same value as an fp32 number (the low 16 bits of the significand zero). */
-static inline float hs_bf16_round(float x) {
-    const uint32_t u = (uint32_t)hs_bf16_bits(x) << 16;
-    float y;
-    memcpy(&y, &u, sizeof y);
-    return y;
-}
+/* y[n] = round_p(x[n]) kept in fp32 (y may alias x) */
+void hs_lowp_round_array(int p, float *y, const float *x, size_t n);
+
+/* c[m,n] = alpha * op(round_p(a))[m,k] · op(round_p(b))[k,n] + beta * c[m,n], products exact and summed
+ * in fp32, for p = TF32 or FP16: the operands rounded into thread-local scratch, then SGEMM (the CPU
+ * has no tf32 or fp16 arithmetic; this is an emulation for checking a recipe's numerics). Safe to call
+ * from any thread. */
+void hs_cpu_gemm_rounded(int p, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+                         const float *b, int ldb, float beta, float *c, int ldc);
 
 /* y[n] = bf16(x[n]) kept in fp32 (y may alias x) */
 void hs_bf16_round_array(float *y, const float *x, size_t n);
@@ -43,11 +51,14 @@ void hs_cpu_gemm_bf16(int trans_a, int trans_b, int m, int n, int k, float alpha
                       const float *b, int ldb, float beta, float *c, int ldc);
 
 /* The products the CPU ops compute inside their own loops (attention, convolution): cblas_sgemm
- * unchanged under fp32, hs_cpu_gemm_bf16 under bf16. Same arguments as hs_cpu_sgemm. */
+ * unchanged under fp32, hs_cpu_gemm_bf16 under bf16, hs_cpu_gemm_rounded under tf32 and fp16. Same
+ * arguments as hs_cpu_sgemm. */
 static inline void hs_cpu_mm(const hs_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha,
                              const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc) {
     if (be->precision == HS_PRECISION_BF16)
         hs_cpu_gemm_bf16(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    else if (be->precision == HS_PRECISION_TF32 || be->precision == HS_PRECISION_FP16)
+        hs_cpu_gemm_rounded(be->precision, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     else
         cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k,
                     alpha, a, lda, b, ldb, beta, c, ldc);
@@ -56,6 +67,8 @@ static inline void hs_cpu_mm(const hs_backend *be, int trans_a, int trans_b, int
 /* x[n] rounded to bf16 into this thread's scratch slot (0..2), kept until the next call on the same
  * slot: the rounded operands of a convolution under bf16. */
 const float *hs_bf16_rounded_copy(int slot, const float *x, size_t n);
+/* The same under any precision: x itself under fp32, else round_p(x) in the slot. */
+const float *hs_lowp_rounded_copy(int p, int slot, const float *x, size_t n);
 
 /* 1 if this build can run bf16 on the CPU (oneDNN linked); else 0 and why[] says what to install. */
 int hs_cpu_bf16_available(char *why, size_t why_len);

@@ -131,10 +131,9 @@ static void col2im(float *dx, const float *dcol, const hs_conv2d_shape *s) {
 /* y[n,c_out,oh,ow] = conv(x[n,c_in,h,w], w[c_out,c_in,kh,kw]) + b[c_out] */
 void hs_cpu_conv2d_forward(const hs_backend *be, const hs_conv2d_shape *s, float *y, const float *x, const float *w,
                            const float *b, void *workspace) {
-    if (be->precision == HS_PRECISION_BF16) { /* bf16 operands, fp32 arithmetic (cpu_bf16.h) */
-        x = hs_bf16_rounded_copy(0, x, (size_t)s->n * (size_t)s->c_in * (size_t)s->h * (size_t)s->w);
-        w = hs_bf16_rounded_copy(1, w, (size_t)s->c_out * (size_t)s->c_in * (size_t)s->kh * (size_t)s->kw);
-    }
+    /* rounded operands (bf16/tf32/fp16), fp32 arithmetic (cpu_bf16.h); fp32 passes them unchanged */
+    x = hs_lowp_rounded_copy(be->precision, 0, x, (size_t)s->n * (size_t)s->c_in * (size_t)s->h * (size_t)s->w);
+    w = hs_lowp_rounded_copy(be->precision, 1, w, (size_t)s->c_out * (size_t)s->c_in * (size_t)s->kh * (size_t)s->kw);
     if (hs_cpu_winograd_applies(s)) {
         hs_cpu_winograd_forward(s, y, x, w, b, workspace);
         return;
@@ -159,14 +158,9 @@ void hs_cpu_conv2d_forward(const hs_backend *be, const hs_conv2d_shape *s, float
     }
 }
 
-/* dw[c_out,c_in,kh,kw] += Σ dy·colᵀ, db[c_out] += Σ dy, dx[n,c_in,h,w] = col2im(Wᵀ·dy) (dx may be NULL) */
-void hs_cpu_conv2d_backward(const hs_backend *be, const hs_conv2d_shape *s, float *dx, float *dw, float *db,
-                            const float *dy, const float *x, const float *w, void *workspace) {
-    if (be->precision == HS_PRECISION_BF16) { /* the products' operands in bf16, as in the forward pass */
-        x = hs_bf16_rounded_copy(0, x, (size_t)s->n * (size_t)s->c_in * (size_t)s->h * (size_t)s->w);
-        w = hs_bf16_rounded_copy(1, w, (size_t)s->c_out * (size_t)s->c_in * (size_t)s->kh * (size_t)s->kw);
-        dy = hs_bf16_rounded_copy(2, dy, (size_t)s->n * (size_t)s->c_out * (size_t)s->oh * (size_t)s->ow);
-    }
+/* The backward pass on operands already rounded (below). */
+static void conv2d_backward(const hs_conv2d_shape *s, float *dx, float *dw, float *db, const float *dy, const float *x,
+                            const float *w, void *workspace) {
     if (hs_cpu_winograd_applies(s)) {
         hs_cpu_winograd_backward(s, dx, dw, db, dy, x, w, workspace);
         return;
@@ -212,6 +206,41 @@ void hs_cpu_conv2d_backward(const hs_backend *be, const hs_conv2d_shape *s, floa
             else
                 db[e - dw_len] += (float)sum;
         }
+    }
+}
+
+/* dw[c_out,c_in,kh,kw] += Σ dy·colᵀ, db[c_out] += Σ dy, dx[n,c_in,h,w] = col2im(Wᵀ·dy) (dx may be NULL).
+ * The products' operands are rounded as in the forward pass (unchanged under fp32). db is a sum, not a
+ * product: under bf16/fp16 it sums the rounded dy (the 16-bit gradient a mixed-precision layer
+ * receives), under tf32 the fp32 dy (TF32 is only the tensor cores' rounding of a product's inputs:
+ * cuDNN's bias gradient under TF32 sums fp32 values). */
+void hs_cpu_conv2d_backward(const hs_backend *be, const hs_conv2d_shape *s, float *dx, float *dw, float *db,
+                            const float *dy, const float *x, const float *w, void *workspace) {
+    const size_t ny = (size_t)s->n * (size_t)s->c_out * (size_t)s->oh * (size_t)s->ow;
+    const float *dy_fp32 = dy;
+    x = hs_lowp_rounded_copy(be->precision, 0, x, (size_t)s->n * (size_t)s->c_in * (size_t)s->h * (size_t)s->w);
+    w = hs_lowp_rounded_copy(be->precision, 1, w, (size_t)s->c_out * (size_t)s->c_in * (size_t)s->kh * (size_t)s->kw);
+    dy = hs_lowp_rounded_copy(be->precision, 2, dy, ny);
+    if (be->precision != HS_PRECISION_TF32) {
+        conv2d_backward(s, dx, dw, db, dy, x, w, workspace);
+        return;
+    }
+    static _Thread_local float *db_discard; /* the rounded dy's bias sums, not used */
+    static _Thread_local int db_len;
+    if (s->c_out > db_len) {
+        HS_REALLOC(db_discard, (size_t)s->c_out);
+        db_len = s->c_out;
+    }
+    conv2d_backward(s, dx, dw, db_discard, dy, x, w, workspace);
+    const size_t plane = (size_t)s->oh * (size_t)s->ow;
+#pragma omp parallel for schedule(static) if (ny > 65536)
+    for (int co = 0; co < s->c_out; co++) { /* db[co] += Σ_{n,y,x} dy, in double, samples in order */
+        double sum = 0.0;
+        for (int n = 0; n < s->n; n++) {
+            const float *d = dy_fp32 + ((size_t)n * (size_t)s->c_out + (size_t)co) * plane;
+            for (size_t q = 0; q < plane; q++) sum += (double)d[q];
+        }
+        db[co] += (float)sum;
     }
 }
 

@@ -1,6 +1,7 @@
 /* Dense linear algebra on the CPU: OpenBLAS (row-major CBLAS) for the products (oneDNN under
- * precision = "bf16": cpu_bf16.c), OpenMP for the bias passes. The OpenMP build of OpenBLAS shares hetseq's thread pool and runs single-threaded when
- * called from inside a parallel region (the convolution relies on that). */
+ * precision = "bf16", rounded operands under "tf32" | "fp16": cpu_bf16.c), OpenMP for the bias passes.
+ * The OpenMP build of OpenBLAS shares hetseq's thread pool and runs single-threaded when called from
+ * inside a parallel region (the convolution relies on that). */
 #include <cblas.h>
 
 #include "backend/cpu/cpu_bf16.h"
@@ -16,10 +17,10 @@ void hs_cpu_sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha, co
 
 void hs_cpu_gemm(const hs_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
                  int lda, const float *b, int ldb, float beta, float *c, int ldc) {
-    if (be->precision == HS_PRECISION_BF16)
-        hs_cpu_gemm_bf16(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    else
+    if (be->precision == HS_PRECISION_FP32)
         hs_cpu_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    else
+        hs_cpu_mm(be, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 /* y[rows,cols] += bias[cols] */

@@ -123,3 +123,30 @@ const hs_backend *hs_backend_cuda(int local_rank, char *why, size_t why_len) {
     ready = 1;
     return &cuda_backend;
 }
+
+/* One table per precision, copies of the fp32 table with `precision` set: cuda_gemm.c (every product,
+ * attention's included, goes through hs_cuda_gemm_strided_batched) and cuda_conv.c read it. */
+const hs_backend *hs_backend_cuda_with_precision(const hs_backend *be, int precision) {
+    static hs_backend tables[4];
+    static const char *const path[4] = {
+        [HS_PRECISION_TF32] = "cuBLASLt CUBLAS_COMPUTE_32F_FAST_TF32 on fp32 data (tensor cores round the inputs "
+                              "to tf32, sums in fp32); cuDNN convolutions with CUDNN_DEFAULT_MATH (TF32 permitted) on fp32 data",
+        [HS_PRECISION_BF16] = "cuBLASLt A and B converted to CUDA_R_16BF (nearest, ties to even), C and D fp32, "
+                              "CUBLAS_COMPUTE_32F; cuDNN convolutions on bf16-rounded fp32 operands, FMA math",
+        [HS_PRECISION_FP16] = "cuBLASLt A and B converted to CUDA_R_16F (nearest, ties to even), C and D fp32, "
+                              "CUBLAS_COMPUTE_32F; cuDNN convolutions on fp16-rounded fp32 operands, FMA math",
+    };
+    static const char *const names[4] = {"fp32", "bf16", "tf32", "fp16"};
+    if (precision == HS_PRECISION_FP32 || be != &cuda_backend) return be;
+    if (precision < 0 || precision > 3)
+        HS_FATAL("internal: unknown precision", "hs_backend_cuda_with_precision(%d)", precision);
+    hs_backend *t = &tables[precision];
+    if (!t->name) {
+        *t = cuda_backend;
+        t->precision = precision;
+        hs_log("| precision %s on CUDA: %s; parameters, gradients, optimizer state, LayerNorm, softmax and losses "
+               "stay fp32",
+               names[precision], path[precision]);
+    }
+    return t;
+}

@@ -4,8 +4,9 @@
  *   C_i[m,n] = alpha * op(A_i)[m,k] · op(B_i)[k,n] + beta * C_i[m,n],
  *   A_i = a + i*stride_a, B_i = b + i*stride_b, C_i = c + i*stride_c (strides in elements);
  * op = transpose when trans_* != 0; lda/ldb/ldc are the row strides of the stored matrices.
- * Enqueued on the compute stream through cuBLASLt (fp32 in, fp32 compute, one algorithm chosen by the
- * heuristic and cached per shape, so the same shape always runs the same algorithm: deterministic). */
+ * Enqueued on the compute stream through cuBLASLt (fp32 in and out, the arithmetic of be->precision:
+ * cuda_gemm.c; one algorithm chosen by the heuristic and cached per shape and precision, so the same
+ * shape always runs the same algorithm: deterministic). */
 #ifndef HS_BACKEND_CUDA_BLAS_H
 #define HS_BACKEND_CUDA_BLAS_H
 

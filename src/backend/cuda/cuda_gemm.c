@@ -1,13 +1,21 @@
-/* GEMMs of the CUDA backend through cuBLASLt (fp32 data, fp32 compute).
+/* GEMMs of the CUDA backend through cuBLASLt. Every product of the backend (the seam's gemm, and the
+ * attention products through hs_cuda_gemm_strided_batched) follows be->precision:
+ *   fp32  CUDA_R_32F A, B, C, D; CUBLAS_COMPUTE_32F (no tensor-core down-conversion).
+ *   tf32  the same data, CUBLAS_COMPUTE_32F_FAST_TF32: the library may round A and B to TF32 and use
+ *         tensor cores; products and sums in fp32.
+ *   bf16, fp16  A and B converted (kernels/lowp.cu, nearest-even, the bits of src/util/lowp.h) into a
+ *         grow-only device workspace as CUDA_R_16BF / CUDA_R_16F; C and D CUDA_R_32F, CUBLAS_COMPUTE_32F
+ *         (fp32 accumulation), scale type CUDA_R_32F — a combination cuBLASLt's type table lists for
+ *         CUBLAS_COMPUTE_32F. The outputs stay fp32, so nothing downstream changes type.
  *
  * The seam is row-major; cuBLASLt is column-major. A row-major matrix X[r,c] with row stride ld is the
  * column-major matrix Xᵀ[c,r] with the same ld, so the row-major product C = op(A)·op(B) is computed as
  * the column-major product Cᵀ = op(B)ᵀ·op(A)ᵀ: cuBLASLt's "A" is our b and its "B" is our a, each
  * transposed exactly when ours is, and m and n swap.
  *
- * Per distinct shape (transposes, sizes, leading dimensions, batch and strides) the descriptors and
- * the algorithm the heuristic returns are made once and cached, so a shape always runs the same
- * algorithm (deterministic results) and the training loop makes no descriptors. */
+ * Per distinct shape (precision, transposes, sizes, leading dimensions, batch and strides) the
+ * descriptors and the algorithm the heuristic returns are made once and cached, so a shape always runs
+ * the same algorithm (deterministic results) and the training loop makes no descriptors. */
 #include <cublasLt.h>
 #include <string.h>
 
@@ -31,6 +39,7 @@
     } while (0)
 
 typedef struct gemm_shape {
+    int precision; /* hs_precision: part of the cache key (another compute type and operand types) */
     int trans_a, trans_b, m, n, k, lda, ldb, ldc, batch, beta_zero;
     int64_t stride_a, stride_b, stride_c;
 } gemm_shape;
@@ -45,6 +54,11 @@ typedef struct gemm_plan {
 static gemm_plan cache[GEMM_CACHE_SIZE];
 static int cached;
 
+/* The 16-bit copies of A and B under bf16/fp16: grow-only, so after the first update nothing is
+ * allocated; the conversions and the GEMMs that read them are all on the compute stream, in order. */
+static void *half_buf;
+static size_t half_bytes;
+
 void hs_cuda_gemm_init(const hs_backend *be) {
     hs_cuda_device *d = hs_cuda_dev(be);
     cublasLtHandle_t h;
@@ -54,9 +68,14 @@ void hs_cuda_gemm_init(const hs_backend *be) {
     HS_CUDA_CHECK(cudaMalloc(&d->gemm_workspace, d->gemm_workspace_bytes));
 }
 
-static cublasLtMatrixLayout_t layout(int rows, int cols, int ld, int batch, int64_t stride) {
+/* The cuBLASLt type of the A and B operands under a precision. */
+static cudaDataType_t operand_type(int precision) {
+    return precision == HS_PRECISION_BF16 ? CUDA_R_16BF : precision == HS_PRECISION_FP16 ? CUDA_R_16F : CUDA_R_32F;
+}
+
+static cublasLtMatrixLayout_t layout(cudaDataType_t type, int rows, int cols, int ld, int batch, int64_t stride) {
     cublasLtMatrixLayout_t l;
-    HS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, (uint64_t)rows, (uint64_t)cols, (int64_t)ld));
+    HS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, type, (uint64_t)rows, (uint64_t)cols, (int64_t)ld));
     if (batch > 1) {
         int32_t count = batch;
         HS_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
@@ -69,15 +88,20 @@ static cublasLtMatrixLayout_t layout(int rows, int cols, int ld, int batch, int6
 static void make_plan(const hs_backend *be, gemm_plan *p, const gemm_shape *s) {
     hs_cuda_device *d = hs_cuda_dev(be);
     p->shape = *s;
-    HS_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasComputeType_t compute =
+        s->precision == HS_PRECISION_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    HS_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->desc, compute, CUDA_R_32F));
     cublasOperation_t op_a = s->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N; /* cuBLASLt's A is our b */
     cublasOperation_t op_b = s->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     HS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
     HS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
     /* stored (column-major) shapes before the op: our b is [k,n] row-major = [n,k] column-major */
-    p->a = s->trans_b ? layout(s->k, s->n, s->ldb, s->batch, s->stride_b) : layout(s->n, s->k, s->ldb, s->batch, s->stride_b);
-    p->b = s->trans_a ? layout(s->m, s->k, s->lda, s->batch, s->stride_a) : layout(s->k, s->m, s->lda, s->batch, s->stride_a);
-    p->c = layout(s->n, s->m, s->ldc, s->batch, s->stride_c);
+    const cudaDataType_t t = operand_type(s->precision);
+    p->a = s->trans_b ? layout(t, s->k, s->n, s->ldb, s->batch, s->stride_b)
+                      : layout(t, s->n, s->k, s->ldb, s->batch, s->stride_b);
+    p->b = s->trans_a ? layout(t, s->m, s->k, s->lda, s->batch, s->stride_a)
+                      : layout(t, s->k, s->m, s->lda, s->batch, s->stride_a);
+    p->c = layout(CUDA_R_32F, s->n, s->m, s->ldc, s->batch, s->stride_c);
     cublasLtMatmulPreference_t pref;
     HS_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     uint64_t ws = d->gemm_workspace_bytes;
@@ -89,8 +113,8 @@ static void make_plan(const hs_backend *be, gemm_plan *p, const gemm_shape *s) {
     HS_CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
     if (found < 1)
         HS_FATAL("cuBLASLt has no algorithm for this GEMM: please report it with the model configuration",
-                 "GEMM m=%d n=%d k=%d lda=%d ldb=%d ldc=%d batch=%d", s->m, s->n, s->k, s->lda, s->ldb, s->ldc,
-                 s->batch);
+                 "GEMM m=%d n=%d k=%d lda=%d ldb=%d ldc=%d batch=%d precision %d", s->m, s->n, s->k, s->lda, s->ldb,
+                 s->ldc, s->batch, s->precision);
     p->algo = result.algo;
 }
 
@@ -99,6 +123,43 @@ static void destroy_plan(gemm_plan *p) {
     cublasLtMatrixLayoutDestroy(p->b);
     cublasLtMatrixLayoutDestroy(p->c);
     cublasLtMatmulDescDestroy(p->desc);
+}
+
+/* The elements a strided batch of row-major matrices spans, relative to its pointer: [lo, hi). */
+typedef struct span {
+    int64_t lo, hi;
+} span;
+
+static span span_of(int rows, int cols, int ld, int batch, int64_t stride) {
+    const int64_t one = (int64_t)(rows - 1) * ld + cols, last = (int64_t)(batch - 1) * stride;
+    span sp = {last < 0 ? last : 0, (last > 0 ? last : 0) + one};
+    return sp;
+}
+
+/* The operands as 16-bit copies under bf16/fp16: each operand's whole span (gaps between rows and
+ * batch entries included, so leading dimensions and strides stay as they are) converted into the
+ * workspace; *a16 / *b16 point where a / b would point in the copy. */
+static void to_half(const hs_backend *be, const gemm_shape *s, const float *a, const float *b, const void **a16,
+                    const void **b16) {
+    const span sa = span_of(s->trans_a ? s->k : s->m, s->trans_a ? s->m : s->k, s->lda, s->batch, s->stride_a);
+    const span sb = span_of(s->trans_b ? s->n : s->k, s->trans_b ? s->k : s->n, s->ldb, s->batch, s->stride_b);
+    const size_t na = (size_t)(sa.hi - sa.lo), nb = (size_t)(sb.hi - sb.lo);
+    const size_t a_bytes = (na * sizeof(uint16_t) + 255) & ~(size_t)255; /* B starts 256-byte aligned */
+    const size_t need = a_bytes + nb * sizeof(uint16_t);
+    if (need > half_bytes) {
+        if (half_buf) { /* enqueued GEMMs may still read the old copy */
+            HS_CUDA_CHECK(cudaDeviceSynchronize());
+            HS_CUDA_CHECK(cudaFree(half_buf));
+        }
+        const size_t grown = need > 2 * half_bytes ? need : 2 * half_bytes;
+        HS_CUDA_CHECK(cudaMalloc(&half_buf, grown));
+        half_bytes = grown;
+    }
+    uint16_t *ha = (uint16_t *)half_buf, *hb = (uint16_t *)((char *)half_buf + a_bytes);
+    hs_cuda_to_half_bits(be, s->precision, ha, a + sa.lo, na);
+    hs_cuda_to_half_bits(be, s->precision, hb, b + sb.lo, nb);
+    *a16 = ha - sa.lo;
+    *b16 = hb - sb.lo;
 }
 
 static void run(const hs_backend *be, const gemm_shape *s, float alpha, const float *a, const float *b, float beta,
@@ -111,7 +172,9 @@ static void run(const hs_backend *be, const gemm_shape *s, float alpha, const fl
         p = cached < GEMM_CACHE_SIZE ? &cache[cached++] : &once;
         make_plan(be, p, s);
     }
-    HS_CUBLAS_CHECK(cublasLtMatmul((cublasLtHandle_t)d->blas, p->desc, &alpha, b, p->a, a, p->b, &beta, c, p->c, c,
+    const void *A = a, *B = b;
+    if (s->precision == HS_PRECISION_BF16 || s->precision == HS_PRECISION_FP16) to_half(be, s, a, b, &A, &B);
+    HS_CUBLAS_CHECK(cublasLtMatmul((cublasLtHandle_t)d->blas, p->desc, &alpha, B, p->a, A, p->b, &beta, c, p->c, c,
                                    p->c, &p->algo, d->gemm_workspace, d->gemm_workspace_bytes, d->compute));
     if (p == &once) {
         HS_CUDA_CHECK(cudaStreamSynchronize(d->compute)); /* descriptors must outlive the enqueued call */
@@ -128,6 +191,7 @@ void hs_cuda_gemm_strided_batched(const hs_backend *be, int trans_a, int trans_b
     }
     gemm_shape s;
     memset(&s, 0, sizeof s); /* padding too: shapes are compared with memcmp */
+    s.precision = be->precision;
     s.trans_a = !!trans_a, s.trans_b = !!trans_b, s.m = m, s.n = n, s.k = k, s.lda = lda, s.ldb = ldb, s.ldc = ldc;
     s.batch = batch, s.beta_zero = beta == 0.0f;
     if (batch > 1) s.stride_a = stride_a, s.stride_b = stride_b, s.stride_c = stride_c;

@@ -26,6 +26,11 @@ void hs_cuda_host_free(const hs_backend *be, void *p);
 void hs_cuda_gemm(const hs_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
                  int lda, const float *b, int ldb, float beta, float *c, int ldc);
 
+/* kernels/lowp.cu: operands of the bf16/fp16 products (precision = HS_PRECISION_BF16 or _FP16; src/util/lowp.h):
+ * y[n] = the 16-bit patterns of x[n] (CUDA_R_16BF / CUDA_R_16F), or x[n] rounded and kept in fp32 (y may alias x) */
+void hs_cuda_to_half_bits(const hs_backend *be, int precision, uint16_t *y, const float *x, size_t n);
+void hs_cuda_round_floats(const hs_backend *be, int precision, float *y, const float *x, size_t n);
+
 /* kernels/bias.cu: bias passes (deterministic column sums: one thread per column, rows in order) */
 void hs_cuda_add_bias(const hs_backend *be, float *y, const float *bias, int rows, int cols);
 void hs_cuda_bias_grad(const hs_backend *be, float *dbias, const float *dy, int rows, int cols);

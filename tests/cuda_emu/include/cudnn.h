@@ -162,6 +162,11 @@ cudnnStatus_t cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescriptor_t con
 cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t convDesc, int pad_h, int pad_w, int u,
                                               int v, int dilation_h, int dilation_w, cudnnConvolutionMode_t mode,
                                               cudnnDataType_t computeType);
+/* The math type of a convolution (default CUDNN_DEFAULT_MATH): CUDNN_FMA_MATH restricts it to FMA
+ * (fp32) kernels; the others permit tensor cores, which for float data on compute capability >= 8.0
+ * means TF32 inputs (the stand-in then rounds x, w and dy to TF32). */
+cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t convDesc, cudnnMathType_t mathType);
+cudnnStatus_t cudnnGetConvolutionMathType(cudnnConvolutionDescriptor_t convDesc, cudnnMathType_t *mathType);
 cudnnStatus_t cudnnGetConvolution2dForwardOutputDim(const cudnnConvolutionDescriptor_t convDesc,
                                                     const cudnnTensorDescriptor_t inputTensorDesc,
                                                     const cudnnFilterDescriptor_t filterDesc, int *n, int *c, int *h,

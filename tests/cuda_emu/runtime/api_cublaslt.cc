@@ -2,8 +2,20 @@
 // Follows NVIDIA's cuBLAS documentation, "Using the cuBLASLt API":
 //   - cublasLtMatmul computes D = alpha * op(A) * op(B) + beta * C, then the epilogue (bias added to
 //     every column, bias[i] for row i of D, then ReLU or GELU), column-major with leading dimensions,
-//     for every matrix of a strided batch. Matrices are CUDA_R_32F, compute CUBLAS_COMPUTE_32F(_PEDANTIC),
-//     scale type CUDA_R_32F, alpha and beta host pointers read at the call (CUBLASLT_POINTER_MODE_HOST).
+//     for every matrix of a strided batch. Scale type CUDA_R_32F, alpha and beta host pointers read at
+//     the call (CUBLASLT_POINTER_MODE_HOST). The type combinations computed are rows of NVIDIA's table
+//     of cublasLtMatmul's supported types:
+//       CUBLAS_COMPUTE_32F(_PEDANTIC)  A, B CUDA_R_32F, CUDA_R_16F or CUDA_R_16BF (both the same); C, D
+//                                      CUDA_R_32F. 16-bit elements are widened exactly to float.
+//       CUBLAS_COMPUTE_32F_FAST_TF32   A, B, C, D CUDA_R_32F; every element of A and B rounded to TF32
+//                                      (nearest, ties to even: the 13 low significand bits dropped)
+//                                      before it is multiplied — the down-conversion the compute type
+//                                      allows, done always so a test sees it.
+//     Products of the (widened or rounded) inputs are exact in float (at most 2 x 11 significand bits),
+//     so every compute type is "exact products, float sums". Other combinations NVIDIA's table lists
+//     (16-bit C and D, FAST_16F, FAST_16BF, ...) are CUBLAS_STATUS_NOT_SUPPORTED here; combinations it
+//     does not list (A and B of different types, 16-bit inputs under FAST_TF32) are
+//     CUBLAS_STATUS_NOT_SUPPORTED as NVIDIA's cublasLtMatmul answers them.
 //   - beta == 0: C is not read (the cuBLAS convention "if beta == 0, C does not have to be a valid
 //     input"), so NaN in C does not reach D. In place (C == D) needs the same layout for C and D.
 //   - Each element is accumulated in float, in k order: the same shape always gives the same bits.
@@ -33,6 +45,7 @@
 #include "memory.h"
 #include "state.h"
 #include "streams.h"
+#include "tf32.h"
 
 struct cublasLtContext {
   int unused;
@@ -112,6 +125,27 @@ bool known_data_type(int32_t t) {
 }
 
 bool fp32_compute(int32_t c) { return c == CUBLAS_COMPUTE_32F || c == CUBLAS_COMPUTE_32F_PEDANTIC; }
+// the compute types the stand-in computes
+bool computed(int32_t c) { return fp32_compute(c) || c == CUBLAS_COMPUTE_32F_FAST_TF32; }
+// the matrix types it reads or writes
+bool stored_type(int32_t t) { return t == CUDA_R_32F || t == CUDA_R_16F || t == CUDA_R_16BF; }
+size_t elem_size(cudaDataType t) { return t == CUDA_R_32F ? 4 : 2; }
+
+// fp16 bits -> float, exactly (every fp16 value is a float): sign, 5-bit exponent, 10-bit fraction
+float half_to_float(uint16_t h) {
+  const int e = (h >> 10) & 0x1f, f = h & 0x3ff;
+  float v;
+  if (e == 0x1f) v = f ? NAN : INFINITY;
+  else if (e == 0) v = std::ldexp(static_cast<float>(f), -24);
+  else v = std::ldexp(static_cast<float>(f | 0x400), e - 25);
+  return (h & 0x8000) ? -v : v;
+}
+float bf16_to_float(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float v;
+  memcpy(&v, &u, sizeof v);
+  return v;
+}
 bool known_compute(int32_t c) { return (c >= 64 && c <= 75) || c == 77 || c == 78 || c == 79; }
 
 enum : uint32_t { kEpiRelu = 2, kEpiBias = 4, kEpiGelu = 32 };
@@ -140,6 +174,7 @@ struct Problem {
   const float *bias;
   int64_t bias_stride;
   size_t workspace_needed; // by the heuristic's algorithm for this shape
+  bool tf32;               // CUBLAS_COMPUTE_32F_FAST_TF32: A and B rounded to TF32
 };
 
 size_t round_up(size_t v, size_t m) { return (v + m - 1) / m * m; }
@@ -155,12 +190,16 @@ cublasStatus_t check_problem(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t A
   const Layout *a = layout_of(Adesc), *b = layout_of(Bdesc), *c = layout_of(Cdesc), *d = layout_of(Ddesc);
   if (md == nullptr || a == nullptr || b == nullptr || c == nullptr || d == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
   // what this stand-in computes (NVIDIA's library does more)
-  if (!fp32_compute(md->compute) || md->scale != CUDA_R_32F || md->pointer_mode != CUBLASLT_POINTER_MODE_HOST ||
+  if (!computed(md->compute) || md->scale != CUDA_R_32F || md->pointer_mode != CUBLASLT_POINTER_MODE_HOST ||
       md->transc != CUBLAS_OP_N || !epilogue_supported(md->epilogue) ||
       (md->bias_type != -1 && md->bias_type != CUDA_R_32F))
     return CUBLAS_STATUS_NOT_SUPPORTED;
   for (const Layout *l : {a, b, c, d})
-    if (l->type != CUDA_R_32F || l->order != CUBLASLT_ORDER_COL) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (l->order != CUBLASLT_ORDER_COL) return CUBLAS_STATUS_NOT_SUPPORTED;
+  // the type table: C = D = fp32 here; A and B of one type; 16-bit inputs only under COMPUTE_32F(_PEDANTIC)
+  if (c->type != CUDA_R_32F || d->type != CUDA_R_32F || a->type != b->type) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (a->type != CUDA_R_32F && !fp32_compute(md->compute)) return CUBLAS_STATUS_NOT_SUPPORTED;
+  p->tf32 = md->compute == CUBLAS_COMPUTE_32F_FAST_TF32;
   for (const Layout *l : {a, b, c, d})
     if (l->rows > INT32_MAX || l->cols > INT32_MAX) return CUBLAS_STATUS_NOT_SUPPORTED;
   p->ta = md->transa != CUBLAS_OP_N;
@@ -217,7 +256,15 @@ float gelu_tanh(float x) { // the tanh approximation of GELU, as cuBLASLt's epil
   return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
 }
 
-void run_gemm(const Problem &p, float alpha, float beta, const float *A, const float *B, const float *C, float *D,
+// Element i of a matrix of type t (fp32, fp16 or bf16) as the float the GEMM multiplies.
+float element(const void *base, cudaDataType t, int64_t i, bool tf32) {
+  if (t == CUDA_R_16F) return half_to_float(static_cast<const uint16_t *>(base)[i]);
+  if (t == CUDA_R_16BF) return bf16_to_float(static_cast<const uint16_t *>(base)[i]);
+  const float v = static_cast<const float *>(base)[i];
+  return tf32 ? to_tf32(v) : v;
+}
+
+void run_gemm(const Problem &p, float alpha, float beta, const void *A, const void *B, const float *C, float *D,
               void *workspace) {
   if (p.workspace_needed != 0) memset(workspace, kFillByte, p.workspace_needed); // the algorithm's scratch
   const int64_t m = p.m, n = p.n, k = p.k;
@@ -226,11 +273,13 @@ void run_gemm(const Problem &p, float alpha, float beta, const float *A, const f
     const float *c = C == nullptr ? nullptr : C + bi * p.c.stride; // null when beta == 0: not read
     float *d = D + bi * p.d.stride;
     if (k != 0) { // op(A) as rows of k, op(B) as columns of k: each dot product runs over contiguous memory
-      const float *a = A + bi * p.a.stride, *b = B + bi * p.b.stride;
+      const int64_t a0 = bi * p.a.stride, b0 = bi * p.b.stride;
       for (int64_t i = 0; i < m; i++)
-        for (int64_t q = 0; q < k; q++) opa[i * k + q] = p.ta ? a[q + i * p.a.ld] : a[i + q * p.a.ld];
+        for (int64_t q = 0; q < k; q++)
+          opa[i * k + q] = element(A, p.a.type, a0 + (p.ta ? q + i * p.a.ld : i + q * p.a.ld), p.tf32);
       for (int64_t j = 0; j < n; j++)
-        for (int64_t q = 0; q < k; q++) opb[j * k + q] = p.tb ? b[j + q * p.b.ld] : b[q + j * p.b.ld];
+        for (int64_t q = 0; q < k; q++)
+          opb[j * k + q] = element(B, p.b.type, b0 + (p.tb ? j + q * p.b.ld : q + j * p.b.ld), p.tf32);
     }
     const float *bias = p.bias == nullptr ? nullptr : p.bias + bi * p.bias_stride;
     for (int64_t j = 0; j < n; j++) {
@@ -310,7 +359,7 @@ extern "C" cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *mat
                                                      uint64_t rows, uint64_t cols, int64_t ld) {
   LT_ENTER;
   if (matLayout == nullptr || !known_data_type(type)) return CUBLAS_STATUS_INVALID_VALUE;
-  if (type != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED; // the stand-in computes fp32 only
+  if (!stored_type(type)) return CUBLAS_STATUS_NOT_SUPPORTED; // fp32, fp16 and bf16 only
   cublasLtMatrixLayout_t l = new cublasLtMatrixLayoutOpaque_t();
   reg().layouts[l] = Layout{type, CUBLASLT_ORDER_COL, rows, cols, ld, 1, 0};
   *matLayout = l;
@@ -335,7 +384,7 @@ extern "C" cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_
   case CUBLASLT_MATRIX_LAYOUT_TYPE: {
     uint32_t v;
     if (!read_attr(buf, sizeInBytes, &v) || !known_data_type(static_cast<int32_t>(v))) return CUBLAS_STATUS_INVALID_VALUE;
-    if (v != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (!stored_type(static_cast<int32_t>(v))) return CUBLAS_STATUS_NOT_SUPPORTED;
     l->type = static_cast<cudaDataType>(v);
     return CUBLAS_STATUS_SUCCESS;
   }
@@ -377,7 +426,7 @@ extern "C" cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *matmulD
   LT_ENTER;
   if (matmulDesc == nullptr || !known_compute(computeType) || !known_data_type(scaleType))
     return CUBLAS_STATUS_INVALID_VALUE;
-  if (!fp32_compute(computeType) || scaleType != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (!computed(computeType) || scaleType != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
   cublasLtMatmulDesc_t d = new cublasLtMatmulDescOpaque_t();
   reg().descs[d] = MatmulDesc{computeType, scaleType,      CUBLASLT_POINTER_MODE_HOST, CUBLAS_OP_N, CUBLAS_OP_N,
                               CUBLAS_OP_N, CUBLASLT_EPILOGUE_DEFAULT, nullptr, 0, -1};
@@ -403,7 +452,7 @@ extern "C" cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t ma
   switch (attr) {
   case CUBLASLT_MATMUL_DESC_COMPUTE_TYPE:
     if (!read_attr(buf, sizeInBytes, &i32) || !known_compute(i32)) return CUBLAS_STATUS_INVALID_VALUE;
-    if (!fp32_compute(i32)) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (!computed(i32)) return CUBLAS_STATUS_NOT_SUPPORTED;
     d->compute = i32;
     return CUBLAS_STATUS_SUCCESS;
   case CUBLASLT_MATMUL_DESC_SCALE_TYPE:
@@ -565,8 +614,8 @@ extern "C" cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtM
   if (s == nullptr) return CUBLAS_STATUS_EXECUTION_FAILED;
   if (empty) return CUBLAS_STATUS_SUCCESS;
   if (read_ab) {
-    check_memory("A", A, span_of(p.a, p.batch), sizeof(float));
-    check_memory("B", B, span_of(p.b, p.batch), sizeof(float));
+    check_memory("A", A, span_of(p.a, p.batch), elem_size(p.a.type));
+    check_memory("B", B, span_of(p.b, p.batch), elem_size(p.b.type));
   }
   if (read_c) check_memory("C", C, span_of(p.c, p.batch), sizeof(float)); // ld 0: one column, broadcast
   check_memory("D", D, span_of(p.d, p.batch), sizeof(float));
@@ -578,9 +627,10 @@ extern "C" cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtM
   if (p.workspace_needed != 0)
     check_memory("the workspace", workspace, Span{0, static_cast<int64_t>(p.workspace_needed)}, 1);
   char label[160];
-  snprintf(label, sizeof label, "cublasLtMatmul m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " batch=%" PRId64 "%s%s", p.m,
-           p.n, p.k, p.batch, p.ta ? " A^T" : "", p.tb ? " B^T" : "");
-  const float *a = static_cast<const float *>(A), *b = static_cast<const float *>(B);
+  snprintf(label, sizeof label, "cublasLtMatmul m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " batch=%" PRId64 "%s%s%s", p.m,
+           p.n, p.k, p.batch, p.ta ? " A^T" : "", p.tb ? " B^T" : "",
+           p.a.type == CUDA_R_16F ? " fp16" : p.a.type == CUDA_R_16BF ? " bf16" : p.tf32 ? " tf32" : "");
+  const void *a = A, *b = B;
   const float *c = read_c ? static_cast<const float *>(C) : nullptr;
   float *d = static_cast<float *>(D);
   if (!read_ab) p.k = 0;

@@ -4,6 +4,11 @@
 //     float compute. CUDNN_CONVOLUTION flips the filter, CUDNN_CROSS_CORRELATION does not. The output size
 //     is 1 + (in + 2 pad - ((filter - 1) dilation + 1)) / stride, as cudnnGetConvolution2dForwardOutputDim
 //     documents.
+//   - Math types (cudnnSetConvolutionMathType; CUDNN_DEFAULT_MATH when a descriptor is created): the
+//     emulated device has compute capability 8.0, where every math type but CUDNN_FMA_MATH permits
+//     TF32 tensor cores for float data, so the forward, backward-data and backward-filter computations
+//     round their inputs to TF32 (tf32.h) unless the descriptor says CUDNN_FMA_MATH; products of TF32
+//     values are exact in float, the sums stay float. The heuristics report the descriptor's math type.
 //   - Every computation blends: out = alpha * result + beta * out, alpha and beta host floats read at
 //     the call; beta == 0 does not read out (cuDNN's "Scaling Parameters": NaN there does not reach the
 //     result).
@@ -52,6 +57,7 @@
 #include "memory.h"
 #include "state.h"
 #include "streams.h"
+#include "tf32.h"
 
 struct cudnnContext {
   cudaStream_t stream;
@@ -82,7 +88,14 @@ struct Conv {
   bool set;
   int ph, pw, u, v, dh, dw;
   bool flip; // CUDNN_CONVOLUTION
+  int math;  // cudnnMathType_t (cudnnSetConvolutionMathType), CUDNN_DEFAULT_MATH when created
 };
+
+// On compute capability 8.0 (the emulated device) every math type but CUDNN_FMA_MATH permits tensor
+// cores for float data, i.e. TF32 (cuDNN's cudnnMathType_t: DEFAULT_MATH permits TF32 on Ampere; the
+// TENSOR_OP types permit tensor cores). The stand-in then always rounds the convolution's inputs (x, w
+// and dy) to TF32, the worst a GPU may do, so code that needs fp32 and forgot CUDNN_FMA_MATH is seen.
+bool tf32_math(const Conv &cv) { return cv.math != CUDNN_FMA_MATH; }
 
 struct Registry {
   std::map<const void *, cudnnContext *> handles;
@@ -215,7 +228,7 @@ cudnnStatus_t answer_heuristic(Op op, const AlgoInfo *table, int table_len, cons
     p.time = table[i].supported ? static_cast<float>(i + 1) : -1.0f;
     p.memory = table[i].supported ? workspace_bytes(op, table[i].algo, g) : 0;
     p.determinism = table[i].deterministic ? CUDNN_DETERMINISTIC : CUDNN_NON_DETERMINISTIC;
-    p.mathType = CUDNN_DEFAULT_MATH;
+    p.mathType = static_cast<cudnnMathType_t>(g.conv.math); // the descriptor's
   }
   *returned = count;
   return CUDNN_STATUS_SUCCESS;
@@ -544,7 +557,7 @@ extern "C" cudnnStatus_t cudnnCreateConvolutionDescriptor(cudnnConvolutionDescri
   DNN_ENTER;
   if (convDesc == nullptr) return CUDNN_STATUS_BAD_PARAM;
   cudnnConvolutionDescriptor_t c = new cudnnConvolutionStruct{0};
-  reg().convs[c] = Conv{false, 0, 0, 1, 1, 1, 1, false};
+  reg().convs[c] = Conv{false, 0, 0, 1, 1, 1, 1, false, CUDNN_DEFAULT_MATH};
   *convDesc = c;
   return CUDNN_STATUS_SUCCESS;
 }
@@ -567,7 +580,24 @@ extern "C" cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescrip
       (mode != CUDNN_CONVOLUTION && mode != CUDNN_CROSS_CORRELATION) || !known_type(computeType))
     return CUDNN_STATUS_BAD_PARAM;
   if (computeType != CUDNN_DATA_FLOAT) return CUDNN_STATUS_NOT_SUPPORTED;
-  it->second = Conv{true, pad_h, pad_w, u, v, dilation_h, dilation_w, mode == CUDNN_CONVOLUTION};
+  it->second = Conv{true, pad_h, pad_w, u, v, dilation_h, dilation_w, mode == CUDNN_CONVOLUTION, it->second.math};
+  return CUDNN_STATUS_SUCCESS;
+}
+
+extern "C" cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t convDesc, cudnnMathType_t mathType) {
+  DNN_ENTER;
+  auto it = reg().convs.find(convDesc);
+  if (it == reg().convs.end() || mathType < CUDNN_DEFAULT_MATH || mathType > CUDNN_FMA_MATH)
+    return CUDNN_STATUS_BAD_PARAM;
+  it->second.math = mathType;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+extern "C" cudnnStatus_t cudnnGetConvolutionMathType(cudnnConvolutionDescriptor_t convDesc, cudnnMathType_t *mathType) {
+  DNN_ENTER;
+  auto it = reg().convs.find(convDesc);
+  if (it == reg().convs.end() || mathType == nullptr) return CUDNN_STATUS_BAD_PARAM;
+  *mathType = static_cast<cudnnMathType_t>(it->second.math);
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -707,6 +737,10 @@ cudnnStatus_t prepare(Op op, const char *call, cudnnHandle_t handle, const void 
   return CUDNN_STATUS_SUCCESS;
 }
 
+size_t elems_x(const Geom &g) { return static_cast<size_t>(g.n) * g.c * g.h * g.w; }
+size_t elems_w(const Geom &g) { return static_cast<size_t>(g.k) * g.c * g.r * g.s; }
+size_t elems_y(const Geom &g) { return static_cast<size_t>(g.n) * g.k * g.oh * g.ow; }
+
 std::string conv_label(const char *call, const Geom &g) {
   char label[192];
   snprintf(label, sizeof label, "%s x %dx%dx%dx%d w %dx%dx%dx%d pad %d,%d stride %d,%d dilation %d,%d", call, g.n, g.c,
@@ -739,7 +773,10 @@ extern "C" cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const voi
   const float *xp = static_cast<const float *>(x), *wp = static_cast<const float *>(w);
   float *yp = static_cast<float *>(y);
   enqueue(s, conv_label(call, g), [g, a, xp, wp, b, yp, workSpace, ws_bytes] {
-    run_forward(g, a, xp, wp, b, yp, workSpace, ws_bytes);
+    std::vector<float> xr, wr;
+    const bool t = tf32_math(g.conv);
+    run_forward(g, a, t ? tf32_copy(xp, elems_x(g), xr) : xp, t ? tf32_copy(wp, elems_w(g), wr) : wp, b, yp,
+                workSpace, ws_bytes);
   });
   return CUDNN_STATUS_SUCCESS;
 }
@@ -769,7 +806,10 @@ extern "C" cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, cons
   float *dxp = static_cast<float *>(dx);
   const bool shuffled = algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
   enqueue(s, conv_label(call, g), [g, a, wp, dyp, b, dxp, shuffled] {
-    run_backward_data(g, a, wp, dyp, b, dxp, shuffled);
+    std::vector<float> wr, dyr;
+    const bool t = tf32_math(g.conv);
+    run_backward_data(g, a, t ? tf32_copy(wp, elems_w(g), wr) : wp, t ? tf32_copy(dyp, elems_y(g), dyr) : dyp, b,
+                      dxp, shuffled);
   });
   return CUDNN_STATUS_SUCCESS;
 }
@@ -800,7 +840,10 @@ extern "C" cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle, co
   float *ws = ws_bytes != 0 ? static_cast<float *>(workSpace) : nullptr;
   const bool shuffled = algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
   enqueue(s, conv_label(call, g), [g, a, xp, dyp, b, dwp, ws, shuffled] {
-    run_backward_filter(g, a, xp, dyp, b, dwp, ws, shuffled);
+    std::vector<float> xr, dyr;
+    const bool t = tf32_math(g.conv);
+    run_backward_filter(g, a, t ? tf32_copy(xp, elems_x(g), xr) : xp, t ? tf32_copy(dyp, elems_y(g), dyr) : dyp, b,
+                        dwp, ws, shuffled);
   });
   return CUDNN_STATUS_SUCCESS;
 }

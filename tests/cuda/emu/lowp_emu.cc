@@ -1,0 +1,2 @@
+// kernels/lowp.cu compiled with the host C++ compiler for the emulated CUDA device (tests/cuda.am).
+#include "lowp.cu"

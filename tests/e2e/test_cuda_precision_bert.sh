@@ -1,0 +1,92 @@
+# A user pre-trains the tests' small BERT (bert_small.cfg: 2 layers, 64 wide; 4 sequences of 32 tokens
+# per update, to keep the emulator's cost down) with device = "cuda"
+# (here the emulated CUDA device: the same backend code and kernels, cuBLASLt/cuDNN stand-ins that
+# compute the requested types) for 200 updates in fp32, then with precision = "bf16" (GEMM operands
+# converted to CUDA_R_16BF, fp32 accumulation) and "tf32" (CUBLAS_COMPUTE_32F_FAST_TF32), same seed and
+# data; and in "fp16" (CUDA_R_16F operands) when the run reports dynamic loss scaling, which fp16 needs.
+# Each reduced-precision loss curve tracks the fp32 one; all curves are printed, and the log must say
+# which cuBLASLt types each precision uses.
+#
+# Tolerance (as tests/e2e/test_bf16_bert.sh on the CPU): single updates are not compared (dropout noise,
+# and runs whose arithmetic differs by a rounding of 2^-9 (bf16) or 2^-11 (tf32, fp16) relative per
+# operand drift apart update by update). The mean loss (nats, MLM + NSP) over windows of 20 updates must
+# be within 0.02 nats of fp32's, and over the last 50 updates not above fp32's by more than 0.01; the
+# fp32 curve must fall by 0.15 nats (measured: 7.61 -> 7.42 over 200 updates of 4 sequences). Updates
+# the fp16 run's loss scaler skips (gradient overflow while the scale settles: the first two here)
+# have no loss and are left out of both means.
+# Measured (emulated device, 2 cores at load 5-7): largest window gap bf16 0.0001, tf32 0.0000, fp16
+# 0.0033 nats (2 updates skipped); 66 s (fp32), 95 s (bf16), 69 s (tf32), 115 s (fp16) per run. A path that broke the arithmetic (a wrong operand type, truncation
+# instead of rounding to nearest, a lost transpose) moves a window by far more.
+# HS_PRECISION_BERT_UPDATES=N runs fewer updates. Cost: the script prints each run's time with the
+# load average (the emulator runs kernels on one core).
+. "$top_srcdir/tests/lib.sh"
+EMU="${HETSEQ_EMU:-$top_builddir/tests/cuda/hetseq_emu}"
+[ -x "$EMU" ] || skip "hetseq_emu (the emulated CUDA build) is not built"
+[ -n "${PYTHON_TORCH:-}" ] || skip "no Python with h5py to write the test shards"
+CFG="$top_srcdir/tests/e2e/bert_small.cfg"
+UPDATES=${HS_PRECISION_BERT_UPDATES:-200}
+"$PYTHON_TORCH" "$top_srcdir/tests/ref/make_bert_shards.py" shards --prefix wiki --split training \
+  --rows 400,400 --seq-len 32 --max-pred 5 --vocab 1000 --seed 3 >/dev/null || fail "writing training shards"
+"$PYTHON_TORCH" "$top_srcdir/tests/ref/make_bert_shards.py" shards --prefix wiki --split test \
+  --rows 24 --seq-len 32 --max-pred 5 --vocab 1000 --seed 4 >/dev/null || fail "writing test shards"
+run() {
+  local p=$1 t0 t1
+  t0=$(date +%s)
+  OMP_NUM_THREADS=1 mpi 1 "$EMU" train "$CFG" -o device=\"cuda\" -o precision=\"$p\" -o training.max_update=$UPDATES \
+    -o training.max_sentences=4 -o lr_scheduler.total_num_update=$UPDATES -o training.validate_interval_updates=0 \
+    -o training.disable_validation=true -o checkpoint.no_save=true -o checkpoint.save_dir=\"$p\" > $p.log 2>&1 \
+    || { cat $p.log; fail "$p training on CUDA failed"; }
+  t1=$(date +%s)
+  echo "$p: $UPDATES updates in $((t1 - t0)) s (emulated device; load average $(cut -d' ' -f1 /proc/loadavg))"
+}
+CURVES="fp32 bf16 tf32"
+for p in fp32 bf16 tf32; do run $p; done
+grep -q "precision bf16 on CUDA: cuBLASLt A and B converted to CUDA_R_16BF" bf16.log || { cat bf16.log; fail "the log does not say how bf16 runs"; }
+grep -q "precision tf32 on CUDA: cuBLASLt CUBLAS_COMPUTE_32F_FAST_TF32" tf32.log || { cat tf32.log; fail "the log does not say how tf32 runs"; }
+run fp16
+grep -q "precision fp16 on CUDA: cuBLASLt A and B converted to CUDA_R_16F" fp16.log || { cat fp16.log; fail "the log does not say how fp16 runs"; }
+if grep -qi "loss scal" fp16.log; then
+  CURVES="$CURVES fp16"
+else
+  echo "fp16: this build reports no dynamic loss scaling, which fp16 training needs; its curve is printed, not checked"
+fi
+"$PYTHON_TORCH" - "$UPDATES" $CURVES <<'PY' || fail "a reduced-precision loss curve leaves the fp32 one"
+import json, os, sys
+n, names = int(sys.argv[1]), sys.argv[2:]
+def curve(p):
+    """losses of the train records, and which updates the loss scaler skipped (gradient overflow: no
+    step, loss reported as 0; the records count them in skipped_updates)"""
+    rows = [json.loads(l) for l in open(f"{p}/metrics.jsonl")]
+    rows = [r for r in rows if r["type"] == "train"]
+    sk = [r.get("skipped_updates", 0) for r in rows]
+    return [r["loss_nats_interval"] for r in rows], [sk[i] > (sk[i - 1] if i else 0) for i in range(len(rows))]
+shown = names + (["fp16"] if "fp16" not in names and os.path.exists("fp16/metrics.jsonl") else [])
+c = {p: curve(p) for p in shown}
+for p in names:
+    if len(c[p][0]) != n:
+        sys.exit(f"expected {n} train records in {p}, got {len(c[p][0])}")
+print("update " + " ".join(f"{p + '_loss':>10}" for p in shown) + "  (s: update skipped by the loss scaler)")
+for i in range(n):
+    print(f"{i + 1:6d} " + " ".join((f"{c[p][0][i]:9.4f}" + ("s" if c[p][1][i] else " ")) if i < len(c[p][0])
+                                     else f"{'-':>10}" for p in shown))
+def mean(v, idx):
+    return sum(v[i] for i in idx) / len(idx)
+W, tail, f, ok = 20, min(50, n), c["fp32"][0], True
+for p in names[1:]:
+    b, skipped = c[p]
+    kept = [i for i in range(n) if not skipped[i]]  # skipped updates have no loss to compare
+    gaps = []
+    for s in range(0, n - W + 1, W):
+        idx = [i for i in kept if s <= i < s + W]
+        gaps.append(abs(mean(b, idx) - mean(f, idx)))
+    idx = [i for i in kept if i >= n - tail]
+    lf, lb = mean(f, idx), mean(b, idx)
+    good = max(gaps) <= 0.02 and lb - lf <= 0.01
+    print(f"{p}: {n - len(kept)} updates skipped; largest window gap {max(gaps):.4f} (limit 0.02); last {tail}: "
+          f"fp32 {lf:.4f} {p} {lb:.4f} (limit +0.01){'' if good else '  FAIL'}")
+    ok = ok and good
+falls = sum(f[-W:]) / W < sum(f[:W]) / W - 0.15
+print(f"fp32 falls from {sum(f[:W]) / W:.4f} to {sum(f[-W:]) / W:.4f} (must fall by 0.15)")
+sys.exit(0 if ok and falls else 1)
+PY
+pass
