@@ -24,7 +24,7 @@ const hs_cfg_key hs_cfg_schema[] = {
     {"device", HS_CFG_STRING, "\"auto\"", NO_RANGE, "auto|cpu|cuda",
      "where to compute: auto = a GPU when the node has one, else the CPU", 0, 0},
     {"precision", HS_CFG_STRING, "\"fp32\"", NO_RANGE, "fp32|tf32|bf16|fp16",
-     "arithmetic of the matrix products: fp32, or bf16 inputs with fp32 sums (CPU with oneDNN); tf32/fp16 are CUDA precisions (not built yet)",
+     "arithmetic of the matrix products: fp32, or tf32/bf16/fp16-rounded inputs with fp32 sums (both backends; bf16 on the CPU needs oneDNN; fp16 turns the loss scaler on)",
      0, 0},
     {"seed", HS_CFG_INT, "19940802", 0.0, UINT32_MAX_D, NULL,
      "seed of every random stream (initialisation, shuffling, dropout); seed + epoch must stay below 2^32",
