@@ -6,7 +6,7 @@
 # resubmitted ends bit-identical to the uninterrupted one, scaler state included. Without the scaler
 # the same overflow stops the run as diverged, and a scale driven below min_scale stops every rank.
 # precision = "fp32" with loss_scaler.enabled = "on" always runs; precision = "fp16" (the scaler on by
-# "auto") runs too when this build trains fp16 on the CPU. tests/mpi/test_loss_scaler_cuda.sh runs
+# "auto") runs too when this build trains fp16 on the CPU. tests/cuda/test_loss_scaler.sh runs
 # the same checks on the (emulated) CUDA device.
 . "$top_srcdir/tests/lib.sh"
 LS_HETSEQ=$HETSEQ LS_DEVICE=cpu
