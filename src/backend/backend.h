@@ -65,6 +65,10 @@ typedef struct hs_tensor_span {
 
 typedef struct hs_backend hs_backend;
 
+/* The device's streams as the input-staging members name them (CUDA: hs_cuda_device's compute and
+ * copy streams; the CPU has one, the calling thread). */
+typedef enum hs_stream { HS_STREAM_COMPUTE = 0, HS_STREAM_COPY = 1 } hs_stream;
+
 /* The arithmetic of the matrix products (the config's `precision`). Only products change: parameters,
  * gradients, optimizer state, LayerNorm, softmax and losses stay fp32 under every precision. */
 typedef enum hs_precision {
@@ -107,6 +111,28 @@ struct hs_backend {
      * CPU. Zero-filled; aborts with a message on failure. Safe to call from any thread. */
     void *(*host_alloc)(const hs_backend *be, size_t bytes);
     void (*host_free)(const hs_backend *be, void *p);
+
+    /* ---- asynchronous input staging (docs/gpu.md, "Input staging") ------------------------------- */
+    /* Input batches are uploaded on the device's COPY stream while the COMPUTE stream works, and the two
+     * are ordered by events (opaque handles; `stream` is an hs_stream). The CPU runs every copy at once
+     * and its events are always complete, so the same calls are plain copies and no-ops there.
+     * An event that was never recorded is complete. */
+    void *(*event_create)(const hs_backend *be); /* aborts with a message on failure */
+    void (*event_destroy)(const hs_backend *be, void *event);
+    /* Host -> device ENQUEUED on the copy stream; returns at once. Ordered after earlier copy-stream
+     * work only (not after compute ops: a dst the compute stream may still read needs a
+     * stream_wait(HS_STREAM_COPY) on an event recorded after those reads). src_host is staging memory
+     * (host_alloc) and must stay unchanged until an event recorded on the copy stream after this call
+     * is complete (event_synchronize); the compute stream may use dst only after a
+     * stream_wait(HS_STREAM_COMPUTE) on such an event. */
+    void (*upload_async)(const hs_backend *be, void *dst, const void *src_host, size_t bytes);
+    /* event captures the work enqueued on `stream` so far (a later record replaces the capture). */
+    void (*event_record)(const hs_backend *be, void *event, int stream);
+    /* Work enqueued on `stream` after this call waits for the event's capture; the host does not wait. */
+    void (*stream_wait)(const hs_backend *be, int stream, void *event);
+    /* The host waits until the event's capture has run. Safe to call from any thread (the prefetch
+     * thread calls it before it overwrites a staging buffer). */
+    void (*event_synchronize)(const hs_backend *be, void *event);
 
     /* ---- collectives on device buffers (NULL where memory_is_host: comm/ then runs MPI on them) -- */
     /* Joins every rank of *(const MPI_Comm *)mpi_comm into the device's collective group, once, before

@@ -53,6 +53,8 @@ static void *prefetch_main(void *arg) {
             return NULL;
         }
         unlock(pf);
+        /* Uploads from the previous batch in these buffers may still be in flight on the copy stream. */
+        pf->be->event_synchronize(pf->be, s->pub.fence);
         /* Every micro-batch, EMPTY ones too: read_batch is collective over the I/O communicator. */
         for (int i = 0; i < s->pub.n; i++) {
             hs_h5_lock(); /* checkpoint writes on the main thread wait for this read, and vice versa */
@@ -83,6 +85,8 @@ hs_prefetch *hs_prefetch_start(hs_task *task, const hs_backend *be, int max_coun
         HS_ALLOC(s->pub.ranges, max_per_request);
         HS_ALLOC(s->pub.bufs, max_per_request);
         for (int i = 0; i < max_per_request; i++) s->pub.bufs[i] = be->host_alloc(be, pf->buf_bytes); /* zero-filled */
+        s->pub.index = k;
+        s->pub.fence = be->event_create(be);
         s->state = SLOT_FREE;
     }
     HS_CHECK_ERRNO(pthread_mutex_init(&pf->lock, NULL), NULL);
@@ -128,6 +132,19 @@ hs_prefetch_slot *hs_prefetch_wait(hs_prefetch *pf) {
     return &s->pub;
 }
 
+hs_prefetch_slot *hs_prefetch_try_wait(hs_prefetch *pf) {
+    lock(pf);
+    pf_slot *s = &pf->slots[pf->next_wait];
+    if (s->state != SLOT_READY) {
+        unlock(pf);
+        return NULL;
+    }
+    s->state = SLOT_HELD;
+    pf->next_wait = (pf->next_wait + 1) % PF_SLOTS;
+    unlock(pf);
+    return &s->pub;
+}
+
 void hs_prefetch_release(hs_prefetch *pf, hs_prefetch_slot *slot) {
     lock(pf);
     pf_slot *s = (pf_slot *)slot; /* pub is the first member */
@@ -157,6 +174,8 @@ void hs_prefetch_stop(hs_prefetch *pf) {
     HS_CHECK_ERRNO(pthread_cond_destroy(&pf->changed), NULL);
     HS_CHECK_ERRNO(pthread_mutex_destroy(&pf->lock), NULL);
     for (int k = 0; k < PF_SLOTS; k++) {
+        pf->be->event_synchronize(pf->be, pf->slots[k].pub.fence); /* host_free must not race a copy */
+        pf->be->event_destroy(pf->be, pf->slots[k].pub.fence);
         for (int i = 0; i < pf->max_per_request; i++) pf->be->host_free(pf->be, pf->slots[k].pub.bufs[i]);
         free(pf->slots[k].pub.bufs);
         free(pf->slots[k].pub.ranges);

@@ -15,6 +15,12 @@ typedef struct hs_prefetch_slot {
     int n;
     hs_range *ranges;
     void **bufs;
+    int index;   /* 0 or 1: which of the two slots (the parity of input sets staged from it) */
+    /* be's event (backend.h, input staging): whoever enqueues upload_async from bufs records it on the
+     * copy stream after the last one, before hs_prefetch_release; the thread waits for it before it
+     * reads into bufs again, so a copy still in flight never sees the next batch. Never recorded:
+     * complete (synchronous uploads). */
+    void *fence;
 } hs_prefetch_slot;
 
 /* max_count: largest micro-batch; max_per_request: most micro-batches in one request (update_freq).
@@ -25,6 +31,9 @@ hs_prefetch *hs_prefetch_start(hs_task *task, const hs_backend *be, int max_coun
 void hs_prefetch_request(hs_prefetch *pf, hs_split split, const hs_range *ranges, int n);
 /* Wait for the oldest outstanding request; the slot stays valid until hs_prefetch_release. */
 hs_prefetch_slot *hs_prefetch_wait(hs_prefetch *pf);
+/* The oldest outstanding request if it is already read (then held as by hs_prefetch_wait), else NULL
+ * (also when nothing is outstanding); never blocks on the reads. */
+hs_prefetch_slot *hs_prefetch_try_wait(hs_prefetch *pf);
 void hs_prefetch_release(hs_prefetch *pf, hs_prefetch_slot *slot);
 /* Seconds the main thread spent blocked in hs_prefetch_wait (I/O not hidden by compute). */
 double hs_prefetch_stall_seconds(const hs_prefetch *pf);

@@ -340,8 +340,9 @@ static void check_range(const int32_t *v, size_t n, int per_row, int32_t limit, 
                    i / (size_t)per_row, i % (size_t)per_row, (int)limit, fix);
 }
 
-int hs_bert_stage_batch(hs_bert *m, const hs_bert_batch *b) {
-    const hs_backend *be = m->be;
+/* The checks of a host micro-batch, then its derived host arrays: cls[B] = b·L, rows[n] = b·L + position
+ * of each labelled token in batch order, labels[n] its id. Returns n. */
+static int check_and_derive(const hs_bert *m, const hs_bert_batch *b, int32_t *cls, int32_t *rows, int32_t *labels) {
     const int B = b->count, L = b->seq_len, P = b->max_pred;
     if (B < 1 || B > m->max_batch || L < 1 || L > m->max_seq || P > m->max_pred)
         HS_FATAL(NULL, "BERT micro-batch of %d x %d tokens, %d predictions; model sized for %d x %d, %d", B, L, P,
@@ -352,24 +353,32 @@ int hs_bert_stage_batch(hs_bert *m, const hs_bert_batch *b) {
     check_range(b->segment_ids, T, L, m->cfg.type_vocab_size, "segment id",
                 "the data has more segments than model.type_vocab_size");
     check_range(b->nsp_labels, (size_t)B, 1, 2, "next-sentence label", "NSP labels are 0 or 1");
-    be->upload(be, m->ids, b->input_ids, T * sizeof(int32_t));
-    be->upload(be, m->segments, b->segment_ids, T * sizeof(int32_t));
-    be->upload(be, m->input_mask, b->input_mask, T * sizeof(int32_t));
-    be->upload(be, m->nsp_labels, b->nsp_labels, (size_t)B * sizeof(int32_t));
     int n = 0;
     for (int s = 0; s < B; s++) {
-        m->cls_host[s] = s * L;
+        cls[s] = s * L;
         if (b->num_mlm[s] < 0 || b->num_mlm[s] > P)
             HS_FATAL(NULL, "row %d of the micro-batch has %d labelled positions (max %d)", s, b->num_mlm[s], P);
         for (int k = 0; k < b->num_mlm[s]; k++) {
             const int32_t pos = b->mlm_positions[(size_t)s * (size_t)P + (size_t)k];
             if (pos < 0 || pos >= L) HS_FATAL(NULL, "labelled position %d of row %d is outside [0, %d)", pos, s, L);
-            m->rows_host[n] = s * L + pos;
-            m->labels_host[n] = b->mlm_ids[(size_t)s * (size_t)P + (size_t)k];
+            rows[n] = s * L + pos;
+            labels[n] = b->mlm_ids[(size_t)s * (size_t)P + (size_t)k];
             n++;
         }
     }
-    check_range(m->labels_host, (size_t)n, n > 0 ? n : 1, m->cfg.padded_vocab_size, "masked-LM label", vocab_fix);
+    check_range(labels, (size_t)n, n > 0 ? n : 1, m->cfg.padded_vocab_size, "masked-LM label", vocab_fix);
+    return n;
+}
+
+int hs_bert_stage_batch(hs_bert *m, const hs_bert_batch *b) {
+    const hs_backend *be = m->be;
+    const int n = check_and_derive(m, b, m->cls_host, m->rows_host, m->labels_host);
+    const int B = b->count, L = b->seq_len;
+    const size_t T = (size_t)B * (size_t)L;
+    be->upload(be, m->ids, b->input_ids, T * sizeof(int32_t));
+    be->upload(be, m->segments, b->segment_ids, T * sizeof(int32_t));
+    be->upload(be, m->input_mask, b->input_mask, T * sizeof(int32_t));
+    be->upload(be, m->nsp_labels, b->nsp_labels, (size_t)B * sizeof(int32_t));
     be->upload(be, m->cls_rows, m->cls_host, (size_t)B * sizeof(int32_t));
     if (n > 0) {
         be->upload(be, m->mlm_rows, m->rows_host, (size_t)n * sizeof(int32_t));
@@ -380,6 +389,83 @@ int hs_bert_stage_batch(hs_bert *m, const hs_bert_batch *b) {
     m->seq_len = L;
     m->mlm_count = n;
     return n;
+}
+
+/* A staged micro-batch: device inputs shaped like the model's own, the derived host arrays in staging
+ * memory (uploaded from there asynchronously), and its sizes. */
+struct hs_bert_inputs {
+    int batch, seq_len, mlm_count;
+    int32_t *ids, *segments, *input_mask, *nsp_labels, *cls_rows, *mlm_rows, *mlm_labels; /* device */
+    int32_t *cls_host, *rows_host, *labels_host;                                          /* staging */
+};
+
+hs_bert_inputs *hs_bert_inputs_create(const hs_bert *m) {
+    const hs_backend *be = m->be;
+    const size_t T = (size_t)m->max_batch * (size_t)m->max_seq, B = (size_t)m->max_batch;
+    const size_t NP = (size_t)m->max_batch * (size_t)m->max_pred;
+    hs_bert_inputs *in;
+    HS_ALLOC(in, 1);
+    in->ids = be->alloc(be, T * sizeof(int32_t));
+    in->segments = be->alloc(be, T * sizeof(int32_t));
+    in->input_mask = be->alloc(be, T * sizeof(int32_t));
+    in->nsp_labels = be->alloc(be, B * sizeof(int32_t));
+    in->cls_rows = be->alloc(be, B * sizeof(int32_t));
+    in->mlm_rows = be->alloc(be, (NP ? NP : 1) * sizeof(int32_t));
+    in->mlm_labels = be->alloc(be, (NP ? NP : 1) * sizeof(int32_t));
+    in->cls_host = be->host_alloc(be, B * sizeof(int32_t));
+    in->rows_host = be->host_alloc(be, (NP ? NP : 1) * sizeof(int32_t));
+    in->labels_host = be->host_alloc(be, (NP ? NP : 1) * sizeof(int32_t));
+    return in;
+}
+
+void hs_bert_inputs_free(const hs_bert *m, hs_bert_inputs *in) {
+    if (!in) return;
+    const hs_backend *be = m->be;
+    int32_t *dev[] = {in->ids, in->segments, in->input_mask, in->nsp_labels, in->cls_rows, in->mlm_rows, in->mlm_labels};
+    for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) be->free(be, dev[i]);
+    be->host_free(be, in->cls_host);
+    be->host_free(be, in->rows_host);
+    be->host_free(be, in->labels_host);
+    free(in);
+}
+
+int hs_bert_stage_batch_async(const hs_bert *m, const hs_bert_batch *b, hs_bert_inputs *in) {
+    const hs_backend *be = m->be;
+    const int n = check_and_derive(m, b, in->cls_host, in->rows_host, in->labels_host);
+    const int B = b->count, L = b->seq_len;
+    const size_t T = (size_t)B * (size_t)L;
+    be->upload_async(be, in->ids, b->input_ids, T * sizeof(int32_t));
+    be->upload_async(be, in->segments, b->segment_ids, T * sizeof(int32_t));
+    be->upload_async(be, in->input_mask, b->input_mask, T * sizeof(int32_t));
+    be->upload_async(be, in->nsp_labels, b->nsp_labels, (size_t)B * sizeof(int32_t));
+    be->upload_async(be, in->cls_rows, in->cls_host, (size_t)B * sizeof(int32_t));
+    if (n > 0) {
+        be->upload_async(be, in->mlm_rows, in->rows_host, (size_t)n * sizeof(int32_t));
+        be->upload_async(be, in->mlm_labels, in->labels_host, (size_t)n * sizeof(int32_t));
+    }
+    in->batch = B;
+    in->seq_len = L;
+    in->mlm_count = n;
+    return n;
+}
+
+void hs_bert_take_inputs(hs_bert *m, const hs_bert_inputs *in) {
+    const hs_backend *be = m->be;
+    const int B = in->batch, L = in->seq_len, n = in->mlm_count;
+    const size_t T = (size_t)B * (size_t)L;
+    be->copy(be, m->ids, in->ids, T * sizeof(int32_t));
+    be->copy(be, m->segments, in->segments, T * sizeof(int32_t));
+    be->copy(be, m->input_mask, in->input_mask, T * sizeof(int32_t));
+    be->copy(be, m->nsp_labels, in->nsp_labels, (size_t)B * sizeof(int32_t));
+    be->copy(be, m->cls_rows, in->cls_rows, (size_t)B * sizeof(int32_t));
+    if (n > 0) {
+        be->copy(be, m->mlm_rows, in->mlm_rows, (size_t)n * sizeof(int32_t));
+        be->copy(be, m->mlm_labels, in->mlm_labels, (size_t)n * sizeof(int32_t));
+    }
+    hs_attention_mask_bias(be, m->mask_bias, m->input_mask, B, L);
+    m->batch = B;
+    m->seq_len = L;
+    m->mlm_count = n;
 }
 
 /* ---- dropout ------------------------------------------------------------------------------------------ */

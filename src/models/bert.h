@@ -65,6 +65,20 @@ const hs_bert_config *hs_bert_get_config(const hs_bert *m);
  * labelled tokens. */
 int hs_bert_stage_batch(hs_bert *m, const hs_bert_batch *batch);
 
+/* Asynchronous staging (tasks/task.h, stage): a second set of device inputs with its own derived host
+ * arrays (staging memory). hs_bert_stage_batch_async makes the same checks (and messages) as
+ * hs_bert_stage_batch and ENQUEUES the uploads on the copy stream (be->upload_async) into `in`; the
+ * caller orders them with events (tasks/input_sets.c) and keeps batch's arrays and in unchanged until
+ * they ran. hs_bert_take_inputs ENQUEUES on the compute stream the copies of `in` into the model's inputs
+ * (after the caller made it wait for the uploads): afterwards the model computes exactly as after
+ * hs_bert_stage_batch, and `in` is read by nothing enqueued later. Returns / takes the labelled-token
+ * count like hs_bert_stage_batch. */
+typedef struct hs_bert_inputs hs_bert_inputs;
+hs_bert_inputs *hs_bert_inputs_create(const hs_bert *m);
+void hs_bert_inputs_free(const hs_bert *m, hs_bert_inputs *in);
+int hs_bert_stage_batch_async(const hs_bert *m, const hs_bert_batch *batch, hs_bert_inputs *in);
+void hs_bert_take_inputs(hs_bert *m, const hs_bert_inputs *in);
+
 /* Forward + backward of the staged micro-batch. Accumulates into params->grad the gradient of
  *   ctx->loss_scale[0] · Σ MLM NLL (labelled tokens) + ctx->loss_scale[1] · Σ NSP NLL (sentences);
  * adds the HS_BERT_STAT_* sums into the device stats (float64, hs_stats layout).

@@ -394,19 +394,85 @@ static void memory_update(hs_txl *m, const hs_txl_segment *seg, int mlen) {
 
 /* ---- inputs ------------------------------------------------------------------------------------------ */
 
-void hs_txl_stage_batch(hs_txl *m, const int32_t *tokens, int b, int qlen) {
+/* The micro-batch's inputs and targets, column by column: ids[s·qlen + t] = tokens[s, t], tgt = tokens[s, t+1]. */
+static void split_tokens(const hs_txl *m, const int32_t *tokens, int b, int qlen, int32_t *ids, int32_t *tgt) {
     if (b < 1 || b > m->max_batch || qlen < 1 || qlen > m->max_qlen)
         HS_FATAL(NULL, "Transformer-XL micro-batch of %d columns x %d tokens; the model is sized for %d x %d", b, qlen,
                  m->max_batch, m->max_qlen);
     for (int s = 0; s < b; s++)
         for (int t = 0; t < qlen; t++) {
-            m->ids_host[s * qlen + t] = tokens[(size_t)s * (size_t)(qlen + 1) + (size_t)t];
-            m->tgt_host[s * qlen + t] = tokens[(size_t)s * (size_t)(qlen + 1) + (size_t)t + 1];
+            ids[s * qlen + t] = tokens[(size_t)s * (size_t)(qlen + 1) + (size_t)t];
+            tgt[s * qlen + t] = tokens[(size_t)s * (size_t)(qlen + 1) + (size_t)t + 1];
         }
+}
+
+void hs_txl_stage_batch(hs_txl *m, const int32_t *tokens, int b, int qlen) {
+    split_tokens(m, tokens, b, qlen, m->ids_host, m->tgt_host);
     hs_adaptive_plan_stage(m->be, &m->ad, &m->plan_in, m->ids_host, b * qlen, qlen, "token id");
     hs_adaptive_plan_stage(m->be, &m->ad, &m->plan_tgt, m->tgt_host, b * qlen, qlen, "target token id");
     m->batch = b;
     m->qlen = qlen;
+}
+
+/* A staged micro-batch: its two plans (device arrays, host metadata), the token arrays they were built
+ * from (staging memory), and a table of the model's backend whose upload is upload_async, through which
+ * hs_adaptive_plan_stage enqueues its copies on the copy stream. */
+struct hs_txl_inputs {
+    int batch, qlen;
+    hs_adaptive_plan plan_in, plan_tgt;
+    int32_t *ids_host, *tgt_host; /* [max_batch·max_qlen] */
+    hs_backend copy_stream;
+};
+
+hs_txl_inputs *hs_txl_inputs_create(const hs_txl *m) {
+    const hs_backend *be = m->be;
+    const int T = m->max_batch * m->max_qlen;
+    hs_txl_inputs *in;
+    HS_ALLOC(in, 1);
+    hs_adaptive_plan_init(be, &in->plan_in, T);
+    hs_adaptive_plan_init(be, &in->plan_tgt, T);
+    in->ids_host = be->host_alloc(be, (size_t)T * sizeof(int32_t));
+    in->tgt_host = be->host_alloc(be, (size_t)T * sizeof(int32_t));
+    in->copy_stream = *be;
+    in->copy_stream.upload = be->upload_async;
+    return in;
+}
+
+void hs_txl_inputs_free(const hs_txl *m, hs_txl_inputs *in) {
+    if (!in) return;
+    hs_adaptive_plan_free(m->be, &in->plan_in);
+    hs_adaptive_plan_free(m->be, &in->plan_tgt);
+    m->be->host_free(m->be, in->ids_host);
+    m->be->host_free(m->be, in->tgt_host);
+    free(in);
+}
+
+void hs_txl_stage_batch_async(const hs_txl *m, const int32_t *tokens, int b, int qlen, hs_txl_inputs *in) {
+    split_tokens(m, tokens, b, qlen, in->ids_host, in->tgt_host);
+    hs_adaptive_plan_stage(&in->copy_stream, &m->ad, &in->plan_in, in->ids_host, b * qlen, qlen, "token id");
+    hs_adaptive_plan_stage(&in->copy_stream, &m->ad, &in->plan_tgt, in->tgt_host, b * qlen, qlen, "target token id");
+    in->batch = b;
+    in->qlen = qlen;
+}
+
+/* dst = src: the host metadata, and the device arrays by copies on the compute stream. */
+static void take_plan(const hs_backend *be, hs_adaptive_plan *dst, const hs_adaptive_plan *src) {
+    const size_t bytes = (size_t)src->n * sizeof(int32_t);
+    dst->n = src->n;
+    memcpy(dst->count, src->count, sizeof dst->count);
+    memcpy(dst->offset, src->offset, sizeof dst->offset);
+    if (!bytes) return;
+    be->copy(be, dst->ids, src->ids, bytes);
+    be->copy(be, dst->head_labels, src->head_labels, bytes);
+    be->copy(be, dst->rows, src->rows, bytes);
+    be->copy(be, dst->local, src->local, bytes);
+}
+
+void hs_txl_take_inputs(hs_txl *m, const hs_txl_inputs *in) {
+    take_plan(m->be, &m->plan_in, &in->plan_in);
+    take_plan(m->be, &m->plan_tgt, &in->plan_tgt);
+    m->batch = in->batch;
+    m->qlen = in->qlen;
 }
 
 /* ---- dropout ------------------------------------------------------------------------------------------ */

@@ -73,6 +73,15 @@ const hs_txl_config *hs_txl_get_config(const hs_txl *m);
 /* Checks a host micro-batch tokens[b, qlen + 1] (column s: the segment's inputs tokens[s, 0..qlen) and
  * targets tokens[s, 1..qlen]; every id in [0, n_token), else the run ends naming it) and uploads it. */
 void hs_txl_stage_batch(hs_txl *m, const int32_t *tokens, int b, int qlen);
+/* Asynchronous staging (tasks/task.h, stage), as hs_bert_inputs (models/bert.h): a second set of inputs;
+ * hs_txl_stage_batch_async makes hs_txl_stage_batch's checks and ENQUEUES the uploads on the copy stream;
+ * hs_txl_take_inputs ENQUEUES their copies into the model's inputs on the compute stream (after the
+ * caller's wait), which leaves the model as hs_txl_stage_batch would. */
+typedef struct hs_txl_inputs hs_txl_inputs;
+hs_txl_inputs *hs_txl_inputs_create(const hs_txl *m);
+void hs_txl_inputs_free(const hs_txl *m, hs_txl_inputs *in);
+void hs_txl_stage_batch_async(const hs_txl *m, const int32_t *tokens, int b, int qlen, hs_txl_inputs *in);
+void hs_txl_take_inputs(hs_txl *m, const hs_txl_inputs *in);
 
 /* Forward + backward of the staged micro-batch after the memory of seg->mem's columns
  * [col0, col0 + b): accumulates the gradient of ctx->loss_scale[0] · Σ NLL into params->grad, adds the

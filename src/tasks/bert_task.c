@@ -20,6 +20,7 @@ typedef struct bert_task {
     hs_bert_config cfg;
     const hs_backend *be;
     int max_batch, seq_len, max_pred;
+    hs_input_sets staged; /* the stage hook's sets; data: hs_bert_inputs */
 } bert_task;
 
 /* extra[] (models/bert.h: the NSP term is in loss_sum, sample_count, correct) */
@@ -58,10 +59,26 @@ static void bert_batch_norm_counts(hs_task *t, const void *host_buf, int count, 
     counts[1] = count;    /* NSP: mean over sentences */
 }
 
+static void *bert_inputs_create(void *owner) { return hs_bert_inputs_create(((bert_task *)owner)->model); }
+static void bert_inputs_destroy(void *owner, void *data) { hs_bert_inputs_free(((bert_task *)owner)->model, data); }
+
+static void bert_stage(hs_task *t, const void *host_buf, int count, int micro_index, int parity) {
+    bert_task *b = t->impl;
+    hs_input_set *set = hs_input_sets_begin(&b->staged, parity, micro_index);
+    hs_bert_stage_batch_async(b->model, batch_of(host_buf, count), set->data);
+    hs_input_sets_end(&b->staged, set, host_buf, count);
+}
+
 static void bert_forward_backward(hs_task *t, const void *host_buf, int64_t first, int count, const hs_step_ctx *ctx,
                                   double *stats) {
     bert_task *b = t->impl;
-    hs_bert_stage_batch(b->model, batch_of(host_buf, count));
+    hs_input_set *set = hs_input_sets_take(&b->staged, host_buf, count);
+    if (set) {
+        hs_bert_take_inputs(b->model, set->data);
+        hs_input_sets_done(&b->staged, set);
+    } else {
+        hs_bert_stage_batch(b->model, batch_of(host_buf, count));
+    }
     hs_bert_forward_backward(b->model, first, ctx, stats);
 }
 
@@ -120,6 +137,7 @@ static double bert_flops_per_sample(hs_task *t) {
 
 static void bert_destroy(hs_task *t) {
     bert_task *b = t->impl;
+    hs_input_sets_free(&b->staged);
     hs_bert_free(b->model);
     hs_params_free(&t->params);
     hs_bert_shards_close(b->shards[HS_SPLIT_TRAIN]);
@@ -174,6 +192,8 @@ hs_task *hs_bert_task_create(const hs_config *cfg, const hs_comm *comm, const hs
     t->read_batch = bert_read_batch;
     t->batch_norm_counts = bert_batch_norm_counts;
     t->forward_backward = bert_forward_backward;
+    t->stage = bert_stage;
+    b->staged = (hs_input_sets){.be = be, .owner = b, .create = bert_inputs_create, .destroy = bert_inputs_destroy};
     t->evaluate = bert_evaluate;
     t->init_params = bert_init_params;
     t->extra_stat_names = bert_stat_names;

@@ -20,7 +20,16 @@ typedef struct mnist_task {
     float *input_dev;     /* x[max_batch,1,28,28] */
     int32_t *labels_host; /* [max_batch] */
     int32_t *labels_dev;  /* [max_batch] */
+    hs_input_sets staged; /* the stage hook's sets; data: mnist_inputs */
 } mnist_task;
+
+/* A staged micro-batch: its bytes and labels on the device, the labels widened in staging memory. */
+typedef struct mnist_inputs {
+    int count;
+    uint8_t *images_dev;  /* [max_batch*784] */
+    int32_t *labels_dev;  /* [max_batch] */
+    int32_t *labels_host; /* [max_batch] */
+} mnist_inputs;
 
 static int split_index(hs_split split) { return split == HS_SPLIT_TRAIN ? 0 : 1; }
 
@@ -42,15 +51,20 @@ static void mnist_read_batch(hs_task *t, hs_split split, int64_t first, int coun
 
 /* Check the labels of a host micro-batch (the loss op indexes with them and never checks), upload it
  * and normalise it: input_dev[B,1,28,28], labels_dev[B]. */
-static void stage_batch(mnist_task *m, const void *host_buf, int count) {
-    const uint8_t *images = host_buf;
-    const uint8_t *labels = images + (size_t)count * HS_MNIST_PIXELS;
-    size_t n = (size_t)count * HS_MNIST_PIXELS;
+static const uint8_t *checked_labels(const void *host_buf, int count) {
+    const uint8_t *labels = (const uint8_t *)host_buf + (size_t)count * HS_MNIST_PIXELS;
     for (int i = 0; i < count; i++)
         if (labels[i] >= HS_MNIST_CLASSES)
             hs_die("label %d of sample %d in this batch is outside [0, %d): the data file's labels do not match the "
                    "model's %d classes; check the dataset (re-run `hetseq prep`)",
                    (int)labels[i], i, HS_MNIST_CLASSES, HS_MNIST_CLASSES);
+    return labels;
+}
+
+static void stage_batch(mnist_task *m, const void *host_buf, int count) {
+    const uint8_t *images = host_buf;
+    const uint8_t *labels = checked_labels(host_buf, count);
+    size_t n = (size_t)count * HS_MNIST_PIXELS;
     m->be->upload(m->be, m->images_dev, images, n);
     m->be->u8_to_float(m->be, m->input_dev, m->images_dev, n, m->input_scale, m->input_shift);
     for (int i = 0; i < count; i++) m->labels_host[i] = labels[i];
@@ -64,10 +78,55 @@ static void mnist_batch_norm_counts(hs_task *t, const void *host_buf, int count,
     counts[1] = 0;
 }
 
+static void *mnist_inputs_create(void *owner) {
+    const mnist_task *m = owner;
+    mnist_inputs *in;
+    HS_ALLOC(in, 1);
+    in->images_dev = m->be->alloc(m->be, (size_t)m->max_batch * HS_MNIST_PIXELS);
+    in->labels_dev = m->be->alloc(m->be, (size_t)m->max_batch * sizeof(int32_t));
+    in->labels_host = m->be->host_alloc(m->be, (size_t)m->max_batch * sizeof(int32_t));
+    return in;
+}
+
+static void mnist_inputs_destroy(void *owner, void *data) {
+    const mnist_task *m = owner;
+    mnist_inputs *in = data;
+    m->be->free(m->be, in->images_dev);
+    m->be->free(m->be, in->labels_dev);
+    m->be->host_free(m->be, in->labels_host);
+    free(in);
+}
+
+/* The stage hook: the checks of stage_batch, then the uploads into a staged set on the copy stream. */
+static void mnist_stage(hs_task *t, const void *host_buf, int count, int micro_index, int parity) {
+    mnist_task *m = t->impl;
+    const uint8_t *labels = checked_labels(host_buf, count);
+    hs_input_set *set = hs_input_sets_begin(&m->staged, parity, micro_index);
+    mnist_inputs *in = set->data;
+    for (int i = 0; i < count; i++) in->labels_host[i] = labels[i];
+    m->be->upload_async(m->be, in->images_dev, host_buf, (size_t)count * HS_MNIST_PIXELS);
+    m->be->upload_async(m->be, in->labels_dev, in->labels_host, (size_t)count * sizeof(int32_t));
+    in->count = count;
+    hs_input_sets_end(&m->staged, set, host_buf, count);
+}
+
+/* A staged set into the model's inputs, as stage_batch leaves them (after the uploads: the caller's wait). */
+static void take_inputs(mnist_task *m, const mnist_inputs *in) {
+    size_t n = (size_t)in->count * HS_MNIST_PIXELS;
+    m->be->u8_to_float(m->be, m->input_dev, in->images_dev, n, m->input_scale, m->input_shift);
+    m->be->copy(m->be, m->labels_dev, in->labels_dev, (size_t)in->count * sizeof(int32_t));
+}
+
 static void mnist_forward_backward(hs_task *t, const void *host_buf, int64_t first, int count,
                                    const hs_step_ctx *ctx, double *stats) {
     mnist_task *m = t->impl;
-    stage_batch(m, host_buf, count);
+    hs_input_set *set = hs_input_sets_take(&m->staged, host_buf, count);
+    if (set) {
+        take_inputs(m, set->data);
+        hs_input_sets_done(&m->staged, set);
+    } else {
+        stage_batch(m, host_buf, count);
+    }
     hs_cnn_forward_backward(m->model, m->input_dev, m->labels_dev, count, first, ctx, stats);
 }
 
@@ -85,6 +144,7 @@ static void mnist_init_params(hs_task *t, uint64_t seed) {
 
 static void mnist_destroy(hs_task *t) {
     mnist_task *m = t->impl;
+    hs_input_sets_free(&m->staged);
     hs_cnn_free(m->model);
     hs_params_free(&t->params);
     m->be->free(m->be, m->images_dev);
@@ -138,6 +198,8 @@ hs_task *hs_mnist_task_create(const hs_config *cfg, const hs_comm *comm, const h
     t->read_batch = mnist_read_batch;
     t->batch_norm_counts = mnist_batch_norm_counts;
     t->forward_backward = mnist_forward_backward;
+    t->stage = mnist_stage;
+    m->staged = (hs_input_sets){.be = be, .owner = m, .create = mnist_inputs_create, .destroy = mnist_inputs_destroy};
     t->evaluate = mnist_evaluate;
     t->init_params = mnist_init_params;
     t->extra_stat_names = NULL;

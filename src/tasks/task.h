@@ -59,6 +59,15 @@ struct hs_task {
      * layout (step.h). count > 0. Nothing here waits for the device. */
     void (*forward_backward)(hs_task *t, const void *host_buf, int64_t first, int count,
                              const hs_step_ctx *ctx, double *stats);
+    /* Optional (NULL: forward_backward stages synchronously): input staging one update ahead
+     * (docs/adding-a-task.md). Checks the host micro-batch with the same checks and messages as
+     * forward_backward, builds its derived host arrays and ENQUEUES its uploads (be->upload_async, copy
+     * stream) into the task's input set [parity][micro_index]: two sets per micro-batch position, so the
+     * next update stages into one while the current update computes from the other. host_buf is
+     * prefetch staging memory; the caller records the slot's fence on the copy stream after staging the
+     * slot. The next forward_backward of the same host_buf and count computes from the staged set (its
+     * ops wait for the uploads); forward_backward of a host_buf that was not staged stages it itself. */
+    void (*stage)(hs_task *t, const void *host_buf, int count, int micro_index, int parity);
     /* Forward only in eval mode; adds into the device stats the same way. */
     void (*evaluate)(hs_task *t, const void *host_buf, int64_t first, int count, double *stats);
     /* Initialise parameters (PyTorch default initialisation for the task's layers) from seed. */
@@ -104,6 +113,40 @@ struct hs_task {
     void (*scatter_state)(hs_task *t, const hs_comm *comm, const hs_task_state *in);
     void (*destroy)(hs_task *t);
 };
+
+/* ---- input sets of a stage hook (src/tasks/input_sets.c) ----------------------------------------------
+ * One set holds what one staged micro-batch needs on the device (and the host arrays derived from it),
+ * in buffers of the task's own (data); two per micro-batch position (parity = the prefetch slot). Events
+ * order each set: `ready` (copy stream) after its uploads, `consumed` (compute stream) after the last op
+ * that reads its device buffers, which the task enqueues when it takes the set (it copies the set into
+ * the model's own inputs, so the set is free again as soon as those copies ran). */
+typedef struct hs_input_set {
+    const void *host_buf; /* the staged host micro-batch; NULL: nothing pending */
+    int count;
+    void *ready, *consumed;
+    void *data;
+} hs_input_set;
+typedef struct hs_input_sets {
+    const hs_backend *be;
+    void *owner;
+    void *(*create)(void *owner);             /* one set's buffers */
+    void (*destroy)(void *owner, void *data);
+    int n[2];
+    hs_input_set *sets[2];
+} hs_input_sets;
+
+/* Set [parity][index] (created on first use) ready to be refilled: the host waited for its previous
+ * uploads (its host arrays may be rewritten) and the copy stream waits for the compute ops that read it
+ * (its device buffers may be overwritten by later upload_async). */
+hs_input_set *hs_input_sets_begin(hs_input_sets *s, int parity, int index);
+/* After the set's uploads were enqueued: records `ready` and marks it pending for host_buf/count. */
+void hs_input_sets_end(hs_input_sets *s, hs_input_set *set, const void *host_buf, int count);
+/* The pending set staged from host_buf with count samples (no longer pending), with the compute stream
+ * waiting for its uploads; NULL when none is. */
+hs_input_set *hs_input_sets_take(hs_input_sets *s, const void *host_buf, int count);
+/* After the compute ops that read the set were enqueued: records `consumed`. */
+void hs_input_sets_done(hs_input_sets *s, hs_input_set *set);
+void hs_input_sets_free(hs_input_sets *s);
 
 /* Build the task named by config key `task` (data files are opened collectively on comm->io). */
 hs_task *hs_task_create(const hs_config *cfg, const hs_comm *comm, const hs_backend *be);

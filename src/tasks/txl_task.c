@@ -60,6 +60,7 @@ typedef struct txl_task {
     int max_qlen;
     double *scratch_stats; /* device [HS_STATS_NDOUBLE]: where warm-up segments' sums go */
     txl_stream stream[HS_NSPLITS];
+    hs_input_sets staged; /* the stage hook's sets; data: hs_txl_inputs */
 } txl_task;
 
 static const char *const txl_stat_names[] = {"tail_nll_sum", "tail_tokens", "tail_correct", NULL};
@@ -228,12 +229,32 @@ static void check_ids(const txl_task *x, const txl_batch *b) {
         }
 }
 
+static void *txl_inputs_create(void *owner) { return hs_txl_inputs_create(((txl_task *)owner)->model); }
+static void txl_inputs_destroy(void *owner, void *data) { hs_txl_inputs_free(((txl_task *)owner)->model, data); }
+
+/* The stage hook: forward_backward's checks, the uploads on the copy stream. The segment's memory
+ * layout (segment_for) is read from host_buf when the micro-batch is computed, as before. */
+static void txl_stage(hs_task *t, const void *host_buf, int count, int micro_index, int parity) {
+    txl_task *x = impl(t);
+    const txl_batch *b = batch_of(host_buf, count);
+    check_ids(x, b);
+    hs_input_set *set = hs_input_sets_begin(&x->staged, parity, micro_index);
+    hs_txl_stage_batch_async(x->model, (const int32_t *)(b + 1), count, b->qlen, set->data);
+    hs_input_sets_end(&x->staged, set, host_buf, count);
+}
+
 static void txl_forward_backward(hs_task *t, const void *host_buf, int64_t first, int count, const hs_step_ctx *ctx,
                                  double *stats) {
     txl_task *x = impl(t);
     const txl_batch *b = batch_of(host_buf, count);
-    check_ids(x, b);
-    hs_txl_stage_batch(x->model, (const int32_t *)(b + 1), count, b->qlen);
+    hs_input_set *set = hs_input_sets_take(&x->staged, host_buf, count);
+    if (set) {
+        hs_txl_take_inputs(x->model, set->data);
+        hs_input_sets_done(&x->staged, set);
+    } else {
+        check_ids(x, b);
+        hs_txl_stage_batch(x->model, (const int32_t *)(b + 1), count, b->qlen);
+    }
     const hs_txl_segment seg = segment_for(x, b);
     hs_txl_forward_backward(x->model, &seg, first, ctx, stats);
 }
@@ -469,6 +490,7 @@ static void build_varlen(txl_stream *s, uint64_t seed) {
 
 static void txl_destroy(hs_task *t) {
     txl_task *x = impl(t);
+    hs_input_sets_free(&x->staged);
     hs_txl_memory_free(x->be, x->stream[HS_SPLIT_TRAIN].mem);
     hs_txl_memory_free(x->be, x->stream[HS_SPLIT_VALID].mem); /* shared with test */
     if (x->scratch_stats) x->be->free(x->be, x->scratch_stats);
@@ -569,6 +591,8 @@ hs_task *hs_txl_task_create(const hs_config *cfg, const hs_comm *comm, const hs_
     t->read_batch = txl_read_batch;
     t->batch_norm_counts = txl_batch_norm_counts;
     t->forward_backward = txl_forward_backward;
+    t->stage = txl_stage;
+    x->staged = (hs_input_sets){.be = be, .owner = x, .create = txl_inputs_create, .destroy = txl_inputs_destroy};
     t->evaluate = txl_evaluate;
     t->init_params = txl_init_params;
     t->extra_stat_names = txl_stat_names;

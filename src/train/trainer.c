@@ -53,6 +53,13 @@ typedef struct trainer {
     double *stats_dev;
     int stop_signal;          /* agreed over all ranks: the signal that stops the run, or 0 */
     int64_t last_saved_update; /* num_updates of the newest checkpoint written (-1 = none) */
+    /* Input staging one update ahead (docs/gpu.md, "Input staging"): on when the task has a stage hook
+     * and HETSEQ_INPUT_STAGING is not "sync". `ahead` is the next update's slot, held and staged while
+     * this update computed; `may_stage_ahead`: its read was requested. */
+    int stage_inputs;
+    int may_stage_ahead;
+    hs_prefetch_slot *ahead;
+    int64_t staged_ahead; /* updates whose inputs were staged during the update before */
 } trainer;
 
 static void make_dir(const char *dir) {
@@ -282,6 +289,28 @@ static const char *first_nonfinite_tensor(const trainer *t) {
     return name;
 }
 
+/* Checks and enqueues the uploads of every micro-batch of a slot into the task's input sets of the
+ * slot's parity, then fences the slot: its buffers are refilled only after these copies ran. */
+static void stage_slot(trainer *t, hs_prefetch_slot *slot) {
+    for (int i = 0; i < slot->n; i++)
+        if (slot->ranges[i].count > 0) t->task->stage(t->task, slot->bufs[i], slot->ranges[i].count, i, slot->index);
+    t->be->event_record(t->be, slot->fence, HS_STREAM_COPY);
+}
+
+/* Called once this update's forward/backward work is enqueued and before the host blocks on its
+ * results: take the next update's slot (waiting for its reads if they are not done: the next update
+ * cannot start without them either) and stage it, so its checks run on the host and its uploads on the
+ * copy stream while the device computes this update. */
+static void stage_ahead(trainer *t) {
+    if (!t->stage_inputs || !t->may_stage_ahead || t->ahead) return;
+    const int64_t update = t->st.num_updates + 1;
+    hs_stall_phase(HS_PHASE_INPUT, update + 1, 1);
+    t->ahead = hs_prefetch_wait(t->pf);
+    stage_slot(t, t->ahead);
+    t->staged_ahead++;
+    hs_stall_phase(HS_PHASE_COMPUTE, update, 0);
+}
+
 /* Slots of the per-update float64 all-reduce after the task's statistics: the stop request, and
  * whether the rank's summed gradient holds a NaN/Inf (summed: the loss scaler's decision is global). */
 enum { SYNC_STOP = HS_STATS_NDOUBLE, SYNC_OVERFLOW, SYNC_LEN };
@@ -350,6 +379,7 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
         if (!t->be->memory_is_host) t->be->synchronize(t->be);
         compute_seconds = hs_now() - compute_start;
     }
+    stage_ahead(t); /* the next update's inputs, while this one computes */
     if (hs_fault_fires(HS_FAULT_NAN, update)) {
         float nan = NAN;
         p->be->upload(p->be, p->grad, &nan, sizeof nan);
@@ -526,14 +556,22 @@ static int train_epoch(trainer *t) {
         int save_after = t->tc.save_interval_updates > 0 && next_num % t->tc.save_interval_updates == 0 &&
                          u + 1 < n_updates;
         hs_stall_phase(HS_PHASE_INPUT, next_num, 1);
-        hs_prefetch_slot *slot = hs_prefetch_wait(t->pf);
+        /* This update's slot: staged during the previous update, or waited for and staged now. */
+        hs_prefetch_slot *slot = t->ahead;
+        t->ahead = NULL;
+        if (!slot) {
+            slot = hs_prefetch_wait(t->pf);
+            if (t->stage_inputs) stage_slot(t, slot);
+        }
         requested = 0;
         /* Read the next update while this one computes, unless validation must read first. */
         if (u + 1 < n_updates && !stop_after && !validate_after) {
             REQUEST(u + 1);
             requested = 1;
         }
+        t->may_stage_ahead = requested;
         t->stop_signal = train_update(t, slot);
+        t->may_stage_ahead = 0;
         hs_prefetch_release(t->pf, slot);
         hs_balance_maybe_rebalance(&t->balance, t->comm, t->st.num_updates, 0);
         u++;
@@ -546,6 +584,10 @@ static int train_epoch(trainer *t) {
         if (save_after) save_mid_epoch(t);
         if (stop_after || (t->stop_signal && u < n_updates)) {
             stopped = u < n_updates;
+            if (t->ahead) { /* staged but never computed: the run ends here (the thread waits for its fence) */
+                hs_prefetch_release(t->pf, t->ahead);
+                t->ahead = NULL;
+            }
             break;
         }
         if (!requested && u < n_updates) {
@@ -689,6 +731,14 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
         t.pf = hs_prefetch_start(t.task, t.be, t.balance.max_count,
                                  t.balance.enabled ? t.balance.max_ranges : t.tc.max_update_freq);
     }
+    /* Asynchronous input staging; HETSEQ_INPUT_STAGING=sync keeps the synchronous uploads inside
+     * forward_backward (the same numbers: tests/e2e/test_input_staging.sh compares them). */
+    const char *staging = getenv("HETSEQ_INPUT_STAGING");
+    t.stage_inputs = t.task->stage != NULL && !(staging && strcmp(staging, "sync") == 0);
+    if (staging && strcmp(staging, "sync") != 0 && strcmp(staging, "async") != 0)
+        hs_die_all("HETSEQ_INPUT_STAGING = \"%s\": use \"async\" (the default) or \"sync\"", staging);
+    hs_log("| input batches are %s", t.stage_inputs ? "staged one update ahead (asynchronous uploads, docs/gpu.md)"
+                                                  : "uploaded synchronously in each micro-batch's forward/backward");
     /* From here on a stop signal ends the run at the next update boundary with a checkpoint. */
     hs_stop_signals_install();
 
@@ -711,6 +761,8 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
     } else {
         hs_log("| done training in %.1f seconds (%lld updates; waited %.2f s for input)", hs_now() - start,
                (long long)t.st.num_updates, stalls);
+        if (t.stage_inputs)
+            hs_log("| inputs of %lld update(s) were staged while the update before computed", (long long)t.staged_ahead);
     }
     if (!t.tc.no_save) hs_log("| checkpoints in %s/, metrics in %s", t.tc.save_dir, *metrics_path ? metrics_path : "(off)");
     hs_meters_close(&t.meters);

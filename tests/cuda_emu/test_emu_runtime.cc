@@ -213,6 +213,56 @@ void streams() {
          nonblocking_wrong);
 }
 
+// HS_CUDA_EMU_SCHEDULE = "priority": an upload on a copy stream (created after the compute stream) that
+// the reading stream does not wait for is read stale under every seed; with
+// cudaEventRecord + cudaStreamWaitEvent the reader sees the upload under every seed.
+void schedule_priority() {
+  const int n = 300;
+  float *x = nullptr, *y = nullptr, *filler = nullptr, *pinned = nullptr;
+  CUDA_OK(cudaMalloc(&x, n * sizeof(float)));
+  CUDA_OK(cudaMalloc(&y, n * sizeof(float)));
+  CUDA_OK(cudaMalloc(&filler, n * sizeof(float)));
+  CUDA_OK(cudaMallocHost(&pinned, n * sizeof(float)));
+  cudaStream_t compute, copy;
+  CUDA_OK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
+  CUDA_OK(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking));
+  cudaEvent_t uploaded;
+  CUDA_OK(cudaEventCreateWithFlags(&uploaded, cudaEventDisableTiming));
+  std::vector<float> h(n);
+  auto y_is = [&](float base) {
+    CUDA_OK(cudaMemcpy(h.data(), y, n * sizeof(float), cudaMemcpyDeviceToHost));
+    for (int i = 0; i < n; i++)
+      if (h[i] != 2.0f * (base + i)) return false;
+    return true;
+  };
+  hs_emu_set_schedule(1);
+  for (uint64_t seed = 1; seed <= 4; seed++) {
+    hs_emu_set_seed(seed);
+    for (int ordered = 0; ordered <= 1; ordered++) {
+      st_produce(x, n, 1.0f, compute); // x = 1 + i before the upload
+      CUDA_OK(cudaStreamSynchronize(compute));
+      for (int i = 0; i < n; i++) pinned[i] = 5.0f + static_cast<float>(i);
+      CUDA_OK(cudaMemcpyAsync(x, pinned, n * sizeof(float), cudaMemcpyHostToDevice, copy));
+      CUDA_OK(cudaEventRecord(uploaded, copy));
+      for (int k = 0; k < 3; k++) st_produce(filler, n, 0.0f, compute); // other work queued before the read
+      if (ordered) CUDA_OK(cudaStreamWaitEvent(compute, uploaded, 0));
+      st_consume(x, y, n, compute);
+      CUDA_OK(cudaStreamSynchronize(compute));
+      CUDA_OK(cudaStreamSynchronize(copy));
+      CHECK(y_is(ordered ? 5.0f : 1.0f));
+    }
+  }
+  hs_emu_set_schedule(0);
+  CUDA_OK(cudaEventDestroy(uploaded));
+  CUDA_OK(cudaStreamDestroy(compute));
+  CUDA_OK(cudaStreamDestroy(copy));
+  CUDA_OK(cudaFree(x));
+  CUDA_OK(cudaFree(y));
+  CUDA_OK(cudaFree(filler));
+  CUDA_OK(cudaFreeHost(pinned));
+  printf("ok   schedule \"priority\": an unordered upload is read stale under every seed, an ordered one is seen\n");
+}
+
 int no_device() {
   int count = -1;
   CHECK_ERR(cudaGetDeviceCount(&count), cudaErrorNoDevice);
@@ -233,6 +283,7 @@ int main(int argc, char **argv) {
   launch_errors();
   memory();
   streams();
+  schedule_priority();
   // a machine without a GPU: the configuration is read once per process, so ask a new process
   const ChildEnd end = run_in_child([] {
     setenv("HS_CUDA_EMU_DEVICES", "0", 1);

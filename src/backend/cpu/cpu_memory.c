@@ -55,3 +55,38 @@ void hs_cpu_zero(const hs_backend *be, void *p, size_t bytes) {
 
 /* The CPU device's stream is the calling thread: every operation has finished when it returns. */
 void hs_cpu_synchronize(const hs_backend *be) { (void)be; }
+
+/* Input staging (backend.h): the CPU's one "stream" runs each copy when it is called, so an upload is
+ * complete on return and every event is complete. An event is a non-NULL token that owns nothing. */
+static char hs_cpu_event_token;
+
+void *hs_cpu_event_create(const hs_backend *be) {
+    (void)be;
+    return &hs_cpu_event_token;
+}
+
+void hs_cpu_event_destroy(const hs_backend *be, void *event) {
+    (void)be;
+    (void)event;
+}
+
+void hs_cpu_upload_async(const hs_backend *be, void *dst, const void *src_host, size_t bytes) {
+    hs_cpu_upload(be, dst, src_host, bytes);
+}
+
+void hs_cpu_event_record(const hs_backend *be, void *event, int stream) {
+    (void)be;
+    (void)event;
+    (void)stream;
+}
+
+void hs_cpu_stream_wait(const hs_backend *be, int stream, void *event) {
+    (void)be;
+    (void)stream;
+    (void)event;
+}
+
+void hs_cpu_event_synchronize(const hs_backend *be, void *event) {
+    (void)be;
+    (void)event;
+}

@@ -15,6 +15,12 @@ void hs_cpu_zero(const hs_backend *be, void *p, size_t bytes);
 void hs_cpu_synchronize(const hs_backend *be);
 void *hs_cpu_host_alloc(const hs_backend *be, size_t bytes);
 void hs_cpu_host_free(const hs_backend *be, void *p);
+void *hs_cpu_event_create(const hs_backend *be);
+void hs_cpu_event_destroy(const hs_backend *be, void *event);
+void hs_cpu_upload_async(const hs_backend *be, void *dst, const void *src_host, size_t bytes);
+void hs_cpu_event_record(const hs_backend *be, void *event, int stream);
+void hs_cpu_stream_wait(const hs_backend *be, int stream, void *event);
+void hs_cpu_event_synchronize(const hs_backend *be, void *event);
 
 /* cpu_gemm.c (hs_cpu_sgemm: the same product without the device, for the convolutions) */
 void hs_cpu_sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda, const float *b,

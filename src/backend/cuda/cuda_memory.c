@@ -1,7 +1,8 @@
-/* Device memory, copies and pinned staging buffers of the CUDA backend. Every copy is enqueued on the
- * compute stream, so it is ordered with the ops around it (docs/gpu.md, "Streams and events").
- * upload returns when the host source may be reused (the seam's contract), so it waits for its copy;
- * asynchronous input one update ahead on the copy stream is the mixed-precision work's. */
+/* Device memory, copies and pinned staging buffers of the CUDA backend. Every copy but upload_async is
+ * enqueued on the compute stream, so it is ordered with the ops around it (docs/gpu.md, "Streams and
+ * events"). upload returns when the host source may be reused (the seam's contract), so it waits for its
+ * copy; upload_async runs on the copy stream and is ordered by the caller's events (docs/gpu.md, "Input
+ * staging"). */
 #include <string.h>
 
 #include "backend/cuda/cuda_check.h"
@@ -74,4 +75,46 @@ void *hs_cuda_host_alloc(const hs_backend *be, size_t bytes) {
 void hs_cuda_host_free(const hs_backend *be, void *p) {
     (void)be;
     if (p) HS_CUDA_CHECK(cudaFreeHost(p));
+}
+
+/* ---- input staging (backend.h, docs/gpu.md "Input staging") ------------------------------------------ */
+
+static cudaStream_t stream_of(const hs_backend *be, int stream) {
+    hs_cuda_device *d = hs_cuda_dev(be);
+    if (stream == HS_STREAM_COMPUTE) return d->compute;
+    if (stream == HS_STREAM_COPY) return d->copy;
+    HS_FATAL(NULL, "unknown stream %d", stream);
+}
+
+void *hs_cuda_event_create(const hs_backend *be) {
+    (void)be;
+    cudaEvent_t e = NULL;
+    HS_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming)); /* ordering only: no timestamps */
+    return (void *)e;
+}
+
+void hs_cuda_event_destroy(const hs_backend *be, void *event) {
+    (void)be;
+    if (event) HS_CUDA_CHECK(cudaEventDestroy((cudaEvent_t)event));
+}
+
+/* From pinned memory cudaMemcpyAsync returns at once and the DMA engine reads src_host when the copy
+ * runs: hence the caller's event before src_host is reused. */
+void hs_cuda_upload_async(const hs_backend *be, void *dst, const void *src_host, size_t bytes) {
+    if (bytes) HS_CUDA_CHECK(cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice, hs_cuda_dev(be)->copy));
+}
+
+void hs_cuda_event_record(const hs_backend *be, void *event, int stream) {
+    HS_CUDA_CHECK(cudaEventRecord((cudaEvent_t)event, stream_of(be, stream)));
+}
+
+void hs_cuda_stream_wait(const hs_backend *be, int stream, void *event) {
+    HS_CUDA_CHECK(cudaStreamWaitEvent(stream_of(be, stream), (cudaEvent_t)event, cudaEventWaitDefault));
+}
+
+/* Called from the prefetch thread too: the runtime initialises a thread's first call on its current
+ * device (0 by default), so name this rank's GPU first rather than open a context on GPU 0. */
+void hs_cuda_event_synchronize(const hs_backend *be, void *event) {
+    HS_CUDA_CHECK(cudaSetDevice(hs_cuda_dev(be)->ordinal));
+    HS_CUDA_CHECK(cudaEventSynchronize((cudaEvent_t)event));
 }

@@ -21,6 +21,12 @@ void hs_cuda_zero(const hs_backend *be, void *p, size_t bytes);
 void hs_cuda_synchronize(const hs_backend *be);
 void *hs_cuda_host_alloc(const hs_backend *be, size_t bytes);
 void hs_cuda_host_free(const hs_backend *be, void *p);
+void *hs_cuda_event_create(const hs_backend *be);
+void hs_cuda_event_destroy(const hs_backend *be, void *event);
+void hs_cuda_upload_async(const hs_backend *be, void *dst, const void *src_host, size_t bytes);
+void hs_cuda_event_record(const hs_backend *be, void *event, int stream);
+void hs_cuda_stream_wait(const hs_backend *be, int stream, void *event);
+void hs_cuda_event_synchronize(const hs_backend *be, void *event);
 
 /* src/backend/cuda/cuda_gemm.c: GEMMs through cuBLASLt */
 void hs_cuda_gemm(const hs_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,

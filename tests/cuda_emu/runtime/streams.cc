@@ -2,6 +2,8 @@
 #include "streams.h"
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <set>
 #include "memory.h"
 #include "state.h"
@@ -41,6 +43,17 @@ void run_head(CUstream_st *s) {
   item.run(); // inside the caller's DeviceAccess
   s->done = item.seq;
   g_stats.work_items++;
+}
+
+// 1: HS_CUDA_EMU_SCHEDULE = "priority" (streams.h); read once, changed by hs_emu_set_schedule.
+int &schedule_priority() {
+  static int priority = [] {
+    const char *s = getenv("HS_CUDA_EMU_SCHEDULE");
+    if (s == nullptr || *s == 0 || strcmp(s, "random") == 0) return 0;
+    if (strcmp(s, "priority") == 0) return 1;
+    fatal("HS_CUDA_EMU_SCHEDULE must be \"random\" or \"priority\"");
+  }();
+  return priority;
 }
 
 } // namespace
@@ -100,6 +113,11 @@ void run_one() {
   std::vector<CUstream_st *> runnable;
   for (CUstream_st *s : r.streams)
     if (head_runnable(s)) runnable.push_back(s);
+  if (!runnable.empty() && schedule_priority()) { // only the earliest-created stream's head
+    CUstream_st *first = runnable[0];
+    for (CUstream_st *s : runnable) first = s->id < first->id ? s : first;
+    runnable.assign(1, first);
+  }
   if (!runnable.empty()) {
     DeviceAccess access;
     run_head(runnable[random_below(runnable.size())]);
@@ -134,3 +152,8 @@ bool device_idle() {
 }
 
 } // namespace hs_emu
+
+extern "C" void hs_emu_set_schedule(int priority) {
+  std::lock_guard<std::recursive_mutex> lock(hs_emu::device_mutex());
+  hs_emu::schedule_priority() = priority != 0;
+}

@@ -11,6 +11,12 @@
 //     earlier work of every blocking stream, and an item on a blocking stream (cudaStreamCreate,
 //     flags cudaStreamDefault) waits for all earlier work of the legacy stream. Streams created with
 //     cudaStreamNonBlocking do neither. The per-thread default stream is not supported.
+// Schedule (HS_CUDA_EMU_SCHEDULE, or hs_emu_set_schedule): "random" (the default) draws the next head
+// uniformly; "priority" runs the runnable head of the earliest-created stream (the legacy stream,
+// then streams in creation order), so a later-created stream — a copy stream made after the compute
+// stream — runs only while the earlier ones are blocked on an event or idle, as late as CUDA allows
+// for them: work that reads an upload it is not ordered after (no cudaStreamWaitEvent) then reads
+// what the buffer held before under every seed, not under some seeds only.
 #ifndef HS_EMU_STREAMS_H
 #define HS_EMU_STREAMS_H
 #include <chrono>

@@ -12,6 +12,9 @@ extern "C" {
 // stream heads (the environment variable HS_CUDA_EMU_SEED sets the first seed; default 1).
 void hs_emu_set_seed(uint64_t seed);
 uint64_t hs_emu_seed(void);
+// The order of runnable stream heads: 0 = drawn at random (default), 1 = the earliest-created stream
+// first (HS_CUDA_EMU_SCHEDULE = "random" | "priority"; runtime/streams.h says why).
+void hs_emu_set_schedule(int priority);
 
 // Counters since the start of the process, for measurements.
 struct hs_emu_stats {
