@@ -209,8 +209,13 @@ const hs_cfg_key hs_cfg_schema[] = {
     /* ---- distributed -------------------------------------------------------------------------- */
     {"distributed.fast_stat_sync", HS_CFG_BOOL, "true", NO_RANGE, NULL,
      "sum the logging statistics in the gradient all-reduce instead of a separate gather", 0, 0},
-    {"distributed.bucket_cap_mb", HS_CFG_INT, "25", AT_LEAST(1), NULL,
-     "gradient all-reduce bucket size in MiB", 0, 0},
+    {"distributed.bucket_cap_mb", HS_CFG_INT, "25", 0.0, 1048576.0, NULL,
+     "gradient all-reduce bucket size in MiB of fp32 gradients, reduced while backward goes on; 0 = one all-reduce "
+     "after backward",
+     0, 0},
+    {"distributed.allreduce_dtype", HS_CFG_STRING, "\"fp32\"", NO_RANGE, "fp32|bf16|fp16",
+     "type the gradients travel in during the all-reduce: fp32, or bf16/fp16 (half the bytes; sums rounded to 16 bits)",
+     0, 0},
     {"distributed.stall_timeout", HS_CFG_FLOAT, "600.0", AT_LEAST(0), NULL,
      "a rank that waits this many seconds for its peers reports which ranks have not arrived and ends the job; 0 = off",
      0, 0},

@@ -69,6 +69,13 @@ typedef struct hs_backend hs_backend;
  * copy streams; the CPU has one, the calling thread). */
 typedef enum hs_stream { HS_STREAM_COMPUTE = 0, HS_STREAM_COPY = 1 } hs_stream;
 
+/* The type gradients travel in during the all-reduce (distributed.allreduce_dtype). */
+typedef enum hs_allreduce_dtype {
+    HS_ALLREDUCE_FP32 = 0,
+    HS_ALLREDUCE_BF16 = 1,
+    HS_ALLREDUCE_FP16 = 2
+} hs_allreduce_dtype;
+
 /* The arithmetic of the matrix products (the config's `precision`). Only products change: parameters,
  * gradients, optimizer state, LayerNorm, softmax and losses stay fp32 under every precision. */
 typedef enum hs_precision {
@@ -143,6 +150,15 @@ struct hs_backend {
     void (*allreduce_sum)(const hs_backend *be, float *buf, size_t n);
     /* buf[bytes] of rank `root` to every rank; ordered like allreduce_sum. */
     void (*broadcast)(const hs_backend *be, void *buf, size_t bytes, int root);
+    /* The overlapped gradient all-reduce (src/comm/grad_buckets.c): buf[n] = Σ over ranks, in place,
+     * enqueued on the device's collective stream after the compute work enqueued so far; the compute
+     * work enqueued later does NOT wait for it (it may run meanwhile, and must not touch buf). Every rank
+     * makes the same calls in the same order. dtype (hs_allreduce_dtype) is the type the values travel
+     * and are summed in: 16-bit ones round buf into tmp16[n] (device memory of the caller's, untouched
+     * until allreduce_wait), sum there and widen the result back into buf; tmp16 is unused for fp32. */
+    void (*allreduce_sum_async)(const hs_backend *be, float *buf, size_t n, int dtype, void *tmp16);
+    /* The ops enqueued after this wait for every allreduce_sum_async enqueued before it. */
+    void (*allreduce_wait)(const hs_backend *be);
 
     /* ---- dense linear algebra -------------------------------------------------------------------- */
     /* c[m,n] = alpha * op(a)[m,k] · op(b)[k,n] + beta * c[m,n]; op = transpose if trans_* != 0. */

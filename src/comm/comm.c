@@ -62,12 +62,14 @@ void hs_comm_finalize(hs_comm *c) {
 /* MPI counts are int: every call moves at most this many elements, larger buffers go in pieces. */
 #define MAX_MPI_COUNT ((size_t)1 << 30)
 
-/* How device buffers move, decided once by every rank together at the first device collective:
- *   HOST    every rank's device memory is host memory (CPU backends): MPI on the buffers;
- *   DEVICE  no rank's is: the devices' own collectives (NCCL), made on first use;
- *   STAGED  a mixed job (CPU ranks beside GPU ranks): GPU ranks copy to a host buffer and back around the
- *           same MPI calls the CPU ranks make. */
-enum { MOVE_UNDECIDED, MOVE_HOST, MOVE_DEVICE, MOVE_STAGED };
+/* How device buffers move (comm.h: HS_COMM_MOVE_*), decided once by every rank together at the first
+ * device collective; NCCL's communicator is made then. */
+enum {
+    MOVE_UNDECIDED,
+    MOVE_HOST = HS_COMM_MOVE_HOST,
+    MOVE_DEVICE = HS_COMM_MOVE_DEVICE,
+    MOVE_STAGED = HS_COMM_MOVE_STAGED
+};
 static int move_mode;
 static const hs_backend *move_backend;
 static void *staging;        /* STAGED: host copy of the largest buffer moved so far */
@@ -94,6 +96,10 @@ static int device_moves(const hs_comm *c, const hs_backend *be) {
         hs_die("internal: device collectives of two devices in one process (%s, %s)", move_backend->name, be->name);
     }
     return move_mode;
+}
+
+int hs_comm_device_mode(const hs_comm *c, const hs_backend *be) {
+    return c->size == 1 ? (be->memory_is_host ? MOVE_HOST : MOVE_DEVICE) : device_moves(c, be);
 }
 
 static void *staged(const hs_backend *be, size_t bytes) {

@@ -31,6 +31,13 @@ void hs_comm_finalize(hs_comm *c);
 /* Sum a device float buffer over all ranks in place (enqueued on be's stream; every rank calls it in the
  * same order). */
 void hs_comm_allreduce_device_sum(const hs_comm *c, const hs_backend *be, float *buf, size_t n);
+/* How device buffers move between ranks, agreed by every rank at the first device collective (a
+ * collective call the first time; on DEVICE it also joins the device's collective group):
+ *   HOST    every rank's device memory is host memory (CPU backends): MPI on the buffers;
+ *   DEVICE  no rank's is: the devices' own collectives (NCCL);
+ *   STAGED  a mixed job (CPU and GPU ranks): GPU ranks copy to host memory around the same MPI calls. */
+enum { HS_COMM_MOVE_HOST = 1, HS_COMM_MOVE_DEVICE = 2, HS_COMM_MOVE_STAGED = 3 };
+int hs_comm_device_mode(const hs_comm *c, const hs_backend *be);
 /* Broadcast a device buffer of any size from root (the parameters and optimizer states of a resume). */
 void hs_comm_bcast_device(const hs_comm *c, const hs_backend *be, void *buf, size_t bytes, int root);
 /* Sum a small float64 vector (fast stat sync: one call per update). */

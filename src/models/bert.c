@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "math/hs_math.h"
+#include "nn/grads_ready.h"
 #include "nn/layers.h"
 #include "nn/init.h"
 #include "util/check.h"
@@ -103,7 +104,18 @@ struct hs_bert {
     float *grad_pool, *grad_pool_in;      /* [B,H] */
     float *grad_mlm_out, *grad_mlm_in;    /* [Np,H] */
     hs_workspace ws;                      /* [T, max(I, 3H)]: dgelu, then the attention's dqkv */
+    hs_grads_ready ready;                 /* which gradients are final after each backward stage */
 };
+
+/* Backward stages, in the order they run (nn/grads_ready.h): the heads, then per layer from the last
+ * its feed-forward half and its attention half, then the embeddings. Layout: embeddings, layers 0..N-1
+ * (attention tensors below the feed-forward ones), pooler and heads; so each stage finishes the tensors
+ * just below the previous boundary, except the word embeddings: the tied MLM decoder writes them in
+ * the heads stage and the embedding backward again last, and they sit at offset 0. */
+enum { STAGE_HEADS = 0 };
+static int stage_ffn(const hs_bert *m, int layer) { return 1 + 2 * (m->cfg.num_hidden_layers - 1 - layer); }
+static int stage_attention(const hs_bert *m, int layer) { return stage_ffn(m, layer) + 1; }
+static int stage_embeddings(const hs_bert *m) { return 1 + 2 * m->cfg.num_hidden_layers; }
 
 /* ---- parameters ------------------------------------------------------------------------------------ */
 
@@ -179,6 +191,29 @@ hs_bert *hs_bert_create(hs_params *params, const hs_bert_config *cfg, int max_ba
 
 static float *alloc_floats(const hs_backend *be, size_t n) { return be->alloc(be, (n ? n : 1) * sizeof(float)); }
 
+/* Which backward stage writes which gradient (the writers of heads_backward, layer_backward and
+ * embeddings_backward), once. */
+static void grads_ready_plan(hs_bert *m) {
+    hs_grads_ready *g = &m->ready;
+    hs_grads_ready_init(g, m->params, stage_embeddings(m) + 1);
+    const int heads[] = {m->word, m->mlm_bias, m->transform_ln_g, m->transform_ln_b, m->transform_w,
+                         m->transform_b, m->nsp_w, m->nsp_b, m->pool_w, m->pool_b};
+    for (size_t k = 0; k < sizeof heads / sizeof heads[0]; k++) hs_grads_ready_writes(g, heads[k], STAGE_HEADS);
+    for (int i = 0; i < m->cfg.num_hidden_layers; i++) {
+        const bert_layer_params *l = &m->lp[i];
+        const int ffn[] = {l->out_ln_g, l->out_ln_b, l->out_w, l->out_b, l->inter_w, l->inter_b};
+        const int attention[] = {l->attn_ln_g, l->attn_ln_b, l->attn_out_w, l->attn_out_b, l->query_w, l->query_b,
+                                 l->key_w,     l->key_b,     l->value_w,    l->value_b};
+        for (size_t k = 0; k < sizeof ffn / sizeof ffn[0]; k++) hs_grads_ready_writes(g, ffn[k], stage_ffn(m, i));
+        for (size_t k = 0; k < sizeof attention / sizeof attention[0]; k++)
+            hs_grads_ready_writes(g, attention[k], stage_attention(m, i));
+    }
+    const int embeddings[] = {m->word, m->position, m->token_type, m->emb_ln_g, m->emb_ln_b};
+    for (size_t k = 0; k < sizeof embeddings / sizeof embeddings[0]; k++)
+        hs_grads_ready_writes(g, embeddings[k], stage_embeddings(m));
+    hs_grads_ready_build(g, m->params);
+}
+
 void hs_bert_setup(hs_bert *m) {
     const hs_backend *be = m->params->be;
     if (!be) HS_FATAL(NULL, "hs_bert_setup before hs_params_allocate");
@@ -242,6 +277,7 @@ void hs_bert_setup(hs_bert *m) {
     m->grad_mlm_out = alloc_floats(be, NP * H);
     m->grad_mlm_in = alloc_floats(be, NP * H);
     hs_workspace_reserve(be, &m->ws, T * (I > 3 * H ? I : 3 * H) * sizeof(float));
+    grads_ready_plan(m);
 }
 
 const hs_bert_config *hs_bert_get_config(const hs_bert *m) { return &m->cfg; }
@@ -652,6 +688,7 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
     be->bias_grad(be, hs_param_grad(p, l->inter_b), dffn, T, I);
     be->gemm(be, 1, 0, I, H, T, 1.0f, dffn, I, a->attn_out, H, 1.0f, hs_param_grad(p, l->inter_w), H);
     be->gemm(be, 0, 0, T, H, I, 1.0f, dffn, I, hs_param_data(p, l->inter_w), H, 1.0f, m->grad_h, H);
+    hs_grads_ready_after(&m->ready, ctx, stage_ffn(m, i));
 
     /* first LayerNorm, then attention.output.dense: grad_ctx = dattn·Wo */
     hs_layernorm_backward(be, m->grad_h, hs_param_grad(p, l->attn_ln_g), hs_param_grad(p, l->attn_ln_b), m->grad_h,
@@ -668,6 +705,7 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
                                   .value_w = hs_param_grad(p, l->value_w), .value_b = hs_param_grad(p, l->value_b)};
     const hs_attention_saved saved = {.qkv = a->qkv, .probs = a->probs};
     hs_attention_backward(be, &dims, &w, &g, &drop_probs, m->hidden[i], &saved, m->grad_ctx, m->grad_h, 1, &m->ws);
+    hs_grads_ready_after(&m->ready, ctx, stage_attention(m, i));
 }
 
 /* grad_h = ∂loss/∂hidden[0] -> embedding and LayerNorm gradients */
@@ -691,9 +729,11 @@ void hs_bert_forward_backward(hs_bert *m, int64_t first_sample, const hs_step_ct
     if (m->batch < 1) HS_FATAL(NULL, "hs_bert_forward_backward without a staged micro-batch");
     forward(m, ctx, first_sample, stats);
     heads_backward(m, ctx);
+    hs_grads_ready_after(&m->ready, ctx, STAGE_HEADS);
     for (int i = m->cfg.num_hidden_layers - 1; i >= 0; i--) layer_backward(m, i, ctx, first_sample);
     const hs_dropout_mask drop_emb = site_mask(ctx, first_sample, DROP_EMBEDDINGS, m->cfg.hidden_dropout_prob);
     embeddings_backward(m, &drop_emb);
+    hs_grads_ready_after(&m->ready, ctx, stage_embeddings(m));
 }
 
 void hs_bert_evaluate(hs_bert *m, double *stats) {
@@ -724,6 +764,7 @@ void hs_bert_free(hs_bert *m) {
         be->host_free(be, m->labels_host);
         be->host_free(be, m->cls_host);
     }
+    hs_grads_ready_free(&m->ready);
     free(m->hidden);
     free(m->acts);
     free(m->lp);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "math/hs_math.h"
+#include "nn/grads_ready.h"
 #include "nn/init.h"
 #include "nn/layers.h"
 #include "util/check.h"
@@ -20,6 +21,10 @@ enum {
 
 /* Dropout layer ids: each dropout draws its masks from its own key hs_rng_key(seed, update, id). */
 enum { CNN_DROPOUT_CONV_ID = 1, CNN_DROPOUT_FC_ID = 2 };
+
+/* Backward stages, in the order they run (nn/grads_ready.h); the layout is conv1, conv2, fc1, fc2, so
+ * each stage makes the gradients from its layer's weight up to the end final. */
+enum { CNN_STAGE_FC2, CNN_STAGE_FC1, CNN_STAGE_CONV2, CNN_STAGE_CONV1, CNN_STAGES };
 
 struct hs_cnn {
     hs_params *params;
@@ -49,6 +54,7 @@ struct hs_cnn {
     float *dh1;       /* [B,32,26,26] */
 
     hs_workspace conv_ws;
+    hs_grads_ready ready; /* which gradients are final after each backward stage */
 };
 
 static int declare(hs_params *p, const char *name, int ndim, int64_t d0, int64_t d1, int64_t d2, int64_t d3,
@@ -98,6 +104,17 @@ void hs_cnn_setup(hs_cnn *m) {
     m->dpooled = be->alloc(be, b * CNN_FLAT * f);
     m->dh2 = be->alloc(be, b * CNN_C2 * CNN_H2 * CNN_W2 * f);
     m->dh1 = be->alloc(be, b * CNN_C1 * CNN_H1 * CNN_W1 * f);
+
+    hs_grads_ready_init(&m->ready, m->params, CNN_STAGES);
+    const int stage_of[][3] = {{m->fc2_w, m->fc2_b, CNN_STAGE_FC2},
+                               {m->fc1_w, m->fc1_b, CNN_STAGE_FC1},
+                               {m->conv2_w, m->conv2_b, CNN_STAGE_CONV2},
+                               {m->conv1_w, m->conv1_b, CNN_STAGE_CONV1}};
+    for (size_t i = 0; i < sizeof stage_of / sizeof stage_of[0]; i++) {
+        hs_grads_ready_writes(&m->ready, stage_of[i][0], stage_of[i][2]);
+        hs_grads_ready_writes(&m->ready, stage_of[i][1], stage_of[i][2]);
+    }
+    hs_grads_ready_build(&m->ready, m->params);
 }
 
 void hs_cnn_init_params(hs_cnn *m, uint64_t seed) {
@@ -177,18 +194,22 @@ void hs_cnn_forward_backward(hs_cnn *m, const float *x, const int32_t *labels, i
     hs_log_softmax_nll_backward(be, m->dlogits, m->logprobs, labels, batch, CNN_CLASSES, (float)ctx->loss_scale[0]);
     hs_linear_backward(be, m->ddropped2, hs_param_grad(p, m->fc2_w), hs_param_grad(p, m->fc2_b), m->dlogits,
                        m->dropped2, hs_param_data(p, m->fc2_w), batch, CNN_HIDDEN, CNN_CLASSES);
+    hs_grads_ready_after(&m->ready, ctx, CNN_STAGE_FC2);
     hs_dropout_backward(be, &drop_fc, m->df1, m->ddropped2, batch, CNN_HIDDEN);
     hs_relu_backward(be, m->df1, m->df1, m->f1, b * CNN_HIDDEN);
     hs_linear_backward(be, m->ddropped1, hs_param_grad(p, m->fc1_w), hs_param_grad(p, m->fc1_b), m->df1,
                        m->dropped1, hs_param_data(p, m->fc1_w), batch, CNN_FLAT, CNN_HIDDEN);
+    hs_grads_ready_after(&m->ready, ctx, CNN_STAGE_FC1);
     hs_dropout_backward(be, &drop_conv, m->dpooled, m->ddropped1, batch, CNN_FLAT);
     hs_maxpool2d_backward(be, m->dh2, m->dpooled, m->argmax, batch, CNN_C2, CNN_H2, CNN_W2, CNN_POOL);
     hs_relu_backward(be, m->dh2, m->dh2, m->h2, b * CNN_C2 * CNN_H2 * CNN_W2);
     hs_conv2d_backward(be, &s2, m->dh1, hs_param_grad(p, m->conv2_w), hs_param_grad(p, m->conv2_b), m->dh2, m->h1,
                        hs_param_data(p, m->conv2_w), &m->conv_ws);
+    hs_grads_ready_after(&m->ready, ctx, CNN_STAGE_CONV2);
     hs_relu_backward(be, m->dh1, m->dh1, m->h1, b * CNN_C1 * CNN_H1 * CNN_W1);
     hs_conv2d_backward(be, &s1, NULL, hs_param_grad(p, m->conv1_w), hs_param_grad(p, m->conv1_b), m->dh1, x,
                        hs_param_data(p, m->conv1_w), &m->conv_ws);
+    hs_grads_ready_after(&m->ready, ctx, CNN_STAGE_CONV1);
 }
 
 void hs_cnn_evaluate(hs_cnn *m, const float *x, const int32_t *labels, int batch, double *stats) {
@@ -210,5 +231,6 @@ void hs_cnn_free(hs_cnn *m) {
         if (m->argmax) be->free(be, m->argmax);
         hs_workspace_release(be, &m->conv_ws);
     }
+    hs_grads_ready_free(&m->ready);
     free(m);
 }

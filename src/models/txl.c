@@ -24,6 +24,7 @@
 
 #include "math/hs_math.h"
 #include "nn/adaptive.h"
+#include "nn/grads_ready.h"
 #include "nn/layers.h"
 #include "util/check.h"
 
@@ -94,6 +95,7 @@ struct hs_txl {
     float *dcat;                        /* [K, D] */
     float *dr;                          /* [klen, nd] */
     float *dff;                         /* [T, I] */
+    hs_grads_ready ready;               /* which gradients are final after each backward stage */
 };
 
 /* ---- parameters ------------------------------------------------------------------------------------ */
@@ -214,6 +216,20 @@ void hs_txl_inv_freq(int d_model, float *inv_freq) {
     }
 }
 
+/* ---- backward stages ------------------------------------------------------------------------------- */
+
+/* Backward stages, in the order they run (nn/grads_ready.h): the adaptive softmax, then per layer from
+ * the last its feed-forward half and its attention half, then the adaptive embedding. Layout: the
+ * embedding tables and projections, r_w_bias, r_r_bias, layers 0..N-1 (attention tensors below the
+ * feed-forward ones), the softmax's own tensors. Written by more than one stage: the tables and
+ * projections the softmax shares with the embedding (tie_weight, tie_projs: the softmax stage, then the
+ * embedding stage, last) and r_w_bias, r_r_bias (every layer's attention: final after layer 0's). */
+enum { STAGE_SOFTMAX = 0 };
+static int stage_ffn(const hs_txl *m, int l) { return 1 + 2 * (m->cfg.n_layer - 1 - l); }
+static int stage_attention(const hs_txl *m, int l) { return stage_ffn(m, l) + 1; }
+static int stage_embedding(const hs_txl *m) { return 1 + 2 * m->cfg.n_layer; }
+static void grads_ready_plan(hs_txl *m);
+
 /* ---- buffers ------------------------------------------------------------------------------------------ */
 
 static float *falloc(const hs_backend *be, size_t n) { return be->alloc(be, (n ? n : 1) * sizeof(float)); }
@@ -271,6 +287,7 @@ void hs_txl_setup(hs_txl *m) {
     m->dcat = falloc(be, K * D);
     m->dr = falloc(be, klen * nd);
     m->dff = falloc(be, T * I);
+    grads_ready_plan(m);
 }
 
 /* ---- initialisation ------------------------------------------------------------------------------------ */
@@ -570,6 +587,37 @@ static hs_adaptive_softmax_grads sm_grads(const hs_txl *m) {
     return g;
 }
 
+/* Which backward stage writes which gradient (the writers of backward() and layer_backward()), once.
+ * The softmax and embedding writers come from the same pointer tables their backward passes get, so
+ * a tie is registered wherever it points. */
+static void grads_ready_plan(hs_txl *m) {
+    const hs_params *p = m->params;
+    hs_grads_ready *g = &m->ready;
+    hs_grads_ready_init(g, p, stage_embedding(m) + 1);
+    const hs_adaptive_softmax_grads sg = sm_grads(m);
+    for (int i = 0; i <= m->ad.n_clusters; i++) {
+        hs_grads_ready_writes_grad(g, p, sg.weight[i], STAGE_SOFTMAX);
+        hs_grads_ready_writes_grad(g, p, sg.bias[i], STAGE_SOFTMAX);
+        hs_grads_ready_writes_grad(g, p, sg.proj[i], STAGE_SOFTMAX);
+    }
+    hs_grads_ready_writes_grad(g, p, sg.cluster_weight, STAGE_SOFTMAX);
+    hs_grads_ready_writes_grad(g, p, sg.cluster_bias, STAGE_SOFTMAX);
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        const txl_layer_params *w = &m->lp[l];
+        const int ffn[] = {w->ff_ln_g, w->ff_ln_b, w->ff2_w, w->ff2_b, w->ff1_w, w->ff1_b};
+        const int attention[] = {w->attn_ln_g, w->attn_ln_b, w->o_w, w->r_w, w->qkv_w, m->r_w_bias, m->r_r_bias};
+        for (size_t k = 0; k < sizeof ffn / sizeof ffn[0]; k++) hs_grads_ready_writes(g, ffn[k], stage_ffn(m, l));
+        for (size_t k = 0; k < sizeof attention / sizeof attention[0]; k++)
+            hs_grads_ready_writes(g, attention[k], stage_attention(m, l));
+    }
+    const hs_adaptive_emb_grads eg = emb_grads(m);
+    for (int i = 0; i < HS_ADAPTIVE_MAX_CLUSTERS; i++) {
+        hs_grads_ready_writes_grad(g, p, eg.table[i], stage_embedding(m));
+        hs_grads_ready_writes_grad(g, p, eg.proj[i], stage_embedding(m));
+    }
+    hs_grads_ready_build(g, p);
+}
+
 /* pos[klen, D] = [sin(p·f) | cos(p·f)], p = klen-1-t clamped at clamp_len (> 0), then dropout. */
 static void positions_forward(hs_txl *m, const pass *ps, int clamp_len) {
     const int D = m->cfg.d_model, klen = ps->klen, half = D / 2;
@@ -733,6 +781,7 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
                               a->attn_sum, a->ln1_mean, a->ln1_rstd, hs_param_data(p, w->attn_ln_g), T, D);
         dh1 = m->grad_h;
     }
+    hs_grads_ready_after(&m->ready, ps->ctx, stage_ffn(m, l));
     /* a = dropout(ctx·Woᵀ): ∂ctx = ∂a·Wo, ∂Wo += ∂aᵀ·ctx */
     const float *da = dropout_grad(be, &d_out, m->grad_tmp, dh1, b, per_sample);
     be->gemm(be, 1, 0, D, nd, T, 1.0f, da, D, a->ctx, nd, 1.0f, hs_param_grad(p, w->o_w), nd);
@@ -761,6 +810,7 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
             be->add_bias(be, m->grad_h + (size_t)s * per_sample,
                          m->dcat + ((size_t)s * (size_t)klen + (size_t)mlen) * (size_t)D, 1, (int)per_sample);
     }
+    hs_grads_ready_after(&m->ready, ps->ctx, stage_attention(m, l));
 }
 
 static void backward(hs_txl *m, const pass *ps) {
@@ -772,6 +822,7 @@ static void backward(hs_txl *m, const pass *ps) {
     const hs_adaptive_softmax_grads sg = sm_grads(m);
     hs_adaptive_softmax_backward(be, &m->ad, &sw, &sg, &m->plan_tgt, &m->sm_state, m->final,
                                  (float)ps->ctx->loss_scale[0], m->grad_h);
+    hs_grads_ready_after(&m->ready, ps->ctx, STAGE_SOFTMAX);
     const hs_dropout_mask d_final = site_mask(ps->ctx, ps->first, DROP_FINAL, c->dropout);
     if (d_final.p > 0.0f) hs_dropout_backward(be, &d_final, m->grad_h, m->grad_h, b, per_sample);
     for (int l = c->n_layer - 1; l >= 0; l--) layer_backward(m, l, ps);
@@ -780,6 +831,7 @@ static void backward(hs_txl *m, const pass *ps) {
     const hs_adaptive_emb_weights ew = emb_weights(m);
     const hs_adaptive_emb_grads eg = emb_grads(m);
     hs_adaptive_embedding_backward(be, &m->ad, &ew, &eg, &m->plan_in, &m->emb_state, demb);
+    hs_grads_ready_after(&m->ready, ps->ctx, stage_embedding(m));
 }
 
 void hs_txl_forward_backward(hs_txl *m, const hs_txl_segment *seg, int64_t first_sample, const hs_step_ctx *ctx,
@@ -820,6 +872,7 @@ void hs_txl_free(hs_txl *m) {
                 if (lb[k]) be->free(be, lb[k]);
         }
     }
+    hs_grads_ready_free(&m->ready);
     free(m->ids_host);
     free(m->tgt_host);
     free(m->pos_host);

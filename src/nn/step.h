@@ -43,6 +43,19 @@ typedef struct hs_step_ctx {
     uint64_t update; /* 0-based number of the update being computed */
     int training;    /* 0 = eval mode: dropout off */
     double loss_scale[HS_NORM_TERMS]; /* 1 / global count of each loss term (0 if the count is 0) */
+    /* Gradient readiness for the overlapped all-reduce (src/comm/grad_buckets.h). When grads_ready is
+     * set (the trainer sets it for the last micro-batch of an update only), a model calls it during
+     * backward, through hs_step_grads_ready, each time every gradient at flat-buffer offsets >= offset
+     * (in floats, the parameter table's layout) is final for this update: nothing later in the backward
+     * pass writes there. Offsets passed decrease; a model that never calls it is still correct (the
+     * trainer reduces everything after backward), it just overlaps nothing. */
+    void (*grads_ready)(void *arg, int64_t offset);
+    void *grads_ready_arg;
 } hs_step_ctx;
+
+/* Tell the trainer that the gradients at offsets >= offset are final (see hs_step_ctx.grads_ready). */
+static inline void hs_step_grads_ready(const hs_step_ctx *ctx, int64_t offset) {
+    if (ctx->grads_ready) ctx->grads_ready(ctx->grads_ready_arg, offset);
+}
 
 #endif

@@ -45,6 +45,8 @@ void hs_train_config_read(const hs_config *cfg, hs_train_config *tc) {
     tc->metrics_file = hs_cfg_string(cfg, "log.metrics_file");
 
     tc->stall_timeout = hs_cfg_float(cfg, "distributed.stall_timeout");
+    tc->bucket_cap_mb = hs_cfg_int(cfg, "distributed.bucket_cap_mb");
+    tc->allreduce_dtype = hs_cfg_string(cfg, "distributed.allreduce_dtype");
     tc->check_replicas_every = hs_cfg_int(cfg, "distributed.check_replicas_every");
     tc->n_weights = hs_cfg_list_len(cfg, "distributed.weights");
     if (tc->n_weights > HS_MAX_RANK_LIST) tc->n_weights = HS_MAX_RANK_LIST; /* the trainer refuses */

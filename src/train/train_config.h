@@ -37,6 +37,8 @@ typedef struct hs_train_config {
     const char *log_format, *metrics_file;
     /* distributed */
     double stall_timeout;
+    int64_t bucket_cap_mb;                /* gradient all-reduce buckets (MiB of fp32); 0 = one after backward */
+    const char *allreduce_dtype;          /* "fp32" | "bf16" | "fp16" */
     int64_t check_replicas_every;
     int n_weights, n_rank_max_sentences;  /* list lengths (0 = not given) */
     double weights[HS_MAX_RANK_LIST];     /* distributed.weights */

@@ -1,7 +1,8 @@
 /* The training loop (HetSeq's train.py main/train + Controller.train_step, on MPI):
  *   for each epoch: shuffle batches (sampler), take this rank's shard, group update_freq micro-batches
- *   for each update: forward/backward every micro-batch (sum of per-sample losses) -> one gradient
- *     all-reduce -> one float64 stat all-reduce -> grad /= global sample count -> clip -> optimizer
+ *   for each update: forward/backward every micro-batch (sum of per-sample losses) -> the gradient
+ *     all-reduce (in buckets, overlapped with the last micro-batch's backward: comm/grad_buckets.h)
+ *     -> one float64 stat all-reduce -> grad /= global sample count -> clip -> optimizer
  *     step -> lr schedule; log, validate and checkpoint at their intervals.
  * Deviation from HetSeq (docs/deviations.md): gradients are normalised by the real global number of
  * samples, not by W*uf*len(sample[0][0]). */
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "comm/grad_buckets.h"
 #include "comm/stall.h"
 #include "data/prefetch.h"
 #include "train/balance.h"
@@ -43,6 +45,7 @@ typedef struct trainer {
     int stream;                /* the task walks its data in order (task->stream_*): no HetSeq sampler */
     hs_range *update_ranges;   /* [balance.max_ranges or max_update_freq] this rank's micro-batches of one update */
     hs_prefetch *pf;
+    hs_grad_buckets *buckets; /* the gradient all-reduce (distributed.bucket_cap_mb, allreduce_dtype) */
     hs_meters meters;
     hs_train_state st;
     hs_loss_scaler scaler; /* precision = "fp16" (loss_scaler.enabled); its state is copied into st */
@@ -367,8 +370,20 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
      * collectives below, so every rank issues the same calls. */
     const double compute_start = hs_now();
     int64_t samples = 0;
+    /* The last non-empty micro-batch's backward starts the bucket all-reduces as its gradients become
+     * final; earlier ones only accumulate. Not when this rank injects a NaN after backward (every bucket
+     * must carry it), nor when balance = auto times a device whose synchronize would wait for peers. */
+    int last = -1;
+    for (int i = 0; i < slot->n; i++)
+        if (slot->ranges[i].count > 0) last = i;
+    const int inject_nan = hs_fault_fires(HS_FAULT_NAN, update);
+    const int inject_overflow = hs_fault_fires(HS_FAULT_OVERFLOW, update);
+    const int overlap = !inject_nan && !inject_overflow && (!t->balance.auto_mode || t->be->memory_is_host);
+    hs_grad_buckets_start(t->buckets);
     for (int i = 0; i < slot->n; i++)
         if (slot->ranges[i].count > 0) {
+            ctx.grads_ready = i == last && overlap ? hs_grad_buckets_ready : NULL;
+            ctx.grads_ready_arg = t->buckets;
             t->task->forward_backward(t->task, slot->bufs[i], slot->ranges[i].first, slot->ranges[i].count, &ctx,
                                       t->stats_dev);
             samples += slot->ranges[i].count;
@@ -380,16 +395,16 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
         compute_seconds = hs_now() - compute_start;
     }
     stage_ahead(t); /* the next update's inputs, while this one computes */
-    if (hs_fault_fires(HS_FAULT_NAN, update)) {
+    if (inject_nan) {
         float nan = NAN;
         p->be->upload(p->be, p->grad, &nan, sizeof nan);
     }
-    if (hs_fault_fires(HS_FAULT_OVERFLOW, update)) {
+    if (inject_overflow) {
         float inf = INFINITY;
         p->be->upload(p->be, p->grad, &inf, sizeof inf);
     }
     hs_stall_phase(HS_PHASE_GRAD_ALLREDUCE, update, 1);
-    hs_comm_allreduce_device_sum(t->comm, t->be, p->grad, p->total);
+    hs_grad_buckets_finish(t->buckets);
     if (t->balance.auto_mode) mark = hs_now();
     /* ||g||² of the summed gradients into the stats buffer, then its one download of this update. */
     hs_grad_sumsq(p, t->stats_dev + DEV_TENSOR_SUMSQ, t->stats_dev + DEV_GRAD_SUMSQ);
@@ -659,6 +674,7 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
     t.task->init_params(t.task, t.st.seed);
     t.opt = hs_optimizer_create(cfg, &t.task->params);
     hs_loss_scaler_init(&t.scaler, &t.tc.scaler);
+    t.buckets = hs_grad_buckets_create(comm, t.be, &t.task->params, (double)t.tc.bucket_cap_mb, t.tc.allreduce_dtype);
     t.stats_dev = t.be->alloc(t.be, ((size_t)DEV_TENSOR_SUMSQ + (size_t)t.task->params.count) * sizeof(double));
     hs_lr_init(&t.sched, cfg);
     t.st.epoch = 1;
@@ -769,6 +785,7 @@ int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
     hs_balance_free(&t.balance);
     free(t.update_ranges);
     hs_optimizer_free(t.opt);
+    hs_grad_buckets_free(t.buckets);
     t.be->free(t.be, t.stats_dev);
     hs_task_destroy(t.task);
     free(t.config_text);

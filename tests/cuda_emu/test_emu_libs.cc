@@ -1090,7 +1090,7 @@ void nccl_one_rank() {
   // statuses
   static float host[8];
   NCCL_EXPECT(ncclAllReduce(x, y, n, ncclNumTypes, ncclSum, comm, s), ncclInvalidArgument);
-  NCCL_EXPECT(ncclAllReduce(x, y, n, ncclFloat16, ncclSum, comm, s), ncclInvalidArgument);
+  NCCL_EXPECT(ncclAllReduce(x, y, n, static_cast<ncclDataType_t>(-1), ncclSum, comm, s), ncclInvalidArgument);
   NCCL_EXPECT(ncclAllReduce(x, y, n, ncclFloat32, static_cast<ncclRedOp_t>(99), comm, s), ncclInvalidArgument);
   NCCL_EXPECT(ncclAllReduce(host, y, 8, ncclFloat32, ncclSum, comm, s), ncclInvalidArgument);
   CHECK(strstr(ncclGetLastError(comm), "not a device pointer") != nullptr);
@@ -1182,6 +1182,53 @@ void nccl_missing_event() {
 
 // ==== NCCL across ranks (mpirun -n 3 ... --ranks) ========================================================
 
+// Bits of a positive normal value exactly representable in the 16-bit format.
+uint16_t exact16(float f, bool bf16) {
+  if (bf16) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    CHECK((u & 0xffffu) == 0);
+    return static_cast<uint16_t>(u >> 16);
+  }
+  int e;
+  const double fr = std::frexp(static_cast<double>(f), &e); // f = fr·2^e, fr in [0.5, 1)
+  const double mant = (2.0 * fr - 1.0) * 1024.0;
+  CHECK(mant == std::floor(mant) && e - 1 + 15 > 0 && e - 1 + 15 < 31);
+  return static_cast<uint16_t>(((e - 1 + 15) << 10) | static_cast<int>(mant));
+}
+
+// float16 and bfloat16 sums across ranks: exact sums stay exact; a sum that falls on a tie rounds to
+// even (3 ranks: 3·(1 + ulp) = 3 + 1.5 units of [2, 4): to 3 + 2 units, not 3 + 1).
+void nccl_ranks_16bit(ncclComm_t comm, cudaStream_t s, int rank, int size) {
+  const int n = 1000;
+  for (bool bf16 : {false, true}) {
+    const ncclDataType_t t = bf16 ? ncclBfloat16 : ncclFloat16;
+    const float unit = bf16 ? 0x1p-7f : 0x1p-10f; // ulp at 1
+    std::vector<uint16_t> h(n), tie(n, exact16(1.0f + unit, bf16));
+    for (int i = 0; i < n; i++) h[static_cast<size_t>(i)] = exact16(static_cast<float>(rank + 1) + 0.25f * static_cast<float>(i % 7), bf16);
+    uint16_t *x = nullptr, *y = nullptr;
+    CUDA_OK(cudaMalloc(&x, n * sizeof(uint16_t)));
+    CUDA_OK(cudaMalloc(&y, n * sizeof(uint16_t)));
+    CUDA_OK(cudaMemcpy(x, h.data(), n * sizeof(uint16_t), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(y, tie.data(), n * sizeof(uint16_t), cudaMemcpyHostToDevice));
+    NCCL_OK(ncclAllReduce(x, x, n, t, ncclSum, comm, s));
+    NCCL_OK(ncclAllReduce(y, y, n, t, ncclSum, comm, s));
+    CUDA_OK(cudaStreamSynchronize(s));
+    std::vector<uint16_t> hx(n), hy(n);
+    CUDA_OK(cudaMemcpy(hx.data(), x, n * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(hy.data(), y, n * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+    const float ranks_sum = static_cast<float>(size * (size + 1) / 2);
+    for (int i = 0; i < n; i++) {
+      CHECK(hx[static_cast<size_t>(i)] == exact16(ranks_sum + static_cast<float>(size) * 0.25f * static_cast<float>(i % 7), bf16));
+      if (size == 3) CHECK(hy[static_cast<size_t>(i)] == exact16(3.0f + 4.0f * unit, bf16));
+    }
+    CUDA_OK(cudaFree(x));
+    CUDA_OK(cudaFree(y));
+  }
+  if (rank == 0)
+    printf("ok   NCCL on %d ranks: ncclAllReduce sum of float16 and bfloat16: exact sums, ties to even\n", size);
+}
+
 void nccl_ranks() {
   int size, rank;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -1241,6 +1288,8 @@ void nccl_ranks() {
     printf("ok   NCCL on %d ranks: ncclAllReduce sum / max / min / avg (float32), sum (float64), in place, "
            "ncclBroadcast from rank %d; every rank gets the same bits\n",
            size, size - 1);
+
+  nccl_ranks_16bit(comm, s, rank, size);
 
   // CAUGHT: a rank that makes its own id instead of receiving rank 0's
   ncclUniqueId id2;

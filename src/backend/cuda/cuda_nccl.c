@@ -61,3 +61,23 @@ void hs_cuda_broadcast(const hs_backend *be, void *buf, size_t bytes, int root) 
     HS_NCCL_CHECK(ncclBroadcast(buf, buf, bytes, ncclUint8, root, (ncclComm_t)d->nccl, d->comm));
     compute_after_comm(d);
 }
+
+/* The gradient buckets' all-reduce: the comm stream waits for the compute work so far (the bucket's
+ * gradients are final), the compute stream goes on with backward meanwhile. */
+void hs_cuda_allreduce_sum_async(const hs_backend *be, float *buf, size_t n, int dtype, void *tmp16) {
+    hs_cuda_device *d = hs_cuda_dev(be);
+    comm_after_compute(d);
+    if (dtype == HS_ALLREDUCE_FP32) {
+        HS_NCCL_CHECK(ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, (ncclComm_t)d->nccl, d->comm));
+        return;
+    }
+    /* 16-bit transit: round, sum (NCCL adds 16-bit values pairwise, each sum rounded to 16 bits), widen;
+     * all three on the comm stream, so the compute stream goes on with backward */
+    const int bf16 = dtype == HS_ALLREDUCE_BF16;
+    uint16_t *low = tmp16;
+    hs_cuda_grad_to16(d->comm, low, buf, n, bf16);
+    HS_NCCL_CHECK(ncclAllReduce(low, low, n, bf16 ? ncclBfloat16 : ncclFloat16, ncclSum, (ncclComm_t)d->nccl, d->comm));
+    hs_cuda_grad_from16(d->comm, buf, low, n, bf16);
+}
+
+void hs_cuda_allreduce_wait(const hs_backend *be) { compute_after_comm(hs_cuda_dev(be)); }

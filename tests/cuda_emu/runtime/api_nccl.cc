@@ -11,16 +11,21 @@
 //     for a communicator of this process is ncclInvalidUsage (NCCL: one ncclGetUniqueId per
 //     communicator). On success the communicator owns an MPI_Comm_dup of MPI_COMM_WORLD.
 //   - ncclAllReduce (sum, prod, max, min, avg) and ncclBroadcast of int8/uint8/int32/uint32/int64/
-//     uint64/float32/float64 are queued on the stream as one work item each. When the item runs (the
+//     uint64/float16/bfloat16/float32/float64 are queued on the stream as one work item each. When the item runs (the
 //     host synchronises) it reads the device buffer, runs the blocking MPI collective on the
 //     duplicate communicator and writes the device buffer: sendbuff == recvbuff works in place. The
 //     all-reduce is MPI_Reduce to rank 0 then MPI_Bcast, so every rank gets the same bits, as with NCCL.
+//     float16/bfloat16 reduce pairwise as NCCL's device code does (__hadd, __hmul, __hmax, __hmin): each
+//     partial result is the exact sum (product, max, min) of two 16-bit values rounded once to 16 bits
+//     (nearest, ties to even; fp16 overflows to infinity); avg divides the 16-bit sum by the rank count
+//     and rounds again. With 2 ranks that is one rounding of g0 + g1; the order of more ranks' partial
+//     sums is MPI's (NCCL's depends on its ring/tree and chunking: neither promises one).
 //     count == 0 queues nothing.
 //   - Statuses: a communicator that is NULL, unknown, destroyed or aborted, a NULL or non-device buffer
 //     (sendbuff on the root only, for a broadcast), an invalid type, operation or root are
-//     ncclInvalidArgument, with the reason in ncclGetLastError; float16/bfloat16 are ncclInvalidArgument
-//     here (not implemented); an invalid stream is ncclUnhandledCudaError; ncclGroupEnd without
-//     ncclGroupStart is ncclInvalidUsage; MPI not initialised is ncclInvalidUsage.
+//     ncclInvalidArgument, with the reason in ncclGetLastError; an invalid stream is
+//     ncclUnhandledCudaError; ncclGroupEnd without ncclGroupStart is ncclInvalidUsage; MPI not
+//     initialised is ncclInvalidUsage.
 //   - ncclGroupStart / ncclGroupEnd only count nesting: each call is queued when it is made, which
 //     NCCL allows (it promises nothing about when grouped work starts before ncclGroupEnd).
 //   - ncclCommDestroy first runs the communicator's queued collectives (NCCL: it flushes them, as
@@ -39,6 +44,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -124,10 +130,86 @@ MPI_Datatype mpi_type(ncclDataType_t t, size_t *size) {
   case ncclUint32: *size = 4; return MPI_UINT32_T;
   case ncclInt64: *size = 8; return MPI_INT64_T;
   case ncclUint64: *size = 8; return MPI_UINT64_T;
+  case ncclFloat16: *size = 2; return MPI_UINT16_T; // the bits; reductions use the 16-bit ops below
+  case ncclBfloat16: *size = 2; return MPI_UINT16_T;
   case ncclFloat32: *size = 4; return MPI_FLOAT;
   case ncclFloat64: *size = 8; return MPI_DOUBLE;
   default: *size = 0; return MPI_DATATYPE_NULL;
   }
+}
+
+// ---- 16-bit floating point, written here independently of hetseq's kernels ------------------------
+// A value of a 16-bit format as a double (exact).
+double half_value(uint16_t h, bool bf16) {
+  if (bf16) {
+    const uint32_t u = static_cast<uint32_t>(h) << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+  }
+  const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  const double sign = (h & 0x8000) ? -1.0 : 1.0;
+  if (e == 31) return m ? NAN : sign * INFINITY;
+  return sign * (e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25));
+}
+
+// x rounded once to the format: nearest, ties to even (significand 8 bits bf16, 11 bits fp16 with
+// subnormals from 2^-24; fp16 from 65520 on is infinity). x is exact in double here: the sum, product,
+// max or min of two 16-bit values (a bf16 sum of very different magnitudes rounds in double first, far
+// below half a bf16 unit: the same result).
+uint16_t half_bits(double x, bool bf16) {
+  if (std::isnan(x)) return bf16 ? 0x7fc0 : 0x7e00;
+  const uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+  const double a = std::fabs(x);
+  if (a == 0.0) return sign;
+  if (std::isinf(a)) return sign | (bf16 ? 0x7f80 : 0x7c00);
+  int e;
+  std::frexp(a, &e); // a in [2^(e-1), 2^e)
+  const int p = bf16 ? 8 : 11, emin = bf16 ? -126 : -14;
+  const double q = std::ldexp(1.0, std::max(e - p, emin - p + 1)); // the unit in the last place
+  const double r = std::nearbyint(a / q) * q;
+  if (bf16) {
+    const float f = static_cast<float>(r); // exact, or infinity past the range
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return static_cast<uint16_t>(sign | (u >> 16));
+  }
+  if (r > 65504.0) return sign | 0x7c00;
+  if (r < std::ldexp(1.0, -14)) return static_cast<uint16_t>(sign | static_cast<uint16_t>(r * std::ldexp(1.0, 24)));
+  int re;
+  const double fr = std::frexp(r, &re); // r = fr·2^re, fr in [0.5, 1)
+  const uint16_t mant = static_cast<uint16_t>(std::ldexp(fr, 11) - 1024.0);
+  return static_cast<uint16_t>(sign | ((re - 1 + 15) << 10) | mant);
+}
+
+template <bool BF16, int OP> void half_reduce(void *in, void *inout, int *len, MPI_Datatype *) {
+  const uint16_t *a = static_cast<const uint16_t *>(in);
+  uint16_t *b = static_cast<uint16_t *>(inout);
+  for (int i = 0; i < *len; i++) {
+    const double x = half_value(a[i], BF16), y = half_value(b[i], BF16);
+    const double r = OP == ncclProd ? x * y : OP == ncclMax ? std::fmax(x, y) : OP == ncclMin ? std::fmin(x, y) : x + y;
+    b[i] = half_bits(r, BF16);
+  }
+}
+
+// The MPI reduction of a 16-bit type (made once; MPI_Op_create is local).
+MPI_Op half_op(ncclDataType_t t, ncclRedOp_t op) {
+  static MPI_Op ops[2][ncclNumOps];
+  static bool made = false;
+  if (!made) {
+    MPI_Op_create(half_reduce<false, ncclSum>, 1, &ops[0][ncclSum]);
+    MPI_Op_create(half_reduce<false, ncclProd>, 1, &ops[0][ncclProd]);
+    MPI_Op_create(half_reduce<false, ncclMax>, 1, &ops[0][ncclMax]);
+    MPI_Op_create(half_reduce<false, ncclMin>, 1, &ops[0][ncclMin]);
+    MPI_Op_create(half_reduce<true, ncclSum>, 1, &ops[1][ncclSum]);
+    MPI_Op_create(half_reduce<true, ncclProd>, 1, &ops[1][ncclProd]);
+    MPI_Op_create(half_reduce<true, ncclMax>, 1, &ops[1][ncclMax]);
+    MPI_Op_create(half_reduce<true, ncclMin>, 1, &ops[1][ncclMin]);
+    ops[0][ncclAvg] = ops[0][ncclSum];
+    ops[1][ncclAvg] = ops[1][ncclSum];
+    made = true;
+  }
+  return ops[t == ncclBfloat16 ? 1 : 0][op];
 }
 
 ncclResult_t check_type(ncclDataType_t t, MPI_Datatype *mt, size_t *size) {
@@ -166,7 +248,9 @@ void run_allreduce(ncclComm *c, const void *send, void *recv, size_t count, nccl
   const MPI_Datatype mt = mpi_type(t, &elem);
   std::vector<char> buf(count * elem);
   memcpy(buf.data(), send, buf.size());
-  const MPI_Op mop = op == ncclProd ? MPI_PROD : op == ncclMax ? MPI_MAX : op == ncclMin ? MPI_MIN : MPI_SUM;
+  const bool half = t == ncclFloat16 || t == ncclBfloat16;
+  const MPI_Op mop = half ? half_op(t, op)
+                          : op == ncclProd ? MPI_PROD : op == ncclMax ? MPI_MAX : op == ncclMin ? MPI_MIN : MPI_SUM;
   in_chunks(count, elem, buf.data(), [&](char *p, int n) {
     // reduce to rank 0, then broadcast: every rank gets the same bits
     if (c->rank == 0)
@@ -185,6 +269,13 @@ void run_allreduce(ncclComm *c, const void *send, void *recv, size_t count, nccl
     case ncclUint64: divide<uint64_t>(buf.data(), count, c->nranks); break;
     case ncclFloat32: divide<float>(buf.data(), count, c->nranks); break;
     case ncclFloat64: divide<double>(buf.data(), count, c->nranks); break;
+    case ncclFloat16:
+    case ncclBfloat16: {
+      uint16_t *v = reinterpret_cast<uint16_t *>(buf.data());
+      const bool bf16 = t == ncclBfloat16;
+      for (size_t i = 0; i < count; i++) v[i] = half_bits(half_value(v[i], bf16) / c->nranks, bf16);
+      break;
+    }
     default: break;
     }
   }
