@@ -39,17 +39,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cpu/cpu_bf16.h"
-#include "math/grad16.h"
+#include "util/lowp.h"
 #include "util/check.h"
 #include "util/log.h"
 
 #define MAX_COUNT ((int64_t)1 << 30) /* MPI counts and displacements are int */
 
-/* fp32 <-> the 16-bit travel type (kernels/math/grad16.h: the CUDA conversion kernels use the same) */
-static uint16_t to16(int dt, float x) { return dt == HS_ALLREDUCE_BF16 ? hs_bf16_bits(x) : hs_grad16_fp16(x); }
+/* fp32 <-> the 16-bit travel type (src/util/lowp.h: the CUDA conversion kernels of kernels/lowp.cu use the same) */
+static uint16_t to16(int dt, float x) { return dt == HS_ALLREDUCE_BF16 ? hs_bf16_bits(x) : hs_fp16_bits(x); }
 static float from16(int dt, uint16_t h) {
-    return dt == HS_ALLREDUCE_BF16 ? hs_grad16_bf16_float(h) : hs_grad16_fp16_float(h);
+    return dt == HS_ALLREDUCE_BF16 ? hs_bf16_to_float(h) : hs_fp16_to_float(h);
 }
 
 enum { PATH_NONE, PATH_HOST, PATH_DEVICE, PATH_STAGED };

@@ -22,7 +22,7 @@ void hs_cuda_allreduce_sum(const hs_backend *be, float *buf, size_t n);
 void hs_cuda_broadcast(const hs_backend *be, void *buf, size_t bytes, int root);
 void hs_cuda_allreduce_sum_async(const hs_backend *be, float *buf, size_t n, int dtype, void *tmp16);
 void hs_cuda_allreduce_wait(const hs_backend *be);
-/* kernels/grad_convert.cu: fp32 <-> 16-bit (bf16 != 0: bfloat16, else IEEE half) on `stream`, for the
+/* kernels/lowp.cu: fp32 <-> 16-bit (bf16 != 0: bfloat16, else IEEE half) on `stream`, for the
  * all-reduce's 16-bit transit */
 void hs_cuda_grad_to16(cudaStream_t stream, uint16_t *y, const float *x, size_t n, int bf16);
 void hs_cuda_grad_from16(cudaStream_t stream, float *y, const uint16_t *x, size_t n, int bf16);
