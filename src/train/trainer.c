@@ -371,8 +371,9 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
     const double compute_start = hs_now();
     int64_t samples = 0;
     /* The last non-empty micro-batch's backward starts the bucket all-reduces as its gradients become
-     * final; earlier ones only accumulate. Not when this rank injects a NaN after backward (every bucket
-     * must carry it), nor when balance = auto times a device whose synchronize would wait for peers. */
+     * final; earlier ones only accumulate. Not when this rank injects a NaN or an Inf into its gradient
+     * after backward (the bucket holding it must not have left yet), nor when balance = auto times a
+     * device whose synchronize would wait for peers. */
     int last = -1;
     for (int i = 0; i < slot->n; i++)
         if (slot->ranges[i].count > 0) last = i;
