@@ -47,6 +47,7 @@ void hs_comm_init(hs_comm *c, int *argc, char ***argv) {
     HS_CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &c->node),
                  "MPI-3 shared-memory split failed");
     HS_CHECK_MPI(MPI_Comm_rank(c->node, &c->local_rank), NULL);
+    hs_log_set_local_rank(c->local_rank);
     HS_CHECK_MPI(MPI_Comm_size(c->node, &c->local_size), NULL);
 }
 

@@ -3,10 +3,22 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-static int g_log_rank = 0;
+static int g_log_rank = 0, g_log_local_rank = 0;
 
 void hs_log_set_rank(int rank) { g_log_rank = rank; }
 int hs_log_rank(void) { return g_log_rank; }
+void hs_log_set_local_rank(int local_rank) { g_log_local_rank = local_rank; }
+
+void hs_warn_node(const char *fmt, ...) {
+    if (g_log_local_rank != 0) return;
+    fprintf(stderr, "hetseq: warning: ");
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+}
 
 void hs_log(const char *fmt, ...) {
     if (g_log_rank != 0) return;

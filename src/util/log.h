@@ -10,5 +10,9 @@ int hs_log_rank(void);
 void hs_log(const char *fmt, ...) HS_PRINTF(1, 2);
 /* Any rank, to stderr, prefixed "hetseq: warning:". */
 void hs_warn(const char *fmt, ...) HS_PRINTF(1, 2);
+/* The same from the first rank of each node only (a fact about the node's hardware or libraries, which
+ * every rank of the node would repeat). */
+void hs_log_set_local_rank(int local_rank);
+void hs_warn_node(const char *fmt, ...) HS_PRINTF(1, 2);
 
 #endif

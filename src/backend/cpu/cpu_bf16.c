@@ -289,8 +289,8 @@ void hs_cpu_bf16_report(void) {
                "products run as bf16-rounded operands through OpenBLAS SGEMM (the same arithmetic)",
                isa_name(isa), dnnl_version()->major, dnnl_version()->minor, dnnl_state.impl[0] ? dnnl_state.impl : "?");
     if (!cpu_has_bf16())
-        hs_warn("this CPU has no BF16 instructions (no avx512_bf16 or amx_bf16 in lscpu): bf16 is computed "
-                "correctly but no faster than fp32 (slightly slower: the operands are rounded first)");
+        hs_warn_node("this CPU has no BF16 instructions (no avx512_bf16 or amx_bf16 in lscpu): bf16 is computed "
+                     "correctly but no faster than fp32 (slightly slower: the operands are rounded first)");
 }
 #else
 int hs_cpu_bf16_available(char *why, size_t why_len) {
