@@ -11,7 +11,9 @@
  *   NSP       6 · B · (H² + 2H)                 pooler and classifier
  * The same run measures OpenBLAS SGEMM on [B·L, H] x [H, I] (the FFN-up shape) with the same threads,
  * and reports the model's rate as a fraction of it, and the peak resident memory (getrusage).
- *   usage: bert_bench [BATCH [ITERATIONS [WARMUP [adamw|lamb]]]]   (defaults 32 10 3 adamw) */
+ * PRECISION bf16 runs the model on the CPU backend's bf16 table (precision = "bf16": GEMM operands
+ * rounded to bf16, fp32 sums; src/backend/cpu/cpu_bf16.h); the SGEMM reference stays fp32.
+ *   usage: bert_bench [BATCH [ITERATIONS [WARMUP [adamw|lamb [fp32|bf16]]]]]   (defaults 32 10 3 adamw fp32) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,8 +72,10 @@ int main(int argc, char **argv) {
     const int iterations = argc > 2 ? atoi(argv[2]) : 10;
     const int warmup = argc > 3 ? atoi(argv[3]) : 3;
     const char *optim = argc > 4 ? argv[4] : "adamw";
-    if (batch < 1 || iterations < 1 || warmup < 0 || (strcmp(optim, "adamw") && strcmp(optim, "lamb"))) {
-        fprintf(stderr, "usage: %s [BATCH [ITERATIONS [WARMUP [adamw|lamb]]]]\n", argv[0]);
+    const char *precision = argc > 5 ? argv[5] : "fp32";
+    if (batch < 1 || iterations < 1 || warmup < 0 || (strcmp(optim, "adamw") && strcmp(optim, "lamb")) ||
+        (strcmp(precision, "fp32") && strcmp(precision, "bf16"))) {
+        fprintf(stderr, "usage: %s [BATCH [ITERATIONS [WARMUP [adamw|lamb [fp32|bf16]]]]]\n", argv[0]);
         return 2;
     }
     hs_bert_config cfg;
@@ -81,7 +85,15 @@ int main(int argc, char **argv) {
     cfg.num_attention_heads = 4;
     cfg.intermediate_size = 1024;
     cfg.padded_vocab_size = hs_bert_padded_vocab(cfg.vocab_size, 8);
-    const hs_backend *be = hs_backend_cpu();
+    const hs_backend *fp32 = hs_backend_cpu(), *be = fp32;
+    if (!strcmp(precision, "bf16")) {
+        char why[256] = "";
+        be = hs_backend_cpu_bf16(why, sizeof why);
+        if (!be) {
+            fprintf(stderr, "%s: precision bf16: %s\n", argv[0], why);
+            return 1;
+        }
+    }
     hs_params params = {0};
     hs_bert *model = hs_bert_create(&params, &cfg, batch, SEQ, PRED);
     hs_params_allocate(&params, be);
@@ -128,12 +140,12 @@ int main(int argc, char **argv) {
     const double flops = 6.0 * B * L * N * (4 * H * H + 2 * H * I) + 12.0 * B * N * L * L * H +
                          6.0 * Np * (H * H + V * H) + 6.0 * B * (H * H + 2 * H);
     const double seq_per_s = B * iterations / seconds, gflops = flops * iterations / seconds / 1e9;
-    const double sgemm = sgemm_gflops(be, batch * SEQ, (int)H, (int)I, 20);
+    const double sgemm = sgemm_gflops(fp32, batch * SEQ, (int)H, (int)I, 20);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("hetseq BERT-mini training (%zu parameters; batch %d x seq %d, %d predictions per sequence, dropout 0.1, "
-           "%s; %d threads, %d warm-up + %d timed steps)\n",
-           hs_params_numel(&params), batch, SEQ, PRED, optim, threads, warmup, iterations);
+           "%s, %s; %d threads, %d warm-up + %d timed steps)\n",
+           hs_params_numel(&params), batch, SEQ, PRED, optim, precision, threads, warmup, iterations);
     printf("  %7.1f seq/s  %7.1f ms/step (fwd+bwd %6.1f)  %5.2f GFLOP/seq  %6.1f GFLOP/s  SGEMM %6.1f GFLOP/s  "
            "ratio %4.0f%%  peak RSS %6.0f MiB  loss %.3f\n",
            seq_per_s, 1e3 * seconds / iterations, 1e3 * fwd_bwd / iterations, flops / B / 1e9, gflops, sgemm,

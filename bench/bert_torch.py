@@ -22,10 +22,19 @@ backward being two GEMMs per forward GEMM; embedding gathers, softmax, LayerNorm
   count and, as "useful", against the "masked" count (the work the model needs).
 Also measured in the same process: torch's SGEMM rate for the FFN-up shape [B L, H] x [H, I].
 
-  usage: /usr/bin/python3 bench/bert_torch.py [THREADS [ITERATIONS [WARMUP]]]   (defaults 2, 20, 10)
+PRECISION bf16 runs the forward pass and the loss under torch.autocast("cpu", dtype=torch.bfloat16)
+(PyTorch >= 1.10; the backward follows autocast's casts), parameters, gradients and AdamW in fp32: the
+counterpart of hetseq's precision = "bf16". The same process then also times torch.mm on bf16
+operands at the FFN-up shape ("bf16 mm").
+VARIANTS: comma-separated subset of all,masked (default both).
+
+  usage: PYTHON bench/bert_torch.py [THREADS [ITERATIONS [WARMUP [fp32|bf16 [VARIANTS]]]]]
+         (defaults 2, 20, 10, fp32, all,masked; PYTHON: any interpreter with torch, e.g. a venv's)
 """
+import contextlib
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -72,8 +81,8 @@ def make_batch(cfg):
     return ids, seg, mask, labels, nsp
 
 
-def sgemm_gflops(m, k, n, reps=20):
-    a, b = torch.randn(m, k), torch.randn(k, n)
+def sgemm_gflops(m, k, n, reps=20, dtype=torch.float32):
+    a, b = torch.randn(m, k).to(dtype), torch.randn(k, n).to(dtype)
     for _ in range(3):
         torch.mm(a, b)
     t0 = time.perf_counter()
@@ -82,7 +91,22 @@ def sgemm_gflops(m, k, n, reps=20):
     return 2.0 * m * k * n * reps / (time.perf_counter() - t0) / 1e9
 
 
-def run_variant(variant, threads, iterations, warmup):
+def precision_context(precision):
+    if precision == "bf16":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def blas_info():
+    """Which BLAS this torch was built with (Debian's 1.13: generic = the system's libblas, OpenBLAS
+    here; PyPI's 2.x: MKL) and its oneDNN, from torch.__config__.show()."""
+    cfg = torch.__config__.show()
+    blas = re.findall(r"BLAS_INFO=(\w+)", cfg)
+    dnn = re.findall(r"(?:MKL-DNN|oneDNN) v([\d.]+)", cfg)
+    return "BLAS %s%s" % (blas[0] if blas else "?", ", oneDNN " + dnn[0] if dnn else "")
+
+
+def run_variant(variant, threads, iterations, warmup, precision="fp32"):
     torch.set_num_threads(threads)
     model = bt.build_model(MINI, mlm_positions=variant, seed=1, layer_norm=LAYER_NORM).train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, eps=1e-6, weight_decay=0.01)
@@ -95,7 +119,8 @@ def run_variant(variant, threads, iterations, warmup):
             fwd_bwd = 0.0
         ts = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = model(*batch)
+        with precision_context(precision):
+            loss = model(*batch)
         loss.backward()
         fwd_bwd += time.perf_counter() - ts
         opt.step()
@@ -109,35 +134,44 @@ def run_variant(variant, threads, iterations, warmup):
             "ms_fwd_bwd": 1e3 * fwd_bwd / iterations, "loss": float(loss),
             "flops_per_seq": own, "gflops": own * seq_per_s / 1e9, "useful_gflops": useful * seq_per_s / 1e9,
             "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
-            "sgemm_gflops": sgemm_gflops(BATCH * SEQ, MINI["hidden_size"], MINI["intermediate_size"])}
+            "sgemm_gflops": sgemm_gflops(BATCH * SEQ, MINI["hidden_size"], MINI["intermediate_size"]),
+            "bf16_mm_gflops": sgemm_gflops(BATCH * SEQ, MINI["hidden_size"], MINI["intermediate_size"],
+                                           dtype=torch.bfloat16) if precision == "bf16" else None}
 
 
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--variant":
         variant, threads, iterations, warmup = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-        print(json.dumps(run_variant(variant, threads, iterations, warmup)))
+        print(json.dumps(run_variant(variant, threads, iterations, warmup, sys.argv[6])))
         return
     threads = int(sys.argv[1]) if len(sys.argv) > 1 else 2
     iterations = int(sys.argv[2]) if len(sys.argv) > 2 else 20
     warmup = int(sys.argv[3]) if len(sys.argv) > 3 else 10
+    precision = sys.argv[4] if len(sys.argv) > 4 else "fp32"
+    variants = (sys.argv[5] if len(sys.argv) > 5 else "all,masked").split(",")
+    if precision not in ("fp32", "bf16") or not variants or any(v not in ("all", "masked") for v in variants):
+        sys.exit("usage: %s [THREADS [ITERATIONS [WARMUP [fp32|bf16 [all,masked]]]]]" % sys.argv[0])
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     params = bt.count_parameters(bt.build_model(MINI, seed=0))
-    print("PyTorch %s BERT-mini training (4 layers, hidden 256, 4 heads, intermediate 1024, vocab 30528; "
-          "%d parameters)" % (torch.__version__, params))
-    print("batch %d x seq %d, %d predictions per sequence, dropout 0.1, %s LayerNorm, AdamW; %d threads, "
-          "%d warm-up + %d timed steps" % (BATCH, SEQ, PRED, LAYER_NORM, threads, warmup, iterations))
-    for variant in ("all", "masked"):
+    print("PyTorch %s (%s) BERT-mini training (4 layers, hidden 256, 4 heads, intermediate 1024, vocab 30528; "
+          "%d parameters)" % (torch.__version__, blas_info(), params))
+    print("batch %d x seq %d, %d predictions per sequence, dropout 0.1, %s LayerNorm, AdamW, %s; %d threads, "
+          "%d warm-up + %d timed steps" % (BATCH, SEQ, PRED, LAYER_NORM,
+                                           "autocast bf16" if precision == "bf16" else "fp32", threads, warmup,
+                                           iterations))
+    for variant in variants:
         out = subprocess.run([sys.executable, os.path.abspath(__file__), "--variant", variant, str(threads),
-                              str(iterations), str(warmup)], env=env, capture_output=True, text=True)
+                              str(iterations), str(warmup), precision], env=env, capture_output=True, text=True)
         if out.returncode != 0:
             sys.stderr.write(out.stderr)
             sys.exit(out.returncode)
         r = json.loads(out.stdout.strip().splitlines()[-1])
         print("  MLM head on %-6s %7.1f seq/s  %7.1f ms/step (fwd+bwd %6.1f)  %5.2f GFLOP/seq  %6.1f GFLOP/s "
-              "(useful %6.1f)  peak RSS %6.0f MiB  loss %.3f  [torch SGEMM %.1f GFLOP/s]"
+              "(useful %6.1f)  peak RSS %6.0f MiB  loss %.3f  [torch SGEMM %.1f GFLOP/s%s]"
               % ("all L" if variant == "all" else "P only", r["seq_per_s"], r["ms_per_step"], r["ms_fwd_bwd"],
                  r["flops_per_seq"] / 1e9, r["gflops"], r["useful_gflops"], r["peak_rss_mib"], r["loss"],
-                 r["sgemm_gflops"]))
+                 r["sgemm_gflops"],
+                 "" if r["bf16_mm_gflops"] is None else ", bf16 mm %.1f GFLOP/s" % r["bf16_mm_gflops"]))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,270 @@
+#!/usr/bin/env python3
+"""Mixed-precision memory budget and expected MFU on GPUs for BERT-base/large (phases 1 and 2) and
+Transformer-XL base/large: the arithmetic behind docs/gpu.md, "Mixed-precision memory budget and
+expected MFU". Nothing here is measured on a GPU: memory is counted from the model dimensions and from
+what hetseq's models keep (src/models/bert.c, src/models/txl.c), MFU from NVIDIA's published
+throughputs against the peak table of src/train/mfu.c.
+
+What is counted (bytes):
+  per parameter   4 fp32 master weight + 4 fp32 gradient + 8 optimizer state (LAMB/Adam: two fp32
+                  moments) + 2 for a 16-bit (bf16/fp16) copy of the weight as a GEMM operand = 18
+                  (16 in fp32 training; the 16-bit copy is an upper bound: converted just before each
+                  product, only the weight in use needs it)
+  per sample      the fp32 activations the backward pass reads (hetseq stores activations in fp32; only
+                  GEMM operands are converted to 16 bits, just before each product), the backward
+                  scratch that grows with the micro-batch, and the 16-bit copies of the largest
+                  product's two activation operands
+  per GPU         1 GiB reserved for the CUDA context, cuBLASLt/cuDNN workspaces and allocator slack
+Model FLOPs: src/tasks/model_flops.c for BERT (MLM head on the labelled positions only); for
+Transformer-XL the same accounting (multiply-add = 2, training = 3 x forward, GEMMs only) per target
+token, with Q, K, V computed over the klen = tgt_len + mem_len rows as NVIDIA's model does and the
+adaptive softmax's head cluster only (its tail clusters run on the few tokens whose target is in them,
+which depends on the data: leaving them out makes the MFU a lower bound).
+
+  usage: python3 bench/mp_budget.py            (prints the tables of docs/gpu.md)
+         python3 bench/mp_budget.py --check    (asserts the hand-checked figures, exit 1 on a mismatch)
+"""
+import math
+import sys
+
+GIB = 2 ** 30
+RESERVE = 1 * GIB
+BYTES_PER_PARAM = {"fp32": 4 + 4 + 8, "mixed": 4 + 4 + 8 + 2}
+GPUS_GB = (16, 32, 40, 80)  # nominal memory; taken as GiB (an A100 40GB reports 39.4 GiB usable: close)
+
+# src/train/mfu.c's table: dense TFLOP/s
+PEAK = {"V100": {"fp32": 15.7, "fp16": 125.0}, "A100": {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0}}
+
+BERT = {
+    "BERT-base": dict(layers=12, hidden=768, heads=12, inter=3072),
+    "BERT-large": dict(layers=24, hidden=1024, heads=16, inter=4096),
+}
+BERT_PHASES = {"phase 1": dict(seq=128, pred=20), "phase 2": dict(seq=512, pred=80)}
+VOCAB = 30528  # 30522 padded to a multiple of 8
+
+TXL = {
+    "TXL base": dict(layers=16, d=512, heads=8, dh=64, inter=2048, tgt=192, mem=192, div_val=1, batch=32),
+    "TXL large": dict(layers=18, d=1024, heads=16, dh=64, inter=4096, tgt=384, mem=384, div_val=4, batch=8),
+}
+TXL_VOCAB, TXL_CUTOFFS = 267735, (19997, 39997, 199997)
+
+
+def bert_params(layers, hidden, heads, inter):
+    h, i, v = hidden, inter, VOCAB
+    emb = v * h + 512 * h + 2 * h + 2 * h
+    layer = 3 * (h * h + h) + (h * h + h) + 2 * h + (h * i + i) + (i * h + h) + 2 * h
+    heads_ = (h * h + h) + (h * h + h) + 2 * h + v + (2 * h + 2)  # pooler, MLM transform + LN, decoder bias, NSP
+    return emb + layers * layer + heads_
+
+
+def bert_flops(layers, hidden, heads, inter, seq, pred):
+    """src/tasks/model_flops.c: hs_bert_train_flops_per_sequence"""
+    L, H, I, V, T, P = layers, hidden, inter, VOCAB, seq, pred
+    return 6.0 * T * L * (4 * H * H + 2 * H * I) + 12.0 * L * T * T * H + 6.0 * P * (H * H + V * H) + 6.0 * (H * H + 2 * H)
+
+
+def bert_act_bytes(layers, hidden, heads, inter, seq, pred):
+    """(floats one sequence keeps: src/models/bert.c's bert_layer_acts and the model's buffers, bytes of
+    16-bit operand copies)"""
+    L, H, I, V, T, P, n = layers, hidden, inter, VOCAB, seq, pred, heads
+    per_layer = T * H + 3 * T * H + n * T * T + T * H + T * H + T * H + 2 * T * I + T * H + 4 * T
+    # input, qkv, probs, ctx, attn_sum, attn_out, ffn_pre + ffn_act, ffn_sum, 4 LayerNorm statistics
+    other = T * H + 2 * T + T * H + T + P * (4 * H + 2 + V) + 2 * H + 2
+    # emb_sum + stats, encoder output, mask bias, MLM rows/pre/act/out + stats + logits, pooler, NSP
+    scratch = 3 * T * H + T * max(I, 3 * H) + 2 * P * H + 2 * H
+    # grad_h, grad_tmp, grad_ctx; workspace (dgelu, then dqkv); MLM and pooler gradients
+    floats = L * per_layer + other + scratch
+    half = 2 * max(T * I + T * H, n * T * T + T * H)  # 16-bit copies of the largest product's activation operands
+    return floats, half
+
+
+def txl_params(layers, d, heads, dh, inter, div_val, **_):
+    nd = heads * dh
+    if div_val == 1:
+        emb = TXL_VOCAB * d  # one table, tied with the softmax weights, no projections (d_embed = d_model)
+    else:
+        bounds = (0,) + TXL_CUTOFFS + (TXL_VOCAB,)
+        dims = [d // div_val ** i for i in range(len(bounds) - 1)]
+        emb = sum((bounds[i + 1] - bounds[i]) * dims[i] + d * dims[i] for i in range(len(dims)))  # tables + projections
+        emb += d * dims[0]  # the softmax's own head projection (tie_projs false for cluster 0)
+    softmax = TXL_VOCAB + len(TXL_CUTOFFS) * (d + 1)  # output biases, cluster weights and biases
+    layer = 3 * nd * d + d * nd + nd * d + 2 * d + (d * inter + inter) + (inter * d + d) + 2 * d
+    return emb + softmax + layers * layer + 2 * heads * dh
+
+
+def txl_flops_per_token(layers, d, heads, dh, inter, tgt, mem, batch, div_val, **_):
+    nd, klen = heads * dh, tgt + mem
+    head_dim = d if div_val == 1 else d  # the head cluster runs at d_embed (div_val^0 = 1)
+    macs_layer = (3 * d * nd * klen / tgt  # Q, K, V over memory + segment rows
+                  + d * nd * klen / (tgt * batch)  # r_net: once per segment, shared by the batch columns
+                  + 2 * klen * nd  # (q + r_w_bias)·Kᵀ and (q + r_r_bias)·Rᵀ
+                  + klen * nd  # P·V
+                  + nd * d  # o_net
+                  + 2 * d * inter)  # FFN
+    macs_head = head_dim * (TXL_CUTOFFS[0] + len(TXL_CUTOFFS))
+    return 6.0 * (layers * macs_layer + macs_head)
+
+
+def txl_act_bytes(layers, d, heads, dh, inter, tgt, mem, **_):
+    """(floats one batch column keeps: src/models/txl.c's txl_layer_acts, post-LN as NVIDIA's, bytes of
+    16-bit operand copies)"""
+    nd, T, K, n = heads * dh, tgt, tgt + mem, heads
+    per_layer = K * d + 2 * T + 3 * K * nd + n * T * K + T * nd + T * d + T * d + 2 * T + T * inter + T * d + T * d
+    # cat(mem, h), LN1 stats, qkv, probs, ctx, attn_sum, h1, LN2 stats, ff_act, ff_sum, layer input
+    mems = layers * mem * d  # the memory carried to the next segment
+    head = T * (TXL_CUTOFFS[0] + len(TXL_CUTOFFS))  # head logits (softmax in place)
+    other = 3 * T * d
+    scratch = 3 * T * d + T * nd + 3 * K * nd + K * d + T * inter
+    floats = layers * per_layer + mems + head + other + scratch
+    half = 2 * max(T * inter + T * d, n * T * K + K * nd)
+    return floats, half
+
+
+def bert_conversion_elements(layers, hidden, heads, inter, seq, pred):
+    """Activation elements converted fp32 -> 16 bits per sequence when every product converts its operands
+    just before it runs (none reused between products), per layer:
+      forward   x, ctx, h1 (L·H each), GELU output (L·I), q and k (2·L·H), probabilities (heads·L²), v (L·H)
+      data grad the output gradients dqkv (3·L·H), d_attn, d_out (L·H each), dffn (L·I)
+      weight    dY and X of the four dense products: (3LH + LH) + (LH + LH) + (LI + LH) + (LH + LI)
+      attention dctx·Vᵀ, Pᵀ·dctx, dS·K, dSᵀ·Q: 6·L·H + 3·heads·L²
+    = 26·L·H + 4·L·I + 4·heads·L² (the MLM head and pooler are left out: under 2 % here)."""
+    L, H, I, n = seq, hidden, inter, heads
+    return layers * (26 * L * H + 4 * L * I + 4 * n * L * L)
+
+
+HBM = {"A100": 1555e9, "V100": 900e9}  # bytes/s, A100 40GB SXM and V100 SXM2 datasheets
+
+
+def expected_mixed_mfu(model, phase, gpu, n_gpus, rate, micro_batch):
+    """NVIDIA's mixed-precision MFU lowered by the extra memory traffic of converting operands just before
+    each product: per converted element 4 bytes read + 2 written + 2 read by the GEMM, against 4 read by a
+    TF32 GEMM of the fp32 value: 4 extra bytes. Weights: converted for the forward and the data-gradient
+    product, once per micro-batch. Element-wise work in fp32 (NVIDIA's runs in fp16) is not modelled, so
+    this is an upper bound of what hetseq's mixed path can reach with NVIDIA's kernels otherwise."""
+    dims, ph = BERT[model], BERT_PHASES[phase]
+    extra = 4.0 * bert_conversion_elements(**dims, **ph) + 2 * 4.0 * bert_params(**dims) / micro_batch
+    t_nvidia = n_gpus / rate  # seconds per sequence on one GPU
+    t_extra = extra / HBM[gpu]
+    f = bert_flops(**dims, **ph)
+    return f / (t_nvidia + t_extra) / (PEAK[gpu]["fp16"] * 1e12), extra, t_extra / t_nvidia
+
+
+def max_micro_batch(gb, params, per_sample, precision="mixed"):
+    free = gb * GIB - RESERVE - params * BYTES_PER_PARAM[precision]
+    return max(0, math.floor(free / per_sample))
+
+
+def mfu(flops_per_sample, samples_per_s, gpus, peak_tflops):
+    return flops_per_sample * samples_per_s / gpus / (peak_tflops * 1e12)
+
+
+# NVIDIA's published training throughputs (docs in /work/shared/reference, see docs/gpu.md):
+# (model, phase or None, GPU, GPUs, precision, samples/s, unit)
+NVIDIA = [
+    ("BERT-large", "phase 1", "A100", 8, "tf32", 1777, "seq/s"),
+    ("BERT-large", "phase 1", "A100", 8, "fp16", 3231, "seq/s"),
+    ("BERT-large", "phase 1", "A100", 1, "tf32", 234, "seq/s"),
+    ("BERT-large", "phase 1", "A100", 1, "fp16", 415, "seq/s"),
+    ("BERT-large", "phase 2", "A100", 8, "tf32", 318, "seq/s"),
+    ("BERT-large", "phase 2", "A100", 8, "fp16", 620, "seq/s"),
+    ("BERT-large", "phase 1", "V100", 1, "fp32", 40, "seq/s"),
+    ("BERT-large", "phase 1", "V100", 1, "fp16", 158, "seq/s"),
+    ("BERT-large", "phase 2", "V100", 1, "fp32", 9, "seq/s"),
+    ("BERT-large", "phase 2", "V100", 1, "fp16", 33, "seq/s"),
+    ("TXL base", None, "A100", 1, "tf32", 41527, "tok/s"),
+    ("TXL base", None, "A100", 1, "fp16", 59961, "tok/s"),
+    ("TXL base", None, "A100", 8, "tf32", 305933, "tok/s"),
+    ("TXL base", None, "A100", 8, "fp16", 449890, "tok/s"),
+    ("TXL base", None, "V100", 1, "fp32", 13981, "tok/s"),
+    ("TXL base", None, "V100", 1, "fp16", 26639, "tok/s"),
+    ("TXL large", None, "A100", 8, "tf32", 106651, "tok/s"),
+    ("TXL large", None, "A100", 8, "fp16", 159185, "tok/s"),
+]
+
+
+def rows():
+    """(model, phase, params, flops per sample, unit, activation bytes per sample)"""
+    out = []
+    for name, dims in BERT.items():
+        p = bert_params(**dims)
+        for phase, ph in BERT_PHASES.items():
+            out.append((name, phase, p, bert_flops(**dims, **ph), "sequence of %d" % ph["seq"],
+                        bert_act_bytes(**dims, **ph)))
+    for name, dims in TXL.items():
+        out.append((name, "tgt %d, mem %d" % (dims["tgt"], dims["mem"]), txl_params(**dims),
+                    txl_flops_per_token(**dims), "token", txl_act_bytes(**dims)))
+    return out
+
+
+def main():
+    table = rows()
+    print("Memory: bytes per parameter fp32 %d, mixed %d; 1 GiB reserved per GPU\n" %
+          (BYTES_PER_PARAM["fp32"], BYTES_PER_PARAM["mixed"]))
+    gpus = " / ".join("%d" % g for g in GPUS_GB)
+    print("| model | shape | parameters | weights, grads, moments, 16-bit copies | activations per sample, fp32 "
+          "storage (+ 16-bit operands) | largest micro-batch, mixed, on %s GB | fp32 | mixed, if activations were "
+          "stored in 16 bits |" % gpus)
+    print("|---|---|---|---|---|---|---|---|")
+    for name, shape, p, flops, unit, (floats, half) in table:
+        per = 4 * floats + half  # per sequence (BERT) or per batch column of tgt_len tokens (TXL)
+        mixed = [max_micro_batch(g, p, per) for g in GPUS_GB]
+        fp32 = [max_micro_batch(g, p, 4 * floats, "fp32") for g in GPUS_GB]
+        act16 = [max_micro_batch(g, p, 2 * floats) for g in GPUS_GB]
+        sample = "sequence" if name.startswith("BERT") else "column"
+        print("| %s | %s | %.1f M | %.2f GB | %.0f MB per %s (+ %.1f MB) | %s | %s | %s |" % (
+            name, shape, p / 1e6, p * BYTES_PER_PARAM["mixed"] / 1e9, 4 * floats / 1e6, sample, half / 1e6,
+            " / ".join(str(m) for m in mixed), " / ".join(str(m) for m in fp32), " / ".join(str(m) for m in act16)))
+    print("\nModel FLOPs per sample (training):")
+    for name, shape, p, flops, unit, _ in table:
+        print("  %-10s %-16s %8.2f GFLOP per %s" % (name, shape, flops / 1e9, unit))
+    print("\n| model | GPUs | precision | NVIDIA's throughput | model TFLOP/s per GPU | peak (src/train/mfu.c) | MFU |")
+    print("|---|---|---|---|---|---|---|")
+    flops_of = {(r[0], r[1] if r[0].startswith("BERT") else None): r[3] for r in table}
+    for model, phase, gpu, n, prec, rate, unit in NVIDIA:
+        f = flops_of[(model, phase)]
+        peak = PEAK[gpu][prec]
+        print("| %s%s | %d x %s | %s | %s %s | %.1f | %g | %.0f %% |" % (
+            model, " " + phase if phase else "", n, gpu, prec if prec != "fp16" else "mixed (fp16)",
+            format(rate, ","), unit, f * rate / n / 1e12, peak, 100 * mfu(f, rate, n, peak)))
+    print("\nExpected MFU of hetseq's mixed path (operands converted just before each product, fp32 "
+          "activations), from NVIDIA's mixed runs (micro-batch 64 at 128, 16 at 512 on A100; 64 and 8 on V100):")
+    print("| model | GPUs | NVIDIA mixed MFU | extra conversion traffic per sequence | extra time | expected MFU |")
+    print("|---|---|---|---|---|---|")
+    for model, phase, gpu, n, prec, rate, unit in NVIDIA:
+        if prec != "fp16" or not model.startswith("BERT"):
+            continue
+        mb = {("A100", "phase 1"): 64, ("A100", "phase 2"): 16, ("V100", "phase 1"): 64, ("V100", "phase 2"): 8}[(gpu, phase)]
+        exp, extra, frac = expected_mixed_mfu(model, phase, gpu, n, rate, mb)
+        f = bert_flops(**BERT[model], **BERT_PHASES[phase])
+        print("| %s %s | %d x %s | %.0f %% | %.0f MB | +%.0f %% | %.0f %% |" % (
+            model, phase, n, gpu, 100 * mfu(f, rate, n, PEAK[gpu]["fp16"]), extra / 1e6, 100 * frac, 100 * exp))
+    return table
+
+
+def check():
+    """Figures checked by hand (see docs/gpu.md); a mismatch means the counting changed."""
+    bl = BERT["BERT-large"]
+    assert abs(bert_params(**bl) / 1e6 - 336.2) < 0.1, bert_params(**bl)
+    assert abs(bert_params(**BERT["BERT-base"]) / 1e6 - 110.1) < 0.1, bert_params(**BERT["BERT-base"])
+    f1 = bert_flops(**bl, seq=128, pred=20)
+    # 6·128·24·(4·1024² + 2·1024·4096) + 12·24·128²·1024 + 6·20·(1024² + 30528·1024) + 6·(1024² + 2048)
+    assert abs(f1 - (231.928e9 + 4.832e9 + 3.877e9 + 6.3e6)) < 0.01e9, f1
+    assert abs(100 * mfu(f1, 3231, 8, 312) - 31.2) < 0.1, mfu(f1, 3231, 8, 312)
+    assert abs(100 * mfu(f1, 1777, 8, 156) - 34.3) < 0.1, mfu(f1, 1777, 8, 156)
+    # BERT-large phase 1 activations: per layer per token 8H + 2I + 4 + heads·T = 18436 floats
+    per_layer = 128 * (8 * 1024 + 2 * 4096 + 4) + 16 * 128 * 128
+    assert per_layer == 128 * 18436
+    # TXL base per token per layer: 3·512²·2 + 512²·384/(192·32) + 3·384·512 + 512² + 2·512·2048 multiply-adds
+    tb = TXL["TXL base"]
+    macs = 3 * 512 * 512 * 2 + 512 * 512 * 384 / (192 * 32) + 3 * 384 * 512 + 512 * 512 + 2 * 512 * 2048
+    assert abs(txl_flops_per_token(**tb) - 6 * (16 * macs + 512 * 20000)) < 1, txl_flops_per_token(**tb)
+    # BERT-large phase 1 conversions per layer: 26·128·1024 + 4·128·4096 + 4·16·128² = 6 553 600 elements
+    assert bert_conversion_elements(**bl, seq=128, pred=20) == 24 * 6553600
+    print("checks passed")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--check":
+        check()
+    else:
+        main()
