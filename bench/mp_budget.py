@@ -93,16 +93,17 @@ def txl_params(layers, d, heads, dh, inter, div_val, **_):
 
 
 def txl_flops_per_token(layers, d, heads, dh, inter, tgt, mem, batch, div_val, **_):
+    """hetseq's count (src/tasks/model_flops.c, hs_txl_train_flops_per_token): products trained 3 x,
+    qkv_net on the memory rows 2 x (detached: no data gradient); r_net (1/batch of qkv_net) and the
+    tail clusters left out."""
     nd, klen = heads * dh, tgt + mem
-    head_dim = d if div_val == 1 else d  # the head cluster runs at d_embed (div_val^0 = 1)
-    macs_layer = (3 * d * nd * klen / tgt  # Q, K, V over memory + segment rows
-                  + d * nd * klen / (tgt * batch)  # r_net: once per segment, shared by the batch columns
-                  + 2 * klen * nd  # (q + r_w_bias)·Kᵀ and (q + r_r_bias)·Rᵀ
-                  + klen * nd  # P·V
-                  + nd * d  # o_net
-                  + 2 * d * inter)  # FFN
-    macs_head = head_dim * (TXL_CUTOFFS[0] + len(TXL_CUTOFFS))
-    return 6.0 * (layers * macs_layer + macs_head)
+    head_dim = d  # the head cluster runs at d_embed = d (div_val^0 = 1)
+    flops_layer = (3 * 2 * d * 3 * nd  # Q, K, V of the segment rows, trained 3 x
+                   + 2 * 2 * (mem / tgt) * d * 3 * nd  # of the memory rows, trained 2 x
+                   + 3 * 6 * klen * nd  # (q + r_w_bias)·Kᵀ, (q + r_r_bias)·Rᵀ and P·V
+                   + 3 * (2 * nd * d + 4 * d * inter))  # o_net and the FFN
+    flops_head = 6 * head_dim * (TXL_CUTOFFS[0] + len(TXL_CUTOFFS))
+    return layers * flops_layer + flops_head
 
 
 def txl_act_bytes(layers, d, heads, dh, inter, tgt, mem, **_):
@@ -254,10 +255,12 @@ def check():
     # BERT-large phase 1 activations: per layer per token 8H + 2I + 4 + heads·T = 18436 floats
     per_layer = 128 * (8 * 1024 + 2 * 4096 + 4) + 16 * 128 * 128
     assert per_layer == 128 * 18436
-    # TXL base per token per layer: 3·512²·2 + 512²·384/(192·32) + 3·384·512 + 512² + 2·512·2048 multiply-adds
+    # TXL base per token and layer: the segment's Q, K, V 6·3·512² + the memory's 4·3·512² (mem = tgt) +
+    # 18·384·512 + 6·(512² + 2·512·2048); head 6·512·20000 (= src/tasks/model_flops.c: 0.470 GFLOP)
     tb = TXL["TXL base"]
-    macs = 3 * 512 * 512 * 2 + 512 * 512 * 384 / (192 * 32) + 3 * 384 * 512 + 512 * 512 + 2 * 512 * 2048
-    assert abs(txl_flops_per_token(**tb) - 6 * (16 * macs + 512 * 20000)) < 1, txl_flops_per_token(**tb)
+    layer = 6 * 3 * 512**2 + 4 * 3 * 512**2 + 18 * 384 * 512 + 6 * (512**2 + 2 * 512 * 2048)
+    assert abs(txl_flops_per_token(**tb) - (16 * layer + 6 * 512 * 20000)) < 1, txl_flops_per_token(**tb)
+    assert abs(txl_flops_per_token(**tb) / 1e9 - 0.470) < 0.001, txl_flops_per_token(**tb)
     # BERT-large phase 1 conversions per layer: 26·128·1024 + 4·128·4096 + 4·16·128² = 6 553 600 elements
     assert bert_conversion_elements(**bl, seq=128, pred=20) == 24 * 6553600
     print("checks passed")
