@@ -57,7 +57,8 @@ static int write_checkpoint(const char *dir) {
                          .lr_base = 0.01, .lr = 0.005, .meter_loss_sum = 12.5, .meter_sample_count = 1088,
                          .meter_gnorm_sum = 3.25, .meter_clip_count = 1, .meter_updates = 17,
                          .train_wall = 1.5, .seed = 18446744073709551557ull, .world_size = 4,
-                         .train_samples = 60000};
+                         .train_samples = 60000, .loss_scale = 65536.0, .loss_scale_good_steps = 7,
+                         .loss_scale_skipped = 3};
     hs_checkpoint_save(dir, "checkpoint_last.h5", &p, &opt, &st, "task = \"mnist\";\nseed = 1;  # naïve\n");
     free(w);
     free(m);

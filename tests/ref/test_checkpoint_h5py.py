@@ -87,12 +87,14 @@ def main():
         want_state = {"epoch": 2, "updates_in_epoch": 5, "num_updates": 17, "end_of_epoch": 0,
                       "lr_base": 0.01, "lr": 0.005, "meter_loss_sum": 12.5, "meter_sample_count": 1088.0,
                       "meter_gnorm_sum": 3.25, "meter_clip_count": 1.0, "meter_updates": 17.0,
-                      "train_wall": 1.5, "seed": 18446744073709551557, "world_size": 4, "train_samples": 60000}
+                      "train_wall": 1.5, "seed": 18446744073709551557, "world_size": 4, "train_samples": 60000,
+                      "loss_scale": 65536.0, "loss_scale_good_steps": 7, "loss_scale_skipped": 3}
         check(set(ts.keys()) == set(want_state), "train_state attributes %s" % sorted(ts.keys()))
         for k, v in want_state.items():
             check(ts[k] == v, "train_state.%s = %r, want %r" % (k, ts[k], v))
         check(ts["seed"].dtype == np.uint64, "seed dtype %s" % ts["seed"].dtype)
         check(ts["epoch"].dtype == np.int64 and ts["lr"].dtype == np.float64, "train_state dtypes")
+        check(ts["loss_scale"].dtype == np.float64 and ts["loss_scale_skipped"].dtype == np.int64, "loss scaler dtypes")
 
         # /config: the effective configuration text
         cfg = f["config"].asstr()[()]
