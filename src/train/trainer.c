@@ -301,17 +301,17 @@ static void stage_slot(trainer *t, hs_prefetch_slot *slot) {
 }
 
 /* Called once this update's forward/backward work is enqueued and before the host blocks on its
- * results: take the next update's slot (waiting for its reads if they are not done: the next update
- * cannot start without them either) and stage it, so its checks run on the host and its uploads on the
- * copy stream while the device computes this update. */
+ * results: if the next update's slot has been read already, stage it, so its checks run on the host
+ * and its uploads on the copy stream while the device computes this update. It never waits for the
+ * read: a rank blocked here, between its backward pass and the gradient all-reduce, would hold up every
+ * other rank in their collectives while its input thread is still reading (the next update waits for
+ * the slot at its start instead, as without staging ahead). */
 static void stage_ahead(trainer *t) {
     if (!t->stage_inputs || !t->may_stage_ahead || t->ahead) return;
-    const int64_t update = t->st.num_updates + 1;
-    hs_stall_phase(HS_PHASE_INPUT, update + 1, 1);
-    t->ahead = hs_prefetch_wait(t->pf);
+    t->ahead = hs_prefetch_try_wait(t->pf);
+    if (!t->ahead) return;
     stage_slot(t, t->ahead);
     t->staged_ahead++;
-    hs_stall_phase(HS_PHASE_COMPUTE, update, 0);
 }
 
 /* Slots of the per-update float64 all-reduce after the task's statistics: the stop request, and
