@@ -20,9 +20,9 @@ run() {
     { cat "$dir.log"; fail "training into $dir failed"; }
 }
 # same BINARY NAME AHEAD ARGS...: the async and the sync run of ARGS end bit-identical, update by update;
-# with AHEAD given, the async run staged 1 to AHEAD updates' inputs during the update before (those whose
-# read had finished by then: staging ahead never waits for a read; "" = not counted: a stream task's
-# next read is requested late, and the others stage at the start of their update)
+# with AHEAD given, the async run staged at most AHEAD updates' inputs during the update before: those
+# whose read had finished by then (staging ahead never waits for a read, so how many depends on timing;
+# the others are staged, with the same asynchronous uploads and events, at the start of their update)
 same() {
   local bin=$1 name=$2 ahead=$3; shift 3
   run "$bin" async "${name}_async" "$@"
@@ -31,8 +31,8 @@ same() {
   grep -q "input batches are uploaded synchronously" "${name}_sync.log" || { cat "${name}_sync.log"; fail "$name: HETSEQ_INPUT_STAGING=sync was not taken"; }
   local n; n=$(sed -n 's/.*| inputs of \([0-9]*\) update(s) were staged while the update before computed.*/\1/p' "${name}_async.log" | head -1)
   [ -n "$n" ] || { cat "${name}_async.log"; fail "$name: the log does not say how many updates were staged ahead"; }
-  [ -z "$ahead" ] || { [ "$n" -ge 1 ] && [ "$n" -le "$ahead" ]; } ||
-    { cat "${name}_async.log"; fail "$name: $n updates staged ahead, expected 1 to $ahead"; }
+  [ -z "$ahead" ] || [ "$n" -le "$ahead" ] ||
+    { cat "${name}_async.log"; fail "$name: $n updates staged ahead, at most $ahead possible"; }
 
   "$CMP" "${name}_sync/checkpoint_last.h5" "${name}_async/checkpoint_last.h5" 0 || fail "$name: async staging != sync"
   traj "${name}_sync/metrics.jsonl" > s.traj; traj "${name}_async/metrics.jsonl" > a.traj
