@@ -146,9 +146,8 @@ struct hs_backend {
      * the first collective (a collective call itself): NCCL on CUDA — rank 0 calls ncclGetUniqueId,
      * MPI_Bcast sends the id, every rank calls ncclCommInitRank. */
     void (*collectives_init)(const hs_backend *be, const void *mpi_comm);
-    /* buf[n] = Σ over ranks, in place; enqueued after the ops before it, and the ops after it wait for it. */
-    void (*allreduce_sum)(const hs_backend *be, float *buf, size_t n);
-    /* buf[bytes] of rank `root` to every rank; ordered like allreduce_sum. */
+    /* buf[bytes] of rank `root` to every rank, in place; enqueued after the ops before it, and the ops
+     * after it wait for it. */
     void (*broadcast)(const hs_backend *be, void *buf, size_t bytes, int root);
     /* The overlapped gradient all-reduce (src/comm/grad_buckets.c): buf[n] = Σ over ranks, in place,
      * enqueued on the device's collective stream after the compute work enqueued so far; the compute

@@ -85,7 +85,7 @@ static int device_moves(const hs_comm *c, const hs_backend *be) {
         const int all_host = v[0], any_host = -v[1];
         move_mode = all_host ? MOVE_HOST : !any_host ? MOVE_DEVICE : MOVE_STAGED;
         if (move_mode == MOVE_DEVICE) {
-            if (!be->collectives_init || !be->allreduce_sum || !be->broadcast)
+            if (!be->collectives_init || !be->broadcast)
                 hs_die("the %s device has no collectives for its memory; this build cannot run it on %d ranks", be->name,
                        c->size);
             be->collectives_init(be, &c->world);
@@ -110,32 +110,6 @@ static void *staged(const hs_backend *be, size_t bytes) {
         staging_bytes = bytes;
     }
     return staging;
-}
-
-static void allreduce_host_floats(const hs_comm *c, float *buf, size_t n) {
-    const size_t chunk = MAX_MPI_COUNT;
-    for (size_t off = 0; off < n; off += chunk) {
-        int cnt = (int)(n - off < chunk ? n - off : chunk);
-        HS_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, buf + off, cnt, MPI_FLOAT, MPI_SUM, c->world),
-                     "gradient all-reduce failed; a rank may have died (see its message above)");
-    }
-}
-
-void hs_comm_allreduce_device_sum(const hs_comm *c, const hs_backend *be, float *buf, size_t n) {
-    if (c->size == 1 || n == 0) return;
-    switch (device_moves(c, be)) {
-    case MOVE_DEVICE: be->allreduce_sum(be, buf, n); return;
-    case MOVE_HOST: allreduce_host_floats(c, buf, n); return;
-    default:
-        if (be->memory_is_host) {
-            allreduce_host_floats(c, buf, n);
-        } else {
-            float *h = staged(be, n * sizeof *h);
-            be->download(be, h, buf, n * sizeof *h); /* waits for the device: no blocking MPI while it works */
-            allreduce_host_floats(c, h, n);
-            be->upload(be, buf, h, n * sizeof *h);
-        }
-    }
 }
 
 void hs_comm_bcast_device(const hs_comm *c, const hs_backend *be, void *buf, size_t bytes, int root) {

@@ -1,8 +1,9 @@
 /* MPI world: ranks, the node-local rank (for GPU choice), a duplicated communicator for parallel-HDF5
  * I/O (the prefetch thread's collectives must never interleave with the main thread's gradient
- * collectives on one communicator), the device-buffer collectives (gradient all-reduce, parameter and
- * optimizer-state broadcasts) and the host float64 stat sync. Also runs without mpirun as a single
- * process (Open MPI singleton).
+ * collectives on one communicator), the device-buffer broadcasts (parameters and optimizer states), the
+ * agreement on how device buffers move (hs_comm_device_mode; the gradient all-reduce itself is
+ * grad_buckets.h) and the host float64 stat sync. Also runs without mpirun as a single process (Open MPI
+ * singleton).
  * Two kinds of buffer, never mixed: *_device functions take device pointers of a backend and run as
  * device collectives (MPI on the CPU backend, whose device memory is host memory; NCCL on the device's
  * stream on CUDA); the others take host memory and are MPI calls. No device pointer reaches MPI. */
@@ -28,9 +29,6 @@ typedef struct hs_comm {
 void hs_comm_init(hs_comm *c, int *argc, char ***argv);
 void hs_comm_finalize(hs_comm *c);
 
-/* Sum a device float buffer over all ranks in place (enqueued on be's stream; every rank calls it in the
- * same order). */
-void hs_comm_allreduce_device_sum(const hs_comm *c, const hs_backend *be, float *buf, size_t n);
 /* How device buffers move between ranks, agreed by every rank at the first device collective (a
  * collective call the first time; on DEVICE it also joins the device's collective group):
  *   HOST    every rank's device memory is host memory (CPU backends): MPI on the buffers;

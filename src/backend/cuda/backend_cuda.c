@@ -33,7 +33,6 @@ static hs_backend cuda_backend = {
     .stream_wait = hs_cuda_stream_wait,
     .event_synchronize = hs_cuda_event_synchronize,
     .collectives_init = hs_cuda_collectives_init,
-    .allreduce_sum = hs_cuda_allreduce_sum,
     .broadcast = hs_cuda_broadcast,
     .allreduce_sum_async = hs_cuda_allreduce_sum_async,
     .allreduce_wait = hs_cuda_allreduce_wait,

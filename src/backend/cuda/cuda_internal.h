@@ -18,7 +18,6 @@ void hs_cuda_conv_init(const hs_backend *be); /* cuDNN handle on the compute str
 
 /* cuda_nccl.c: the seam's collectives members */
 void hs_cuda_collectives_init(const hs_backend *be, const void *mpi_comm);
-void hs_cuda_allreduce_sum(const hs_backend *be, float *buf, size_t n);
 void hs_cuda_broadcast(const hs_backend *be, void *buf, size_t bytes, int root);
 void hs_cuda_allreduce_sum_async(const hs_backend *be, float *buf, size_t n, int dtype, void *tmp16);
 void hs_cuda_allreduce_wait(const hs_backend *be);

@@ -48,13 +48,6 @@ static void compute_after_comm(hs_cuda_device *d) {
     HS_CUDA_CHECK(cudaStreamWaitEvent(d->compute, d->comm_done, 0));
 }
 
-void hs_cuda_allreduce_sum(const hs_backend *be, float *buf, size_t n) {
-    hs_cuda_device *d = hs_cuda_dev(be);
-    comm_after_compute(d);
-    HS_NCCL_CHECK(ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, (ncclComm_t)d->nccl, d->comm));
-    compute_after_comm(d);
-}
-
 void hs_cuda_broadcast(const hs_backend *be, void *buf, size_t bytes, int root) {
     hs_cuda_device *d = hs_cuda_dev(be);
     comm_after_compute(d);
