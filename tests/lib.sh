@@ -22,6 +22,17 @@ make_tiny_mnist() {
     --limit-test 40 --out "$1" > "$1.log" 2>&1 || { cat "$1.log"; fail "hetseq prep mnist of $1 failed"; }
 }
 
+# make_bert_small_shards TRAIN_ROWS: the shards tests/e2e/bert_small.cfg reads (shards/wiki_*.hdf5; a
+# vocabulary of 1000, 32 tokens and up to 5 masked per sequence): training files of TRAIN_ROWS rows (a
+# comma list, e.g. 37,50,13; seed 3) and one test file of 24 rows (seed 4). Needs PYTHON_TORCH (h5py).
+make_bert_small_shards() {
+  local w="$top_srcdir/tests/ref/make_bert_shards.py"
+  "$PYTHON_TORCH" "$w" shards --prefix wiki --split training --rows "$1" --seq-len 32 --max-pred 5 --vocab 1000 \
+    --seed 3 || fail "writing training shards"
+  "$PYTHON_TORCH" "$w" shards --prefix wiki --split test --rows 24 --seq-len 32 --max-pred 5 --vocab 1000 \
+    --seed 4 || fail "writing test shards"
+}
+
 # mpi N CMD...: run CMD on N ranks (root-safe, oversubscribed on a 2-core machine), 300 s limit (a
 # hang guard: a loaded 2-core machine running the suite two tests at a time is slow).
 mpi() {

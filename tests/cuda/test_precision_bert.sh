@@ -27,10 +27,7 @@ EMU="${HETSEQ_EMU:-$top_builddir/tests/cuda/hetseq_emu}"
 [ -n "${PYTHON_TORCH:-}" ] || skip "no Python with h5py to write the test shards"
 CFG="$top_srcdir/tests/e2e/bert_small.cfg"
 UPDATES=${HS_PRECISION_BERT_UPDATES:-200}
-"$PYTHON_TORCH" "$top_srcdir/tests/ref/make_bert_shards.py" shards --prefix wiki --split training \
-  --rows 400,400 --seq-len 32 --max-pred 5 --vocab 1000 --seed 3 >/dev/null || fail "writing training shards"
-"$PYTHON_TORCH" "$top_srcdir/tests/ref/make_bert_shards.py" shards --prefix wiki --split test \
-  --rows 24 --seq-len 32 --max-pred 5 --vocab 1000 --seed 4 >/dev/null || fail "writing test shards"
+make_bert_small_shards 400,400
 run() { # precision [device]
   local p=$1 dev=${2:-cuda} t0 t1
   t0=$(date +%s)

@@ -17,10 +17,7 @@
 grep -q '^#define HAVE_DNNL 1' "$top_builddir/build_config.h" || skip "hetseq built without oneDNN (libdnnl-dev)"
 CFG="$top_srcdir/tests/e2e/bert_small.cfg"
 UPDATES=${HS_BF16_BERT_UPDATES:-200}
-"$PYTHON_TORCH" "$top_srcdir/tests/ref/make_bert_shards.py" shards --prefix wiki --split training \
-  --rows 400,400 --seq-len 32 --max-pred 5 --vocab 1000 --seed 3 >/dev/null || fail "writing training shards"
-"$PYTHON_TORCH" "$top_srcdir/tests/ref/make_bert_shards.py" shards --prefix wiki --split test \
-  --rows 24 --seq-len 32 --max-pred 5 --vocab 1000 --seed 4 >/dev/null || fail "writing test shards"
+make_bert_small_shards 400,400
 for p in fp32 bf16; do
   OMP_NUM_THREADS=1 mpi 1 "$HETSEQ" train "$CFG" -o precision=\"$p\" -o training.max_update=$UPDATES \
     -o lr_scheduler.total_num_update=$UPDATES -o training.validate_interval_updates=0 \

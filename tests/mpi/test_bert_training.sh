@@ -9,10 +9,7 @@
 [ -n "${PYTHON_TORCH:-}" ] || skip "no Python with h5py to write the test shards"
 CFG="$top_srcdir/tests/e2e/bert_small.cfg"
 CMP="$top_builddir/tests/tools/h5compare"
-"$PYTHON_TORCH" "$top_srcdir/tests/ref/make_bert_shards.py" shards --prefix wiki --split training \
-  --rows 37,50,13 --seq-len 32 --max-pred 5 --vocab 1000 --seed 3 || fail "writing training shards"
-"$PYTHON_TORCH" "$top_srcdir/tests/ref/make_bert_shards.py" shards --prefix wiki --split test \
-  --rows 24 --seq-len 32 --max-pred 5 --vocab 1000 --seed 4 || fail "writing test shards"
+make_bert_small_shards 37,50,13
 
 run() { # ranks uf dir extra...
   local np=$1 uf=$2 dir=$3; shift 3

@@ -8,10 +8,7 @@
 [ -n "${PYTHON_TORCH:-}" ] || skip "no Python with h5py to write the test shards"
 CFG="$top_srcdir/tests/e2e/bert_small.cfg"
 CMP="$top_builddir/tests/tools/h5compare"
-"$PYTHON_TORCH" "$top_srcdir/tests/ref/make_bert_shards.py" shards --prefix wiki --split training \
-  --rows 37,50,13 --seq-len 32 --max-pred 5 --vocab 1000 --seed 3 || fail "writing training shards"
-"$PYTHON_TORCH" "$top_srcdir/tests/ref/make_bert_shards.py" shards --prefix wiki --split test \
-  --rows 24 --seq-len 32 --max-pred 5 --vocab 1000 --seed 4 || fail "writing test shards"
+make_bert_small_shards 37,50,13
 # 128 wide: about 2 MiB of gradients, so a 1 MiB cap cuts several buckets
 wide="-o model.hidden_size=128 -o model.intermediate_size=512 -o training.max_update=4 -o training.validate_interval_updates=0"
 run() { # binary ranks dir extra...
