@@ -7,17 +7,21 @@
 CMP="$top_builddir/tests/tools/h5compare"
 make_tiny_mnist tiny.h5
 CFG="$top_srcdir/tests/e2e/small.cfg"
-# 50 updates per epoch on 2 ranks; long enough that the signal lands mid-run: a signal to mpirun reaches
-# the ranks only after odls_base_sigkill_timeout (below), and an idle machine runs ~60 updates a second.
-MAX_UPDATE=600
-args=(-o data.path=\"tiny.h5\" -o training.max_sentences=4 -o training.max_epoch=0 -o training.max_update=$MAX_UPDATE
-      -o log.interval=10)
+# 50 updates per epoch on 2 ranks. Each run is long enough that the signal lands mid-run: the signal is
+# sent once 20 updates are logged; a signal to the ranks, or SIGUSR1 to mpirun, arrives at once (200
+# updates), while SIGTERM to mpirun reaches the ranks only after odls_base_sigkill_timeout (below), and an
+# idle machine runs ~60 updates a second (600).
+SHORT=200 LONG=600
+args=(-o data.path=\"tiny.h5\" -o training.max_sentences=4 -o training.max_epoch=0 -o log.interval=10)
 # mpirun waits this long before it passes its SIGTERM on to the ranks, and as long again before a
 # SIGKILL (Open MPI's default is 1 s: too short to write a large checkpoint).
 export OMPI_MCA_odls_base_sigkill_timeout=4
 
-mpi 2 "$HETSEQ" train "$CFG" "${args[@]}" -o checkpoint.save_dir=\"ref\" > ref.log 2>&1 \
-  || { cat ref.log; fail "the uninterrupted run failed"; }
+# The uninterrupted runs, one per length.
+for max in $SHORT $LONG; do
+  mpi 2 "$HETSEQ" train "$CFG" "${args[@]}" -o training.max_update=$max -o checkpoint.save_dir=\"ref_$max\" \
+    > "ref_$max.log" 2>&1 || { cat "ref_$max.log"; fail "the uninterrupted run of $max updates failed"; }
+done
 
 saved_updates() { h5dump -a /train_state/num_updates "$1" 2>/dev/null | sed -n 's/^ *(0): *//p'; }
 updates_logged() { # num_updates of the newest train record, 0 before the first
@@ -25,11 +29,11 @@ updates_logged() { # num_updates of the newest train record, 0 before the first
   echo "${n:-0}"
 }
 
-# stop NAME SIGNAL TARGET EXPECTED_STATUS: TARGET = mpirun or ranks.
+# stop NAME SIGNAL TARGET EXPECTED_STATUS MAX_UPDATE: TARGET = mpirun or ranks.
 stop() {
-  local name=$1 sig=$2 target=$3 want=$4 dir="ck_$1"
-  "$MPIRUN" --allow-run-as-root --oversubscribe -np 2 --mca btl self,vader "$HETSEQ" train "$CFG" "${args[@]}" \
-    -o checkpoint.save_dir=\"$dir\" > "$name.log" 2>&1 &
+  local name=$1 sig=$2 target=$3 want=$4 max=$5 dir="ck_$1"
+  local cmd=("$HETSEQ" train "$CFG" "${args[@]}" -o training.max_update=$max -o checkpoint.save_dir=\"$dir\")
+  "$MPIRUN" --allow-run-as-root --oversubscribe -np 2 --mca btl self,vader "${cmd[@]}" > "$name.log" 2>&1 &
   local pid=$! i
   for i in $(seq 1 600); do [ "$(updates_logged "$dir")" -ge 20 ] && break; sleep 0.1; done
   [ "$(updates_logged "$dir")" -ge 20 ] || { kill -9 $pid; cat "$name.log"; fail "$name: the run did not get going"; }
@@ -43,25 +47,25 @@ stop() {
   local line n
   line=$(grep -m1 "stopped by SIG$sig after update" "$name.log") || { cat "$name.log"; fail "$name: no stop line"; }
   n=$(printf '%s\n' "$line" | sed 's/.*after update \([0-9]*\).*/\1/')
-  [ "$n" -lt $MAX_UPDATE ] || fail "$name: the signal did not stop the run early"
+  [ "$n" -lt "$max" ] || fail "$name: the signal did not stop the run early"
   [ "$(saved_updates "$dir/checkpoint_last.h5")" = "$n" ] \
     || fail "$name: checkpoint_last.h5 holds update $(saved_updates "$dir/checkpoint_last.h5"), the run stopped after $n"
-  mpi 2 "$HETSEQ" train "$CFG" "${args[@]}" -o checkpoint.save_dir=\"$dir\" > "$name.rerun.log" 2>&1 \
+  mpi 2 "${cmd[@]}" > "$name.rerun.log" 2>&1 \
     || { cat "$name.rerun.log"; fail "$name: the rerun failed"; }
   grep -q "resuming from $dir/checkpoint_last.h5 (.*$n updates in all)" "$name.rerun.log" \
     || fail "$name: the rerun did not resume from update $n"
-  "$CMP" ref/checkpoint_last.h5 "$dir/checkpoint_last.h5" 0 > "$name.cmp" \
+  "$CMP" "ref_$max/checkpoint_last.h5" "$dir/checkpoint_last.h5" 0 > "$name.cmp" \
     || { cat "$name.cmp"; fail "$name: the resumed run does not end with the uninterrupted run's parameters"; }
   echo "ok: $name: $line; exit $rc; resumed bit-identical"
 }
 
 # SIGUSR1 straight to the ranks (what srun and `--signal=USR1@T` do): every rank exits 75, so does mpirun.
-stop usr1_ranks USR1 ranks 75
+stop usr1_ranks USR1 ranks 75 $SHORT
 # SIGTERM straight to the ranks (Slurm's time limit, scancel with srun).
-stop term_ranks TERM ranks 75
+stop term_ranks TERM ranks 75 $SHORT
 # SIGUSR1 to mpirun, which forwards it to the ranks.
-stop usr1_mpirun USR1 mpirun 75
+stop usr1_mpirun USR1 mpirun 75 $SHORT
 # SIGTERM to mpirun (scancel of an mpirun job): the ranks stop as above; mpirun itself, having been
 # signalled, reports 1 (Open MPI's own status), which docs/reliability.md says.
-stop term_mpirun TERM mpirun 1
+stop term_mpirun TERM mpirun 1 $LONG
 pass
