@@ -150,6 +150,8 @@ int main(int argc, char **argv) {
            "ratio %4.0f%%  peak RSS %6.0f MiB  loss %.3f\n",
            seq_per_s, 1e3 * seconds / iterations, 1e3 * fwd_bwd / iterations, flops / B / 1e9, gflops, sgemm,
            100.0 * gflops / sgemm, ru.ru_maxrss / 1024.0, loss);
+    printf("  activations %.1f MiB (%s storage; HETSEQ_ACTIVATION_STORAGE=fp32 keeps fp32 under bf16)\n",
+           hs_bert_activation_bytes(model) / 1048576.0, hs_bert_activations_16bit(model) ? "16-bit" : "fp32");
     hs_optimizer_free(opt);
     hs_bert_free(model);
     hs_params_free(&params);

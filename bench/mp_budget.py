@@ -10,10 +10,13 @@ What is counted (bytes):
                   moments) + 2 for a 16-bit (bf16/fp16) copy of the weight as a GEMM operand = 18
                   (16 in fp32 training; the 16-bit copy is an upper bound: converted just before each
                   product, only the weight in use needs it)
-  per sample      the fp32 activations the backward pass reads (hetseq stores activations in fp32; only
-                  GEMM operands are converted to 16 bits, just before each product), the backward
-                  scratch that grows with the micro-batch, and the 16-bit copies of the largest
-                  product's two activation operands
+  per sample      the activations the backward pass reads, the backward scratch that grows with the
+                  micro-batch, and the 16-bit copies of the largest product's two activation operands.
+                  BERT under bf16/fp16 keeps q|k|v, the attention probabilities, the context and the FFN
+                  pre-activation and GELU output of every layer in 16 bits plus one fp32 working set of
+                  them (src/models/bert.c); the residual stream, LayerNorm tensors and heads stay fp32.
+                  Transformer-XL stores every activation in fp32 under every precision (its mixed
+                  figure is fp32 storage plus the 16-bit operand copies).
   per GPU         1 GiB reserved for the CUDA context, cuBLASLt/cuDNN workspaces and allocator slack
 Model FLOPs: src/tasks/model_flops.c for BERT (MLM head on the labelled positions only); for
 Transformer-XL the same accounting (multiply-add = 2, training = 3 x forward, GEMMs only) per target
@@ -63,19 +66,29 @@ def bert_flops(layers, hidden, heads, inter, seq, pred):
     return 6.0 * T * L * (4 * H * H + 2 * H * I) + 12.0 * L * T * T * H + 6.0 * P * (H * H + V * H) + 6.0 * (H * H + 2 * H)
 
 
+def bert_kept_16(hidden, heads, inter, seq, **_):
+    """Elements per layer and sequence that bf16/fp16 keep in 16 bits (src/models/bert.c): q|k|v, the
+    attention probabilities, the context, the FFN pre-activation and GELU output."""
+    H, I, T, n = hidden, inter, seq, heads
+    return 3 * T * H + n * T * T + T * H + 2 * T * I
+
+
 def bert_act_bytes(layers, hidden, heads, inter, seq, pred):
-    """(floats one sequence keeps: src/models/bert.c's bert_layer_acts and the model's buffers, bytes of
-    16-bit operand copies)"""
+    """(floats one sequence keeps in fp32 storage: src/models/bert.c's bert_layer_acts and the model's
+    buffers, bytes of 16-bit operand copies, bytes one sequence keeps under bf16/fp16: the kept tensors in
+    16 bits per layer plus one fp32 working set of them)"""
     L, H, I, V, T, P, n = layers, hidden, inter, VOCAB, seq, pred, heads
-    per_layer = T * H + 3 * T * H + n * T * T + T * H + T * H + T * H + 2 * T * I + T * H + 4 * T
-    # input, qkv, probs, ctx, attn_sum, attn_out, ffn_pre + ffn_act, ffn_sum, 4 LayerNorm statistics
+    kept = bert_kept_16(hidden, heads, inter, seq)
+    per_layer = T * H + T * H + T * H + T * H + 4 * T + kept
+    # input, attn_sum, attn_out, ffn_sum, 4 LayerNorm statistics; qkv, probs, ctx, ffn_pre + ffn_act
     other = T * H + 2 * T + T * H + T + P * (4 * H + 2 + V) + 2 * H + 2
     # emb_sum + stats, encoder output, mask bias, MLM rows/pre/act/out + stats + logits, pooler, NSP
     scratch = 3 * T * H + T * max(I, 3 * H) + 2 * P * H + 2 * H
     # grad_h, grad_tmp, grad_ctx; workspace (dgelu, then dqkv); MLM and pooler gradients
     floats = L * per_layer + other + scratch
     half = 2 * max(T * I + T * H, n * T * T + T * H)  # 16-bit copies of the largest product's activation operands
-    return floats, half
+    mixed = 4 * (floats - L * kept + kept) + 2 * L * kept  # fp32 tensors + one working set; 16-bit copies
+    return floats, half, mixed
 
 
 def txl_params(layers, d, heads, dh, inter, div_val, **_):
@@ -118,7 +131,7 @@ def txl_act_bytes(layers, d, heads, dh, inter, tgt, mem, **_):
     scratch = 3 * T * d + T * nd + 3 * K * nd + K * d + T * inter
     floats = layers * per_layer + mems + head + other + scratch
     half = 2 * max(T * inter + T * d, n * T * K + K * nd)
-    return floats, half
+    return floats, half, 4 * floats  # fp32 storage under every precision
 
 
 def bert_conversion_elements(layers, hidden, heads, inter, seq, pred):
@@ -140,10 +153,12 @@ def expected_mixed_mfu(model, phase, gpu, n_gpus, rate, micro_batch):
     """NVIDIA's mixed-precision MFU lowered by the extra memory traffic of converting operands just before
     each product: per converted element 4 bytes read + 2 written + 2 read by the GEMM, against 4 read by a
     TF32 GEMM of the fp32 value: 4 extra bytes. Weights: converted for the forward and the data-gradient
-    product, once per micro-batch. Element-wise work in fp32 (NVIDIA's runs in fp16) is not modelled, so
+    product, once per micro-batch. The 16-bit activation storage adds per kept element 4 read + 2 written
+    (rounded after the layer's forward) and 2 read + 4 written (widened before its backward): 12 bytes. Element-wise work in fp32 (NVIDIA's runs in fp16) is not modelled, so
     this is an upper bound of what hetseq's mixed path can reach with NVIDIA's kernels otherwise."""
     dims, ph = BERT[model], BERT_PHASES[phase]
-    extra = 4.0 * bert_conversion_elements(**dims, **ph) + 2 * 4.0 * bert_params(**dims) / micro_batch
+    extra = (4.0 * bert_conversion_elements(**dims, **ph) + 2 * 4.0 * bert_params(**dims) / micro_batch
+             + 12.0 * dims["layers"] * bert_kept_16(**dims, **ph))
     t_nvidia = n_gpus / rate  # seconds per sequence on one GPU
     t_extra = extra / HBM[gpu]
     f = bert_flops(**dims, **ph)
@@ -202,19 +217,20 @@ def main():
     print("Memory: bytes per parameter fp32 %d, mixed %d; 1 GiB reserved per GPU\n" %
           (BYTES_PER_PARAM["fp32"], BYTES_PER_PARAM["mixed"]))
     gpus = " / ".join("%d" % g for g in GPUS_GB)
-    print("| model | shape | parameters | weights, grads, moments, 16-bit copies | activations per sample, fp32 "
-          "storage (+ 16-bit operands) | largest micro-batch, mixed, on %s GB | fp32 | mixed, if activations were "
-          "stored in 16 bits |" % gpus)
+    print("| model | shape | parameters | weights, grads, moments, 16-bit copies | activations per sample: fp32 "
+          "storage, mixed (+ 16-bit operands) | largest micro-batch, mixed, on %s GB | fp32 | mixed, if every "
+          "activation were stored in 16 bits |" % gpus)
     print("|---|---|---|---|---|---|---|---|")
-    for name, shape, p, flops, unit, (floats, half) in table:
-        per = 4 * floats + half  # per sequence (BERT) or per batch column of tgt_len tokens (TXL)
+    for name, shape, p, flops, unit, (floats, half, mixed_bytes) in table:
+        per = mixed_bytes + half  # per sequence (BERT) or per batch column of tgt_len tokens (TXL)
         mixed = [max_micro_batch(g, p, per) for g in GPUS_GB]
         fp32 = [max_micro_batch(g, p, 4 * floats, "fp32") for g in GPUS_GB]
         act16 = [max_micro_batch(g, p, 2 * floats) for g in GPUS_GB]
         sample = "sequence" if name.startswith("BERT") else "column"
-        print("| %s | %s | %.1f M | %.2f GB | %.0f MB per %s (+ %.1f MB) | %s | %s | %s |" % (
-            name, shape, p / 1e6, p * BYTES_PER_PARAM["mixed"] / 1e9, 4 * floats / 1e6, sample, half / 1e6,
-            " / ".join(str(m) for m in mixed), " / ".join(str(m) for m in fp32), " / ".join(str(m) for m in act16)))
+        print("| %s | %s | %.1f M | %.2f GB | %.0f MB, %.0f MB per %s (+ %.1f MB) | %s | %s | %s |" % (
+            name, shape, p / 1e6, p * BYTES_PER_PARAM["mixed"] / 1e9, 4 * floats / 1e6, mixed_bytes / 1e6, sample,
+            half / 1e6, " / ".join(str(m) for m in mixed), " / ".join(str(m) for m in fp32),
+            " / ".join(str(m) for m in act16)))
     print("\nModel FLOPs per sample (training):")
     for name, shape, p, flops, unit, _ in table:
         print("  %-10s %-16s %8.2f GFLOP per %s" % (name, shape, flops / 1e9, unit))
@@ -227,9 +243,8 @@ def main():
         print("| %s%s | %d x %s | %s | %s %s | %.1f | %g | %.0f %% |" % (
             model, " " + phase if phase else "", n, gpu, prec if prec != "fp16" else "mixed (fp16)",
             format(rate, ","), unit, f * rate / n / 1e12, peak, 100 * mfu(f, rate, n, peak)))
-    print("\nExpected MFU of hetseq's mixed path (operands converted just before each product, fp32 "
-          "activations), from NVIDIA's mixed runs (micro-batch 64 at 128, 16 at 512 on A100; 64 and 8 on V100):")
-    print("| model | GPUs | NVIDIA mixed MFU | extra conversion traffic per sequence | extra time | expected MFU |")
+    print("\nExpected MFU of hetseq's mixed path (operands converted just before each product), from NVIDIA's mixed runs (micro-batch 64 at 128, 16 at 512 on A100; 64 and 8 on V100):")
+    print("| model | GPUs | NVIDIA mixed MFU | extra traffic per sequence (conversions, 16-bit storage) | extra time | expected MFU |")
     print("|---|---|---|---|---|---|")
     for model, phase, gpu, n, prec, rate, unit in NVIDIA:
         if prec != "fp16" or not model.startswith("BERT"):
@@ -255,6 +270,10 @@ def check():
     # BERT-large phase 1 activations: per layer per token 8H + 2I + 4 + heads·T = 18436 floats
     per_layer = 128 * (8 * 1024 + 2 * 4096 + 4) + 16 * 128 * 128
     assert per_layer == 128 * 18436
+    # of which kept in 16 bits under bf16/fp16: q|k|v, ctx (4H), ffn_pre + GELU (2I), probs (heads·T)
+    assert bert_kept_16(**bl, seq=128) == 128 * (4 * 1024 + 2 * 4096 + 16 * 128)
+    floats, _, mixed = bert_act_bytes(**bl, seq=128, pred=20)
+    assert mixed == 4 * (floats - 23 * 128 * 14336) + 2 * 24 * 128 * 14336, (floats, mixed)
     # TXL base per token and layer: the segment's Q, K, V 6·3·512² + the memory's 4·3·512² (mem = tgt) +
     # 18·384·512 + 6·(512² + 2·512·2048); head 6·512·20000 (= src/tasks/model_flops.c: 0.470 GFLOP)
     tb = TXL["TXL base"]

@@ -159,6 +159,14 @@ struct hs_backend {
     /* The ops enqueued after this wait for every allreduce_sum_async enqueued before it. */
     void (*allreduce_wait)(const hs_backend *be);
 
+    /* ---- 16-bit storage (activations kept for the backward pass under precision bf16 | fp16) ------ */
+    /* dst[n] = the bit patterns of src[n] rounded to the 16-bit type of be->precision: bfloat16 under
+     * HS_PRECISION_BF16, IEEE half otherwise; nearest, ties to even, NaN kept, the sign kept (-0.0
+     * too), fp16 overflow to ±inf: the roundings of src/util/lowp.h, the same bits on every backend. */
+    void (*to_half)(const hs_backend *be, uint16_t *dst, const float *src, size_t n);
+    /* dst[n] = src[n] (that 16-bit type) widened to fp32: exact. */
+    void (*from_half)(const hs_backend *be, float *dst, const uint16_t *src, size_t n);
+
     /* ---- dense linear algebra -------------------------------------------------------------------- */
     /* c[m,n] = alpha * op(a)[m,k] · op(b)[k,n] + beta * c[m,n]; op = transpose if trans_* != 0. */
     void (*gemm)(const hs_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,

@@ -7,6 +7,18 @@
  * [T,H] buffers plus one workspace that holds the FFN gradient [T,I] and later the attention's dqkv
  * [T,3H]. The MLM head sees only the labelled rows: logits [Np,V] with Np = labelled tokens.
  *
+ * 16-bit storage (precision bf16 | fp16, unless HETSEQ_ACTIVATION_STORAGE=fp32): the tensors a
+ * mixed-precision framework keeps in 16 bits — q|k|v, the attention probabilities, the context, the FFN
+ * pre-activation and its GELU — are kept per layer in the 16-bit type of the precision (be->to_half);
+ * the residual stream, LayerNorm inputs, outputs and statistics stay fp32 (as autocast keeps them).
+ * Each layer runs its forward in ONE fp32 working set of those five tensors shared by all layers and
+ * then rounds what it keeps; the backward widens one layer's copies back into the working set
+ * (be->from_half, exact) and runs as in fp32 storage. q|k|v, the context and the GELU output are only
+ * read as operands of products, which round them to the same 16 bits anyway, so storing them rounded
+ * changes nothing; the GELU backward (from the pre-activation) and the softmax backward (from the
+ * probabilities; the sign bit that marks a dropped one survives, -0.0 too) see rounded values: the
+ * documented cost (docs/gpu.md, "Mixed precision"). The forward and the loss are unchanged.
+ *
  * How the BERT model composes them (post-LN encoder, NVIDIA/HetSeq BertForPreTraining):
  *   embeddings   h = LN(word[ids] + position[arange(L)] + token_type[segment]) → dropout
  *                  hs_embedding_forward (accumulate 0, then 1), hs_position_embedding_forward,
@@ -40,6 +52,7 @@
 #include "nn/layers.h"
 #include "nn/init.h"
 #include "util/check.h"
+#include "util/lowp.h"
 
 /* BertLayerNorm's epsilon. */
 #define HS_BERT_LAYERNORM_EPS 1e-12f
@@ -69,6 +82,11 @@ typedef struct bert_layer_acts {
     float *ffn_mean, *ffn_rstd;  /* [T] */
 } bert_layer_acts;
 
+/* The 16-bit copies of one layer's tensors (16-bit storage only), shapes as in bert_layer_acts. */
+typedef struct bert_layer_half {
+    uint16_t *qkv, *probs, *ctx, *ffn_pre, *ffn_act;
+} bert_layer_half;
+
 struct hs_bert {
     hs_params *params;
     const hs_backend *be;
@@ -91,7 +109,10 @@ struct hs_bert {
     /* forward activations */
     float *emb_sum, *emb_mean, *emb_rstd; /* [T,H] word + position + token type (LayerNorm input); [T] */
     float **hidden;                       /* [N+1] of [T,H]: hidden[i] = input of layer i, hidden[N] = output */
-    bert_layer_acts *acts;                /* [N] */
+    bert_layer_acts *acts;                /* [N]; with 16-bit storage their qkv, probs, ctx, ffn_pre and
+                                           * ffn_act are one fp32 working set shared by every layer */
+    bert_layer_half *half;                /* [N] 16-bit copies, or NULL: fp32 storage */
+    size_t activation_bytes;              /* bytes of the buffers above (hs_bert_activation_bytes) */
     float *pool_in, *pool_out;            /* [B,H] h[:,0]; tanh(pool_in·Wᵀ + b) */
     float *nsp_logits;                    /* [B,2], softmax in place */
     float *mlm_in, *mlm_pre, *mlm_act;    /* [Np,H] gathered rows; transform pre-activation; GELU */
@@ -191,6 +212,28 @@ hs_bert *hs_bert_create(hs_params *params, const hs_bert_config *cfg, int max_ba
 
 static float *alloc_floats(const hs_backend *be, size_t n) { return be->alloc(be, (n ? n : 1) * sizeof(float)); }
 
+/* An activation buffer of n floats (or n 16-bit values, when half), counted in activation_bytes. */
+static float *alloc_act(hs_bert *m, size_t n) {
+    m->activation_bytes += n * sizeof(float);
+    return alloc_floats(m->be, n);
+}
+static uint16_t *alloc_half(hs_bert *m, size_t n) {
+    m->activation_bytes += n * sizeof(uint16_t);
+    return m->be->alloc(m->be, (n ? n : 1) * sizeof(uint16_t));
+}
+
+/* 16-bit storage under bf16 and fp16 unless HETSEQ_ACTIVATION_STORAGE=fp32 (the layout of fp32 and
+ * tf32, for comparing the two); "auto" is the default. */
+static int wants_half_storage(const hs_backend *be) {
+    const char *env = getenv("HETSEQ_ACTIVATION_STORAGE");
+    if (env && *env && strcmp(env, "auto") != 0 && strcmp(env, "fp32") != 0)
+        hs_die_all("HETSEQ_ACTIVATION_STORAGE = \"%s\": use \"auto\" (the default: 16 bits under precision bf16 "
+                   "and fp16) or \"fp32\"",
+                   env);
+    const int reduced = be->precision == HS_PRECISION_BF16 || be->precision == HS_PRECISION_FP16;
+    return reduced && !(env && strcmp(env, "fp32") == 0);
+}
+
 /* Which backward stage writes which gradient (the writers of heads_backward, layer_backward and
  * embeddings_backward), once. */
 static void grads_ready_plan(hs_bert *m) {
@@ -237,37 +280,51 @@ void hs_bert_setup(hs_bert *m) {
     m->labels_host = be->host_alloc(be, (NP ? NP : 1) * sizeof(int32_t));
     m->cls_host = be->host_alloc(be, B * sizeof(int32_t));
 
-    m->emb_sum = alloc_floats(be, T * H);
-    m->emb_mean = alloc_floats(be, T);
-    m->emb_rstd = alloc_floats(be, T);
+    m->activation_bytes = 0;
+    m->emb_sum = alloc_act(m, T * H);
+    m->emb_mean = alloc_act(m, T);
+    m->emb_rstd = alloc_act(m, T);
     HS_ALLOC(m->hidden, N + 1);
-    for (int i = 0; i <= N; i++) m->hidden[i] = alloc_floats(be, T * H);
+    for (int i = 0; i <= N; i++) m->hidden[i] = alloc_act(m, T * H);
     HS_ALLOC(m->acts, N);
+    const int half = wants_half_storage(be);
+    if (half) HS_ALLOC(m->half, N);
     for (int i = 0; i < N; i++) {
         bert_layer_acts *a = &m->acts[i];
-        a->qkv = alloc_floats(be, T * 3 * H);
-        a->probs = alloc_floats(be, B * heads * LL);
-        a->ctx = alloc_floats(be, T * H);
-        a->attn_sum = alloc_floats(be, T * H);
-        a->attn_mean = alloc_floats(be, T);
-        a->attn_rstd = alloc_floats(be, T);
-        a->attn_out = alloc_floats(be, T * H);
-        a->ffn_pre = alloc_floats(be, T * I);
-        a->ffn_act = alloc_floats(be, T * I);
-        a->ffn_sum = alloc_floats(be, T * H);
-        a->ffn_mean = alloc_floats(be, T);
-        a->ffn_rstd = alloc_floats(be, T);
+        /* the five tensors kept in 16 bits: fp32 storage gives every layer its own; 16-bit storage
+         * allocates them once (layer 0) as the working set every layer shares (same order as fp32) */
+        const bert_layer_acts *w = half && i > 0 ? &m->acts[0] : NULL;
+        a->qkv = w ? w->qkv : alloc_act(m, T * 3 * H);
+        a->probs = w ? w->probs : alloc_act(m, B * heads * LL);
+        a->ctx = w ? w->ctx : alloc_act(m, T * H);
+        a->attn_sum = alloc_act(m, T * H);
+        a->attn_mean = alloc_act(m, T);
+        a->attn_rstd = alloc_act(m, T);
+        a->attn_out = alloc_act(m, T * H);
+        a->ffn_pre = w ? w->ffn_pre : alloc_act(m, T * I);
+        a->ffn_act = w ? w->ffn_act : alloc_act(m, T * I);
+        a->ffn_sum = alloc_act(m, T * H);
+        a->ffn_mean = alloc_act(m, T);
+        a->ffn_rstd = alloc_act(m, T);
+        if (half) {
+            bert_layer_half *h = &m->half[i];
+            h->qkv = alloc_half(m, T * 3 * H);
+            h->probs = alloc_half(m, B * heads * LL);
+            h->ctx = alloc_half(m, T * H);
+            h->ffn_pre = alloc_half(m, T * I);
+            h->ffn_act = alloc_half(m, T * I);
+        }
     }
-    m->pool_in = alloc_floats(be, B * H);
-    m->pool_out = alloc_floats(be, B * H);
-    m->nsp_logits = alloc_floats(be, B * 2);
-    m->mlm_in = alloc_floats(be, NP * H);
-    m->mlm_pre = alloc_floats(be, NP * H);
-    m->mlm_act = alloc_floats(be, NP * H);
-    m->mlm_mean = alloc_floats(be, NP);
-    m->mlm_rstd = alloc_floats(be, NP);
-    m->mlm_out = alloc_floats(be, NP * H);
-    m->mlm_logits = alloc_floats(be, NP * V);
+    m->pool_in = alloc_act(m, B * H);
+    m->pool_out = alloc_act(m, B * H);
+    m->nsp_logits = alloc_act(m, B * 2);
+    m->mlm_in = alloc_act(m, NP * H);
+    m->mlm_pre = alloc_act(m, NP * H);
+    m->mlm_act = alloc_act(m, NP * H);
+    m->mlm_mean = alloc_act(m, NP);
+    m->mlm_rstd = alloc_act(m, NP);
+    m->mlm_out = alloc_act(m, NP * H);
+    m->mlm_logits = alloc_act(m, NP * V);
 
     m->grad_h = alloc_floats(be, T * H);
     m->grad_tmp = alloc_floats(be, T * H);
@@ -281,6 +338,10 @@ void hs_bert_setup(hs_bert *m) {
 }
 
 const hs_bert_config *hs_bert_get_config(const hs_bert *m) { return &m->cfg; }
+
+size_t hs_bert_activation_bytes(const hs_bert *m) { return m->activation_bytes; }
+
+int hs_bert_activations_16bit(const hs_bert *m) { return m->half != NULL; }
 
 /* ---- initialisation --------------------------------------------------------------------------------- */
 
@@ -591,6 +652,74 @@ static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fir
                              HS_BERT_LAYERNORM_EPS);
 }
 
+/* 16-bit storage: the sizes of the five tensors a layer keeps in 16 bits, for the staged micro-batch */
+typedef struct half_sizes {
+    size_t qkv, probs, ctx, ffn;
+} half_sizes;
+
+static half_sizes layer_half_sizes(const hs_bert *m) {
+    const size_t B = (size_t)m->batch, L = (size_t)m->seq_len, T = B * L, H = (size_t)m->cfg.hidden_size;
+    return (half_sizes){.qkv = T * 3 * H, .probs = B * (size_t)m->cfg.num_attention_heads * L * L, .ctx = T * H,
+                        .ffn = T * (size_t)m->cfg.intermediate_size};
+}
+
+/* Layer i's working set (fp32) -> its 16-bit copies (rounded) */
+static void layer_store_half(hs_bert *m, int i) {
+    const hs_backend *be = m->be;
+    const bert_layer_acts *a = &m->acts[i];
+    const bert_layer_half *h = &m->half[i];
+    const half_sizes n = layer_half_sizes(m);
+    be->to_half(be, h->qkv, a->qkv, n.qkv);
+    be->to_half(be, h->probs, a->probs, n.probs);
+    be->to_half(be, h->ctx, a->ctx, n.ctx);
+    be->to_half(be, h->ffn_pre, a->ffn_pre, n.ffn);
+    be->to_half(be, h->ffn_act, a->ffn_act, n.ffn);
+}
+
+/* Layer i's 16-bit copies -> the working set, widened (exact), before its backward */
+static void layer_load_half(hs_bert *m, int i) {
+    const hs_backend *be = m->be;
+    const bert_layer_acts *a = &m->acts[i];
+    const bert_layer_half *h = &m->half[i];
+    const half_sizes n = layer_half_sizes(m);
+    be->from_half(be, a->qkv, h->qkv, n.qkv);
+    be->from_half(be, a->probs, h->probs, n.probs);
+    be->from_half(be, a->ctx, h->ctx, n.ctx);
+    be->from_half(be, a->ffn_pre, h->ffn_pre, n.ffn);
+    be->from_half(be, a->ffn_act, h->ffn_act, n.ffn);
+}
+
+size_t hs_bert_saved_tensor(const hs_bert *m, int layer, int which, float *host) {
+    if (layer < 0 || layer >= m->cfg.num_hidden_layers || m->batch < 1)
+        HS_FATAL(NULL, "hs_bert_saved_tensor: layer %d of %d, %d sequences staged", layer, m->cfg.num_hidden_layers,
+                 m->batch);
+    const half_sizes n = layer_half_sizes(m);
+    const bert_layer_acts *a = &m->acts[layer];
+    const bert_layer_half *h = m->half ? &m->half[layer] : NULL;
+    const float *f;
+    const uint16_t *u;
+    size_t count;
+    switch (which) {
+    case HS_BERT_SAVED_QKV: f = a->qkv, u = h ? h->qkv : NULL, count = n.qkv; break;
+    case HS_BERT_SAVED_PROBS: f = a->probs, u = h ? h->probs : NULL, count = n.probs; break;
+    case HS_BERT_SAVED_CTX: f = a->ctx, u = h ? h->ctx : NULL, count = n.ctx; break;
+    case HS_BERT_SAVED_FFN_PRE: f = a->ffn_pre, u = h ? h->ffn_pre : NULL, count = n.ffn; break;
+    case HS_BERT_SAVED_FFN_ACT: f = a->ffn_act, u = h ? h->ffn_act : NULL, count = n.ffn; break;
+    default: HS_FATAL(NULL, "hs_bert_saved_tensor: unknown tensor %d", which);
+    }
+    if (!u) {
+        m->be->download(m->be, host, f, count * sizeof(float));
+        return count;
+    }
+    uint16_t *bits;
+    HS_ALLOC(bits, count ? count : 1);
+    m->be->download(m->be, bits, u, count * sizeof(uint16_t));
+    const int bf16 = m->be->precision == HS_PRECISION_BF16;
+    for (size_t e = 0; e < count; e++) host[e] = bf16 ? hs_bf16_to_float(bits[e]) : hs_fp16_to_float(bits[e]);
+    free(bits);
+    return count;
+}
+
 /* Pooler, NSP head and the MLM head on the labelled rows; the two softmax cross-entropies add
  * (Σ NLL, labelled rows, correct) into the device stats at HS_BERT_STAT_NSP_LOSS and _MLM_LOSS. */
 static void heads_forward(hs_bert *m, double *stats) {
@@ -622,7 +751,10 @@ static void heads_forward(hs_bert *m, double *stats) {
 static void forward(hs_bert *m, const hs_step_ctx *ctx, int64_t first_sample, double *stats) {
     const hs_dropout_mask drop_emb = site_mask(ctx, first_sample, DROP_EMBEDDINGS, m->cfg.hidden_dropout_prob);
     embeddings_forward(m, &drop_emb);
-    for (int i = 0; i < m->cfg.num_hidden_layers; i++) layer_forward(m, i, ctx, first_sample);
+    for (int i = 0; i < m->cfg.num_hidden_layers; i++) {
+        layer_forward(m, i, ctx, first_sample);
+        if (m->half && ctx) layer_store_half(m, i); /* a backward pass follows (evaluation keeps nothing) */
+    }
     heads_forward(m, stats);
 }
 
@@ -674,6 +806,7 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
     const hs_dropout_mask drop_attn = site_mask(ctx, first_sample, layer_site(i, DROP_ATTENTION_OUTPUT), p_hidden);
     const hs_dropout_mask drop_ffn = site_mask(ctx, first_sample, layer_site(i, DROP_FFN_OUTPUT), p_hidden);
     float *dffn = m->ws.ptr; /* [T,I] */
+    if (m->half) layer_load_half(m, i);
 
     /* second LayerNorm: grad_h = ∂/∂ffn_sum, which is the gradient of both the FFN output (after
      * dropout) and the residual h1 */
@@ -755,9 +888,16 @@ void hs_bert_free(hs_bert *m) {
         for (int i = 0; m->hidden && i <= m->cfg.num_hidden_layers; i++) be->free(be, m->hidden[i]);
         for (int i = 0; m->acts && i < m->cfg.num_hidden_layers; i++) {
             bert_layer_acts *a = &m->acts[i];
-            float *layer_bufs[] = {a->qkv,     a->probs,   a->ctx,     a->attn_sum, a->attn_mean, a->attn_rstd,
-                                   a->attn_out, a->ffn_pre, a->ffn_act, a->ffn_sum,  a->ffn_mean,  a->ffn_rstd};
-            for (size_t k = 0; k < sizeof layer_bufs / sizeof layer_bufs[0]; k++) be->free(be, layer_bufs[k]);
+            float *layer_bufs[] = {a->attn_sum, a->attn_mean, a->attn_rstd, a->attn_out, a->ffn_sum, a->ffn_mean,
+                                   a->ffn_rstd, a->qkv,       a->probs,     a->ctx,    a->ffn_pre, a->ffn_act};
+            /* the last five are one working set shared by every layer under 16-bit storage */
+            const size_t own = m->half && i > 0 ? 7 : sizeof layer_bufs / sizeof layer_bufs[0];
+            for (size_t k = 0; k < own; k++) be->free(be, layer_bufs[k]);
+            if (m->half) {
+                bert_layer_half *h = &m->half[i];
+                uint16_t *half_bufs[] = {h->qkv, h->probs, h->ctx, h->ffn_pre, h->ffn_act};
+                for (size_t k = 0; k < sizeof half_bufs / sizeof half_bufs[0]; k++) be->free(be, half_bufs[k]);
+            }
         }
         hs_workspace_release(be, &m->ws);
         be->host_free(be, m->rows_host);
@@ -767,6 +907,7 @@ void hs_bert_free(hs_bert *m) {
     hs_grads_ready_free(&m->ready);
     free(m->hidden);
     free(m->acts);
+    free(m->half);
     free(m->lp);
     free(m);
 }

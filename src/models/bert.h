@@ -23,6 +23,7 @@
 #ifndef HS_MODELS_BERT_H
 #define HS_MODELS_BERT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "data/bert_shards.h"
@@ -86,6 +87,20 @@ void hs_bert_take_inputs(hs_bert *m, const hs_bert_inputs *in);
  * first_sample + b, so they do not depend on how samples are spread over ranks; ctx->training = 0
  * turns dropout off. */
 void hs_bert_forward_backward(hs_bert *m, int64_t first_sample, const hs_step_ctx *ctx, double *stats);
+/* Bytes of the device buffers that hold the activations of a micro-batch of the sizes given to
+ * hs_bert_create (what the forward writes and the backward reads, the 16-bit copies and the fp32
+ * working set included; not the backward's gradient scratch). Under precision bf16 | fp16 each
+ * encoder layer keeps q|k|v [T,3H], the attention probabilities [B,heads,L,L], the context [T,H], the
+ * FFN pre-activation and GELU output [T,I] in 16 bits and shares one fp32 working set of them;
+ * HETSEQ_ACTIVATION_STORAGE=fp32 (read by hs_bert_setup) keeps fp32 storage, as fp32 and tf32 do. */
+size_t hs_bert_activation_bytes(const hs_bert *m);
+/* 1 if the layers keep those tensors in 16 bits, 0 for fp32 storage. */
+int hs_bert_activations_16bit(const hs_bert *m);
+/* For tests: the tensor `which` that layer `layer` kept for its backward pass in the last
+ * hs_bert_forward_backward, as fp32 into host[] (the 16-bit copy widened under 16-bit storage); returns
+ * the element count (for the staged micro-batch's B, L). Waits for the device. */
+enum { HS_BERT_SAVED_QKV, HS_BERT_SAVED_PROBS, HS_BERT_SAVED_CTX, HS_BERT_SAVED_FFN_PRE, HS_BERT_SAVED_FFN_ACT };
+size_t hs_bert_saved_tensor(const hs_bert *m, int layer, int which, float *host);
 /* Forward only, no dropout, into the device stats. */
 void hs_bert_evaluate(hs_bert *m, double *stats);
 void hs_bert_free(hs_bert *m);

@@ -80,5 +80,6 @@ void hs_conf_group_k1(hs_conf *t);        /* bias, element-wise, pooling, rows, 
 void hs_conf_group_k2(hs_conf *t);        /* layernorm, losses, multi-tensor norms and optimizers */
 void hs_conf_group_k3(hs_conf *t);        /* Transformer-XL relative-position attention */
 void hs_conf_group_attention(hs_conf *t); /* BERT attention alone (conformance_k1.c) */
+void hs_conf_group_half(hs_conf *t);      /* to_half / from_half under bf16 and fp16 (conformance_half.c) */
 
 #endif

@@ -3,7 +3,8 @@
  * device = "cuda" computes what device = "cpu" computes (tolerances: tests/cuda/conformance.h), in
  * every precision: fp32 runs every op; tf32, bf16 and fp16 rerun the ops with products (GEMMs,
  * convolutions, attention, relative attention) with both backends in that precision, and check that
- * the CUDA products really were rounded (they differ from fp32).
+ * the CUDA products really were rounded (they differ from fp32); bf16 and fp16 also check the 16-bit
+ * storage conversions (to_half, from_half) bit for bit.
  * This file holds the harness's main and the GEMM and convolution cases; the other ops' cases are in
  * conformance_k1.c and conformance_k2.c. */
 #include <stdio.h>
@@ -136,6 +137,7 @@ int main(int argc, char **argv) {
             if (!only || !strcmp(only, "k2")) hs_conf_group_k2(&t);
         } else if (!only || !strcmp(only, "k1")) {
             hs_conf_group_attention(&t);
+            hs_conf_group_half(&t);
         }
         if (!only || !strcmp(only, "k3")) hs_conf_group_k3(&t);
         hs_conf_finish(&t);

@@ -14,6 +14,7 @@
 #include "math/activations.h"
 #include "math/dropout.h"
 #include "util/check.h"
+#include "util/lowp.h"
 
 #define HS_PAR_MIN 32768
 
@@ -36,6 +37,29 @@ void hs_cpu_relu_backward(const hs_backend *be, float *dx, const float *dy, cons
     (void)be;
 #pragma omp parallel for simd schedule(static) if (n > HS_PAR_MIN)
     for (size_t i = 0; i < n; i++) dx[i] = hs_relu_grad(dy[i], y[i]);
+}
+
+/* dst[n] = src[n] rounded to the 16-bit type of be->precision (bfloat16 under bf16, IEEE half
+ * otherwise), as bit patterns: activations stored for the backward pass. */
+void hs_cpu_to_half(const hs_backend *be, uint16_t *dst, const float *src, size_t n) {
+    if (be->precision == HS_PRECISION_BF16) {
+#pragma omp parallel for simd schedule(static) if (n > HS_PAR_MIN)
+        for (size_t i = 0; i < n; i++) dst[i] = hs_bf16_bits(src[i]);
+    } else {
+#pragma omp parallel for schedule(static) if (n > HS_PAR_MIN)
+        for (size_t i = 0; i < n; i++) dst[i] = hs_fp16_bits(src[i]);
+    }
+}
+
+/* dst[n] = src[n] widened to fp32 (exact) */
+void hs_cpu_from_half(const hs_backend *be, float *dst, const uint16_t *src, size_t n) {
+    if (be->precision == HS_PRECISION_BF16) {
+#pragma omp parallel for simd schedule(static) if (n > HS_PAR_MIN)
+        for (size_t i = 0; i < n; i++) dst[i] = hs_bf16_to_float(src[i]);
+    } else {
+#pragma omp parallel for schedule(static) if (n > HS_PAR_MIN)
+        for (size_t i = 0; i < n; i++) dst[i] = hs_fp16_to_float(src[i]);
+    }
 }
 
 /* out[n] = in[n]·mask(key, sample, e0 + e): n consecutive elements of one sample, element-wise mask */

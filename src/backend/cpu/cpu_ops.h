@@ -38,6 +38,9 @@ void hs_cpu_dropout_forward(const hs_backend *be, float *y, const float *x, int 
                             float p, uint64_t key, int64_t first_sample);
 void hs_cpu_dropout_backward(const hs_backend *be, float *dx, const float *dy, int batch, size_t per_sample,
                              size_t group, float p, uint64_t key, int64_t first_sample);
+/* activation storage in the 16-bit type of be->precision (src/util/lowp.h) */
+void hs_cpu_to_half(const hs_backend *be, uint16_t *dst, const float *src, size_t n);
+void hs_cpu_from_half(const hs_backend *be, float *dst, const uint16_t *src, size_t n);
 void hs_cpu_sumsq_tensors(const hs_backend *be, double *sumsq, double *total, const float *flat,
                           const hs_tensor_span *table, int count);
 void hs_cpu_scale_tensors(const hs_backend *be, float *flat, float a, const hs_tensor_span *table, int count);

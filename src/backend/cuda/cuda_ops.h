@@ -36,6 +36,9 @@ void hs_cuda_gemm(const hs_backend *be, int trans_a, int trans_b, int m, int n, 
  * y[n] = the 16-bit patterns of x[n] (CUDA_R_16BF / CUDA_R_16F), or x[n] rounded and kept in fp32 (y may alias x) */
 void hs_cuda_to_half_bits(const hs_backend *be, int precision, uint16_t *y, const float *x, size_t n);
 void hs_cuda_round_floats(const hs_backend *be, int precision, float *y, const float *x, size_t n);
+/* the seam's to_half / from_half (activation storage in the 16-bit type of be->precision) */
+void hs_cuda_to_half(const hs_backend *be, uint16_t *dst, const float *src, size_t n);
+void hs_cuda_from_half(const hs_backend *be, float *dst, const uint16_t *src, size_t n);
 
 /* kernels/bias.cu: bias passes (deterministic column sums: one thread per column, rows in order) */
 void hs_cuda_add_bias(const hs_backend *be, float *y, const float *bias, int rows, int cols);
