@@ -15,8 +15,8 @@ What is counted (bytes):
                   BERT under bf16/fp16 keeps q|k|v, the attention probabilities, the context and the FFN
                   pre-activation and GELU output of every layer in 16 bits plus one fp32 working set of
                   them (src/models/bert.c); the residual stream, LayerNorm tensors and heads stay fp32.
-                  Transformer-XL stores every activation in fp32 under every precision (its mixed
-                  figure is fp32 storage plus the 16-bit operand copies).
+                  Transformer-XL the same with q|k|v, the attention probabilities, the context and
+                  the FFN activation (src/models/txl.c; r is per segment, not per column: left out).
   per GPU         1 GiB reserved for the CUDA context, cuBLASLt/cuDNN workspaces and allocator slack
 Model FLOPs: src/tasks/model_flops.c for BERT (MLM head on the labelled positions only); for
 Transformer-XL the same accounting (multiply-add = 2, training = 3 x forward, GEMMs only) per target
@@ -120,10 +120,12 @@ def txl_flops_per_token(layers, d, heads, dh, inter, tgt, mem, batch, div_val, *
 
 
 def txl_act_bytes(layers, d, heads, dh, inter, tgt, mem, **_):
-    """(floats one batch column keeps: src/models/txl.c's txl_layer_acts, post-LN as NVIDIA's, bytes of
-    16-bit operand copies)"""
+    """(floats one batch column keeps in fp32 storage: src/models/txl.c's txl_layer_acts, post-LN as
+    NVIDIA's, bytes of 16-bit operand copies, bytes one column keeps under bf16/fp16: the kept tensors in
+    16 bits per layer plus one fp32 working set of them)"""
     nd, T, K, n = heads * dh, tgt, tgt + mem, heads
-    per_layer = K * d + 2 * T + 3 * K * nd + n * T * K + T * nd + T * d + T * d + 2 * T + T * inter + T * d + T * d
+    kept = 3 * K * nd + n * T * K + T * nd + T * inter  # qkv, probs, ctx, ff_act
+    per_layer = K * d + 2 * T + kept + T * d + T * d + 2 * T + T * d + T * d
     # cat(mem, h), LN1 stats, qkv, probs, ctx, attn_sum, h1, LN2 stats, ff_act, ff_sum, layer input
     mems = layers * mem * d  # the memory carried to the next segment
     head = T * (TXL_CUTOFFS[0] + len(TXL_CUTOFFS))  # head logits (softmax in place)
@@ -131,7 +133,8 @@ def txl_act_bytes(layers, d, heads, dh, inter, tgt, mem, **_):
     scratch = 3 * T * d + T * nd + 3 * K * nd + K * d + T * inter
     floats = layers * per_layer + mems + head + other + scratch
     half = 2 * max(T * inter + T * d, n * T * K + K * nd)
-    return floats, half, 4 * floats  # fp32 storage under every precision
+    mixed = 4 * (floats - layers * kept + kept) + 2 * layers * kept  # fp32 tensors + one working set; copies
+    return floats, half, mixed
 
 
 def bert_conversion_elements(layers, hidden, heads, inter, seq, pred):

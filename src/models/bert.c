@@ -222,18 +222,6 @@ static uint16_t *alloc_half(hs_bert *m, size_t n) {
     return m->be->alloc(m->be, (n ? n : 1) * sizeof(uint16_t));
 }
 
-/* 16-bit storage under bf16 and fp16 unless HETSEQ_ACTIVATION_STORAGE=fp32 (the layout of fp32 and
- * tf32, for comparing the two); "auto" is the default. */
-static int wants_half_storage(const hs_backend *be) {
-    const char *env = getenv("HETSEQ_ACTIVATION_STORAGE");
-    if (env && *env && strcmp(env, "auto") != 0 && strcmp(env, "fp32") != 0)
-        hs_die_all("HETSEQ_ACTIVATION_STORAGE = \"%s\": use \"auto\" (the default: 16 bits under precision bf16 "
-                   "and fp16) or \"fp32\"",
-                   env);
-    const int reduced = be->precision == HS_PRECISION_BF16 || be->precision == HS_PRECISION_FP16;
-    return reduced && !(env && strcmp(env, "fp32") == 0);
-}
-
 /* Which backward stage writes which gradient (the writers of heads_backward, layer_backward and
  * embeddings_backward), once. */
 static void grads_ready_plan(hs_bert *m) {
@@ -287,7 +275,7 @@ void hs_bert_setup(hs_bert *m) {
     HS_ALLOC(m->hidden, N + 1);
     for (int i = 0; i <= N; i++) m->hidden[i] = alloc_act(m, T * H);
     HS_ALLOC(m->acts, N);
-    const int half = wants_half_storage(be);
+    const int half = hs_activations_16bit(be);
     if (half) HS_ALLOC(m->half, N);
     for (int i = 0; i < N; i++) {
         bert_layer_acts *a = &m->acts[i];

@@ -14,7 +14,18 @@
  *               pre-LN:  h' = h_l + a;      u = dropout(relu(LN(h')·W1ᵀ + b1)); h_{l+1} = h' + dropout(u·W2ᵀ + b2)
  *   output      z = dropout(h_N);  NLL = adaptive_log_softmax(z, targets)
  *   memory      mem_l <- last mem_len rows of c per column (detached), after the backward pass
- * The backward pass runs the list in reverse; the memory rows of c get no gradient. */
+ * The backward pass runs the list in reverse; the memory rows of c get no gradient.
+ *
+ * 16-bit storage (precision bf16 | fp16, unless HETSEQ_ACTIVATION_STORAGE=fp32; nn/layers.h): as in
+ * models/bert.c, each layer keeps q|k|v, r, the attention probabilities, the context and the FFN
+ * activation u in the 16-bit type of the precision (be->to_half) and computes its forward in ONE fp32
+ * working set of those tensors shared by all layers; the backward widens one layer's copies back into
+ * it (be->from_half, exact). cat, the LayerNorm inputs/outputs and statistics and the residual stream
+ * stay fp32 (cat is also the next segment's memory). k, v, r, the context and u are read only as
+ * operands of products (which round them anyway) or by ReLU's sign test, so their copies change
+ * nothing (but an fp16 u below 2^-25 that rounds to 0); the softmax backward (probabilities) and the
+ * query, to which the backward adds r_w_bias / r_r_bias before the products (rounding twice), see
+ * rounded values: the documented cost (docs/gpu.md, "Mixed precision"). The forward is unchanged. */
 #include "models/txl.h"
 
 #include <math.h>
@@ -57,6 +68,11 @@ typedef struct txl_layer_acts {
     float *ff_sum;               /* post: [T, D] h' + dropout(ff_act·W2ᵀ + b2) (the second LN's input) */
 } txl_layer_acts;
 
+/* The 16-bit copies of one layer's tensors (16-bit storage only), shapes as in txl_layer_acts. */
+typedef struct txl_layer_half {
+    uint16_t *qkv, *r, *probs, *ctx, *ff_act;
+} txl_layer_half;
+
 struct hs_txl {
     hs_params *params;
     const hs_backend *be;
@@ -86,7 +102,10 @@ struct hs_txl {
     float *pos_host;  /* host [klen, D] */
     float *inv_freq;  /* host [D/2] */
     float *pos, *pos_drop; /* [klen, D] */
-    txl_layer_acts *acts;
+    txl_layer_acts *acts;  /* [N]; with 16-bit storage their qkv, r, probs, ctx and ff_act are one fp32
+                            * working set shared by every layer */
+    txl_layer_half *half;  /* [N] 16-bit copies, or NULL: fp32 storage */
+    size_t activation_bytes; /* bytes of the buffers above (hs_txl_activation_bytes) */
 
     /* backward scratch */
     float *grad_h, *grad_tmp, *grad_h1; /* [T, D] */
@@ -234,6 +253,16 @@ static void grads_ready_plan(hs_txl *m);
 
 static float *falloc(const hs_backend *be, size_t n) { return be->alloc(be, (n ? n : 1) * sizeof(float)); }
 
+/* An activation buffer of n floats (or n 16-bit values), counted in activation_bytes. */
+static float *alloc_act(hs_txl *m, size_t n) {
+    m->activation_bytes += n * sizeof(float);
+    return falloc(m->be, n);
+}
+static uint16_t *alloc_half(hs_txl *m, size_t n) {
+    m->activation_bytes += n * sizeof(uint16_t);
+    return m->be->alloc(m->be, (n ? n : 1) * sizeof(uint16_t));
+}
+
 void hs_txl_setup(hs_txl *m) {
     const hs_backend *be = m->params->be;
     if (!be) HS_FATAL(NULL, "hs_txl_setup before hs_params_allocate");
@@ -246,38 +275,53 @@ void hs_txl_setup(hs_txl *m) {
     hs_adaptive_plan_init(be, &m->plan_tgt, (int)T);
     HS_ALLOC(m->ids_host, T);
     HS_ALLOC(m->tgt_host, T);
-    m->emb = falloc(be, T * D);
+    m->activation_bytes = 0;
+    m->emb = alloc_act(m, T * D);
     HS_ALLOC(m->hidden, c->n_layer + 1);
-    for (int l = 0; l <= c->n_layer; l++) m->hidden[l] = falloc(be, T * D);
-    m->final = falloc(be, T * D);
+    for (int l = 0; l <= c->n_layer; l++) m->hidden[l] = alloc_act(m, T * D);
+    m->final = alloc_act(m, T * D);
     HS_ALLOC(m->pos_host, klen * D);
     HS_ALLOC(m->inv_freq, D / 2);
     hs_txl_inv_freq(c->d_model, m->inv_freq);
-    m->pos = falloc(be, klen * D);
-    m->pos_drop = falloc(be, klen * D);
+    m->pos = alloc_act(m, klen * D);
+    m->pos_drop = alloc_act(m, klen * D);
     HS_ALLOC(m->acts, c->n_layer);
+    const int half = hs_activations_16bit(be);
+    if (half) HS_ALLOC(m->half, c->n_layer);
+    const size_t n_probs = b * (size_t)c->n_head * q * klen;
     for (int l = 0; l < c->n_layer; l++) {
         txl_layer_acts *a = &m->acts[l];
-        a->cat = falloc(be, K * D);
-        if (c->pre_lnorm) a->catn = falloc(be, K * D);
-        a->ln1_mean = falloc(be, K);
-        a->ln1_rstd = falloc(be, K);
-        a->qkv = falloc(be, K * 3 * nd);
-        a->r = falloc(be, klen * nd);
-        a->probs = falloc(be, b * (size_t)c->n_head * q * klen);
-        a->ctx = falloc(be, T * nd);
-        a->attn_sum = falloc(be, T * D);
+        /* the five tensors kept in 16 bits: fp32 storage gives every layer its own; 16-bit storage
+         * allocates them once (layer 0) as the working set every layer shares */
+        const txl_layer_acts *w = half && l > 0 ? &m->acts[0] : NULL;
+        a->cat = alloc_act(m, K * D);
+        if (c->pre_lnorm) a->catn = alloc_act(m, K * D);
+        a->ln1_mean = alloc_act(m, K);
+        a->ln1_rstd = alloc_act(m, K);
+        a->qkv = w ? w->qkv : alloc_act(m, K * 3 * nd);
+        a->r = w ? w->r : alloc_act(m, klen * nd);
+        a->probs = w ? w->probs : alloc_act(m, n_probs);
+        a->ctx = w ? w->ctx : alloc_act(m, T * nd);
+        a->attn_sum = alloc_act(m, T * D);
         if (c->pre_lnorm) {
             a->h1 = a->attn_sum;
-            a->ff_in = falloc(be, T * D);
+            a->ff_in = alloc_act(m, T * D);
         } else {
-            a->h1 = falloc(be, T * D);
+            a->h1 = alloc_act(m, T * D);
             a->ff_in = a->h1;
-            a->ff_sum = falloc(be, T * D);
+            a->ff_sum = alloc_act(m, T * D);
         }
-        a->ln2_mean = falloc(be, T);
-        a->ln2_rstd = falloc(be, T);
-        a->ff_act = falloc(be, T * I);
+        a->ln2_mean = alloc_act(m, T);
+        a->ln2_rstd = alloc_act(m, T);
+        a->ff_act = w ? w->ff_act : alloc_act(m, T * I);
+        if (half) {
+            txl_layer_half *h = &m->half[l];
+            h->qkv = alloc_half(m, K * 3 * nd);
+            h->r = alloc_half(m, klen * nd);
+            h->probs = alloc_half(m, n_probs);
+            h->ctx = alloc_half(m, T * nd);
+            h->ff_act = alloc_half(m, T * I);
+        }
     }
     m->grad_h = falloc(be, T * D);
     m->grad_tmp = falloc(be, T * D);
@@ -719,6 +763,48 @@ static pass make_pass(const hs_txl *m, const hs_txl_segment *seg, const hs_step_
     return ps;
 }
 
+/* 16-bit storage: element counts of the five tensors a layer keeps in 16 bits, for this pass */
+typedef struct half_sizes {
+    size_t qkv, r, probs, ctx, ff_act;
+} half_sizes;
+
+static half_sizes layer_half_sizes(const hs_txl *m, const pass *ps) {
+    const size_t b = (size_t)m->batch, q = (size_t)m->qlen, klen = (size_t)ps->klen;
+    const size_t nd = (size_t)m->cfg.n_head * (size_t)m->cfg.d_head;
+    return (half_sizes){.qkv = b * klen * 3 * nd, .r = klen * nd, .probs = b * (size_t)m->cfg.n_head * q * klen,
+                        .ctx = b * q * nd, .ff_act = b * q * (size_t)m->cfg.d_inner};
+}
+
+/* Layer l's working set (fp32) -> its 16-bit copies (rounded) */
+static void layer_store_half(hs_txl *m, int l, const pass *ps) {
+    const hs_backend *be = m->be;
+    const txl_layer_acts *a = &m->acts[l];
+    const txl_layer_half *h = &m->half[l];
+    const half_sizes n = layer_half_sizes(m, ps);
+    be->to_half(be, h->qkv, a->qkv, n.qkv);
+    be->to_half(be, h->r, a->r, n.r);
+    be->to_half(be, h->probs, a->probs, n.probs);
+    be->to_half(be, h->ctx, a->ctx, n.ctx);
+    be->to_half(be, h->ff_act, a->ff_act, n.ff_act);
+}
+
+/* Layer l's 16-bit copies -> the working set, widened (exact), before its backward */
+static void layer_load_half(hs_txl *m, int l, const pass *ps) {
+    const hs_backend *be = m->be;
+    const txl_layer_acts *a = &m->acts[l];
+    const txl_layer_half *h = &m->half[l];
+    const half_sizes n = layer_half_sizes(m, ps);
+    be->from_half(be, a->qkv, h->qkv, n.qkv);
+    be->from_half(be, a->r, h->r, n.r);
+    be->from_half(be, a->probs, h->probs, n.probs);
+    be->from_half(be, a->ctx, h->ctx, n.ctx);
+    be->from_half(be, a->ff_act, h->ff_act, n.ff_act);
+}
+
+size_t hs_txl_activation_bytes(const hs_txl *m) { return m->activation_bytes; }
+
+int hs_txl_activations_16bit(const hs_txl *m) { return m->half != NULL; }
+
 static void forward(hs_txl *m, const pass *ps, double *stats) {
     const hs_backend *be = m->be;
     const hs_txl_config *c = &m->cfg;
@@ -729,7 +815,10 @@ static void forward(hs_txl *m, const pass *ps, double *stats) {
     hs_adaptive_embedding_forward(be, &m->ad, &ew, &m->plan_in, &m->emb_state, m->emb);
     const hs_dropout_mask d_emb = site_mask(ps->ctx, ps->first, DROP_EMB, c->dropout);
     hs_dropout_forward(be, &d_emb, m->hidden[0], m->emb, b, per_sample);
-    for (int l = 0; l < c->n_layer; l++) layer_forward(m, l, ps);
+    for (int l = 0; l < c->n_layer; l++) {
+        layer_forward(m, l, ps);
+        if (m->half && ps->ctx) layer_store_half(m, l, ps); /* a backward pass follows (evaluation keeps nothing) */
+    }
     const hs_dropout_mask d_final = site_mask(ps->ctx, ps->first, DROP_FINAL, c->dropout);
     hs_dropout_forward(be, &d_final, m->final, m->hidden[c->n_layer], b, per_sample);
     const hs_adaptive_softmax_weights sw = sm_weights(m);
@@ -754,6 +843,7 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
     const hs_dropout_mask d_inner = site_mask(ps->ctx, ps->first, layer_site(l, DROP_FF_INNER), c->dropout);
     const hs_dropout_mask d_ff = site_mask(ps->ctx, ps->first, layer_site(l, DROP_FF_OUT), c->dropout);
     float *dh1; /* ∂/∂h' */
+    if (m->half) layer_load_half(m, l, ps);
 
     if (!c->pre_lnorm) {
         /* second LN: grad_h = ∂/∂ff_sum = ∂/∂h' (residual) = ∂/∂(dropped FF output) */
@@ -865,11 +955,18 @@ void hs_txl_free(hs_txl *m) {
         for (int l = 0; m->hidden && l <= m->cfg.n_layer; l++) be->free(be, m->hidden[l]);
         for (int l = 0; m->acts && l < m->cfg.n_layer; l++) {
             txl_layer_acts *a = &m->acts[l];
-            float *lb[] = {a->cat, a->catn, a->ln1_mean, a->ln1_rstd, a->qkv, a->r, a->probs, a->ctx, a->attn_sum,
+            const int shared = m->half && l > 0; /* qkv, r, probs, ctx, ff_act: layer 0's working set */
+            float *lb[] = {a->cat, a->catn, a->ln1_mean, a->ln1_rstd, shared ? NULL : a->qkv, shared ? NULL : a->r,
+                           shared ? NULL : a->probs, shared ? NULL : a->ctx, a->attn_sum,
                            m->cfg.pre_lnorm ? NULL : a->h1, m->cfg.pre_lnorm ? a->ff_in : NULL, a->ln2_mean,
-                           a->ln2_rstd, a->ff_act, a->ff_sum};
+                           a->ln2_rstd, shared ? NULL : a->ff_act, a->ff_sum};
             for (size_t k = 0; k < sizeof lb / sizeof lb[0]; k++)
                 if (lb[k]) be->free(be, lb[k]);
+            if (m->half) {
+                txl_layer_half *h = &m->half[l];
+                uint16_t *hb[] = {h->qkv, h->r, h->probs, h->ctx, h->ff_act};
+                for (size_t k = 0; k < sizeof hb / sizeof hb[0]; k++) be->free(be, hb[k]);
+            }
         }
     }
     hs_grads_ready_free(&m->ready);
@@ -879,6 +976,7 @@ void hs_txl_free(hs_txl *m) {
     free(m->inv_freq);
     free(m->hidden);
     free(m->acts);
+    free(m->half);
     free(m->lp);
     free(m);
 }

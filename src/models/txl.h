@@ -23,6 +23,7 @@
 #ifndef HS_MODELS_TXL_H
 #define HS_MODELS_TXL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "models/txl_config.h"
@@ -93,6 +94,15 @@ void hs_txl_forward_backward(hs_txl *m, const hs_txl_segment *seg, int64_t first
                              double *stats);
 /* Forward only, no dropout, into the stats; moves the memory on. */
 void hs_txl_evaluate(hs_txl *m, const hs_txl_segment *seg, double *stats);
+/* Bytes of the device buffers that hold a micro-batch's activations at the sizes given to hs_txl_create
+ * (the embedding, hidden states, positions, every layer's kept tensors, the 16-bit copies and the fp32
+ * working set; not the adaptive embedding/softmax states or the backward's gradient scratch). Under
+ * precision bf16 | fp16 each layer keeps q|k|v, r, the attention probabilities, the context and the
+ * FFN activation in 16 bits and shares one fp32 working set of them; HETSEQ_ACTIVATION_STORAGE=fp32
+ * (read by hs_txl_setup) keeps fp32 storage, as fp32 and tf32 do. */
+size_t hs_txl_activation_bytes(const hs_txl *m);
+/* 1 if the layers keep those tensors in 16 bits, 0 for fp32 storage. */
+int hs_txl_activations_16bit(const hs_txl *m);
 void hs_txl_free(hs_txl *m);
 
 /* What a PyTorch state_dict of this model holds besides the parameter table: alias[k] names a second

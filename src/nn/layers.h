@@ -26,6 +26,13 @@ typedef struct hs_workspace {
 void hs_workspace_reserve(const hs_backend *be, hs_workspace *ws, size_t bytes);
 void hs_workspace_release(const hs_backend *be, hs_workspace *ws);
 
+/* ---- activation storage -------------------------------------------------------------------------- */
+/* 1 if the models keep their large activations for the backward pass in the 16-bit type of the
+ * backend's precision (bf16 | fp16; be->to_half / from_half), 0 for fp32 storage (fp32, tf32, or
+ * HETSEQ_ACTIVATION_STORAGE=fp32, which exists to compare the two). Any other value of the variable
+ * ends every rank with a message. Read when a model sets up its buffers. */
+int hs_activations_16bit(const hs_backend *be);
+
 /* ---- linear (PyTorch nn.Linear, W[out,in]) --------------------------------------------------------- */
 /* y[B,out] = x[B,in] · W[out,in]ᵀ + b[out] */
 void hs_linear_forward(const hs_backend *be, float *y, const float *x, const float *w, const float *b, int batch,

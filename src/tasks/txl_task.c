@@ -568,6 +568,11 @@ hs_task *hs_txl_task_create(const hs_config *cfg, const hs_comm *comm, const hs_
     x->model = hs_txl_create(&t->params, c, max_batch, x->max_qlen, max_mlen);
     hs_params_allocate(&t->params, be);
     hs_txl_setup(x->model);
+    hs_log("| activations: %.2f MB for a micro-batch of %d columns x %d tokens (+ %d memory), %s",
+           hs_txl_activation_bytes(x->model) / 1e6, max_batch, x->max_qlen, max_mlen,
+           hs_txl_activations_16bit(x->model)
+               ? "q|k|v, r, attention probabilities, context and FFN activation kept in 16 bits (docs/gpu.md)"
+               : "kept in fp32");
     /* Checkpoints carry the state_dict keys PyTorch lists besides the table (tied tail projections under
      * their crit.* name, pos_emb.inv_freq), so MemTransformerLM.load_state_dict(strict=True) reads /model. */
     {

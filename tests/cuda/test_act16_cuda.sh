@@ -18,10 +18,7 @@
 EMU="${HETSEQ_EMU:-$top_builddir/tests/cuda/hetseq_emu}"
 [ -x "$EMU" ] || skip "hetseq_emu (the emulated CUDA build) is not built"
 [ -n "${PYTHON_TORCH:-}" ] || skip "no Python with h5py to write the test shards"
-"$PYTHON_TORCH" "$top_srcdir/tests/ref/make_bert_shards.py" shards --prefix wiki --split training \
-  --rows 37,50,13 --seq-len 32 --max-pred 5 --vocab 1000 --seed 3 >/dev/null || fail "writing training shards"
-"$PYTHON_TORCH" "$top_srcdir/tests/ref/make_bert_shards.py" shards --prefix wiki --split test \
-  --rows 24 --seq-len 32 --max-pred 5 --vocab 1000 --seed 4 >/dev/null || fail "writing test shards"
+make_bert_small_shards 37,50,13
 BERT="$top_srcdir/tests/e2e/bert_small.cfg"
 
 # traj FILE: "update loss gnorm" of every train record

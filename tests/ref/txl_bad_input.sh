@@ -68,4 +68,7 @@ expect_error "cutoffs that do not increase" 'txl\.cutoffs = \[\.\.\., 10, \.\.\.
   mpi 2 "$HETSEQ" train exp.cfg -o 'txl.cutoffs=[20, 10]'
 expect_error "cutoffs beyond the vocabulary" 'the cutoffs must increase strictly, start above 0 and stay below the vocabulary size' \
   mpi 2 "$HETSEQ" train exp.cfg -o 'txl.cutoffs=[20, 100000]'
+# the environment switch of the 16-bit activation storage (docs/configuration.md, `precision`)
+expect_error "an unknown activation storage" 'HETSEQ_ACTIVATION_STORAGE = "fp16": use "auto".*or "fp32"' \
+  mpi 2 env HETSEQ_ACTIVATION_STORAGE=fp16 "$HETSEQ" train exp.cfg -o 'precision="fp16"'
 pass
