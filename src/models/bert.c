@@ -212,15 +212,9 @@ hs_bert *hs_bert_create(hs_params *params, const hs_bert_config *cfg, int max_ba
 
 static float *alloc_floats(const hs_backend *be, size_t n) { return be->alloc(be, (n ? n : 1) * sizeof(float)); }
 
-/* An activation buffer of n floats (or n 16-bit values, when half), counted in activation_bytes. */
-static float *alloc_act(hs_bert *m, size_t n) {
-    m->activation_bytes += n * sizeof(float);
-    return alloc_floats(m->be, n);
-}
-static uint16_t *alloc_half(hs_bert *m, size_t n) {
-    m->activation_bytes += n * sizeof(uint16_t);
-    return m->be->alloc(m->be, (n ? n : 1) * sizeof(uint16_t));
-}
+/* Activation buffers of n floats / n 16-bit values, counted in activation_bytes. */
+static float *alloc_act(hs_bert *m, size_t n) { return hs_act_floats(m->be, &m->activation_bytes, n); }
+static uint16_t *alloc_half(hs_bert *m, size_t n) { return hs_act_halves(m->be, &m->activation_bytes, n); }
 
 /* Which backward stage writes which gradient (the writers of heads_backward, layer_backward and
  * embeddings_backward), once. */

@@ -253,15 +253,9 @@ static void grads_ready_plan(hs_txl *m);
 
 static float *falloc(const hs_backend *be, size_t n) { return be->alloc(be, (n ? n : 1) * sizeof(float)); }
 
-/* An activation buffer of n floats (or n 16-bit values), counted in activation_bytes. */
-static float *alloc_act(hs_txl *m, size_t n) {
-    m->activation_bytes += n * sizeof(float);
-    return falloc(m->be, n);
-}
-static uint16_t *alloc_half(hs_txl *m, size_t n) {
-    m->activation_bytes += n * sizeof(uint16_t);
-    return m->be->alloc(m->be, (n ? n : 1) * sizeof(uint16_t));
-}
+/* Activation buffers of n floats / n 16-bit values, counted in activation_bytes. */
+static float *alloc_act(hs_txl *m, size_t n) { return hs_act_floats(m->be, &m->activation_bytes, n); }
+static uint16_t *alloc_half(hs_txl *m, size_t n) { return hs_act_halves(m->be, &m->activation_bytes, n); }
 
 void hs_txl_setup(hs_txl *m) {
     const hs_backend *be = m->params->be;

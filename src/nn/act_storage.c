@@ -1,9 +1,20 @@
-/* Which storage the models use for the activations they keep for the backward pass (nn/layers.h). */
+/* How the models store the activations they keep for the backward pass (nn/layers.h): fp32 or the
+ * 16-bit type of the precision, and the counting allocator of their activation buffers. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "nn/layers.h"
 #include "util/check.h"
+
+float *hs_act_floats(const hs_backend *be, size_t *bytes, size_t n) {
+    *bytes += n * sizeof(float);
+    return be->alloc(be, (n ? n : 1) * sizeof(float));
+}
+
+uint16_t *hs_act_halves(const hs_backend *be, size_t *bytes, size_t n) {
+    *bytes += n * sizeof(uint16_t);
+    return be->alloc(be, (n ? n : 1) * sizeof(uint16_t));
+}
 
 int hs_activations_16bit(const hs_backend *be) {
     const char *env = getenv("HETSEQ_ACTIVATION_STORAGE");

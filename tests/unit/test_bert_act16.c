@@ -23,6 +23,7 @@
 #include "models/bert.h"
 #include "nn/params.h"
 #include "util/lowp.h"
+#include "act16_check.h"
 
 enum { N = 2, H = 64, HEADS = 4, I = 128, VOCAB = 1001, B = 3, L = 16, P = 3 };
 
@@ -79,14 +80,7 @@ static size_t expected_bytes(int half, size_t layers) {
     return 4 * (other + layers * fp32_layer + kept) + 2 * layers * kept;
 }
 
-static const hs_backend *backend(int precision) {
-    switch (precision) {
-    case HS_PRECISION_BF16: return hs_backend_cpu_bf16(NULL, 0);
-    case HS_PRECISION_FP16:
-    case HS_PRECISION_TF32: return hs_backend_cpu_rounded(precision);
-    default: return hs_backend_cpu();
-    }
-}
+static const hs_backend *backend(int precision) { return act16_backend("cpu", precision); }
 
 static void test_activation_bytes(void **state) {
     (void)state;
@@ -227,15 +221,8 @@ static void compare_storage(int precision) {
     const char *worst_name = "";
     for (int t = 0; t < p->count; t++) {
         const size_t n = p->tensors[t].numel;
-        float *g16 = malloc(n * sizeof *g16), *g32 = malloc(n * sizeof *g32);
-        assert_non_null(g16), assert_non_null(g32);
-        be->download(be, g16, hs_param_grad(&half.params, t), n * sizeof *g16);
-        be->download(be, g32, hs_param_grad(&full.params, t), n * sizeof *g32);
-        double d2 = 0.0, r2 = 0.0;
-        for (size_t e = 0; e < n; e++) {
-            const double d = (double)g16[e] - (double)g32[e];
-            d2 += d * d, r2 += (double)g32[e] * g32[e];
-        }
+        double d2, r2;
+        act16_grad_diff(&half.params, &full.params, t, &d2, &r2);
         const double rel = r2 > 0 ? sqrt(d2 / r2) : sqrt(d2);
         sum += d2;
         if (strstr(p->tensors[t].name, "key.bias")) { /* noise (see above) */
@@ -244,13 +231,11 @@ static void compare_storage(int precision) {
             if (sqrt(r2) > noise || norm(be, hs_param_grad(&half.params, t), n) > noise)
                 fail_msg("precision %d: the gradient of %s is not rounding noise (norms %.3g, %.3g > %.3g)",
                          precision, p->tensors[t].name, sqrt(r2), norm(be, hs_param_grad(&half.params, t), n), noise);
-            free(g16), free(g32);
             continue;
         }
         if (rel > worst) worst = rel, worst_name = p->tensors[t].name;
         if (rel > tol) fail_msg("precision %d: gradient of %s differs by %.3g relative (> %.3g)", precision,
                                 p->tensors[t].name, rel, tol);
-        free(g16), free(g32);
     }
     printf("precision %d: worst gradient difference %.3g relative (%s), tolerance %.3g\n", precision, worst,
            worst_name, tol);

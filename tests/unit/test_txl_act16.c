@@ -24,6 +24,7 @@
 #include "models/txl.h"
 #include "models/txl_config.h"
 #include "nn/params.h"
+#include "act16_check.h"
 
 enum { LAYERS = 6, HEADS = 4, DH = 8, D = 32, DI = 64, TOKENS = 120, B = 2, Q = 6, MEM = 5, SEGMENTS = 2 };
 
@@ -98,19 +99,7 @@ static size_t expected_bytes(int half, int pre_lnorm) {
 #define TXL_ACT16_DEVICE "cpu"
 #endif
 
-/* The device in `precision` (NULL: bf16 on a CPU build without oneDNN). */
-static const hs_backend *backend(int precision) {
-    static const char *names[] = {[HS_PRECISION_FP32] = "fp32", [HS_PRECISION_TF32] = "tf32",
-                                  [HS_PRECISION_BF16] = "bf16", [HS_PRECISION_FP16] = "fp16"};
-    if (strcmp(TXL_ACT16_DEVICE, "cpu") != 0)
-        return hs_backend_with_precision(hs_backend_select(TXL_ACT16_DEVICE, 0), names[precision]);
-    switch (precision) {
-    case HS_PRECISION_BF16: return hs_backend_cpu_bf16(NULL, 0);
-    case HS_PRECISION_FP16:
-    case HS_PRECISION_TF32: return hs_backend_cpu_rounded(precision);
-    default: return hs_backend_cpu();
-    }
-}
+static const hs_backend *backend(int precision) { return act16_backend(TXL_ACT16_DEVICE, precision); }
 
 static void test_activation_bytes(void **state) {
     (void)state;
@@ -195,17 +184,8 @@ static void compare_storage(int precision, int pre_lnorm) {
     double worst = 0.0, worst_other = 0.0, sum = 0.0; /* over all tensors; over all but r_net */
     const char *worst_name = "";
     for (int t = 0; t < p->count; t++) {
-        const size_t n = p->tensors[t].numel;
-        float *g16 = malloc(n * sizeof *g16), *g32 = malloc(n * sizeof *g32);
-        assert_non_null(g16), assert_non_null(g32);
-        be->download(be, g16, hs_param_grad(&half.params, t), n * sizeof *g16);
-        be->download(be, g32, hs_param_grad(&full.params, t), n * sizeof *g32);
-        double d2 = 0.0, r2 = 0.0;
-        for (size_t e = 0; e < n; e++) {
-            const double d = (double)g16[e] - (double)g32[e];
-            d2 += d * d, r2 += (double)g32[e] * g32[e];
-        }
-        free(g16), free(g32);
+        double d2, r2;
+        act16_grad_diff(&half.params, &full.params, t, &d2, &r2);
         sum += d2;
         if (r2 == 0.0) { /* a tensor this segment does not reach (an unused tail row): both zero */
             assert_true(d2 == 0.0);
