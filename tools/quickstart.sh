@@ -126,7 +126,7 @@ test)
   # A build that fails runs none of its tests: its summary is missing and counts as a failure below.
   if step "build build/" build build "${cuda[@]}" "${pyenv[@]}"; then
     step "make check (build/)" make -C build -j"$jobs" check || true
-    # valgrind memcheck of 100 training updates on 2 ranks, in the same build (tests/sanitizers.am).
+    # valgrind memcheck of 40 training updates on 2 ranks, in the same build (tests/sanitizers.am).
     step "valgrind (build/: make check-valgrind)" make -C build check-valgrind || true
   fi
   # ASan + UBSan: the CPU unit and gradient tests and the MPI, end-to-end and bad-input tests.

@@ -42,7 +42,7 @@ same() {
 
 make_tiny_mnist mnist.h5
 CNN="$top_srcdir/tests/e2e/small.cfg"
-cnn="-o data.path=\"mnist.h5\" -o training.max_epoch=0 -o training.max_sentences=8 -o checkpoint.save_interval_updates=4"
+cnn="-o data.path=\"mnist.h5\" -o training.max_epoch=0 -o training.max_sentences=4 -o checkpoint.save_interval_updates=4"
 have_bert=0
 if [ -n "${PYTHON_TORCH:-}" ]; then
   "$PYTHON_TORCH" "$top_srcdir/tests/ref/make_bert_shards.py" shards --prefix wiki --split training \

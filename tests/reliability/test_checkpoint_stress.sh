@@ -1,12 +1,12 @@
 # A user saves a checkpoint after every update and validates every 5 updates (the worst case for the
 # input thread, validation reads and checkpoint writes sharing HDF5) on 2 and 3 ranks, for the CNN and
-# for BERT: 200 updates, 3 times each (HS_STRESS_REPEATS=N for more). Every run must finish, and its
+# for BERT: 200 updates, 2 times each (HS_STRESS_REPEATS=N for more). Every run must finish, and its
 # parameters must equal those of a run that saved nothing along the way (saving and validating never
 # change the training).
 . "$top_srcdir/tests/lib.sh"
 [ -n "${PYTHON_TORCH:-}" ] || skip "no Python with h5py to write the BERT test shards"
 CMP="$top_builddir/tests/tools/h5compare"
-REPEATS=${HS_STRESS_REPEATS:-3}
+REPEATS=${HS_STRESS_REPEATS:-2}
 make_tiny_mnist tiny.h5
 "$PYTHON_TORCH" "$top_srcdir/tests/ref/make_bert_shards.py" shards --prefix wiki --split training \
   --rows 300,250,200,250 --seq-len 32 --max-pred 5 --vocab 1000 --seed 3 || fail "writing training shards"

@@ -1,12 +1,12 @@
 # valgrind memcheck of a training run (make check-valgrind, in a build without sanitizers): HetSeq's
-# MNIST CNN trains for 100 updates on 2 ranks, each rank under valgrind, with the prefetch thread, the
-# stall inspector, validation and a checkpoint at update 50 and at the end of the epoch (update 100),
+# MNIST CNN trains for 40 updates on 2 ranks, each rank under valgrind, with the prefetch thread, the
+# stall inspector, validation and a checkpoint at update 20 and at the end of the epoch (update 40),
 # then `hetseq eval` loads the checkpoint on 1 rank under valgrind. Any invalid read or write, use of
 # uninitialised memory, bad free, or block definitely lost (a leak with no pointer left to it) fails the
 # test, and valgrind's report (with a suppression for each error, --gen-suppressions) is printed. The
 # suppressions for Open MPI and PMIx internals are in tests/sanitizers/valgrind.supp, each with its
 # reason. Valgrind runs the CNN's vector code about 60 times slower, so the run uses one image per
-# micro-batch on a 200-image slice (100 updates = one epoch on 2 ranks) and a 40-image test split.
+# micro-batch on an 80-image slice (40 updates = one epoch on 2 ranks) and a 40-image test split.
 . "$top_srcdir/tests/lib.sh"
 CFG="$top_srcdir/tests/e2e/small.cfg"
 DATA=tiny.h5
@@ -14,7 +14,7 @@ SUPP="$top_srcdir/tests/sanitizers/valgrind.supp"
 case "${HS_SANITIZER:-no}" in no) ;; *) skip "valgrind cannot run a -fsanitize build (HS_SANITIZER=$HS_SANITIZER)" ;; esac
 VG=${VALGRIND:-$(command -v valgrind 2>/dev/null)}
 [ -n "$VG" ] && [ -x "$VG" ] || skip "valgrind is not installed (apt-get install valgrind)"
-UPDATES=${HS_VALGRIND_UPDATES:-100}
+UPDATES=${HS_VALGRIND_UPDATES:-40}
 HALF=$((UPDATES / 2))
 "$HETSEQ" prep mnist --in "${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}" --limit-train $((2 * UPDATES)) \
   --limit-test 40 --out tiny.h5 > prep.log 2>&1 || { cat prep.log; fail "cannot make the MNIST slice"; }
@@ -52,7 +52,7 @@ t0=$(date +%s)
 vg_mpi 2 train "$HETSEQ" train "$CFG" -o data.path=\"$DATA\" -o training.max_sentences=1 -o training.max_epoch=0 \
   -o training.max_update="$UPDATES" -o training.validate_interval_updates="$HALF" \
   -o checkpoint.save_interval_updates="$HALF" -o checkpoint.save_dir=\"ck\" -o distributed.stall_timeout=600.0 \
-  -o log.interval=25 > train.log 2>&1
+  -o log.interval=10 > train.log 2>&1
 rc=$?
 t1=$(date +%s)
 [ $rc -ne 124 ] && [ $rc -ne 137 ] || { cat train.log; fail "training under valgrind timed out"; }
