@@ -9,13 +9,17 @@
 #include "comm/comm.h"
 #include "config.h"
 #include "prep/prep.h"
+#include "train/blas_autofix.h"
 #include "train/trainer.h"
 #include "util/check.h"
 #include "util/log.h"
 
 int main(int argc, char **argv) {
+    /* before MPI and before OpenBLAS computes: may re-execute this program with OPENBLAS_CORETYPE set */
+    hs_blas_autofix(argc, argv);
     hs_comm comm;
     hs_comm_init(&comm, &argc, &argv);
+    hs_blas_autofix_report();
     /* hetseq reports HDF5 failures itself (file, dataset, what to do). */
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 

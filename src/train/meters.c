@@ -278,7 +278,10 @@ static void drop_partial_record(const char *path) {
  * BERT's GEMMs (M = batch·tokens in the thousands, N, K the hidden and intermediate sizes), small enough
  * that a product takes milliseconds (a second even under valgrind). */
 #define HS_PEAK_GEMM_N 512
-#define HS_PEAK_SECONDS 0.2
+/* The best product of half a second of them: one short measurement taken while another job used the
+ * cores read 0.011 TFLOP/s and made every MFU figure after it wrong; a longer run is likelier to catch
+ * the cores free at least once. The peak is still checked against the model's own rate (check_peak). */
+#define HS_PEAK_SECONDS 0.5
 
 /* m->peak_flops for m->precision. The CPU's is measured once (at init: every rank at the same time,
  * as in training); a GPU's comes from the table, for the precision the trainer set. */
@@ -294,9 +297,15 @@ static void find_peak(hs_meters *m) {
                      "no %s figure in the table for compute capability %d.%d: MFU is not logged", m->precision,
                      be->cc_major, be->cc_minor);
     } else if (be->memory_is_host) {
-        m->peak_flops = hs_mfu_measure_gemm(be, HS_PEAK_GEMM_N, HS_PEAK_SECONDS);
-        snprintf(m->peak_source, sizeof m->peak_source, "SGEMM %d×%d×%d measured at start, best of %.1f s",
-                 HS_PEAK_GEMM_N, HS_PEAK_GEMM_N, HS_PEAK_GEMM_N, HS_PEAK_SECONDS);
+        const char *injected = getenv("HETSEQ_TEST_MFU_PEAK"); /* tests: a peak as measured on busy cores */
+        if (injected && atof(injected) > 0) {
+            m->peak_flops = atof(injected);
+            snprintf(m->peak_source, sizeof m->peak_source, "HETSEQ_TEST_MFU_PEAK, as if measured on busy cores");
+        } else {
+            m->peak_flops = hs_mfu_measure_gemm(be, HS_PEAK_GEMM_N, HS_PEAK_SECONDS);
+            snprintf(m->peak_source, sizeof m->peak_source, "SGEMM %d×%d×%d measured at start, best of %.1f s",
+                     HS_PEAK_GEMM_N, HS_PEAK_GEMM_N, HS_PEAK_GEMM_N, HS_PEAK_SECONDS);
+        }
     } else {
         snprintf(m->peak_source, sizeof m->peak_source,
                  "the %s backend does not say what device it is: MFU is not logged", be->name);
@@ -305,6 +314,35 @@ static void find_peak(hs_meters *m) {
         hs_log("| MFU against %.4g TFLOP/s per rank (%s)", m->peak_flops / 1e12, m->peak_source);
     else
         hs_log("| %s", m->peak_source);
+}
+
+/* MFU above 1 means the peak is wrong, not that the model beat it: a CPU peak measured while other
+ * work used the cores (stale), or a model FLOP count above the multiplications done (the CNN's Winograd
+ * conv2). The CPU's peak is re-measured and the larger kept; if the model's rate per rank still passes
+ * it, that rate becomes the peak (it is a rate these cores reached). Each change is logged, so no MFU
+ * above 1 is ever printed and every figure says what it was measured against. Rank 0 only (the
+ * figures are rank 0's). */
+static void check_peak(hs_meters *m, double model_flops_per_rank) {
+    if (!(m->peak_flops > 0) || !(model_flops_per_rank > m->peak_flops)) return;
+    const hs_backend *be = m->task ? m->task->params.be : NULL;
+    const double old = m->peak_flops;
+    if (be && be->cc_major == 0 && be->memory_is_host) {
+        const double again = hs_mfu_measure_gemm(be, HS_PEAK_GEMM_N, HS_PEAK_SECONDS);
+        if (again > m->peak_flops) m->peak_flops = again;
+        hs_log("| MFU: the model ran at %.4g TFLOP/s per rank, above the peak of %.4g TFLOP/s (%s): that peak is "
+               "stale (measured while the cores were busy); re-measured: %.4g TFLOP/s",
+               model_flops_per_rank / 1e12, old / 1e12, m->peak_source, again / 1e12);
+        snprintf(m->peak_source, sizeof m->peak_source, "SGEMM %d×%d×%d re-measured during training, best of %.1f s",
+                 HS_PEAK_GEMM_N, HS_PEAK_GEMM_N, HS_PEAK_GEMM_N, HS_PEAK_SECONDS);
+    }
+    if (model_flops_per_rank > m->peak_flops) {
+        hs_log("| MFU: the model's %.4g TFLOP/s per rank is above the peak of %.4g TFLOP/s (%s): MFU is measured "
+               "against the model's rate from now on (a model FLOP count above the multiplications done, e.g. the "
+               "CNN's Winograd convolution, or a peak measured on busy cores)",
+               model_flops_per_rank / 1e12, m->peak_flops / 1e12, m->peak_source);
+        m->peak_flops = model_flops_per_rank;
+        snprintf(m->peak_source, sizeof m->peak_source, "the model's own rate, which passed the measured peak");
+    }
 }
 
 void hs_meters_init(hs_meters *m, const hs_task *task, const char *metrics_path, int resume) {
@@ -391,7 +429,9 @@ void hs_meters_log_train(hs_meters *m, const hs_train_state *st, int64_t index_i
         const int counts_flops = m->task && m->task->flops_per_sample;
         find_peak(m);
         double tflops = counts_flops ? sps * m->task->flops_per_sample((hs_task *)m->task) / 1e12 : 0;
+        if (world_size > 0) check_peak(m, tflops * 1e12 / world_size);
         double mfu = m->peak_flops > 0 && world_size > 0 ? tflops * 1e12 / (m->peak_flops * world_size) : NAN;
+        if (mfu > 1) mfu = 1; /* rounding only: check_peak made the peak at least the model's rate */
         if (!m->format || !strcmp(m->format, "simple")) {
             char fields[1024], tokens[64] = "", flops[64] = "", scaler[96] = "";
             task_text_fields(m, iv, fields, sizeof fields);

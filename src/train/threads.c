@@ -26,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include "build_config.h"
@@ -96,30 +95,6 @@ static void blas_env(char *buf, size_t n) {
     }
 }
 
-#ifdef HAVE_OPENBLAS_SET_NUM_THREADS
-/* OpenBLAS's DYNAMIC_ARCH builds pick their kernels by CPU model and fall back to older kernels for a
- * model they do not know: Debian's 0.3.21 runs its SSE3 "Prescott" kernels on Xeons newer than it
- * (SGEMM 3.6× slower here than with its AVX-512 kernels). OPENBLAS_CORETYPE, read when the library is
- * loaded, overrides the choice. Returns the core to set when the CPU has AVX2 and FMA but the kernels
- * in use are not among those that use them, else NULL. */
-static const char *better_coretype(const char *core) {
-#if defined(__x86_64__) && defined(__GNUC__)
-    static const char *const fma_cores[] = {"haswell",  "zen",        "skylakex",       "cooperlake",
-                                            "excavator", "steamroller", "sapphirerapids", NULL};
-    __builtin_cpu_init();
-    if (!core || !__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return NULL;
-    for (int i = 0; fma_cores[i]; i++)
-        if (!strcasecmp(core, fma_cores[i])) return NULL;
-    const int avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-    return avx512 ? "SkylakeX" : "Haswell";
-#else
-    (void)core;
-    return NULL;
-#endif
-}
-#endif
-
 void hs_setup_threads(const hs_comm *comm) {
     const int threads = requested_threads(comm);
     int blas_threads = threads, parallel = HS_BLAS_NOT_OPENBLAS;
@@ -140,14 +115,7 @@ void hs_setup_threads(const hs_comm *comm) {
     hs_log("| %d rank(s), %d on this node, %d thread(s) per rank (OpenMP %d, OpenBLAS %d); BLAS: %s%s", comm->size,
            comm->local_size, threads, threads, blas_threads, blas, env);
     if (comm->local_rank != 0) return; /* one warning per node */
-#ifdef HAVE_OPENBLAS_SET_NUM_THREADS
-    const char *core = openblas_get_corename(), *want = better_coretype(core);
-    if (want)
-        hs_warn("OpenBLAS runs its %s kernels on this CPU, which has %s: its GEMMs are several times slower than "
-                "they can be. Set OPENBLAS_CORETYPE=%s in the job's environment (for mpirun: -x "
-                "OPENBLAS_CORETYPE=%s; docs/performance.md)",
-                core, !strcmp(want, "SkylakeX") ? "AVX-512" : "AVX2 and FMA", want, want);
-#endif
+    /* kernels OpenBLAS misdetected: src/train/blas_autofix.c, before MPI started */
     if (threads == 1) return;
     if (parallel == HS_BLAS_PTHREADS)
         hs_warn("the loaded OpenBLAS is its pthread build, whose threads would compete with hetseq's OpenMP threads "

@@ -40,3 +40,14 @@ void hs_warn_node(const char *fmt, ...) {
     vwarn(fmt, ap);
     va_end(ap);
 }
+
+void hs_note_node(const char *fmt, ...) {
+    if (g_log_local_rank != 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "hetseq: ");
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+}

@@ -14,5 +14,8 @@ void hs_warn(const char *fmt, ...) HS_PRINTF(1, 2);
  * every rank of the node would repeat). */
 void hs_log_set_local_rank(int local_rank);
 void hs_warn_node(const char *fmt, ...) HS_PRINTF(1, 2);
+/* A note (not a warning) from the first rank of each node, to stderr, prefixed "hetseq: ": something
+ * hetseq did about the node's libraries that the user should know once. */
+void hs_note_node(const char *fmt, ...) HS_PRINTF(1, 2);
 
 #endif

@@ -188,6 +188,46 @@ static void log_fields_are_flops_over_time_and_peak(void **unused) {
     unlink(path);
 }
 
+/* A peak below the model's own rate (measured while other work used the cores): no MFU above 1 is
+ * logged; without a backend to re-measure on, the model's rate per rank (0.1 TFLOP/s) becomes the peak. */
+static void mfu_never_exceeds_one(void **unused) {
+    (void)unused;
+    char path[] = "/tmp/hetseq_test_flops_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    hs_task task = {.name = "fake", .flops_per_sample = fake_flops};
+    FILE *console = tmpfile();
+    assert_non_null(console);
+    hs_meters m;
+    hs_meters_init(&m, &task, path, 0);
+    m.console = console;
+    m.peak_ready = 1;
+    m.peak_flops = 50e9; /* 0.2 TFLOP/s on 2 ranks against 2 × 50 GFLOP/s would read mfu=2 */
+    hs_train_state st;
+    memset(&st, 0, sizeof st);
+    st.epoch = 1;
+    st.num_updates = 4;
+    m.interval.sample_count = 40;
+    m.interval_time = 0.5;
+    m.interval_updates = 4;
+    hs_meters_log_train(&m, &st, 4, 10, 1e-4, 2);
+    hs_meters_close(&m);
+    json_object *o = last_record(path);
+    assert_rel(number(o, "tflops"), 0.2, 1e-6);
+    assert_true(number(o, "mfu") <= 1.0);
+    assert_rel(number(o, "mfu"), 1.0, 1e-6);
+    json_object_put(o);
+    assert_rel(m.peak_flops, 0.1e12, 1e-9);
+    char text[8192] = "";
+    rewind(console);
+    size_t got = fread(text, 1, sizeof text - 1, console);
+    text[got] = 0;
+    assert_non_null(strstr(text, ", tflops=0.2, mfu=1.000, "));
+    assert_int_equal(fclose(console), 0);
+    unlink(path);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bert_flops_match_a_hand_count),
@@ -196,6 +236,7 @@ int main(void) {
         cmocka_unit_test(gpu_peaks_come_from_the_table),
         cmocka_unit_test(cpu_peak_is_measured),
         cmocka_unit_test(log_fields_are_flops_over_time_and_peak),
+        cmocka_unit_test(mfu_never_exceeds_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
