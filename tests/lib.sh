@@ -113,5 +113,5 @@ $out"
 $out"
   printf '%s\n' "$out" | grep -q -E -- "$pattern" || fail "$what: message does not match /$pattern/. Output:
 $out"
-  echo "ok: $what -> $(printf '%s\n' "$out" | grep -m1 -E -- "$pattern") ($took s; no-op $HS_NOOP s)"
+  echo "ok: $what -> $(printf '%s\n' "$out" | grep -m1 -E -- "$pattern") ($took s; bound $limit s; no-op $HS_NOOP s)"
 }
