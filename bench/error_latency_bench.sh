@@ -28,9 +28,14 @@ run() {
     --mca rmaps_base_oversubscribe 1 "$@"
   fi
 }
-seconds() { # CMD...: wall seconds of CMD (its output discarded)
-  local t0 t1
-  t0=$(date +%s.%N); "$@" > /dev/null 2>&1 || true; t1=$(date +%s.%N)
+seconds() { # WANT CMD...: wall seconds of CMD; WANT = ok (must succeed) or error (must fail saying "error:")
+  local want=$1 t0 t1 rc=0; shift
+  t0=$(date +%s.%N); "$@" < /dev/null > out.log 2>&1 || rc=$?; t1=$(date +%s.%N)
+  case $want in
+    ok) [ $rc -eq 0 ] || { cat out.log >&2; echo "the no-op job failed: $*" >&2; exit 1; } ;;
+    error) [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "error:" out.log ||
+      { cat out.log >&2; echo "expected a user error (exit $rc): $*" >&2; exit 1; } ;;
+  esac
   awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }'
 }
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -38,6 +43,14 @@ median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { printf "%.
 printf 'optimizer: { lr = "0.01"; };\n' > wrong_type.cfg
 printf 'task = "mnist";\noptimizer: { name = "adadelta"; lrr = 1.0; };\n' > typo.cfg
 small="$srcdir/tests/e2e/small.cfg"
+# a real MNIST file, so that the weights case gets past reading its data
+data=$builddir/tests/fashion-mnist-small.h5
+if [ ! -f "$data" ]; then
+  data=$work/tiny.h5
+  "$hetseq" prep mnist --in "${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}" --limit-train 400 \
+    --limit-test 40 --out "$data" > prep.log 2>&1 || { cat prep.log; exit 1; }
+fi
+data=$(cd "$(dirname "$data")" && pwd)/$(basename "$data")
 
 # NAME|RANKS|ARGS (ARGS split on spaces: no case needs a space inside an argument)
 cases="string where a number belongs|1|train wrong_type.cfg
@@ -45,7 +58,7 @@ string where a number belongs|2|train wrong_type.cfg
 string where a number belongs|3|train wrong_type.cfg
 unknown key (typo)|2|train typo.cfg
 missing data file|2|train $small -o data.path=\"nowhere.h5\"
-weights for 2 ranks on 3|3|train $small -o data.path=\"nowhere.h5\" -o distributed.weights=[2.0,1.0]
+weights for 2 ranks on 3|3|train $small -o data.path=\"$data\" -o distributed.weights=[2.0,1.0]
 prep mnist: no input directory|2|prep mnist --in nowhere --out x.h5"
 
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
@@ -56,9 +69,11 @@ all_ratio=
 while IFS='|' read -r name n args; do
   fails= noops=
   for r in $(seq 1 "$rounds"); do
-    noops="$noops $(seconds run "$n" "$hetseq" --version)"
+    s=$(seconds ok run "$n" "$hetseq" --version) || exit 1
+    noops="$noops $s"
     # shellcheck disable=SC2086
-    fails="$fails $(seconds run "$n" "$hetseq" $args)"
+    s=$(seconds error run "$n" "$hetseq" $args) || exit 1
+    fails="$fails $s"
   done
   f=$(echo $fails | median) z=$(echo $noops | median)
   ratio=$(awk -v f="$f" -v z="$z" 'BEGIN { printf "%.2f", f / z }')
