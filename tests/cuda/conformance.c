@@ -108,18 +108,6 @@ static void compare_bound(hs_conf *t, const char *what, const double *a, const d
     }
 }
 
-/* The tensor-scale rule (HS_CONF_TOL, hs_conf_tol_chained): bound_i = tol max_j |a_j|. */
-static void compare(hs_conf *t, const char *what, const double *a, const double *b, size_t n, double tol) {
-    double scale = 0.0;
-    for (size_t i = 0; i < n; i++)
-        if (isfinite(a[i]) && fabs(a[i]) > scale) scale = fabs(a[i]);
-    double *bound;
-    HS_ALLOC(bound, n ? n : 1);
-    for (size_t i = 0; i < n; i++) bound[i] = tol * scale;
-    compare_bound(t, what, a, b, n, bound);
-    free(bound);
-}
-
 /* both downloads as double arrays (free both) */
 static void download_pair_f32(hs_conf *t, const float *cpu_dev, const float *cuda_dev, size_t n, double **da,
                               double **db) {
@@ -210,27 +198,6 @@ void hs_conf_check_sum_f32(hs_conf *t, const char *what, const float *cpu_dev, c
     free(da), free(db), free(bound);
 }
 
-void hs_conf_check_f32(hs_conf *t, const char *what, const float *cpu_dev, const float *cuda_dev, size_t n,
-                       double tol) {
-    float *a = download(t->cpu, cpu_dev, n * sizeof *a), *b = download(t->cuda, cuda_dev, n * sizeof *b);
-    double *da, *db;
-    HS_ALLOC(da, n ? n : 1);
-    HS_ALLOC(db, n ? n : 1);
-    for (size_t i = 0; i < n; i++) {
-        da[i] = a[i];
-        db[i] = b[i];
-    }
-    compare(t, what, da, db, n, tol);
-    free(a), free(b), free(da), free(db);
-}
-
-void hs_conf_check_f64(hs_conf *t, const char *what, const double *cpu_dev, const double *cuda_dev, size_t n,
-                       double tol) {
-    double *a = download(t->cpu, cpu_dev, n * sizeof *a), *b = download(t->cuda, cuda_dev, n * sizeof *b);
-    compare(t, what, a, b, n, tol);
-    free(a), free(b);
-}
-
 void hs_conf_check_i32(hs_conf *t, const char *what, const int32_t *cpu_dev, const int32_t *cuda_dev, size_t n) {
     int32_t *a = download(t->cpu, cpu_dev, n * sizeof *a), *b = download(t->cuda, cuda_dev, n * sizeof *b);
     size_t bad = 0, first = 0;
@@ -248,19 +215,6 @@ void hs_conf_check_i32(hs_conf *t, const char *what, const int32_t *cpu_dev, con
 
 void hs_conf_finish(hs_conf *t) { finish_op(t); }
 
-double hs_conf_unit_roundoff(int precision) {
-    switch (precision) {
-    case HS_PRECISION_BF16: return 0x1p-9; /* 8 significant bits */
-    case HS_PRECISION_TF32:
-    case HS_PRECISION_FP16: return 0x1p-11; /* 11 significant bits */
-    default: return 0x1p-24;
-    }
-}
-
-double hs_conf_tol_chained(const hs_conf *t) {
-    return t->precision == HS_PRECISION_FP32 ? HS_CONF_TOL : 8.0 * hs_conf_unit_roundoff(t->precision);
-}
-
 void hs_conf_check_rounded(hs_conf *t, const char *what, const float *fp32_dev, const float *cuda_dev, size_t n) {
     float *a = download(t->cpu_fp32, fp32_dev, n * sizeof *a), *b = download(t->cuda, cuda_dev, n * sizeof *b);
     double scale = 0.0, worst = 0.0;
@@ -270,10 +224,10 @@ void hs_conf_check_rounded(hs_conf *t, const char *what, const float *fp32_dev, 
         if (scale > 0.0 && fabs((double)a[i] - (double)b[i]) / scale > worst) worst = fabs((double)a[i] - (double)b[i]) / scale;
     t->checks++;
     checks_of_op++;
-    if (!(worst > HS_CONF_TOL)) {
+    if (!(worst > HS_CONF_ROUNDED_MIN)) {
         t->failures++;
         printf("FAIL %s: %s: the result is within %g of fp32 (relative %.3g): the products' operands were not rounded\n",
-               t->op ? t->op : "?", what, HS_CONF_TOL, worst);
+               t->op ? t->op : "?", what, HS_CONF_ROUNDED_MIN, worst);
     }
     free(a), free(b);
 }

@@ -367,9 +367,64 @@ static void rows_cases(hs_conf *t) {
 
 /* ---- attention --------------------------------------------------------------------------------------------- */
 
-/* dqkv (the backward chain of GEMMs around the softmax) is still measured against its scale
- * (conformance.h): the standard tolerance in fp32, hs_conf_tol_chained under a reduced precision. */
-#define ATTENTION_TOL hs_conf_tol_chained(t)
+/* The input-gradient bounds of one (sample b, head h) unit (see attention_bounds): P the CPU's stored
+ * probabilities [L,L], dp their bounds, writes the unit's columns of bdqkv [B,L,3H]. */
+static void attention_backward_bounds(hs_conf *t, const float *qkv, const float *P, const double *dp,
+                                      const float *dctx, int b, int h, int L, int heads, int d, float p,
+                                      double *bdqkv) {
+    const int H = heads * d;
+    const double u = HS_CONF_U32, c = HS_CONF_C, scale = 1.0 / sqrt((double)d), fd = hs_conf_dot_factor(t, d),
+                 fl = hs_conf_dot_factor(t, L), ks = 1.0 / (1.0 - p), gl = hs_conf_gamma(L, u);
+    const size_t LL = (size_t)L * L;
+    double *G, *E, *dS, *ddS;
+    HS_ALLOC(G, LL), HS_ALLOC(E, LL), HS_ALLOC(dS, LL), HS_ALLOC(ddS, LL);
+#define Q(i, e) ((double)qkv[((size_t)b * L + (i)) * 3 * H + h * d + (e)])
+#define K(j, e) ((double)qkv[((size_t)b * L + (j)) * 3 * H + H + h * d + (e)])
+#define V(j, e) ((double)qkv[((size_t)b * L + (j)) * 3 * H + 2 * H + h * d + (e)])
+#define DC(i, e) ((double)dctx[((size_t)b * L + (i)) * H + h * d + (e)])
+#define KEEP(ij) (signbit(P[ij]) ? 0.0 : ks)
+    for (int i = 0; i < L; i++) {
+        double R = 0.0, dR = 0.0, RG = 0.0;
+        for (int j = 0; j < L; j++) {
+            const size_t ij = (size_t)i * L + j;
+            double g = 0.0;
+            for (int e = 0; e < d; e++) g += fabs(DC(i, e) * V(j, e));
+            G[ij] = KEEP(ij) * g;
+            E[ij] = KEEP(ij) * fd * g;
+            const double pij = fabs((double)P[ij]);
+            R += pij * G[ij];
+            dR += dp[ij] * G[ij] + pij * E[ij];
+            RG += pij * G[ij];
+        }
+        dR += c * gl * RG;
+        for (int j = 0; j < L; j++) {
+            const size_t ij = (size_t)i * L + j;
+            const double pij = fabs((double)P[ij]);
+            dS[ij] = pij * (G[ij] + R);
+            ddS[ij] = dp[ij] * (G[ij] + R) + pij * (E[ij] + dR) + 3.0 * c * u * pij * (G[ij] + R);
+        }
+    }
+    for (int i = 0; i < L; i++) /* dQ_i and dV_i (row i of the token-major buffer) */
+        for (int e = 0; e < d; e++) {
+            double prop = 0.0, mag = 0.0, vprop = 0.0, vmag = 0.0, kprop = 0.0, kmag = 0.0;
+            for (int j = 0; j < L; j++) {
+                const size_t ij = (size_t)i * L + j, ji = (size_t)j * L + i;
+                prop += ddS[ij] * fabs(K(j, e)), mag += dS[ij] * fabs(K(j, e));
+                kprop += ddS[ji] * fabs(Q(j, e)), kmag += dS[ji] * fabs(Q(j, e));
+                vprop += KEEP(ji) * dp[ji] * fabs(DC(j, e)), vmag += KEEP(ji) * fabs((double)P[ji]) * fabs(DC(j, e));
+            }
+            double *row = bdqkv + ((size_t)b * L + i) * 3 * H + h * d + e;
+            row[0] = scale * (prop + fl * mag) + 1e-30;
+            row[H] = scale * (kprop + fl * kmag) + 1e-30;
+            row[2 * H] = vprop + fl * vmag + 1e-30;
+        }
+#undef Q
+#undef K
+#undef V
+#undef DC
+#undef KEEP
+    free(G), free(E), free(dS), free(ddS);
+}
 
 /* The bounds of the attention probabilities and context (conformance.h), per (sample, head) from the
  * inputs and the CPU's probabilities P (the stored |P|; a set sign bit marks a dropped one):
@@ -378,9 +433,20 @@ static void rows_cases(hs_conf *t) {
  *   softmax: |dp_ij| <= p_ij (|ds_ij| + sum_k p_ik |ds_ik|) + HS_CONF_C 32 u32 p_ij (exp, the division);
  *   ctx_ie = sum_j p'_ij v_je (p' = keep p / (1 - drop)), a dot product of L terms whose operand p' is
  *     off by keep |dp_ij| / (1 - drop): |dctx_ie| <= sum_j keep |dp_ij| |v_je| / (1 - drop)
- *     + f_L sum_j |p'_ij v_je|. */
-static void attention_bounds(hs_conf *t, const float *qkv, const float *mask_bias, const float *probs, int batch,
-                             int L, int heads, int d, float p, double *bp, double *bctx) {
+ *     + f_L sum_j |p'_ij v_je|.
+ * The backward pass (dctx given; every product a dot product with its own f, the errors of P above
+ * carried through):
+ *   dV_j = sum_i p'_ij dctx_i:  sum_i |dp'_ij| |dctx_i| + f_L sum_i |p'_ij dctx_i|;
+ *   dP_ij = keep/(1 - drop) dctx_i . v_j:  |d dP_ij| <= keep/(1 - drop) f_d sum_e |dctx_ie v_je| (E_ij),
+ *     |dP_ij| <= keep/(1 - drop) sum_e |dctx_ie v_je| (G_ij);
+ *   R_i = sum_k p_ik dP_ik:  |dR_i| <= sum_k (|dp_ik| G_ik + p_ik E_ik) + c gamma_L sum_k p_ik G_ik;
+ *   dS_ij = p_ij (dP_ij - R_i):  |d dS_ij| <= |dp_ij| (G_ij + |R|_i) + p_ij (E_ij + |dR_i|)
+ *     + 3 c u32 p_ij (G_ij + |R|_i), with |R|_i = sum_k p_ik G_ik and |dS_ij| <= p_ij (G_ij + |R|_i);
+ *   dQ_i = scale sum_j dS_ij k_j, dK_j = scale sum_i dS_ij q_i:  scale (sum |d dS| |k| + f_L sum |dS| |k|).
+ * bdqkv may be NULL (forward only). */
+static void attention_bounds(hs_conf *t, const float *qkv, const float *mask_bias, const float *probs,
+                             const float *dctx, int batch, int L, int heads, int d, float p, double *bp, double *bctx,
+                             double *bdqkv) {
     const int H = heads * d;
     const double u = HS_CONF_U32, c = HS_CONF_C, scale = 1.0 / sqrt((double)d), fd = hs_conf_dot_factor(t, d),
                  fl = hs_conf_dot_factor(t, L), keep_scale = 1.0 / (1.0 - p);
@@ -417,6 +483,7 @@ static void attention_bounds(hs_conf *t, const float *qkv, const float *mask_bia
                     }
                     bctx[((size_t)b * L + i) * H + h * d + e] = prop + fl * mag + 1e-30;
                 }
+            if (bdqkv) attention_backward_bounds(t, qkv, P, dp, dctx, b, h, L, heads, d, p, bdqkv);
         }
     free(ds), free(dp);
 }
@@ -455,18 +522,18 @@ static void attention_case(hs_conf *t, int batch, int L, int heads, int d, float
 
     snprintf(what, sizeof what, "probs B=%d L=%d heads=%d d=%d p=%g", batch, L, heads, d, p);
     float *probs_cpu = hs_conf_download_f32(t->cpu, d_probs.cpu, nprobs);
-    double *bp, *bctx;
-    HS_ALLOC(bp, nprobs), HS_ALLOC(bctx, nctx);
-    attention_bounds(t, qkv, mask_bias, probs_cpu, batch, L, heads, d, p, bp, bctx);
+    double *bp, *bctx, *bdqkv;
+    HS_ALLOC(bp, nprobs), HS_ALLOC(bctx, nctx), HS_ALLOC(bdqkv, nqkv);
+    attention_bounds(t, qkv, mask_bias, probs_cpu, dctx, batch, L, heads, d, p, bp, bctx, bdqkv);
     hs_conf_check_bound(t, what, d_probs.cpu, d_probs.cuda, nprobs, bp);
     same_signs(t, what, d_probs.cpu, d_probs.cuda, nprobs);
     same_bits(t, what, d_probs.cuda, probs2, nprobs * 4);
     snprintf(what, sizeof what, "ctx B=%d L=%d heads=%d d=%d p=%g", batch, L, heads, d, p);
     hs_conf_check_bound(t, what, d_ctx.cpu, d_ctx.cuda, nctx, bctx);
-    free(probs_cpu), free(bp), free(bctx);
     same_bits(t, what, d_ctx.cuda, ctx2, nctx * 4);
     snprintf(what, sizeof what, "dqkv B=%d L=%d heads=%d d=%d p=%g", batch, L, heads, d, p);
-    hs_conf_check_f32(t, what, d_dqkv.cpu, d_dqkv.cuda, nqkv, ATTENTION_TOL);
+    hs_conf_check_bound(t, what, d_dqkv.cpu, d_dqkv.cuda, nqkv, bdqkv);
+    free(probs_cpu), free(bp), free(bctx), free(bdqkv);
     same_bits(t, what, d_dqkv.cuda, dqkv2, nqkv * 4);
 
     release(t, d_qkv), release(t, d_mb), release(t, d_ctx), release(t, d_probs), release(t, d_dctx),
