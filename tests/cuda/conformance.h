@@ -18,7 +18,7 @@
  *     (conformance_k2.c): a near-constant row, or cols = 1 or 2 with eps 1e-12, gets a bound scaled by
  *     1/sigma times the row's input magnitude, never an element-wise relative one;
  *   - attention: the score bound propagated through softmax, |dp| <= p (|ds| + sum_j p_j |ds_j|), then
- *     through P V as a dot product (conformance_k1.c).
+ *     through P V and the backward products as dot products (conformance_k1.c, conformance_k3.c).
  * NaN or Inf where the CPU has a finite value fails. The test prints, per op and precision, the worst
  * err/bound ratio seen (<= 1 passes). */
 #ifndef HS_TESTS_CUDA_CONFORMANCE_H

@@ -1,7 +1,7 @@
 /* Conformance cases of the bias passes, element-wise ops, pooling, row gathers/scatter-adds and attention
  * (kernels/bias.cu, elementwise.cu, pool.cu, rows.cu, attention.cu) against the CPU backend.
  *
- * Besides CPU agreement (conformance.h's tolerance), the ops that sum across threads (bias gradients,
+ * Besides CPU agreement (conformance.h's bounds), the ops that sum across threads (bias gradients,
  * scatter-add, attention) are run twice on the CUDA backend and must give the same bits: on the emulated
  * device the second run has another thread and block order, so an order-dependent sum shows up here. The
  * attention probabilities are also compared sign bit by sign bit (the sign marks a dropped value, and

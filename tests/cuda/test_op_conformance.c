@@ -1,6 +1,6 @@
 /* Every op of the device seam on the CUDA backend (the emulated device in `make check`, a real GPU
  * under tests/gpu/) against the CPU backend, on random inputs with odd sizes: a user's guarantee that
- * device = "cuda" computes what device = "cpu" computes (tolerances: tests/cuda/conformance.h), in
+ * device = "cuda" computes what device = "cpu" computes (bounds derived per op: tests/cuda/conformance.h), in
  * every precision: fp32 runs every op; tf32, bf16 and fp16 rerun the ops with products (GEMMs,
  * convolutions, attention, relative attention) with both backends in that precision, and check that
  * the CUDA products really were rounded (they differ from fp32); bf16 and fp16 also check the 16-bit

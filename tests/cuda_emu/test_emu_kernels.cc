@@ -1,7 +1,8 @@
 // Correct kernels give exactly the right answers on the emulated CUDA device, under several seeds
 // (thread, block and stream orders differ per seed): a shared-memory block reduction with
 // __syncthreads, warp-shuffle reductions, atomics, grids of many blocks with odd block sizes, the
-// warp functions' exact lane semantics, dynamic shared memory, and a spin lock within a block.
+// warp functions' exact lane semantics, dynamic shared memory, and a spin lock within a block; and a*b + c
+// in a kernel is one fused multiply-add, as nvcc's default --fmad=true compiles it.
 #include <cstdint>
 #include <vector>
 #include "hs_emu/control.h"

@@ -6,7 +6,8 @@
 //     epilogues, the heuristic's workspace; CUDA_R_16BF and CUDA_R_16F A and B with fp32 C and D, and
 //     CUBLAS_COMPUTE_32F_FAST_TF32 (inputs rounded to TF32), each against a reference of the rounded
 //     inputs that the other interpretation (the other 16-bit type, unrounded fp32) fails; the type
-//     combinations cuBLASLt's table does not list are NOT_SUPPORTED;
+//     combinations cuBLASLt's table does not list are NOT_SUPPORTED; the summation order of a GPU (a
+//     check expecting a CPU loop's bits fails, other seeds give other bits) and TF32 ties to even;
 //   - cuDNN: forward, backward data, backward filter and backward bias convolutions with padding,
 //     strides, dilation, both modes, each algorithm the heuristics offer, and cudnnAddTensor, under
 //     CUDNN_FMA_MATH (fp32); the other math types round the inputs to TF32 (compute capability 8.0);
