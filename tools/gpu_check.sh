@@ -65,6 +65,7 @@ median() { grep '"type": "train"' "$1" | tail -n +6 | sed "s/.*\"$2\": \([^,}]*\
 throughput() {
   local name=$1 d=$2 t0 t1; shift 2
   t0=$(now)
+  mkdir -p "$dir/$d"
   if (cd "$dir" && timeout -k 5 600 "$MPIRUN" --allow-run-as-root -np 1 "$HETSEQ" train "$@" -o device=\"cuda\" \
       -o checkpoint.no_save=true -o training.disable_validation=true -o checkpoint.save_dir=\"$d\" -o log.interval=1) \
       > "$dir/$d.log" 2>&1; then
