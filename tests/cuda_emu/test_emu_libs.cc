@@ -1319,6 +1319,35 @@ void nccl_ranks() {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   CHECK(size >= 2);
+  int gpus = 0;
+  CUDA_OK(cudaGetDeviceCount(&gpus));
+  CHECK(gpus >= size); // test_emu_nccl.sh: a node of one GPU per rank (HS_CUDA_EMU_DEVICES)
+
+  // CAUGHT: every rank on GPU 0 (more ranks than GPUs, each taking device 0): NCCL 2.28 refuses the
+  // communicator on every rank, ncclInvalidUsage, "Duplicate GPU detected" naming the ranks and the bus
+  ncclUniqueId dup_id;
+  if (rank == 0) NCCL_OK(ncclGetUniqueId(&dup_id));
+  MPI_Bcast(&dup_id, sizeof dup_id, MPI_BYTE, 0, MPI_COMM_WORLD);
+  CUDA_OK(cudaSetDevice(0));
+  ncclComm_t dup = nullptr;
+  NCCL_EXPECT(ncclCommInitRank(&dup, size, dup_id, rank), ncclInvalidUsage);
+  char want[96];
+  snprintf(want, sizeof want, "Duplicate GPU detected : rank %d and rank %d both on CUDA device 1000", rank,
+           rank == 0 ? 1 : 0);
+  if (strcmp(ncclGetLastError(nullptr), want) != 0) {
+    fprintf(stderr, "rank %d: ncclGetLastError is \"%s\", expected \"%s\"\n", rank, ncclGetLastError(nullptr), want);
+    CHECK(false);
+  }
+  CHECK(dup == nullptr);
+  if (rank == 0)
+    printf("ok   %d ranks on one GPU: ncclCommInitRank is ncclInvalidUsage on every rank, \"%s\"\n", size, want);
+
+  // one GPU per rank: distinct PCI bus ids ("0000:0R:00.0"), and NCCL accepts the communicator
+  CUDA_OK(cudaSetDevice(rank));
+  char bus[32], want_bus[32];
+  CUDA_OK(cudaDeviceGetPCIBusId(bus, sizeof bus, rank));
+  snprintf(want_bus, sizeof want_bus, "0000:%02x:00.0", rank + 1);
+  CHECK(strcmp(bus, want_bus) == 0);
   ncclUniqueId id;
   if (rank == 0) NCCL_OK(ncclGetUniqueId(&id));
   MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
