@@ -16,7 +16,7 @@
 
 #include "comm/grad_buckets.h"
 #include "comm/stall.h"
-#include "data/prefetch.h"
+#include "train/prefetch.h"
 #include "train/balance.h"
 #include "data/sampler.h"
 #include "optim/lr_scheduler.h"
