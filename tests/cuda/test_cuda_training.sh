@@ -1,9 +1,9 @@
 # A user trains with device = "cuda" (here on the emulated CUDA device: the same kernels and backend
 # code, cuBLASLt/cuDNN/NCCL stand-ins, NCCL mapped onto MPI): 10 updates of the MNIST CNN and 12 of a
 # small BERT (LAMB, dropout on) follow the CPU run's trajectory within 1e-5 relative, on 1, 2 and 3
-# ranks with the same global batch (one emulated GPU per rank: NCCL); HetSeq's CNN recipe is world-size invariant on CUDA, and a run
-# stopped and resumed on CUDA is bit-identical to an uninterrupted one. HS_CUDA_EMU_SEED varies the
-# emulator's thread and stream orders.
+# ranks with the same global batch (one emulated GPU per rank: NCCL); HetSeq's CNN recipe is world-size
+# invariant on CUDA, and a run stopped and resumed on CUDA is bit-identical to an uninterrupted one.
+# HS_CUDA_EMU_SEED varies the emulator's thread and stream orders.
 # Why 1e-5 (fp32): in one update every op's CUDA output is within its derived bound of the CPU's
 # (tests/cuda/test_op_conformance, docs/gpu.md "How results are compared"); the bound is the worst case,
 # K u32 per dot product of K terms, but the rounding errors of a loss or a gradient norm are many
