@@ -9,7 +9,9 @@
 #                                   into WikiText format: trains on 2 ranks, reports validation
 #                                   perplexity, evaluates the test split with throughput and latency
 #                                   percentiles, plots the losses
-#   bash tools/quickstart.sh test   install packages, build (with the real CUDA backend where nvcc
+#   bash tools/quickstart.sh test   install every package the build and the tests use (a minimal Debian
+#                                   12 root included) and tokenizers/transformers from PyPI (build/pyenv),
+#                                   build (with the real CUDA backend where nvcc
 #                                   exists), run `make check` (the CUDA backend's tests on the emulated
 #                                   device included), valgrind memcheck of a
 #                                   training run (build/), the unit, MPI and end-to-end tests under
