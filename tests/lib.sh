@@ -105,9 +105,10 @@ expect_error() {
     "no-op job of $ranks rank(s) took $HS_NOOP s. Output:
 $out"
   awk -v t="$took" -v l="$limit" 'BEGIN { exit !(t > l) }' &&
-    fail "$what: took $took s to end, more than $limit s (3 x $base s, the $([ -n "${HS_ERROR_BASE:-}" ] &&
-      echo "reference run" || echo "no-op job of $ranks rank(s)") + 5 s$([ "${HS_ERROR_WAIT:-0}" = 0 ] ||
-      echo " + ${HS_ERROR_WAIT} s designed wait")). Output:
+    fail "$what: took $took s to end, more than $limit s = 3 x $base s ($([ -n "${HS_ERROR_BASE:-}" ] &&
+      echo "the test's reference run" || echo "the no-op job of $ranks rank(s)")) + 5 s$([ "${HS_ERROR_WAIT:-0}" = 0 ] ||
+      echo " + ${HS_ERROR_WAIT} s designed wait")$([ -z "${HS_ERROR_BASE:-}" ] ||
+      echo "; the no-op job of $ranks rank(s) took $HS_NOOP s"). Output:
 $out"
   [ $rc -ne 0 ] || fail "$what: expected a non-zero exit, got 0. Output:
 $out"
