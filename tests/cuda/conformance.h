@@ -96,6 +96,8 @@ void hs_conf_check_ew(hs_conf *t, const char *what, const float *cpu_dev, const 
  * terms are non-negative (sums of squares, abssum == NULL), else times abssum[i]. */
 void hs_conf_check_sum_f64(hs_conf *t, const char *what, const double *cpu_dev, const double *cuda_dev, size_t n,
                            const double *abssum, double n_terms, double term_err, double acc_u);
+/* fp32 sums (acc_u = u32) whose Σ|x| the caller bounds by abssum_scale (e.g. rows times the largest
+ * |x|): bound_i = HS_CONF_C (term_err + gamma_n(u32)) (abssum_scale + |cpu_i|). */
 void hs_conf_check_sum_f32(hs_conf *t, const char *what, const float *cpu_dev, const float *cuda_dev, size_t n,
                            double abssum_scale, double n_terms, double term_err);
 /* Host copies of device buffers (free with free()). */
