@@ -25,8 +25,15 @@ jobs=$(nproc 2>/dev/null || echo 2)
 PACKAGES="build-essential autoconf automake libtool pkg-config libopenmpi-dev openmpi-bin libhdf5-openmpi-dev
  hdf5-tools libconfig-dev libjson-c-dev libutf8proc-dev libopenblas-openmp-dev zlib1g-dev libcmocka-dev
  libdnnl-dev dataset-fashion-mnist"
-[ "$mode" = test ] && PACKAGES="$PACKAGES python3-torch python3-h5py python3-numpy python3-venv fortunes valgrind
- clang-14 libclang-rt-14-dev libboost-context-dev slurm-wlm munge lmod"
+# What the tests run besides the build (a minimal Debian 12, debootstrap --variant=minbase, has none of
+# these): python3 with torch/h5py/numpy and a venv for PyPI's tokenizers (ca-certificates for pip's
+# HTTPS); fortunes (corpus); valgrind; clang-14 + libclang-rt-14-dev (libFuzzer) and llvm-14 (its
+# llvm-symbolizer: LeakSanitizer's suppressions name functions); Boost.Context (the emulated CUDA
+# device's fibers); slurm-wlm + its plugins (pmix) + munge; lmod; procps (pkill, ps), iproute2 (ip)
+# and util-linux (unshare) for the stop-signal and multi-host tests; hostname.
+[ "$mode" = test ] && PACKAGES="$PACKAGES python3 python3-torch python3-h5py python3-numpy python3-venv ca-certificates
+ fortunes valgrind clang-14 libclang-rt-14-dev llvm-14 libboost-context-dev slurm-wlm slurm-wlm-basic-plugins munge lmod
+ procps iproute2 util-linux hostname"
 [ "$mode" = demo ] && PACKAGES="$PACKAGES fortunes gnuplot-nox"
 
 install_packages() {
@@ -47,18 +54,30 @@ build() { # dir configure-args...
 }
 
 # Hugging Face's tokenizers and transformers (PyPI) for the tokenizer cross-check, in a venv that keeps
-# the system's torch, h5py and numpy; without them that test skips and says so.
+# the system's torch, h5py and numpy. It must succeed: without them the cross-check fails (naming what
+# to install), and a failed install here is counted as a failed step.
 python_env() {
   local venv=$top/build/pyenv
   "$venv/bin/python" -c 'import tokenizers, transformers' >/dev/null 2>&1 && return 0
   mkdir -p build
   { /usr/bin/python3 -m venv --system-site-packages "$venv" &&
-    "$venv/bin/pip" install -q --disable-pip-version-check tokenizers==0.15.2 transformers==4.38.2; } ||
-    echo "== warning: could not install tokenizers/transformers from PyPI: the tokenizer cross-check will skip"
+    "$venv/bin/pip" install -q --disable-pip-version-check tokenizers==0.15.2 transformers==4.38.2 &&
+    "$venv/bin/python" -c 'import tokenizers, transformers'; } || {
+    echo "== could not install tokenizers and transformers from PyPI into $venv (network? ca-certificates?):" \
+      "the tokenizer cross-checks will fail" >&2
+    return 1
+  }
 }
 
 # mpirun refuses to run as root unless told it is intended (containers, CI machines).
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# The sanitizer and fuzz runs symbolize their stacks with llvm-14's llvm-symbolizer: without it a leak's
+# frames are bare addresses and LeakSanitizer's suppressions, which name functions (tests/fuzz/lsan.supp;
+# test_fuzz.sh adds LSAN_OPTIONS=suppressions=...:symbolize=1 itself), never match.
+if [ "$mode" = test ] && [ -x /usr/lib/llvm-14/bin/llvm-symbolizer ]; then
+  export ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-14/bin/llvm-symbolizer
+  export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}symbolize=1"
+fi
 
 install_packages
 case "$mode" in
@@ -100,12 +119,12 @@ txl)
   echo "== loss plot: $top/checkpoints/txl_demo/loss.png"
   ;;
 test)
-  python_env
+  status=0
+  python_env || status=1
   pyenv=(); [ -x build/pyenv/bin/python ] && pyenv=(PYTHON_TORCH="$top/build/pyenv/bin/python")
   # Every summary this run counts; one left over from an earlier run must not count again.
   logs="build/test-suite.log build/test-suite-valgrind.log build-asan/test-suite.log build-tsan/test-suite.log"
   rm -f $logs
-  status=0
   step() { # name command...: run one step, say how long it took; a failure is counted, the run goes on
     local name=$1 t0=$SECONDS rc=0; shift
     echo "== $name"

@@ -7,7 +7,7 @@
 . "$top_srcdir/tests/lib.sh"
 PY=/usr/bin/python3
 PROG="$top_builddir/tests/mpi/test_bert_shards"
-"$PY" -c 'import h5py, numpy' 2>/dev/null || skip "no h5py + numpy for $PY"
+"$PY" -c 'import h5py, numpy' 2>/dev/null || fail "$PY cannot import h5py and numpy: install Debian's python3-h5py python3-numpy (tools/quickstart.sh test does)"
 W="$top_srcdir/tests/ref/make_bert_shards.py"
 scan() { mpi 2 "$PROG" scan "$@"; }
 

@@ -5,7 +5,7 @@
 DRIVER="$top_builddir/tests/mpi/mnist_driver"
 SRC="${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}"
 PY=/usr/bin/python3
-[ -d "$SRC" ] || skip "no Fashion-MNIST IDX files in $SRC (set FASHION_MNIST_DIR)"
+[ -d "$SRC" ] || fail "no Fashion-MNIST IDX files in $SRC: install Debian's dataset-fashion-mnist (or set FASHION_MNIST_DIR)"
 
 # ---- a good file first: prep works and the file reads on 2 ranks --------------------------------------
 mpi 2 "$HETSEQ" prep mnist --in "$SRC" --out good.h5 --limit-train 300 --limit-test 100 > prep.log 2>&1 \

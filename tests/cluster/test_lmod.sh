@@ -1,7 +1,8 @@
 # The Lmod modulefile `make install` puts in --with-modulefiledir works with a real Lmod (Debian's
 # lmod): installed into a temporary prefix, `module use DIR; module load hetseq` makes `hetseq` the
 # installed one, `module show hetseq` lists what it sets (HETSEQ_ROOT, PATH, MANPATH) and the
-# installed batch scripts and experiments are where the modulefile's help says. Skips (77) without Lmod.
+# installed batch scripts and experiments are where the modulefile's help says. Fails without Lmod
+# (Debian's lmod), naming it.
 #
 # The modulefile's prefix is substituted by configure (batch/hetseq.lua.in), so the test configures a
 # fresh build tree with --prefix=<tmp> --with-modulefiledir=<tmp>/share/modulefiles (the options of
@@ -16,7 +17,7 @@ for f in /usr/share/lmod/lmod/init/bash /usr/share/lmod/*/init/bash /usr/lmod/lm
          /opt/apps/lmod/lmod/init/bash; do
   [ -f "$f" ] && { LMOD_INIT=$f; break; }
 done
-[ -n "$LMOD_INIT" ] || skip "no Lmod (Debian: apt-get install lmod; tools/quickstart.sh test installs it)"
+[ -n "$LMOD_INIT" ] || fail "no Lmod: install Debian's lmod (apt-get install lmod; tools/quickstart.sh test installs it)"
 [ -x "$BUILD/config.status" ] || fail "no config.status in $BUILD"
 
 P="$WORK/prefix"

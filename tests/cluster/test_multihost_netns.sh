@@ -8,7 +8,9 @@
 # 1e-5). Also checked: the ranks ran on the three nodes, the gradients crossed the veth links (byte
 # counters), and mpirun left no process behind in the namespaces. Every namespace, link, hosts file
 # and process the test makes is removed when it ends, pass or fail (names unique per run).
-# Needs root, iproute2 and network namespaces (CAP_NET_ADMIN); skips (77) without them. About 30 s.
+# Needs iproute2 (ip), util-linux (unshare) and procps (ps): fails naming the package without them.
+# Needs root and the right to make network namespaces (CAP_NET_ADMIN): skips (77) without (a container
+# not allowed to, or a user who is not root; the README says so). About 30 s.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/cluster/netns_cluster.sh"
 # Long commands run in the background and are waited for, so that a signal to the test (a CI time
@@ -24,11 +26,20 @@ CMP="$top_builddir/tests/tools/h5compare"
 HETSEQ_BIN=$(cd "$(dirname "$HETSEQ")" && pwd)/$(basename "$HETSEQ")
 RSH=$(cd "$top_srcdir/tests/cluster" && pwd)/netns_rsh.sh
 REAL_MPIRUN=$(command -v "$MPIRUN") || fail "no mpirun ($MPIRUN)"
+need_cmd ip iproute2
+need_cmd unshare util-linux
+need_cmd ps procps
+need_cmd hostname hostname
 [ -f "$DATA" ] || fail "no $DATA (make check builds it)"
 [ -x "$CMP" ] || fail "no $CMP (make check builds it)"
 UPDATES=20
 
-netns_cluster_up head node1 node2 node3 || skip "$NETNS_ERROR"
+if ! netns_cluster_up head node1 node2 node3; then
+  case "$NETNS_ERROR" in
+    *"need root"* | *"not permitted"*) skip "$NETNS_ERROR" ;; # a privilege, not an install step
+    *) fail "$NETNS_ERROR" ;;
+  esac
+fi
 echo "cluster $NETNS_TAG: namespaces $(printf "$NETNS_TAG-%s " $NETNS_HOSTS), bridge $NETNS_BRIDGE, subnet $NETNS_CIDR"
 printf 'node1 slots=1\nnode2 slots=2\nnode3 slots=1\n' > hostfile
 

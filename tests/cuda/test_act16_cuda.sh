@@ -17,7 +17,7 @@
 . "$top_srcdir/tests/lib.sh"
 EMU="${HETSEQ_EMU:-$top_builddir/tests/cuda/hetseq_emu}"
 [ -x "$EMU" ] || skip "hetseq_emu (the emulated CUDA build) is not built"
-[ -n "${PYTHON_TORCH:-}" ] || skip "no Python with h5py to write the test shards"
+need_python h5py numpy
 make_bert_small_shards 37,50,13
 BERT="$top_srcdir/tests/e2e/bert_small.cfg"
 

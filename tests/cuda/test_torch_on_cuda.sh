@@ -2,7 +2,7 @@
 # torch's, tests/ref/test_cnn_vs_torch.py and test_bert_vs_torch.py) run again with the models on the
 # CUDA backend (the emulated device): a user's device = "cuda" model is PyTorch's model.
 . "$top_srcdir/tests/lib.sh"
-[ -n "${PYTHON_TORCH:-}" ] || skip "no Python with PyTorch and h5py"
+need_python torch h5py
 [ -x "$top_builddir/tests/cuda/ref/cnn_ref_grads" ] || skip "the emulated CUDA build of the reference drivers is missing"
 export HS_TEST_DEVICE=cuda HS_REF_HELPER_DIR="$top_builddir/tests/cuda/ref" HS_CUDA_EMU_SEED="${HS_CUDA_EMU_SEED:-3}"
 for t in test_cnn_vs_torch test_bert_vs_torch; do

@@ -8,7 +8,7 @@
 . "${top_srcdir:-.}/tests/lib.sh"
 
 "$HETSEQ" --version >/dev/null 2>&1 || skip "the hetseq binary is not built yet ($HETSEQ --version failed)"
-[ -n "${PYTHON_TORCH:-}" ] && "$PYTHON_TORCH" -c 'import h5py' 2>/dev/null || skip "no Python with h5py to write shards"
+need_python h5py numpy
 "$PYTHON_TORCH" "$top_srcdir/tests/ref/make_bert_shards.py" shards --prefix tiny --rows 70,50 --split training \
   --seq-len 32 --max-pred 5 --vocab 1000 --seed 1 >/dev/null || fail "make_bert_shards.py failed"
 "$PYTHON_TORCH" "$top_srcdir/tests/ref/make_bert_shards.py" shards --prefix tiny --rows 40 --split test \

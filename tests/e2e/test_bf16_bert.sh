@@ -13,8 +13,8 @@
 # biases every product; a wrong transpose) moves the curve by far more. The fp32 curve must also fall.
 # HS_BF16_BERT_UPDATES=N runs fewer updates (the two runs take about 2 minutes on a loaded machine).
 . "$top_srcdir/tests/lib.sh"
-[ -n "${PYTHON_TORCH:-}" ] || skip "no Python with h5py to write the test shards"
-grep -q '^#define HAVE_DNNL 1' "$top_builddir/build_config.h" || skip "hetseq built without oneDNN (libdnnl-dev)"
+need_python h5py numpy
+grep -q '^#define HAVE_DNNL 1' "$top_builddir/build_config.h" || fail "hetseq built without oneDNN: install Debian's libdnnl-dev and configure again"
 CFG="$top_srcdir/tests/e2e/bert_small.cfg"
 UPDATES=${HS_BF16_BERT_UPDATES:-200}
 make_bert_small_shards 400,400

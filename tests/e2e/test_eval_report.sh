@@ -10,7 +10,7 @@
 . "${top_srcdir:-.}/tests/lib.sh"
 
 "$HETSEQ" --version >/dev/null 2>&1 || skip "the hetseq binary is not built yet ($HETSEQ --version failed)"
-[ -n "${PYTHON_TORCH:-}" ] && "$PYTHON_TORCH" -c 'import h5py, numpy' 2>/dev/null || skip "no Python with h5py and numpy"
+need_python h5py numpy
 export OMP_NUM_THREADS=1
 
 # check_report LOG JSON SPLIT SAMPLES TOKENS: the report against the printed lines. SAMPLES: the number

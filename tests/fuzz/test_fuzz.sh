@@ -3,8 +3,8 @@
 # experiment file and -o overrides (src/config.c), IDX files (src/prep/idx.c), the WordPiece tokenizer
 # and vocabulary loader (src/prep/wordpiece.c) and the text corpus reader (src/prep/corpus.c).
 #
-# Builds the targets with clang (HS_FUZZ_CC, else clang-14, else clang; skips if none can build a
-# fuzzer), replays every input under tests/fuzz/regressions/<target>/ (inputs that once crashed), then
+# Builds the targets with clang (HS_FUZZ_CC, else clang-14, else clang; fails naming Debian's clang-14
+# and libclang-rt-14-dev if none can build a fuzzer), replays every input under tests/fuzz/regressions/<target>/ (inputs that once crashed), then
 # fuzzes each target for HS_FUZZ_SECONDS (15) starting from tests/fuzz/corpus/<target>/. A crash,
 # sanitizer report, leak, timeout (5 s per input) or out-of-memory (2 GB) fails the test, and the input
 # is kept in $top_builddir/tests/fuzz/artifacts/. A user error (hs_die*) is a correct answer, not a
@@ -25,11 +25,11 @@ CC=${HS_FUZZ_CC:-}
 if [ -z "$CC" ]; then
   for c in clang-14 clang; do command -v "$c" >/dev/null 2>&1 && { CC=$c; break; }; done
 fi
-[ -n "$CC" ] || skip "no clang found (install clang-14 and libclang-rt-14-dev, or set HS_FUZZ_CC)"
+[ -n "$CC" ] || fail "no clang found: install Debian's clang-14 and libclang-rt-14-dev (or set HS_FUZZ_CC)"
 SAN="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
 printf '#include <stddef.h>\n#include <stdint.h>\nint LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }\n' > probe.c
 "$CC" $SAN probe.c -o probe > probe.log 2>&1 ||
-  skip "$CC cannot build a libFuzzer target (is libclang-rt-14-dev installed?): $(head -3 probe.log)"
+  fail "$CC cannot build a libFuzzer target: install Debian's libclang-rt-14-dev. $(head -3 probe.log)"
 
 # mpi.h: src/prep/idx.c includes data/mnist.h, which includes it (nothing of MPI is linked)
 MPI_INC=$(${HS_FUZZ_MPICC:-mpicc} --showme:compile 2>/dev/null) ||
@@ -78,7 +78,17 @@ done
 OPTS="-timeout=5 -rss_limit_mb=2048 -malloc_limit_mb=2048"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1"
-export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$FUZZ/lsan.supp:print_suppressions=0"
+# lsan.supp names functions (libconfig's scanner): a leak's frames must be symbolized for them to match,
+# so llvm-symbolizer must be found (Debian's llvm-14 has it in /usr/lib/llvm-14/bin, not on PATH).
+if [ -z "${ASAN_SYMBOLIZER_PATH:-}" ]; then
+  for s in "$(command -v llvm-symbolizer-14)" "$(command -v llvm-symbolizer)" /usr/lib/llvm-14/bin/llvm-symbolizer; do
+    [ -n "$s" ] && [ -x "$s" ] && { ASAN_SYMBOLIZER_PATH=$s; break; }
+  done
+fi
+[ -x "${ASAN_SYMBOLIZER_PATH:-}" ] ||
+  fail "no llvm-symbolizer (ASAN_SYMBOLIZER_PATH='${ASAN_SYMBOLIZER_PATH:-}'): install Debian's llvm-14; without it leak reports are bare addresses and tests/fuzz/lsan.supp cannot match"
+export ASAN_SYMBOLIZER_PATH
+export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$FUZZ/lsan.supp:print_suppressions=0:symbolize=1"
 report() { # report TARGET LOG WHAT
   tail -60 "$2"
   fail "fuzz_$1: $3 (the input is in $ART/; replay it with $BIN/fuzz_$1 FILE; once fixed, add it to tests/fuzz/regressions/$1/)"

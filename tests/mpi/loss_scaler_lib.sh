@@ -3,8 +3,7 @@
 CFG="$top_srcdir/tests/e2e/small.cfg"
 DATA="$top_builddir/tests/fashion-mnist-small.h5"
 CMP="$top_builddir/tests/tools/h5compare"
-[ -n "${PYTHON_TORCH:-}" ] || skip "no Python with h5py to read the checkpoints"
-"$PYTHON_TORCH" -c 'import h5py' 2>/dev/null || skip "$PYTHON_TORCH has no h5py"
+need_python h5py
 INIT=1024 INTERVAL=3 OVERFLOW_AT=5 N=12
 common="-o data.path=\"$DATA\" -o training.max_epoch=0 -o device=\"$LS_DEVICE\" -o log.interval=1 ${LS_EXTRA:-}"
 common="$common -o loss_scaler.init_scale=$INIT.0 -o loss_scaler.growth_interval=$INTERVAL"

@@ -6,7 +6,7 @@
 #   uninterrupted run, on 1, 2 and 3 ranks;
 # - phase 2 starts from phase 1's checkpoint with its own schedule, keeping the LAMB moments.
 . "$top_srcdir/tests/lib.sh"
-[ -n "${PYTHON_TORCH:-}" ] || skip "no Python with h5py to write the test shards"
+need_python h5py numpy
 CFG="$top_srcdir/tests/e2e/bert_small.cfg"
 CMP="$top_builddir/tests/tools/h5compare"
 make_bert_small_shards 37,50,13

@@ -6,7 +6,7 @@
 CFG="$top_srcdir/tests/e2e/small.cfg"
 DATA="$top_builddir/tests/fashion-mnist-small.h5"
 CMP="$top_builddir/tests/tools/h5compare"
-grep -q '^#define HAVE_DNNL 1' "$top_builddir/build_config.h" || skip "hetseq built without oneDNN (libdnnl-dev)"
+grep -q '^#define HAVE_DNNL 1' "$top_builddir/build_config.h" || fail "hetseq built without oneDNN: install Debian's libdnnl-dev and configure again"
 common="-o data.path=\"$DATA\" -o training.max_epoch=0 -o checkpoint.save_interval_updates=5 -o device=\"cpu\""
 common="$common -o precision=\"bf16\""
 

@@ -5,7 +5,7 @@
 # transit (allreduce_dtype = "bf16", "fp16") trains and stays near the fp32 run, on the CPU and on CUDA
 # (where 2 ranks are bucketing-invariant too).
 . "$top_srcdir/tests/lib.sh"
-[ -n "${PYTHON_TORCH:-}" ] || skip "no Python with h5py to write the test shards"
+need_python h5py numpy
 CFG="$top_srcdir/tests/e2e/bert_small.cfg"
 CMP="$top_builddir/tests/tools/h5compare"
 make_bert_small_shards 37,50,13

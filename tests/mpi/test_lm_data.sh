@@ -13,7 +13,6 @@ done
 # with 3 ranks some reads must have been empty on some rank (count 0), else the test proves less
 grep -q "^ok: 3 rank(s): .* [1-9][0-9]* empty reads" run3.log || fail "no empty reads on 3 ranks: $(cat run3.log)"
 
-HS_ERROR_SECONDS=${HS_ERROR_SECONDS:-30}
 expect_error "a run past the end of the valid split, last of 3 ranks" \
   "fx/lm.h5: run 0 of 1 reads tokens \[[0-9]+, [0-9]+\) of the valid split, which holds [0-9]+ tokens" \
   mpi 3 "$PROG" fx past-end

@@ -6,7 +6,7 @@
 # only 100 of its 200 files open and reopens the others.
 . "$top_srcdir/tests/lib.sh"
 PY=/usr/bin/python3
-"$PY" -c 'import h5py, numpy' 2>/dev/null || skip "no h5py + numpy for $PY"
+"$PY" -c 'import h5py, numpy' 2>/dev/null || fail "$PY cannot import h5py and numpy: install Debian's python3-h5py python3-numpy (tools/quickstart.sh test does)"
 CFG="$top_srcdir/tests/e2e/bert_small.cfg"
 CMP="$top_builddir/tests/tools/h5compare"
 W="$top_srcdir/tests/ref/make_bert_shards.py"

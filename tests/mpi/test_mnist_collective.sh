@@ -3,7 +3,7 @@
 # no-collective cause is 0) while the main thread all-reduces on another communicator.
 . "$top_srcdir/tests/lib.sh"
 SRC="${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}"
-[ -d "$SRC" ] || skip "no Fashion-MNIST IDX files in $SRC (set FASHION_MNIST_DIR)"
+[ -d "$SRC" ] || fail "no Fashion-MNIST IDX files in $SRC: install Debian's dataset-fashion-mnist (or set FASHION_MNIST_DIR)"
 PROG="$top_builddir/tests/mpi/test_mnist_collective"
 for n in 1 2 3; do
   mpi $n "$PROG" "$SRC" "slice$n.h5" > run$n.log 2>&1 || { cat run$n.log; fail "$n rank(s)"; }

@@ -7,7 +7,7 @@
 FIX="$top_srcdir/tests/fixtures"
 CORPUS="$FIX/prep_corpus"
 VOCAB="$FIX/prep_corpus_vocab.txt"
-command -v h5diff > /dev/null || skip "h5diff not found (apt-get install hdf5-tools)"
+need_cmd h5diff hdf5-tools
 
 prep() { # ranks out seed
   mpi "$1" "$HETSEQ" prep bert --corpus "$CORPUS" --vocab "$VOCAB" --out "$2" --seq-len 64 --max-pred 10 \

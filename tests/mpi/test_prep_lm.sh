@@ -33,7 +33,7 @@ h5dump -a vocab_size w1x/lm.h5 | grep -q "(0): 327" || fail "fixture vocabulary:
 
 # Raw mode on a real Debian text
 FORTUNES=/usr/share/games/fortunes
-[ -d "$FORTUNES" ] || skip "the WikiText checks passed; raw mode needs real text: no $FORTUNES (apt-get install fortunes)"
+[ -d "$FORTUNES" ] || fail "the WikiText checks passed; raw mode needs real text: no $FORTUNES: install Debian's fortunes"
 prep 1 r1 --raw "$FORTUNES" --write-tokens tok1
 prep 3 r3 --raw "$FORTUNES" --write-tokens tok3
 for s in train valid test; do

@@ -10,12 +10,13 @@ few [UNK]) and a small one (a 60-character alphabet: many ## pieces and [UNK] wo
 cased. The reference is the `tokenizers` pipeline of BertWordPieceTokenizer / BertTokenizerFast
 (BertNormalizer clean_text, handle_chinese_chars, strip_accents=None, lowercase; BertPreTokenizer;
 WordPiece with [UNK] and 100 characters per word), without matching special tokens in the text (BERT's
-never_split empty). Every line must match. When transformers is importable the test also runs the
-slow BertTokenizer and reports where it differs, which must only be lines where Hugging Face's two
-tokenizers disagree with each other (docs/tokenization.md explains those). It prints the number of
-lines compared, the mismatches and the tokenizer's speed in MB/s on the fortunes corpus.
+never_split empty). Every line must match. The test also runs transformers' slow BertTokenizer and
+reports where it differs, which must only be lines where Hugging Face's two tokenizers disagree with
+each other (docs/tokenization.md explains those). It prints the number of lines compared, the
+mismatches and the tokenizer's speed in MB/s on the fortunes corpus.
 
-Skips (exit 77) when the `tokenizers` package or the fortunes corpus is missing."""
+Fails naming what to install when the `tokenizers` package (PyPI, in the venv tools/quickstart.sh test
+makes) or the fortunes corpus (Debian's fortunes) is missing."""
 import functools
 import os
 import subprocess
@@ -29,17 +30,20 @@ try:
     import tokenizers
     from tokenizers import BertWordPieceTokenizer, Tokenizer, models, normalizers, pre_tokenizers
 except ImportError as e:
-    print("SKIP: Hugging Face's tokenizers is not importable (%s). tools/quickstart.sh test installs it in "
+    print("FAIL: Hugging Face's tokenizers is not importable (%s). tools/quickstart.sh test installs it in "
           "build/pyenv; by hand: python3 -m venv --system-site-packages build/pyenv && build/pyenv/bin/pip "
           "install tokenizers==0.15.2 transformers==4.38.2, then configure with PYTHON_TORCH=build/pyenv/bin/python"
           % e, file=sys.stderr)
-    sys.exit(77)
+    sys.exit(1)
 try:
     import transformers
     from transformers import BertTokenizer
     transformers.logging.set_verbosity_error()
-except ImportError:
-    BertTokenizer = None
+except ImportError as e:
+    print("FAIL: Hugging Face's transformers is not importable (%s). tools/quickstart.sh test installs it in "
+          "build/pyenv; by hand: build/pyenv/bin/pip install transformers==4.38.2, then configure with "
+          "PYTHON_TORCH=build/pyenv/bin/python" % e, file=sys.stderr)
+    sys.exit(1)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRCDIR = os.environ.get("top_srcdir", os.path.join(HERE, "..", ".."))
@@ -68,8 +72,8 @@ def read_lines(path):
 
 def corpus_files():
     if not os.path.isdir(FORTUNES):
-        print("SKIP: no fortunes corpus in %s (apt-get install fortunes)" % FORTUNES, file=sys.stderr)
-        sys.exit(77)
+        print("FAIL: no fortunes corpus in %s: install Debian's fortunes" % FORTUNES, file=sys.stderr)
+        sys.exit(1)
     files = []
     for name in sorted(os.listdir(FORTUNES)):
         path = os.path.join(FORTUNES, name)
@@ -154,7 +158,7 @@ def compare(name, lines, text_file, vocab_file, lower, slow_too):
     if bad:
         failures.append("%s: %d of %d lines differ from Hugging Face's tokenizers (first: line %d)"
                         % (name, len(bad), len(lines), bad[0] + 1))
-    if slow_too and BertTokenizer is not None:
+    if slow_too:
         slow, slow_tokens = hf_slow(vocab_file, lower)
         ref_slow = [slow.convert_tokens_to_ids(slow_tokens(l)) for l in lines]
         refs_differ = [i for i in range(len(lines)) if ref_slow[i] != ref[i]]

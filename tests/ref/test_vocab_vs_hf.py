@@ -4,7 +4,8 @@ follow the same algorithm but break ties between equally frequent pairs by their
 vocabularies need not be equal: this checks that they share the special tokens at ids 0-4, the same
 alphabet, most of the learnt tokens (> 80% of the first 2000), and that tokenizing the corpus with either
 vocabulary takes about as many tokens per word (within 10%). Reports the overlap and both timings.
-Skips (77) without the `tokenizers` package (pip install tokenizers) or the fortunes package."""
+Fails naming what to install without the `tokenizers` package (PyPI, in the venv tools/quickstart.sh
+test makes) or Debian's fortunes."""
 import os
 import subprocess
 import sys
@@ -14,8 +15,11 @@ import time
 try:
     from tokenizers import BertWordPieceTokenizer
 except ImportError:
-    print("SKIP: the tokenizers package is not installed (pip install tokenizers)", file=sys.stderr)
-    sys.exit(77)
+    print("FAIL: Hugging Face's tokenizers is not importable. tools/quickstart.sh test installs it in build/pyenv; "
+          "by hand: python3 -m venv --system-site-packages build/pyenv && build/pyenv/bin/pip install "
+          "tokenizers==0.15.2 transformers==4.38.2, then configure with PYTHON_TORCH=build/pyenv/bin/python",
+          file=sys.stderr)
+    sys.exit(1)
 
 FORTUNES = os.environ.get("FORTUNES_DIR", "/usr/share/games/fortunes")
 HETSEQ = os.environ.get("HETSEQ", "./hetseq")
@@ -67,8 +71,8 @@ def tokens_per_word(vocab_path, lines):
 
 def main():
     if not os.path.isdir(FORTUNES):
-        print(f"SKIP: no fortunes corpus at {FORTUNES} (apt-get install fortunes)", file=sys.stderr)
-        return 77
+        print(f"FAIL: no fortunes corpus at {FORTUNES}: install Debian's fortunes", file=sys.stderr)
+        return 1
     files = text_files(FORTUNES)
     lines = []
     for path in files:

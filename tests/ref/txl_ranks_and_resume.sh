@@ -10,7 +10,7 @@
 . "${top_srcdir:-.}/tests/lib.sh"
 . "$top_srcdir/tests/ref/txl_corpus.sh"
 "$HETSEQ" --version >/dev/null 2>&1 || skip "the hetseq binary is not built yet"
-[ -n "${PYTHON_TORCH:-}" ] || skip "no Python with h5py to compare checkpoints"
+need_python h5py numpy
 
 make_txl_corpus data 600
 txl_experiment exp.cfg data ""

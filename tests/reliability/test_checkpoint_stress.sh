@@ -4,7 +4,7 @@
 # parameters must equal those of a run that saved nothing along the way (saving and validating never
 # change the training).
 . "$top_srcdir/tests/lib.sh"
-[ -n "${PYTHON_TORCH:-}" ] || skip "no Python with h5py to write the BERT test shards"
+need_python h5py numpy
 CMP="$top_builddir/tests/tools/h5compare"
 REPEATS=${HS_STRESS_REPEATS:-2}
 make_tiny_mnist tiny.h5

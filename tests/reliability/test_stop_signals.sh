@@ -5,6 +5,8 @@
 # that was never stopped.
 . "$top_srcdir/tests/lib.sh"
 CMP="$top_builddir/tests/tools/h5compare"
+need_cmd pkill procps
+need_cmd h5dump hdf5-tools
 make_tiny_mnist tiny.h5
 CFG="$top_srcdir/tests/e2e/small.cfg"
 # 50 updates per epoch on 2 ranks. Each run is long enough that the signal lands mid-run: the signal is
@@ -17,11 +19,20 @@ args=(-o data.path=\"tiny.h5\" -o training.max_sentences=4 -o training.max_epoch
 # SIGKILL (Open MPI's default is 1 s: too short to write a large checkpoint).
 export OMPI_MCA_odls_base_sigkill_timeout=4
 
-# The uninterrupted runs, one per length.
+# The uninterrupted runs, one per length; how long the short one took is the measure of this machine
+# now (load included) that the stopping time is compared with.
 for max in $SHORT $LONG; do
+  t0=$(date +%s.%N)
   mpi 2 "$HETSEQ" train "$CFG" "${args[@]}" -o training.max_update=$max -o checkpoint.save_dir=\"ref_$max\" \
     > "ref_$max.log" 2>&1 || { cat "ref_$max.log"; fail "the uninterrupted run of $max updates failed"; }
+  [ $max = $SHORT ] && ref_seconds=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 done
+# A stop takes at most one more update, a checkpoint and the job's end (all within what the whole short
+# run takes) plus mpirun's waits before it passes a signal on and before its SIGKILL (the sigkill
+# timeout, twice): its bound is 3 x the short run + 5 s + 2 x the sigkill timeout. A job still running
+# after 120 s is killed (the hang guard).
+stop_limit=$(awk -v r="$ref_seconds" -v k="$OMPI_MCA_odls_base_sigkill_timeout" 'BEGIN { printf "%.0f", 3 * r + 5 + 2 * k }')
+echo "uninterrupted run of $SHORT updates: $ref_seconds s; a stop must end within $stop_limit s"
 
 saved_updates() { h5dump -a /train_state/num_updates "$1" 2>/dev/null | sed -n 's/^ *(0): *//p'; }
 updates_logged() { # num_updates of the newest train record, 0 before the first
@@ -39,10 +50,11 @@ stop() {
   [ "$(updates_logged "$dir")" -ge 20 ] || { kill -9 $pid; cat "$name.log"; fail "$name: the run did not get going"; }
   if [ "$target" = mpirun ]; then kill -s "$sig" $pid; else pkill --signal "$sig" -P $pid; fi
   local t0=$SECONDS rc
-  ( sleep 60; kill -9 $pid 2>/dev/null ) & local guard=$!
+  ( sleep 120; kill -9 $pid 2>/dev/null ) & local guard=$!
   wait $pid; rc=$?
   kill $guard 2>/dev/null
-  [ $((SECONDS - t0)) -lt 45 ] || fail "$name: the job took $((SECONDS - t0)) s to stop"
+  [ $((SECONDS - t0)) -le "$stop_limit" ] || fail "$name: the job took $((SECONDS - t0)) s to stop, more than" \
+    "$stop_limit s (3 x the $ref_seconds s of the uninterrupted $SHORT-update run + 5 s + 2 x the sigkill timeout)"
   [ "$rc" = "$want" ] || { tail -n 20 "$name.log"; fail "$name: exit status $rc, expected $want"; }
   local line n
   line=$(grep -m1 "stopped by SIG$sig after update" "$name.log") || { cat "$name.log"; fail "$name: no stop line"; }

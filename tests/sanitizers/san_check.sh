@@ -28,15 +28,12 @@ address)
   ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:halt_on_error=1:detect_stack_use_after_return=1:check_initialization_order=1:verify_asan_link_order=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}:log_path=$reports/asan"
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
   export LD_PRELOAD ASAN_OPTIONS UBSAN_OPTIONS
-  # Time limits of the bad-input tests (tests/lib.sh) are liveness bounds; ASan makes start-up slower.
-  HS_ERROR_SECONDS=${HS_ERROR_SECONDS:-60}; export HS_ERROR_SECONDS
   ;;
 thread)
   # halt_on_error=1: the first race ends the process (exit 66, which mpirun passes on as a failure).
   # tsan.supp lists what is suppressed and why (no hetseq function may appear in it).
   TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1:history_size=4:suppressions=$here/tsan.supp${TSAN_OPTIONS:+:$TSAN_OPTIONS}:log_path=$reports/tsan"
   export TSAN_OPTIONS
-  HS_ERROR_SECONDS=${HS_ERROR_SECONDS:-60}; export HS_ERROR_SECONDS
   # libgomp is not built with -fsanitize=thread: its barriers are invisible to TSan, and every
   # OpenMP region would be reported as a race. One OpenMP thread means no libgomp worker threads.
   OMP_NUM_THREADS=1; export OMP_NUM_THREADS

@@ -15,7 +15,10 @@ common="-o data.path=\"$DATA\" -o training.max_sentences=16 -o training.update_f
  -o checkpoint.save_interval_updates=1 -o checkpoint.save_dir=\"ck\" -o training.validate_interval_updates=5
  -o distributed.stall_timeout=30.0"
 
+t0=$(date +%s.%N)
 mpi 2 "$HETSEQ" train "$CFG" $common -o training.max_update=12 > run1.log 2>&1 || { cat run1.log; fail "training failed"; }
+# The stalled job below trains 3 of these updates first: its liveness bound is measured from this run.
+run1_seconds=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
 n_valid=$(grep -c "valid on" run1.log)
 [ "$n_valid" -ge 2 ] || { cat run1.log; fail "expected validation at updates 5 and 10, saw $n_valid"; }
 [ -f ck/checkpoint_last.h5 ] || { cat run1.log; fail "no checkpoint_last.h5"; }
@@ -31,5 +34,5 @@ stalled_job() {
   mpi 2 "$HETSEQ" train "$CFG" -o data.path=\"$DATA\" -o training.max_sentences=16 -o training.max_update=6 \
     -o checkpoint.save_dir=\"ck3\" -o distributed.stall_timeout=2.0
 }
-expect_error "stall detected by the inspector thread" "stalled: rank 0" stalled_job
+HS_ERROR_BASE=$run1_seconds HS_ERROR_WAIT=2 expect_error "stall detected by the inspector thread" "stalled: rank 0" stalled_job
 pass

@@ -13,7 +13,7 @@ DATA=tiny.h5
 SUPP="$top_srcdir/tests/sanitizers/valgrind.supp"
 case "${HS_SANITIZER:-no}" in no) ;; *) skip "valgrind cannot run a -fsanitize build (HS_SANITIZER=$HS_SANITIZER)" ;; esac
 VG=${VALGRIND:-$(command -v valgrind 2>/dev/null)}
-[ -n "$VG" ] && [ -x "$VG" ] || skip "valgrind is not installed (apt-get install valgrind)"
+[ -n "$VG" ] && [ -x "$VG" ] || fail "valgrind is not installed: install Debian's valgrind (tools/quickstart.sh test does)"
 UPDATES=${HS_VALGRIND_UPDATES:-40}
 HALF=$((UPDATES / 2))
 "$HETSEQ" prep mnist --in "${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}" --limit-train $((2 * UPDATES)) \
