@@ -48,11 +48,13 @@ hs_gpu_census hs_gpu_census_take(const hs_comm *c, const hs_backend *be) {
         /* the ranks after r on r's GPU */
         int n = 0;
         group[n++] = r;
-        for (int q = r + 1; q < c->size; q++)
-            if (all[q].gpu && !seen[q] && strcmp(all[q].host, all[r].host) == 0 && strcmp(all[q].bus, all[r].bus) == 0) {
+        for (int q = r + 1; q < c->size; q++) {
+            const int same = strcmp(all[q].host, all[r].host) == 0 && strcmp(all[q].bus, all[r].bus) == 0;
+            if (all[q].gpu && !seen[q] && same) {
                 group[n++] = q;
                 seen[q] = 1;
             }
+        }
         if (n < 2) continue;
         out.shared_gpus++;
         out.sharing_ranks += n;

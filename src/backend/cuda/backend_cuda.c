@@ -117,7 +117,9 @@ const hs_backend *hs_backend_cuda(int local_rank, char *why, size_t why_len) {
     cuda_backend.cc_major = prop.major;
     cuda_backend.cc_minor = prop.minor;
     cuda_backend.sm_count = prop.multiProcessorCount;
-    HS_CUDA_CHECK(cudaDeviceGetPCIBusId(cuda_backend.pci_bus_id, (int)sizeof cuda_backend.pci_bus_id, device.ordinal));
+    /* which GPU this is, for comm.c's check of ranks that share one (NCCL refuses them) */
+    HS_CUDA_CHECK(cudaDeviceGetPCIBusId(cuda_backend.pci_bus_id, (int)sizeof cuda_backend.pci_bus_id,
+                                        device.ordinal));
     HS_CUDA_CHECK(cudaStreamCreateWithFlags(&device.compute, cudaStreamNonBlocking));
     HS_CUDA_CHECK(cudaStreamCreateWithFlags(&device.copy, cudaStreamNonBlocking));
     HS_CUDA_CHECK(cudaStreamCreateWithFlags(&device.comm, cudaStreamNonBlocking));
@@ -127,8 +129,8 @@ const hs_backend *hs_backend_cuda(int local_rank, char *why, size_t why_len) {
     hs_cuda_gemm_init(&cuda_backend);
     hs_cuda_conv_init(&cuda_backend);
     /* every rank says which GPU it took (a mis-bound job shows two ranks on one GPU) */
-    printf("| device = cuda: rank %d (local rank %d) uses GPU %d of %d (%s, compute capability %d.%d, %d SMs, %.1f GiB, "
-           "PCI %s)\n",
+    printf("| device = cuda: rank %d (local rank %d) uses GPU %d of %d (%s, compute capability %d.%d, %d SMs, "
+           "%.1f GiB, PCI %s)\n",
            hs_log_rank(), local_rank, device.ordinal, count, prop.name, prop.major, prop.minor,
            prop.multiProcessorCount, (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), cuda_backend.pci_bus_id);
     fflush(stdout);

@@ -314,8 +314,10 @@ int64_t bus_id_int64(int device) {
   char id[32];
   snprintf(id, sizeof id, "%04x:%02x:%02x.%x", 0, pci_bus(device), 0, 0);
   int64_t v = 0;
-  for (const char *c = id; *c; c++)
-    if (isxdigit(static_cast<unsigned char>(*c))) v = v * 16 + (isdigit(static_cast<unsigned char>(*c)) ? *c - '0' : (tolower(*c) - 'a' + 10));
+  for (const char *c = id; *c; c++) {
+    const int ch = static_cast<unsigned char>(*c);
+    if (isxdigit(ch)) v = v * 16 + (isdigit(ch) ? ch - '0' : tolower(ch) - 'a' + 10);
+  }
   return v;
 }
 
