@@ -12,6 +12,7 @@
 #include "config.h"
 #include "data/sampler.h" /* hs_range */
 #include "nn/params.h"
+#include "tasks/task_settings.h"
 #include "nn/step.h"
 
 /* HS_SPLIT_TEST: `hetseq eval --split test` (tasks without a test split refuse it with a message). */
@@ -148,8 +149,8 @@ hs_input_set *hs_input_sets_take(hs_input_sets *s, const void *host_buf, int cou
 void hs_input_sets_done(hs_input_sets *s, hs_input_set *set);
 void hs_input_sets_free(hs_input_sets *s);
 
-/* Build the task named by config key `task` (data files are opened collectively on comm->io). */
-hs_task *hs_task_create(const hs_config *cfg, const hs_comm *comm, const hs_backend *be);
+/* Build the task s->name from its settings (data files are opened collectively on comm->io). */
+hs_task *hs_task_create(const hs_task_settings *s, const hs_comm *comm, const hs_backend *be);
 void hs_task_destroy(hs_task *t);
 /* The registered task names, for messages and the schema ("mnist, bert, txl"). */
 const char *hs_task_names(void);
