@@ -13,7 +13,7 @@
 #include "data/sampler.h" /* hs_range */
 #include "nn/params.h"
 #include "tasks/task_settings.h"
-#include "nn/step.h"
+#include "nn/step_ctx_stats.h"
 
 /* HS_SPLIT_TEST: `hetseq eval --split test` (tasks without a test split refuse it with a message). */
 typedef enum { HS_SPLIT_TRAIN = 0, HS_SPLIT_VALID = 1, HS_SPLIT_TEST = 2 } hs_split;
@@ -57,7 +57,7 @@ struct hs_task {
     /* Forward + backward of one micro-batch: checks and uploads the host micro-batch, then ENQUEUES the
      * work that ACCUMULATES sum_k loss_scale[k] * d(sum of term k over the batch)/d(params) into
      * params.grad and adds the batch's sums into stats, a device float64 [HS_STATS_NDOUBLE] in hs_stats'
-     * layout (step.h). count > 0. Nothing here waits for the device. */
+     * layout (nn/step_ctx_stats.h). count > 0. Nothing here waits for the device. */
     void (*forward_backward)(hs_task *t, const void *host_buf, int64_t first, int count,
                              const hs_step_ctx *ctx, double *stats);
     /* Optional (NULL: forward_backward stages synchronously): input staging one update ahead
