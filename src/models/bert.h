@@ -29,7 +29,7 @@
 #include "data/bert_shards.h"
 #include "models/bert_config.h"
 #include "nn/params.h"
-#include "nn/step.h"
+#include "nn/step_ctx_stats.h"
 
 /* What forward passes add to the stats (sums over the micro-batch, hs_stats layout): the sentence-level
  * NSP term in the first three slots, the token-level MLM term in extra[]. */

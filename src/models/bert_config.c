@@ -176,5 +176,6 @@ void hs_bert_config_load(const hs_config *cfg, hs_bert_config *out) {
         out->initializer_range = hs_cfg_float(cfg, "model.initializer_range");
     }
     out->padded_vocab_size = hs_bert_padded_vocab(out->vocab_size, multiple);
+    out->from_file = *file != 0;
     hs_bert_config_check(out, where, key_prefix);
 }

@@ -16,6 +16,7 @@ typedef struct hs_bert_config {
     int max_position_embeddings, type_vocab_size;
     double hidden_dropout_prob, attention_probs_dropout_prob, initializer_range;
     char hidden_act[HS_BERT_ACT_MAX]; /* "gelu" (the only activation hetseq implements) */
+    int from_file;         /* hs_bert_config_load: 1 if the shape came from model.config_file (for messages) */
 } hs_bert_config;
 
 /* NVIDIA's BertConfig defaults (BERT-base with Google's uncased vocabulary). */

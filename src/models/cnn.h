@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "nn/params.h"
-#include "nn/step.h"
+#include "nn/step_ctx_stats.h"
 
 typedef struct hs_cnn hs_cnn;
 

@@ -28,7 +28,7 @@
 
 #include "models/txl_config.h"
 #include "nn/params.h"
-#include "nn/step.h"
+#include "nn/step_ctx_stats.h"
 
 /* Stats of the tail clusters (the head's NLL is in loss_sum, its rows in sample_count): the NLL of the
  * segment's tokens is loss_sum + extra[HS_TXL_STAT_TAIL_NLL - HS_STAT_EXTRA0]. */

@@ -51,17 +51,10 @@ void hs_txl_config_check(const hs_txl_config *c) {
         hs_die_all("txl.init_std = %g and txl.proj_init_std = %g must be >= 0", c->init_std, c->proj_init_std);
 }
 
-void hs_txl_config_load(const hs_config *cfg, int data_vocab, hs_txl_config *c) {
+void hs_txl_config_read(const hs_config *cfg, hs_txl_config *c, char *n_token_origin, int origin_len) {
     memset(c, 0, sizeof *c);
-    const int n_token = (int)hs_cfg_int(cfg, "txl.n_token");
-    if (n_token > 0 && data_vocab > 0 && n_token != data_vocab) {
-        char origin[256];
-        hs_die_all("txl.n_token = %d (set at %s) does not match the data's vocabulary of %d words: the model and "
-                   "the data do not belong together; remove txl.n_token (it then comes from the data) or prepare "
-                   "the data with the model's vocabulary",
-                   n_token, hs_cfg_origin(cfg, "txl.n_token", origin, sizeof origin), data_vocab);
-    }
-    c->n_token = n_token > 0 ? n_token : data_vocab;
+    c->n_token = (int)hs_cfg_int(cfg, "txl.n_token");
+    hs_cfg_origin(cfg, "txl.n_token", n_token_origin, origin_len);
     c->n_layer = (int)hs_cfg_int(cfg, "txl.n_layer");
     c->n_head = (int)hs_cfg_int(cfg, "txl.n_head");
     c->d_head = (int)hs_cfg_int(cfg, "txl.d_head");
@@ -106,8 +99,24 @@ void hs_txl_config_load(const hs_config *cfg, int data_vocab, hs_txl_config *c) 
     c->varlen = hs_cfg_bool(cfg, "txl.varlen");
     c->init_std = hs_cfg_float(cfg, "txl.init_std");
     c->proj_init_std = hs_cfg_float(cfg, "txl.proj_init_std");
+}
+
+void hs_txl_config_resolve(hs_txl_config *c, int data_vocab, const char *n_token_origin) {
+    const int n_token = c->n_token;
+    if (n_token > 0 && data_vocab > 0 && n_token != data_vocab)
+        hs_die_all("txl.n_token = %d (set at %s) does not match the data's vocabulary of %d words: the model and "
+                   "the data do not belong together; remove txl.n_token (it then comes from the data) or prepare "
+                   "the data with the model's vocabulary",
+                   n_token, n_token_origin, data_vocab);
+    c->n_token = n_token > 0 ? n_token : data_vocab;
     if (c->n_token < 1)
         hs_die_all("the vocabulary size is unknown: the data gives none and txl.n_token is 0; prepare the data with "
                    "`hetseq prep lm` or set txl.n_token");
     hs_txl_config_check(c);
+}
+
+void hs_txl_config_load(const hs_config *cfg, int data_vocab, hs_txl_config *c) {
+    char origin[256];
+    hs_txl_config_read(cfg, c, origin, (int)sizeof origin);
+    hs_txl_config_resolve(c, data_vocab, origin);
 }

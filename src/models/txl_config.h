@@ -31,10 +31,15 @@ typedef struct hs_txl_config {
     double init_std, proj_init_std;
 } hs_txl_config;
 
-/* From the experiment file's txl.* keys. data_vocab is the vocabulary size of the data (lm.h5's
- * vocab_size): txl.n_token = 0 takes it; a different non-zero txl.n_token is an error naming both.
- * Checks every combination (ext_len 0, cutoffs increasing and below n_token, div_val dividing d_embed,
- * eval lengths) and resolves the eval defaults; errors end every rank with a message naming the key. */
+/* The experiment file's txl.* keys as given (n_token 0: from the data), eval defaults resolved;
+ * n_token_origin[origin_len] gets where txl.n_token was set (for hs_txl_config_resolve's message). */
+void hs_txl_config_read(const hs_config *cfg, hs_txl_config *out, char *n_token_origin, int origin_len);
+/* Against the data: data_vocab is the vocabulary size of the data (lm.h5's vocab_size); txl.n_token = 0
+ * takes it; a different non-zero txl.n_token is an error naming both. Then checks every combination
+ * (ext_len 0, cutoffs increasing and below n_token, div_val dividing d_embed, eval lengths); errors end
+ * every rank with a message naming the key. */
+void hs_txl_config_resolve(hs_txl_config *c, int data_vocab, const char *n_token_origin);
+/* Both (the reference drivers, which build a model from a config alone). */
 void hs_txl_config_load(const hs_config *cfg, int data_vocab, hs_txl_config *out);
 
 /* The checks alone (tests build configs by hand). */

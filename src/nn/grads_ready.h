@@ -1,5 +1,5 @@
 /* When a model's gradients become final during its backward pass, for the overlapped gradient
- * all-reduce (hs_step_ctx.grads_ready, nn/step.h).
+ * all-reduce (hs_step_ctx.grads_ready, nn/step_ctx_stats.h).
  *
  * A model cuts its backward pass into stages 0, 1, ..., n_stages - 1 in the order they run (e.g. the
  * heads, then each layer in reverse, then the embeddings) and tells the plan, once at setup, every
@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "nn/params.h"
-#include "nn/step.h"
+#include "nn/step_ctx_stats.h"
 
 typedef struct hs_grads_ready {
     int n_stages, n_tensors;

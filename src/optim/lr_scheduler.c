@@ -108,3 +108,8 @@ double hs_lr_step_epoch(hs_lr_scheduler *s, int epoch, int64_t num_updates) {
         s->base_lr = (s->force_anneal > 0 && epoch >= s->force_anneal) ? s->lr : s->init_lr;
     return hs_lr_step_update(s, num_updates);
 }
+
+void hs_lr_init(hs_lr_scheduler *s, const hs_lr_settings *ls) {
+    hs_lr_init_params(s, ls->name, ls->lr, ls->warmup_updates, ls->warmup_proportion, ls->total_num_update,
+                      ls->end_learning_rate, ls->power, ls->force_anneal);
+}

@@ -26,9 +26,19 @@ typedef struct hs_lr_scheduler {
     int force_anneal;    /* polynomial_decay: from this epoch on, each epoch end re-bases on the current lr; 0 = off */
 } hs_lr_scheduler;
 
-/* From the experiment file: lr_scheduler.{name, warmup_updates, warmup_proportion, total_num_update,
- * end_learning_rate, power, force_anneal}; the base lr is optimizer.lr. Sets s->lr = f(0). */
-void hs_lr_init(hs_lr_scheduler *s, const hs_config *cfg);
+/* The experiment file's lr_scheduler group and optimizer.lr, typed (read by src/train/train_config.c). */
+typedef struct hs_lr_settings {
+    const char *name;         /* lr_scheduler.name */
+    double lr;                /* optimizer.lr: the base lr */
+    int64_t warmup_updates;   /* lr_scheduler.warmup_updates */
+    double warmup_proportion; /* lr_scheduler.warmup_proportion */
+    int64_t total_num_update; /* lr_scheduler.total_num_update */
+    double end_learning_rate, power; /* lr_scheduler.end_learning_rate, lr_scheduler.power */
+    int force_anneal;         /* lr_scheduler.force_anneal */
+} hs_lr_settings;
+
+/* From the settings. Sets s->lr = f(0). */
+void hs_lr_init(hs_lr_scheduler *s, const hs_lr_settings *ls);
 /* The same without a config (tests, tools). An unknown name or an impossible combination ends every
  * rank with a message naming the lr_scheduler key. */
 void hs_lr_init_params(hs_lr_scheduler *s, const char *name, double base_lr, int64_t warmup, double warmup_proportion,

@@ -3,7 +3,7 @@
 #ifndef HS_OPTIM_OPTIMIZER_H
 #define HS_OPTIM_OPTIMIZER_H
 
-#include "config.h"
+#include "config.h" /* (hs_optim_settings_load) */
 #include "nn/params.h"
 
 #define HS_OPTIM_MAX_STATES 3
@@ -29,7 +29,7 @@ typedef struct hs_optimizer {
     int64_t step;                 /* number of steps taken */
     /* hyper-parameters from the config (double, as PyTorch's Python floats; see backend.h) */
     double beta1, beta2, eps, weight_decay, rho, momentum;
-    /* lamb only (set after hs_optimizer_create_named; hs_optimizer_create takes them from the config):
+    /* lamb only (set after hs_optimizer_create_named; hs_optimizer_create takes them from the settings):
      * max_grad_norm: clip the global gradient norm to this inside the step (apex max_grad_norm; 0 = no
      * clipping; created as 0); trust_ratio_on_no_decay: 1 = trust ratio on every tensor (apex
      * use_nvlamb, pre-2020 apex), 0 = only on tensors with weight decay (apex 2020+; created as 0). */
@@ -38,11 +38,25 @@ typedef struct hs_optimizer {
     double *lamb_norms; /* lamb: device float64 [2·count], each tensor's Σ p², Σ u² of the last step */
 } hs_optimizer;
 
-/* From the experiment file: optimizer.name, weight_decay, adam_betas, adam_eps (adam, adamw, lamb),
- * adadelta_rho, adadelta_eps (adadelta), momentum (sgd), clip_norm and lamb_trust_ratio_on_no_decay
- * (lamb). The learning rate is not stored here: the scheduler passes it to every step. Unknown names
- * end every rank with a message. */
-hs_optimizer *hs_optimizer_create(const hs_config *cfg, hs_params *params);
+/* The experiment file's optimizer group, typed (the learning rate is not here: the scheduler passes it
+ * to every step). */
+typedef struct hs_optim_settings {
+    const char *name;             /* optimizer.name */
+    double beta1, beta2;          /* optimizer.adam_betas (adam, adamw, lamb) */
+    double eps;                   /* the chosen optimizer's own: optimizer.adadelta_eps or optimizer.adam_eps */
+    double weight_decay;          /* optimizer.weight_decay */
+    double rho;                   /* optimizer.adadelta_rho */
+    double momentum;              /* optimizer.momentum (sgd) */
+    double clip_norm;             /* optimizer.clip_norm: the trainer clips, or lamb inside its step */
+    int trust_ratio_on_no_decay;  /* optimizer.lamb_trust_ratio_on_no_decay */
+} hs_optim_settings;
+
+/* Reads the optimizer group (optim_config.c; adam_betas not of two values ends every rank with a
+ * message naming it). */
+void hs_optim_settings_load(const hs_config *cfg, hs_optim_settings *os);
+/* From the settings: hs_optimizer_create_named, then lamb's clipping (max_grad_norm = clip_norm) and
+ * trust-ratio switch. Unknown names end every rank with a message. */
+hs_optimizer *hs_optimizer_create(const hs_optim_settings *os, hs_params *params);
 /* The same without a config (tests, tools). eps is the chosen optimizer's own epsilon; parameters an
  * optimizer does not use are ignored. State buffers start at zero, step at 0. */
 hs_optimizer *hs_optimizer_create_named(const char *name, hs_params *params, double beta1, double beta2, double eps,

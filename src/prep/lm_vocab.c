@@ -6,7 +6,6 @@
 #include <utf8proc.h>
 
 #include "util/check.h"
-#include "util/hash.h"
 
 /* ---- lines and words ------------------------------------------------------------------------------------ */
 
@@ -87,102 +86,14 @@ size_t hs_lm_lower(const char *word, size_t len, char **buf, size_t *cap) {
     return o;
 }
 
-/* ---- the word table ------------------------------------------------------------------------------------- */
-
-/* Open addressing with linear probing over a power-of-two slot array at most half full; slots hold the
- * word's number, and the words' bytes live in one arena addressed by offset (growing it moves no slot). */
-typedef struct entry {
-    uint64_t hash, count;
-    size_t offset;
-    uint32_t len;
-} entry;
-
-struct hs_lm_words {
-    int64_t *slots; /* word number + 1; 0 = empty */
-    size_t capacity;
-    entry *entries; /* by number */
-    int64_t n, cap_entries;
-    char *arena;
-    size_t arena_used, arena_cap;
-};
-
-hs_lm_words *hs_lm_words_new(void) {
-    hs_lm_words *w;
-    HS_ALLOC(w, 1);
-    w->capacity = 1024;
-    HS_ALLOC(w->slots, w->capacity);
-    w->cap_entries = 512;
-    HS_ALLOC(w->entries, w->cap_entries);
-    w->arena_cap = 1 << 16;
-    HS_ALLOC(w->arena, w->arena_cap);
-    return w;
-}
-
-void hs_lm_words_free(hs_lm_words *w) {
-    if (!w) return;
-    free(w->slots);
-    free(w->entries);
-    free(w->arena);
-    free(w);
-}
-
-static void grow_slots(hs_lm_words *w) {
-    size_t cap = w->capacity * 2, mask = cap - 1;
-    int64_t *fresh;
-    HS_ALLOC(fresh, cap);
-    for (int64_t k = 0; k < w->n; k++) {
-        size_t j = (size_t)w->entries[k].hash & mask;
-        while (fresh[j]) j = (j + 1) & mask;
-        fresh[j] = k + 1;
-    }
-    free(w->slots);
-    w->slots = fresh;
-    w->capacity = cap;
-}
-
-int64_t hs_lm_words_find(hs_lm_words *w, const char *word, size_t len, int add) {
-    if (len > UINT32_MAX) HS_FATAL(NULL, "a word of %zu bytes", len);
-    uint64_t h = hs_string_hash(word, len);
-    size_t mask = w->capacity - 1, i = (size_t)h & mask;
-    for (;; i = (i + 1) & mask) {
-        int64_t k = w->slots[i] - 1;
-        if (k < 0) break;
-        const entry *e = &w->entries[k];
-        if (e->hash == h && e->len == len && !memcmp(w->arena + e->offset, word, len)) return k;
-    }
-    if (!add) return -1;
-    if (w->n == w->cap_entries) {
-        w->cap_entries *= 2;
-        HS_REALLOC(w->entries, w->cap_entries);
-    }
-    if (w->arena_used + len > w->arena_cap) {
-        while (w->arena_used + len > w->arena_cap) w->arena_cap *= 2;
-        HS_REALLOC(w->arena, w->arena_cap);
-    }
-    memcpy(w->arena + w->arena_used, word, len);
-    w->entries[w->n] = (entry){h, 0, w->arena_used, (uint32_t)len};
-    w->arena_used += len;
-    w->slots[i] = w->n + 1;
-    int64_t k = w->n++;
-    if ((size_t)w->n * 2 > w->capacity) grow_slots(w);
-    return k;
-}
-
-void hs_lm_words_add_count(hs_lm_words *w, int64_t number, uint64_t count) { w->entries[number].count += count; }
-
-const char *hs_lm_words_word(const hs_lm_words *w, int64_t i, size_t *len) {
-    *len = w->entries[i].len;
-    return w->arena + w->entries[i].offset;
-}
-
 /* ---- the vocabulary ------------------------------------------------------------------------------------- */
 
 /* Counter.most_common: descending count; Python's sort is stable over the counter's insertion order, so
  * equal counts keep the order of first occurrence (the word number). */
-static const hs_lm_words *g_sort_words;
+static const hs_strtab *g_sort_words;
 static int by_count_then_first(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    uint64_t cx = g_sort_words->entries[x].count, cy = g_sort_words->entries[y].count;
+    uint64_t cx = hs_strtab_count(g_sort_words, x), cy = hs_strtab_count(g_sort_words, y);
     if (cx != cy) return cx > cy ? -1 : 1;
     return x < y ? -1 : x > y;
 }
@@ -194,9 +105,9 @@ static char *word_dup(const char *s, size_t len) {
     return w;
 }
 
-int hs_lm_vocab_build(const hs_lm_words *train, int64_t min_freq, int64_t max_size, hs_lm_vocab *v) {
+int hs_lm_vocab_build(const hs_strtab *train, int64_t min_freq, int64_t max_size, hs_lm_vocab *v) {
     memset(v, 0, sizeof *v);
-    const int64_t n = train->n;
+    const int64_t n = hs_strtab_size(train);
     int64_t *order;
     HS_ALLOC(order, n > 0 ? n : 1);
     for (int64_t i = 0; i < n; i++) order[i] = i;
@@ -217,16 +128,16 @@ int hs_lm_vocab_build(const hs_lm_words *train, int64_t min_freq, int64_t max_si
     v->size = 1;
     v->eos_id = 0;
     v->unk_id = -1;
-    int64_t eos_number = hs_lm_words_find((hs_lm_words *)train, HS_LM_EOS, strlen(HS_LM_EOS), 0);
+    int64_t eos_number = hs_strtab_find((hs_strtab *)train, HS_LM_EOS, strlen(HS_LM_EOS), 0);
     for (int64_t k = 0; k < take; k++) {
         int64_t i = order[k];
-        if ((int64_t)train->entries[i].count < min_freq) break;
+        if ((int64_t)hs_strtab_count(train, i) < min_freq) break;
         if (i == eos_number) { /* add_symbol: already there as the special */
             v->id_of[i] = v->eos_id;
             continue;
         }
         size_t len;
-        const char *s = hs_lm_words_word(train, i, &len);
+        const char *s = hs_strtab_str(train, i, &len);
         v->id_of[i] = v->size;
         if (len == strlen(HS_LM_UNK) && !memcmp(s, HS_LM_UNK, len)) v->unk_id = v->size;
         v->words[v->size++] = word_dup(s, len);

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/strtab.h"
+
 /* ---- lines and words ------------------------------------------------------------------------------------ */
 
 /* 1 if the code point is whitespace for Python's str.isspace() / str.split(). */
@@ -34,19 +36,6 @@ size_t hs_lm_next_line(const char *text, size_t n, size_t at, size_t *line_len);
  * capital sigma as final sigma (U+03C2); here it is always U+03C3. Returns the length written. */
 size_t hs_lm_lower(const char *word, size_t len, char **buf, size_t *cap);
 
-/* ---- the word table ------------------------------------------------------------------------------------- */
-
-/* Words numbered in order of first insertion, with a count each. */
-typedef struct hs_lm_words hs_lm_words;
-
-hs_lm_words *hs_lm_words_new(void);
-void hs_lm_words_free(hs_lm_words *w);
-/* The number of word[0..len); a new word gets the next number (count 0) when add != 0, else -1. */
-int64_t hs_lm_words_find(hs_lm_words *w, const char *word, size_t len, int add);
-void hs_lm_words_add_count(hs_lm_words *w, int64_t number, uint64_t count);
-/* The word with number i (not NUL-terminated; *len bytes). */
-const char *hs_lm_words_word(const hs_lm_words *w, int64_t i, size_t *len);
-
 /* ---- the vocabulary ------------------------------------------------------------------------------------- */
 
 #define HS_LM_EOS "<eos>"
@@ -64,7 +53,7 @@ typedef struct hs_lm_vocab {
 
 /* Builds the vocabulary from the train counts. min_freq >= 0; max_size < 0: unlimited. Returns 0, or -1
  * when it would exceed INT32_MAX ids. */
-int hs_lm_vocab_build(const hs_lm_words *train, int64_t min_freq, int64_t max_size, hs_lm_vocab *v);
+int hs_lm_vocab_build(const hs_strtab *train, int64_t min_freq, int64_t max_size, hs_lm_vocab *v);
 
 /* Adds "<unk>" as the second special (id 1, right after "<eos>"), moving every other word up by one:
  * used when some token has no id and the vocabulary holds no "<unk>" word. id_of is updated. */

@@ -528,7 +528,7 @@ static void codes_push(split_codes *c, int32_t code) {
 }
 
 typedef struct encoder {
-    hs_lm_words *table;
+    hs_strtab *table;
     int count; /* train: add the words and count them; else look them up */
     int lower;
     char *low;
@@ -543,10 +543,10 @@ static void encode_word(const char *w, size_t len, void *ctx) {
         len = hs_lm_lower(w, len, &e->low, &e->low_cap);
         w = e->low;
     }
-    int64_t k = hs_lm_words_find(e->table, w, len, e->count);
+    int64_t k = hs_strtab_find(e->table, w, len, e->count);
     int32_t code;
     if (k >= 0) {
-        if (e->count) hs_lm_words_add_count(e->table, k, 1);
+        if (e->count) hs_strtab_add_count(e->table, k, 1);
         if (k >= INT32_MAX - 2) e->too_many = 1;
         code = (int32_t)k;
     } else {
@@ -558,7 +558,7 @@ static void encode_word(const char *w, size_t len, void *ctx) {
 
 /* One WikiText-format file into codes: every line split as NVIDIA's tokenize(add_eos=True), i.e. its
  * words then <eos>; an empty line gives a lone <eos> unless --skip-empty-lines. */
-static int encode_file(const lm_args *a, int split, const char *path, hs_lm_words *table, split_codes *out,
+static int encode_file(const lm_args *a, int split, const char *path, hs_strtab *table, split_codes *out,
                        progress *pr, char *err, size_t errlen) {
     char what[32];
     snprintf(what, sizeof what, "the %s split", SPLIT_NAMES[split]);
@@ -725,7 +725,7 @@ static int run(const lm_args *a) {
     char *paths[3] = {NULL, NULL, NULL}, *tokens_tmp = NULL, *out_path = NULL;
     split_codes sc[3];
     memset(sc, 0, sizeof sc);
-    hs_lm_words *table = NULL;
+    hs_strtab *table = NULL;
     hs_lm_vocab v = {0};
 
     size_t out_len = strlen(a->out_dir);
@@ -782,7 +782,7 @@ static int run(const lm_args *a) {
            max_size);
     fflush(stdout);
     progress pr = {hs_now(), hs_now(), 0, total};
-    table = hs_lm_words_new();
+    table = hs_strtab_new();
     for (int s = 0; s < 3; s++)
         if (encode_file(a, s, paths[s], table, &sc[s], &pr, err, sizeof err) != 0) goto fail;
 
@@ -835,7 +835,7 @@ done:
         free(sc[s].v);
     }
     hs_lm_vocab_free(&v);
-    hs_lm_words_free(table);
+    hs_strtab_free(table);
     free(tokens_tmp);
     free(out_path);
     return status;

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "util/check.h"
-#include "util/hash.h"
+#include "util/strtab.h"
 #include "util/timer.h"
 
 const char *const hs_vocab_special_tokens[HS_VOCAB_N_SPECIAL] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
@@ -26,61 +26,24 @@ const char *const hs_vocab_special_tokens[HS_VOCAB_N_SPECIAL] = {"[PAD]", "[UNK]
 /* ---- tokens: id -> string, string -> id ---------------------------------------------------------- */
 
 typedef struct token_table {
-    char **str; /* [count] */
+    char **str; /* [count]: id -> string (NUL-terminated, owned) */
     int count, cap;
-    int32_t *slot_id; /* open addressing over ids, -1 empty; capacity is a power of two, <= half full */
-    uint64_t *slot_hash;
-    size_t slots;
+    hs_strtab *ids; /* string -> id: ids are the table's numbers (both count up from 0 as tokens are added) */
 } token_table;
 
-static uint64_t hash_str(const char *s) { return hs_string_hash(s, strlen(s)); }
-
-static void tokens_rehash(token_table *t, size_t slots) {
-    free(t->slot_id);
-    free(t->slot_hash);
-    t->slots = slots;
-    HS_ALLOC(t->slot_id, slots);
-    HS_ALLOC(t->slot_hash, slots);
-    for (size_t i = 0; i < slots; i++) t->slot_id[i] = -1;
-    for (int id = 0; id < t->count; id++) {
-        uint64_t h = hash_str(t->str[id]);
-        size_t j = (size_t)h & (slots - 1);
-        while (t->slot_id[j] >= 0) j = (j + 1) & (slots - 1);
-        t->slot_id[j] = id;
-        t->slot_hash[j] = h;
-    }
-}
-
-/* id of s, or -1; *slot_out gets the slot where s would go */
-static int tokens_find(const token_table *t, const char *s, uint64_t h, size_t *slot_out) {
-    size_t j = (size_t)h & (t->slots - 1);
-    for (; t->slot_id[j] >= 0; j = (j + 1) & (t->slots - 1))
-        if (t->slot_hash[j] == h && !strcmp(t->str[t->slot_id[j]], s)) return t->slot_id[j];
-    *slot_out = j;
-    return -1;
-}
-
-/* id of s, added (taking ownership of s) if new; *added tells which */
-static int tokens_intern(token_table *t, char *s, int *added) {
-    uint64_t h = hash_str(s);
-    size_t j;
-    int id = tokens_find(t, s, h, &j);
-    if (id >= 0) {
+/* id of s, added (taking ownership of s) if new */
+static int tokens_intern(token_table *t, char *s) {
+    const int64_t id = hs_strtab_find(t->ids, s, strlen(s), 1);
+    if (id < t->count) {
         free(s);
-        *added = 0;
-        return id;
+        return (int)id;
     }
     if (t->count == t->cap) {
         t->cap = t->cap ? 2 * t->cap : 1024;
         HS_REALLOC(t->str, t->cap);
     }
-    id = t->count++;
-    t->str[id] = s;
-    t->slot_id[j] = id;
-    t->slot_hash[j] = h;
-    if ((size_t)t->count * 2 > t->slots) tokens_rehash(t, t->slots * 2);
-    *added = 1;
-    return id;
+    t->str[t->count++] = s;
+    return (int)id;
 }
 
 /* ---- pairs -------------------------------------------------------------------------------------------- */
@@ -318,8 +281,7 @@ static void learner_free(learner *L) {
     for (size_t p = 0; p < L->pairs.count; p++) free(L->pairs.pairs[p].words);
     free(L->pairs.pairs);
     free(L->pairs.slot);
-    free(L->tokens.slot_id);
-    free(L->tokens.slot_hash);
+    hs_strtab_free(L->tokens.ids);
     free(L->queue.e);
     free(L->sym);
     free(L->start);
@@ -329,10 +291,7 @@ static void learner_free(learner *L) {
     free(L->grown);
 }
 
-static int add_token(learner *L, char *s) {
-    int added;
-    return tokens_intern(&L->tokens, s, &added);
-}
+static int add_token(learner *L, char *s) { return tokens_intern(&L->tokens, s); }
 
 int hs_vocab_learn(const hs_word_count *words, size_t n_words, const hs_vocab_learn_opts *opts,
                    hs_learned_vocab *out) {
@@ -340,7 +299,7 @@ int hs_vocab_learn(const hs_word_count *words, size_t n_words, const hs_vocab_le
     if (n_words > INT32_MAX) HS_FATAL(NULL, "more than 2^31 distinct words");
     learner L;
     memset(&L, 0, sizeof L);
-    tokens_rehash(&L.tokens, 4096);
+    L.tokens.ids = hs_strtab_new();
     pairs_rehash(&L.pairs, 1 << 16);
 
     /* character counts, weighted by word counts */

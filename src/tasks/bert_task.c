@@ -146,14 +146,13 @@ static void bert_destroy(hs_task *t) {
     free(t);
 }
 
-hs_task *hs_bert_task_create(const hs_config *cfg, const hs_comm *comm, const hs_backend *be) {
-    const char *path = hs_cfg_string(cfg, "data.path");
+hs_task *hs_bert_task_create(const hs_task_settings *s, const hs_comm *comm, const hs_backend *be) {
+    const char *path = s->data_path;
     if (!*path)
         hs_die_all("data.path is empty: set it to a directory of NVIDIA BERT shards (*.hdf5 from "
                    "create_pretraining_data.py) or to one shard file");
-    const char *train_subset = hs_cfg_string(cfg, "data.train_subset");
-    const char *valid_subset = hs_cfg_string(cfg, "data.valid_subset");
-    const int num_file = (int)hs_cfg_int(cfg, "data.num_file");
+    const char *train_subset = s->train_subset, *valid_subset = s->valid_subset;
+    const int num_file = s->num_file;
 
     hs_task *t;
     bert_task *b;
@@ -162,8 +161,8 @@ hs_task *hs_bert_task_create(const hs_config *cfg, const hs_comm *comm, const hs
     t->name = "bert";
     t->impl = b;
     b->be = be;
-    b->max_batch = (int)hs_cfg_int(cfg, "training.max_sentences");
-    hs_bert_config_load(cfg, &b->cfg);
+    b->max_batch = s->max_sentences;
+    b->cfg = s->bert;
 
     b->shards[HS_SPLIT_TRAIN] = hs_bert_shards_open(path, train_subset, num_file, comm->io);
     b->shards[HS_SPLIT_VALID] = hs_bert_shards_open(path, valid_subset, num_file, comm->io);
@@ -181,7 +180,7 @@ hs_task *hs_bert_task_create(const hs_config *cfg, const hs_comm *comm, const hs
         hs_die_all("the shards in %s hold sequences of %d tokens but the model has max_position_embeddings = %d: "
                    "use a model with max_position_embeddings >= %d (%s)",
                    path, b->seq_len, b->cfg.max_position_embeddings, b->seq_len,
-                   *hs_cfg_string(cfg, "model.config_file") ? "in model.config_file" : "model.max_position_embeddings");
+                   b->cfg.from_file ? "in model.config_file" : "model.max_position_embeddings");
 
     b->model = hs_bert_create(&t->params, &b->cfg, b->max_batch, b->seq_len, b->max_pred);
     hs_params_allocate(&t->params, be);

@@ -161,16 +161,16 @@ static double mnist_flops_per_sample(hs_task *t) {
     return hs_cnn_train_flops_per_image();
 }
 
-hs_task *hs_mnist_task_create(const hs_config *cfg, const hs_comm *comm, const hs_backend *be) {
-    const char *path = hs_cfg_string(cfg, "data.path");
+hs_task *hs_mnist_task_create(const hs_task_settings *s, const hs_comm *comm, const hs_backend *be) {
+    const char *path = s->data_path;
     if (!*path)
         hs_die_all("data.path is empty: set it to the HDF5 file made by `hetseq prep mnist --in DIR --out FILE.h5`");
-    const char *valid = hs_cfg_string(cfg, "data.valid_subset");
+    const char *valid = s->valid_subset;
     if (strcmp(valid, "valid") != 0 && strcmp(valid, "test") != 0)
         hs_die_all("data.valid_subset = \"%s\": the MNIST file has a train and a test split; use \"test\" (or \"valid\", "
                    "which means the same)",
                    valid);
-    double std = hs_cfg_float(cfg, "data.std");
+    const double std = s->data_std;
     if (std <= 0) hs_die_all("data.std = %g must be > 0", std);
 
     hs_task *t;
@@ -180,12 +180,11 @@ hs_task *hs_mnist_task_create(const hs_config *cfg, const hs_comm *comm, const h
     t->name = "mnist";
     t->impl = m;
     m->be = be;
-    m->max_batch = (int)hs_cfg_int(cfg, "training.max_sentences");
+    m->max_batch = s->max_sentences;
     m->input_scale = (float)(1.0 / (255.0 * std));
-    m->input_shift = (float)(-hs_cfg_float(cfg, "data.mean") / std);
+    m->input_shift = (float)(-s->data_mean / std);
     m->file = hs_mnist_open(path, comm->io);
-    m->model = hs_cnn_create(&t->params, m->max_batch, (float)hs_cfg_float(cfg, "model.conv_dropout"),
-                             (float)hs_cfg_float(cfg, "model.fc_dropout"));
+    m->model = hs_cnn_create(&t->params, m->max_batch, (float)s->conv_dropout, (float)s->fc_dropout);
     hs_params_allocate(&t->params, be);
     hs_cnn_setup(m->model);
     m->images_dev = be->alloc(be, (size_t)m->max_batch * HS_MNIST_PIXELS);

@@ -8,13 +8,13 @@
 #include "tasks/task.h"
 #include "util/check.h"
 
-hs_task *hs_mnist_task_create(const hs_config *cfg, const hs_comm *comm, const hs_backend *be);
-hs_task *hs_bert_task_create(const hs_config *cfg, const hs_comm *comm, const hs_backend *be);
-hs_task *hs_txl_task_create(const hs_config *cfg, const hs_comm *comm, const hs_backend *be);
+hs_task *hs_mnist_task_create(const hs_task_settings *s, const hs_comm *comm, const hs_backend *be);
+hs_task *hs_bert_task_create(const hs_task_settings *s, const hs_comm *comm, const hs_backend *be);
+hs_task *hs_txl_task_create(const hs_task_settings *s, const hs_comm *comm, const hs_backend *be);
 
 typedef struct {
     const char *name;
-    hs_task *(*create)(const hs_config *cfg, const hs_comm *comm, const hs_backend *be);
+    hs_task *(*create)(const hs_task_settings *s, const hs_comm *comm, const hs_backend *be);
 } hs_task_entry;
 
 static const hs_task_entry registry[] = {
@@ -49,12 +49,12 @@ static void check_schema_choices(void) {
                  key && key->choices ? key->choices : "(none)", expect);
 }
 
-hs_task *hs_task_create(const hs_config *cfg, const hs_comm *comm, const hs_backend *be) {
+hs_task *hs_task_create(const hs_task_settings *s, const hs_comm *comm, const hs_backend *be) {
     check_schema_choices();
-    const char *name = hs_cfg_string(cfg, "task");
+    const char *name = s->name;
     for (size_t i = 0; i < N_TASKS; i++) {
         if (strcmp(registry[i].name, name) != 0) continue;
-        return registry[i].create(cfg, comm, be);
+        return registry[i].create(s, comm, be);
     }
     hs_die_all("task = \"%s\" is not a known task (known: %s)", name, hs_task_names());
 }

@@ -12,7 +12,8 @@
 #include "config.h"
 #include "data/sampler.h" /* hs_range */
 #include "nn/params.h"
-#include "nn/step.h"
+#include "tasks/task_settings.h"
+#include "nn/step_ctx_stats.h"
 
 /* HS_SPLIT_TEST: `hetseq eval --split test` (tasks without a test split refuse it with a message). */
 typedef enum { HS_SPLIT_TRAIN = 0, HS_SPLIT_VALID = 1, HS_SPLIT_TEST = 2 } hs_split;
@@ -56,7 +57,7 @@ struct hs_task {
     /* Forward + backward of one micro-batch: checks and uploads the host micro-batch, then ENQUEUES the
      * work that ACCUMULATES sum_k loss_scale[k] * d(sum of term k over the batch)/d(params) into
      * params.grad and adds the batch's sums into stats, a device float64 [HS_STATS_NDOUBLE] in hs_stats'
-     * layout (step.h). count > 0. Nothing here waits for the device. */
+     * layout (nn/step_ctx_stats.h). count > 0. Nothing here waits for the device. */
     void (*forward_backward)(hs_task *t, const void *host_buf, int64_t first, int count,
                              const hs_step_ctx *ctx, double *stats);
     /* Optional (NULL: forward_backward stages synchronously): input staging one update ahead
@@ -148,8 +149,8 @@ hs_input_set *hs_input_sets_take(hs_input_sets *s, const void *host_buf, int cou
 void hs_input_sets_done(hs_input_sets *s, hs_input_set *set);
 void hs_input_sets_free(hs_input_sets *s);
 
-/* Build the task named by config key `task` (data files are opened collectively on comm->io). */
-hs_task *hs_task_create(const hs_config *cfg, const hs_comm *comm, const hs_backend *be);
+/* Build the task s->name from its settings (data files are opened collectively on comm->io). */
+hs_task *hs_task_create(const hs_task_settings *s, const hs_comm *comm, const hs_backend *be);
 void hs_task_destroy(hs_task *t);
 /* The registered task names, for messages and the schema ("mnist, bert, txl"). */
 const char *hs_task_names(void);

@@ -511,8 +511,8 @@ static double txl_flops_per_token(hs_task *t) {
                                         c->mem_len, c->d_embed, head_cols);
 }
 
-hs_task *hs_txl_task_create(const hs_config *cfg, const hs_comm *comm, const hs_backend *be) {
-    const char *path = hs_cfg_string(cfg, "data.path");
+hs_task *hs_txl_task_create(const hs_task_settings *s, const hs_comm *comm, const hs_backend *be) {
+    const char *path = s->data_path;
     if (!*path)
         hs_die_all("data.path is empty: set it to the directory holding lm.h5 (made by `hetseq prep lm`)");
     hs_task *t;
@@ -525,7 +525,8 @@ hs_task *hs_txl_task_create(const hs_config *cfg, const hs_comm *comm, const hs_
     x->rank = comm->rank;
     x->world = comm->size;
     x->data = hs_lm_open(path, comm->io);
-    hs_txl_config_load(cfg, hs_lm_vocab_size(x->data), &x->cfg);
+    x->cfg = s->txl;
+    hs_txl_config_resolve(&x->cfg, hs_lm_vocab_size(x->data), s->txl_n_token_origin);
     const hs_txl_config *c = &x->cfg;
     const int W = comm->size;
     for (int k = 0; k < 2; k++) {
@@ -559,7 +560,7 @@ hs_task *hs_txl_task_create(const hs_config *cfg, const hs_comm *comm, const hs_
     }
     check_stream(x, HS_SPLIT_TRAIN);
     const int train_qlen = c->varlen ? varlen_max(c->tgt_len) : c->tgt_len;
-    if (c->varlen) build_varlen(&x->stream[HS_SPLIT_TRAIN], (uint64_t)hs_cfg_int(cfg, "seed"));
+    if (c->varlen) build_varlen(&x->stream[HS_SPLIT_TRAIN], s->seed);
     x->max_qlen = train_qlen > c->eval_tgt_len ? train_qlen : c->eval_tgt_len;
     const int max_mlen = c->mem_len > c->eval_mem_len ? c->mem_len : c->eval_mem_len;
     const int train_cols = c->batch_size / W, eval_cols = c->eval_batch_size / W;

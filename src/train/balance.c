@@ -17,7 +17,7 @@ void hs_balance_init(hs_balance *b, const hs_train_config *tc, const hs_comm *co
     b->auto_mode = tc->balance_auto;
     b->warmup = tc->balance_warmup;
     b->every = tc->rebalance_every;
-    b->max_count = tc->max_sentences;
+    b->max_count = tc->task.max_sentences;
     if (!b->enabled) return;
     if (tc->n_weights > 0 && tc->n_weights != comm->size)
         hs_die("distributed.weights lists %d weight(s) but the job has %d rank(s): give one positive weight per rank, "
@@ -33,7 +33,7 @@ void hs_balance_init(hs_balance *b, const hs_train_config *tc, const hs_comm *co
     HS_ALLOC(b->caps, b->world);
     for (int k = 0; k < b->world; k++) {
         w[k] = tc->n_weights > 0 ? tc->weights[k] : 1.0;
-        b->caps[k] = tc->n_rank_max_sentences > 0 ? tc->rank_max_sentences[k] : tc->max_sentences;
+        b->caps[k] = tc->n_rank_max_sentences > 0 ? tc->rank_max_sentences[k] : tc->task.max_sentences;
         if (b->caps[k] > b->max_count) b->max_count = b->caps[k];
     }
     hs_sampler_weight_units(w, b->world, b->units);

@@ -10,6 +10,8 @@
 
 #include "train/checkpoint.h"
 #include "train/eval_report.h"
+#include "train/setup.h"
+#include "train/train_config.h"
 #include "train/trainer.h"
 #include "util/check.h"
 #include "util/log.h"
@@ -192,17 +194,18 @@ int hs_eval_main(const hs_config *cfg, const hs_eval_options *opt, const hs_comm
     const hs_split split = opt->split && !strcmp(opt->split, "test") ? HS_SPLIT_TEST : HS_SPLIT_VALID;
     const char *split_name = split == HS_SPLIT_TEST ? "test" : "valid";
     check_report_path(opt->report_path, comm);
+    hs_train_config tc;
+    hs_eval_config_load(cfg, &tc);
     hs_setup_threads(comm);
-    const hs_backend *be = hs_backend_with_precision(hs_backend_select(hs_cfg_string(cfg, "device"), comm->local_rank),
-                                                     hs_cfg_string(cfg, "precision"));
-    hs_task *task = hs_task_create(cfg, comm, be);
+    const hs_backend *be = hs_setup_backend(&tc, comm);
+    hs_task *task = hs_setup_task(&tc, comm, be);
     if (split == HS_SPLIT_TEST && !task->has_test_split)
         hs_die_all("hetseq eval --split test: the %s task has no test split (its only evaluation data is the "
                    "validation split, data.valid_subset = \"%s\"): use --split valid (the default), with "
                    "data.valid_subset pointing at the data to evaluate",
-                   task->name, hs_cfg_string(cfg, "data.valid_subset"));
+                   task->name, tc.task.valid_subset);
     load_weights(opt->checkpoint, task, comm);
-    const int max_sentences = (int)hs_cfg_int(cfg, "training.max_sentences");
+    const int max_sentences = tc.task.max_sentences;
     const int max_count = hs_evaluate_max_count(task, comm, split, max_sentences);
     hs_prefetch *pf = hs_prefetch_start(task, be, max_count, 4);
     char device[64];
@@ -222,7 +225,7 @@ int hs_eval_main(const hs_config *cfg, const hs_eval_options *opt, const hs_comm
         if (split == HS_SPLIT_TEST)
             hs_log("\nTest set: loss %.4f%s, samples %lld\n", loss, fields, total);
         else
-            hs_log("\nValidation set (%s): loss %.4f%s, samples %lld\n", hs_cfg_string(cfg, "data.valid_subset"),
+            hs_log("\nValidation set (%s): loss %.4f%s, samples %lld\n", tc.task.valid_subset,
                    loss, fields, total);
         fields[0] = '\0';
         if (task->format_stats) task->format_stats(&global, 1, fields, sizeof fields);

@@ -18,8 +18,6 @@
 
 #include <stdint.h>
 
-#include "config.h"
-
 typedef struct hs_loss_scaler_config {
     int enabled; /* enabled = "on", or "auto" with precision = "fp16" */
     double init_scale, growth_factor, backoff_factor, min_scale, max_scale;
@@ -39,11 +37,7 @@ typedef enum {
     HS_SCALER_UNDERFLOW /* overflow and S fell below min_scale: the run cannot go on in fp16 */
 } hs_scaler_result;
 
-/* Reads loss_scaler.* (any rank; no checks across keys: a saved configuration is only compared). */
-void hs_loss_scaler_config_read(const hs_config *cfg, const char *precision, hs_loss_scaler_config *sc);
-/* Reads and checks what the schema's per-key ranges cannot (min_scale <= init_scale <= max_scale):
- * every rank stops with one message naming the keys. */
-void hs_loss_scaler_config_load(const hs_config *cfg, const char *precision, hs_loss_scaler_config *sc);
+/* (The settings are read by src/train/train_config.c: hs_loss_scaler_config_load.) */
 
 /* Fresh state: S = init_scale, no good steps, nothing skipped. */
 void hs_loss_scaler_init(hs_loss_scaler *s, const hs_loss_scaler_config *cfg);

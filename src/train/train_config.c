@@ -1,22 +1,67 @@
-/* The trainer's settings from the experiment file (see train_config.h). */
+/* The settings of a run from the experiment file (see train_config.h): the one place that reads the
+ * trainer's and the tasks' keys. */
 #include "train/train_config.h"
 
 #include <string.h>
 
 #include "util/check.h"
 
+/* ---- loss_scaler.* ---- */
+
+void hs_loss_scaler_config_read(const hs_config *cfg, const char *precision, hs_loss_scaler_config *sc) {
+    memset(sc, 0, sizeof *sc);
+    const char *enabled = hs_cfg_string(cfg, "loss_scaler.enabled");
+    sc->enabled = !strcmp(enabled, "on") || (!strcmp(enabled, "auto") && precision && !strcmp(precision, "fp16"));
+    sc->init_scale = hs_cfg_float(cfg, "loss_scaler.init_scale");
+    sc->growth_factor = hs_cfg_float(cfg, "loss_scaler.growth_factor");
+    sc->backoff_factor = hs_cfg_float(cfg, "loss_scaler.backoff_factor");
+    sc->growth_interval = hs_cfg_int(cfg, "loss_scaler.growth_interval");
+    sc->min_scale = hs_cfg_float(cfg, "loss_scaler.min_scale");
+    sc->max_scale = hs_cfg_float(cfg, "loss_scaler.max_scale");
+}
+
+/* The schema checks each key's range; what it cannot is their order (cfg only names where they were set). */
+static void check_scaler_order(const hs_config *cfg, const hs_loss_scaler_config *sc) {
+    const struct {
+        const char *lo_key, *hi_key;
+        double lo, hi;
+    } pairs[] = {{"loss_scaler.min_scale", "loss_scaler.init_scale", sc->min_scale, sc->init_scale},
+                 {"loss_scaler.init_scale", "loss_scaler.max_scale", sc->init_scale, sc->max_scale}};
+    for (int i = 0; i < 2; i++) {
+        if (pairs[i].lo > pairs[i].hi) {
+            char w0[256], w1[256];
+            hs_die_all("%s = %.10g (%s) is larger than %s = %.10g (%s): loss_scaler needs min_scale <= init_scale <= "
+                       "max_scale",
+                       pairs[i].lo_key, pairs[i].lo, hs_cfg_origin(cfg, pairs[i].lo_key, w0, (int)sizeof w0),
+                       pairs[i].hi_key, pairs[i].hi, hs_cfg_origin(cfg, pairs[i].hi_key, w1, (int)sizeof w1));
+        }
+    }
+}
+
+void hs_loss_scaler_config_load(const hs_config *cfg, const char *precision, hs_loss_scaler_config *sc) {
+    hs_loss_scaler_config_read(cfg, precision, sc);
+    check_scaler_order(cfg, sc);
+}
+
+/* ---- the run ---- */
+
 void hs_train_config_read(const hs_config *cfg, hs_train_config *tc) {
     memset(tc, 0, sizeof *tc);
-    tc->task = hs_cfg_string(cfg, "task");
+    hs_task_settings *ts = &tc->task;
+    ts->name = hs_cfg_string(cfg, "task");
+    ts->data_path = hs_cfg_string(cfg, "data.path");
+    ts->train_subset = hs_cfg_string(cfg, "data.train_subset");
+    ts->valid_subset = hs_cfg_string(cfg, "data.valid_subset");
+    ts->num_file = (int)hs_cfg_int(cfg, "data.num_file");
+    ts->data_mean = hs_cfg_float(cfg, "data.mean");
+    ts->data_std = hs_cfg_float(cfg, "data.std");
+    ts->max_sentences = (int)hs_cfg_int(cfg, "training.max_sentences");
+    ts->seed = (uint64_t)hs_cfg_int(cfg, "seed");
     tc->device = hs_cfg_string(cfg, "device");
     tc->precision = hs_cfg_string(cfg, "precision");
-    tc->data_path = hs_cfg_string(cfg, "data.path");
-    tc->valid_subset = hs_cfg_string(cfg, "data.valid_subset");
-    tc->seed = (uint64_t)hs_cfg_int(cfg, "seed");
 
     tc->max_epoch = hs_cfg_int(cfg, "training.max_epoch");
     tc->max_update = hs_cfg_int(cfg, "training.max_update");
-    tc->max_sentences = (int)hs_cfg_int(cfg, "training.max_sentences");
     tc->n_update_freq = hs_cfg_list_len(cfg, "training.update_freq");
     if (tc->n_update_freq > HS_MAX_UPDATE_FREQ_LIST) tc->n_update_freq = HS_MAX_UPDATE_FREQ_LIST; /* load refuses */
     for (int i = 0; i < tc->n_update_freq; i++) {
@@ -26,8 +71,17 @@ void hs_train_config_read(const hs_config *cfg, hs_train_config *tc) {
     const int no_validation = hs_cfg_bool(cfg, "training.disable_validation");
     tc->validate_interval = no_validation ? 0 : hs_cfg_int(cfg, "training.validate_interval");
     tc->validate_interval_updates = no_validation ? 0 : hs_cfg_int(cfg, "training.validate_interval_updates");
-    tc->clip_norm = hs_cfg_float(cfg, "optimizer.clip_norm");
     hs_loss_scaler_config_read(cfg, tc->precision, &tc->scaler);
+    tc->lr = (hs_lr_settings){
+        .name = hs_cfg_string(cfg, "lr_scheduler.name"),
+        .lr = hs_cfg_float(cfg, "optimizer.lr"),
+        .warmup_updates = hs_cfg_int(cfg, "lr_scheduler.warmup_updates"),
+        .warmup_proportion = hs_cfg_float(cfg, "lr_scheduler.warmup_proportion"),
+        .total_num_update = hs_cfg_int(cfg, "lr_scheduler.total_num_update"),
+        .end_learning_rate = hs_cfg_float(cfg, "lr_scheduler.end_learning_rate"),
+        .power = hs_cfg_float(cfg, "lr_scheduler.power"),
+        .force_anneal = (int)hs_cfg_int(cfg, "lr_scheduler.force_anneal"),
+    };
 
     tc->save_dir = hs_cfg_string(cfg, "checkpoint.save_dir");
     tc->init_checkpoint = hs_cfg_string(cfg, "checkpoint.init_checkpoint");
@@ -63,9 +117,27 @@ void hs_train_config_read(const hs_config *cfg, hs_train_config *tc) {
     tc->weighted = tc->n_weights > 0 || tc->n_rank_max_sentences > 0 || tc->balance_auto;
 }
 
+/* The model of the task named (the others' keys keep their defaults and are not looked at): every rank
+ * reads the same file, so a bad setting ends every rank with one message naming the key. */
+static void load_model(const hs_config *cfg, hs_task_settings *ts) {
+    if (!strcmp(ts->name, "mnist")) {
+        ts->conv_dropout = hs_cfg_float(cfg, "model.conv_dropout");
+        ts->fc_dropout = hs_cfg_float(cfg, "model.fc_dropout");
+    } else if (!strcmp(ts->name, "bert")) {
+        hs_bert_config_load(cfg, &ts->bert);
+    } else if (!strcmp(ts->name, "txl")) {
+        hs_txl_config_read(cfg, &ts->txl, ts->txl_n_token_origin, (int)sizeof ts->txl_n_token_origin);
+    }
+}
+
+void hs_eval_config_load(const hs_config *cfg, hs_train_config *tc) {
+    hs_train_config_read(cfg, tc);
+    load_model(cfg, &tc->task);
+}
+
 void hs_train_config_load(const hs_config *cfg, hs_train_config *tc) {
     hs_train_config_read(cfg, tc);
-    hs_loss_scaler_config_load(cfg, tc->precision, &tc->scaler);
+    check_scaler_order(cfg, &tc->scaler);
     if (hs_cfg_list_len(cfg, "training.update_freq") > HS_MAX_UPDATE_FREQ_LIST) {
         char where[256];
         hs_die_all("training.update_freq (%s) lists %d values; at most %d (the last value repeats for later epochs)",
@@ -74,6 +146,8 @@ void hs_train_config_load(const hs_config *cfg, hs_train_config *tc) {
     }
     if (tc->max_epoch == 0 && tc->max_update == 0)
         hs_die_all("training.max_epoch and training.max_update are both 0 (unlimited): set at least one");
+    hs_optim_settings_load(cfg, &tc->optim);
+    load_model(cfg, &tc->task);
 }
 
 int64_t hs_train_config_update_freq(const hs_train_config *tc, int64_t epoch) {

@@ -24,6 +24,7 @@
 #include "train/checkpoint.h"
 #include "train/loss_scaler.h"
 #include "train/meters.h"
+#include "train/setup.h"
 #include "train/train_config.h"
 #include "train/trainer.h"
 #include "util/check.h"
@@ -34,8 +35,7 @@
 #include "util/timer.h"
 
 typedef struct trainer {
-    const hs_config *cfg;
-    hs_train_config tc; /* the settings of cfg the trainer uses */
+    hs_train_config tc; /* the run's settings, read once from the experiment file */
     const hs_comm *comm;
     const hs_backend *be;
     hs_task *task;
@@ -64,6 +64,11 @@ typedef struct trainer {
     int may_stage_ahead;
     hs_prefetch_slot *ahead;
     int64_t staged_ahead; /* updates whose inputs were staged during the update before */
+    /* the run */
+    double start_time;
+    char metrics_path[4096]; /* "" = no metrics file */
+    int64_t n_train;         /* training samples */
+    int resumed;             /* resumed from checkpoint_last.h5 */
 } trainer;
 
 static void make_dir(const char *dir) {
@@ -139,19 +144,20 @@ static int check_resume(trainer *t, const char *path, const hs_train_state *save
     hs_train_config old_tc;
     hs_train_config_read(old_cfg, &old_tc);
     const hs_train_config *old = &old_tc, *now = &t->tc;
+    const hs_task_settings *old_task = &old->task, *now_task = &now->task;
     char why[1024] = "";
-    if (strcmp(old->task, now->task) != 0)
+    if (strcmp(old_task->name, now_task->name) != 0)
         hs_die("%s was written by a \"%s\" run but this run's task is \"%s\": use another checkpoint.save_dir", path,
-               old->task, now->task);
-    if (old->seed != now->seed)
-        snprintf(why, sizeof why, "seed changed from %lld to %lld (it decides the shuffle)", (long long)old->seed,
-                 (long long)now->seed);
-    else if (old->max_sentences != now->max_sentences)
+               old_task->name, now_task->name);
+    if (old_task->seed != now_task->seed)
+        snprintf(why, sizeof why, "seed changed from %lld to %lld (it decides the shuffle)", (long long)old_task->seed,
+                 (long long)now_task->seed);
+    else if (old_task->max_sentences != now_task->max_sentences)
         snprintf(why, sizeof why, "training.max_sentences changed from %lld to %lld (it decides the batches)",
-                 (long long)old->max_sentences, (long long)now->max_sentences);
+                 (long long)old_task->max_sentences, (long long)now_task->max_sentences);
     else if (saved->train_samples > 0 && saved->train_samples != n_train)
         snprintf(why, sizeof why, "the training data changed from %lld to %lld samples (data.path = \"%s\", was \"%s\")",
-                 (long long)saved->train_samples, (long long)n_train, now->data_path, old->data_path);
+                 (long long)saved->train_samples, (long long)n_train, now_task->data_path, old_task->data_path);
     else if (saved->world_size > 0 && !t->stream) {
         /* (A stream task's global batch is its own setting, e.g. txl.batch_size columns; its state checks
          * the layout when it is restored.) */
@@ -172,13 +178,18 @@ static int check_resume(trainer *t, const char *path, const hs_train_state *save
                    (long long)hs_train_config_update_freq(old, saved->epoch));
     }
     if (!why[0] && !now->reset_lr_scheduler) {
-        const char *keys[] = {"optimizer.lr", "lr_scheduler.warmup_proportion", "lr_scheduler.end_learning_rate",
-                              "lr_scheduler.power"};
+        const struct {
+            const char *key;
+            double before, now;
+        } lr[] = {{"optimizer.lr", old->lr.lr, now->lr.lr},
+                  {"lr_scheduler.warmup_proportion", old->lr.warmup_proportion, now->lr.warmup_proportion},
+                  {"lr_scheduler.end_learning_rate", old->lr.end_learning_rate, now->lr.end_learning_rate},
+                  {"lr_scheduler.power", old->lr.power, now->lr.power}};
         for (int i = 0; i < 4; i++)
-            if (hs_cfg_float(old_cfg, keys[i]) != hs_cfg_float(t->cfg, keys[i]))
+            if (lr[i].before != lr[i].now)
                 hs_log("| note: %s is %g in this run but %g in %s: the resumed run continues the saved learning rate; "
-                       "set checkpoint.reset_lr_scheduler = true to apply this run's schedule", keys[i],
-                       hs_cfg_float(t->cfg, keys[i]), hs_cfg_float(old_cfg, keys[i]), path);
+                       "set checkpoint.reset_lr_scheduler = true to apply this run's schedule", lr[i].key, lr[i].now,
+                       lr[i].before, path);
     }
     hs_config_free(old_cfg);
     if (!why[0]) return 0;
@@ -445,7 +456,7 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
         /* Unscale the summed gradients (g / S) before clipping and the step; then the scale may grow. */
         if (t->scaler.cfg.enabled) p->be->scale_tensors(p->be, p->grad, (float)(1.0 / grad_scale), p->table, p->count);
         /* LAMB clips inside its step (before the moments, as apex FusedLAMB); the others clip here. */
-        if (!hs_optimizer_clips_internally(t->opt)) hs_clip_grad_scale(p, gnorm, t->tc.clip_norm);
+        if (!hs_optimizer_clips_internally(t->opt)) hs_clip_grad_scale(p, gnorm, t->tc.optim.clip_norm);
         hs_optimizer_step_with_grad_norm(t->opt, t->st.lr, gnorm);
         if (t->scaler.cfg.enabled) hs_loss_scaler_update(&t->scaler, 0);
     }
@@ -468,7 +479,7 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
     t->st.lr = hs_lr_step_update(&t->sched, t->st.num_updates);
     t->st.lr_base = t->sched.base_lr;
     if (skip) t->st.train_wall += hs_now() - t0; /* a skipped update stays out of the loss and gnorm meters */
-    else hs_meters_update(&t->meters, &t->st, &stats, gnorm, t->tc.clip_norm > 0 && gnorm > t->tc.clip_norm, hs_now() - t0);
+    else hs_meters_update(&t->meters, &t->st, &stats, gnorm, t->tc.optim.clip_norm > 0 && gnorm > t->tc.optim.clip_norm, hs_now() - t0);
     /* Signals are process-local: the sum over ranks says whether any rank got one. -1: another rank's. */
     if (sync[SYNC_STOP] <= 0) return 0;
     return hs_stop_signal() ? hs_stop_signal() : -1;
@@ -507,8 +518,9 @@ static void validate(trainer *t) {
     double t0 = hs_now();
     hs_stats global;
     hs_stall_phase(HS_PHASE_VALIDATION, t->st.num_updates, 1);
-    hs_evaluate_split(t->task, t->pf, t->comm, HS_SPLIT_VALID, t->tc.max_sentences, t->tc.max_update_freq, &global);
-    hs_meters_log_valid(&t->meters, &t->st, t->tc.valid_subset, &global, hs_now() - t0);
+    hs_evaluate_split(t->task, t->pf, t->comm, HS_SPLIT_VALID, t->tc.task.max_sentences, t->tc.max_update_freq,
+                      &global);
+    hs_meters_log_valid(&t->meters, &t->st, t->tc.task.valid_subset, &global, hs_now() - t0);
 }
 
 static void save_mid_epoch(trainer *t) {
@@ -639,150 +651,194 @@ static const char *signal_name(int sig) {
                                                                   : "a stop signal on another rank";
 }
 
-int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
-    trainer t;
-    memset(&t, 0, sizeof t);
-    t.cfg = cfg;
-    t.comm = comm;
-    t.last_saved_update = -1;
-    double start = hs_now();
+/* ---- setup and teardown: the steps of hs_train_main ------------------------------------------------ */
+
+/* The settings, fault injection, the stall inspector and the threads; the effective configuration is
+ * logged (and kept for every checkpoint). */
+static void start_run(trainer *t, const hs_config *cfg, const hs_comm *comm) {
+    memset(t, 0, sizeof *t);
+    t->comm = comm;
+    t->last_saved_update = -1;
+    t->start_time = hs_now();
     hs_fault_init(comm->rank);
-    hs_train_config_load(cfg, &t.tc);
-    hs_stall_start(comm, t.tc.stall_timeout);
+    hs_train_config_load(cfg, &t->tc);
+    hs_stall_start(comm, t->tc.stall_timeout);
     hs_setup_threads(comm);
-    t.config_text = hs_config_to_string(cfg);
-    hs_log("%s", t.config_text);
+    t->config_text = hs_config_to_string(cfg);
+    hs_log("%s", t->config_text);
+}
 
-    char metrics_path[4096] = "";
-    const char *metrics = t.tc.metrics_file;
+/* The metrics file's path and the save directory, which holds the metrics file too, so it exists even
+ * with checkpoint.no_save. */
+static void open_outputs(trainer *t) {
+    const char *metrics = t->tc.metrics_file;
     if (*metrics) {
-        if (metrics[0] == '/') snprintf(metrics_path, sizeof metrics_path, "%s", metrics);
-        else snprintf(metrics_path, sizeof metrics_path, "%s/%s", t.tc.save_dir, metrics);
+        if (metrics[0] == '/') snprintf(t->metrics_path, sizeof t->metrics_path, "%s", metrics);
+        else snprintf(t->metrics_path, sizeof t->metrics_path, "%s/%s", t->tc.save_dir, metrics);
     }
-    /* The save directory holds the metrics file too, so it exists even with checkpoint.no_save. */
-    if (comm->rank == 0 && (!t.tc.no_save || (*metrics && metrics[0] != '/'))) make_dir(t.tc.save_dir);
-    hs_comm_barrier(comm);
+    if (t->comm->rank == 0 && (!t->tc.no_save || (*metrics && metrics[0] != '/'))) make_dir(t->tc.save_dir);
+    hs_comm_barrier(t->comm);
+}
 
-    t.be = hs_backend_with_precision(hs_backend_select(t.tc.device, comm->local_rank), t.tc.precision);
-    t.task = hs_task_create(cfg, comm, t.be);
-    t.st.seed = t.tc.seed;
-    t.task->init_params(t.task, t.st.seed);
-    t.opt = hs_optimizer_create(cfg, &t.task->params);
-    hs_loss_scaler_init(&t.scaler, &t.tc.scaler);
-    t.buckets = hs_grad_buckets_create(comm, t.be, &t.task->params, (double)t.tc.bucket_cap_mb, t.tc.allreduce_dtype);
-    t.stats_dev = t.be->alloc(t.be, ((size_t)DEV_TENSOR_SUMSQ + (size_t)t.task->params.count) * sizeof(double));
-    hs_lr_init(&t.sched, cfg);
-    t.st.epoch = 1;
-    t.st.lr = hs_lr_step_update(&t.sched, 0);
-    t.st.lr_base = t.sched.base_lr;
-    int64_t n_train = t.task->num_samples(t.task, HS_SPLIT_TRAIN);
-    int resumed = restore(&t, n_train);
-    if (resumed) hs_loss_scaler_restore(&t.scaler, t.st.loss_scale, t.st.loss_scale_good_steps, t.st.loss_scale_skipped);
-    scaler_to_state(&t);
-    if (t.scaler.cfg.enabled)
+/* Backend, task and its initial parameters, optimizer, loss scaler, gradient buckets, the device stats
+ * buffer and the schedule's first lr. */
+static void build_model(trainer *t) {
+    t->be = hs_setup_backend(&t->tc, t->comm);
+    t->task = hs_setup_task(&t->tc, t->comm, t->be);
+    t->st.seed = t->tc.task.seed;
+    t->task->init_params(t->task, t->st.seed);
+    t->opt = hs_optimizer_create(&t->tc.optim, &t->task->params);
+    hs_loss_scaler_init(&t->scaler, &t->tc.scaler);
+    t->buckets =
+        hs_grad_buckets_create(t->comm, t->be, &t->task->params, (double)t->tc.bucket_cap_mb, t->tc.allreduce_dtype);
+    t->stats_dev = t->be->alloc(t->be, ((size_t)DEV_TENSOR_SUMSQ + (size_t)t->task->params.count) * sizeof(double));
+    hs_lr_init(&t->sched, &t->tc.lr);
+    t->st.epoch = 1;
+    t->st.lr = hs_lr_step_update(&t->sched, 0);
+    t->st.lr_base = t->sched.base_lr;
+}
+
+/* Resume from checkpoint_last.h5 or start from checkpoint.init_checkpoint (restore), the loss scaler's
+ * state with it; then what the next checkpoint records of this run, for the resume checks. */
+static void resume(trainer *t) {
+    t->n_train = t->task->num_samples(t->task, HS_SPLIT_TRAIN);
+    t->resumed = restore(t, t->n_train);
+    if (t->resumed) hs_loss_scaler_restore(&t->scaler, t->st.loss_scale, t->st.loss_scale_good_steps, t->st.loss_scale_skipped);
+    scaler_to_state(t);
+    if (t->scaler.cfg.enabled)
         hs_log("| dynamic loss scaling: scale %.10g, x%g after %lld updates without overflow (at most %.10g), x%g "
-               "and the update skipped on overflow (at least %.10g)", t.scaler.scale, t.scaler.cfg.growth_factor,
-               (long long)t.scaler.cfg.growth_interval, t.scaler.cfg.max_scale, t.scaler.cfg.backoff_factor,
-               t.scaler.cfg.min_scale);
-    /* What the next checkpoint records of this run, for the resume checks. */
-    t.st.world_size = comm->size;
-    t.st.train_samples = n_train;
+               "and the update skipped on overflow (at least %.10g)", t->scaler.scale, t->scaler.cfg.growth_factor,
+               (long long)t->scaler.cfg.growth_interval, t->scaler.cfg.max_scale, t->scaler.cfg.backoff_factor,
+               t->scaler.cfg.min_scale);
+    t->st.world_size = t->comm->size;
+    t->st.train_samples = t->n_train;
+}
 
-    t.stream = t.task->stream_steps != NULL;
-    if (!t.stream) hs_sampler_init(&t.sampler, n_train, t.tc.max_sentences, comm->size, comm->rank, (uint32_t)t.st.seed, 1);
-    if (!t.stream && (t.tc.validate_interval > 0 || t.tc.validate_interval_updates > 0)) {
-        /* Check the validation split's sharding now, not after the first epoch. */
+/* HetSeq's sampler (or the task's ordered stream), the validation split's sharding checked now rather
+ * than after the first epoch, and the run's summary lines. */
+static void plan_batches(trainer *t) {
+    const hs_comm *comm = t->comm;
+    const int max_sentences = t->tc.task.max_sentences;
+    t->stream = t->task->stream_steps != NULL;
+    if (!t->stream) hs_sampler_init(&t->sampler, t->n_train, max_sentences, comm->size, comm->rank, (uint32_t)t->st.seed, 1);
+    if (!t->stream && (t->tc.validate_interval > 0 || t->tc.validate_interval_updates > 0)) {
         hs_sampler valid;
-        hs_sampler_init(&valid, t.task->num_samples(t.task, HS_SPLIT_VALID), t.tc.max_sentences, comm->size, comm->rank,
+        hs_sampler_init(&valid, t->task->num_samples(t->task, HS_SPLIT_VALID), max_sentences, comm->size, comm->rank,
                         0, 0);
     }
-    hs_log("| task %s, %lld training samples, %lld validation samples", t.task->name, (long long)n_train,
-           (long long)t.task->num_samples(t.task, HS_SPLIT_VALID));
-    hs_log("| num. model params: %zu (num. trained: %zu)", hs_params_numel(&t.task->params),
-           hs_params_numel(&t.task->params));
-    const int uf_now = (int)hs_train_config_update_freq(&t.tc, t.st.epoch);
-    if (t.stream)
+    hs_log("| task %s, %lld training samples, %lld validation samples", t->task->name, (long long)t->n_train,
+           (long long)t->task->num_samples(t->task, HS_SPLIT_VALID));
+    hs_log("| num. model params: %zu (num. trained: %zu)", hs_params_numel(&t->task->params),
+           hs_params_numel(&t->task->params));
+    const int uf_now = (int)hs_train_config_update_freq(&t->tc, t->st.epoch);
+    if (t->stream)
         hs_log("| training on %d rank(s) (%s backend), optimizer %s, %lld updates per epoch (the task's ordered "
-               "segments)", comm->size, t.be->name, t.opt->name,
-               (long long)t.task->stream_steps(t.task, HS_SPLIT_TRAIN, uf_now, comm->size));
+               "segments)", comm->size, t->be->name, t->opt->name,
+               (long long)t->task->stream_steps(t->task, HS_SPLIT_TRAIN, uf_now, comm->size));
     else
         hs_log("| training on %d rank(s) (%s backend), max sentences per rank = %d, optimizer %s, %lld updates per epoch",
-               comm->size, t.be->name, t.tc.max_sentences, t.opt->name,
-               (long long)hs_sampler_updates_per_epoch(&t.sampler, uf_now));
+               comm->size, t->be->name, max_sentences, t->opt->name,
+               (long long)hs_sampler_updates_per_epoch(&t->sampler, uf_now));
+}
 
-    hs_meters_init(&t.meters, t.task, metrics_path, resumed);
-    t.meters.precision = t.tc.precision; /* the peak MFU is measured against */
-    t.meters.format = t.tc.log_format;
-    if (t.stream) {
-        if (t.tc.balance_auto || t.tc.n_weights > 0)
+/* The meters, then the reads: the prefetch thread's buffers sized for the largest request (an ordered
+ * stream's columns, or HetSeq's micro-batches and the weighted shares), and input staging. */
+static void start_input(trainer *t) {
+    const hs_comm *comm = t->comm;
+    hs_meters_init(&t->meters, t->task, t->metrics_path, t->resumed);
+    t->meters.precision = t->tc.precision; /* the peak MFU is measured against */
+    t->meters.format = t->tc.log_format;
+    const int uf_now = (int)hs_train_config_update_freq(&t->tc, t->st.epoch);
+    if (t->stream) {
+        if (t->tc.balance_auto || t->tc.n_weights > 0)
             hs_die_all("distributed.balance = \"auto\" and distributed.weights are not available for task = \"%s\": "
                        "its batches are whole columns of an ordered stream. Remove those keys (every rank takes an "
-                       "equal slice of the columns)", t.task->name);
+                       "equal slice of the columns)", t->task->name);
         /* Every rank's micro-batches have the same size (columns of the stream): the read buffers hold the
          * largest of training's (update_freq chunks) and validation's (one chunk). */
-        HS_ALLOC(t.update_ranges, t.tc.max_update_freq);
+        HS_ALLOC(t->update_ranges, t->tc.max_update_freq);
         int max_count = 1;
-        int n = t.task->stream_step_ranges(t.task, HS_SPLIT_TRAIN, t.st.epoch, 0, uf_now, comm->rank, comm->size,
-                                           t.update_ranges);
+        int n = t->task->stream_step_ranges(t->task, HS_SPLIT_TRAIN, t->st.epoch, 0, uf_now, comm->rank, comm->size,
+                                            t->update_ranges);
         for (int i = 0; i < n; i++)
-            if (t.update_ranges[i].count > max_count) max_count = t.update_ranges[i].count;
-        if (t.tc.validate_interval > 0 || t.tc.validate_interval_updates > 0) {
-            int valid_max = hs_evaluate_max_count(t.task, comm, HS_SPLIT_VALID, t.tc.max_sentences);
+            if (t->update_ranges[i].count > max_count) max_count = t->update_ranges[i].count;
+        if (t->tc.validate_interval > 0 || t->tc.validate_interval_updates > 0) {
+            int valid_max = hs_evaluate_max_count(t->task, comm, HS_SPLIT_VALID, t->tc.task.max_sentences);
             if (valid_max > max_count) max_count = valid_max;
         }
-        t.pf = hs_prefetch_start(t.task, t.be, max_count, t.tc.max_update_freq);
+        t->pf = hs_prefetch_start(t->task, t->be, max_count, t->tc.max_update_freq);
     } else {
-        hs_balance_init(&t.balance, &t.tc, comm, &t.sampler);
-        if (t.balance.enabled) HS_ALLOC(t.update_ranges, t.balance.max_ranges);
-        if (resumed) {
+        hs_balance_init(&t->balance, &t->tc, comm, &t->sampler);
+        if (t->balance.enabled) HS_ALLOC(t->update_ranges, t->balance.max_ranges);
+        if (t->resumed) {
             char last[4096];
-            snprintf(last, sizeof last, "%s/checkpoint_last.h5", t.tc.save_dir);
-            hs_balance_resume(&t.balance, comm, last, t.st.num_updates); /* the learned shares, if saved */
+            snprintf(last, sizeof last, "%s/checkpoint_last.h5", t->tc.save_dir);
+            hs_balance_resume(&t->balance, comm, last, t->st.num_updates); /* the learned shares, if saved */
         }
-        t.pf = hs_prefetch_start(t.task, t.be, t.balance.max_count,
-                                 t.balance.enabled ? t.balance.max_ranges : t.tc.max_update_freq);
+        t->pf = hs_prefetch_start(t->task, t->be, t->balance.max_count,
+                                  t->balance.enabled ? t->balance.max_ranges : t->tc.max_update_freq);
     }
     /* Asynchronous input staging; HETSEQ_INPUT_STAGING=sync keeps the synchronous uploads inside
      * forward_backward (the same numbers: tests/e2e/test_input_staging.sh compares them). */
     const char *staging = getenv("HETSEQ_INPUT_STAGING");
-    t.stage_inputs = t.task->stage != NULL && !(staging && strcmp(staging, "sync") == 0);
+    t->stage_inputs = t->task->stage != NULL && !(staging && strcmp(staging, "sync") == 0);
     if (staging && strcmp(staging, "sync") != 0 && strcmp(staging, "async") != 0)
         hs_die_all("HETSEQ_INPUT_STAGING = \"%s\": use \"async\" (the default) or \"sync\"", staging);
-    hs_log("| input batches are %s", t.stage_inputs ? "staged one update ahead (asynchronous uploads, docs/gpu.md)"
-                                                  : "uploaded synchronously in each micro-batch's forward/backward");
-    /* From here on a stop signal ends the run at the next update boundary with a checkpoint. */
-    hs_stop_signals_install();
+    hs_log("| input batches are %s", t->stage_inputs ? "staged one update ahead (asynchronous uploads, docs/gpu.md)"
+                                                     : "uploaded synchronously in each micro-batch's forward/backward");
+}
 
-    while ((t.tc.max_epoch == 0 || t.st.epoch <= t.tc.max_epoch) && (t.tc.max_update == 0 || t.st.num_updates < t.tc.max_update) &&
-           !t.stop_signal) {
-        if (train_epoch(&t)) end_epoch(&t);
+/* Epochs until max_epoch, max_update or a stop signal. */
+static void train_loop(trainer *t) {
+    while ((t->tc.max_epoch == 0 || t->st.epoch <= t->tc.max_epoch) &&
+           (t->tc.max_update == 0 || t->st.num_updates < t->tc.max_update) && !t->stop_signal) {
+        if (train_epoch(t)) end_epoch(t);
     }
+}
 
-    double stalls = hs_prefetch_stall_seconds(t.pf);
-    hs_prefetch_stop(t.pf);
-    hs_stall_phase(HS_PHASE_DONE, t.st.num_updates, 0);
+/* The reads stopped, the closing lines, everything freed; returns the exit status. */
+static int finish(trainer *t) {
+    double stalls = hs_prefetch_stall_seconds(t->pf);
+    hs_prefetch_stop(t->pf);
+    hs_stall_phase(HS_PHASE_DONE, t->st.num_updates, 0);
     hs_stall_stop();
     int status = 0;
-    int finished = (t.tc.max_epoch > 0 && t.st.epoch > t.tc.max_epoch) || (t.tc.max_update > 0 && t.st.num_updates >= t.tc.max_update);
-    if (t.stop_signal && !finished) {
+    int finished = (t->tc.max_epoch > 0 && t->st.epoch > t->tc.max_epoch) ||
+                   (t->tc.max_update > 0 && t->st.num_updates >= t->tc.max_update);
+    if (t->stop_signal && !finished) {
         hs_log("| stopped by %s after update %lld%s; run the same command again to resume exactly (exit status %d)",
-               signal_name(t.stop_signal), (long long)t.st.num_updates,
-               t.tc.no_save ? " (checkpoint.no_save: nothing saved)" : ", checkpoint written", HS_EXIT_STOPPED);
+               signal_name(t->stop_signal), (long long)t->st.num_updates,
+               t->tc.no_save ? " (checkpoint.no_save: nothing saved)" : ", checkpoint written", HS_EXIT_STOPPED);
         status = HS_EXIT_STOPPED;
     } else {
-        hs_log("| done training in %.1f seconds (%lld updates; waited %.2f s for input)", hs_now() - start,
-               (long long)t.st.num_updates, stalls);
-        if (t.stage_inputs)
-            hs_log("| inputs of %lld update(s) were staged while the update before computed", (long long)t.staged_ahead);
+        hs_log("| done training in %.1f seconds (%lld updates; waited %.2f s for input)", hs_now() - t->start_time,
+               (long long)t->st.num_updates, stalls);
+        if (t->stage_inputs)
+            hs_log("| inputs of %lld update(s) were staged while the update before computed", (long long)t->staged_ahead);
     }
-    if (!t.tc.no_save) hs_log("| checkpoints in %s/, metrics in %s", t.tc.save_dir, *metrics_path ? metrics_path : "(off)");
-    hs_meters_close(&t.meters);
-    hs_balance_free(&t.balance);
-    free(t.update_ranges);
-    hs_optimizer_free(t.opt);
-    hs_grad_buckets_free(t.buckets);
-    t.be->free(t.be, t.stats_dev);
-    hs_task_destroy(t.task);
-    free(t.config_text);
+    if (!t->tc.no_save)
+        hs_log("| checkpoints in %s/, metrics in %s", t->tc.save_dir, *t->metrics_path ? t->metrics_path : "(off)");
+    hs_meters_close(&t->meters);
+    hs_balance_free(&t->balance);
+    free(t->update_ranges);
+    hs_optimizer_free(t->opt);
+    hs_grad_buckets_free(t->buckets);
+    t->be->free(t->be, t->stats_dev);
+    hs_task_destroy(t->task);
+    free(t->config_text);
     return status;
+}
+
+int hs_train_main(const hs_config *cfg, const hs_comm *comm) {
+    trainer t;
+    start_run(&t, cfg, comm);
+    open_outputs(&t);
+    build_model(&t);
+    resume(&t);
+    plan_batches(&t);
+    start_input(&t);
+    /* From here on a stop signal ends the run at the next update boundary with a checkpoint. */
+    hs_stop_signals_install();
+    train_loop(&t);
+    return finish(&t);
 }

@@ -26,7 +26,7 @@
 #include "models/txl.h"
 #include "nn/adaptive.h"
 #include "nn/layers.h"
-#include "nn/step.h"
+#include "nn/step_ctx_stats.h"
 #include "util/check.h"
 
 #include "fd_check.h"

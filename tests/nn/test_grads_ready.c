@@ -34,7 +34,7 @@
 #include "models/txl.h"
 #include "models/txl_config.h"
 #include "nn/params.h"
-#include "nn/step.h"
+#include "nn/step_ctx_stats.h"
 #include "util/check.h"
 
 #ifndef GRADS_READY_DEVICE

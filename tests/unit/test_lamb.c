@@ -45,7 +45,9 @@ static void config_selects_lamb_with_its_clipping(void **state) {
     hs_config *c = hs_config_load_string(
         "optimizer: { name = \"lamb\"; adam_eps = 1e-6; weight_decay = 0.01; clip_norm = 1.0; };", "bert.cfg", 0,
         NULL);
-    hs_optimizer *o = hs_optimizer_create(c, &m.params);
+    hs_optim_settings os;
+    hs_optim_settings_load(c, &os);
+    hs_optimizer *o = hs_optimizer_create(&os, &m.params);
     assert_string_equal(o->name, "lamb");
     assert_int_equal(o->n_states, 2);
     assert_string_equal(o->state_names[0], "exp_avg");
@@ -58,7 +60,8 @@ static void config_selects_lamb_with_its_clipping(void **state) {
 
     char *overrides[] = {"optimizer.name=lamb", "optimizer.lamb_trust_ratio_on_no_decay=true"};
     c = hs_config_load_string("", "bert.cfg", 2, overrides);
-    o = hs_optimizer_create(c, &m.params);
+    hs_optim_settings_load(c, &os);
+    o = hs_optimizer_create(&os, &m.params);
     assert_int_equal(o->trust_ratio_on_no_decay, 1);
     assert_true(o->max_grad_norm == 25.0); /* the schema's clip_norm default */
     hs_optimizer_free(o);

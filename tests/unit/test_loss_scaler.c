@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "train/loss_scaler.h"
+#include "train/train_config.h"
 
 static hs_loss_scaler_config cfg_of(double init, double growth, double backoff, int64_t interval, double lo,
                                     double hi) {

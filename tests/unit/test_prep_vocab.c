@@ -2,7 +2,8 @@
  * newest/widest corpus, every merge derived on paper), and agreement with a plain re-implementation
  * that recounts every pair from scratch before each merge (so the incremental pair counts, the word
  * index and the lazy heap are checked against the definition) on pseudo-random corpora full of ties
- * and repeats ("aaaa"). Also the word-count table: counting, packing, merging and its byte order. */
+ * and repeats ("aaaa"). Also the word-count table: counting, packing, merging and its byte order, and
+ * the string table under it (util/strtab.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 
 #include "prep/vocab_learn.h"
 #include "prep/word_counts.h"
+#include "util/strtab.h"
 
 static hs_learned_vocab learn(const hs_word_count *w, size_t n, int size, uint64_t min_freq, int limit) {
     hs_vocab_learn_opts o = {.size = size, .min_frequency = min_freq, .limit_alphabet = limit};
@@ -298,6 +300,45 @@ static void word_counts_add_pack_merge_and_sort(void **state) {
     hs_word_counts_free(c);
 }
 
+/* The string table under the word tables: numbers in order of first insertion, lookups without adding,
+ * counts, byte strings that are prefixes of one another or hold a NUL, and growth far past the first
+ * slot array, entry array and arena (every string still found with its number and bytes). */
+static void string_table_numbers_counts_and_growth(void **state) {
+    (void)state;
+    hs_strtab *t = hs_strtab_new();
+    assert_int_equal(hs_strtab_find(t, "ab", 2, 0), -1);
+    assert_int_equal(hs_strtab_find(t, "ab", 2, 1), 0);
+    assert_int_equal(hs_strtab_find(t, "a", 1, 1), 1);
+    assert_int_equal(hs_strtab_find(t, "a\0b", 3, 1), 2);
+    assert_int_equal(hs_strtab_find(t, "", 0, 1), 3);
+    assert_int_equal(hs_strtab_find(t, "ab", 2, 1), 0);
+    assert_int_equal(hs_strtab_find(t, "a", 1, 0), 1);
+    assert_int_equal(hs_strtab_find(t, "a\0c", 3, 0), -1);
+    hs_strtab_add_count(t, 1, 3);
+    hs_strtab_add_count(t, 1, 4);
+    assert_int_equal(hs_strtab_count(t, 1), 7);
+    assert_int_equal(hs_strtab_count(t, 0), 0);
+    enum { N = 20000 }; /* > 1024 slots, 512 entries; 20000 · ~40 bytes > the 64 KiB arena */
+    char w[64];
+    for (int i = 0; i < N; i++) {
+        int n = snprintf(w, sizeof w, "word-%d-padding-to-grow-the-arena-%d", i, i % 7);
+        assert_int_equal(hs_strtab_find(t, w, (size_t)n, 1), 4 + i);
+    }
+    assert_int_equal(hs_strtab_size(t), 4 + N);
+    for (int i = 0; i < N; i++) {
+        int n = snprintf(w, sizeof w, "word-%d-padding-to-grow-the-arena-%d", i, i % 7);
+        size_t len;
+        const char *got = hs_strtab_str(t, 4 + i, &len);
+        assert_int_equal(len, (size_t)n);
+        assert_memory_equal(got, w, len);
+        assert_int_equal(hs_strtab_find(t, w, (size_t)n, 0), 4 + i);
+    }
+    size_t len;
+    assert_memory_equal(hs_strtab_str(t, 2, &len), "a\0b", 3);
+    assert_int_equal(len, 3);
+    hs_strtab_free(t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(worked_example_gives_the_merges_derived_by_hand),
@@ -308,6 +349,7 @@ int main(void) {
         cmocka_unit_test(incremental_counts_agree_with_recounting_from_scratch),
         cmocka_unit_test(multibyte_characters_are_single_symbols),
         cmocka_unit_test(word_counts_add_pack_merge_and_sort),
+        cmocka_unit_test(string_table_numbers_counts_and_growth),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,8 @@
-/* What one forward/backward step of a model needs (dropout keys, the loss normalisation) and what it
- * produces besides gradients (loss sums, counts, accuracies in the device stats buffer). Shared by the
- * models, the tasks and the trainer, so it sits below all of them. */
-#ifndef HS_NN_STEP_H
-#define HS_NN_STEP_H
+/* hs_step_ctx and hs_stats: what one forward/backward step of a model needs (dropout keys, the loss
+ * normalisation) and what it produces besides gradients (loss sums, counts, accuracies in the device
+ * stats buffer). Shared by the models, the tasks and the trainer, so it sits below all of them. */
+#ifndef HS_NN_STEP_CTX_STATS_H
+#define HS_NN_STEP_CTX_STATS_H
 
 #include <stddef.h>
 #include <stdint.h>
