@@ -97,6 +97,9 @@ struct hs_backend {
     /* The GPU's compute capability and multiprocessor count, for the peak that MFU is measured against
      * (src/train/mfu.c); set by the CUDA backend when it is selected, 0 on the CPU. */
     int cc_major, cc_minor, sm_count;
+    /* The PCI bus id of the GPU this rank uses ("0000:01:00.0", cudaDeviceGetPCIBusId); empty on the CPU.
+     * With the host name it tells whether two ranks share a GPU (comm.c: NCCL refuses that). */
+    char pci_bus_id[32];
     /* hs_precision of every matrix product the backend computes (gemm, and the products inside
      * convolution and attention). A backend table with another precision comes from
      * hs_backend_with_precision; the trainer takes it before it creates the task. */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm/gpu_census.h"
 #include "util/check.h"
 #include "util/log.h"
 
@@ -78,19 +79,24 @@ static size_t staging_bytes;
 
 static int device_moves(const hs_comm *c, const hs_backend *be) {
     if (move_mode == MOVE_UNDECIDED) {
-        /* one all-reduce: min(host) = every rank's memory is host memory, -min(-host) = some rank's is */
-        const int host = be->memory_is_host ? 1 : 0;
-        int v[2] = {host, -host};
-        HS_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MIN, c->world), "agreeing on device collectives failed");
-        const int all_host = v[0], any_host = -v[1];
-        move_mode = all_host ? MOVE_HOST : !any_host ? MOVE_DEVICE : MOVE_STAGED;
+        /* one all-gather of every rank's memory kind, host and GPU (gpu_census.c) */
+        const hs_gpu_census k = hs_gpu_census_take(c, be);
+        const int all_host = k.gpu_ranks == 0, any_host = k.gpu_ranks < c->size;
+        move_mode = all_host ? MOVE_HOST : !any_host && k.shared_gpus == 0 ? MOVE_DEVICE : MOVE_STAGED;
+        /* NCCL refuses two ranks on one GPU (ncclInvalidUsage): such a job never calls it and moves
+         * everything through host memory, the mixed job's path (a whole-job choice: NCCL among the
+         * distinct GPUs plus host staging for the rest would need two levels of reduction) */
+        if (k.shared_gpus && c->rank == 0)
+            hs_log("| %d of %d GPU ranks share %d GPU(s) and NCCL refuses two ranks on one GPU: gradients and "
+                   "broadcasts of the whole job go through host memory and MPI (host-staged), not NCCL",
+                   k.sharing_ranks, k.gpu_ranks, k.shared_gpus);
         if (move_mode == MOVE_DEVICE) {
             if (!be->collectives_init || !be->broadcast)
                 hs_die("the %s device has no collectives for its memory; this build cannot run it on %d ranks", be->name,
                        c->size);
             be->collectives_init(be, &c->world);
         }
-        if (move_mode == MOVE_STAGED && c->rank == 0)
+        if (move_mode == MOVE_STAGED && any_host && c->rank == 0)
             hs_log("| a mixed job (CPU and GPU ranks): gradients and broadcasts go through host memory and MPI");
         move_backend = be;
     } else if (move_backend != be) {

@@ -33,7 +33,8 @@ void hs_comm_finalize(hs_comm *c);
  * collective call the first time; on DEVICE it also joins the device's collective group):
  *   HOST    every rank's device memory is host memory (CPU backends): MPI on the buffers;
  *   DEVICE  no rank's is: the devices' own collectives (NCCL);
- *   STAGED  a mixed job (CPU and GPU ranks): GPU ranks copy to host memory around the same MPI calls. */
+ *   STAGED  a mixed job (CPU and GPU ranks), or GPU ranks of which two share one GPU (NCCL refuses
+ *           that; gpu_census.h): GPU ranks copy to host memory around the same MPI calls. */
 enum { HS_COMM_MOVE_HOST = 1, HS_COMM_MOVE_DEVICE = 2, HS_COMM_MOVE_STAGED = 3 };
 int hs_comm_device_mode(const hs_comm *c, const hs_backend *be);
 /* Broadcast a device buffer of any size from root (the parameters and optimizer states of a resume). */

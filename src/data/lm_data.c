@@ -364,7 +364,6 @@ int64_t hs_lm_split_tokens(const hs_lm_data *d, hs_lm_split split) {
 int32_t hs_lm_vocab_size(const hs_lm_data *d) { return d->vocab_size; }
 int32_t hs_lm_eos_id(const hs_lm_data *d) { return d->eos_id; }
 int32_t hs_lm_unk_id(const hs_lm_data *d) { return d->unk_id; }
-int hs_lm_lower_case(const hs_lm_data *d) { return d->lower_case != 0; }
 const char *hs_lm_path(const hs_lm_data *d) { return d->path; }
 uint32_t hs_lm_no_collective_cause(const hs_lm_data *d) { return d->no_collective_cause; }
 

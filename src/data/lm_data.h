@@ -32,11 +32,9 @@ const char *hs_lm_path(const hs_lm_data *d);
  * checked here (the task checks them against its model's vocabulary while staging). */
 void hs_lm_read_runs(hs_lm_data *d, hs_lm_split split, const int64_t *starts, int count, int64_t len, int32_t *dst);
 
-/* Added accessors: the id of "<unk>" (-1 if the vocabulary has none); whether the words were lower-cased
- * (`hetseq prep lm --lower-case`); HDF5's no-collective causes OR-ed over every read (0: every transfer
+/* Added accessors: the id of "<unk>" (-1 if the vocabulary has none); HDF5's no-collective causes OR-ed over every read (0: every transfer
  * was collective). */
 int32_t hs_lm_unk_id(const hs_lm_data *d);
-int hs_lm_lower_case(const hs_lm_data *d);
 uint32_t hs_lm_no_collective_cause(const hs_lm_data *d);
 
 #endif

@@ -87,6 +87,17 @@ typedef struct bert_layer_half {
     uint16_t *qkv, *probs, *ctx, *ffn_pre, *ffn_act;
 } bert_layer_half;
 
+/* The inputs of a micro-batch on the device and the host arrays derived from it (staging memory,
+ * page-locked on CUDA, uploaded from there): one list for the model's own inputs and for every staged
+ * set of input staging (hs_bert_inputs), allocated, uploaded, copied and freed by the functions of
+ * "inputs" below. */
+typedef struct bert_input_bufs {
+    int32_t *ids, *segments, *input_mask;        /* [B,L] */
+    int32_t *nsp_labels, *cls_rows;              /* [B]: label, row b·L of the [CLS] token */
+    int32_t *mlm_rows, *mlm_labels;              /* [Np]: row b·L + position of each labelled token, its id */
+    int32_t *cls_host, *rows_host, *labels_host; /* host: what cls_rows, mlm_rows, mlm_labels upload from */
+} bert_input_bufs;
+
 struct hs_bert {
     hs_params *params;
     const hs_backend *be;
@@ -98,13 +109,10 @@ struct hs_bert {
     bert_layer_params *lp; /* [N] */
     int pool_w, pool_b, mlm_bias, transform_w, transform_b, transform_ln_g, transform_ln_b, nsp_w, nsp_b;
 
-    /* the staged micro-batch (device) */
+    /* the staged micro-batch */
     int batch, seq_len, mlm_count;
-    int32_t *ids, *segments, *input_mask; /* [B,L] */
-    int32_t *nsp_labels, *cls_rows;       /* [B]: label, row b·L of the [CLS] token */
-    int32_t *mlm_rows, *mlm_labels;       /* [Np]: row b·L + position of each labelled token, its id */
+    bert_input_bufs in;                   /* its inputs on the device (and the derived host arrays) */
     float *mask_bias;                     /* [B,L] (1 - input_mask)·(-10000) */
-    int32_t *rows_host, *labels_host, *cls_host;
 
     /* forward activations */
     float *emb_sum, *emb_mean, *emb_rstd; /* [T,H] word + position + token type (LayerNorm input); [T] */
@@ -239,6 +247,47 @@ static void grads_ready_plan(hs_bert *m) {
     hs_grads_ready_build(g, m->params);
 }
 
+/* ---- the input buffer list ---------------------------------------------------------------------------- */
+
+enum { IN_IDS, IN_SEGMENTS, IN_MASK, IN_NSP, IN_CLS, IN_MLM_ROWS, IN_MLM_LABELS, N_INPUTS };
+
+/* The device buffers of `in` in list order, and the int32 elements each holds for B sequences of T
+ * tokens in all with n labelled tokens. */
+static void input_list(bert_input_bufs *in, int32_t **dev[N_INPUTS]) {
+    int32_t **list[N_INPUTS] = {&in->ids,      &in->segments, &in->input_mask, &in->nsp_labels,
+                                &in->cls_rows, &in->mlm_rows, &in->mlm_labels};
+    for (int i = 0; i < N_INPUTS; i++) dev[i] = list[i];
+}
+static void input_counts(size_t B, size_t T, size_t n, size_t count[N_INPUTS]) {
+    const size_t c[N_INPUTS] = {T, T, T, B, B, n, n};
+    for (int i = 0; i < N_INPUTS; i++) count[i] = c[i];
+}
+
+/* Buffers for the largest micro-batch the model was sized for. */
+static void inputs_alloc(const hs_bert *m, bert_input_bufs *in) {
+    const hs_backend *be = m->be;
+    const size_t B = (size_t)m->max_batch, T = B * (size_t)m->max_seq, NP = B * (size_t)m->max_pred;
+    const size_t np = NP ? NP : 1;
+    int32_t **dev[N_INPUTS];
+    size_t count[N_INPUTS];
+    input_list(in, dev);
+    input_counts(B, T, np, count);
+    for (int i = 0; i < N_INPUTS; i++) *dev[i] = be->alloc(be, count[i] * sizeof(int32_t));
+    in->cls_host = be->host_alloc(be, B * sizeof(int32_t));
+    in->rows_host = be->host_alloc(be, np * sizeof(int32_t));
+    in->labels_host = be->host_alloc(be, np * sizeof(int32_t));
+}
+
+static void inputs_free(const hs_backend *be, bert_input_bufs *in) {
+    int32_t **dev[N_INPUTS];
+    input_list(in, dev);
+    for (int i = 0; i < N_INPUTS; i++)
+        if (*dev[i]) be->free(be, *dev[i]);
+    be->host_free(be, in->cls_host);
+    be->host_free(be, in->rows_host);
+    be->host_free(be, in->labels_host);
+}
+
 void hs_bert_setup(hs_bert *m) {
     const hs_backend *be = m->params->be;
     if (!be) HS_FATAL(NULL, "hs_bert_setup before hs_params_allocate");
@@ -249,18 +298,8 @@ void hs_bert_setup(hs_bert *m) {
     const size_t V = (size_t)m->cfg.padded_vocab_size, heads = (size_t)m->cfg.num_attention_heads;
     const size_t LL = (size_t)m->max_seq * (size_t)m->max_seq;
 
-    m->ids = be->alloc(be, T * sizeof(int32_t));
-    m->segments = be->alloc(be, T * sizeof(int32_t));
-    m->input_mask = be->alloc(be, T * sizeof(int32_t));
-    m->nsp_labels = be->alloc(be, B * sizeof(int32_t));
-    m->cls_rows = be->alloc(be, B * sizeof(int32_t));
-    m->mlm_rows = be->alloc(be, (NP ? NP : 1) * sizeof(int32_t));
-    m->mlm_labels = be->alloc(be, (NP ? NP : 1) * sizeof(int32_t));
+    inputs_alloc(m, &m->in);
     m->mask_bias = alloc_floats(be, T);
-    /* host staging of the index vectors the model builds (page-locked on CUDA) */
-    m->rows_host = be->host_alloc(be, (NP ? NP : 1) * sizeof(int32_t));
-    m->labels_host = be->host_alloc(be, (NP ? NP : 1) * sizeof(int32_t));
-    m->cls_host = be->host_alloc(be, B * sizeof(int32_t));
 
     m->activation_bytes = 0;
     m->emb_sum = alloc_act(m, T * H);
@@ -318,8 +357,6 @@ void hs_bert_setup(hs_bert *m) {
     hs_workspace_reserve(be, &m->ws, T * (I > 3 * H ? I : 3 * H) * sizeof(float));
     grads_ready_plan(m);
 }
-
-const hs_bert_config *hs_bert_get_config(const hs_bert *m) { return &m->cfg; }
 
 size_t hs_bert_activation_bytes(const hs_bert *m) { return m->activation_bytes; }
 
@@ -449,102 +486,76 @@ static int check_and_derive(const hs_bert *m, const hs_bert_batch *b, int32_t *c
     return n;
 }
 
-int hs_bert_stage_batch(hs_bert *m, const hs_bert_batch *b) {
-    const hs_backend *be = m->be;
-    const int n = check_and_derive(m, b, m->cls_host, m->rows_host, m->labels_host);
-    const int B = b->count, L = b->seq_len;
-    const size_t T = (size_t)B * (size_t)L;
-    be->upload(be, m->ids, b->input_ids, T * sizeof(int32_t));
-    be->upload(be, m->segments, b->segment_ids, T * sizeof(int32_t));
-    be->upload(be, m->input_mask, b->input_mask, T * sizeof(int32_t));
-    be->upload(be, m->nsp_labels, b->nsp_labels, (size_t)B * sizeof(int32_t));
-    be->upload(be, m->cls_rows, m->cls_host, (size_t)B * sizeof(int32_t));
-    if (n > 0) {
-        be->upload(be, m->mlm_rows, m->rows_host, (size_t)n * sizeof(int32_t));
-        be->upload(be, m->mlm_labels, m->labels_host, (size_t)n * sizeof(int32_t));
-    }
-    hs_attention_mask_bias(be, m->mask_bias, m->input_mask, B, L);
-    m->batch = B;
-    m->seq_len = L;
-    m->mlm_count = n;
+typedef void (*upload_fn)(const hs_backend *be, void *dst, const void *src_host, size_t bytes);
+
+/* The checks of a host micro-batch, its derived host arrays into `in`, then every input uploaded with
+ * `upload` (be->upload, or be->upload_async on the copy stream). Returns the labelled-token count. */
+static int inputs_stage(const hs_bert *m, const hs_bert_batch *b, bert_input_bufs *in, upload_fn upload) {
+    const int n = check_and_derive(m, b, in->cls_host, in->rows_host, in->labels_host);
+    const size_t B = (size_t)b->count, T = B * (size_t)b->seq_len;
+    const int32_t *src[N_INPUTS] = {b->input_ids,  b->segment_ids,  b->input_mask,  b->nsp_labels,
+                                    in->cls_host,  in->rows_host,   in->labels_host};
+    int32_t **dev[N_INPUTS];
+    size_t count[N_INPUTS];
+    input_list(in, dev);
+    input_counts(B, T, (size_t)n, count);
+    for (int i = 0; i < N_INPUTS; i++)
+        if (count[i] > 0) upload(m->be, *dev[i], src[i], count[i] * sizeof(int32_t));
     return n;
 }
 
-/* A staged micro-batch: device inputs shaped like the model's own, the derived host arrays in staging
- * memory (uploaded from there asynchronously), and its sizes. */
+/* The micro-batch whose inputs are in m->in: its sizes, and the attention mask bias built from them. */
+static void inputs_taken(hs_bert *m, int B, int L, int n) {
+    hs_attention_mask_bias(m->be, m->mask_bias, m->in.input_mask, B, L);
+    m->batch = B;
+    m->seq_len = L;
+    m->mlm_count = n;
+}
+
+int hs_bert_stage_batch(hs_bert *m, const hs_bert_batch *b) {
+    const int n = inputs_stage(m, b, &m->in, m->be->upload);
+    inputs_taken(m, b->count, b->seq_len, n);
+    return n;
+}
+
+/* A staged micro-batch: inputs shaped like the model's own, and its sizes. */
 struct hs_bert_inputs {
     int batch, seq_len, mlm_count;
-    int32_t *ids, *segments, *input_mask, *nsp_labels, *cls_rows, *mlm_rows, *mlm_labels; /* device */
-    int32_t *cls_host, *rows_host, *labels_host;                                          /* staging */
+    bert_input_bufs bufs;
 };
 
 hs_bert_inputs *hs_bert_inputs_create(const hs_bert *m) {
-    const hs_backend *be = m->be;
-    const size_t T = (size_t)m->max_batch * (size_t)m->max_seq, B = (size_t)m->max_batch;
-    const size_t NP = (size_t)m->max_batch * (size_t)m->max_pred;
     hs_bert_inputs *in;
     HS_ALLOC(in, 1);
-    in->ids = be->alloc(be, T * sizeof(int32_t));
-    in->segments = be->alloc(be, T * sizeof(int32_t));
-    in->input_mask = be->alloc(be, T * sizeof(int32_t));
-    in->nsp_labels = be->alloc(be, B * sizeof(int32_t));
-    in->cls_rows = be->alloc(be, B * sizeof(int32_t));
-    in->mlm_rows = be->alloc(be, (NP ? NP : 1) * sizeof(int32_t));
-    in->mlm_labels = be->alloc(be, (NP ? NP : 1) * sizeof(int32_t));
-    in->cls_host = be->host_alloc(be, B * sizeof(int32_t));
-    in->rows_host = be->host_alloc(be, (NP ? NP : 1) * sizeof(int32_t));
-    in->labels_host = be->host_alloc(be, (NP ? NP : 1) * sizeof(int32_t));
+    inputs_alloc(m, &in->bufs);
     return in;
 }
 
 void hs_bert_inputs_free(const hs_bert *m, hs_bert_inputs *in) {
     if (!in) return;
-    const hs_backend *be = m->be;
-    int32_t *dev[] = {in->ids, in->segments, in->input_mask, in->nsp_labels, in->cls_rows, in->mlm_rows, in->mlm_labels};
-    for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) be->free(be, dev[i]);
-    be->host_free(be, in->cls_host);
-    be->host_free(be, in->rows_host);
-    be->host_free(be, in->labels_host);
+    inputs_free(m->be, &in->bufs);
     free(in);
 }
 
 int hs_bert_stage_batch_async(const hs_bert *m, const hs_bert_batch *b, hs_bert_inputs *in) {
-    const hs_backend *be = m->be;
-    const int n = check_and_derive(m, b, in->cls_host, in->rows_host, in->labels_host);
-    const int B = b->count, L = b->seq_len;
-    const size_t T = (size_t)B * (size_t)L;
-    be->upload_async(be, in->ids, b->input_ids, T * sizeof(int32_t));
-    be->upload_async(be, in->segments, b->segment_ids, T * sizeof(int32_t));
-    be->upload_async(be, in->input_mask, b->input_mask, T * sizeof(int32_t));
-    be->upload_async(be, in->nsp_labels, b->nsp_labels, (size_t)B * sizeof(int32_t));
-    be->upload_async(be, in->cls_rows, in->cls_host, (size_t)B * sizeof(int32_t));
-    if (n > 0) {
-        be->upload_async(be, in->mlm_rows, in->rows_host, (size_t)n * sizeof(int32_t));
-        be->upload_async(be, in->mlm_labels, in->labels_host, (size_t)n * sizeof(int32_t));
-    }
-    in->batch = B;
-    in->seq_len = L;
+    const int n = inputs_stage(m, b, &in->bufs, m->be->upload_async);
+    in->batch = b->count;
+    in->seq_len = b->seq_len;
     in->mlm_count = n;
     return n;
 }
 
 void hs_bert_take_inputs(hs_bert *m, const hs_bert_inputs *in) {
     const hs_backend *be = m->be;
-    const int B = in->batch, L = in->seq_len, n = in->mlm_count;
-    const size_t T = (size_t)B * (size_t)L;
-    be->copy(be, m->ids, in->ids, T * sizeof(int32_t));
-    be->copy(be, m->segments, in->segments, T * sizeof(int32_t));
-    be->copy(be, m->input_mask, in->input_mask, T * sizeof(int32_t));
-    be->copy(be, m->nsp_labels, in->nsp_labels, (size_t)B * sizeof(int32_t));
-    be->copy(be, m->cls_rows, in->cls_rows, (size_t)B * sizeof(int32_t));
-    if (n > 0) {
-        be->copy(be, m->mlm_rows, in->mlm_rows, (size_t)n * sizeof(int32_t));
-        be->copy(be, m->mlm_labels, in->mlm_labels, (size_t)n * sizeof(int32_t));
-    }
-    hs_attention_mask_bias(be, m->mask_bias, m->input_mask, B, L);
-    m->batch = B;
-    m->seq_len = L;
-    m->mlm_count = n;
+    int32_t **dst[N_INPUTS], **src[N_INPUTS];
+    size_t count[N_INPUTS];
+    bert_input_bufs staged = in->bufs; /* (a copy: input_list hands out writable pointers) */
+    input_list(&m->in, dst);
+    input_list(&staged, src);
+    input_counts((size_t)in->batch, (size_t)in->batch * (size_t)in->seq_len, (size_t)in->mlm_count, count);
+    for (int i = 0; i < N_INPUTS; i++)
+        if (count[i] > 0) be->copy(be, *dst[i], *src[i], count[i] * sizeof(int32_t));
+    inputs_taken(m, in->batch, in->seq_len, in->mlm_count);
 }
 
 /* ---- dropout ------------------------------------------------------------------------------------------ */
@@ -590,9 +601,9 @@ static void embeddings_forward(hs_bert *m, const hs_dropout_mask *drop) {
     const hs_backend *be = m->be;
     const hs_params *p = m->params;
     const int B = m->batch, L = m->seq_len, T = B * L, H = m->cfg.hidden_size;
-    hs_embedding_forward(be, m->emb_sum, hs_param_data(p, m->word), m->ids, T, H, m->cfg.padded_vocab_size, 0);
+    hs_embedding_forward(be, m->emb_sum, hs_param_data(p, m->word), m->in.ids, T, H, m->cfg.padded_vocab_size, 0);
     hs_position_embedding_forward(be, m->emb_sum, hs_param_data(p, m->position), B, L, H);
-    hs_embedding_forward(be, m->emb_sum, hs_param_data(p, m->token_type), m->segments, T, H, m->cfg.type_vocab_size, 1);
+    hs_embedding_forward(be, m->emb_sum, hs_param_data(p, m->token_type), m->in.segments, T, H, m->cfg.type_vocab_size, 1);
     hs_layernorm_forward(be, m->hidden[0], m->emb_mean, m->emb_rstd, m->emb_sum, hs_param_data(p, m->emb_ln_g),
                          hs_param_data(p, m->emb_ln_b), T, H, HS_BERT_LAYERNORM_EPS);
     hs_dropout_forward(be, drop, m->hidden[0], m->hidden[0], B, (size_t)L * (size_t)H);
@@ -712,22 +723,22 @@ static void heads_forward(hs_bert *m, double *stats) {
     const float *h = m->hidden[m->cfg.num_hidden_layers];
 
     /* pooled[B,H] = tanh(h[:,0]·Wpᵀ + bp); nsp_logits[B,2] */
-    hs_gather_rows_forward(be, m->pool_in, h, m->cls_rows, B, H, T);
+    hs_gather_rows_forward(be, m->pool_in, h, m->in.cls_rows, B, H, T);
     hs_linear_forward(be, m->pool_out, m->pool_in, hs_param_data(p, m->pool_w), hs_param_data(p, m->pool_b), B, H, H);
     hs_tanh_forward(be, m->pool_out, m->pool_out, (size_t)B * (size_t)H);
     hs_linear_forward(be, m->nsp_logits, m->pool_out, hs_param_data(p, m->nsp_w), hs_param_data(p, m->nsp_b), B, H, 2);
-    hs_softmax_xent_forward(be, m->nsp_logits, m->nsp_logits, m->nsp_labels, B, 2, stats + HS_BERT_STAT_NSP_LOSS);
+    hs_softmax_xent_forward(be, m->nsp_logits, m->nsp_logits, m->in.nsp_labels, B, 2, stats + HS_BERT_STAT_NSP_LOSS);
 
     if (Np == 0) return;
     /* t[Np,H] = LN(gelu(h[rows]·Wtᵀ + bt)); logits[Np,V] = t·Wordᵀ + cls.predictions.bias (tied decoder) */
-    hs_gather_rows_forward(be, m->mlm_in, h, m->mlm_rows, Np, H, T);
+    hs_gather_rows_forward(be, m->mlm_in, h, m->in.mlm_rows, Np, H, T);
     be->gemm(be, 0, 1, Np, H, H, 1.0f, m->mlm_in, H, hs_param_data(p, m->transform_w), H, 0.0f, m->mlm_pre, H);
     hs_bias_gelu_forward(be, m->mlm_act, m->mlm_pre, hs_param_data(p, m->transform_b), Np, H);
     hs_layernorm_forward(be, m->mlm_out, m->mlm_mean, m->mlm_rstd, m->mlm_act, hs_param_data(p, m->transform_ln_g),
                          hs_param_data(p, m->transform_ln_b), Np, H, HS_BERT_LAYERNORM_EPS);
     hs_linear_forward(be, m->mlm_logits, m->mlm_out, hs_param_data(p, m->word), hs_param_data(p, m->mlm_bias), Np, H,
                       V);
-    hs_softmax_xent_forward(be, m->mlm_logits, m->mlm_logits, m->mlm_labels, Np, V, stats + HS_BERT_STAT_MLM_LOSS);
+    hs_softmax_xent_forward(be, m->mlm_logits, m->mlm_logits, m->in.mlm_labels, Np, V, stats + HS_BERT_STAT_MLM_LOSS);
 }
 
 static void forward(hs_bert *m, const hs_step_ctx *ctx, int64_t first_sample, double *stats) {
@@ -753,7 +764,7 @@ static void heads_backward(hs_bert *m, const hs_step_ctx *ctx) {
     be->zero(be, m->grad_h, (size_t)T * (size_t)H * sizeof(float));
     if (Np > 0) {
         /* dlogits = scale_mlm·(softmax - onehot), in place */
-        hs_softmax_xent_backward(be, m->mlm_logits, m->mlm_logits, m->mlm_labels, Np, V, (float)ctx->loss_scale[0]);
+        hs_softmax_xent_backward(be, m->mlm_logits, m->mlm_logits, m->in.mlm_labels, Np, V, (float)ctx->loss_scale[0]);
         /* tied decoder: ∂word += dlogitsᵀ·t, ∂cls.predictions.bias += Σ dlogits, dt = dlogits·word */
         hs_linear_backward(be, m->grad_mlm_out, hs_param_grad(p, m->word), hs_param_grad(p, m->mlm_bias), m->mlm_logits,
                            m->mlm_out, hs_param_data(p, m->word), Np, H, V);
@@ -763,15 +774,15 @@ static void heads_backward(hs_bert *m, const hs_step_ctx *ctx) {
         hs_gelu_backward(be, m->grad_mlm_out, m->grad_mlm_out, m->mlm_pre, (size_t)Np * (size_t)H);
         hs_linear_backward(be, m->grad_mlm_in, hs_param_grad(p, m->transform_w), hs_param_grad(p, m->transform_b),
                            m->grad_mlm_out, m->mlm_in, hs_param_data(p, m->transform_w), Np, H, H);
-        hs_gather_rows_backward(be, m->grad_h, m->grad_mlm_in, m->mlm_rows, Np, H, T);
+        hs_gather_rows_backward(be, m->grad_h, m->grad_mlm_in, m->in.mlm_rows, Np, H, T);
     }
-    hs_softmax_xent_backward(be, m->nsp_logits, m->nsp_logits, m->nsp_labels, B, 2, (float)ctx->loss_scale[1]);
+    hs_softmax_xent_backward(be, m->nsp_logits, m->nsp_logits, m->in.nsp_labels, B, 2, (float)ctx->loss_scale[1]);
     hs_linear_backward(be, m->grad_pool, hs_param_grad(p, m->nsp_w), hs_param_grad(p, m->nsp_b), m->nsp_logits,
                        m->pool_out, hs_param_data(p, m->nsp_w), B, H, 2);
     hs_tanh_backward(be, m->grad_pool, m->grad_pool, m->pool_out, (size_t)B * (size_t)H);
     hs_linear_backward(be, m->grad_pool_in, hs_param_grad(p, m->pool_w), hs_param_grad(p, m->pool_b), m->grad_pool,
                        m->pool_in, hs_param_data(p, m->pool_w), B, H, H);
-    hs_gather_rows_backward(be, m->grad_h, m->grad_pool_in, m->cls_rows, B, H, T);
+    hs_gather_rows_backward(be, m->grad_h, m->grad_pool_in, m->in.cls_rows, B, H, T);
 }
 
 /* grad_h: ∂loss/∂hidden[i+1] in, ∂loss/∂hidden[i] out. */
@@ -835,9 +846,9 @@ static void embeddings_backward(hs_bert *m, const hs_dropout_mask *drop) {
     }
     hs_layernorm_backward(be, d, hs_param_grad(p, m->emb_ln_g), hs_param_grad(p, m->emb_ln_b), d, m->emb_sum,
                           m->emb_mean, m->emb_rstd, hs_param_data(p, m->emb_ln_g), T, H);
-    hs_embedding_backward(be, hs_param_grad(p, m->word), d, m->ids, T, H, m->cfg.padded_vocab_size);
+    hs_embedding_backward(be, hs_param_grad(p, m->word), d, m->in.ids, T, H, m->cfg.padded_vocab_size);
     hs_position_embedding_backward(be, hs_param_grad(p, m->position), d, B, L, H);
-    hs_embedding_backward(be, hs_param_grad(p, m->token_type), d, m->segments, T, H, m->cfg.type_vocab_size);
+    hs_embedding_backward(be, hs_param_grad(p, m->token_type), d, m->in.segments, T, H, m->cfg.type_vocab_size);
 }
 
 void hs_bert_forward_backward(hs_bert *m, int64_t first_sample, const hs_step_ctx *ctx, double *stats) {
@@ -860,8 +871,8 @@ void hs_bert_free(hs_bert *m) {
     if (!m) return;
     const hs_backend *be = m->be;
     if (be) {
-        void *bufs[] = {m->ids,       m->segments,  m->input_mask, m->nsp_labels,   m->cls_rows,  m->mlm_rows,
-                        m->mlm_labels, m->mask_bias, m->emb_sum,    m->emb_mean,     m->emb_rstd,  m->pool_in,
+        inputs_free(be, &m->in);
+        void *bufs[] = {m->mask_bias, m->emb_sum,    m->emb_mean,     m->emb_rstd,  m->pool_in,
                         m->pool_out,  m->nsp_logits, m->mlm_in,     m->mlm_pre,      m->mlm_act,   m->mlm_mean,
                         m->mlm_rstd,  m->mlm_out,   m->mlm_logits, m->grad_h,       m->grad_tmp,  m->grad_ctx,
                         m->grad_pool, m->grad_pool_in, m->grad_mlm_out, m->grad_mlm_in};
@@ -882,9 +893,6 @@ void hs_bert_free(hs_bert *m) {
             }
         }
         hs_workspace_release(be, &m->ws);
-        be->host_free(be, m->rows_host);
-        be->host_free(be, m->labels_host);
-        be->host_free(be, m->cls_host);
     }
     hs_grads_ready_free(&m->ready);
     free(m->hidden);

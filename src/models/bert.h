@@ -57,7 +57,6 @@ void hs_bert_setup(hs_bert *m);
  * U(±1/sqrt(fan_in)) for weight and bias — and, as NVIDIA deep-copies one encoder layer, every layer's
  * intermediate.dense_act starts from the same values. */
 void hs_bert_init_params(hs_bert *m, uint64_t seed);
-const hs_bert_config *hs_bert_get_config(const hs_bert *m);
 
 /* Checks a host micro-batch (bert_shards.h view; count <= max_batch, seq_len <= max_seq_len,
  * max_pred <= the model's; token ids < vocab, segments < type_vocab, positions < L, labels in range:

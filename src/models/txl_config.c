@@ -6,12 +6,6 @@
 
 #include "util/check.h"
 
-int hs_txl_cluster_dim(const hs_txl_config *c, int i) {
-    int d = c->d_embed;
-    for (int k = 0; k < i; k++) d /= c->div_val;
-    return d;
-}
-
 void hs_txl_config_check(const hs_txl_config *c) {
     const struct {
         const char *key;

@@ -40,7 +40,4 @@ void hs_txl_config_load(const hs_config *cfg, int data_vocab, hs_txl_config *out
 /* The checks alone (tests build configs by hand). */
 void hs_txl_config_check(const hs_txl_config *c);
 
-/* Embedding width of cluster i: d_embed / div_val^i. */
-int hs_txl_cluster_dim(const hs_txl_config *c, int i);
-
 #endif

@@ -6,6 +6,7 @@
 #include <utf8proc.h>
 
 #include "util/check.h"
+#include "util/hash.h"
 
 /* ---- lines and words ------------------------------------------------------------------------------------ */
 
@@ -105,16 +106,6 @@ struct hs_lm_words {
     size_t arena_used, arena_cap;
 };
 
-/* FNV-1a, 64 bit, with the high bits folded into the low bits the mask keeps */
-static uint64_t hash_bytes(const char *s, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ull;
-    }
-    return h ^ (h >> 29);
-}
-
 hs_lm_words *hs_lm_words_new(void) {
     hs_lm_words *w;
     HS_ALLOC(w, 1);
@@ -151,7 +142,7 @@ static void grow_slots(hs_lm_words *w) {
 
 int64_t hs_lm_words_find(hs_lm_words *w, const char *word, size_t len, int add) {
     if (len > UINT32_MAX) HS_FATAL(NULL, "a word of %zu bytes", len);
-    uint64_t h = hash_bytes(word, len);
+    uint64_t h = hs_string_hash(word, len);
     size_t mask = w->capacity - 1, i = (size_t)h & mask;
     for (;; i = (i + 1) & mask) {
         int64_t k = w->slots[i] - 1;
@@ -178,8 +169,6 @@ int64_t hs_lm_words_find(hs_lm_words *w, const char *word, size_t len, int add) 
 }
 
 void hs_lm_words_add_count(hs_lm_words *w, int64_t number, uint64_t count) { w->entries[number].count += count; }
-int64_t hs_lm_words_size(const hs_lm_words *w) { return w->n; }
-uint64_t hs_lm_words_count(const hs_lm_words *w, int64_t i) { return w->entries[i].count; }
 
 const char *hs_lm_words_word(const hs_lm_words *w, int64_t i, size_t *len) {
     *len = w->entries[i].len;

@@ -44,10 +44,8 @@ void hs_lm_words_free(hs_lm_words *w);
 /* The number of word[0..len); a new word gets the next number (count 0) when add != 0, else -1. */
 int64_t hs_lm_words_find(hs_lm_words *w, const char *word, size_t len, int add);
 void hs_lm_words_add_count(hs_lm_words *w, int64_t number, uint64_t count);
-int64_t hs_lm_words_size(const hs_lm_words *w);
-/* The word with number i (not NUL-terminated; *len bytes) and its count. */
+/* The word with number i (not NUL-terminated; *len bytes). */
 const char *hs_lm_words_word(const hs_lm_words *w, int64_t i, size_t *len);
-uint64_t hs_lm_words_count(const hs_lm_words *w, int64_t i);
 
 /* ---- the vocabulary ------------------------------------------------------------------------------------- */
 

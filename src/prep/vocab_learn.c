@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "util/check.h"
+#include "util/hash.h"
 #include "util/timer.h"
 
 const char *const hs_vocab_special_tokens[HS_VOCAB_N_SPECIAL] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
@@ -32,14 +33,7 @@ typedef struct token_table {
     size_t slots;
 } token_table;
 
-static uint64_t hash_str(const char *s) {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return h ^ (h >> 29);
-}
+static uint64_t hash_str(const char *s) { return hs_string_hash(s, strlen(s)); }
 
 static void tokens_rehash(token_table *t, size_t slots) {
     free(t->slot_id);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "util/check.h"
+#include "util/hash.h"
 
 typedef struct slot {
     uint64_t hash; /* 0 = empty (a real hash of 0 is stored as 1) */
@@ -22,14 +23,9 @@ struct hs_word_counts {
     uint64_t total;
 };
 
-/* FNV-1a, 64 bit: words are short, so a byte loop is as fast as anything wider. */
+/* 0 marks an empty slot, so no key hashes to 0 */
 static uint64_t hash_bytes(const char *s, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ull;
-    }
-    h ^= h >> 29; /* spread the high bits into the low bits the mask keeps */
+    const uint64_t h = hs_string_hash(s, n);
     return h ? h : 1;
 }
 

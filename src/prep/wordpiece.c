@@ -26,19 +26,12 @@
 #include <utf8proc.h>
 
 #include "util/check.h"
+#include "util/hash.h"
 
 /* Words longer than this many characters (code points) become [UNK], as in BERT. */
 #define HS_WP_MAX_INPUT_CHARS 100
 
 /* ================================== vocabulary ============================================== */
-
-#define FNV_OFFSET 2166136261u
-#define FNV_PRIME 16777619u
-
-static inline uint32_t fnv_bytes(uint32_t h, const unsigned char *s, size_t n) {
-    for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * FNV_PRIME;
-    return h;
-}
 
 struct hs_vocab {
     char *bytes;       /* every token NUL-terminated, in id order */
@@ -88,7 +81,7 @@ static hs_vocab *vocab_build(const char *const *tokens, const size_t *lengths, i
     HS_ALLOC(v->slot_id, capacity);
     HS_ALLOC(v->slot_hash, capacity);
     memset(v->slot_id, 0xff, capacity * sizeof *v->slot_id);
-    v->cont_seed = fnv_bytes(FNV_OFFSET, (const unsigned char *)"##", 2);
+    v->cont_seed = hs_fnv1a32(HS_FNV32_OFFSET, "##", 2);
 
     size_t at = 0;
     for (int id = 0; id < count; id++) {
@@ -101,7 +94,7 @@ static hs_vocab *vocab_build(const char *const *tokens, const size_t *lengths, i
         const char *t = v->bytes + v->offset[id];
         if (n > v->max_len_initial) v->max_len_initial = n;
         if (n >= 2 && t[0] == '#' && t[1] == '#' && n - 2 > v->max_len_cont) v->max_len_cont = n - 2;
-        uint32_t h = fnv_bytes(FNV_OFFSET, (const unsigned char *)t, n);
+        uint32_t h = hs_fnv1a32(HS_FNV32_OFFSET, (const unsigned char *)t, n);
         uint32_t slot = h & v->mask;
         while (v->slot_id[slot] >= 0 && !(v->slot_hash[slot] == h && token_equals(v, v->slot_id[slot], 0, t, n)))
             slot = (slot + 1) & v->mask;
@@ -208,7 +201,7 @@ hs_vocab *hs_vocab_load(const char *path) {
 int hs_vocab_size(const hs_vocab *v) { return v->count; }
 
 int hs_vocab_id(const hs_vocab *v, const char *token, size_t len) {
-    return vocab_find(v, fnv_bytes(FNV_OFFSET, (const unsigned char *)token, len), 0, token, len);
+    return vocab_find(v, hs_fnv1a32(HS_FNV32_OFFSET, (const unsigned char *)token, len), 0, token, len);
 }
 
 const char *hs_vocab_token(const hs_vocab *v, int id) {
@@ -628,7 +621,7 @@ void hs_wordpiece_word(const hs_vocab *v, const char *word, size_t len, hs_ids *
     size_t start = 0;
     while (start < len) {
         const int cont = start > 0;
-        const uint32_t seed = cont ? v->cont_seed : FNV_OFFSET;
+        const uint32_t seed = cont ? v->cont_seed : HS_FNV32_OFFSET;
         /* no piece is longer than the longest token: start the search there, on a character boundary */
         size_t max_piece = cont ? v->max_len_cont : v->max_len_initial;
         size_t end = len - start > max_piece ? start + max_piece : len;
@@ -637,12 +630,12 @@ void hs_wordpiece_word(const hs_vocab *v, const char *word, size_t len, hs_ids *
         size_t kept = end - start < WP_PREFIX_HASHES ? end - start : WP_PREFIX_HASHES;
         uint32_t h = seed;
         prefix_hash[0] = h;
-        for (size_t k = 0; k < kept; k++) prefix_hash[k + 1] = h = (h ^ w[start + k]) * FNV_PRIME;
+        for (size_t k = 0; k < kept; k++) prefix_hash[k + 1] = h = (h ^ w[start + k]) * HS_FNV32_PRIME;
         int found = -1;
         for (; end > start; end--) {
             if (end < len && (w[end] & 0xC0) == 0x80) continue; /* inside a character */
             size_t n = end - start;
-            uint32_t hn = n <= kept ? prefix_hash[n] : fnv_bytes(seed, w + start, n);
+            uint32_t hn = n <= kept ? prefix_hash[n] : hs_fnv1a32(seed, w + start, n);
             found = vocab_find(v, hn, cont, word + start, n);
             if (found >= 0) break;
         }

@@ -16,7 +16,7 @@
 
 #include "comm/grad_buckets.h"
 #include "comm/stall.h"
-#include "data/prefetch.h"
+#include "train/prefetch.h"
 #include "train/balance.h"
 #include "data/sampler.h"
 #include "optim/lr_scheduler.h"
@@ -28,6 +28,7 @@
 #include "train/trainer.h"
 #include "util/check.h"
 #include "util/fault.h"
+#include "util/hash.h"
 #include "util/log.h"
 #include "util/stop_signal.h"
 #include "util/timer.h"
@@ -473,13 +474,6 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
     return hs_stop_signal() ? hs_stop_signal() : -1;
 }
 
-/* 64-bit FNV-1a of a tensor's bytes. */
-static uint64_t fnv1a(const void *data, size_t bytes, uint64_t h) {
-    const unsigned char *b = data;
-    for (size_t i = 0; i < bytes; i++) h = (h ^ b[i]) * 1099511628211ull;
-    return h;
-}
-
 /* Every rank hashes its parameters tensor by tensor; the minimum and maximum of each hash over the ranks
  * differ exactly where a replica differs (silent data corruption, a non-deterministic op). */
 static void check_replicas(trainer *t) {
@@ -492,7 +486,7 @@ static void check_replicas(trainer *t) {
     HS_ALLOC(host, hs_params_max_numel(p));
     for (int i = 0; i < p->count; i++) {
         p->be->download(p->be, host, p->data + p->tensors[i].offset, p->tensors[i].numel * sizeof(float));
-        lo[i] = hi[i] = fnv1a(host, p->tensors[i].numel * sizeof(float), 14695981039346656037ull);
+        lo[i] = hi[i] = hs_fnv1a64(HS_FNV64_OFFSET, host, p->tensors[i].numel * sizeof(float));
     }
     free(host);
     hs_comm_allreduce_minmax_u64(t->comm, lo, hi, p->count);

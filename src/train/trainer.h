@@ -5,7 +5,7 @@
 #include "cli.h"
 #include "comm/comm.h"
 #include "config.h"
-#include "data/prefetch.h"
+#include "train/prefetch.h"
 #include "tasks/task.h"
 
 /* `hetseq train`: returns the process exit status. */

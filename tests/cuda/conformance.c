@@ -11,11 +11,11 @@
 const size_t hs_conf_sizes[] = {1, 31, 33, 127, 256, 1000, 4097};
 const int hs_conf_nsizes = (int)(sizeof hs_conf_sizes / sizeof hs_conf_sizes[0]);
 
-static double worst_of_op; /* worst relative error of the current op */
+static double worst_of_op; /* worst err/bound ratio of the current op */
 static int checks_of_op;
 
 static void finish_op(hs_conf *t) {
-    if (t->op && checks_of_op) printf("  %-28s %4d checks, worst relative difference %.3g\n", t->op, checks_of_op, worst_of_op);
+    if (t->op && checks_of_op) printf("  %-28s %4d checks, worst err/bound %.3g\n", t->op, checks_of_op, worst_of_op);
     worst_of_op = 0.0;
     checks_of_op = 0;
 }
@@ -77,25 +77,23 @@ static void *download(const hs_backend *be, const void *dev, size_t bytes) {
     return h;
 }
 
-/* a[i] (CPU) against b[i] (CUDA) in double: the worst |a_i - b_i| over max_j |a_j| (conformance.h), or
- * INFINITY if a value is not finite on one side only. Reports the worst element. */
-static void compare(hs_conf *t, const char *what, const double *a, const double *b, size_t n, double tol) {
-    double scale = 0.0;
-    for (size_t i = 0; i < n; i++)
-        if (isfinite(a[i]) && fabs(a[i]) > scale) scale = fabs(a[i]);
+/* a[i] (CPU) against b[i] (CUDA) in double: |a_i - b_i| <= bound[i] (conformance.h), or INFINITY if a
+ * value is not finite on one side only. Reports the worst element by err/bound. */
+static void compare_bound(hs_conf *t, const char *what, const double *a, const double *b, size_t n,
+                          const double *bound) {
     double worst = 0.0;
     size_t worst_i = 0, bad = 0;
     for (size_t i = 0; i < n; i++) {
-        double rel;
+        double ratio;
         if (!isfinite(a[i]) || !isfinite(b[i]))
-            rel = (isnan(a[i]) && isnan(b[i])) || a[i] == b[i] ? 0.0 : INFINITY;
-        else if (scale > 0.0)
-            rel = fabs(a[i] - b[i]) / scale;
-        else
-            rel = a[i] == b[i] ? 0.0 : INFINITY;
-        if (rel > tol) bad++;
-        if (rel > worst || (isinf(rel) && !isinf(worst))) {
-            worst = rel;
+            ratio = (isnan(a[i]) && isnan(b[i])) || a[i] == b[i] ? 0.0 : INFINITY;
+        else {
+            const double err = fabs(a[i] - b[i]);
+            ratio = err == 0.0 ? 0.0 : bound[i] > 0.0 ? err / bound[i] : INFINITY;
+        }
+        if (ratio > 1.0) bad++;
+        if (ratio > worst || (isinf(ratio) && !isinf(worst))) {
+            worst = ratio;
             worst_i = i;
         }
     }
@@ -104,31 +102,100 @@ static void compare(hs_conf *t, const char *what, const double *a, const double 
     if (worst > worst_of_op) worst_of_op = worst;
     if (bad) {
         t->failures++;
-        printf("FAIL %s: %s: %zu of %zu values differ by more than %g relative; worst at [%zu]: cpu %.9g cuda %.9g "
-               "(relative %.3g)\n",
-               t->op ? t->op : "?", what, bad, n, tol, worst_i, a[worst_i], b[worst_i], worst);
+        printf("FAIL %s: %s: %zu of %zu values differ by more than their bound; worst at [%zu]: cpu %.9g cuda %.9g "
+               "bound %.3g (err/bound %.3g)\n",
+               t->op ? t->op : "?", what, bad, n, worst_i, a[worst_i], b[worst_i], n ? bound[worst_i] : 0.0, worst);
     }
 }
 
-void hs_conf_check_f32(hs_conf *t, const char *what, const float *cpu_dev, const float *cuda_dev, size_t n,
-                       double tol) {
+/* both downloads as double arrays (free both) */
+static void download_pair_f32(hs_conf *t, const float *cpu_dev, const float *cuda_dev, size_t n, double **da,
+                              double **db) {
     float *a = download(t->cpu, cpu_dev, n * sizeof *a), *b = download(t->cuda, cuda_dev, n * sizeof *b);
-    double *da, *db;
-    HS_ALLOC(da, n ? n : 1);
-    HS_ALLOC(db, n ? n : 1);
+    HS_ALLOC(*da, n ? n : 1);
+    HS_ALLOC(*db, n ? n : 1);
     for (size_t i = 0; i < n; i++) {
-        da[i] = a[i];
-        db[i] = b[i];
+        (*da)[i] = a[i];
+        (*db)[i] = b[i];
     }
-    compare(t, what, da, db, n, tol);
-    free(a), free(b), free(da), free(db);
+    free(a), free(b);
 }
 
-void hs_conf_check_f64(hs_conf *t, const char *what, const double *cpu_dev, const double *cuda_dev, size_t n,
-                       double tol) {
+float *hs_conf_download_f32(const hs_backend *be, const void *dev, size_t n) { return download(be, dev, n * sizeof(float)); }
+
+double hs_conf_gamma(double n, double u) { return n * u / (1.0 - n * u); }
+
+double hs_conf_operand_roundoff(const hs_conf *t) {
+    switch (t->precision) {
+    case HS_PRECISION_BF16: return 0x1p-9;
+    case HS_PRECISION_TF32: return 0x1p-10; /* a full TF32 ulp: a library may truncate (conformance.h) */
+    case HS_PRECISION_FP16: return 0x1p-11;
+    default: return 0.0;
+    }
+}
+
+double hs_conf_dot_factor(const hs_conf *t, double k) {
+    const double uo = hs_conf_operand_roundoff(t);
+    return HS_CONF_C * (2.0 * uo + uo * uo + hs_conf_gamma(k < 1 ? 1 : k, HS_CONF_U32));
+}
+
+void hs_conf_check_bound(hs_conf *t, const char *what, const float *cpu_dev, const float *cuda_dev, size_t n,
+                         const double *bound) {
+    double *da, *db;
+    download_pair_f32(t, cpu_dev, cuda_dev, n, &da, &db);
+    compare_bound(t, what, da, db, n, bound);
+    free(da), free(db);
+}
+
+void hs_conf_check_bound_f64(hs_conf *t, const char *what, const double *cpu_dev, const double *cuda_dev, size_t n,
+                             const double *bound) {
     double *a = download(t->cpu, cpu_dev, n * sizeof *a), *b = download(t->cuda, cuda_dev, n * sizeof *b);
-    compare(t, what, a, b, n, tol);
+    compare_bound(t, what, a, b, n, bound);
     free(a), free(b);
+}
+
+void hs_conf_check_dot(hs_conf *t, const char *what, const float *cpu_dev, const float *cuda_dev, size_t n,
+                       const double *absdot, double k) {
+    const double f = hs_conf_dot_factor(t, k);
+    double *bound;
+    HS_ALLOC(bound, n ? n : 1);
+    for (size_t i = 0; i < n; i++) bound[i] = f * absdot[i];
+    hs_conf_check_bound(t, what, cpu_dev, cuda_dev, n, bound);
+    free(bound);
+}
+
+void hs_conf_check_ew(hs_conf *t, const char *what, const float *cpu_dev, const float *cuda_dev, size_t n,
+                      double in_scale) {
+    double *da, *db, *bound;
+    download_pair_f32(t, cpu_dev, cuda_dev, n, &da, &db);
+    HS_ALLOC(bound, n ? n : 1);
+    if (in_scale <= 0.0)
+        for (size_t i = 0; i < n; i++)
+            if (isfinite(da[i]) && fabs(da[i]) > in_scale) in_scale = fabs(da[i]);
+    for (size_t i = 0; i < n; i++) bound[i] = HS_CONF_EW_ULPS * HS_CONF_U32 * (fabs(da[i]) + in_scale);
+    compare_bound(t, what, da, db, n, bound);
+    free(da), free(db), free(bound);
+}
+
+void hs_conf_check_sum_f64(hs_conf *t, const char *what, const double *cpu_dev, const double *cuda_dev, size_t n,
+                           const double *abssum, double n_terms, double term_err, double acc_u) {
+    double *a = download(t->cpu, cpu_dev, n * sizeof *a), *b = download(t->cuda, cuda_dev, n * sizeof *b), *bound;
+    HS_ALLOC(bound, n ? n : 1);
+    const double f = HS_CONF_C * (term_err + hs_conf_gamma(n_terms < 1 ? 1 : n_terms, acc_u));
+    for (size_t i = 0; i < n; i++) bound[i] = f * (abssum ? abssum[i] : fabs(a[i]));
+    compare_bound(t, what, a, b, n, bound);
+    free(a), free(b), free(bound);
+}
+
+void hs_conf_check_sum_f32(hs_conf *t, const char *what, const float *cpu_dev, const float *cuda_dev, size_t n,
+                           double abssum_scale, double n_terms, double term_err) {
+    double *da, *db, *bound;
+    download_pair_f32(t, cpu_dev, cuda_dev, n, &da, &db);
+    HS_ALLOC(bound, n ? n : 1);
+    const double f = HS_CONF_C * (term_err + hs_conf_gamma(n_terms < 1 ? 1 : n_terms, HS_CONF_U32));
+    for (size_t i = 0; i < n; i++) bound[i] = f * (abssum_scale + fabs(da[i]));
+    compare_bound(t, what, da, db, n, bound);
+    free(da), free(db), free(bound);
 }
 
 void hs_conf_check_i32(hs_conf *t, const char *what, const int32_t *cpu_dev, const int32_t *cuda_dev, size_t n) {
@@ -148,19 +215,6 @@ void hs_conf_check_i32(hs_conf *t, const char *what, const int32_t *cpu_dev, con
 
 void hs_conf_finish(hs_conf *t) { finish_op(t); }
 
-double hs_conf_unit_roundoff(int precision) {
-    switch (precision) {
-    case HS_PRECISION_BF16: return 0x1p-9; /* 8 significant bits */
-    case HS_PRECISION_TF32:
-    case HS_PRECISION_FP16: return 0x1p-11; /* 11 significant bits */
-    default: return 0x1p-24;
-    }
-}
-
-double hs_conf_tol_chained(const hs_conf *t) {
-    return t->precision == HS_PRECISION_FP32 ? HS_CONF_TOL : 8.0 * hs_conf_unit_roundoff(t->precision);
-}
-
 void hs_conf_check_rounded(hs_conf *t, const char *what, const float *fp32_dev, const float *cuda_dev, size_t n) {
     float *a = download(t->cpu_fp32, fp32_dev, n * sizeof *a), *b = download(t->cuda, cuda_dev, n * sizeof *b);
     double scale = 0.0, worst = 0.0;
@@ -170,10 +224,10 @@ void hs_conf_check_rounded(hs_conf *t, const char *what, const float *fp32_dev, 
         if (scale > 0.0 && fabs((double)a[i] - (double)b[i]) / scale > worst) worst = fabs((double)a[i] - (double)b[i]) / scale;
     t->checks++;
     checks_of_op++;
-    if (!(worst > HS_CONF_TOL)) {
+    if (!(worst > HS_CONF_ROUNDED_MIN)) {
         t->failures++;
         printf("FAIL %s: %s: the result is within %g of fp32 (relative %.3g): the products' operands were not rounded\n",
-               t->op ? t->op : "?", what, HS_CONF_TOL, worst);
+               t->op ? t->op : "?", what, HS_CONF_ROUNDED_MIN, worst);
     }
     free(a), free(b);
 }

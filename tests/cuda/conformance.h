@@ -1,12 +1,26 @@
 /* Op conformance of the CUDA backend against the CPU backend (the reference): every op of the seam is
  * run on both devices with the same random inputs and the results compared.
  *
- * The relative difference of an output is max_i |cuda_i - cpu_i| / max_i |cpu_i|: the largest error
- * measured against the tensor's scale (as tests/tools/h5compare measures checkpoints). A per-element
- * ratio would be meaningless for values that come out of cancellation (a LayerNorm input gradient, an
- * attention context): two correct fp32 summation orders differ there by ~1e-7 of the terms' scale,
- * which can be any multiple of the small result. NaN or Inf where the CPU has a finite value fails.
- * The tolerance is 1e-5 for fp32 unless a case says why it needs more. */
+ * How results are compared (docs/gpu.md, "How results are compared"): each output element i must
+ * satisfy |cuda_i - cpu_i| <= bound_i, where bound_i is derived from the arithmetic of the op, the same
+ * rule on the emulated device and on a real GPU. Both backends are correct implementations whose
+ * errors from the exact result obey the textbook bound of the op (Higham, "Accuracy and Stability of
+ * Numerical Algorithms", ch. 3-4); their difference is at most the sum of the two, so every bound is
+ * HS_CONF_C = 2 times the single-implementation bound. u32 = 2^-24 is fp32's unit roundoff,
+ * gamma_n = n u / (1 - n u):
+ *   - dot products (GEMM, convolution with K = Cin kh kw, attention scores): per element
+ *     c (2 u_op + u_op^2 + gamma_K) sum_k |a_ik b_kj| (+ the |beta c| or bias term), u_op the rounding
+ *     of each operand to the product precision (0 for fp32, hs_conf_operand_roundoff), fp32 sums;
+ *   - reductions (norms, loss sums): c (term error + gamma_n) sum |x|, in the accumulation's precision;
+ *   - element-wise ops: 32 u32 |cpu_i| plus an absolute floor of 32 u32 times the magnitude of the
+ *     inputs (results that cancel to ~0);
+ *   - LayerNorm forward/backward: the error of mean and variance propagated through 1/sigma
+ *     (conformance_k2.c): a near-constant row, or cols = 1 or 2 with eps 1e-12, gets a bound scaled by
+ *     1/sigma times the row's input magnitude, never an element-wise relative one;
+ *   - attention: the score bound propagated through softmax, |dp| <= p (|ds| + sum_j p_j |ds_j|), then
+ *     through P V and the backward products as dot products (conformance_k1.c, conformance_k3.c).
+ * NaN or Inf where the CPU has a finite value fails. The test prints, per op and precision, the worst
+ * err/bound ratio seen (<= 1 passes). */
 #ifndef HS_TESTS_CUDA_CONFORMANCE_H
 #define HS_TESTS_CUDA_CONFORMANCE_H
 
@@ -15,17 +29,21 @@
 
 #include "backend/backend.h"
 
-#define HS_CONF_TOL 1e-5
+/* hs_conf_check_rounded's threshold: a product under a reduced precision must differ from the fp32
+ * product by more than this (relative to the tensor's scale). Rounding the operands moves the result
+ * by about u_op >= 2^-11 ~ 5e-4 of its terms; two fp32 summation orders of these sizes differ by under
+ * 1e-6 (the fp32 gemm's worst err/bound is about 0.3 of 2 gamma_K). */
+#define HS_CONF_ROUNDED_MIN 1e-5
+/* The multiple of a single implementation's error bound two implementations may differ by. */
+#define HS_CONF_C 2.0
+/* fp32's unit roundoff, and the element-wise rule's number of them. */
+#define HS_CONF_U32 0x1p-24
+#define HS_CONF_EW_ULPS 32.0
 
-/* Reduced precisions (tf32, bf16, fp16): the CPU backend in the SAME precision is the reference. Both
- * round a product's operands identically (src/util/lowp.h; the emulated cuBLASLt and cuDNN round TF32
- * to the same nearest-even value), and the products of rounded values are exact in fp32, so a single
- * GEMM or convolution still agrees within the fp32 summation tolerance HS_CONF_TOL: a path that rounds
- * differently, or not at all, fails it. Where a product's fp32 output is rounded again as the operand
- * of a second product (attention: softmax probabilities times V, the backward chain), a 1e-7 difference
- * in the first product can move a value across a rounding midpoint of the type: one ulp, 2u relative
- * (u = the type's unit roundoff: 2^-9 for bf16, 2^-11 for fp16 and tf32). Those outputs are compared
- * with hs_conf_tol_chained: 8u, room for a few such steps adding up (fp32: HS_CONF_TOL). */
+/* Reduced precisions (tf32, bf16, fp16): the CPU backend in the SAME precision is the reference; the
+ * bounds carry the operand rounding term 2 u_op of each product (conformance.c), so a GPU library that
+ * rounds (or truncates) the operands otherwise than the CPU still passes, while a path that does not
+ * round at all fails hs_conf_check_rounded. */
 typedef struct hs_conf {
     const hs_backend *cpu, *cuda; /* both in `precision` */
     const hs_backend *cpu_fp32;   /* the fp32 CPU backend: a reduced precision's results must differ from it */
@@ -35,10 +53,15 @@ typedef struct hs_conf {
     const char *op; /* the op under test (set by hs_conf_op), for reports */
 } hs_conf;
 
-/* The tolerances of a reduced precision (see HS_CONF_TOL above). */
-double hs_conf_tol_chained(const hs_conf *t);
-/* The unit roundoff of a precision (fp32: 2^-24). */
-double hs_conf_unit_roundoff(int precision);
+/* gamma_n = n u / (1 - n u) for unit roundoff u (n u < 1). */
+double hs_conf_gamma(double n, double u);
+/* The rounding of a product's operand to the precision's type, relative: 0 for fp32, bf16 2^-9, fp16
+ * 2^-11, tf32 2^-10: a full TF32 ulp, because a library may truncate the 13 low bits (the mma
+ * instruction alone reads only the top 19) instead of rounding to nearest. */
+double hs_conf_operand_roundoff(const hs_conf *t);
+/* The relative factor of a K-term dot product: HS_CONF_C (2 u_op + u_op^2 + gamma_K(u32)). */
+double hs_conf_dot_factor(const hs_conf *t, double k);
+
 
 /* Names the op the following checks belong to (printed with its worst error at the next call / end). */
 void hs_conf_op(hs_conf *t, const char *op);
@@ -54,14 +77,32 @@ void *hs_conf_dev(const hs_backend *be, const void *host, size_t bytes);
 void hs_conf_both(hs_conf *t, const void *host, size_t bytes, void **cpu_dev, void **cuda_dev);
 void hs_conf_free_both(hs_conf *t, void *cpu_dev, void *cuda_dev);
 
-/* Compare n values of a device buffer on each backend (downloads both; the CUDA download
+/* The checks below download n values of a device buffer on each backend (the CUDA download
  * synchronises). `what` names the output, printed with the sizes the caller put in it on failure. */
-void hs_conf_check_f32(hs_conf *t, const char *what, const float *cpu_dev, const float *cuda_dev, size_t n,
-                       double tol);
-void hs_conf_check_f64(hs_conf *t, const char *what, const double *cpu_dev, const double *cuda_dev, size_t n,
-                       double tol);
+/* Each element against its own bound: |cuda_i - cpu_i| <= bound[i] (a host array of n). The worst
+ * err/bound ratio is reported per op. */
+void hs_conf_check_bound(hs_conf *t, const char *what, const float *cpu_dev, const float *cuda_dev, size_t n,
+                         const double *bound);
+void hs_conf_check_bound_f64(hs_conf *t, const char *what, const double *cpu_dev, const double *cuda_dev, size_t n,
+                             const double *bound);
+/* Dot products: bound_i = hs_conf_dot_factor(k) * absdot[i], absdot[i] = sum |a b| (+ |other terms|). */
+void hs_conf_check_dot(hs_conf *t, const char *what, const float *cpu_dev, const float *cuda_dev, size_t n,
+                       const double *absdot, double k);
+/* Element-wise ops: bound_i = 32 u32 (|cpu_i| + in_scale), in_scale the magnitude of the op's inputs
+ * (<= 0: the largest |cpu_j| of the output stands for it). */
+void hs_conf_check_ew(hs_conf *t, const char *what, const float *cpu_dev, const float *cuda_dev, size_t n,
+                      double in_scale);
+/* Reductions of n_terms terms each: bound_i = HS_CONF_C (term_err + gamma_n(acc_u)) |cpu_i| when the
+ * terms are non-negative (sums of squares, abssum == NULL), else times abssum[i]. */
+void hs_conf_check_sum_f64(hs_conf *t, const char *what, const double *cpu_dev, const double *cuda_dev, size_t n,
+                           const double *abssum, double n_terms, double term_err, double acc_u);
+void hs_conf_check_sum_f32(hs_conf *t, const char *what, const float *cpu_dev, const float *cuda_dev, size_t n,
+                           double abssum_scale, double n_terms, double term_err);
+/* Host copies of device buffers (free with free()). */
+float *hs_conf_download_f32(const hs_backend *be, const void *dev, size_t n);
+
 /* The relative difference (as compare measures it) of CUDA's cuda_dev[n] from the fp32 CPU backend's
- * fp32_dev[n]: under a reduced precision it must exceed HS_CONF_TOL, or the CUDA product was not
+ * fp32_dev[n]: under a reduced precision it must exceed HS_CONF_ROUNDED_MIN, or the CUDA product was not
  * rounded (counted as a check; `what` names it on failure). */
 void hs_conf_check_rounded(hs_conf *t, const char *what, const float *fp32_dev, const float *cuda_dev, size_t n);
 /* exact equality (indices, argmax) */

@@ -1,7 +1,9 @@
 /* Op conformance, group k2: LayerNorm, the losses and the multi-tensor ops (norms, clipping, optimizers)
  * of the CUDA backend (kernels/layernorm.cu, loss.cu, multi_tensor.cu) against the CPU backend, on random
  * inputs with sizes on and off the block and warp sizes. Statistics and norms (float64 on the device)
- * are compared in float64 with a tight tolerance: both backends sum in double, only in different orders. */
+ * are compared in float64 with the reduction rule (conformance.h): both backends sum in double, in
+ * different orders, terms the devices computed in float. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +13,6 @@
 
 /* float64 results (loss statistics, norms): double sums in another order differ ~1e-16 relative; the
  * float inputs to them may differ by an ulp where the compilers fuse a multiply-add differently. */
-#define K2_F64_TOL 1e-9
 
 /* One buffer on both devices. */
 typedef struct {
@@ -26,15 +27,88 @@ static pair both(hs_conf *t, const void *host, size_t bytes) {
 
 static void release(hs_conf *t, pair p) { hs_conf_free_both(t, p.cpu, p.cuda); }
 
-static void check_f32(hs_conf *t, const char *what, pair p, size_t n, double tol) {
-    hs_conf_check_f32(t, what, p.cpu, p.cuda, n, tol);
+/* The element-wise rule (conformance.h): 32 u32 of the value, floored at 32 u32 of the output's scale
+ * (the losses' probabilities and gradients, the optimizers' parameters and states, the scaled tensors
+ * are of their inputs' magnitude). */
+static void check_ew(hs_conf *t, const char *what, pair p, size_t n) { hs_conf_check_ew(t, what, p.cpu, p.cuda, n, 0.0); }
+
+
+/* The losses' statistics (double slots the ops add to): a sum over rows, in double, of per-row values
+ * computed in float — each within 32 u32 of the row's magnitude, |loss| <= 2 max|logit| + log(cols) —
+ * so the bound is HS_CONF_C (32 u32 + gamma_rows(2^-53)) (|slot| + rows (2·5 + log cols)). */
+static void check_stats(hs_conf *t, const char *what, pair p, int rows, int cols) {
+    double *a = malloc(3 * sizeof *a), bound[3];
+    if (!a) HS_FATAL("out of memory", "malloc(%zu)", 3 * sizeof *a);
+    t->cpu->download(t->cpu, a, p.cpu, 3 * sizeof *a);
+    for (int k = 0; k < 3; k++)
+        bound[k] = HS_CONF_C * (HS_CONF_EW_ULPS * HS_CONF_U32 + hs_conf_gamma(rows + 1, 0x1p-53)) *
+                   (fabs(a[k]) + rows * (10.0 + log((double)cols + 1.0)));
+    hs_conf_check_bound_f64(t, what, p.cpu, p.cuda, 3, bound);
+    free(a);
 }
 
-static void check_f64(hs_conf *t, const char *what, pair p, size_t n, double tol) {
-    hs_conf_check_f64(t, what, p.cpu, p.cuda, n, tol);
-}
 
 /* ---- LayerNorm ---------------------------------------------------------------------------------------- */
+
+/* The LayerNorm bounds (conformance.h, docs/gpu.md), per row of n = cols values of the input v (x, or
+ * x + residual), from the CPU's mean mu and rstd r (r^2 = 1/(var + eps)), M = max |v|, u = u32:
+ *   the mean: |d mu| <= gamma_n M;  the variance (any of the usual algorithms, E[x^2] - mu^2 included):
+ *   |d var| <= (3 gamma_n + 4u) M^2;  so |dr|/r <= |d var| r^2 / 2 + 2u;
+ *   x^_i = (v_i - mu) r:  |d x^_i| <= r (gamma_n + 2u) M + |x^_i| |dr|/r  — r M is the 1/sigma condition
+ *   number: a near-constant row (cols 1 or 2, eps 1e-12) gets a bound that large, not a relative one;
+ *   y_i = g_i x^_i + b_i:  |g_i| |d x^_i| + 2u (|g_i x^_i| + |b_i|);
+ *   dx_i = r (a_i - mean(a) - x^_i mean(a x^)), a = g dy, A = max |a|, X = max |x^|, D = max |d x^|:
+ *   r [u |a_i| + (gamma_n + u) A + |d x^_i| A X + |x^_i| ((gamma_n + 2u) A X + A D) + 3u B_i] + |dr| B_i,
+ *   B_i = |a_i| + A + |x^_i| A X (the bracket's terms);
+ *   dgamma_j += sum_rows dy x^ and dbeta_j += sum_rows dy: reductions over the rows, with the d x^ above.
+ * Every bound is HS_CONF_C times these (two implementations). */
+typedef struct {
+    double *y, *mean, *rstd, *dx, *dg, *db;
+} ln_bounds;
+
+static void ln_bounds_compute(ln_bounds *lb, const float *v, const float *mean, const float *rstd, const float *g,
+                              const float *b, const float *dy, const float *dg0, const float *db0, int rows, int cols) {
+    const double u = HS_CONF_U32, c = HS_CONF_C, gn = hs_conf_gamma(cols, u), gr = hs_conf_gamma(rows + 1, u);
+    double *dxh, *sum_dyx, *sum_dy, *sum_dy_dxh;
+    HS_ALLOC(dxh, (size_t)cols), HS_ALLOC(sum_dyx, (size_t)cols), HS_ALLOC(sum_dy, (size_t)cols),
+        HS_ALLOC(sum_dy_dxh, (size_t)cols);
+    for (int j = 0; j < cols; j++) sum_dyx[j] = sum_dy[j] = sum_dy_dxh[j] = 0.0;
+    for (int r0 = 0; r0 < rows; r0++) {
+        const float *vr = v + (size_t)r0 * cols, *dyr = dy + (size_t)r0 * cols;
+        const double mu = mean[r0], r = rstd[r0];
+        double M = 0.0, A = 0.0, X = 0.0, D = 0.0;
+        for (int j = 0; j < cols; j++) {
+            M = fmax(M, fabs((double)vr[j]));
+            A = fmax(A, fabs((double)g[j] * dyr[j]));
+            X = fmax(X, fabs((vr[j] - mu) * r));
+        }
+        const double dvar = (3.0 * gn + 4.0 * u) * M * M, drr = dvar * r * r / 2.0 + 2.0 * u;
+        for (int j = 0; j < cols; j++) {
+            const double xh = (vr[j] - mu) * r;
+            dxh[j] = r * (gn + 2.0 * u) * M + fabs(xh) * drr;
+            D = fmax(D, dxh[j]);
+        }
+        lb->mean[r0] = c * (gn * M + u * fabs(mu));
+        lb->rstd[r0] = c * drr * r;
+        for (int j = 0; j < cols; j++) {
+            const size_t i = (size_t)r0 * cols + j;
+            const double xh = (vr[j] - mu) * r, a = fabs((double)g[j] * dyr[j]);
+            lb->y[i] = c * (fabs((double)g[j]) * dxh[j] + 2.0 * u * (fabs(g[j] * xh) + fabs((double)b[j])));
+            const double B = a + A + fabs(xh) * A * X;
+            lb->dx[i] = c * (r * (u * a + (gn + u) * A + dxh[j] * A * X + fabs(xh) * ((gn + 2.0 * u) * A * X + A * D) +
+                                  3.0 * u * B) +
+                             drr * r * B);
+            sum_dyx[j] += fabs(dyr[j] * xh);
+            sum_dy[j] += fabs((double)dyr[j]);
+            sum_dy_dxh[j] += fabs((double)dyr[j]) * dxh[j];
+        }
+    }
+    for (int j = 0; j < cols; j++) {
+        lb->dg[j] = c * ((gr + 2.0 * u) * (fabs((double)dg0[j]) + sum_dyx[j]) + sum_dy_dxh[j]);
+        lb->db[j] = c * (gr + u) * (fabs((double)db0[j]) + sum_dy[j]);
+    }
+    free(dxh), free(sum_dyx), free(sum_dy), free(sum_dy_dxh);
+}
 
 /* residual: 0 none, 1 x_sum separate, 2 x_sum aliasing x, 3 x_sum aliasing residual */
 static void layernorm_case(hs_conf *t, int rows, int cols, int residual, float eps, float offset) {
@@ -60,10 +134,24 @@ static void layernorm_case(hs_conf *t, int rows, int cols, int residual, float e
                               residual ? rs.cpu : NULL, pg.cpu, pb.cpu, rows, cols, eps);
     t->cuda->layernorm_forward(t->cuda, py.cuda, residual ? xs.cuda : NULL, pmean.cuda, prstd.cuda, px.cuda,
                                residual ? rs.cuda : NULL, pg.cuda, pb.cuda, rows, cols, eps);
-    check_f32(t, what, py, n, HS_CONF_TOL);
-    check_f32(t, what, pmean, (size_t)rows, HS_CONF_TOL);
-    check_f32(t, what, prstd, (size_t)rows, HS_CONF_TOL);
-    if (residual) check_f32(t, what, xs, n, HS_CONF_TOL);
+    /* the input as the CPU computed it, and its mean and rstd: the bounds' arguments */
+    float *v = residual ? hs_conf_download_f32(t->cpu, xs.cpu, n) : NULL;
+    if (!v) {
+        HS_ALLOC(v, n ? n : 1);
+        memcpy(v, x, n * sizeof *v);
+    }
+    float *mean = hs_conf_download_f32(t->cpu, pmean.cpu, (size_t)rows), *rstd = hs_conf_download_f32(t->cpu, prstd.cpu, (size_t)rows);
+    ln_bounds lb;
+    HS_ALLOC(lb.y, n ? n : 1), HS_ALLOC(lb.dx, n ? n : 1), HS_ALLOC(lb.mean, (size_t)rows),
+        HS_ALLOC(lb.rstd, (size_t)rows), HS_ALLOC(lb.dg, (size_t)cols), HS_ALLOC(lb.db, (size_t)cols);
+    ln_bounds_compute(&lb, v, mean, rstd, gamma, beta, dy, dgamma, dbeta, rows, cols);
+    hs_conf_check_bound(t, what, py.cpu, py.cuda, n, lb.y);
+    hs_conf_check_bound(t, what, pmean.cpu, pmean.cuda, (size_t)rows, lb.mean);
+    hs_conf_check_bound(t, what, prstd.cpu, prstd.cuda, (size_t)rows, lb.rstd);
+    if (residual) hs_conf_check_ew(t, what, xs.cpu, xs.cuda, n, 3.0f + fabsf(offset)); /* x + residual */
+    double *carry_dg, *carry_db; /* the second pass accumulates onto the first's dgamma, dbeta */
+    HS_ALLOC(carry_dg, (size_t)cols), HS_ALLOC(carry_db, (size_t)cols);
+    memcpy(carry_dg, lb.dg, (size_t)cols * sizeof *carry_dg), memcpy(carry_db, lb.db, (size_t)cols * sizeof *carry_db);
     /* backward: dx separate, then in place over dy (dgamma/dbeta accumulate onto random values) */
     for (int in_place = 0; in_place < 2; in_place++) {
         pair pdx = in_place ? pdy : both(t, NULL, n * 4);
@@ -73,11 +161,19 @@ static void layernorm_case(hs_conf *t, int rows, int cols, int residual, float e
                                     prstd.cuda, pg.cuda, rows, cols);
         char what2[240];
         snprintf(what2, sizeof what2, "%s dx%s", what, in_place ? "=dy" : "");
-        check_f32(t, what2, pdx, n, HS_CONF_TOL);
-        check_f32(t, what2, pdg, (size_t)cols, HS_CONF_TOL);
-        check_f32(t, what2, pdb, (size_t)cols, HS_CONF_TOL);
+        if (in_place) { /* the second pass: dgamma, dbeta start from the first's (and its error) */
+            float *dg1 = hs_conf_download_f32(t->cpu, pdg.cpu, (size_t)cols), *db1 = hs_conf_download_f32(t->cpu, pdb.cpu, (size_t)cols);
+            ln_bounds_compute(&lb, v, mean, rstd, gamma, beta, dy, dg1, db1, rows, cols);
+            for (int j = 0; j < cols; j++) lb.dg[j] += carry_dg[j], lb.db[j] += carry_db[j];
+            free(dg1), free(db1);
+        }
+        hs_conf_check_bound(t, what2, pdx.cpu, pdx.cuda, n, lb.dx);
+        hs_conf_check_bound(t, what2, pdg.cpu, pdg.cuda, (size_t)cols, lb.dg);
+        hs_conf_check_bound(t, what2, pdb.cpu, pdb.cuda, (size_t)cols, lb.db);
         if (!in_place) release(t, pdx);
     }
+    free(v), free(mean), free(rstd), free(carry_dg), free(carry_db);
+    free(lb.y), free(lb.dx), free(lb.mean), free(lb.rstd), free(lb.dg), free(lb.db);
     release(t, px), release(t, pr), release(t, pg), release(t, pb), release(t, py), release(t, psum);
     release(t, pmean), release(t, prstd), release(t, pdy), release(t, pdg), release(t, pdb);
     free(x), free(res), free(gamma), free(beta), free(dy), free(dgamma), free(dbeta);
@@ -131,12 +227,12 @@ static void log_softmax_nll_case(hs_conf *t, int rows, int cols, int ties) {
     snprintf(what, sizeof what, "rows=%d cols=%d%s", rows, cols, ties ? " (integer logits, ties)" : "");
     t->cpu->log_softmax_nll_forward(t->cpu, plp.cpu, px.cpu, pl.cpu, rows, cols, pst.cpu);
     t->cuda->log_softmax_nll_forward(t->cuda, plp.cuda, px.cuda, pl.cuda, rows, cols, pst.cuda);
-    check_f32(t, what, plp, n, HS_CONF_TOL);
-    check_f64(t, what, pst, 3, K2_F64_TOL);
+    check_ew(t, what, plp, n);
+    check_stats(t, what, pst, rows, cols);
     const float scale = 1.0f / (float)rows;
     t->cpu->log_softmax_nll_backward(t->cpu, pd.cpu, plp.cpu, pl.cpu, rows, cols, scale);
     t->cuda->log_softmax_nll_backward(t->cuda, pd.cuda, plp.cuda, pl.cuda, rows, cols, scale);
-    check_f32(t, what, pd, n, HS_CONF_TOL);
+    check_ew(t, what, pd, n);
     release(t, pl), release(t, px), release(t, plp), release(t, pd), release(t, pst);
     free(x), free(labels);
 }
@@ -154,12 +250,12 @@ static void softmax_xent_case(hs_conf *t, int rows, int cols, int ties, int in_p
              in_place ? " in place" : "");
     t->cpu->softmax_xent_forward(t->cpu, pp.cpu, px.cpu, pl.cpu, rows, cols, pst.cpu);
     t->cuda->softmax_xent_forward(t->cuda, pp.cuda, px.cuda, pl.cuda, rows, cols, pst.cuda);
-    check_f32(t, what, pp, n, HS_CONF_TOL);
-    check_f64(t, what, pst, 3, K2_F64_TOL);
+    check_ew(t, what, pp, n);
+    check_stats(t, what, pst, rows, cols);
     const float scale = 0.37f;
     t->cpu->softmax_xent_backward(t->cpu, pd.cpu, pp.cpu, pl.cpu, rows, cols, scale);
     t->cuda->softmax_xent_backward(t->cuda, pd.cuda, pp.cuda, pl.cuda, rows, cols, scale);
-    check_f32(t, what, pd, n, HS_CONF_TOL);
+    check_ew(t, what, pd, n);
     release(t, pl), release(t, px), release(t, pst);
     if (!in_place) release(t, pp), release(t, pd);
     free(x), free(labels);
@@ -232,11 +328,12 @@ static void sumsq_scale_cases(hs_conf *t, const table_t *tb) {
         snprintf(what, sizeof what, "%d tensors with gaps", count);
         t->cpu->sumsq_tensors(t->cpu, psq.cpu, ptot.cpu, px.cpu, tb->table.cpu, count);
         t->cuda->sumsq_tensors(t->cuda, psq.cuda, ptot.cuda, px.cuda, tb->table.cuda, count);
-        check_f64(t, what, psq, (size_t)count, K2_F64_TOL);
-        check_f64(t, what, ptot, 1, K2_F64_TOL);
+        /* sums of squares of stored floats in double (squares exact): gamma_n(2^-53) Σ x² */
+        hs_conf_check_sum_f64(t, what, psq.cpu, psq.cuda, (size_t)count, NULL, (double)tb->flat, 0.0, 0x1p-53);
+        hs_conf_check_sum_f64(t, what, ptot.cpu, ptot.cuda, 1, NULL, (double)tb->flat, 0.0, 0x1p-53);
         t->cpu->scale_tensors(t->cpu, px.cpu, 0.37f, tb->table.cpu, count);
         t->cuda->scale_tensors(t->cuda, px.cuda, 0.37f, tb->table.cuda, count);
-        check_f32(t, what, px, tb->flat, HS_CONF_TOL);
+        check_ew(t, what, px, tb->flat);
         release(t, px), release(t, psq), release(t, ptot);
         free(x);
     }
@@ -248,7 +345,8 @@ static void sumsq_scale_cases(hs_conf *t, const table_t *tb) {
         pair px = both(t, &zero, 4);
         t->cpu->sumsq_tensors(t->cpu, psq.cpu, ptot.cpu, px.cpu, tb->table.cpu, 0);
         t->cuda->sumsq_tensors(t->cuda, psq.cuda, ptot.cuda, px.cuda, tb->table.cuda, 0);
-        check_f64(t, "count 0: total", ptot, 1, 0.0);
+        const double exact = 0.0; /* a sum of no terms: 0 on both */
+        hs_conf_check_bound_f64(t, "count 0: total", ptot.cpu, ptot.cuda, 1, &exact);
         release(t, psq), release(t, ptot), release(t, px);
     }
 }
@@ -272,14 +370,14 @@ static optim_bufs optim_inputs(hs_conf *t, const table_t *tb, int zero_tensor) {
 static void optim_check(hs_conf *t, const char *what, const table_t *tb, const optim_bufs *b, int states) {
     char w[220];
     snprintf(w, sizeof w, "%s: p", what);
-    check_f32(t, w, b->p, tb->flat, HS_CONF_TOL);
+    check_ew(t, w, b->p, tb->flat);
     if (states > 0) {
         snprintf(w, sizeof w, "%s: state 1", what);
-        check_f32(t, w, b->s1, tb->flat, HS_CONF_TOL);
+        check_ew(t, w, b->s1, tb->flat);
     }
     if (states > 1) {
         snprintf(w, sizeof w, "%s: state 2", what);
-        check_f32(t, w, b->s2, tb->flat, HS_CONF_TOL);
+        check_ew(t, w, b->s2, tb->flat);
     }
 }
 
@@ -378,7 +476,11 @@ static void lamb_cases(hs_conf *t, const table_t *tb) {
                     optim_check(t, what, tb, &b, 2);
                     char w2[240];
                     snprintf(w2, sizeof w2, "%s: norms", what);
-                    check_f64(t, w2, pn, 2 * (size_t)tb->count, K2_F64_TOL);
+                    /* Σ p² and Σ u² per tensor, summed in double: p is stored (its squares exact in double),
+                     * u = the float update direction, computed element-wise on each device (HS_CONF_EW_ULPS
+                     * ulps each, so 2·32 u32 relative per square); gamma_n over the largest tensor. */
+                    hs_conf_check_sum_f64(t, w2, pn.cpu, pn.cuda, 2 * (size_t)tb->count, NULL, (double)tb->flat,
+                                          2.0 * HS_CONF_EW_ULPS * HS_CONF_U32, 0x1p-53);
                 }
                 release(t, pn);
                 optim_release(t, &b);

@@ -71,6 +71,139 @@ static void same_signs(hs_conf *t, const char *what, const float *cpu_dev, const
     free(a), free(b);
 }
 
+/* The bounds of relative attention (conformance.h; the BERT attention's derivation, conformance_k1.c,
+ * with Transformer-XL's two score terms). Per (sequence b, head h), query i (qkv row mlen + i), key j in
+ * the allowed range [lo_i, mlen + i], t = j + qlen - 1 - i the relative-position row of r,
+ * Qw = q + r_w_bias, Qr = q + r_r_bias (one rounding each), f_K = hs_conf_dot_factor(K):
+ *   |ds_ij| <= (f_d + 5 c u32) scale (sum_e |Qw_ie K_je| + sum_e |Qr_ie R_te|)   (the two dot products,
+ *     the bias adds, their sum, the scale and the row max);
+ *   |dp_ij| <= p_ij (|ds_ij| + sum_k p_ik |ds_ik|) + c 32 u32 p_ij;
+ *   ctx, dV: P' V and P'^T dC as in BERT's attention (K = klen, qlen);
+ *   dS from dP = keep/(1 - drop) dC V^T (K = d) as in BERT's attention;
+ *   dQw = scale dS K (K = klen), dQr = scale dS R_t (K = klen), dQ = dQw + dQr (+ c u32 of both);
+ *   dK = scale dS^T Qw (K = qlen); dR_t = scale sum_i dS_i,j(t) Qr_i (K = qlen), then summed over the
+ *   sequences (c gamma_batch of the magnitudes); the bias gradients add sum_b sum_i dQw (dQr) onto their
+ *   initial values: each term's bound plus c gamma_(batch qlen + 1) of the magnitudes. */
+typedef struct rel_bounds {
+    double *probs, *ctx, *dqkv, *dr, *dgw, *dgr;
+} rel_bounds;
+
+static void rel_attention_bounds(hs_conf *t, rel_bounds *bd, const float *qkv, const float *r, const float *rwb,
+                                 const float *rrb, const float *dctx, const float *probs, const float *gw0,
+                                 const float *gr0, int batch, int qlen, int mlen, int heads, int d, int lower_shift,
+                                 float scale, float p) {
+    const int klen = qlen + mlen, H = heads * d;
+    const double u = HS_CONF_U32, c = HS_CONF_C, sc = scale, ks = 1.0 / (1.0 - p);
+    const double fd = hs_conf_dot_factor(t, d), fk = hs_conf_dot_factor(t, klen), fq = hs_conf_dot_factor(t, qlen);
+    const size_t QK = (size_t)qlen * klen;
+    double *ds, *dp, *G, *E, *dS, *ddS, *mag_dr, *mag_gw, *mag_gr;
+    HS_ALLOC(ds, (size_t)klen), HS_ALLOC(dp, QK), HS_ALLOC(G, QK), HS_ALLOC(E, QK), HS_ALLOC(dS, QK),
+        HS_ALLOC(ddS, QK), HS_ALLOC(mag_dr, (size_t)klen * H), HS_ALLOC(mag_gw, (size_t)H), HS_ALLOC(mag_gr, (size_t)H);
+    for (size_t i = 0; i < (size_t)batch * klen * 3 * H; i++) bd->dqkv[i] = 1e-30;
+    for (size_t i = 0; i < (size_t)klen * H; i++) bd->dr[i] = 1e-30, mag_dr[i] = 0.0;
+    for (int i = 0; i < H; i++) {
+        bd->dgw[i] = bd->dgr[i] = 1e-30;
+        mag_gw[i] = fabs((double)gw0[i]), mag_gr[i] = fabs((double)gr0[i]);
+    }
+#define QW(i, e) fabs((double)qkv[((size_t)b * klen + mlen + (i)) * 3 * H + h * d + (e)] + rwb[h * d + (e)])
+#define QR(i, e) fabs((double)qkv[((size_t)b * klen + mlen + (i)) * 3 * H + h * d + (e)] + rrb[h * d + (e)])
+#define KK(j, e) fabs((double)qkv[((size_t)b * klen + (j)) * 3 * H + H + h * d + (e)])
+#define VV(j, e) fabs((double)qkv[((size_t)b * klen + (j)) * 3 * H + 2 * H + h * d + (e)])
+#define RR(tt, e) fabs((double)r[(size_t)(tt) * H + h * d + (e)])
+#define DC(i, e) fabs((double)dctx[((size_t)b * qlen + (i)) * H + h * d + (e)])
+#define LO(i) (lower_shift > 0 && (i) - lower_shift + 1 > 0 ? (i) - lower_shift + 1 : 0)
+#define ALLOWED(i, j) ((j) >= LO(i) && (j) <= mlen + (i))
+#define TT(i, j) ((j) + qlen - 1 - (i))
+    for (int b = 0; b < batch; b++)
+        for (int h = 0; h < heads; h++) {
+            const float *P = probs + ((size_t)b * heads + h) * QK;
+            for (int i = 0; i < qlen; i++) {
+                double wsum = 0.0, R = 0.0, dR = 0.0;
+                for (int j = 0; j < klen; j++) {
+                    ds[j] = 0.0;
+                    if (!ALLOWED(i, j)) continue;
+                    double sabs = 0.0;
+                    for (int e = 0; e < d; e++) sabs += QW(i, e) * KK(j, e) + QR(i, e) * RR(TT(i, j), e);
+                    ds[j] = (fd + 5.0 * c * u) * sc * sabs;
+                    wsum += fabs((double)P[(size_t)i * klen + j]) * ds[j];
+                }
+                for (int j = 0; j < klen; j++) {
+                    const size_t ij = (size_t)i * klen + j;
+                    const double pij = fabs((double)P[ij]), keep = signbit(P[ij]) ? 0.0 : ks;
+                    dp[ij] = pij * (ds[j] + wsum) + c * HS_CONF_EW_ULPS * u * pij;
+                    bd->probs[((size_t)b * heads + h) * QK + ij] = dp[ij] + 1e-30;
+                    double g = 0.0;
+                    for (int e = 0; e < d; e++) g += DC(i, e) * VV(j, e);
+                    G[ij] = keep * g, E[ij] = keep * fd * g;
+                    R += pij * G[ij];
+                    dR += dp[ij] * G[ij] + pij * E[ij];
+                }
+                dR += c * hs_conf_gamma(klen, u) * R;
+                for (int j = 0; j < klen; j++) {
+                    const size_t ij = (size_t)i * klen + j;
+                    const double pij = fabs((double)P[ij]);
+                    dS[ij] = pij * (G[ij] + R);
+                    ddS[ij] = dp[ij] * (G[ij] + R) + pij * (E[ij] + dR) + 3.0 * c * u * pij * (G[ij] + R);
+                }
+                for (int e = 0; e < d; e++) { /* ctx, dQ = dQw + dQr */
+                    double cprop = 0.0, cmag = 0.0, wp = 0.0, wm = 0.0, rp = 0.0, rm = 0.0;
+                    for (int j = 0; j < klen; j++) {
+                        const size_t ij = (size_t)i * klen + j;
+                        const double keep = signbit(P[ij]) ? 0.0 : ks;
+                        cprop += keep * dp[ij] * VV(j, e), cmag += keep * fabs((double)P[ij]) * VV(j, e);
+                        if (!ALLOWED(i, j)) continue;
+                        wp += ddS[ij] * KK(j, e), wm += dS[ij] * KK(j, e);
+                        rp += ddS[ij] * RR(TT(i, j), e), rm += dS[ij] * RR(TT(i, j), e);
+                    }
+                    bd->ctx[((size_t)b * qlen + i) * H + h * d + e] = cprop + fk * cmag + 1e-30;
+                    const double bw = sc * (wp + fk * wm), br = sc * (rp + fk * rm);
+                    bd->dqkv[((size_t)b * klen + mlen + i) * 3 * H + h * d + e] += bw + br + c * u * sc * (wm + rm);
+                    bd->dgw[h * d + e] += bw, mag_gw[h * d + e] += sc * wm;
+                    bd->dgr[h * d + e] += br, mag_gr[h * d + e] += sc * rm;
+                }
+            }
+            for (int j = 0; j < klen; j++) /* dK_j, dV_j; dR at t = j + qlen - 1 - i */
+                for (int e = 0; e < d; e++) {
+                    double kp = 0.0, km = 0.0, vp = 0.0, vm = 0.0;
+                    for (int i = 0; i < qlen; i++) {
+                        const size_t ij = (size_t)i * klen + j;
+                        const double keep = signbit(P[ij]) ? 0.0 : ks;
+                        vp += keep * dp[ij] * DC(i, e), vm += keep * fabs((double)P[ij]) * DC(i, e);
+                        if (!ALLOWED(i, j)) continue;
+                        kp += ddS[ij] * QW(i, e), km += dS[ij] * QW(i, e);
+                    }
+                    double *row = bd->dqkv + ((size_t)b * klen + j) * 3 * H + h * d + e;
+                    row[H] += sc * (kp + fq * km);
+                    row[2 * H] += vp + fq * vm;
+                }
+            for (int tt = 0; tt < klen; tt++)
+                for (int e = 0; e < d; e++) {
+                    double rp = 0.0, rm = 0.0;
+                    for (int i = 0; i < qlen; i++) {
+                        const int j = tt - (qlen - 1 - i);
+                        if (j < 0 || j >= klen || !ALLOWED(i, j)) continue;
+                        const size_t ij = (size_t)i * klen + j;
+                        rp += ddS[ij] * QR(i, e), rm += dS[ij] * QR(i, e);
+                    }
+                    bd->dr[(size_t)tt * H + h * d + e] += sc * (rp + fq * rm);
+                    mag_dr[(size_t)tt * H + h * d + e] += sc * rm;
+                }
+        }
+#undef QW
+#undef QR
+#undef KK
+#undef VV
+#undef RR
+#undef DC
+#undef LO
+#undef ALLOWED
+#undef TT
+    for (size_t i = 0; i < (size_t)klen * H; i++) bd->dr[i] += c * hs_conf_gamma(batch, u) * mag_dr[i];
+    const double gsum = c * hs_conf_gamma((double)batch * qlen + 1, u);
+    for (int i = 0; i < H; i++) bd->dgw[i] += gsum * mag_gw[i], bd->dgr[i] += gsum * mag_gr[i];
+    free(ds), free(dp), free(G), free(E), free(dS), free(ddS), free(mag_dr), free(mag_gw), free(mag_gr);
+}
+
 typedef struct rel_case {
     int batch, qlen, mlen, heads, d, lower_shift;
     float p;
@@ -113,6 +246,13 @@ static void rel_attention_case(hs_conf *t, rel_case c) {
                                       c.qlen, c.mlen, c.heads, c.d, c.lower_shift, scale, c.p, key, first_sample);
     }
 
+    float *probs_cpu = fetch(t->cpu, d_probs.cpu, nprobs * 4);
+    rel_bounds bd;
+    HS_ALLOC(bd.probs, nprobs), HS_ALLOC(bd.ctx, nctx), HS_ALLOC(bd.dqkv, nqkv), HS_ALLOC(bd.dr, nr),
+        HS_ALLOC(bd.dgw, nb), HS_ALLOC(bd.dgr, nb);
+    rel_attention_bounds(t, &bd, qkv, r, rwb, rrb, dctx, probs_cpu, gw, gr, c.batch, c.qlen, c.mlen, c.heads, c.d,
+                         c.lower_shift, scale, c.p);
+    const double *bounds[6] = {bd.probs, bd.ctx, bd.dqkv, bd.dr, bd.dgw, bd.dgr};
     const char *names[6] = {"probs", "ctx", "dqkv", "dr", "dr_w_bias", "dr_r_bias"};
     const pair outs[6] = {d_probs, d_ctx, d_dqkv, d_dr, d_gw, d_gr};
     void *seconds[6] = {probs2, ctx2, dqkv2, dr2, gw2, gr2};
@@ -120,8 +260,7 @@ static void rel_attention_case(hs_conf *t, rel_case c) {
     for (int o = 0; o < 6; o++) {
         snprintf(what, sizeof what, "%s b=%d qlen=%d mlen=%d heads=%d d=%d lower_shift=%d p=%g", names[o], c.batch,
                  c.qlen, c.mlen, c.heads, c.d, c.lower_shift, (double)c.p);
-        /* probs: one level of products (tight); the others chain a rounded product into another */
-        hs_conf_check_f32(t, what, outs[o].cpu, outs[o].cuda, counts[o], o == 0 ? HS_CONF_TOL : hs_conf_tol_chained(t));
+        hs_conf_check_bound(t, what, outs[o].cpu, outs[o].cuda, counts[o], bounds[o]);
         same_bits(t, what, outs[o].cuda, seconds[o], counts[o] * 4);
         if (o == 0) same_signs(t, what, outs[o].cpu, outs[o].cuda, counts[o]);
     }
@@ -129,6 +268,7 @@ static void rel_attention_case(hs_conf *t, rel_case c) {
     release(t, d_qkv), release(t, d_r), release(t, d_rwb), release(t, d_rrb), release(t, d_dctx);
     release(t, d_ctx), release(t, d_probs), release(t, d_dqkv), release(t, d_dr), release(t, d_gw), release(t, d_gr);
     for (int o = 0; o < 6; o++) t->cuda->free(t->cuda, seconds[o]);
+    free(probs_cpu), free(bd.probs), free(bd.ctx), free(bd.dqkv), free(bd.dr), free(bd.dgw), free(bd.dgr);
     free(qkv), free(r), free(rwb), free(rrb), free(dctx), free(gw), free(gr), free(junk);
 }
 

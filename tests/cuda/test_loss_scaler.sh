@@ -7,6 +7,7 @@
 LS_HETSEQ="${HETSEQ_EMU:-$top_builddir/tests/cuda/hetseq_emu}" LS_DEVICE=cuda LS_EXTRA="-o training.max_sentences=8"
 [ -x "$LS_HETSEQ" ] || skip "hetseq_emu (the emulated CUDA build) is not built"
 export HS_CUDA_EMU_SEED="${HS_CUDA_EMU_SEED:-7}"
+export HS_CUDA_EMU_DEVICES=2 # a GPU per rank: NCCL (ranks sharing one: tests/cuda/test_shared_gpu.sh)
 . "$top_srcdir/tests/mpi/loss_scaler_lib.sh"
 suite cuda-fp16 fp16 auto
 pass

@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "backend/backend.h"
-#include "data/prefetch.h"
+#include "train/prefetch.h"
 
 #define COUNT 64
 

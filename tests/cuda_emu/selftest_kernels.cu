@@ -129,6 +129,13 @@ __global__ void consume(const float *x, float *y, int n) {
   if (i < n) y[i] = 2.0f * x[i];
 }
 
+// y = a*b + c written as two operations: nvcc (--fmad=true, its default) contracts it to one fma, as
+// the emulated kernels' compiler does (configure.ac, CUDA_EMU_KERNEL_CXXFLAGS)
+__global__ void mul_add(const float *a, const float *b, const float *c, float *y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a[i] * b[i] + c[i];
+}
+
 __global__ void sync_in_branch(int *out) {
   if (threadIdx.x < blockDim.x / 2) __syncthreads(); // BUG: only half of the block reaches it
   out[threadIdx.x] = 1;
@@ -213,6 +220,16 @@ void st_produce(float *x, int n, float base, cudaStream_t s) {
 }
 void st_consume(const float *x, float *y, int n, cudaStream_t s) {
   HS_LAUNCH(blocks_for(n, 128), 128, 0, s, consume)(x, y, n);
+}
+void st_mul_add(const float *a, const float *b, const float *c, float *y, int n, cudaStream_t s) {
+  HS_LAUNCH(blocks_for(n, 128), 128, 0, s, mul_add)(a, b, c, y, n);
+}
+bool st_kernels_contract() {
+#if defined(__CUDACC__) || defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+  return true; // nvcc's device code, or a host compiler that has a fused multiply-add to contract to
+#else
+  return false;
+#endif
 }
 void st_sync_in_branch(int *out, int block, cudaStream_t s) { HS_LAUNCH(1, block, 0, s, sync_in_branch)(out); }
 void st_early_return_sync(const float *x, float *y, int n, cudaStream_t s) {

@@ -34,6 +34,11 @@ void st_block_order(int *counter, int *order, int nblocks, cudaStream_t s);
 void st_produce(float *x, int n, float base, cudaStream_t s);
 // y[i] = 2 * x[i]
 void st_consume(const float *x, float *y, int n, cudaStream_t s);
+// y[i] = a[i] * b[i] + c[i], written as a product and a sum (contracted to one fma where the kernels
+// are compiled with FMA contraction, as nvcc --fmad=true does)
+void st_mul_add(const float *a, const float *b, const float *c, float *y, int n, cudaStream_t s);
+// whether the self-test kernels were compiled where a*b+c can contract to a fused multiply-add
+bool st_kernels_contract();
 
 // ---- kernels with bugs the emulated device must expose ------------------------------------------
 // st_block_sum without the __syncthreads between filling shared memory and the first read of it

@@ -1,7 +1,8 @@
 // Correct kernels give exactly the right answers on the emulated CUDA device, under several seeds
 // (thread, block and stream orders differ per seed): a shared-memory block reduction with
 // __syncthreads, warp-shuffle reductions, atomics, grids of many blocks with odd block sizes, the
-// warp functions' exact lane semantics, dynamic shared memory, and a spin lock within a block.
+// warp functions' exact lane semantics, dynamic shared memory, and a spin lock within a block; and a*b + c
+// in a kernel is one fused multiply-add, as nvcc's default --fmad=true compiles it.
 #include <cstdint>
 #include <vector>
 #include "hs_emu/control.h"
@@ -228,9 +229,36 @@ bool test_block_order() {
   return shuffled;
 }
 
+// FMA contraction (nvcc's default --fmad=true): a = b = 1 + 2^-12, c = -(1 + 2^-11). The exact a*b is
+// 1 + 2^-11 + 2^-24; rounded to float on its own it is 1 + 2^-11 (2^-24 is half an ulp of 1, a tie,
+// to even), so a*b + c is 0 with two roundings and 2^-24 with one (a fused multiply-add), as on a GPU.
+void test_fma_contraction() {
+  const float a = 1.0f + 0x1p-12f, c = -(1.0f + 0x1p-11f);
+  const std::vector<float> va(3, a), vc(3, c);
+  float *da = to_device(va), *dc = to_device(vc), *dy = nullptr;
+  CUDA_OK(cudaMalloc(&dy, 3 * sizeof(float)));
+  st_mul_add(da, da, dc, dy, 3, 0);
+  CUDA_OK(cudaGetLastError());
+  const std::vector<float> y = to_host(dy, 3);
+  if (st_kernels_contract()) {
+    for (float v : y) CHECK(v == 0x1p-24f);
+    printf("ok   a*b + c in an emulated kernel is one fused multiply-add (%g), as nvcc --fmad=true compiles it\n",
+           static_cast<double>(y[0]));
+  } else {
+    for (float v : y) CHECK(v == 0.0f);
+    printf("ok   this CPU has no FMA instruction: a*b + c in an emulated kernel rounds twice (%g); on a GPU it "
+           "is one fma\n",
+           static_cast<double>(y[0]));
+  }
+  CUDA_OK(cudaFree(da));
+  CUDA_OK(cudaFree(dc));
+  CUDA_OK(cudaFree(dy));
+}
+
 } // namespace
 
 int main() {
+  test_fma_contraction();
   int shuffled = 0;
   for (uint64_t seed : {1ull, 2ull, 3ull, 1000003ull}) {
     hs_emu_set_seed(seed);

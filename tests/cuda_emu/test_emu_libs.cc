@@ -6,7 +6,8 @@
 //     epilogues, the heuristic's workspace; CUDA_R_16BF and CUDA_R_16F A and B with fp32 C and D, and
 //     CUBLAS_COMPUTE_32F_FAST_TF32 (inputs rounded to TF32), each against a reference of the rounded
 //     inputs that the other interpretation (the other 16-bit type, unrounded fp32) fails; the type
-//     combinations cuBLASLt's table does not list are NOT_SUPPORTED;
+//     combinations cuBLASLt's table does not list are NOT_SUPPORTED; the summation order of a GPU (a
+//     check expecting a CPU loop's bits fails, other seeds give other bits) and TF32 ties to even;
 //   - cuDNN: forward, backward data, backward filter and backward bias convolutions with padding,
 //     strides, dilation, both modes, each algorithm the heuristics offer, and cudnnAddTensor, under
 //     CUDNN_FMA_MATH (fp32); the other math types round the inputs to TF32 (compute capability 8.0);
@@ -60,6 +61,11 @@
     }                                                                                                      \
   } while (0)
 #define NCCL_OK(call) NCCL_EXPECT(call, ncclSuccess)
+#define FAILF(...)                   \
+  do {                               \
+    fprintf(stderr, "FAIL " __VA_ARGS__); \
+    exit(1);                         \
+  } while (0)
 
 namespace {
 
@@ -556,6 +562,84 @@ void cublaslt_errors(const LtEnv &env) {
   for (float *p : {a, b, d, small_d}) CUDA_OK(cudaFree(p));
 }
 
+// D[m,n] = A[m,k] B[k,n] (column-major, no transposes, beta 0) under compute type `compute`, on the
+// stream, downloaded.
+std::vector<float> plain_gemm(const LtEnv &env, cublasComputeType_t compute, const std::vector<float> &a,
+                              const std::vector<float> &b, int m, int n, int k) {
+  float *da = upload(a), *db = upload(b), *dd = device_floats(static_cast<size_t>(m) * n);
+  cublasLtMatmulDesc_t desc;
+  LT_OK(cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F));
+  cublasLtMatrixLayout_t la = make_layout(m, k, m, 1, 0), lb = make_layout(k, n, k, 1, 0), ld = make_layout(m, n, m, 1, 0);
+  const float one = 1.0f, zero = 0.0f;
+  LT_OK(cublasLtMatmul(env.lt, desc, &one, da, la, db, lb, &zero, dd, ld, dd, ld, nullptr, nullptr, 0, env.stream));
+  CUDA_OK(cudaStreamSynchronize(env.stream));
+  std::vector<float> d = download(dd, static_cast<size_t>(m) * n);
+  for (auto l : {la, lb, ld}) LT_OK(cublasLtMatrixLayoutDestroy(l));
+  LT_OK(cublasLtMatmulDescDestroy(desc));
+  for (float *p : {da, db, dd}) CUDA_OK(cudaFree(p));
+  return d;
+}
+
+// The summation order of a GPU, not a CPU's: a check that expects the bits of a CPU loop (k order,
+// one rounding per product and per sum) fails on the emulated device as it would on a GPU; the
+// order (split-K, chunk size) changes with HS_CUDA_EMU_SEED and never with a repeat of one seed; every
+// result stays within the bound of any fp32 summation order, 2 gamma_k sum |a_iq b_qj| (docs/gpu.md).
+void cublaslt_order(const LtEnv &env) {
+  const int m = 16, n = 16, k = 257;
+  const std::vector<float> a = randoms(static_cast<size_t>(m) * k, 71), b = randoms(static_cast<size_t>(k) * n, 72);
+  std::vector<float> cpu(static_cast<size_t>(m) * n);
+  std::vector<double> mag(cpu.size()), exact(cpu.size());
+  for (int j = 0; j < n; j++)
+    for (int i = 0; i < m; i++) {
+      float acc = 0.0f;
+      double e = 0.0, s = 0.0;
+      for (int q = 0; q < k; q++) {
+        const float p = a[i + static_cast<size_t>(q) * m] * b[q + static_cast<size_t>(j) * k];
+        acc = acc + p; // the plain loop of a CPU reference, rounded per product and per sum
+        e += static_cast<double>(a[i + static_cast<size_t>(q) * m]) * b[q + static_cast<size_t>(j) * k];
+        s += std::fabs(static_cast<double>(a[i + static_cast<size_t>(q) * m]) * b[q + static_cast<size_t>(j) * k]);
+      }
+      cpu[i + static_cast<size_t>(j) * m] = acc;
+      exact[i + static_cast<size_t>(j) * m] = e;
+      mag[i + static_cast<size_t>(j) * m] = s;
+    }
+  const double u = 0x1p-24, gamma = k * u / (1.0 - k * u);
+  std::vector<std::vector<float>> by_seed;
+  for (uint64_t seed = 1; seed <= 8; seed++) {
+    hs_emu_set_seed(seed);
+    by_seed.push_back(plain_gemm(env, CUBLAS_COMPUTE_32F, a, b, m, n, k));
+    CHECK(plain_gemm(env, CUBLAS_COMPUTE_32F, a, b, m, n, k) == by_seed.back()); // one seed: the same bits
+    size_t differ = 0;
+    for (size_t i = 0; i < cpu.size(); i++) {
+      differ += by_seed.back()[i] != cpu[i];
+      CHECK(std::fabs(by_seed.back()[i] - exact[i]) <= gamma * mag[i]);
+    }
+    if (differ == 0)
+      FAILF("cublasLtMatmul m=%d n=%d k=%d under seed %llu has the bits of a CPU loop in k order: a test that "
+            "expects them would pass here and fail on a GPU\n",
+            m, n, k, static_cast<unsigned long long>(seed));
+  }
+  int other_seeds = 0;
+  for (size_t s = 1; s < by_seed.size(); s++) other_seeds += by_seed[s] != by_seed[0];
+  CHECK(other_seeds > 0);
+  hs_emu_set_seed(1);
+  printf("ok   cublasLtMatmul sums in a blocked, split-K order: never a CPU loop's bits (k=%d), other bits under "
+         "%d of 7 other seeds, the same under one seed, within 2 gamma_k sum |ab| of the exact product\n",
+         k, other_seeds);
+
+  // TF32 operands, nearest with ties to even at 2^-10 (CUTLASS's round_to_nearest): B = [1] so D = A
+  // rounded; truncation would give 1, 1 + 2^-10, 1, -1 and ties away 1 + 2^-10, 1 + 2^-9, 1 + 2^-10, ...
+  const std::vector<float> ta = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 1.0f + 0x1p-11f + 0x1p-20f,
+                                 -(1.0f + 0x1p-11f), 1.0f + 0x1p-12f};
+  const std::vector<float> want = {1.0f, 1.0f + 0x1p-9f, 1.0f + 0x1p-10f, -1.0f, 1.0f};
+  const std::vector<float> got = plain_gemm(env, CUBLAS_COMPUTE_32F_FAST_TF32, ta, {1.0f}, 5, 1, 1);
+  for (size_t i = 0; i < want.size(); i++)
+    if (got[i] != want[i])
+      FAILF("FAST_TF32 operand %.9g became %.9g, not %.9g (nearest, ties to even at 2^-10)\n",
+            static_cast<double>(ta[i]), static_cast<double>(got[i]), static_cast<double>(want[i]));
+  printf("ok   FAST_TF32 rounds each operand to nearest, ties to even (1 + 2^-11 -> 1, 1 + 3 2^-11 -> 1 + 2^-9)\n");
+}
+
 void cublaslt_tests() {
   LtEnv env;
   LT_OK(cublasLtCreate(&env.lt));
@@ -564,6 +648,7 @@ void cublaslt_tests() {
   CUDA_OK(cudaMalloc(&env.workspace, env.workspace_bytes));
   cublaslt_results(env);
   cublaslt_lowp(env);
+  cublaslt_order(env);
   cublaslt_errors(env);
   CUDA_OK(cudaFree(env.workspace));
   CUDA_OK(cudaStreamDestroy(env.stream));
@@ -1234,6 +1319,35 @@ void nccl_ranks() {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   CHECK(size >= 2);
+  int gpus = 0;
+  CUDA_OK(cudaGetDeviceCount(&gpus));
+  CHECK(gpus >= size); // test_emu_nccl.sh: a node of one GPU per rank (HS_CUDA_EMU_DEVICES)
+
+  // CAUGHT: every rank on GPU 0 (more ranks than GPUs, each taking device 0): NCCL 2.28 refuses the
+  // communicator on every rank, ncclInvalidUsage, "Duplicate GPU detected" naming the ranks and the bus
+  ncclUniqueId dup_id;
+  if (rank == 0) NCCL_OK(ncclGetUniqueId(&dup_id));
+  MPI_Bcast(&dup_id, sizeof dup_id, MPI_BYTE, 0, MPI_COMM_WORLD);
+  CUDA_OK(cudaSetDevice(0));
+  ncclComm_t dup = nullptr;
+  NCCL_EXPECT(ncclCommInitRank(&dup, size, dup_id, rank), ncclInvalidUsage);
+  char want[96];
+  snprintf(want, sizeof want, "Duplicate GPU detected : rank %d and rank %d both on CUDA device 1000", rank,
+           rank == 0 ? 1 : 0);
+  if (strcmp(ncclGetLastError(nullptr), want) != 0) {
+    fprintf(stderr, "rank %d: ncclGetLastError is \"%s\", expected \"%s\"\n", rank, ncclGetLastError(nullptr), want);
+    CHECK(false);
+  }
+  CHECK(dup == nullptr);
+  if (rank == 0)
+    printf("ok   %d ranks on one GPU: ncclCommInitRank is ncclInvalidUsage on every rank, \"%s\"\n", size, want);
+
+  // one GPU per rank: distinct PCI bus ids ("0000:0R:00.0"), and NCCL accepts the communicator
+  CUDA_OK(cudaSetDevice(rank));
+  char bus[32], want_bus[32];
+  CUDA_OK(cudaDeviceGetPCIBusId(bus, sizeof bus, rank));
+  snprintf(want_bus, sizeof want_bus, "0000:%02x:00.0", rank + 1);
+  CHECK(strcmp(bus, want_bus) == 0);
   ncclUniqueId id;
   if (rank == 0) NCCL_OK(ncclGetUniqueId(&id));
   MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);

@@ -26,6 +26,15 @@ void device_and_errors() {
   int sms = 0;
   CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   CHECK(sms == p.multiProcessorCount);
+  // the PCI bus id: "0000:01:00.0", the same in the properties and the attributes
+  char bus[32];
+  CUDA_OK(cudaDeviceGetPCIBusId(bus, sizeof bus, 0));
+  CHECK(strcmp(bus, "0000:01:00.0") == 0 && p.pciBusID == 1 && p.pciDomainID == 0 && p.pciDeviceID == 0);
+  int attr_bus = 0;
+  CUDA_OK(cudaDeviceGetAttribute(&attr_bus, cudaDevAttrPciBusId, 0));
+  CHECK(attr_bus == 1);
+  CHECK_ERR(cudaDeviceGetPCIBusId(bus, sizeof bus, 1), cudaErrorInvalidDevice); // a node of one GPU
+  CHECK_ERR(cudaGetLastError(), cudaErrorInvalidDevice);
 
   // cudaGetLastError returns the last error and resets it; cudaPeekAtLastError does not reset it
   CUDA_OK(cudaGetLastError());
@@ -36,7 +45,7 @@ void device_and_errors() {
   CHECK(strcmp(cudaGetErrorString(cudaErrorInvalidValue), "invalid argument") == 0);
   CHECK(strcmp(cudaGetErrorName(cudaErrorInvalidConfiguration), "cudaErrorInvalidConfiguration") == 0);
   CHECK(strcmp(cudaGetErrorString(cudaErrorNoDevice), "no CUDA-capable device is detected") == 0);
-  printf("ok   device, properties, cudaGetLastError / cudaPeekAtLastError, error strings\n");
+  printf("ok   device, properties, PCI bus id, cudaGetLastError / cudaPeekAtLastError, error strings\n");
 }
 
 void launch_errors() {

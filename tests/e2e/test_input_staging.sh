@@ -66,6 +66,7 @@ same "$HETSEQ" txl_cpu "" txl.cfg
 # ---- the emulated CUDA device ----------------------------------------------------------------------------
 [ -x "$EMU" ] || skip "CPU cases passed; hetseq_emu (the emulated CUDA build) is not built"
 cuda='-o device="cuda"'
+export HS_CUDA_EMU_DEVICES=2 # a GPU per rank: NCCL (ranks sharing one GPU: tests/cuda/test_shared_gpu.sh)
 for uf in 1 2; do
   for schedule in priority random; do
     export HS_CUDA_EMU_SCHEDULE=$schedule HS_CUDA_EMU_SEED=5

@@ -35,6 +35,7 @@ done
 EMU="${HETSEQ_EMU:-$top_builddir/tests/cuda/hetseq_emu}"
 if [ -x "$EMU" ]; then
   export HS_CUDA_EMU_SEED="${HS_CUDA_EMU_SEED:-7}"
+  export HS_CUDA_EMU_DEVICES=2 # one emulated GPU per rank: NCCL (ranks sharing one GPU would be host-staged)
   for cap in 0 1; do run "$EMU" 2 "cuda2_cap$cap" -o device=\"cuda\" -o distributed.bucket_cap_mb=$cap; done
   grep -q "(NCCL)" cuda2_cap1.log || { cat cuda2_cap1.log; fail "the CUDA run does not use NCCL buckets"; }
   "$CMP" cuda2_cap0/checkpoint_last.h5 cuda2_cap1/checkpoint_last.h5 0 \

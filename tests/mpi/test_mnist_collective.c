@@ -13,7 +13,7 @@
 
 #include "comm/comm.h"
 #include "data/mnist.h"
-#include "data/prefetch.h"
+#include "train/prefetch.h"
 #include "data/sampler.h"
 #include "prep/prep.h"
 #include "tasks/task.h"

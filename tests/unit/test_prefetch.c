@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "data/prefetch.h"
+#include "train/prefetch.h"
 
 #define MAX_CALLS 256
 

@@ -30,6 +30,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_winograd.h"
 #include "math/hs_math.h"
 
 #define WINO_TOLERANCE 1e-5

@@ -21,8 +21,6 @@ void hs_lowp_round_array(int p, float *y, const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] = hs_lowp_round(p, x[i]);
 }
 
-void hs_bf16_round_array(float *y, const float *x, size_t n) { hs_lowp_round_array(HS_PRECISION_BF16, y, x, n); }
-
 const float *hs_lowp_rounded_copy(int p, int slot, const float *x, size_t n) {
     static _Thread_local float *bufs[3];
     static _Thread_local size_t lens[3];
@@ -33,10 +31,6 @@ const float *hs_lowp_rounded_copy(int p, int slot, const float *x, size_t n) {
     }
     hs_lowp_round_array(p, bufs[slot], x, n);
     return bufs[slot];
-}
-
-const float *hs_bf16_rounded_copy(int slot, const float *x, size_t n) {
-    return hs_lowp_rounded_copy(HS_PRECISION_BF16, slot, x, n);
 }
 
 /* dst[rows*cols] = round_p(src[rows, ld]) compacted, as fp32 values */

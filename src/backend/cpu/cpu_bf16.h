@@ -42,9 +42,6 @@ void hs_lowp_round_array(int p, float *y, const float *x, size_t n);
 void hs_cpu_gemm_rounded(int p, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
                          const float *b, int ldb, float beta, float *c, int ldc);
 
-/* y[n] = bf16(x[n]) kept in fp32 (y may alias x) */
-void hs_bf16_round_array(float *y, const float *x, size_t n);
-
 /* c[m,n] = alpha * op(bf16(a))[m,k] · op(bf16(b))[k,n] + beta * c[m,n], products summed in fp32 (row
  * major, op = transpose if trans_* != 0: hs_cpu_sgemm's contract). Safe to call from any thread. */
 void hs_cpu_gemm_bf16(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
@@ -64,10 +61,8 @@ static inline void hs_cpu_mm(const hs_backend *be, int trans_a, int trans_b, int
                     alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-/* x[n] rounded to bf16 into this thread's scratch slot (0..2), kept until the next call on the same
- * slot: the rounded operands of a convolution under bf16. */
-const float *hs_bf16_rounded_copy(int slot, const float *x, size_t n);
-/* The same under any precision: x itself under fp32, else round_p(x) in the slot. */
+/* x[n] rounded to precision p into this thread's scratch slot (0..2), kept until the next call on the
+ * same slot (the rounded operands of a convolution); x itself under fp32. */
 const float *hs_lowp_rounded_copy(int p, int slot, const float *x, size_t n);
 
 /* 1 if this build can run bf16 on the CPU (oneDNN linked); else 0 and why[] says what to install. */

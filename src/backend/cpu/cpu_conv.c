@@ -22,31 +22,13 @@
 #endif
 
 #include "backend/cpu/cpu_bf16.h"
+#include "backend/cpu/cpu_conv_threads.h"
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_winograd.h"
 #include "util/check.h"
 
 #define HS_CONV_GROUP 4  /* samples per weight-gradient partial */
 #define HS_CONV_ALIGN 16 /* floats: every buffer in the workspace starts on a 64-byte line */
-
-/* Column buffers in the workspace: one per processor available to this process. */
-int hs_cpu_conv_slots(void) {
-#ifdef _OPENMP
-    return omp_get_num_procs();
-#else
-    return 1;
-#endif
-}
-
-/* Threads a convolution runs on: the OpenMP setting, capped by the workspace's column buffers. */
-int hs_cpu_conv_threads(int slots) {
-#ifdef _OPENMP
-    const int t = omp_get_max_threads();
-    return t < slots ? t : slots;
-#else
-    (void)slots;
-    return 1;
-#endif
-}
 
 static int thread_num(void) {
 #ifdef _OPENMP

@@ -51,18 +51,7 @@ void hs_cpu_conv2d_forward(const hs_backend *be, const hs_conv2d_shape *s, float
                            const float *b, void *workspace);
 void hs_cpu_conv2d_backward(const hs_backend *be, const hs_conv2d_shape *s, float *dx, float *dw, float *db,
                             const float *dy, const float *x, const float *w, void *workspace);
-/* Shared by the convolution algorithms: workspace slots (one per processor) and threads to run on. */
-int hs_cpu_conv_slots(void);
-int hs_cpu_conv_threads(int slots);
-
-/* cpu_winograd.c: F(4×4,3×3) for 3×3 kernels with >= 8 input and output channels (same contracts as
- * the conv2d_* members; cpu_conv.c dispatches here when hs_cpu_winograd_applies). */
-int hs_cpu_winograd_applies(const hs_conv2d_shape *s);
-size_t hs_cpu_winograd_workspace_bytes(const hs_conv2d_shape *s);
-void hs_cpu_winograd_forward(const hs_conv2d_shape *s, float *y, const float *x, const float *w, const float *b,
-                             void *workspace);
-void hs_cpu_winograd_backward(const hs_conv2d_shape *s, float *dx, float *dw, float *db, const float *dy,
-                              const float *x, const float *w, void *workspace);
+/* (Winograd, which cpu_conv.c dispatches to: cpu_winograd.h) */
 void hs_cpu_maxpool2d_forward(const hs_backend *be, float *y, int32_t *argmax, const float *x, int n, int c, int h,
                               int w, int k);
 void hs_cpu_maxpool2d_backward(const hs_backend *be, float *dx, const float *dy, const int32_t *argmax, int n, int c,

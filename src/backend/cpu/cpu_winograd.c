@@ -37,7 +37,9 @@
 #include <immintrin.h>
 #endif
 
+#include "backend/cpu/cpu_conv_threads.h"
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_winograd.h"
 #include "math/winograd.h"
 #include "util/check.h"
 

@@ -1,4 +1,5 @@
-/* The CUDA device object and function table. One device per rank: cudaSetDevice(local_rank % count);
+/* The CUDA device object and function table. One device per rank: cudaSetDevice(local_rank % count)
+ * (more ranks than GPUs on a node share them; comm.c then keeps NCCL out, docs/gpu.md);
  * three non-blocking streams (compute, copy, comm), the cuBLASLt and cuDNN handles, a GEMM workspace,
  * a grow-only scratch block. Library handles are made by their files (cuda_gemm.c, cuda_conv.c,
  * cuda_nccl.c); this file only wires the table and owns the device choice. */
@@ -116,6 +117,7 @@ const hs_backend *hs_backend_cuda(int local_rank, char *why, size_t why_len) {
     cuda_backend.cc_major = prop.major;
     cuda_backend.cc_minor = prop.minor;
     cuda_backend.sm_count = prop.multiProcessorCount;
+    HS_CUDA_CHECK(cudaDeviceGetPCIBusId(cuda_backend.pci_bus_id, (int)sizeof cuda_backend.pci_bus_id, device.ordinal));
     HS_CUDA_CHECK(cudaStreamCreateWithFlags(&device.compute, cudaStreamNonBlocking));
     HS_CUDA_CHECK(cudaStreamCreateWithFlags(&device.copy, cudaStreamNonBlocking));
     HS_CUDA_CHECK(cudaStreamCreateWithFlags(&device.comm, cudaStreamNonBlocking));
@@ -125,9 +127,10 @@ const hs_backend *hs_backend_cuda(int local_rank, char *why, size_t why_len) {
     hs_cuda_gemm_init(&cuda_backend);
     hs_cuda_conv_init(&cuda_backend);
     /* every rank says which GPU it took (a mis-bound job shows two ranks on one GPU) */
-    printf("| device = cuda: rank %d (local rank %d) uses GPU %d of %d (%s, compute capability %d.%d, %d SMs, %.1f GiB)\n",
+    printf("| device = cuda: rank %d (local rank %d) uses GPU %d of %d (%s, compute capability %d.%d, %d SMs, %.1f GiB, "
+           "PCI %s)\n",
            hs_log_rank(), local_rank, device.ordinal, count, prop.name, prop.major, prop.minor,
-           prop.multiProcessorCount, (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0));
+           prop.multiProcessorCount, (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), cuda_backend.pci_bus_id);
     fflush(stdout);
     ready = 1;
     return &cuda_backend;

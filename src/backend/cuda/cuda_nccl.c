@@ -18,7 +18,8 @@
                         "an NCCL call failed: run with NCCL_DEBUG=WARN for NCCL's reason; check that "  \
                         "every rank reaches the network (NCCL_SOCKET_IFNAME) and that one GPU is not " \
                         "shared by two ranks",                                                         \
-                        "%s (result %d)", ncclGetErrorString(hs_nccl_rc_), (int)hs_nccl_rc_);         \
+                        "%s (result %d): %s", ncclGetErrorString(hs_nccl_rc_), (int)hs_nccl_rc_,      \
+                        ncclGetLastError(NULL));                                                       \
     } while (0)
 
 void hs_cuda_collectives_init(const hs_backend *be, const void *mpi_comm) {

@@ -18,7 +18,15 @@
 //     CUBLAS_STATUS_NOT_SUPPORTED as NVIDIA's cublasLtMatmul answers them.
 //   - beta == 0: C is not read (the cuBLAS convention "if beta == 0, C does not have to be a valid
 //     input"), so NaN in C does not reach D. In place (C == D) needs the same layout for C and D.
-//   - Each element is accumulated in float, in k order: the same shape always gives the same bits.
+//   - Each element is accumulated in float in a blocked order, as a GPU GEMM kernel does, never the
+//     plain k order of a CPU loop (so a test that expects the CPU's bits fails here as on a GPU): the k
+//     range is split into `splits` contiguous slices (split-K), each slice is summed in chunks of
+//     `chunk` products (an MMA tile's k extent: each chunk's products accumulated with fmaf into a
+//     chunk sum that starts at 0, then added to the slice's sum), and the slices' sums are combined in
+//     slice order. `chunk` (2, 4, 8 or 16) and `splits` (1 to 4, at most one per chunk) are drawn from
+//     a hash of HS_CUDA_EMU_SEED and the problem's shape (m, n, k, batch, transposes, types): one shape
+//     always gives the same bits under one seed, and other bits (the last ones) under another seed, as
+//     the algorithm a GPU's heuristic picks changes with the library version and the GPU.
 //   - The GEMM is one work item queued on the stream; it runs when the host synchronises, in the order
 //     the stream and its events allow. It first fills the workspace it was given by the heuristic
 //     with NaN bytes, so memory shared between the workspace and live data shows up.
@@ -33,6 +41,7 @@
 //     CUBLAS_STATUS_NOT_SUPPORTED; an invalid stream is CUBLAS_STATUS_EXECUTION_FAILED (the launch fails).
 //   - A matrix, bias or workspace that is not inside one device allocation (or pinned host memory) is
 //     reported and the process aborts: on a GPU the kernel would fault with an illegal address.
+#include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -264,8 +273,53 @@ float element(const void *base, cudaDataType t, int64_t i, bool tf32) {
   return tf32 ? to_tf32(v) : v;
 }
 
+// The summation order of one problem (see the header comment): a hash of the seed and the shape.
+struct SumOrder {
+  int64_t chunk, splits;
+};
+
+uint64_t mix64(uint64_t z) { // splitmix64's finaliser: every input bit moves every output bit
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+SumOrder sum_order(const Problem &p) {
+  uint64_t h = mix64(current_seed() ^ 0x6873436861696e73ull);
+  for (uint64_t v : {static_cast<uint64_t>(p.m), static_cast<uint64_t>(p.n), static_cast<uint64_t>(p.k),
+                     static_cast<uint64_t>(p.batch), static_cast<uint64_t>(p.ta) * 2 + p.tb,
+                     static_cast<uint64_t>(p.a.type) * 2 + p.tf32})
+    h = mix64(h ^ v);
+  SumOrder o;
+  o.chunk = int64_t{2} << (h & 3);                  // 2, 4, 8 or 16 products per chunk
+  o.splits = 1 + static_cast<int64_t>((h >> 2) & 3); // 1 to 4 slices of k
+  const int64_t chunks = (p.k + o.chunk - 1) / o.chunk;
+  if (o.splits > chunks) o.splits = chunks < 1 ? 1 : chunks;
+  return o;
+}
+
+// x[0..k) . y[0..k) in the blocked order o (fmaf within a chunk, chunk sums added to the slice's sum,
+// slice sums added in slice order).
+float blocked_dot(const float *x, const float *y, int64_t k, SumOrder o) {
+  const int64_t per_split = (k + o.splits - 1) / o.splits;
+  float total = 0.0f;
+  for (int64_t s0 = 0; s0 < k; s0 += per_split) {
+    const int64_t s1 = std::min(k, s0 + per_split);
+    float slice = 0.0f;
+    for (int64_t c0 = s0; c0 < s1; c0 += o.chunk) {
+      const int64_t c1 = std::min(s1, c0 + o.chunk);
+      float part = 0.0f;
+      for (int64_t q = c0; q < c1; q++) part = std::fmaf(x[q], y[q], part);
+      slice += part;
+    }
+    total += slice;
+  }
+  return total;
+}
+
 void run_gemm(const Problem &p, float alpha, float beta, const void *A, const void *B, const float *C, float *D,
               void *workspace) {
+  const SumOrder order = sum_order(p);
   if (p.workspace_needed != 0) memset(workspace, kFillByte, p.workspace_needed); // the algorithm's scratch
   const int64_t m = p.m, n = p.n, k = p.k;
   std::vector<float> opa(static_cast<size_t>(m * k)), opb(static_cast<size_t>(k * n));
@@ -285,8 +339,7 @@ void run_gemm(const Problem &p, float alpha, float beta, const void *A, const vo
     for (int64_t j = 0; j < n; j++) {
       for (int64_t i = 0; i < m; i++) {
         const float *x = opa.data() + i * k, *y = opb.data() + j * k;
-        float acc = 0.0f;
-        for (int64_t q = 0; q < k; q++) acc += x[q] * y[q];
+        const float acc = blocked_dot(x, y, k, order);
         float v = alpha * acc;
         if (beta != 0.0f) v += beta * c[i + j * p.c.ld];
         if (p.epilogue & kEpiBias) v += bias[i];

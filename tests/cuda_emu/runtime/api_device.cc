@@ -1,7 +1,8 @@
 // Device management and error handling of the emulated CUDA runtime (tests only; tests/cuda_emu/).
-// CUDA Runtime API, "Device Management" and "Error Handling". One device, number 0, with the limits
-// of a compute capability 8.0 GPU (CUDA C++ Programming Guide, "Technical Specifications per Compute
-// Capability"); HS_CUDA_EMU_DEVICES=0 makes it a machine without a GPU.
+// CUDA Runtime API, "Device Management" and "Error Handling". A node of HS_CUDA_EMU_DEVICES GPUs
+// (default 1; 0 makes it a machine without a GPU), each with the limits of a compute capability 8.0
+// GPU (CUDA C++ Programming Guide, "Technical Specifications per Compute Capability") and its own PCI
+// bus id and UUID (state.h: they share one execution engine; a process uses the one it set).
 #include <cstdio>
 #include <cstring>
 #include "memory.h"
@@ -18,25 +19,45 @@ extern "C" cudaError_t cudaGetDeviceCount(int *count) {
   return record_error(config().devices == 0 ? cudaErrorNoDevice : cudaSuccess);
 }
 
+namespace {
+bool valid_device(int device) { return device >= 0 && device < config().devices; }
+} // namespace
+
 extern "C" cudaError_t cudaSetDevice(int device) {
   HS_EMU_API_ENTER;
-  return record_error(device == 0 ? cudaSuccess : cudaErrorInvalidDevice);
+  if (!valid_device(device)) return record_error(cudaErrorInvalidDevice);
+  set_current_device(device);
+  return cudaSuccess;
 }
 
 extern "C" cudaError_t cudaGetDevice(int *device) {
   HS_EMU_API_ENTER;
   if (device == nullptr) return record_error(cudaErrorInvalidValue);
-  *device = 0;
+  *device = current_device();
+  return cudaSuccess;
+}
+
+// "[domain]:[bus]:[device].[function]" in hexadecimal, NUL-terminated within len (CUDA writes at most
+// len bytes; 13 hold the whole id).
+extern "C" cudaError_t cudaDeviceGetPCIBusId(char *pciBusId, int len, int device) {
+  HS_EMU_API_ENTER;
+  if (pciBusId == nullptr || len <= 0) return record_error(cudaErrorInvalidValue);
+  if (!valid_device(device)) return record_error(cudaErrorInvalidDevice);
+  snprintf(pciBusId, static_cast<size_t>(len), "%04x:%02x:%02x.%x", 0, pci_bus(device), 0, 0);
   return cudaSuccess;
 }
 
 extern "C" cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int device) {
   HS_EMU_API_ENTER;
   if (p == nullptr) return record_error(cudaErrorInvalidValue);
-  if (device != 0) return record_error(cudaErrorInvalidDevice);
+  if (!valid_device(device)) return record_error(cudaErrorInvalidDevice);
   memset(p, 0, sizeof *p);
   snprintf(p->name, sizeof p->name, "hetseq emulated CUDA device (fibers on the host CPU, sm_80 limits)");
   memcpy(p->uuid.bytes, "hetseq-emulated", 16);
+  p->uuid.bytes[15] = static_cast<char>('A' + device); // one UUID per GPU of the node
+  p->pciDomainID = 0;
+  p->pciBusID = pci_bus(device);
+  p->pciDeviceID = 0;
   device_mem_info(nullptr, &p->totalGlobalMem);
   p->sharedMemPerBlock = kStaticSharedLimit;
   p->regsPerBlock = 65536;
@@ -73,7 +94,7 @@ extern "C" cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int device) {
 extern "C" cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int device) {
   HS_EMU_API_ENTER;
   if (value == nullptr) return record_error(cudaErrorInvalidValue);
-  if (device != 0) return record_error(cudaErrorInvalidDevice);
+  if (!valid_device(device)) return record_error(cudaErrorInvalidDevice);
   switch (attr) {
   case cudaDevAttrMaxThreadsPerBlock: *value = 1024; break;
   case cudaDevAttrMaxSharedMemoryPerBlock: *value = static_cast<int>(kStaticSharedLimit); break;
@@ -82,6 +103,9 @@ extern "C" cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, i
   case cudaDevAttrComputeCapabilityMajor: *value = 8; break;
   case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
   case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = static_cast<int>(kSharedPerBlockOptin); break;
+  case cudaDevAttrPciBusId: *value = pci_bus(device); break;
+  case cudaDevAttrPciDeviceId: *value = 0; break;
+  case cudaDevAttrPciDomainId: *value = 0; break;
   default: return record_error(cudaErrorInvalidValue);
   }
   return cudaSuccess;

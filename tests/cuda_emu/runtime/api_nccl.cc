@@ -9,7 +9,13 @@
 //     and every rank must pass the same id bytes: a rank that made its own id instead of receiving rank
 //     0's (MPI_Bcast) is reported on stderr and every rank gets ncclInvalidArgument. An id already used
 //     for a communicator of this process is ncclInvalidUsage (NCCL: one ncclGetUniqueId per
-//     communicator). On success the communicator owns an MPI_Comm_dup of MPI_COMM_WORLD.
+//     communicator). Two ranks on one GPU (the same host name and the same PCI bus id of their current
+//     device) are refused as NCCL 2.28 refuses them: each such rank logs, with NCCL_DEBUG=WARN (or INFO,
+//     TRACE), "<host>:<pid>:<tid> [<dev>] init.cc:NNN NCCL WARN Duplicate GPU detected : rank R and rank S
+//     both on CUDA device <bus id as hex>" and ncclGetLastError says the same; every rank gets
+//     ncclInvalidUsage (a rank whose GPU is its own too: on NCCL it would fail or hang in the next
+//     bootstrap step, here it fails at once). On success the communicator owns an MPI_Comm_dup of
+//     MPI_COMM_WORLD.
 //   - ncclAllReduce (sum, prod, max, min, avg) and ncclBroadcast of int8/uint8/int32/uint32/int64/
 //     uint64/float16/bfloat16/float32/float64 are queued on the stream as one work item each. When the item runs (the
 //     host synchronises) it reads the device buffer, runs the blocking MPI collective on the
@@ -40,8 +46,11 @@
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
+#include <strings.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <climits>
 #include <cmath>
@@ -300,6 +309,23 @@ void enqueue_collective(CUstream_st *s, ncclComm *c, const std::string &label, s
   });
 }
 
+// NCCL's busIdToInt64: the hexadecimal digits of "0000:01:00.0", the separators skipped (0x1000).
+int64_t bus_id_int64(int device) {
+  char id[32];
+  snprintf(id, sizeof id, "%04x:%02x:%02x.%x", 0, pci_bus(device), 0, 0);
+  int64_t v = 0;
+  for (const char *c = id; *c; c++)
+    if (isxdigit(static_cast<unsigned char>(*c))) v = v * 16 + (isdigit(static_cast<unsigned char>(*c)) ? *c - '0' : (tolower(*c) - 'a' + 10));
+  return v;
+}
+
+// NCCL_DEBUG at WARN or a more detailed level prints NCCL's warnings (unset: nothing is printed).
+bool nccl_warns() {
+  const char *d = getenv("NCCL_DEBUG");
+  return d && (strcasecmp(d, "WARN") == 0 || strcasecmp(d, "INFO") == 0 || strcasecmp(d, "TRACE") == 0 ||
+               strcasecmp(d, "ABORT") == 0);
+}
+
 } // namespace
 
 extern "C" ncclResult_t ncclGetVersion(int *version) {
@@ -355,8 +381,13 @@ extern "C" ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqu
   struct Entry {
     char id[NCCL_UNIQUE_ID_BYTES];
     int nranks, rank, flags;
+    char host[256]; // the node (NCCL: a hash of the host name)
+    int64_t bus;    // the PCI bus id of the rank's current device, as NCCL compares it
   } mine;
+  memset(&mine, 0, sizeof mine);
   memcpy(mine.id, commId.internal, NCCL_UNIQUE_ID_BYTES);
+  gethostname(mine.host, sizeof mine.host - 1);
+  mine.bus = bus_id_int64(current_device());
   mine.nranks = nranks;
   mine.rank = rank;
   mine.flags = (comm == nullptr ? kNullComm : 0) | (nranks < 1 || rank < 0 || rank >= nranks ? kBadRank : 0) |
@@ -394,6 +425,29 @@ extern "C" ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqu
       reused = true;
     }
     for (const std::string &w : why) report += "  rank " + std::to_string(r) + ": " + w + "\n";
+  }
+  // NCCL 2.28 (init.cc, after the peers' information is gathered): a rank that finds another rank on
+  // its own host with its own GPU warns and returns ncclInvalidUsage.
+  std::string duplicate;
+  bool any_duplicate = false;
+  if (!invalid) {
+    for (int r = 0; r < world_size; r++)
+      for (int q = 0; q < world_size; q++) {
+        const Entry &a = all[static_cast<size_t>(r)], &b = all[static_cast<size_t>(q)];
+        if (q == r || a.bus != b.bus || strcmp(a.host, b.host) != 0) continue;
+        char line[160];
+        snprintf(line, sizeof line, "Duplicate GPU detected : rank %d and rank %d both on CUDA device %llx", r, q,
+                 static_cast<unsigned long long>(a.bus));
+        if (!any_duplicate || r == world_rank) duplicate = line; // mine if I share, else the first pair
+        if (r == world_rank && nccl_warns()) {
+          fprintf(stderr, "%s:%d:%ld [%d] init.cc:%d NCCL WARN %s\n", mine.host, static_cast<int>(getpid()),
+                  static_cast<long>(syscall(SYS_gettid)), current_device(), __LINE__, line);
+          fflush(stderr);
+        }
+        any_duplicate = true;
+        break;
+      }
+    if (any_duplicate) return fail(ncclInvalidUsage, "%s", duplicate.c_str());
   }
   if (invalid || reused) {
     if (world_rank == 0) {

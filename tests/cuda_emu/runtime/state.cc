@@ -28,15 +28,20 @@ const Config &config() {
     k.stack_bytes = static_cast<size_t>(env_u64("HS_CUDA_EMU_STACK_KB", 64)) << 10;
     k.devices = static_cast<int>(env_u64("HS_CUDA_EMU_DEVICES", 1));
     k.trace = env_u64("HS_CUDA_EMU_TRACE", 0) != 0;
-    if (k.devices > 1) {
-      fprintf(stderr, "hs_cuda_emu: HS_CUDA_EMU_DEVICES=%d: the emulator has one device\n", k.devices);
-      k.devices = 1;
+    if (k.devices > kMaxDevices) {
+      fprintf(stderr, "hs_cuda_emu: HS_CUDA_EMU_DEVICES=%d: the emulated node has at most %d GPUs\n", k.devices,
+              kMaxDevices);
+      k.devices = kMaxDevices;
     }
     if (k.stack_bytes < (16u << 10)) k.stack_bytes = 16u << 10;
     return k;
   }();
   return c;
 }
+
+static int g_current_device = 0;
+int current_device() { return g_current_device; }
+void set_current_device(int device) { g_current_device = device; }
 
 std::recursive_mutex &device_mutex() {
   static std::recursive_mutex m;

@@ -15,10 +15,21 @@ struct Config {
   uint64_t seed;      // HS_CUDA_EMU_SEED (default 1): orders threads, blocks and stream heads
   size_t mem_bytes;   // HS_CUDA_EMU_MEM_MB (default 4096): size of the device memory arena
   size_t stack_bytes; // HS_CUDA_EMU_STACK_KB (default 64): stack of each emulated thread
-  int devices;        // HS_CUDA_EMU_DEVICES (default 1; 0 emulates a machine without a GPU)
+  int devices;        // HS_CUDA_EMU_DEVICES (default 1): the GPUs of the emulated node (0: a machine
+                      // without a GPU; at most kMaxDevices)
   bool trace;         // HS_CUDA_EMU_TRACE=1: one line on stderr per stream work item executed
 };
 const Config &config();
+
+// The emulated node's GPUs share one execution engine (one memory arena, one set of streams): a
+// process uses one of them, chosen with cudaSetDevice, and what differs between them is their
+// identity (ordinal, PCI bus id, UUID), which is what ranks compare to find out whether they share a GPU.
+constexpr int kMaxDevices = 16;
+int current_device(); // cudaSetDevice's choice (0 until then), per process (CUDA: per host thread)
+void set_current_device(int device);
+// Device d sits at PCI domain 0, bus d + 1, device 0, function 0: "0000:01:00.0" for device 0, as
+// cudaDeviceGetPCIBusId writes it ([domain]:[bus]:[device].[function], hexadecimal).
+inline int pci_bus(int device) { return device + 1; }
 
 // Every API call holds this lock; kernels run inside it on the calling host thread.
 std::recursive_mutex &device_mutex();

@@ -5,6 +5,13 @@
 // subnormals at 2^-136, fp32's quantum with the 13 low bits dropped). Computed from the value (frexp,
 // then nearbyint in the default round-to-nearest-even mode), not from the bit pattern, so it checks
 // hetseq's own conversion (src/util/lowp.h) independently.
+// Ties to even is what NVIDIA's CUTLASS does when it converts a float operand for a TF32 tensor-core MMA
+// (include/cutlass/numeric_conversion.h, NumericConverter<tfloat32_t, float, round_to_nearest>: adds
+// 2^13 to the bits when the round bit (bit 12) is set and either a sticky bit (bits 0-11) or the kept
+// lowest bit (bit 13) is: nearest, ties to even; the tensor core then ignores bits 0-12). A library
+// that truncated instead (the mma instruction alone reads only the top 19 bits) would err by up to a
+// full TF32 ulp rather than half; the conformance bounds (docs/gpu.md, "How results are compared")
+// allow for that.
 #ifndef HS_EMU_TF32_H
 #define HS_EMU_TF32_H
 #include <cmath>

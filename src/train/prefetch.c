@@ -4,7 +4,7 @@
  * ranks. Each read holds the process-wide HDF5 lock (util/h5util.h), so a checkpoint written by the
  * main thread never overlaps it; the main thread's MPI collectives use another communicator
  * (MPI_THREAD_MULTIPLE). */
-#include "data/prefetch.h"
+#include "train/prefetch.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -1,8 +1,8 @@
 /* The prefetch thread: reads input with HDF5 under the process-wide HDF5 lock. The main thread requests the micro-batches of
  * an update (in the same order on every rank, so the collective reads match); the thread reads them
  * into one of two slots while the main thread computes on the other. */
-#ifndef HS_DATA_PREFETCH_H
-#define HS_DATA_PREFETCH_H
+#ifndef HS_TRAIN_PREFETCH_H
+#define HS_TRAIN_PREFETCH_H
 
 #include "data/sampler.h"
 #include "tasks/task.h"

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# One command for a user's first run on a GPU node (docs/gpu.md, "First run on a GPU"):
+#   bash tools/gpu_check.sh BUILD_DIR        (a build configured --with-cuda; on a GPU machine without
+#   bash .dev/on_gpu.sh bash tools/gpu_check.sh build      hetseq's libraries: through on_gpu.sh)
+# Runs, on this node's GPU: the op conformance of the CUDA backend against the CPU backend
+# (BUILD_DIR/tests/gpu/test_op_conformance_gpu, if built), the training trajectories of
+# tests/gpu/test_gpu_training.sh, and a short throughput figure (the MNIST CNN, and a BERT-base-shaped
+# model in bf16 when a Python with h5py is at hand to write its shards). Prints one line per check
+# (check, result, seconds, detail) and a verdict. Exit: 0 every check passed, 1 one failed, 77 no GPU
+# is visible. The throughput figures are reported, never judged (GPU_CHECK_SPEED_UPDATES updates each,
+# default 30). Logs stay in GPU_CHECK_DIR (default: a new directory under /tmp), named in the output.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$top/build}" 2>/dev/null && pwd) ||
+  { echo "gpu_check: build directory ${1:-$top/build} not found (usage: $0 BUILD_DIR)" >&2; exit 1; }
+HETSEQ=$build/hetseq
+[ -x "$HETSEQ" ] || { echo "gpu_check: $HETSEQ is not built" >&2; exit 1; }
+MPIRUN=${MPIRUN:-mpirun}
+PY=${PYTHON_TORCH:-${HS_PY:-python3}}
+UPDATES=${GPU_CHECK_SPEED_UPDATES:-30}
+
+if command -v nvidia-smi > /dev/null 2>&1; then
+  gpus=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null)
+  [ -n "$gpus" ] || { echo "gpu_check: no GPU visible (nvidia-smi lists none)"; exit 77; }
+else
+  ls /dev/nvidia[0-9]* > /dev/null 2>&1 || { echo "gpu_check: no GPU visible (no nvidia-smi, no /dev/nvidia0)"; exit 77; }
+  gpus="(nvidia-smi not installed)"
+fi
+dir=${GPU_CHECK_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/gpu_check.XXXXXX")}
+mkdir -p "$dir" || exit 1
+echo "gpu_check of $build on $(hostname): $(printf '%s\n' "$gpus" | wc -l) GPU(s): $(printf '%s\n' "$gpus" | head -1)"
+echo "logs in $dir"
+
+rows="" failed=""
+# row CHECK RESULT SECONDS DETAIL
+row() { rows="$rows$(printf '%-30s %-6s %6s  %s' "$1" "$2" "$3" "$4")"$'\n'; [ "$2" = FAIL ] && failed="$failed $1,"; }
+now() { date +%s; }
+
+# ---- op conformance ----------------------------------------------------------------------------------
+conf=$build/tests/gpu/test_op_conformance_gpu
+if [ -x "$conf" ]; then
+  t0=$(now); (cd "$dir" && "$conf") > "$dir/conformance.log" 2>&1; rc=$?; t1=$(now)
+  summary=$(tail -1 "$dir/conformance.log")
+  case $rc in 0) row "op conformance (GPU vs CPU)" pass $((t1 - t0)) "$summary" ;;
+    77) row "op conformance (GPU vs CPU)" skip $((t1 - t0)) "$summary" ;;
+    *) row "op conformance (GPU vs CPU)" FAIL $((t1 - t0)) "$summary (exit $rc; conformance.log)" ;; esac
+else
+  row "op conformance (GPU vs CPU)" skip 0 "not built (make tests/gpu/test_op_conformance_gpu)"
+fi
+
+# ---- training trajectories -----------------------------------------------------------------------------
+t0=$(now)
+(cd "$dir" && MPIRUN=$MPIRUN bash "$top/tests/gpu/test_gpu_training.sh" "$build") > "$dir/training.log" 2>&1; rc=$?
+t1=$(now)
+oks=$(grep -c '^ok:' "$dir/training.log")
+case $rc in 0) row "GPU training (CPU vs GPU)" pass $((t1 - t0)) "$oks groups of checks (training.log)" ;;
+  77) row "GPU training (CPU vs GPU)" skip $((t1 - t0)) "$(grep -m1 SKIP "$dir/training.log")" ;;
+  *) row "GPU training (CPU vs GPU)" FAIL $((t1 - t0)) "$(grep -m1 '^FAIL' "$dir/training.log") (training.log)" ;; esac
+
+# ---- throughput (a figure, not a judgement) ------------------------------------------------------------
+# median of a field over the train records after the first 5 (start-up, cuDNN/cuBLASLt choices; all
+# of them in a shorter run)
+median() {
+  grep '"type": "train"' "$1" > "$1.train"
+  [ "$(wc -l < "$1.train")" -gt 5 ] && sed -i 1,5d "$1.train"
+  sed "s/.*\"$2\": \([^,}]*\).*/\1/" "$1.train" | sort -g |
+    awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "?" }'
+}
+# throughput NAME DIR RANKS ARGS...
+throughput() {
+  local name=$1 d=$2 t0 t1; shift 2
+  t0=$(now)
+  mkdir -p "$dir/$d"
+  if (cd "$dir" && timeout -k 5 600 "$MPIRUN" --allow-run-as-root -np 1 "$HETSEQ" train "$@" -o device=\"cuda\" \
+      -o checkpoint.no_save=true -o training.disable_validation=true -o checkpoint.save_dir=\"$d\" -o log.interval=1) \
+      > "$dir/$d.log" 2>&1; then
+    t1=$(now)
+    row "$name" ok $((t1 - t0)) "$(median "$dir/$d/metrics.jsonl" samples_per_sec) samples/s, $(median "$dir/$d/metrics.jsonl" tflops) TFLOP/s, MFU $(median "$dir/$d/metrics.jsonl" mfu) (median over the updates after the 5th)"
+  else
+    t1=$(now)
+    row "$name" FAIL $((t1 - t0)) "the run failed ($d.log)"
+  fi
+}
+if (cd "$dir" && "$HETSEQ" prep mnist --in "${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}" --limit-train 10000 \
+    --limit-test 100 --out mnist.h5) > "$dir/prep.log" 2>&1; then
+  throughput "throughput: MNIST CNN fp32" cnn_speed "$top/tests/e2e/small.cfg" -o data.path=\"mnist.h5\" \
+    -o training.max_sentences=256 -o training.max_update=$UPDATES -o training.max_epoch=0
+else
+  row "throughput: MNIST CNN fp32" skip 0 "no Fashion-MNIST (FASHION_MNIST_DIR; prep.log)"
+fi
+if "$PY" -c 'import h5py, numpy' > /dev/null 2>&1; then
+  # BERT-base shape (12 x 768, 12 heads, FFN 3072, vocabulary 30522), 128 tokens, 32 sequences an update
+  (cd "$dir" && "$PY" "$top/tests/ref/make_bert_shards.py" shards --prefix wiki --split training --rows 640,640 \
+     --seq-len 128 --max-pred 20 --vocab 30522 --seed 3 &&
+   "$PY" "$top/tests/ref/make_bert_shards.py" shards --prefix wiki --split test --rows 32 --seq-len 128 \
+     --max-pred 20 --vocab 30522 --seed 4) > "$dir/shards.log" 2>&1
+  throughput "throughput: BERT-base bf16" bert_speed "$top/tests/e2e/bert_small.cfg" -o precision=\"bf16\" \
+    -o model.vocab_size=30522 -o model.hidden_size=768 -o model.num_hidden_layers=12 -o model.num_attention_heads=12 \
+    -o model.intermediate_size=3072 -o model.max_position_embeddings=512 -o training.max_sentences=32 \
+    -o training.max_update=$UPDATES -o lr_scheduler.total_num_update=1000
+else
+  row "throughput: BERT-base bf16" skip 0 "no Python with h5py for the shards (PYTHON_TORCH or HS_PY)"
+fi
+
+echo
+printf '%-30s %-6s %6s  %s\n' check result time detail
+printf '%s' "$rows"
+if [ -n "$failed" ]; then
+  echo "verdict: FAIL (${failed%,} ): see the logs in $dir"
+  exit 1
+fi
+echo "verdict: PASS: hetseq trains on this node's GPU as on its CPU ($(printf '%s\n' "$gpus" | head -1))"
+exit 0
