@@ -28,6 +28,7 @@
 
 #include "hs_cuda.h"
 #include "hs_launch.h"
+#include "warp.cuh"
 #include "math/dropout.h"
 #include "math/fast_exp_erf.h"
 #include "math/softmax.h"
@@ -38,23 +39,6 @@
 #include "backend/cuda/cuda_ops.h"
 
 namespace {
-
-constexpr unsigned FULL_MASK = 0xffffffffu;
-
-/* ---- fixed-shape warp reductions ------------------------------------------------------------------------ */
-
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int o = HS_WARP / 2; o > 0; o /= 2) v += __shfl_xor_sync(FULL_MASK, v, o);
-  return v;
-}
-
-__device__ __forceinline__ float warp_max(float v) {
-  for (int o = HS_WARP / 2; o > 0; o /= 2) {
-    const float u = __shfl_xor_sync(FULL_MASK, v, o);
-    v = u > v ? u : v;
-  }
-  return v;
-}
 
 /* Rows of the [B,heads,L,L] probabilities go one per warp, HS_ROWS_PER_BLOCK per block, grid-strided
  * over hs_grid_for_rows(rows) blocks. The row index is the same for every lane of a warp, so the loop
