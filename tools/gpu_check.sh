@@ -33,14 +33,14 @@ echo "logs in $dir"
 
 rows="" failed=""
 # row CHECK RESULT SECONDS DETAIL
-row() { rows="$rows$(printf '%-30s %-6s %6s  %s' "$1" "$2" "$3" "$4")"$'\n'; [ "$2" = FAIL ] && failed="$failed $1,"; }
+row() { rows="$rows$(printf '%-30s %-6s %6s  %s' "$1" "$2" "$3" "$4")"$'\n'; [ "$2" = FAIL ] && failed="$failed${failed:+, }$1"; }
 now() { date +%s; }
 
 # ---- op conformance ----------------------------------------------------------------------------------
 conf=$build/tests/gpu/test_op_conformance_gpu
 if [ -x "$conf" ]; then
   t0=$(now); (cd "$dir" && "$conf") > "$dir/conformance.log" 2>&1; rc=$?; t1=$(now)
-  summary=$(tail -1 "$dir/conformance.log")
+  summary=$(tail -1 "$dir/conformance.log"); [ -n "$summary" ] || summary="(no output)"
   case $rc in 0) row "op conformance (GPU vs CPU)" pass $((t1 - t0)) "$summary" ;;
     77) row "op conformance (GPU vs CPU)" skip $((t1 - t0)) "$summary" ;;
     *) row "op conformance (GPU vs CPU)" FAIL $((t1 - t0)) "$summary (exit $rc; conformance.log)" ;; esac
@@ -106,7 +106,7 @@ echo
 printf '%-30s %-6s %6s  %s\n' check result time detail
 printf '%s' "$rows"
 if [ -n "$failed" ]; then
-  echo "verdict: FAIL (${failed%,} ): see the logs in $dir"
+  echo "verdict: FAIL ($failed): see the logs in $dir"
   exit 1
 fi
 echo "verdict: PASS: hetseq trains on this node's GPU as on its CPU ($(printf '%s\n' "$gpus" | head -1))"

@@ -127,7 +127,7 @@ double hs_conf_gamma(double n, double u) { return n * u / (1.0 - n * u); }
 
 double hs_conf_operand_roundoff(const hs_conf *t) {
     switch (t->precision) {
-    case HS_PRECISION_BF16: return 0x1p-9;
+    case HS_PRECISION_BF16: return 0x1p-8; /* 8 significant bits: u = 2^-8 */
     case HS_PRECISION_TF32: return 0x1p-10; /* a full TF32 ulp: a library may truncate (conformance.h) */
     case HS_PRECISION_FP16: return 0x1p-11;
     default: return 0.0;

@@ -55,9 +55,10 @@ typedef struct hs_conf {
 
 /* gamma_n = n u / (1 - n u) for unit roundoff u (n u < 1). */
 double hs_conf_gamma(double n, double u);
-/* The rounding of a product's operand to the precision's type, relative: 0 for fp32, bf16 2^-9, fp16
- * 2^-11, tf32 2^-10: a full TF32 ulp, because a library may truncate the 13 low bits (the mma
- * instruction alone reads only the top 19) instead of rounding to nearest. */
+/* The rounding of a product's operand to the precision's type, relative (u = 2^-p for p significant
+ * bits): 0 for fp32, bf16 2^-8, fp16 2^-11, tf32 2^-10: a full TF32 ulp, because a library may
+ * truncate the 13 low bits (the mma instruction alone reads only the top 19) instead of rounding to
+ * nearest. */
 double hs_conf_operand_roundoff(const hs_conf *t);
 /* The relative factor of a K-term dot product: HS_CONF_C (2 u_op + u_op^2 + gamma_K(u32)). */
 double hs_conf_dot_factor(const hs_conf *t, double k);

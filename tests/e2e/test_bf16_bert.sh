@@ -4,7 +4,7 @@
 # one; both curves are printed.
 #
 # Tolerance. One update's loss is noisy (dropout, 8 sequences of 32 tokens), and two runs whose
-# arithmetic differs by bf16 rounding (2^-9 relative per operand) drift apart update by update, so
+# arithmetic differs by bf16 rounding (2^-8 relative per operand) drift apart update by update, so
 # single updates are not compared. We compare the mean loss (nats, MLM + NSP; ln 1000 + ln 2 = 7.6 at
 # the start) over windows of 20 updates: every bf16 window within 0.02 nats of fp32's, and over the
 # last 50 updates bf16 not above fp32 by more than 0.01. Measured on a 2-core AVX-512 machine without
