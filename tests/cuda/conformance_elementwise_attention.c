@@ -556,7 +556,7 @@ static void attention_cases(hs_conf *t) {
 
 void hs_conf_group_attention(hs_conf *t) { attention_cases(t); }
 
-void hs_conf_group_k1(hs_conf *t) {
+void hs_conf_group_elementwise_attention(hs_conf *t) {
     bias_cases(t);
     convert_cases(t);
     activation_cases(t);
