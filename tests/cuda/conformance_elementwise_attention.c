@@ -1,5 +1,5 @@
 /* Conformance cases of the bias passes, element-wise ops, pooling, row gathers/scatter-adds and attention
- * (kernels/bias.cu, elementwise.cu, pool.cu, rows.cu, attention.cu) against the CPU backend.
+ * (kernels/bias.cu, elementwise.cu, activations.cu, pool.cu, rows.cu, attention.cu) against the CPU backend.
  *
  * Besides CPU agreement (conformance.h's bounds), the ops that sum across threads (bias gradients,
  * scatter-add, attention) are run twice on the CUDA backend and must give the same bits: on the emulated
