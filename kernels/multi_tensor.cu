@@ -1,6 +1,6 @@
 /* Multi-tensor ops of the CUDA backend over the flat parameter/gradient buffers: squared norms, scaling
  * (gradient clipping) and the optimizers (Adam, Adadelta, SGD, LAMB). CPU references:
- * src/backend/cpu/cpu_elementwise.c (sumsq_tensors, scale_tensors) and cpu_optim.c; the per-element
+ * src/backend/cpu/cpu_multi_tensor.c (the same family, the same ops); the per-element
  * formulas and the coefficient computations are kernels/math/optim_math.h, shared with the CPU.
  *
  * The tensor table (hs_tensor_span[count]) lives in device memory and the host never reads it, so no
