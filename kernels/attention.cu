@@ -152,7 +152,20 @@ void gemm_units(const hs_backend *be, int trans_a, int trans_b, int m, int n, in
  * like a cudaMalloc'ed pointer (256 bytes). */
 size_t region_bytes(size_t floats) { return (floats * sizeof(float) + 255) / 256 * 256; }
 
+/* ---- attention mask ---------------------------------------------------------------------------------- */
+
+/* bias[n] = (1 - mask[n])·(-10000): BertModel's extended attention mask */
+template <class T> __global__ void attention_mask_bias_kernel(T *bias, const int32_t *mask, size_t n) {
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    bias[i] = (T)hs_attention_mask_bias_of(mask[i]);
+}
+
 } // namespace
+
+extern "C" void hs_cuda_attention_mask_bias(const hs_backend *be, float *bias, const int32_t *mask, size_t n) {
+  HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), attention_mask_bias_kernel<float>)(bias, mask, n);
+  HS_CUDA_LAUNCHED("attention_mask_bias_kernel");
+}
 
 /* ---- forward ------------------------------------------------------------------------------------------- */
 

@@ -1,8 +1,8 @@
-/* Element-wise ops of the CUDA backend: input conversion, ReLU, dropout and BERT's additive attention
- * mask (the smooth activations, GELU and tanh: activations.cu).
+/* Element-wise ops of the CUDA backend: input conversion, ReLU and dropout (the smooth activations, GELU
+ * and tanh: activations.cu; BERT's additive attention mask: attention.cu).
  *
  * Every formula is the kernels/math helper the CPU backend uses for the same op
- * (src/backend/cpu/cpu_elementwise.c, cpu_attention.c), so both devices compute the
+ * (src/backend/cpu/cpu_elementwise.c), so both devices compute the
  * same expression per element; nothing crosses elements, so the results depend on neither the grid nor
  * the thread schedule. Each kernel is one grid-stride loop over a grid from hs_grid_for(n); an element
  * is read and then written by the same thread, so outputs may alias inputs wherever the contract allows. */
@@ -12,7 +12,6 @@
 #include "hs_launch.h"
 #include "math/activations.h"
 #include "math/dropout.h"
-#include "math/softmax.h"
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
@@ -55,13 +54,6 @@ __global__ void dropout_kernel(T *out, const T *in, size_t n, size_t per_sample,
     const size_t sample = i / per_sample, g = (i % per_sample) / group;
     out[i] = (T)((float)in[i] * hs_dropout_factor(key, (uint64_t)(first_sample + (int64_t)sample), g, p, keep_scale));
   }
-}
-
-/* ---- attention mask ---------------------------------------------------------------------------------- */
-
-/* bias[n] = (1 - mask[n])·(-10000): BertModel's extended attention mask */
-template <class T> __global__ void attention_mask_bias_kernel(T *bias, const int32_t *mask, size_t n) {
-  GRID_STRIDE_LOOP(i, n) bias[i] = (T)hs_attention_mask_bias_of(mask[i]);
 }
 
 /* ---- dropout host side --------------------------------------------------------------------------------- */
@@ -111,9 +103,4 @@ extern "C" void hs_cuda_dropout_backward(const hs_backend *be, float *dx, const 
                                          size_t per_sample, size_t group, float p, uint64_t key,
                                          int64_t first_sample) {
   dropout_apply<float>(be, dx, dy, batch, per_sample, group, p, key, first_sample);
-}
-
-extern "C" void hs_cuda_attention_mask_bias(const hs_backend *be, float *bias, const int32_t *mask, size_t n) {
-  HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), attention_mask_bias_kernel<float>)(bias, mask, n);
-  HS_CUDA_LAUNCHED("attention_mask_bias_kernel");
 }
