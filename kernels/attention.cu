@@ -28,6 +28,7 @@
 
 #include "hs_cuda.h"
 #include "hs_launch.h"
+#include "warp.cuh"
 #include "math/dropout.h"
 #include "math/fast_exp_erf.h"
 #include "math/softmax.h"
@@ -38,23 +39,6 @@
 #include "backend/cuda/cuda_ops.h"
 
 namespace {
-
-constexpr unsigned FULL_MASK = 0xffffffffu;
-
-/* ---- fixed-shape warp reductions ------------------------------------------------------------------------ */
-
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int o = HS_WARP / 2; o > 0; o /= 2) v += __shfl_xor_sync(FULL_MASK, v, o);
-  return v;
-}
-
-__device__ __forceinline__ float warp_max(float v) {
-  for (int o = HS_WARP / 2; o > 0; o /= 2) {
-    const float u = __shfl_xor_sync(FULL_MASK, v, o);
-    v = u > v ? u : v;
-  }
-  return v;
-}
 
 /* Rows of the [B,heads,L,L] probabilities go one per warp, HS_ROWS_PER_BLOCK per block, grid-strided
  * over hs_grid_for_rows(rows) blocks. The row index is the same for every lane of a warp, so the loop
@@ -168,7 +152,20 @@ void gemm_units(const hs_backend *be, int trans_a, int trans_b, int m, int n, in
  * like a cudaMalloc'ed pointer (256 bytes). */
 size_t region_bytes(size_t floats) { return (floats * sizeof(float) + 255) / 256 * 256; }
 
+/* ---- attention mask ---------------------------------------------------------------------------------- */
+
+/* bias[n] = (1 - mask[n])·(-10000): BertModel's extended attention mask */
+template <class T> __global__ void attention_mask_bias_kernel(T *bias, const int32_t *mask, size_t n) {
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    bias[i] = (T)hs_attention_mask_bias_of(mask[i]);
+}
+
 } // namespace
+
+extern "C" void hs_cuda_attention_mask_bias(const hs_backend *be, float *bias, const int32_t *mask, size_t n) {
+  HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), attention_mask_bias_kernel<float>)(bias, mask, n);
+  HS_CUDA_LAUNCHED("attention_mask_bias_kernel");
+}
 
 /* ---- forward ------------------------------------------------------------------------------------------- */
 

@@ -1,8 +1,8 @@
-/* Element-wise ops of the CUDA backend: input conversion, ReLU, dropout, GELU (alone and with the bias
- * add fused in), tanh and BERT's additive attention mask.
+/* Element-wise ops of the CUDA backend: input conversion, ReLU and dropout (the smooth activations, GELU
+ * and tanh: activations.cu; BERT's additive attention mask: attention.cu).
  *
  * Every formula is the kernels/math helper the CPU backend uses for the same op
- * (src/backend/cpu/cpu_elementwise.c, cpu_activations.c, cpu_attention.c), so both devices compute the
+ * (src/backend/cpu/cpu_elementwise.c), so both devices compute the
  * same expression per element; nothing crosses elements, so the results depend on neither the grid nor
  * the thread schedule. Each kernel is one grid-stride loop over a grid from hs_grid_for(n); an element
  * is read and then written by the same thread, so outputs may alias inputs wherever the contract allows. */
@@ -12,8 +12,6 @@
 #include "hs_launch.h"
 #include "math/activations.h"
 #include "math/dropout.h"
-#include "math/gelu.h"
-#include "math/softmax.h"
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
@@ -56,46 +54,6 @@ __global__ void dropout_kernel(T *out, const T *in, size_t n, size_t per_sample,
     const size_t sample = i / per_sample, g = (i % per_sample) / group;
     out[i] = (T)((float)in[i] * hs_dropout_factor(key, (uint64_t)(first_sample + (int64_t)sample), g, p, keep_scale));
   }
-}
-
-/* ---- GELU (exact erf form): forward, fused bias + forward, backward ------------------------------------ */
-
-/* y = 0.5·x·(1 + erf(x/√2)) */
-template <class T> __global__ void gelu_forward_kernel(T *y, const T *x, size_t n) {
-  GRID_STRIDE_LOOP(i, n) y[i] = (T)hs_gelu((float)x[i]);
-}
-
-/* x[rows,cols] += bias[cols] (kept: it is the pre-activation the backward needs), y = gelu(x); one pass */
-template <class T> __global__ void bias_gelu_forward_kernel(T *y, T *x, const T *bias, size_t n, size_t cols) {
-  GRID_STRIDE_LOOP(i, n) {
-    const float u = (float)x[i] + (float)bias[i % cols];
-    x[i] = (T)u;
-    y[i] = (T)hs_gelu(u);
-  }
-}
-
-/* dx = dy·gelu'(x) = dy·(Φ(x) + x·φ(x)) from the pre-activation x; dx may alias dy */
-template <class T> __global__ void gelu_backward_kernel(T *dx, const T *dy, const T *x, size_t n) {
-  GRID_STRIDE_LOOP(i, n) dx[i] = (T)hs_gelu_grad((float)dy[i], (float)x[i]);
-}
-
-/* ---- tanh: forward and backward ------------------------------------------------------------------------ */
-
-/* y = tanh(x) (the math library's tanhf, as the CPU: only the pooler uses it, exactness over speed) */
-template <class T> __global__ void tanh_forward_kernel(T *y, const T *x, size_t n) {
-  GRID_STRIDE_LOOP(i, n) y[i] = (T)tanhf((float)x[i]);
-}
-
-/* dx = dy·(1 - y²) from the output y; any may alias */
-template <class T> __global__ void tanh_backward_kernel(T *dx, const T *dy, const T *y, size_t n) {
-  GRID_STRIDE_LOOP(i, n) dx[i] = (T)hs_tanh_grad((float)dy[i], (float)y[i]);
-}
-
-/* ---- attention mask ---------------------------------------------------------------------------------- */
-
-/* bias[n] = (1 - mask[n])·(-10000): BertModel's extended attention mask */
-template <class T> __global__ void attention_mask_bias_kernel(T *bias, const int32_t *mask, size_t n) {
-  GRID_STRIDE_LOOP(i, n) bias[i] = (T)hs_attention_mask_bias_of(mask[i]);
 }
 
 /* ---- dropout host side --------------------------------------------------------------------------------- */
@@ -145,38 +103,4 @@ extern "C" void hs_cuda_dropout_backward(const hs_backend *be, float *dx, const 
                                          size_t per_sample, size_t group, float p, uint64_t key,
                                          int64_t first_sample) {
   dropout_apply<float>(be, dx, dy, batch, per_sample, group, p, key, first_sample);
-}
-
-extern "C" void hs_cuda_gelu_forward(const hs_backend *be, float *y, const float *x, size_t n) {
-  HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), gelu_forward_kernel<float>)(y, x, n);
-  HS_CUDA_LAUNCHED("gelu_forward_kernel");
-}
-
-extern "C" void hs_cuda_bias_gelu_forward(const hs_backend *be, float *y, float *x, const float *bias, int rows,
-                                          int cols) {
-  if (rows <= 0 || cols <= 0) return;
-  const size_t n = (size_t)rows * (size_t)cols;
-  HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), bias_gelu_forward_kernel<float>)(y, x, bias, n,
-                                                                                               (size_t)cols);
-  HS_CUDA_LAUNCHED("bias_gelu_forward_kernel");
-}
-
-extern "C" void hs_cuda_gelu_backward(const hs_backend *be, float *dx, const float *dy, const float *x, size_t n) {
-  HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), gelu_backward_kernel<float>)(dx, dy, x, n);
-  HS_CUDA_LAUNCHED("gelu_backward_kernel");
-}
-
-extern "C" void hs_cuda_tanh_forward(const hs_backend *be, float *y, const float *x, size_t n) {
-  HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), tanh_forward_kernel<float>)(y, x, n);
-  HS_CUDA_LAUNCHED("tanh_forward_kernel");
-}
-
-extern "C" void hs_cuda_tanh_backward(const hs_backend *be, float *dx, const float *dy, const float *y, size_t n) {
-  HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), tanh_backward_kernel<float>)(dx, dy, y, n);
-  HS_CUDA_LAUNCHED("tanh_backward_kernel");
-}
-
-extern "C" void hs_cuda_attention_mask_bias(const hs_backend *be, float *bias, const int32_t *mask, size_t n) {
-  HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), attention_mask_bias_kernel<float>)(bias, mask, n);
-  HS_CUDA_LAUNCHED("attention_mask_bias_kernel");
 }

@@ -18,6 +18,7 @@
  * multiply-add differently. */
 #include "hs_cuda.h"
 #include "hs_launch.h"
+#include "warp.cuh"
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
@@ -26,18 +27,9 @@
 
 namespace {
 
-constexpr unsigned kFullMask = 0xffffffffu;
-
 /* Activations are T (float now; bf16/fp16 with mixed precision), arithmetic is float. */
 template <class T> __device__ __forceinline__ float to_float(T v) { return static_cast<float>(v); }
 template <class T> __device__ __forceinline__ T from_float(float v) { return static_cast<T>(v); }
-
-/* Σ over the 32 lanes of a warp: a fixed xor butterfly. Lane i adds v_i + v_{i^k}, lane i^k adds
- * v_{i^k} + v_i: the same bits, so every lane ends with the same sum whatever the schedule. */
-__device__ __forceinline__ double warp_sum(double v) {
-  for (int k = HS_WARP / 2; k > 0; k /= 2) v += __shfl_xor_sync(kFullMask, v, k);
-  return v;
-}
 
 /* ---- forward ------------------------------------------------------------------------------------------ */
 

@@ -20,6 +20,7 @@
 
 #include "hs_cuda.h"
 #include "hs_launch.h"
+#include "warp.cuh"
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
@@ -29,31 +30,9 @@
 
 namespace {
 
-constexpr unsigned kFullMask = 0xffffffffu;
-
 /* Activations are T (float now; bf16/fp16 with mixed precision), arithmetic is float / double. */
 template <class T> __device__ __forceinline__ float to_float(T v) { return static_cast<float>(v); }
 template <class T> __device__ __forceinline__ T from_float(float v) { return static_cast<T>(v); }
-
-/* Σ over the 32 lanes (fixed xor butterfly: lanes i and i^k add the same two values, so all agree). */
-__device__ __forceinline__ double warp_sum(double v) {
-  for (int k = HS_WARP / 2; k > 0; k /= 2) v += __shfl_xor_sync(kFullMask, v, k);
-  return v;
-}
-
-/* (max, first index of the max) over a row whose lane-strided part this lane holds in (m, best);
- * best = INT_MAX for a lane without columns. The combine takes the larger value, the smaller index on
- * equal values: a total order, so the butterfly gives every lane the row's first maximum. */
-__device__ __forceinline__ void warp_argmax(float &m, int &best) {
-  for (int k = HS_WARP / 2; k > 0; k /= 2) {
-    const float om = __shfl_xor_sync(kFullMask, m, k);
-    const int ob = __shfl_xor_sync(kFullMask, best, k);
-    if (om > m || (om == m && ob < best)) {
-      m = om;
-      best = ob;
-    }
-  }
-}
 
 /* This lane's columns of x[cols]: first maximum (strict >, the first column taken as it is, as the
  * CPU takes x[0]), then the warp's. */
@@ -68,19 +47,6 @@ template <class T> __device__ __forceinline__ void row_argmax(const T *x, int co
     }
   }
   warp_argmax(m, best);
-}
-
-/* Σ of v over the block (HS_BLOCK threads), the same bits in every thread: warp butterflies, then the
- * warps' sums in warp order. */
-__device__ double block_sum(double v) {
-  HS_SHARED(double[HS_BLOCK / HS_WARP], warp_sums);
-  v = warp_sum(v);
-  if (threadIdx.x % HS_WARP == 0) warp_sums[threadIdx.x / HS_WARP] = v;
-  __syncthreads();
-  double s = 0.0;
-  for (int w = 0; w < HS_BLOCK / HS_WARP; w++) s += warp_sums[w];
-  __syncthreads(); /* warp_sums is rewritten by the next call */
-  return s;
 }
 
 /* Per-row statistics in scratch: row_stats[0*rows + r] = NLL, [1*rows + r] = counted (0/1),

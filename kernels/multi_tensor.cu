@@ -1,6 +1,6 @@
 /* Multi-tensor ops of the CUDA backend over the flat parameter/gradient buffers: squared norms, scaling
  * (gradient clipping) and the optimizers (Adam, Adadelta, SGD, LAMB). CPU references:
- * src/backend/cpu/cpu_elementwise.c (sumsq_tensors, scale_tensors) and cpu_optim.c; the per-element
+ * src/backend/cpu/cpu_multi_tensor.c (the same family, the same ops); the per-element
  * formulas and the coefficient computations are kernels/math/optim_math.h, shared with the CPU.
  *
  * The tensor table (hs_tensor_span[count]) lives in device memory and the host never reads it, so no
@@ -21,6 +21,7 @@
  * stage-2 kernel: stage 1, the norms and stage 2 are all enqueued, with no host round trip. */
 #include "hs_cuda.h"
 #include "hs_launch.h"
+#include "warp.cuh"
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
@@ -29,33 +30,12 @@
 
 namespace {
 
-constexpr unsigned kFullMask = 0xffffffffu;
-
 /* Elements [lo, hi) of a tensor of numel elements that slice s owns (see kernels/hs_launch.h). */
 __device__ __forceinline__ void slice_bounds(int64_t numel, int s, int64_t &lo, int64_t &hi) {
   int64_t len = (numel + HS_TENSOR_SLICES - 1) / HS_TENSOR_SLICES;
   if (len < HS_TENSOR_SLICE_MIN) len = HS_TENSOR_SLICE_MIN;
   lo = (int64_t)s * len < numel ? (int64_t)s * len : numel;
   hi = lo + len < numel ? lo + len : numel;
-}
-
-/* Σ over the 32 lanes (fixed xor butterfly: lanes i and i^k add the same two values, so all agree). */
-__device__ __forceinline__ double warp_sum(double v) {
-  for (int k = HS_WARP / 2; k > 0; k /= 2) v += __shfl_xor_sync(kFullMask, v, k);
-  return v;
-}
-
-/* Σ of v over the block (HS_BLOCK threads), the same bits in every thread: warp butterflies, then the
- * warps' sums in warp order. Every thread of the block must call it. */
-__device__ double block_sum(double v) {
-  HS_SHARED(double[HS_BLOCK / HS_WARP], warp_sums);
-  v = warp_sum(v);
-  if (threadIdx.x % HS_WARP == 0) warp_sums[threadIdx.x / HS_WARP] = v;
-  __syncthreads();
-  double s = 0.0;
-  for (int w = 0; w < HS_BLOCK / HS_WARP; w++) s += warp_sums[w];
-  __syncthreads(); /* warp_sums is rewritten by the next call */
-  return s;
 }
 
 /* ---- element-wise passes over the table --------------------------------------------------------------- */

@@ -26,6 +26,7 @@
 
 #include "hs_cuda.h"
 #include "hs_launch.h"
+#include "warp.cuh"
 #include "math/dropout.h"
 #include "math/fast_exp_erf.h"
 #include "math/rel_attention.h"
@@ -36,21 +37,6 @@
 #include "backend/cuda/cuda_ops.h"
 
 namespace {
-
-constexpr unsigned FULL_MASK = 0xffffffffu;
-
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int o = HS_WARP / 2; o > 0; o /= 2) v += __shfl_xor_sync(FULL_MASK, v, o);
-  return v;
-}
-
-__device__ __forceinline__ float warp_max(float v) {
-  for (int o = HS_WARP / 2; o > 0; o /= 2) {
-    const float u = __shfl_xor_sync(FULL_MASK, v, o);
-    v = u > v ? u : v;
-  }
-  return v;
-}
 
 /* One warp per row, grid-strided; the row index is warp-uniform, so are the loop and its shuffles. */
 #define FOR_EACH_WARP_ROW(r, rows)                                                          \

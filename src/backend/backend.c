@@ -9,13 +9,35 @@
 #include "util/check.h"
 #include "util/log.h"
 
+const char *hs_backend_missing_op(const hs_backend *be) {
+#define HS_OP(ret, name, params) \
+    if (!be->name) return #name;
+#define HS_OPTIONAL_OP(ret, name, params) \
+    if (!be->memory_is_host && !be->name) return #name;
+#include "backend/ops.def"
+    return NULL;
+}
+
+void hs_backend_check(const hs_backend *be) {
+    const char *missing = hs_backend_missing_op(be);
+    if (missing)
+        hs_die_code(HS_EXIT_INTERNAL,
+                    "the %s backend's table has no entry for op \"%s\": define hs_%s_%s and check that "
+                    "src/backend/ops.def lists %s (docs/gpu.md, \"Adding an op\")",
+                    be->name, missing, be->name, missing, missing);
+}
+
 const hs_backend *hs_backend_select(const char *device, int local_rank) {
     char why[256] = "";
-    if (strcmp(device, "cpu") == 0) return hs_backend_cpu();
+    if (strcmp(device, "cpu") == 0) {
+        hs_backend_check(hs_backend_cpu());
+        return hs_backend_cpu();
+    }
     if (strcmp(device, "auto") == 0) {
         const hs_backend *gpu = hs_backend_cuda(local_rank, why, sizeof why);
         if (gpu) return gpu;
         hs_log("| device = auto: %s; running on the CPU", why);
+        hs_backend_check(hs_backend_cpu());
         return hs_backend_cpu();
     }
     if (strcmp(device, "cuda") == 0) {

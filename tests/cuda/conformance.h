@@ -15,10 +15,10 @@
  *   - element-wise ops: 32 u32 |cpu_i| plus an absolute floor of 32 u32 times the magnitude of the
  *     inputs (results that cancel to ~0);
  *   - LayerNorm forward/backward: the error of mean and variance propagated through 1/sigma
- *     (conformance_k2.c): a near-constant row, or cols = 1 or 2 with eps 1e-12, gets a bound scaled by
+ *     (conformance_norm_loss_optim.c): a near-constant row, or cols = 1 or 2 with eps 1e-12, gets a bound scaled by
  *     1/sigma times the row's input magnitude, never an element-wise relative one;
  *   - attention: the score bound propagated through softmax, |dp| <= p (|ds| + sum_j p_j |ds_j|), then
- *     through P V and the backward products as dot products (conformance_k1.c, conformance_k3.c).
+ *     through P V and the backward products as dot products (conformance_elementwise_attention.c, conformance_rel_attention.c).
  * NaN or Inf where the CPU has a finite value fails. The test prints, per op and precision, the worst
  * err/bound ratio seen (<= 1 passes). */
 #ifndef HS_TESTS_CUDA_CONFORMANCE_H
@@ -119,11 +119,11 @@ extern const int hs_conf_nsizes;
 void hs_conf_finish(hs_conf *t);
 
 /* One function per group file (tests/cuda/conformance_*.c). */
-void hs_conf_group_blas_conv(hs_conf *t); /* gemm, strided-batched gemm, conv2d (test_op_conformance.c) */
-void hs_conf_group_k1(hs_conf *t);        /* bias, element-wise, pooling, rows, attention */
-void hs_conf_group_k2(hs_conf *t);        /* layernorm, losses, multi-tensor norms and optimizers */
-void hs_conf_group_k3(hs_conf *t);        /* Transformer-XL relative-position attention */
-void hs_conf_group_attention(hs_conf *t); /* BERT attention alone (conformance_k1.c) */
-void hs_conf_group_half(hs_conf *t);      /* to_half / from_half under bf16 and fp16 (conformance_half.c) */
+void hs_conf_group_blas_conv(hs_conf *t);             /* gemm, strided-batched gemm, conv2d (test_op_conformance.c) */
+void hs_conf_group_elementwise_attention(hs_conf *t); /* bias, element-wise, pooling, rows, attention */
+void hs_conf_group_norm_loss_optim(hs_conf *t);       /* layernorm, losses, multi-tensor norms and optimizers */
+void hs_conf_group_rel_attention(hs_conf *t);         /* Transformer-XL relative-position attention */
+void hs_conf_group_attention(hs_conf *t);             /* BERT attention alone (conformance_elementwise_attention.c) */
+void hs_conf_group_half(hs_conf *t);                  /* to_half / from_half under bf16 and fp16 (conformance_half.c) */
 
 #endif

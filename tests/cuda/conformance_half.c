@@ -1,5 +1,5 @@
 /* Conformance cases of the seam's 16-bit storage conversions (to_half, from_half: kernels/lowp.cu
- * against src/backend/cpu/cpu_elementwise.c) under bf16 and fp16: the CUDA results must equal the CPU's
+ * against src/backend/cpu/cpu_lowp.c) under bf16 and fp16: the CUDA results must equal the CPU's
  * BIT FOR BIT (both use src/util/lowp.h), on random values of every magnitude and on the edge cases of
  * the roundings (±0, ties, fp16 subnormals and overflow, infinities, NaN), for the element-wise sizes;
  * from_half on every one of the 65 536 bit patterns. */

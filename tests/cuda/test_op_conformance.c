@@ -6,7 +6,7 @@
  * the CUDA products really were rounded (they differ from fp32); bf16 and fp16 also check the 16-bit
  * storage conversions (to_half, from_half) bit for bit.
  * This file holds the harness's main and the GEMM and convolution cases; the other ops' cases are in
- * conformance_k1.c and conformance_k2.c. */
+ * conformance_elementwise_attention.c and conformance_norm_loss_optim.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,7 +161,8 @@ void hs_conf_group_blas_conv(hs_conf *t) {
 }
 
 
-/* Usage: test_op_conformance [group [precision]]: group blas_conv, k1, k2, k3 or all (default);
+/* Usage: test_op_conformance [group [precision]]: group blas_conv, elementwise_attention, norm_loss_optim,
+ * rel_attention or all (default);
  * precision fp32, tf32, bf16, fp16 or all (default). */
 int main(int argc, char **argv) {
     const char *only = argc > 1 && strcmp(argv[1], "all") ? argv[1] : NULL;
@@ -191,13 +192,13 @@ int main(int argc, char **argv) {
                names[i], hs_conf_operand_roundoff(&t));
         if (!only || !strcmp(only, "blas_conv")) hs_conf_group_blas_conv(&t);
         if (precs[i] == HS_PRECISION_FP32) { /* every op; the others have no products */
-            if (!only || !strcmp(only, "k1")) hs_conf_group_k1(&t);
-            if (!only || !strcmp(only, "k2")) hs_conf_group_k2(&t);
-        } else if (!only || !strcmp(only, "k1")) {
+            if (!only || !strcmp(only, "elementwise_attention")) hs_conf_group_elementwise_attention(&t);
+            if (!only || !strcmp(only, "norm_loss_optim")) hs_conf_group_norm_loss_optim(&t);
+        } else if (!only || !strcmp(only, "elementwise_attention")) {
             hs_conf_group_attention(&t);
             hs_conf_group_half(&t);
         }
-        if (!only || !strcmp(only, "k3")) hs_conf_group_k3(&t);
+        if (!only || !strcmp(only, "rel_attention")) hs_conf_group_rel_attention(&t);
         hs_conf_finish(&t);
         printf("precision %s: %d checks, %d failed\n", names[i], t.checks, t.failures);
         checks += t.checks, failures += t.failures;

@@ -6,7 +6,6 @@
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-trapping-math")
 #endif
-#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu/cpu_ops.h"
@@ -14,7 +13,6 @@
 #include "math/activations.h"
 #include "math/dropout.h"
 #include "util/check.h"
-#include "util/lowp.h"
 
 #define HS_PAR_MIN 32768
 
@@ -37,29 +35,6 @@ void hs_cpu_relu_backward(const hs_backend *be, float *dx, const float *dy, cons
     (void)be;
 #pragma omp parallel for simd schedule(static) if (n > HS_PAR_MIN)
     for (size_t i = 0; i < n; i++) dx[i] = hs_relu_grad(dy[i], y[i]);
-}
-
-/* dst[n] = src[n] rounded to the 16-bit type of be->precision (bfloat16 under bf16, IEEE half
- * otherwise), as bit patterns: activations stored for the backward pass. */
-void hs_cpu_to_half(const hs_backend *be, uint16_t *dst, const float *src, size_t n) {
-    if (be->precision == HS_PRECISION_BF16) {
-#pragma omp parallel for simd schedule(static) if (n > HS_PAR_MIN)
-        for (size_t i = 0; i < n; i++) dst[i] = hs_bf16_bits(src[i]);
-    } else {
-#pragma omp parallel for schedule(static) if (n > HS_PAR_MIN)
-        for (size_t i = 0; i < n; i++) dst[i] = hs_fp16_bits(src[i]);
-    }
-}
-
-/* dst[n] = src[n] widened to fp32 (exact) */
-void hs_cpu_from_half(const hs_backend *be, float *dst, const uint16_t *src, size_t n) {
-    if (be->precision == HS_PRECISION_BF16) {
-#pragma omp parallel for simd schedule(static) if (n > HS_PAR_MIN)
-        for (size_t i = 0; i < n; i++) dst[i] = hs_bf16_to_float(src[i]);
-    } else {
-#pragma omp parallel for schedule(static) if (n > HS_PAR_MIN)
-        for (size_t i = 0; i < n; i++) dst[i] = hs_fp16_to_float(src[i]);
-    }
 }
 
 /* out[n] = in[n]·mask(key, sample, e0 + e): n consecutive elements of one sample, element-wise mask */
@@ -120,49 +95,4 @@ void hs_cpu_dropout_backward(const hs_backend *be, float *dx, const float *dy, i
                              size_t group, float p, uint64_t key, int64_t first_sample) {
     (void)be;
     dropout_apply(dx, dy, batch, per_sample, group, p, key, first_sample);
-}
-
-/* sum x^2 in double. The vector is cut into fixed blocks of HS_SUMSQ_BLOCK values whatever the thread
- * count; blocks are summed in parallel and the block sums added in block order, so the same vector
- * always gives the same bits (on 1 thread or 64). */
-#define HS_SUMSQ_BLOCK 16384
-static double sumsq(const float *x, size_t n) {
-    const size_t nblocks = (n + HS_SUMSQ_BLOCK - 1) / HS_SUMSQ_BLOCK;
-    if (nblocks == 0) return 0.0;
-    double *block_sum;
-    HS_ALLOC(block_sum, nblocks);
-#pragma omp parallel for schedule(static) if (nblocks > 1)
-    for (size_t b = 0; b < nblocks; b++) {
-        const size_t lo = b * HS_SUMSQ_BLOCK, hi = lo + HS_SUMSQ_BLOCK < n ? lo + HS_SUMSQ_BLOCK : n;
-        double s = 0.0;
-        for (size_t i = lo; i < hi; i++) s += (double)x[i] * (double)x[i];
-        block_sum[b] = s;
-    }
-    double total = 0.0;
-    for (size_t b = 0; b < nblocks; b++) total += block_sum[b];
-    free(block_sum);
-    return total;
-}
-
-/* sumsq[i] = Σ x² of tensor i (blocks above), total = Σ_i sumsq[i] in table order */
-void hs_cpu_sumsq_tensors(const hs_backend *be, double *sumsq_out, double *total, const float *flat,
-                          const hs_tensor_span *table, int count) {
-    (void)be;
-    double sum = 0.0;
-    for (int i = 0; i < count; i++) {
-        sumsq_out[i] = sumsq(flat + table[i].offset, (size_t)table[i].numel);
-        sum += sumsq_out[i];
-    }
-    *total = sum;
-}
-
-/* x *= a, tensor by tensor */
-void hs_cpu_scale_tensors(const hs_backend *be, float *flat, float a, const hs_tensor_span *table, int count) {
-    (void)be;
-    for (int i = 0; i < count; i++) {
-        float *x = flat + table[i].offset;
-        const size_t n = (size_t)table[i].numel;
-#pragma omp parallel for simd schedule(static) if (n > HS_PAR_MIN)
-        for (size_t e = 0; e < n; e++) x[e] *= a;
-    }
 }

@@ -1,6 +1,5 @@
 /* Row operations on the CPU: gathers and scatter-adds of rows (embedding lookups, the pooler's first
- * token, masked positions) and bias passes over column slices of a wider matrix (the q|k|v thirds).
- * Every sum that crosses rows (scatter-add, bias gradients) is cut into column blocks fixed by the
+ * token, masked positions). Every sum that crosses rows (scatter-add) is cut into column blocks fixed by the
  * shapes alone and each column is summed in row order, so the bits do not depend on the thread count. */
 /* Floating-point exceptions are never trapped here, so let GCC turn the selects inside the
  * kernels/math formulas into vector blends (with trapping math it keeps them as branches and the
@@ -52,36 +51,5 @@ void hs_cpu_scatter_add_rows(const hs_backend *be, float *dx, const float *dy, c
 #pragma omp simd
             for (int c = 0; c < nc; c++) dxr[c] += dyr[c];
         }
-    }
-}
-
-/* ---- strided bias ------------------------------------------------------------------------------------- */
-
-/* y[r, 0:cols] += bias, rows ldy apart */
-void hs_cpu_add_bias_strided(const hs_backend *be, float *y, int ldy, const float *bias, int rows, int cols) {
-    (void)be;
-#pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > HS_PAR_MIN)
-    for (int r = 0; r < rows; r++) {
-        float *yr = y + (size_t)r * (size_t)ldy;
-#pragma omp simd
-        for (int c = 0; c < cols; c++) yr[c] += bias[c];
-    }
-}
-
-/* dbias[cols] += Σ_r dy[r, 0:cols] in double, each column summed in row order */
-void hs_cpu_bias_grad_strided(const hs_backend *be, float *dbias, const float *dy, int ldy, int rows, int cols) {
-    (void)be;
-    const int nblocks = (cols + HS_COL_BLOCK - 1) / HS_COL_BLOCK;
-#pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > HS_PAR_MIN)
-    for (int blk = 0; blk < nblocks; blk++) {
-        const int c0 = blk * HS_COL_BLOCK;
-        const int nc = cols - c0 < HS_COL_BLOCK ? cols - c0 : HS_COL_BLOCK;
-        double acc[HS_COL_BLOCK] = {0};
-        for (int r = 0; r < rows; r++) {
-            const float *dyr = dy + (size_t)r * (size_t)ldy + c0;
-#pragma omp simd
-            for (int c = 0; c < nc; c++) acc[c] += (double)dyr[c];
-        }
-        for (int c = 0; c < nc; c++) dbias[c0 + c] += (float)acc[c];
     }
 }

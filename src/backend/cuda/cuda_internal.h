@@ -16,11 +16,7 @@ extern "C" {
 void hs_cuda_gemm_init(const hs_backend *be); /* cuBLASLt handle and workspace (cuda_gemm.c) */
 void hs_cuda_conv_init(const hs_backend *be); /* cuDNN handle on the compute stream (cuda_conv.c) */
 
-/* cuda_nccl.c: the seam's collectives members */
-void hs_cuda_collectives_init(const hs_backend *be, const void *mpi_comm);
-void hs_cuda_broadcast(const hs_backend *be, void *buf, size_t bytes, int root);
-void hs_cuda_allreduce_sum_async(const hs_backend *be, float *buf, size_t n, int dtype, void *tmp16);
-void hs_cuda_allreduce_wait(const hs_backend *be);
+/* cuda_nccl.c: the seam's collectives members (HS_OPTIONAL_OP in ops.def; prototypes in cuda_ops.h) */
 /* kernels/lowp.cu: fp32 <-> 16-bit (bf16 != 0: bfloat16, else IEEE half) on `stream`, for the
  * all-reduce's 16-bit transit */
 void hs_cuda_grad_to16(cudaStream_t stream, uint16_t *y, const float *x, size_t n, int bf16);

@@ -9,6 +9,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_internal.h"
+#include "backend/cuda/cuda_ops.h"
 
 #define HS_NCCL_CHECK(call)                                                                            \
     do {                                                                                               \

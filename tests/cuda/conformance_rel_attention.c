@@ -2,7 +2,7 @@
  * (src/backend/cpu/cpu_rel_attention.c): one query, no memory, memory longer than the segment, the
  * same_length mask, odd head sizes, more heads than sequences and the reverse, dropout on.
  *
- * As for BERT's attention (conformance_k1.c): the probabilities' sign bits (dropout marks) must agree
+ * As for BERT's attention (conformance_elementwise_attention.c): the probabilities' sign bits (dropout marks) must agree
  * exactly with the CPU's, and the CUDA op run twice on the same inputs must give the same bits (on the
  * emulated device the second run has another thread order, so an order-dependent sum would show). The
  * outputs start as random junk (they are overwritten) and the bias gradients at random values (they
@@ -71,7 +71,7 @@ static void same_signs(hs_conf *t, const char *what, const float *cpu_dev, const
     free(a), free(b);
 }
 
-/* The bounds of relative attention (conformance.h; the BERT attention's derivation, conformance_k1.c,
+/* The bounds of relative attention (conformance.h; the BERT attention's derivation, conformance_elementwise_attention.c,
  * with Transformer-XL's two score terms). Per (sequence b, head h), query i (qkv row mlen + i), key j in
  * the allowed range [lo_i, mlen + i], t = j + qlen - 1 - i the relative-position row of r,
  * Qw = q + r_w_bias, Qr = q + r_r_bias (one rounding each), f_K = hs_conf_dot_factor(K):
@@ -272,7 +272,7 @@ static void rel_attention_case(hs_conf *t, rel_case c) {
     free(qkv), free(r), free(rwb), free(rrb), free(dctx), free(gw), free(gr), free(junk);
 }
 
-void hs_conf_group_k3(hs_conf *t) {
+void hs_conf_group_rel_attention(hs_conf *t) {
     static const rel_case cases[] = {
         /* batch qlen mlen heads d lower_shift p */
         {2, 1, 0, 2, 8, 0, 0.0f},    /* one query, no memory */

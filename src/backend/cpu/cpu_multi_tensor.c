@@ -1,6 +1,8 @@
-/* Optimizer updates on the CPU: one OpenMP loop per tensor over the shared per-element formulas of
- * kernels/math/optim_math.h. Elements are independent, so the result does not depend on the number
- * of threads (LAMB's norms are summed in fixed blocks for the same reason). */
+/* Multi-tensor ops on the CPU (the family of kernels/multi_tensor.cu): optimizer updates, one OpenMP
+ * loop per tensor over the shared per-element formulas of kernels/math/optim_math.h, and the norms and
+ * clipping at the end of the file. Elements are independent, so the result does not depend on the
+ * number of threads (LAMB's norms and the sums of squares are summed in fixed blocks for the same
+ * reason). */
 #include <stdlib.h>
 
 #include "backend/cpu/cpu_ops.h"
@@ -135,5 +137,59 @@ void hs_cpu_lamb_update(const hs_backend *be, float *p, const float *g, float *m
         lamb_moments(p + t->offset, g + t->offset, m + t->offset, v + t->offset, (size_t)t->numel, &c, sums);
         const double step = hs_lamb_step(h->lr, sums[0], sums[1], wd != 0.0 || h->trust_ratio_on_no_decay);
         lamb_apply(p + t->offset, m + t->offset, v + t->offset, (size_t)t->numel, &c, step);
+    }
+}
+
+/* ---- norms and clipping ------------------------------------------------------------------------------- */
+/* Floating-point exceptions are never trapped in the functions below (as in cpu_elementwise.c): the
+ * pragma applies to the functions defined after it. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+
+#define HS_PAR_MIN 32768
+
+/* sum x^2 in double. The vector is cut into fixed blocks of HS_SUMSQ_BLOCK values whatever the thread
+ * count; blocks are summed in parallel and the block sums added in block order, so the same vector
+ * always gives the same bits (on 1 thread or 64). */
+#define HS_SUMSQ_BLOCK 16384
+static double sumsq(const float *x, size_t n) {
+    const size_t nblocks = (n + HS_SUMSQ_BLOCK - 1) / HS_SUMSQ_BLOCK;
+    if (nblocks == 0) return 0.0;
+    double *block_sum;
+    HS_ALLOC(block_sum, nblocks);
+#pragma omp parallel for schedule(static) if (nblocks > 1)
+    for (size_t b = 0; b < nblocks; b++) {
+        const size_t lo = b * HS_SUMSQ_BLOCK, hi = lo + HS_SUMSQ_BLOCK < n ? lo + HS_SUMSQ_BLOCK : n;
+        double s = 0.0;
+        for (size_t i = lo; i < hi; i++) s += (double)x[i] * (double)x[i];
+        block_sum[b] = s;
+    }
+    double total = 0.0;
+    for (size_t b = 0; b < nblocks; b++) total += block_sum[b];
+    free(block_sum);
+    return total;
+}
+
+/* sumsq[i] = Σ x² of tensor i (blocks above), total = Σ_i sumsq[i] in table order */
+void hs_cpu_sumsq_tensors(const hs_backend *be, double *sumsq_out, double *total, const float *flat,
+                          const hs_tensor_span *table, int count) {
+    (void)be;
+    double sum = 0.0;
+    for (int i = 0; i < count; i++) {
+        sumsq_out[i] = sumsq(flat + table[i].offset, (size_t)table[i].numel);
+        sum += sumsq_out[i];
+    }
+    *total = sum;
+}
+
+/* x *= a, tensor by tensor */
+void hs_cpu_scale_tensors(const hs_backend *be, float *flat, float a, const hs_tensor_span *table, int count) {
+    (void)be;
+    for (int i = 0; i < count; i++) {
+        float *x = flat + table[i].offset;
+        const size_t n = (size_t)table[i].numel;
+#pragma omp parallel for simd schedule(static) if (n > HS_PAR_MIN)
+        for (size_t e = 0; e < n; e++) x[e] *= a;
     }
 }

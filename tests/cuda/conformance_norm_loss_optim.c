@@ -1,4 +1,4 @@
-/* Op conformance, group k2: LayerNorm, the losses and the multi-tensor ops (norms, clipping, optimizers)
+/* Op conformance, group norm_loss_optim: LayerNorm, the losses and the multi-tensor ops (norms, clipping, optimizers)
  * of the CUDA backend (kernels/layernorm.cu, loss.cu, multi_tensor.cu) against the CPU backend, on random
  * inputs with sizes on and off the block and warp sizes. Statistics and norms (float64 on the device)
  * are compared in float64 with the reduction rule (conformance.h): both backends sum in double, in
@@ -487,7 +487,7 @@ static void lamb_cases(hs_conf *t, const table_t *tb) {
             }
 }
 
-void hs_conf_group_k2(hs_conf *t) {
+void hs_conf_group_norm_loss_optim(hs_conf *t) {
     layernorm_cases(t);
     loss_cases(t);
     table_t tb = make_table(t);

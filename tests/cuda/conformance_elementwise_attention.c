@@ -1,5 +1,5 @@
 /* Conformance cases of the bias passes, element-wise ops, pooling, row gathers/scatter-adds and attention
- * (kernels/bias.cu, elementwise.cu, pool.cu, rows.cu, attention.cu) against the CPU backend.
+ * (kernels/bias.cu, elementwise.cu, activations.cu, pool.cu, rows.cu, attention.cu) against the CPU backend.
  *
  * Besides CPU agreement (conformance.h's bounds), the ops that sum across threads (bias gradients,
  * scatter-add, attention) are run twice on the CUDA backend and must give the same bits: on the emulated
@@ -556,7 +556,7 @@ static void attention_cases(hs_conf *t) {
 
 void hs_conf_group_attention(hs_conf *t) { attention_cases(t); }
 
-void hs_conf_group_k1(hs_conf *t) {
+void hs_conf_group_elementwise_attention(hs_conf *t) {
     bias_cases(t);
     convert_cases(t);
     activation_cases(t);

@@ -1,0 +1,70 @@
+/* Bias passes on the CPU (the family of kernels/bias.cu): y += bias over rows, over rows of a column slice
+ * of a wider matrix (the q|k|v thirds), and their gradients. Every gradient sum crosses rows: it is cut
+ * into column blocks fixed by the shapes alone and each column is summed in row order in double, so the
+ * bits do not depend on the thread count. */
+#include "backend/cpu/cpu_ops.h"
+
+#define HS_PAR_MIN 32768 /* below this many values the thread pool costs more than the work */
+#define HS_COL_BLOCK 64  /* columns per block of the column-parallel reductions */
+
+/* y[rows,cols] += bias[cols] */
+void hs_cpu_add_bias(const hs_backend *be, float *y, const float *bias, int rows, int cols) {
+    (void)be;
+#pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > 32768)
+    for (int r = 0; r < rows; r++) {
+        float *yr = y + (size_t)r * (size_t)cols;
+#pragma omp simd
+        for (int c = 0; c < cols; c++) yr[c] += bias[c];
+    }
+}
+
+/* dbias[cols] += sum_r dy[r,cols]. Columns are split into fixed blocks across threads; each column is
+ * summed over rows in row order in double, so the result does not depend on the thread count (nor on
+ * the block width: 64 columns keep a 256-wide layer's bias gradient on more than one thread). */
+void hs_cpu_bias_grad(const hs_backend *be, float *dbias, const float *dy, int rows, int cols) {
+    (void)be;
+    const int nblocks = (cols + HS_COL_BLOCK - 1) / HS_COL_BLOCK;
+#pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > 32768)
+    for (int blk = 0; blk < nblocks; blk++) {
+        const int c0 = blk * HS_COL_BLOCK;
+        const int nc = cols - c0 < HS_COL_BLOCK ? cols - c0 : HS_COL_BLOCK;
+        double acc[HS_COL_BLOCK] = {0};
+        for (int r = 0; r < rows; r++) {
+            const float *dyr = dy + (size_t)r * (size_t)cols + c0;
+#pragma omp simd
+            for (int c = 0; c < nc; c++) acc[c] += (double)dyr[c];
+        }
+        for (int c = 0; c < nc; c++) dbias[c0 + c] += (float)acc[c];
+    }
+}
+
+/* ---- bias on a column slice ---------------------------------------------------------------------------------- */
+
+/* y[r, 0:cols] += bias, rows ldy apart */
+void hs_cpu_add_bias_strided(const hs_backend *be, float *y, int ldy, const float *bias, int rows, int cols) {
+    (void)be;
+#pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > HS_PAR_MIN)
+    for (int r = 0; r < rows; r++) {
+        float *yr = y + (size_t)r * (size_t)ldy;
+#pragma omp simd
+        for (int c = 0; c < cols; c++) yr[c] += bias[c];
+    }
+}
+
+/* dbias[cols] += Σ_r dy[r, 0:cols] in double, each column summed in row order */
+void hs_cpu_bias_grad_strided(const hs_backend *be, float *dbias, const float *dy, int ldy, int rows, int cols) {
+    (void)be;
+    const int nblocks = (cols + HS_COL_BLOCK - 1) / HS_COL_BLOCK;
+#pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > HS_PAR_MIN)
+    for (int blk = 0; blk < nblocks; blk++) {
+        const int c0 = blk * HS_COL_BLOCK;
+        const int nc = cols - c0 < HS_COL_BLOCK ? cols - c0 : HS_COL_BLOCK;
+        double acc[HS_COL_BLOCK] = {0};
+        for (int r = 0; r < rows; r++) {
+            const float *dyr = dy + (size_t)r * (size_t)ldy + c0;
+#pragma omp simd
+            for (int c = 0; c < nc; c++) acc[c] += (double)dyr[c];
+        }
+        for (int c = 0; c < nc; c++) dbias[c0 + c] += (float)acc[c];
+    }
+}
