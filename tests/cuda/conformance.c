@@ -70,11 +70,54 @@ void hs_conf_free_both(hs_conf *t, void *cpu_dev, void *cuda_dev) {
     t->cuda->free(t->cuda, cuda_dev);
 }
 
-static void *download(const hs_backend *be, const void *dev, size_t bytes) {
+hs_conf_pair hs_conf_pair_of(hs_conf *t, const void *host, size_t bytes) {
+    hs_conf_pair p;
+    hs_conf_both(t, host, bytes, &p.cpu, &p.cuda);
+    return p;
+}
+
+void hs_conf_pair_free(hs_conf *t, hs_conf_pair p) { hs_conf_free_both(t, p.cpu, p.cuda); }
+
+void *hs_conf_fetch(const hs_backend *be, const void *dev, size_t bytes) {
     void *h = malloc(bytes ? bytes : 1);
     if (!h) HS_FATAL("out of memory", "malloc(%zu)", bytes);
     if (bytes) be->download(be, h, dev, bytes);
     return h;
+}
+
+void hs_conf_fail(hs_conf *t) {
+    t->checks++;
+    t->failures++;
+}
+
+void hs_conf_same_bits(hs_conf *t, const char *what, const void *a_dev, const void *b_dev, size_t bytes) {
+    unsigned char *a = hs_conf_fetch(t->cuda, a_dev, bytes), *b = hs_conf_fetch(t->cuda, b_dev, bytes);
+    size_t first = 0, bad = 0;
+    for (size_t i = 0; i < bytes; i++)
+        if (a[i] != b[i] && !bad++) first = i;
+    if (bad) {
+        hs_conf_fail(t);
+        printf("FAIL %s: %s: two CUDA runs differ in %zu of %zu bytes (first at byte %zu): not deterministic\n",
+               t->op ? t->op : "?", what, bad, bytes, first);
+    } else {
+        t->checks++;
+    }
+    free(a), free(b);
+}
+
+void hs_conf_same_signs(hs_conf *t, const char *what, const float *cpu_dev, const float *cuda_dev, size_t n) {
+    float *a = hs_conf_fetch(t->cpu, cpu_dev, n * sizeof *a), *b = hs_conf_fetch(t->cuda, cuda_dev, n * sizeof *b);
+    size_t first = 0, bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!signbit(a[i]) != !signbit(b[i]) && !bad++) first = i;
+    if (bad) {
+        hs_conf_fail(t);
+        printf("FAIL %s: %s: %zu of %zu sign bits (dropout marks) differ; first at [%zu]: cpu %g cuda %g\n",
+               t->op ? t->op : "?", what, bad, n, first, a[first], b[first]);
+    } else {
+        t->checks++;
+    }
+    free(a), free(b);
 }
 
 /* a[i] (CPU) against b[i] (CUDA) in double: |a_i - b_i| <= bound[i] (conformance.h), or INFINITY if a
@@ -111,7 +154,7 @@ static void compare_bound(hs_conf *t, const char *what, const double *a, const d
 /* both downloads as double arrays (free both) */
 static void download_pair_f32(hs_conf *t, const float *cpu_dev, const float *cuda_dev, size_t n, double **da,
                               double **db) {
-    float *a = download(t->cpu, cpu_dev, n * sizeof *a), *b = download(t->cuda, cuda_dev, n * sizeof *b);
+    float *a = hs_conf_fetch(t->cpu, cpu_dev, n * sizeof *a), *b = hs_conf_fetch(t->cuda, cuda_dev, n * sizeof *b);
     HS_ALLOC(*da, n ? n : 1);
     HS_ALLOC(*db, n ? n : 1);
     for (size_t i = 0; i < n; i++) {
@@ -121,7 +164,7 @@ static void download_pair_f32(hs_conf *t, const float *cpu_dev, const float *cud
     free(a), free(b);
 }
 
-float *hs_conf_download_f32(const hs_backend *be, const void *dev, size_t n) { return download(be, dev, n * sizeof(float)); }
+float *hs_conf_download_f32(const hs_backend *be, const void *dev, size_t n) { return hs_conf_fetch(be, dev, n * sizeof(float)); }
 
 double hs_conf_gamma(double n, double u) { return n * u / (1.0 - n * u); }
 
@@ -149,7 +192,7 @@ void hs_conf_check_bound(hs_conf *t, const char *what, const float *cpu_dev, con
 
 void hs_conf_check_bound_f64(hs_conf *t, const char *what, const double *cpu_dev, const double *cuda_dev, size_t n,
                              const double *bound) {
-    double *a = download(t->cpu, cpu_dev, n * sizeof *a), *b = download(t->cuda, cuda_dev, n * sizeof *b);
+    double *a = hs_conf_fetch(t->cpu, cpu_dev, n * sizeof *a), *b = hs_conf_fetch(t->cuda, cuda_dev, n * sizeof *b);
     compare_bound(t, what, a, b, n, bound);
     free(a), free(b);
 }
@@ -179,7 +222,7 @@ void hs_conf_check_ew(hs_conf *t, const char *what, const float *cpu_dev, const 
 
 void hs_conf_check_sum_f64(hs_conf *t, const char *what, const double *cpu_dev, const double *cuda_dev, size_t n,
                            const double *abssum, double n_terms, double term_err, double acc_u) {
-    double *a = download(t->cpu, cpu_dev, n * sizeof *a), *b = download(t->cuda, cuda_dev, n * sizeof *b), *bound;
+    double *a = hs_conf_fetch(t->cpu, cpu_dev, n * sizeof *a), *b = hs_conf_fetch(t->cuda, cuda_dev, n * sizeof *b), *bound;
     HS_ALLOC(bound, n ? n : 1);
     const double f = HS_CONF_C * (term_err + hs_conf_gamma(n_terms < 1 ? 1 : n_terms, acc_u));
     for (size_t i = 0; i < n; i++) bound[i] = f * (abssum ? abssum[i] : fabs(a[i]));
@@ -199,7 +242,7 @@ void hs_conf_check_sum_f32(hs_conf *t, const char *what, const float *cpu_dev, c
 }
 
 void hs_conf_check_i32(hs_conf *t, const char *what, const int32_t *cpu_dev, const int32_t *cuda_dev, size_t n) {
-    int32_t *a = download(t->cpu, cpu_dev, n * sizeof *a), *b = download(t->cuda, cuda_dev, n * sizeof *b);
+    int32_t *a = hs_conf_fetch(t->cpu, cpu_dev, n * sizeof *a), *b = hs_conf_fetch(t->cuda, cuda_dev, n * sizeof *b);
     size_t bad = 0, first = 0;
     for (size_t i = 0; i < n; i++)
         if (a[i] != b[i] && !bad++) first = i;
@@ -216,7 +259,7 @@ void hs_conf_check_i32(hs_conf *t, const char *what, const int32_t *cpu_dev, con
 void hs_conf_finish(hs_conf *t) { finish_op(t); }
 
 void hs_conf_check_rounded(hs_conf *t, const char *what, const float *fp32_dev, const float *cuda_dev, size_t n) {
-    float *a = download(t->cpu_fp32, fp32_dev, n * sizeof *a), *b = download(t->cuda, cuda_dev, n * sizeof *b);
+    float *a = hs_conf_fetch(t->cpu_fp32, fp32_dev, n * sizeof *a), *b = hs_conf_fetch(t->cuda, cuda_dev, n * sizeof *b);
     double scale = 0.0, worst = 0.0;
     for (size_t i = 0; i < n; i++)
         if (fabs((double)a[i]) > scale) scale = fabs((double)a[i]);

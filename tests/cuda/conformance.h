@@ -77,6 +77,20 @@ void *hs_conf_dev(const hs_backend *be, const void *host, size_t bytes);
 /* The same host data on both devices: *cpu_dev and *cuda_dev. */
 void hs_conf_both(hs_conf *t, const void *host, size_t bytes, void **cpu_dev, void **cuda_dev);
 void hs_conf_free_both(hs_conf *t, void *cpu_dev, void *cuda_dev);
+/* The same as one value: a buffer's copy on each device. */
+typedef struct hs_conf_pair {
+    void *cpu, *cuda;
+} hs_conf_pair;
+hs_conf_pair hs_conf_pair_of(hs_conf *t, const void *host, size_t bytes);
+void hs_conf_pair_free(hs_conf *t, hs_conf_pair p);
+/* A host copy (free with free()) of bytes of a device buffer of `be`. */
+void *hs_conf_fetch(const hs_backend *be, const void *dev, size_t bytes);
+/* Counts one failed check (the caller prints what failed). */
+void hs_conf_fail(hs_conf *t);
+/* Two CUDA results of the same op on the same inputs must be bit-identical (determinism). */
+void hs_conf_same_bits(hs_conf *t, const char *what, const void *a_dev, const void *b_dev, size_t bytes);
+/* The sign bits of n floats (dropout marks), CPU against CUDA. */
+void hs_conf_same_signs(hs_conf *t, const char *what, const float *cpu_dev, const float *cuda_dev, size_t n);
 
 /* The checks below download n values of a device buffer on each backend (the CUDA download
  * synchronises). `what` names the output, printed with the sizes the caller put in it on failure. */

@@ -16,63 +16,7 @@
 
 #define MAX_ELEMS ((size_t)1 << 20) /* size combinations above this are skipped (emulator time) */
 
-typedef struct pair {
-    void *cpu, *cuda;
-} pair;
-
-static pair both(hs_conf *t, const void *host, size_t bytes) {
-    pair p;
-    hs_conf_both(t, host, bytes, &p.cpu, &p.cuda);
-    return p;
-}
-
-static void release(hs_conf *t, pair p) { hs_conf_free_both(t, p.cpu, p.cuda); }
-
 static void *cuda_copy_of(hs_conf *t, const void *host, size_t bytes) { return hs_conf_dev(t->cuda, host, bytes); }
-
-static void *fetch(const hs_backend *be, const void *dev, size_t bytes) {
-    void *h = malloc(bytes ? bytes : 1);
-    if (!h) HS_FATAL("out of memory", "malloc(%zu)", bytes);
-    if (bytes) be->download(be, h, dev, bytes);
-    return h;
-}
-
-static void fail(hs_conf *t) {
-    t->checks++;
-    t->failures++;
-}
-
-/* two CUDA results of the same op on the same inputs must be bit-identical (determinism) */
-static void same_bits(hs_conf *t, const char *what, const void *a_dev, const void *b_dev, size_t bytes) {
-    unsigned char *a = fetch(t->cuda, a_dev, bytes), *b = fetch(t->cuda, b_dev, bytes);
-    size_t first = 0, bad = 0;
-    for (size_t i = 0; i < bytes; i++)
-        if (a[i] != b[i] && !bad++) first = i;
-    if (bad) {
-        fail(t);
-        printf("FAIL %s: %s: two CUDA runs differ in %zu of %zu bytes (first at byte %zu): not deterministic\n",
-               t->op ? t->op : "?", what, bad, bytes, first);
-    } else {
-        t->checks++;
-    }
-    free(a), free(b);
-}
-
-/* sign bits of n floats, CPU against CUDA */
-static void same_signs(hs_conf *t, const char *what, const float *cpu_dev, const float *cuda_dev, size_t n) {
-    float *a = fetch(t->cpu, cpu_dev, n * sizeof *a), *b = fetch(t->cuda, cuda_dev, n * sizeof *b);
-    size_t first = 0, bad = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!signbit(a[i]) != !signbit(b[i]) && !bad++) first = i;
-    if (bad) {
-        fail(t);
-        printf("FAIL %s: %s: %zu of %zu sign bits (dropout marks) differ; first at [%zu]: cpu %g cuda %g\n",
-               t->op ? t->op : "?", what, bad, n, first, a[first], b[first]);
-    } else {
-        t->checks++;
-    }
-    free(a), free(b);
-}
 
 /* ---- bias passes ------------------------------------------------------------------------------------- */
 
@@ -88,12 +32,12 @@ static void bias_cases(hs_conf *t) {
         const int rows = bias_shapes[s][0], cols = bias_shapes[s][1];
         const size_t n = (size_t)rows * cols;
         float *y = hs_conf_rand(t, n, -1, 1), *bias = hs_conf_rand(t, cols, -1, 1);
-        pair dy = both(t, y, n * 4), db = both(t, bias, (size_t)cols * 4);
+        hs_conf_pair dy = hs_conf_pair_of(t, y, n * 4), db = hs_conf_pair_of(t, bias, (size_t)cols * 4);
         t->cpu->add_bias(t->cpu, dy.cpu, db.cpu, rows, cols);
         t->cuda->add_bias(t->cuda, dy.cuda, db.cuda, rows, cols);
         snprintf(what, sizeof what, "y rows=%d cols=%d", rows, cols);
         hs_conf_check_ew(t, what, dy.cpu, dy.cuda, n, 0.0);
-        release(t, dy), release(t, db);
+        hs_conf_pair_free(t, dy), hs_conf_pair_free(t, db);
         free(y), free(bias);
     }
     hs_conf_op(t, "bias_grad");
@@ -101,7 +45,7 @@ static void bias_cases(hs_conf *t) {
         const int rows = bias_shapes[s][0], cols = bias_shapes[s][1];
         const size_t n = (size_t)rows * cols;
         float *g = hs_conf_rand(t, n, -1, 1), *dbias = hs_conf_rand(t, cols, -1, 1);
-        pair dg = both(t, g, n * 4), dd = both(t, dbias, (size_t)cols * 4);
+        hs_conf_pair dg = hs_conf_pair_of(t, g, n * 4), dd = hs_conf_pair_of(t, dbias, (size_t)cols * 4);
         void *again = cuda_copy_of(t, dbias, (size_t)cols * 4);
         t->cpu->bias_grad(t->cpu, dd.cpu, dg.cpu, rows, cols);
         t->cuda->bias_grad(t->cuda, dd.cuda, dg.cuda, rows, cols);
@@ -109,8 +53,8 @@ static void bias_cases(hs_conf *t) {
         snprintf(what, sizeof what, "dbias (accumulated) rows=%d cols=%d", rows, cols);
         /* a reduction over the rows of values in [-1, 1] onto a value in [-1, 1]: Σ|x| <= rows + 1 */
         hs_conf_check_sum_f32(t, what, dd.cpu, dd.cuda, (size_t)cols, rows + 1.0, rows + 1.0, 0.0);
-        same_bits(t, what, dd.cuda, again, (size_t)cols * 4);
-        release(t, dg), release(t, dd), t->cuda->free(t->cuda, again);
+        hs_conf_same_bits(t, what, dd.cuda, again, (size_t)cols * 4);
+        hs_conf_pair_free(t, dg), hs_conf_pair_free(t, dd), t->cuda->free(t->cuda, again);
         free(g), free(dbias);
     }
     /* a column slice: the k third of a [rows, 3·cols + 1] q|k|v matrix (the whole matrix is compared, so a
@@ -121,12 +65,12 @@ static void bias_cases(hs_conf *t) {
         const size_t n = (size_t)rows * ldy;
         if (n > MAX_ELEMS) continue;
         float *y = hs_conf_rand(t, n, -1, 1), *bias = hs_conf_rand(t, cols, -1, 1);
-        pair dy = both(t, y, n * 4), db = both(t, bias, (size_t)cols * 4);
+        hs_conf_pair dy = hs_conf_pair_of(t, y, n * 4), db = hs_conf_pair_of(t, bias, (size_t)cols * 4);
         t->cpu->add_bias_strided(t->cpu, (float *)dy.cpu + cols, ldy, db.cpu, rows, cols);
         t->cuda->add_bias_strided(t->cuda, (float *)dy.cuda + cols, ldy, db.cuda, rows, cols);
         snprintf(what, sizeof what, "y[rows=%d, ldy=%d] slice cols %d..%d", rows, ldy, cols, 2 * cols);
         hs_conf_check_ew(t, what, dy.cpu, dy.cuda, n, 0.0);
-        release(t, dy), release(t, db);
+        hs_conf_pair_free(t, dy), hs_conf_pair_free(t, db);
         free(y), free(bias);
     }
     hs_conf_op(t, "bias_grad_strided");
@@ -135,7 +79,7 @@ static void bias_cases(hs_conf *t) {
         const size_t n = (size_t)rows * ldy;
         if (n > MAX_ELEMS) continue;
         float *g = hs_conf_rand(t, n, -1, 1), *dbias = hs_conf_rand(t, cols, -1, 1);
-        pair dg = both(t, g, n * 4), dd = both(t, dbias, (size_t)cols * 4);
+        hs_conf_pair dg = hs_conf_pair_of(t, g, n * 4), dd = hs_conf_pair_of(t, dbias, (size_t)cols * 4);
         void *again = cuda_copy_of(t, dbias, (size_t)cols * 4);
         t->cpu->bias_grad_strided(t->cpu, dd.cpu, (const float *)dg.cpu + 2 * cols, ldy, rows, cols);
         t->cuda->bias_grad_strided(t->cuda, dd.cuda, (const float *)dg.cuda + 2 * cols, ldy, rows, cols);
@@ -144,8 +88,8 @@ static void bias_cases(hs_conf *t) {
                  3 * cols);
         /* a reduction over the rows of values in [-1, 1] onto a value in [-1, 1]: Σ|x| <= rows + 1 */
         hs_conf_check_sum_f32(t, what, dd.cpu, dd.cuda, (size_t)cols, rows + 1.0, rows + 1.0, 0.0);
-        same_bits(t, what, dd.cuda, again, (size_t)cols * 4);
-        release(t, dg), release(t, dd), t->cuda->free(t->cuda, again);
+        hs_conf_same_bits(t, what, dd.cuda, again, (size_t)cols * 4);
+        hs_conf_pair_free(t, dg), hs_conf_pair_free(t, dd), t->cuda->free(t->cuda, again);
         free(g), free(dbias);
     }
 }
@@ -173,7 +117,7 @@ static void activation_cases(hs_conf *t) {
         for (int s = 0; s < hs_conf_nsizes; s++) {
             const size_t n = hs_conf_sizes[s];
             float *x = hs_conf_rand(t, n, -range[which], range[which]);
-            pair dx = both(t, x, n * 4), dy = both(t, NULL, n * 4);
+            hs_conf_pair dx = hs_conf_pair_of(t, x, n * 4), dy = hs_conf_pair_of(t, NULL, n * 4);
             pick_unary(t->cpu, which)(t->cpu, dy.cpu, dx.cpu, n);
             pick_unary(t->cuda, which)(t->cuda, dy.cuda, dx.cuda, n);
             snprintf(what, sizeof what, "y n=%zu", n);
@@ -182,7 +126,7 @@ static void activation_cases(hs_conf *t) {
             pick_unary(t->cuda, which)(t->cuda, dx.cuda, dx.cuda, n);
             snprintf(what, sizeof what, "y in place n=%zu", n);
             hs_conf_check_ew(t, what, dx.cpu, dx.cuda, n, 0.0);
-            release(t, dx), release(t, dy);
+            hs_conf_pair_free(t, dx), hs_conf_pair_free(t, dy);
             free(x);
         }
         hs_conf_op(t, bwd_names[which]);
@@ -194,7 +138,7 @@ static void activation_cases(hs_conf *t) {
                 for (size_t i = 0; i < n; i++) x[i] = x[i] < 0 ? 0.0f : x[i];
             if (which == 2)
                 for (size_t i = 0; i < n; i++) x[i] = tanhf(x[i]);
-            pair dz = both(t, x, n * 4), dg = both(t, g, n * 4), dd = both(t, NULL, n * 4);
+            hs_conf_pair dz = hs_conf_pair_of(t, x, n * 4), dg = hs_conf_pair_of(t, g, n * 4), dd = hs_conf_pair_of(t, NULL, n * 4);
             pick_binary(t->cpu, which)(t->cpu, dd.cpu, dg.cpu, dz.cpu, n);
             pick_binary(t->cuda, which)(t->cuda, dd.cuda, dg.cuda, dz.cuda, n);
             snprintf(what, sizeof what, "dx n=%zu", n);
@@ -203,7 +147,7 @@ static void activation_cases(hs_conf *t) {
             pick_binary(t->cuda, which)(t->cuda, dg.cuda, dg.cuda, dz.cuda, n);
             snprintf(what, sizeof what, "dx in place n=%zu", n);
             hs_conf_check_ew(t, what, dg.cpu, dg.cuda, n, 0.0);
-            release(t, dz), release(t, dg), release(t, dd);
+            hs_conf_pair_free(t, dz), hs_conf_pair_free(t, dg), hs_conf_pair_free(t, dd);
             free(x), free(g);
         }
     }
@@ -212,14 +156,14 @@ static void activation_cases(hs_conf *t) {
         const int rows = bias_shapes[s][0], cols = bias_shapes[s][1];
         const size_t n = (size_t)rows * cols;
         float *x = hs_conf_rand(t, n, -5, 5), *bias = hs_conf_rand(t, cols, -1, 1);
-        pair dx = both(t, x, n * 4), db = both(t, bias, (size_t)cols * 4), dy = both(t, NULL, n * 4);
+        hs_conf_pair dx = hs_conf_pair_of(t, x, n * 4), db = hs_conf_pair_of(t, bias, (size_t)cols * 4), dy = hs_conf_pair_of(t, NULL, n * 4);
         t->cpu->bias_gelu_forward(t->cpu, dy.cpu, dx.cpu, db.cpu, rows, cols);
         t->cuda->bias_gelu_forward(t->cuda, dy.cuda, dx.cuda, db.cuda, rows, cols);
         snprintf(what, sizeof what, "x + bias rows=%d cols=%d", rows, cols);
         hs_conf_check_ew(t, what, dx.cpu, dx.cuda, n, 0.0);
         snprintf(what, sizeof what, "y rows=%d cols=%d", rows, cols);
         hs_conf_check_ew(t, what, dy.cpu, dy.cuda, n, 0.0);
-        release(t, dx), release(t, db), release(t, dy);
+        hs_conf_pair_free(t, dx), hs_conf_pair_free(t, db), hs_conf_pair_free(t, dy);
         free(x), free(bias);
     }
 }
@@ -230,25 +174,25 @@ static void convert_cases(hs_conf *t) {
     for (int s = 0; s < hs_conf_nsizes; s++) {
         const size_t n = hs_conf_sizes[s];
         uint8_t *x = hs_conf_rand_u8(t, n);
-        pair dx = both(t, x, n), dy = both(t, NULL, n * 4);
+        hs_conf_pair dx = hs_conf_pair_of(t, x, n), dy = hs_conf_pair_of(t, NULL, n * 4);
         const float scale = 1.0f / (255.0f * 0.3081f), shift = -0.1307f / 0.3081f; /* MNIST normalisation */
         t->cpu->u8_to_float(t->cpu, dy.cpu, dx.cpu, n, scale, shift);
         t->cuda->u8_to_float(t->cuda, dy.cuda, dx.cuda, n, scale, shift);
         snprintf(what, sizeof what, "y n=%zu", n);
         hs_conf_check_ew(t, what, dy.cpu, dy.cuda, n, 0.0);
-        release(t, dx), release(t, dy);
+        hs_conf_pair_free(t, dx), hs_conf_pair_free(t, dy);
         free(x);
     }
     hs_conf_op(t, "attention_mask_bias");
     for (int s = 0; s < hs_conf_nsizes; s++) {
         const size_t n = hs_conf_sizes[s];
         int32_t *m = hs_conf_rand_int(t, n, 0, 2);
-        pair dm = both(t, m, n * 4), db = both(t, NULL, n * 4);
+        hs_conf_pair dm = hs_conf_pair_of(t, m, n * 4), db = hs_conf_pair_of(t, NULL, n * 4);
         t->cpu->attention_mask_bias(t->cpu, db.cpu, dm.cpu, n);
         t->cuda->attention_mask_bias(t->cuda, db.cuda, dm.cuda, n);
         snprintf(what, sizeof what, "bias n=%zu", n);
         hs_conf_check_ew(t, what, db.cpu, db.cuda, n, 0.0);
-        release(t, dm), release(t, db);
+        hs_conf_pair_free(t, dm), hs_conf_pair_free(t, db);
         free(m);
     }
 }
@@ -269,8 +213,8 @@ static void dropout_cases(hs_conf *t) {
                 const size_t per_sample = mode == 1 ? 4 * hs_conf_sizes[s] : hs_conf_sizes[s];
                 const size_t n = (size_t)batch * per_sample;
                 float *x = hs_conf_rand(t, n, -1, 1), *g = hs_conf_rand(t, n, -1, 1);
-                pair dx = both(t, x, n * 4), dg = both(t, g, n * 4), dy = both(t, NULL, n * 4),
-                     dd = both(t, NULL, n * 4);
+                hs_conf_pair dx = hs_conf_pair_of(t, x, n * 4), dg = hs_conf_pair_of(t, g, n * 4), dy = hs_conf_pair_of(t, NULL, n * 4),
+                     dd = hs_conf_pair_of(t, NULL, n * 4);
                 t->cpu->dropout_forward(t->cpu, dy.cpu, dx.cpu, batch, per_sample, group, p, key, first_sample);
                 t->cuda->dropout_forward(t->cuda, dy.cuda, dx.cuda, batch, per_sample, group, p, key, first_sample);
                 t->cpu->dropout_backward(t->cpu, dd.cpu, dg.cpu, batch, per_sample, group, p, key, first_sample);
@@ -284,7 +228,7 @@ static void dropout_cases(hs_conf *t) {
                 snprintf(what, sizeof what, "in place batch=%d per_sample=%zu group=%zu p=%g", batch, per_sample,
                          group, p);
                 hs_conf_check_ew(t, what, dx.cpu, dx.cuda, n, 0.0);
-                release(t, dx), release(t, dg), release(t, dy), release(t, dd);
+                hs_conf_pair_free(t, dx), hs_conf_pair_free(t, dg), hs_conf_pair_free(t, dy), hs_conf_pair_free(t, dd);
                 free(x), free(g);
             }
 }
@@ -303,8 +247,8 @@ static void pool_cases(hs_conf *t) {
         /* a few distinct values (ties: the first maximum wins) and zeros as after a ReLU */
         float *x = hs_conf_rand(t, nx, -2, 4), *dy = hs_conf_rand(t, ny, -1, 1), *dx = hs_conf_rand(t, nx, -1, 1);
         for (size_t e = 0; e < nx; e++) x[e] = x[e] < 0 ? 0.0f : floorf(x[e]);
-        pair d_x = both(t, x, nx * 4), d_y = both(t, NULL, ny * 4), d_a = both(t, NULL, ny * 4);
-        pair d_dy = both(t, dy, ny * 4), d_dx = both(t, dx, nx * 4); /* dx starts non-zero: overwritten */
+        hs_conf_pair d_x = hs_conf_pair_of(t, x, nx * 4), d_y = hs_conf_pair_of(t, NULL, ny * 4), d_a = hs_conf_pair_of(t, NULL, ny * 4);
+        hs_conf_pair d_dy = hs_conf_pair_of(t, dy, ny * 4), d_dx = hs_conf_pair_of(t, dx, nx * 4); /* dx starts non-zero: overwritten */
         t->cpu->maxpool2d_forward(t->cpu, d_y.cpu, d_a.cpu, d_x.cpu, n, c, h, w, k);
         t->cuda->maxpool2d_forward(t->cuda, d_y.cuda, d_a.cuda, d_x.cuda, n, c, h, w, k);
         t->cpu->maxpool2d_backward(t->cpu, d_dx.cpu, d_dy.cpu, d_a.cpu, n, c, h, w, k);
@@ -315,7 +259,7 @@ static void pool_cases(hs_conf *t) {
             hs_conf_check_i32(t, what, d_a.cpu, d_a.cuda, ny);
         }
         hs_conf_check_ew(t, what, d_dx.cpu, d_dx.cuda, nx, 0.0);
-        release(t, d_x), release(t, d_y), release(t, d_a), release(t, d_dy), release(t, d_dx);
+        hs_conf_pair_free(t, d_x), hs_conf_pair_free(t, d_y), hs_conf_pair_free(t, d_a), hs_conf_pair_free(t, d_dy), hs_conf_pair_free(t, d_dx);
         free(x), free(dy), free(dx);
     }
 }
@@ -334,12 +278,12 @@ static void rows_cases(hs_conf *t) {
                 if (ny > MAX_ELEMS) continue;
                 float *x = hs_conf_rand(t, nx, -1, 1), *y = hs_conf_rand(t, ny, -1, 1);
                 int32_t *idx = hs_conf_rand_int(t, (size_t)count, 0, x_rows);
-                pair dx = both(t, x, nx * 4), dy = both(t, y, ny * 4), di = both(t, idx, (size_t)count * 4);
+                hs_conf_pair dx = hs_conf_pair_of(t, x, nx * 4), dy = hs_conf_pair_of(t, y, ny * 4), di = hs_conf_pair_of(t, idx, (size_t)count * 4);
                 t->cpu->gather_rows(t->cpu, dy.cpu, dx.cpu, di.cpu, count, cols, x_rows, acc);
                 t->cuda->gather_rows(t->cuda, dy.cuda, dx.cuda, di.cuda, count, cols, x_rows, acc);
                 snprintf(what, sizeof what, "y count=%d cols=%d accumulate=%d", count, cols, acc);
                 hs_conf_check_ew(t, what, dy.cpu, dy.cuda, ny, 0.0);
-                release(t, dx), release(t, dy), release(t, di);
+                hs_conf_pair_free(t, dx), hs_conf_pair_free(t, dy), hs_conf_pair_free(t, di);
                 free(x), free(y), free(idx);
             }
     /* few destination rows: every index repeats many times */
@@ -352,15 +296,15 @@ static void rows_cases(hs_conf *t) {
             if (ny > MAX_ELEMS) continue;
             float *dy = hs_conf_rand(t, ny, -1, 1), *dx = hs_conf_rand(t, nx, -1, 1);
             int32_t *idx = hs_conf_rand_int(t, (size_t)count, 0, dx_rows);
-            pair d_dy = both(t, dy, ny * 4), d_dx = both(t, dx, nx * 4), di = both(t, idx, (size_t)count * 4);
+            hs_conf_pair d_dy = hs_conf_pair_of(t, dy, ny * 4), d_dx = hs_conf_pair_of(t, dx, nx * 4), di = hs_conf_pair_of(t, idx, (size_t)count * 4);
             void *again = cuda_copy_of(t, dx, nx * 4);
             t->cpu->scatter_add_rows(t->cpu, d_dx.cpu, d_dy.cpu, di.cpu, count, cols, dx_rows);
             t->cuda->scatter_add_rows(t->cuda, d_dx.cuda, d_dy.cuda, di.cuda, count, cols, dx_rows);
             t->cuda->scatter_add_rows(t->cuda, again, d_dy.cuda, di.cuda, count, cols, dx_rows);
             snprintf(what, sizeof what, "dx (accumulated) count=%d cols=%d dx_rows=%d", count, cols, dx_rows);
             hs_conf_check_ew(t, what, d_dx.cpu, d_dx.cuda, nx, 0.0);
-            same_bits(t, what, d_dx.cuda, again, nx * 4);
-            release(t, d_dy), release(t, d_dx), release(t, di), t->cuda->free(t->cuda, again);
+            hs_conf_same_bits(t, what, d_dx.cuda, again, nx * 4);
+            hs_conf_pair_free(t, d_dy), hs_conf_pair_free(t, d_dx), hs_conf_pair_free(t, di), t->cuda->free(t->cuda, again);
             free(dy), free(dx), free(idx);
         }
 }
@@ -502,9 +446,9 @@ static void attention_case(hs_conf *t, int batch, int L, int heads, int d, float
     float *mask_bias;
     HS_ALLOC(mask_bias, (size_t)batch * L);
     for (size_t i = 0; i < (size_t)batch * L; i++) mask_bias[i] = mask[i] == 0 ? -10000.0f : 0.0f; /* 1/4 masked */
-    pair d_qkv = both(t, qkv, nqkv * 4), d_mb = both(t, mask_bias, (size_t)batch * L * 4);
-    pair d_ctx = both(t, junk, nctx * 4), d_probs = both(t, junk, nprobs * 4);
-    pair d_dctx = both(t, dctx, nctx * 4), d_dqkv = both(t, junk, nqkv * 4);
+    hs_conf_pair d_qkv = hs_conf_pair_of(t, qkv, nqkv * 4), d_mb = hs_conf_pair_of(t, mask_bias, (size_t)batch * L * 4);
+    hs_conf_pair d_ctx = hs_conf_pair_of(t, junk, nctx * 4), d_probs = hs_conf_pair_of(t, junk, nprobs * 4);
+    hs_conf_pair d_dctx = hs_conf_pair_of(t, dctx, nctx * 4), d_dqkv = hs_conf_pair_of(t, junk, nqkv * 4);
     void *ctx2 = cuda_copy_of(t, junk, nctx * 4), *probs2 = cuda_copy_of(t, NULL, nprobs * 4),
          *dqkv2 = cuda_copy_of(t, junk, nqkv * 4);
 
@@ -526,18 +470,18 @@ static void attention_case(hs_conf *t, int batch, int L, int heads, int d, float
     HS_ALLOC(bp, nprobs), HS_ALLOC(bctx, nctx), HS_ALLOC(bdqkv, nqkv);
     attention_bounds(t, qkv, mask_bias, probs_cpu, dctx, batch, L, heads, d, p, bp, bctx, bdqkv);
     hs_conf_check_bound(t, what, d_probs.cpu, d_probs.cuda, nprobs, bp);
-    same_signs(t, what, d_probs.cpu, d_probs.cuda, nprobs);
-    same_bits(t, what, d_probs.cuda, probs2, nprobs * 4);
+    hs_conf_same_signs(t, what, d_probs.cpu, d_probs.cuda, nprobs);
+    hs_conf_same_bits(t, what, d_probs.cuda, probs2, nprobs * 4);
     snprintf(what, sizeof what, "ctx B=%d L=%d heads=%d d=%d p=%g", batch, L, heads, d, p);
     hs_conf_check_bound(t, what, d_ctx.cpu, d_ctx.cuda, nctx, bctx);
-    same_bits(t, what, d_ctx.cuda, ctx2, nctx * 4);
+    hs_conf_same_bits(t, what, d_ctx.cuda, ctx2, nctx * 4);
     snprintf(what, sizeof what, "dqkv B=%d L=%d heads=%d d=%d p=%g", batch, L, heads, d, p);
     hs_conf_check_bound(t, what, d_dqkv.cpu, d_dqkv.cuda, nqkv, bdqkv);
     free(probs_cpu), free(bp), free(bctx), free(bdqkv);
-    same_bits(t, what, d_dqkv.cuda, dqkv2, nqkv * 4);
+    hs_conf_same_bits(t, what, d_dqkv.cuda, dqkv2, nqkv * 4);
 
-    release(t, d_qkv), release(t, d_mb), release(t, d_ctx), release(t, d_probs), release(t, d_dctx),
-        release(t, d_dqkv);
+    hs_conf_pair_free(t, d_qkv), hs_conf_pair_free(t, d_mb), hs_conf_pair_free(t, d_ctx), hs_conf_pair_free(t, d_probs), hs_conf_pair_free(t, d_dctx),
+        hs_conf_pair_free(t, d_dqkv);
     t->cuda->free(t->cuda, ctx2), t->cuda->free(t->cuda, probs2), t->cuda->free(t->cuda, dqkv2);
     free(qkv), free(dctx), free(junk), free(mask), free(mask_bias);
 }

@@ -11,16 +11,9 @@
 #include "conformance.h"
 #include "util/check.h"
 
-static void *fetch(const hs_backend *be, const void *dev, size_t bytes) {
-    void *h = malloc(bytes ? bytes : 1);
-    if (!h) HS_FATAL("out of memory", "malloc(%zu)", bytes);
-    if (bytes) be->download(be, h, dev, bytes);
-    return h;
-}
-
 /* bytes of the CPU's and CUDA's results, equal or a failure naming the first differing element */
 static void same_bits(hs_conf *t, const char *what, const void *cpu_dev, const void *cuda_dev, size_t n, size_t elem) {
-    unsigned char *a = fetch(t->cpu, cpu_dev, n * elem), *b = fetch(t->cuda, cuda_dev, n * elem);
+    unsigned char *a = hs_conf_fetch(t->cpu, cpu_dev, n * elem), *b = hs_conf_fetch(t->cuda, cuda_dev, n * elem);
     size_t bad = 0, first = 0;
     for (size_t i = 0; i < n; i++)
         if (memcmp(a + i * elem, b + i * elem, elem) && !bad++) first = i;
@@ -66,7 +59,7 @@ static void half_cases(hs_conf *t) {
         snprintf(what, sizeof what, "to_half n=%zu", n);
         same_bits(t, what, h0, h1, n, sizeof(uint16_t));
         /* widening the CPU's 16-bit values on both devices */
-        uint16_t *hh = fetch(t->cpu, h0, n * sizeof(uint16_t));
+        uint16_t *hh = hs_conf_fetch(t->cpu, h0, n * sizeof(uint16_t));
         t->cuda->upload(t->cuda, h1, hh, n * sizeof(uint16_t));
         t->cpu->from_half(t->cpu, y0, h0, n);
         t->cuda->from_half(t->cuda, y1, h1, n);

@@ -14,29 +14,16 @@
 /* float64 results (loss statistics, norms): double sums in another order differ ~1e-16 relative; the
  * float inputs to them may differ by an ulp where the compilers fuse a multiply-add differently. */
 
-/* One buffer on both devices. */
-typedef struct {
-    void *cpu, *cuda;
-} pair;
-
-static pair both(hs_conf *t, const void *host, size_t bytes) {
-    pair p;
-    hs_conf_both(t, host, bytes, &p.cpu, &p.cuda);
-    return p;
-}
-
-static void release(hs_conf *t, pair p) { hs_conf_free_both(t, p.cpu, p.cuda); }
-
 /* The element-wise rule (conformance.h): 32 u32 of the value, floored at 32 u32 of the output's scale
  * (the losses' probabilities and gradients, the optimizers' parameters and states, the scaled tensors
  * are of their inputs' magnitude). */
-static void check_ew(hs_conf *t, const char *what, pair p, size_t n) { hs_conf_check_ew(t, what, p.cpu, p.cuda, n, 0.0); }
+static void check_ew(hs_conf *t, const char *what, hs_conf_pair p, size_t n) { hs_conf_check_ew(t, what, p.cpu, p.cuda, n, 0.0); }
 
 
 /* The losses' statistics (double slots the ops add to): a sum over rows, in double, of per-row values
  * computed in float — each within 32 u32 of the row's magnitude, |loss| <= 2 max|logit| + log(cols) —
  * so the bound is HS_CONF_C (32 u32 + gamma_rows(2^-53)) (|slot| + rows (2·5 + log cols)). */
-static void check_stats(hs_conf *t, const char *what, pair p, int rows, int cols) {
+static void check_stats(hs_conf *t, const char *what, hs_conf_pair p, int rows, int cols) {
     double *a = malloc(3 * sizeof *a), bound[3];
     if (!a) HS_FATAL("out of memory", "malloc(%zu)", 3 * sizeof *a);
     t->cpu->download(t->cpu, a, p.cpu, 3 * sizeof *a);
@@ -118,12 +105,12 @@ static void layernorm_case(hs_conf *t, int rows, int cols, int residual, float e
     float *gamma = hs_conf_rand(t, (size_t)cols, 0.5f, 1.5f), *beta = hs_conf_rand(t, (size_t)cols, -1, 1);
     float *dy = hs_conf_rand(t, n, -1, 1);
     float *dgamma = hs_conf_rand(t, (size_t)cols, -1, 1), *dbeta = hs_conf_rand(t, (size_t)cols, -1, 1);
-    pair px = both(t, x, n * 4), pr = both(t, res, n * 4), pg = both(t, gamma, (size_t)cols * 4),
-         pb = both(t, beta, (size_t)cols * 4), py = both(t, NULL, n * 4), psum = both(t, NULL, n * 4),
-         pmean = both(t, NULL, (size_t)rows * 4), prstd = both(t, NULL, (size_t)rows * 4), pdy = both(t, dy, n * 4),
-         pdg = both(t, dgamma, (size_t)cols * 4), pdb = both(t, dbeta, (size_t)cols * 4);
+    hs_conf_pair px = hs_conf_pair_of(t, x, n * 4), pr = hs_conf_pair_of(t, res, n * 4), pg = hs_conf_pair_of(t, gamma, (size_t)cols * 4),
+         pb = hs_conf_pair_of(t, beta, (size_t)cols * 4), py = hs_conf_pair_of(t, NULL, n * 4), psum = hs_conf_pair_of(t, NULL, n * 4),
+         pmean = hs_conf_pair_of(t, NULL, (size_t)rows * 4), prstd = hs_conf_pair_of(t, NULL, (size_t)rows * 4), pdy = hs_conf_pair_of(t, dy, n * 4),
+         pdg = hs_conf_pair_of(t, dgamma, (size_t)cols * 4), pdb = hs_conf_pair_of(t, dbeta, (size_t)cols * 4);
     /* the LayerNorm's input as the backward pass sees it */
-    pair in = px, xs = psum, rs = pr;
+    hs_conf_pair in = px, xs = psum, rs = pr;
     if (residual == 2) xs = px;
     if (residual == 3) xs = pr;
     if (residual) in = xs;
@@ -154,7 +141,7 @@ static void layernorm_case(hs_conf *t, int rows, int cols, int residual, float e
     memcpy(carry_dg, lb.dg, (size_t)cols * sizeof *carry_dg), memcpy(carry_db, lb.db, (size_t)cols * sizeof *carry_db);
     /* backward: dx separate, then in place over dy (dgamma/dbeta accumulate onto random values) */
     for (int in_place = 0; in_place < 2; in_place++) {
-        pair pdx = in_place ? pdy : both(t, NULL, n * 4);
+        hs_conf_pair pdx = in_place ? pdy : hs_conf_pair_of(t, NULL, n * 4);
         t->cpu->layernorm_backward(t->cpu, pdx.cpu, pdg.cpu, pdb.cpu, pdy.cpu, in.cpu, pmean.cpu, prstd.cpu, pg.cpu,
                                    rows, cols);
         t->cuda->layernorm_backward(t->cuda, pdx.cuda, pdg.cuda, pdb.cuda, pdy.cuda, in.cuda, pmean.cuda,
@@ -170,12 +157,12 @@ static void layernorm_case(hs_conf *t, int rows, int cols, int residual, float e
         hs_conf_check_bound(t, what2, pdx.cpu, pdx.cuda, n, lb.dx);
         hs_conf_check_bound(t, what2, pdg.cpu, pdg.cuda, (size_t)cols, lb.dg);
         hs_conf_check_bound(t, what2, pdb.cpu, pdb.cuda, (size_t)cols, lb.db);
-        if (!in_place) release(t, pdx);
+        if (!in_place) hs_conf_pair_free(t, pdx);
     }
     free(v), free(mean), free(rstd), free(carry_dg), free(carry_db);
     free(lb.y), free(lb.dx), free(lb.mean), free(lb.rstd), free(lb.dg), free(lb.db);
-    release(t, px), release(t, pr), release(t, pg), release(t, pb), release(t, py), release(t, psum);
-    release(t, pmean), release(t, prstd), release(t, pdy), release(t, pdg), release(t, pdb);
+    hs_conf_pair_free(t, px), hs_conf_pair_free(t, pr), hs_conf_pair_free(t, pg), hs_conf_pair_free(t, pb), hs_conf_pair_free(t, py), hs_conf_pair_free(t, psum);
+    hs_conf_pair_free(t, pmean), hs_conf_pair_free(t, prstd), hs_conf_pair_free(t, pdy), hs_conf_pair_free(t, pdg), hs_conf_pair_free(t, pdb);
     free(x), free(res), free(gamma), free(beta), free(dy), free(dgamma), free(dbeta);
 }
 
@@ -222,8 +209,8 @@ static void log_softmax_nll_case(hs_conf *t, int rows, int cols, int ties) {
     const size_t n = (size_t)rows * (size_t)cols;
     float *x = loss_logits(t, n, ties);
     int32_t *labels = loss_labels(t, rows, cols, 0);
-    pair pl = both(t, labels, (size_t)rows * 4), px = both(t, x, n * 4), plp = both(t, NULL, n * 4),
-         pd = both(t, NULL, n * 4), pst = both(t, loss_stats0, sizeof loss_stats0);
+    hs_conf_pair pl = hs_conf_pair_of(t, labels, (size_t)rows * 4), px = hs_conf_pair_of(t, x, n * 4), plp = hs_conf_pair_of(t, NULL, n * 4),
+         pd = hs_conf_pair_of(t, NULL, n * 4), pst = hs_conf_pair_of(t, loss_stats0, sizeof loss_stats0);
     snprintf(what, sizeof what, "rows=%d cols=%d%s", rows, cols, ties ? " (integer logits, ties)" : "");
     t->cpu->log_softmax_nll_forward(t->cpu, plp.cpu, px.cpu, pl.cpu, rows, cols, pst.cpu);
     t->cuda->log_softmax_nll_forward(t->cuda, plp.cuda, px.cuda, pl.cuda, rows, cols, pst.cuda);
@@ -233,7 +220,7 @@ static void log_softmax_nll_case(hs_conf *t, int rows, int cols, int ties) {
     t->cpu->log_softmax_nll_backward(t->cpu, pd.cpu, plp.cpu, pl.cpu, rows, cols, scale);
     t->cuda->log_softmax_nll_backward(t->cuda, pd.cuda, plp.cuda, pl.cuda, rows, cols, scale);
     check_ew(t, what, pd, n);
-    release(t, pl), release(t, px), release(t, plp), release(t, pd), release(t, pst);
+    hs_conf_pair_free(t, pl), hs_conf_pair_free(t, px), hs_conf_pair_free(t, plp), hs_conf_pair_free(t, pd), hs_conf_pair_free(t, pst);
     free(x), free(labels);
 }
 
@@ -243,9 +230,9 @@ static void softmax_xent_case(hs_conf *t, int rows, int cols, int ties, int in_p
     const size_t n = (size_t)rows * (size_t)cols;
     float *x = loss_logits(t, n, ties);
     int32_t *labels = loss_labels(t, rows, cols, 1);
-    pair pl = both(t, labels, (size_t)rows * 4), px = both(t, x, n * 4);
-    pair pp = in_place ? px : both(t, NULL, n * 4), pd = in_place ? px : both(t, NULL, n * 4);
-    pair pst = both(t, loss_stats0, sizeof loss_stats0);
+    hs_conf_pair pl = hs_conf_pair_of(t, labels, (size_t)rows * 4), px = hs_conf_pair_of(t, x, n * 4);
+    hs_conf_pair pp = in_place ? px : hs_conf_pair_of(t, NULL, n * 4), pd = in_place ? px : hs_conf_pair_of(t, NULL, n * 4);
+    hs_conf_pair pst = hs_conf_pair_of(t, loss_stats0, sizeof loss_stats0);
     snprintf(what, sizeof what, "rows=%d cols=%d%s%s", rows, cols, ties ? " (integer logits, ties)" : "",
              in_place ? " in place" : "");
     t->cpu->softmax_xent_forward(t->cpu, pp.cpu, px.cpu, pl.cpu, rows, cols, pst.cpu);
@@ -256,8 +243,8 @@ static void softmax_xent_case(hs_conf *t, int rows, int cols, int ties, int in_p
     t->cpu->softmax_xent_backward(t->cpu, pd.cpu, pp.cpu, pl.cpu, rows, cols, scale);
     t->cuda->softmax_xent_backward(t->cuda, pd.cuda, pp.cuda, pl.cuda, rows, cols, scale);
     check_ew(t, what, pd, n);
-    release(t, pl), release(t, px), release(t, pst);
-    if (!in_place) release(t, pp), release(t, pd);
+    hs_conf_pair_free(t, pl), hs_conf_pair_free(t, px), hs_conf_pair_free(t, pst);
+    if (!in_place) hs_conf_pair_free(t, pp), hs_conf_pair_free(t, pd);
     free(x), free(labels);
 }
 
@@ -287,7 +274,7 @@ typedef struct {
     hs_tensor_span *spans;
     int count;
     size_t flat; /* floats of the flat buffers, gaps included */
-    pair table;
+    hs_conf_pair table;
 } table_t;
 
 static table_t make_table(hs_conf *t) {
@@ -306,12 +293,12 @@ static table_t make_table(hs_conf *t) {
         off += numels[i];
     }
     tb.flat = (size_t)off + 6; /* a gap after the last tensor too */
-    tb.table = both(t, tb.spans, (size_t)tb.count * sizeof *tb.spans);
+    tb.table = hs_conf_pair_of(t, tb.spans, (size_t)tb.count * sizeof *tb.spans);
     return tb;
 }
 
 static void free_table(hs_conf *t, table_t *tb) {
-    release(t, tb->table);
+    hs_conf_pair_free(t, tb->table);
     free(tb->spans);
 }
 
@@ -324,7 +311,7 @@ static void sumsq_scale_cases(hs_conf *t, const table_t *tb) {
         float *x = hs_conf_rand(t, tb->flat, -2, 2);
         double junk[64];
         for (int i = 0; i < 64; i++) junk[i] = 1e30; /* overwritten, not added */
-        pair px = both(t, x, tb->flat * 4), psq = both(t, junk, (size_t)count * 8), ptot = both(t, junk, 8);
+        hs_conf_pair px = hs_conf_pair_of(t, x, tb->flat * 4), psq = hs_conf_pair_of(t, junk, (size_t)count * 8), ptot = hs_conf_pair_of(t, junk, 8);
         snprintf(what, sizeof what, "%d tensors with gaps", count);
         t->cpu->sumsq_tensors(t->cpu, psq.cpu, ptot.cpu, px.cpu, tb->table.cpu, count);
         t->cuda->sumsq_tensors(t->cuda, psq.cuda, ptot.cuda, px.cuda, tb->table.cuda, count);
@@ -334,26 +321,26 @@ static void sumsq_scale_cases(hs_conf *t, const table_t *tb) {
         t->cpu->scale_tensors(t->cpu, px.cpu, 0.37f, tb->table.cpu, count);
         t->cuda->scale_tensors(t->cuda, px.cuda, 0.37f, tb->table.cuda, count);
         check_ew(t, what, px, tb->flat);
-        release(t, px), release(t, psq), release(t, ptot);
+        hs_conf_pair_free(t, px), hs_conf_pair_free(t, psq), hs_conf_pair_free(t, ptot);
         free(x);
     }
     /* no tensors: *total = 0 */
     {
         const double junk = 1e30;
-        pair psq = both(t, &junk, 8), ptot = both(t, &junk, 8);
+        hs_conf_pair psq = hs_conf_pair_of(t, &junk, 8), ptot = hs_conf_pair_of(t, &junk, 8);
         float zero = 0.0f;
-        pair px = both(t, &zero, 4);
+        hs_conf_pair px = hs_conf_pair_of(t, &zero, 4);
         t->cpu->sumsq_tensors(t->cpu, psq.cpu, ptot.cpu, px.cpu, tb->table.cpu, 0);
         t->cuda->sumsq_tensors(t->cuda, psq.cuda, ptot.cuda, px.cuda, tb->table.cuda, 0);
         const double exact = 0.0; /* a sum of no terms: 0 on both */
         hs_conf_check_bound_f64(t, "count 0: total", ptot.cpu, ptot.cuda, 1, &exact);
-        release(t, psq), release(t, ptot), release(t, px);
+        hs_conf_pair_free(t, psq), hs_conf_pair_free(t, ptot), hs_conf_pair_free(t, px);
     }
 }
 
 /* Parameters, gradients and two state buffers (the second non-negative: v, square_avg, ...). */
 typedef struct {
-    pair p, g, s1, s2;
+    hs_conf_pair p, g, s1, s2;
 } optim_bufs;
 
 static optim_bufs optim_inputs(hs_conf *t, const table_t *tb, int zero_tensor) {
@@ -361,8 +348,8 @@ static optim_bufs optim_inputs(hs_conf *t, const table_t *tb, int zero_tensor) {
     float *s1 = hs_conf_rand(t, tb->flat, -0.1f, 0.1f), *s2 = hs_conf_rand(t, tb->flat, 0.0f, 0.01f);
     if (zero_tensor) /* tensor 3 all zero: LAMB's ||p|| = 0 takes the plain lr */
         memset(p + tb->spans[3].offset, 0, (size_t)tb->spans[3].numel * sizeof *p);
-    optim_bufs b = {both(t, p, tb->flat * 4), both(t, g, tb->flat * 4), both(t, s1, tb->flat * 4),
-                    both(t, s2, tb->flat * 4)};
+    optim_bufs b = {hs_conf_pair_of(t, p, tb->flat * 4), hs_conf_pair_of(t, g, tb->flat * 4), hs_conf_pair_of(t, s1, tb->flat * 4),
+                    hs_conf_pair_of(t, s2, tb->flat * 4)};
     free(p), free(g), free(s1), free(s2);
     return b;
 }
@@ -382,7 +369,7 @@ static void optim_check(hs_conf *t, const char *what, const table_t *tb, const o
 }
 
 static void optim_release(hs_conf *t, optim_bufs *b) {
-    release(t, b->p), release(t, b->g), release(t, b->s1), release(t, b->s2);
+    hs_conf_pair_free(t, b->p), hs_conf_pair_free(t, b->g), hs_conf_pair_free(t, b->s1), hs_conf_pair_free(t, b->s2);
 }
 
 static void adam_cases(hs_conf *t, const table_t *tb) {
@@ -462,7 +449,7 @@ static void lamb_cases(hs_conf *t, const table_t *tb) {
         for (int d = 0; d < 2; d++)
             for (int w = 0; w < 2; w++) {
                 optim_bufs b = optim_inputs(t, tb, 1);
-                pair pn = both(t, NULL, 2 * (size_t)tb->count * 8);
+                hs_conf_pair pn = hs_conf_pair_of(t, NULL, 2 * (size_t)tb->count * 8);
                 for (int64_t step = 1; step <= 2; step++) {
                     const hs_lamb_hparams h = {.lr = 2e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-6,
                                                .weight_decay = decays[w], .grad_divisor = divisors[d], .step = step,
@@ -482,7 +469,7 @@ static void lamb_cases(hs_conf *t, const table_t *tb) {
                     hs_conf_check_sum_f64(t, w2, pn.cpu, pn.cuda, 2 * (size_t)tb->count, NULL, (double)tb->flat,
                                           2.0 * HS_CONF_EW_ULPS * HS_CONF_U32, 0x1p-53);
                 }
-                release(t, pn);
+                hs_conf_pair_free(t, pn);
                 optim_release(t, &b);
             }
 }

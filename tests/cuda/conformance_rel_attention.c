@@ -15,62 +15,6 @@
 #include "util/check.h"
 
 
-typedef struct pair {
-    void *cpu, *cuda;
-} pair;
-
-static pair both(hs_conf *t, const void *host, size_t bytes) {
-    pair p;
-    hs_conf_both(t, host, bytes, &p.cpu, &p.cuda);
-    return p;
-}
-
-static void release(hs_conf *t, pair p) { hs_conf_free_both(t, p.cpu, p.cuda); }
-
-static void *fetch(const hs_backend *be, const void *dev, size_t bytes) {
-    void *h = malloc(bytes ? bytes : 1);
-    if (!h) HS_FATAL("out of memory", "malloc(%zu)", bytes);
-    if (bytes) be->download(be, h, dev, bytes);
-    return h;
-}
-
-static void fail(hs_conf *t) {
-    t->checks++;
-    t->failures++;
-}
-
-/* two CUDA results of the same op on the same inputs must be bit-identical (determinism) */
-static void same_bits(hs_conf *t, const char *what, const void *a_dev, const void *b_dev, size_t bytes) {
-    unsigned char *a = fetch(t->cuda, a_dev, bytes), *b = fetch(t->cuda, b_dev, bytes);
-    size_t first = 0, bad = 0;
-    for (size_t i = 0; i < bytes; i++)
-        if (a[i] != b[i] && !bad++) first = i;
-    if (bad) {
-        fail(t);
-        printf("FAIL %s: %s: two CUDA runs differ in %zu of %zu bytes (first at byte %zu): not deterministic\n",
-               t->op ? t->op : "?", what, bad, bytes, first);
-    } else {
-        t->checks++;
-    }
-    free(a), free(b);
-}
-
-/* sign bits of n floats, CPU against CUDA */
-static void same_signs(hs_conf *t, const char *what, const float *cpu_dev, const float *cuda_dev, size_t n) {
-    float *a = fetch(t->cpu, cpu_dev, n * sizeof *a), *b = fetch(t->cuda, cuda_dev, n * sizeof *b);
-    size_t first = 0, bad = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!signbit(a[i]) != !signbit(b[i]) && !bad++) first = i;
-    if (bad) {
-        fail(t);
-        printf("FAIL %s: %s: %zu of %zu sign bits (dropout marks) differ; first at [%zu]: cpu %g cuda %g\n",
-               t->op ? t->op : "?", what, bad, n, first, a[first], b[first]);
-    } else {
-        t->checks++;
-    }
-    free(a), free(b);
-}
-
 /* The bounds of relative attention (conformance.h; the BERT attention's derivation, conformance_elementwise_attention.c,
  * with Transformer-XL's two score terms). Per (sequence b, head h), query i (qkv row mlen + i), key j in
  * the allowed range [lo_i, mlen + i], t = j + qlen - 1 - i the relative-position row of r,
@@ -222,10 +166,10 @@ static void rel_attention_case(hs_conf *t, rel_case c) {
     float *dctx = hs_conf_rand(t, nctx, -1, 1), *gw = hs_conf_rand(t, nb, -1, 1), *gr = hs_conf_rand(t, nb, -1, 1);
     size_t njunk = nqkv > nprobs ? nqkv : nprobs;
     float *junk = hs_conf_rand(t, njunk, -1, 1); /* overwritten outputs start non-zero */
-    pair d_qkv = both(t, qkv, nqkv * 4), d_r = both(t, r, nr * 4), d_rwb = both(t, rwb, nb * 4),
-         d_rrb = both(t, rrb, nb * 4), d_dctx = both(t, dctx, nctx * 4);
-    pair d_ctx = both(t, junk, nctx * 4), d_probs = both(t, junk, nprobs * 4), d_dqkv = both(t, junk, nqkv * 4),
-         d_dr = both(t, junk, nr * 4), d_gw = both(t, gw, nb * 4), d_gr = both(t, gr, nb * 4);
+    hs_conf_pair d_qkv = hs_conf_pair_of(t, qkv, nqkv * 4), d_r = hs_conf_pair_of(t, r, nr * 4), d_rwb = hs_conf_pair_of(t, rwb, nb * 4),
+         d_rrb = hs_conf_pair_of(t, rrb, nb * 4), d_dctx = hs_conf_pair_of(t, dctx, nctx * 4);
+    hs_conf_pair d_ctx = hs_conf_pair_of(t, junk, nctx * 4), d_probs = hs_conf_pair_of(t, junk, nprobs * 4), d_dqkv = hs_conf_pair_of(t, junk, nqkv * 4),
+         d_dr = hs_conf_pair_of(t, junk, nr * 4), d_gw = hs_conf_pair_of(t, gw, nb * 4), d_gr = hs_conf_pair_of(t, gr, nb * 4);
     /* the second CUDA run */
     void *ctx2 = hs_conf_dev(t->cuda, junk, nctx * 4), *probs2 = hs_conf_dev(t->cuda, NULL, nprobs * 4),
          *dqkv2 = hs_conf_dev(t->cuda, junk, nqkv * 4), *dr2 = hs_conf_dev(t->cuda, NULL, nr * 4),
@@ -246,7 +190,7 @@ static void rel_attention_case(hs_conf *t, rel_case c) {
                                       c.qlen, c.mlen, c.heads, c.d, c.lower_shift, scale, c.p, key, first_sample);
     }
 
-    float *probs_cpu = fetch(t->cpu, d_probs.cpu, nprobs * 4);
+    float *probs_cpu = hs_conf_fetch(t->cpu, d_probs.cpu, nprobs * 4);
     rel_bounds bd;
     HS_ALLOC(bd.probs, nprobs), HS_ALLOC(bd.ctx, nctx), HS_ALLOC(bd.dqkv, nqkv), HS_ALLOC(bd.dr, nr),
         HS_ALLOC(bd.dgw, nb), HS_ALLOC(bd.dgr, nb);
@@ -254,19 +198,19 @@ static void rel_attention_case(hs_conf *t, rel_case c) {
                          c.lower_shift, scale, c.p);
     const double *bounds[6] = {bd.probs, bd.ctx, bd.dqkv, bd.dr, bd.dgw, bd.dgr};
     const char *names[6] = {"probs", "ctx", "dqkv", "dr", "dr_w_bias", "dr_r_bias"};
-    const pair outs[6] = {d_probs, d_ctx, d_dqkv, d_dr, d_gw, d_gr};
+    const hs_conf_pair outs[6] = {d_probs, d_ctx, d_dqkv, d_dr, d_gw, d_gr};
     void *seconds[6] = {probs2, ctx2, dqkv2, dr2, gw2, gr2};
     const size_t counts[6] = {nprobs, nctx, nqkv, nr, nb, nb};
     for (int o = 0; o < 6; o++) {
         snprintf(what, sizeof what, "%s b=%d qlen=%d mlen=%d heads=%d d=%d lower_shift=%d p=%g", names[o], c.batch,
                  c.qlen, c.mlen, c.heads, c.d, c.lower_shift, (double)c.p);
         hs_conf_check_bound(t, what, outs[o].cpu, outs[o].cuda, counts[o], bounds[o]);
-        same_bits(t, what, outs[o].cuda, seconds[o], counts[o] * 4);
-        if (o == 0) same_signs(t, what, outs[o].cpu, outs[o].cuda, counts[o]);
+        hs_conf_same_bits(t, what, outs[o].cuda, seconds[o], counts[o] * 4);
+        if (o == 0) hs_conf_same_signs(t, what, outs[o].cpu, outs[o].cuda, counts[o]);
     }
 
-    release(t, d_qkv), release(t, d_r), release(t, d_rwb), release(t, d_rrb), release(t, d_dctx);
-    release(t, d_ctx), release(t, d_probs), release(t, d_dqkv), release(t, d_dr), release(t, d_gw), release(t, d_gr);
+    hs_conf_pair_free(t, d_qkv), hs_conf_pair_free(t, d_r), hs_conf_pair_free(t, d_rwb), hs_conf_pair_free(t, d_rrb), hs_conf_pair_free(t, d_dctx);
+    hs_conf_pair_free(t, d_ctx), hs_conf_pair_free(t, d_probs), hs_conf_pair_free(t, d_dqkv), hs_conf_pair_free(t, d_dr), hs_conf_pair_free(t, d_gw), hs_conf_pair_free(t, d_gr);
     for (int o = 0; o < 6; o++) t->cuda->free(t->cuda, seconds[o]);
     free(probs_cpu), free(bd.probs), free(bd.ctx), free(bd.dqkv), free(bd.dr), free(bd.dgw), free(bd.dgr);
     free(qkv), free(r), free(rwb), free(rrb), free(dctx), free(gw), free(gr), free(junk);
