@@ -318,15 +318,17 @@ static void find_peak(hs_meters *m) {
 
 /* MFU above 1 means the peak is wrong, not that the model beat it: a CPU peak measured while other
  * work used the cores (stale), or a model FLOP count above the multiplications done (the CNN's Winograd
- * conv2). The CPU's peak is re-measured and the larger kept; if the model's rate per rank still passes
- * it, that rate becomes the peak (it is a rate these cores reached). Each change is logged, so no MFU
+ * conv2). The CPU's peak is re-measured once per run (it costs 0.5 s of training, and a run whose cores
+ * stay busy would otherwise re-measure again and again) and the larger kept; if the model's rate per
+ * rank still passes it, then or later, that rate becomes the peak (it is a rate these cores reached). Each change is logged, so no MFU
  * above 1 is ever printed and every figure says what it was measured against. Rank 0 only (the
  * figures are rank 0's). */
 static void check_peak(hs_meters *m, double model_flops_per_rank) {
     if (!(m->peak_flops > 0) || !(model_flops_per_rank > m->peak_flops)) return;
     const hs_backend *be = m->task ? m->task->params.be : NULL;
     const double old = m->peak_flops;
-    if (be && be->cc_major == 0 && be->memory_is_host) {
+    if (be && be->cc_major == 0 && be->memory_is_host && !m->peak_remeasured) {
+        m->peak_remeasured = 1;
         const double again = hs_mfu_measure_gemm(be, HS_PEAK_GEMM_N, HS_PEAK_SECONDS);
         if (again > m->peak_flops) m->peak_flops = again;
         hs_log("| MFU: the model ran at %.4g TFLOP/s per rank, above the peak of %.4g TFLOP/s (%s): that peak is "

@@ -36,6 +36,7 @@ typedef struct hs_meters {
     double peak_flops;     /* per rank; 0 = unknown: MFU is left out (null in the records) */
     char peak_source[128]; /* how peak_flops was found, for the start-up line */
     int peak_ready;        /* peak_flops is for `precision` */
+    int peak_remeasured;   /* the CPU peak was re-measured once (a stale peak): not again */
 } hs_meters;
 
 /* Opens the metrics file on rank 0 ("w", or "a" when resuming; a partial last record left by a run
