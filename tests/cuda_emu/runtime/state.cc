@@ -116,6 +116,11 @@ extern "C" void hs_emu_set_fast_path(int on) {
   hs_emu::g_fast_path = on != 0;
 }
 
+extern "C" int hs_emu_fast_path(void) {
+  std::lock_guard<std::recursive_mutex> lock(hs_emu::device_mutex());
+  return hs_emu::fast_path_enabled() ? 1 : 0;
+}
+
 extern "C" uint64_t hs_emu_seed(void) {
   std::lock_guard<std::recursive_mutex> lock(hs_emu::device_mutex());
   return hs_emu::current_seed();

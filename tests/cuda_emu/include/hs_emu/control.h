@@ -18,6 +18,7 @@ void hs_emu_set_schedule(int priority);
 // The fast path for threads that never wait (runtime/block.cc): 1 = on (default), 0 = off
 // (HS_CUDA_EMU_FAST_PATH sets the first value). Results are the same either way.
 void hs_emu_set_fast_path(int on);
+int hs_emu_fast_path(void);
 
 // Counters since the start of the process, for measurements.
 struct hs_emu_stats {
