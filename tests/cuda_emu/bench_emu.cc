@@ -1,5 +1,5 @@
 // What the emulated CUDA device costs: a fiber switch, a block passing a barrier, an emulated thread
-// of an element-wise kernel, a launch with its synchronisation. Prints the numbers (best of three)
+// of an element-wise kernel (fast path off and on), a launch with its synchronisation. Prints the numbers (best of three)
 // and fails only if they are far off (the emulator would then make the test suite crawl: e.g.
 // ucontext-based fibers cost ~80 us per 256-thread barrier).
 #include <chrono>
@@ -63,13 +63,20 @@ int main() {
   });
   printf("warp of 32 threads in one __shfl_xor_sync           %8.2f us\n", shfl / iters / 8 * 1e6);
 
+  // element-wise, with the fast path (a block of threads that never wait is a loop on one fiber) off
+  // and on, side by side
   const int n = 1 << 20;
-  const double elementwise = seconds_of([&] {
-    st_produce(d, n, 0.0f, 0);
-    CUDA_OK(cudaDeviceSynchronize());
-  });
-  printf("element-wise kernel, per emulated thread            %8.1f ns (%d threads in %.1f ms)\n",
-         elementwise / n * 1e9, n, elementwise * 1e3);
+  double elementwise_mode[2];
+  for (int fast = 0; fast < 2; fast++) {
+    hs_emu_set_fast_path(fast);
+    elementwise_mode[fast] = seconds_of([&] {
+      st_produce(d, n, 0.0f, 0);
+      CUDA_OK(cudaDeviceSynchronize());
+    });
+    printf("element-wise kernel, per emulated thread, fast path %s %5.1f ns (%d threads in %.1f ms)\n",
+           fast ? "on " : "off", elementwise_mode[fast] / n * 1e9, n, elementwise_mode[fast] * 1e3);
+  }
+  const double elementwise = elementwise_mode[1];
 
   const int launches = 2000;
   const double launch = seconds_of([&] {

@@ -136,6 +136,28 @@ __global__ void mul_add(const float *a, const float *b, const float *c, float *y
   if (i < n) y[i] = a[i] * b[i] + c[i];
 }
 
+// blocks from sync_from on reverse x through shared memory behind a __syncthreads (data-dependent:
+// the barrier is reached only there); the others double x and never wait
+__global__ void maybe_sync_reverse(const float *x, float *y, int sync_from) {
+  HS_SHARED(float[64], s);
+  const int t = threadIdx.x, i = blockIdx.x * 64 + t;
+  if (static_cast<int>(blockIdx.x) < sync_from) {
+    y[i] = 2.0f * x[i];
+    return;
+  }
+  s[t] = x[i];
+  __syncthreads();
+  y[i] = s[63 - t];
+}
+
+// warps whose first element is positive replace x by the warp's sum (__shfl_xor_sync); the others
+// copy x: some warps of a block exit without waiting while others wait in a warp function
+__global__ void maybe_warp_sum(const float *x, float *y) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  const int first = i - static_cast<int>(threadIdx.x % 32);
+  y[i] = x[first] > 0.0f ? warp_reduce_xor(x[i]) : x[i];
+}
+
 __global__ void sync_in_branch(int *out) {
   if (threadIdx.x < blockDim.x / 2) __syncthreads(); // BUG: only half of the block reaches it
   out[threadIdx.x] = 1;
@@ -223,6 +245,12 @@ void st_consume(const float *x, float *y, int n, cudaStream_t s) {
 }
 void st_mul_add(const float *a, const float *b, const float *c, float *y, int n, cudaStream_t s) {
   HS_LAUNCH(blocks_for(n, 128), 128, 0, s, mul_add)(a, b, c, y, n);
+}
+void st_maybe_sync_reverse(const float *x, float *y, int nblocks, int sync_from, cudaStream_t s) {
+  HS_LAUNCH(nblocks, 64, 0, s, maybe_sync_reverse)(x, y, sync_from);
+}
+void st_maybe_warp_sum(const float *x, float *y, int nblocks, int block, cudaStream_t s) {
+  HS_LAUNCH(nblocks, block, 0, s, maybe_warp_sum)(x, y);
 }
 bool st_kernels_contract() {
 #if defined(__CUDACC__) || defined(__FMA__) || defined(__ARM_FEATURE_FMA)

@@ -37,6 +37,12 @@ void st_consume(const float *x, float *y, int n, cudaStream_t s);
 // y[i] = a[i] * b[i] + c[i], written as a product and a sum (contracted to one fma where the kernels
 // are compiled with FMA contraction, as nvcc --fmad=true does)
 void st_mul_add(const float *a, const float *b, const float *c, float *y, int n, cudaStream_t s);
+// blocks b < sync_from: y = 2 x; the others: y = x reversed within the block, through shared memory
+// behind a __syncthreads (64 threads per block, nblocks * 64 elements)
+void st_maybe_sync_reverse(const float *x, float *y, int nblocks, int sync_from, cudaStream_t s);
+// per warp (block a multiple of 32, nblocks * block elements): y = the warp's sum of x
+// (__shfl_xor_sync) where the warp's first x is positive, else y = x
+void st_maybe_warp_sum(const float *x, float *y, int nblocks, int block, cudaStream_t s);
 // whether the self-test kernels were compiled where a*b+c can contract to a fused multiply-add
 bool st_kernels_contract();
 

@@ -255,9 +255,119 @@ void test_fma_contraction() {
   CUDA_OK(cudaFree(dy));
 }
 
+hs_emu_stats stats() {
+  hs_emu_stats st;
+  hs_emu_get_stats(&st);
+  return st;
+}
+
+// The fast path (runtime/block.cc): blocks whose threads never wait run as a loop on one fiber.
+void test_fast_path_taken() {
+  hs_emu_set_fast_path(1);
+  float *dx = nullptr, *dy = nullptr;
+  CUDA_OK(cudaMalloc(&dx, 1024 * sizeof(float)));
+  CUDA_OK(cudaMalloc(&dy, 1024 * sizeof(float)));
+  // element-wise: 8 blocks of 128 threads, 2 fiber switches per block
+  hs_emu_stats a = stats();
+  st_produce(dx, 1000, 0.0f, 0);
+  CUDA_OK(cudaDeviceSynchronize());
+  hs_emu_stats b = stats();
+  CHECK(b.loop_blocks - a.loop_blocks == 8);
+  CHECK(b.fiber_switches - a.fiber_switches == 2 * 8);
+  CHECK(b.chained_threads - a.chained_threads == 1000 - 8 + 24); // 1024 threads, the first of each block switched to
+  // __syncthreads in every block: no block is a loop
+  a = stats();
+  st_block_sum(dx, dy, 1000, 0);
+  CUDA_OK(cudaDeviceSynchronize());
+  b = stats();
+  CHECK(b.loop_blocks == a.loop_blocks);
+  // a data-dependent barrier: blocks from sync_from on reach it, on some launches none do
+  std::vector<float> x(6 * 64);
+  for (size_t i = 0; i < x.size(); i++) x[i] = static_cast<float>(i);
+  CUDA_OK(cudaMemcpy(dx, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+  for (int sync_from : {6, 3, 0, 5, 6}) {
+    a = stats();
+    st_maybe_sync_reverse(dx, dy, 6, sync_from, 0);
+    CUDA_OK(cudaGetLastError());
+    const std::vector<float> y = to_host(dy, x.size());
+    b = stats();
+    CHECK(b.loop_blocks - a.loop_blocks == static_cast<uint64_t>(sync_from));
+    for (int i = 0; i < 6 * 64; i++) {
+      const int blk = i / 64, t = i % 64;
+      CHECK(y[i] == (blk < sync_from ? 2.0f * x[i] : x[blk * 64 + 63 - t]));
+    }
+  }
+  // a warp function reached by some warps after other warps of the block exited on the loop
+  for (size_t i = 0; i < x.size(); i++) x[i] = (i / 32 % 3 == 1 && i >= 128) ? 1.0f + static_cast<float>(i % 5) : -1.0f;
+  CUDA_OK(cudaMemcpy(dx, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+  a = stats();
+  st_maybe_warp_sum(dx, dy, 3, 128, 0);
+  CUDA_OK(cudaGetLastError());
+  const std::vector<float> y = to_host(dy, 3 * 128);
+  b = stats();
+  CHECK(b.loop_blocks - a.loop_blocks == 1); // block 0: no warp sums
+  for (int i = 0; i < 3 * 128; i++) {
+    float want = x[i];
+    if (x[i / 32 * 32] > 0.0f) {
+      want = 0;
+      for (int j = i / 32 * 32; j < i / 32 * 32 + 32; j++) want += x[j];
+    }
+    CHECK(y[i] == want);
+  }
+  CUDA_OK(cudaFree(dx));
+  CUDA_OK(cudaFree(dy));
+}
+
+// With the fast path on and off, the same seed gives the same thread and block orders: the same
+// results, and the generator left in the same state (the next grid's block order).
+std::vector<float> run_mixed(uint64_t seed, int fast) {
+  hs_emu_set_fast_path(fast);
+  hs_emu_set_seed(seed);
+  const int n = 6 * 64;
+  std::vector<float> x(n), out;
+  for (int i = 0; i < n; i++) x[i] = (i / 32 % 2 == 0) ? 0.1f * static_cast<float>(i % 7) + 0.3f : -1.0f;
+  float *dx = to_device(x), *dy = nullptr;
+  CUDA_OK(cudaMalloc(&dy, n * sizeof(float)));
+  const uint64_t loops = stats().loop_blocks;
+  st_maybe_sync_reverse(dx, dy, 6, 3, 0);
+  std::vector<float> y = to_host(dy, n);
+  out.insert(out.end(), y.begin(), y.end());
+  st_maybe_warp_sum(dx, dy, 3, 128, 0);
+  y = to_host(dy, n);
+  out.insert(out.end(), y.begin(), y.end());
+  st_consume(dx, dy, n, 0);
+  y = to_host(dy, n);
+  out.insert(out.end(), y.begin(), y.end());
+  CHECK((stats().loop_blocks > loops) == (fast != 0));
+  int *dc = nullptr, *dorder = nullptr;
+  CUDA_OK(cudaMalloc(&dc, sizeof(int)));
+  CUDA_OK(cudaMalloc(&dorder, 64 * sizeof(int)));
+  CUDA_OK(cudaMemset(dc, 0, sizeof(int)));
+  st_block_order(dc, dorder, 64, 0);
+  for (int v : to_host(dorder, 64)) out.push_back(static_cast<float>(v));
+  CUDA_OK(cudaFree(dx));
+  CUDA_OK(cudaFree(dy));
+  CUDA_OK(cudaFree(dc));
+  CUDA_OK(cudaFree(dorder));
+  return out;
+}
+
+void test_fast_path_same_results() {
+  for (uint64_t seed : {1ull, 7ull, 1000003ull}) {
+    const std::vector<float> on = run_mixed(seed, 1), off = run_mixed(seed, 0);
+    CHECK(on.size() == off.size() && memcmp(on.data(), off.data(), on.size() * sizeof(float)) == 0);
+  }
+}
+
 } // namespace
 
 int main() {
+  const int fast = hs_emu_fast_path(); // HS_CUDA_EMU_FAST_PATH: the other tests run as it says
+  test_fast_path_taken();
+  test_fast_path_same_results();
+  hs_emu_set_fast_path(fast);
+  printf("ok   fast path: element-wise blocks run as a loop, blocks with barriers do not, a data-dependent "
+         "barrier or warp function on the loop is correct, same results and orders with it off\n");
   test_fma_contraction();
   int shuffled = 0;
   for (uint64_t seed : {1ull, 2ull, 3ull, 1000003ull}) {
@@ -279,9 +389,10 @@ int main() {
   printf("ok   blocks start in a different order under each seed\n");
   hs_emu_stats st;
   hs_emu_get_stats(&st);
-  printf("     %llu kernels, %llu blocks, %llu threads, %llu fiber switches, %llu stream work items\n",
+  printf("     %llu kernels, %llu blocks (%llu as a loop), %llu threads, %llu fiber switches, %llu stream work "
+         "items\n",
          static_cast<unsigned long long>(st.kernels), static_cast<unsigned long long>(st.blocks),
-         static_cast<unsigned long long>(st.threads), static_cast<unsigned long long>(st.fiber_switches),
-         static_cast<unsigned long long>(st.work_items));
+         static_cast<unsigned long long>(st.loop_blocks), static_cast<unsigned long long>(st.threads),
+         static_cast<unsigned long long>(st.fiber_switches), static_cast<unsigned long long>(st.work_items));
   return 0;
 }

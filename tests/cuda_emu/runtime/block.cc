@@ -41,8 +41,14 @@ struct EmuThread : ThreadCoords {
 };
 
 // A fiber that runs emulated threads one after another. A thread keeps its worker while it waits;
-// when it exits, the worker runs the next thread that starts, so a kernel without barriers costs
-// two fiber switches per thread, not a fiber creation.
+// when it exits, the worker runs the next thread that starts, so no thread costs a fiber creation.
+// The fast path (HS_CUDA_EMU_FAST_PATH, on by default): when the thread drawn next has not started,
+// the worker draws it and runs it itself, without switching back to the scheduler, so a block whose
+// threads never wait (an element-wise kernel) is one plain loop on one fiber: two switches per block,
+// not per thread. The draw is the scheduler's own (same generator calls, same order), so results
+// are bit-identical with the fast path off; and every thread still runs on a fiber, so a barrier or
+// warp function reached on the fast path (data-dependent) just suspends it: the block goes on under
+// the scheduler from that thread on.
 struct Worker {
   Fiber fiber;
   EmuThread *thread = nullptr;
@@ -122,7 +128,8 @@ public:
 
 private:
   void run_block(uint3 bid);
-  void switch_to(EmuThread &t);
+  EmuThread &switch_to(EmuThread &t);
+  bool chain_next(Worker &w);
   void on_exit(EmuThread &t);
   void on_barrier(EmuThread &t);
   void on_warp(EmuThread &t);
@@ -133,6 +140,9 @@ private:
   const KernelLaunch *launch_ = nullptr;
   uint3 bid_{0, 0, 0};
   int n_ = 0, exited_ = 0, first_exited_ = -1;
+  int pending_ = -1;          // a thread the worker drew but could not run (it waits on its own fiber)
+  bool exit_handled_ = false; // the worker already did on_exit for the thread that stopped
+  bool waited_ = false;       // a thread of this block waited (barrier, warp function, yield)
   std::vector<EmuThread> threads_;
   std::vector<int> ready_;           // runnable threads; the next one is drawn at random
   std::vector<int> barrier_waiters_; // threads at __syncthreads
@@ -155,11 +165,41 @@ EmuThread &current(const char *what) {
 
 void Executor::worker_main(void *p) {
   Worker *w = static_cast<Worker *>(p);
+  Executor &e = executor();
   for (;;) {
-    executor().launch_->body();
-    w->thread->state = State::Exited;
+    do {
+      e.launch_->body();
+      w->thread->state = State::Exited;
+    } while (e.chain_next(*w));
     w->fiber.suspend();
   }
+}
+
+// On the worker, after its thread exited: does what the scheduler would do next (on_exit, draw the
+// next runnable thread); if that thread has not started, takes it on this worker and returns true.
+// Otherwise the draw is left in pending_ for the scheduler and the worker suspends.
+bool Executor::chain_next(Worker &w) {
+  if (!fast_path_enabled()) return false;
+  on_exit(*w.thread);
+  exit_handled_ = true;
+  if (ready_.empty()) return false;
+  const size_t k = random_below(ready_.size());
+  const int id = ready_[k];
+  ready_[k] = ready_.back();
+  ready_.pop_back();
+  EmuThread &t = threads_[id];
+  if (t.state != State::Unstarted) {
+    pending_ = id;
+    return false;
+  }
+  idle_.pop_back(); // on_exit gave this worker back last
+  w.thread = &t;
+  t.worker = &w;
+  t.state = State::Running;
+  g_cur = &t;
+  exit_handled_ = false;
+  g_stats.chained_threads++;
+  return true;
 }
 
 void Executor::run(const KernelLaunch &launch) {
@@ -211,51 +251,66 @@ void Executor::run_block(uint3 bid) {
   }
   exited_ = 0;
   first_exited_ = -1;
+  pending_ = -1;
+  exit_handled_ = false;
+  waited_ = false;
   barrier_waiters_.clear();
   warp_waiters_.assign((n_ + 31) / 32, 0);
   shared_.begin_block(launch_->dynamic_shared, launch_->shared_limit);
-  while (!ready_.empty()) {
-    const size_t k = random_below(ready_.size());
-    const int id = ready_[k];
-    ready_[k] = ready_.back();
-    ready_.pop_back();
-    EmuThread &t = threads_[id];
-    switch_to(t);
+  while (pending_ >= 0 || !ready_.empty()) {
+    int id = pending_;
+    if (id >= 0) {
+      pending_ = -1;
+    } else {
+      const size_t k = random_below(ready_.size());
+      id = ready_[k];
+      ready_[k] = ready_.back();
+      ready_.pop_back();
+    }
+    EmuThread &t = switch_to(threads_[id]); // the thread that stopped: a later one if the worker chained
+    if (t.state != State::Exited) waited_ = true;
     switch (t.state) {
-    case State::Exited: on_exit(t); break;
+    case State::Exited:
+      if (!exit_handled_) on_exit(t);
+      exit_handled_ = false;
+      break;
     case State::AtBarrier: on_barrier(t); break;
     case State::AtWarp: on_warp(t); break;
     case State::Yielded:
       t.state = State::Ready;
-      ready_.push_back(id);
+      ready_.push_back(t.index);
       break;
     default: fatal("emulated thread stopped in an unexpected state");
     }
   }
   if (exited_ != n_) report_deadlock();
+  if (!waited_ && fast_path_enabled()) g_stats.loop_blocks++;
 }
 
-void Executor::switch_to(EmuThread &t) {
+EmuThread &Executor::switch_to(EmuThread &t) {
   const bool fresh = t.state == State::Unstarted;
   t.state = State::Running;
   g_cur = &t;
+  Worker *w;
   if (!fresh) {
-    t.worker->fiber.resume();
+    w = t.worker;
+    w->fiber.resume();
   } else if (!idle_.empty()) {
-    Worker *w = idle_.back();
+    w = idle_.back();
     idle_.pop_back();
     w->thread = &t;
     t.worker = w;
     w->fiber.resume();
   } else {
     workers_.emplace_back();
-    Worker *w = &workers_.back();
+    w = &workers_.back();
     w->thread = &t;
     t.worker = w;
     w->fiber.start(stacks_, worker_main, w);
   }
   g_cur = nullptr;
   g_stats.fiber_switches += 2;
+  return *w->thread;
 }
 
 void Executor::on_exit(EmuThread &t) {

@@ -28,6 +28,7 @@ const Config &config() {
     k.stack_bytes = static_cast<size_t>(env_u64("HS_CUDA_EMU_STACK_KB", 64)) << 10;
     k.devices = static_cast<int>(env_u64("HS_CUDA_EMU_DEVICES", 1));
     k.trace = env_u64("HS_CUDA_EMU_TRACE", 0) != 0;
+    k.fast_path = env_u64("HS_CUDA_EMU_FAST_PATH", 1) != 0;
     if (k.devices > kMaxDevices) {
       fprintf(stderr, "hs_cuda_emu: HS_CUDA_EMU_DEVICES=%d: the emulated node has at most %d GPUs\n", k.devices,
               kMaxDevices);
@@ -37,6 +38,12 @@ const Config &config() {
     return k;
   }();
   return c;
+}
+
+static int g_fast_path = -1; // -1: config().fast_path
+bool fast_path_enabled() {
+  if (g_fast_path < 0) g_fast_path = config().fast_path ? 1 : 0;
+  return g_fast_path != 0;
 }
 
 static int g_current_device = 0;
@@ -102,6 +109,16 @@ void fatal(const char *fmt, ...) {
 extern "C" void hs_emu_set_seed(uint64_t seed) {
   std::lock_guard<std::recursive_mutex> lock(hs_emu::device_mutex());
   hs_emu::seed_rng(seed);
+}
+
+extern "C" void hs_emu_set_fast_path(int on) {
+  std::lock_guard<std::recursive_mutex> lock(hs_emu::device_mutex());
+  hs_emu::g_fast_path = on != 0;
+}
+
+extern "C" int hs_emu_fast_path(void) {
+  std::lock_guard<std::recursive_mutex> lock(hs_emu::device_mutex());
+  return hs_emu::fast_path_enabled() ? 1 : 0;
 }
 
 extern "C" uint64_t hs_emu_seed(void) {

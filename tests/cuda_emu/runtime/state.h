@@ -18,6 +18,7 @@ struct Config {
   int devices;        // HS_CUDA_EMU_DEVICES (default 1): the GPUs of the emulated node (0: a machine
                       // without a GPU; at most kMaxDevices)
   bool trace;         // HS_CUDA_EMU_TRACE=1: one line on stderr per stream work item executed
+  bool fast_path;     // HS_CUDA_EMU_FAST_PATH (default 1): threads that never wait run as a loop (block.cc)
 };
 const Config &config();
 
@@ -33,6 +34,10 @@ inline int pci_bus(int device) { return device + 1; }
 
 // Every API call holds this lock; kernels run inside it on the calling host thread.
 std::recursive_mutex &device_mutex();
+
+// Whether a worker fiber runs the next unstarted thread itself (block.cc); config().fast_path until
+// hs_emu_set_fast_path changes it.
+bool fast_path_enabled();
 
 uint64_t random_below(uint64_t n); // uniform in [0, n), from the seeded generator
 uint64_t current_seed();

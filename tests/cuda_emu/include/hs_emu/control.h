@@ -15,6 +15,10 @@ uint64_t hs_emu_seed(void);
 // The order of runnable stream heads: 0 = drawn at random (default), 1 = the earliest-created stream
 // first (HS_CUDA_EMU_SCHEDULE = "random" | "priority"; runtime/streams.h says why).
 void hs_emu_set_schedule(int priority);
+// The fast path for threads that never wait (runtime/block.cc): 1 = on (default), 0 = off
+// (HS_CUDA_EMU_FAST_PATH sets the first value). Results are the same either way.
+void hs_emu_set_fast_path(int on);
+int hs_emu_fast_path(void);
 
 // Counters since the start of the process, for measurements.
 struct hs_emu_stats {
@@ -22,6 +26,8 @@ struct hs_emu_stats {
   uint64_t blocks;         // blocks executed
   uint64_t threads;        // emulated threads executed
   uint64_t fiber_switches; // switches into an emulated thread and back count as two
+  uint64_t loop_blocks;    // blocks run on the fast path as a loop, no thread of them having waited
+  uint64_t chained_threads; // threads started by the fiber of the thread that exited before them
   uint64_t work_items;     // stream work items executed (kernels, copies, memsets, records, waits)
 };
 void hs_emu_get_stats(struct hs_emu_stats *out);
