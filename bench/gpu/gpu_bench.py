@@ -275,12 +275,12 @@ def table(rows, header_lines, notes_out):
     notes = []
 
     def mark(res):
-        text = res.get("error") or res.get("note")
-        if not text:
-            return ""
-        if text not in notes:
-            notes.append(text)
-        return " [%d]" % (notes.index(text) + 1)
+        marks = []
+        for text in ([res["error"]] if res.get("error") else []) + (res["note"].split("; ") if res.get("note") else []):
+            if text not in notes:
+                notes.append(text)
+            marks.append(str(notes.index(text) + 1))
+        return " [%s]" % ",".join(marks) if marks else ""
 
     for row in rows:
         sides = [row["hetseq"], row["eager"], row["compiled"]]
@@ -449,8 +449,8 @@ def main():
     head = [
         "## hetseq and PyTorch, %s, %s" % (gpu.split(",")[0] if a.device == "cuda" else "CPU", t_start.strftime("%Y-%m-%d")),
         "",
-        "- device: %s; MFU against %s" % (gpu, "%s dense peaks (TFLOP/s): %s" % (peak_label, ", ".join(
-            "%s %g" % kv for kv in peaks.items())) if peaks else "n/a (no peak known for this device)"),
+        "- device: %s; %s" % (gpu, "MFU against the %s dense peaks (TFLOP/s): %s" % (peak_label, ", ".join(
+            "%s %g" % kv for kv in peaks.items())) if peaks else "MFU: n/a (no peak known for this device)"),
         "- hetseq: %s; PyTorch %s, transformers %s (%s)" % (v[0] if v else "?", tv[0] if tv else "?",
                                                             tv[1] if len(tv) > 1 else "?", a.python),
         "- %s: BERT L %d, P %d, micro-batch %d%s; TXL %d layers, %d x %d tokens, memory %d, %d words, cutoffs %s; "
@@ -458,7 +458,7 @@ def main():
                           " (2 layers, hidden 64, vocabulary 1000)" if q else "", txl_layers, txl_B, txl_q, txl_m,
                           txl_vocab, txl_cutoffs, cnn_B),
         "- %d warm-up + %d timed updates per run, one process per run, %d CPU threads; hetseq: LAMB (BERT, TXL), "
-        "Adadelta (CNN); PyTorch: fused AdamW (BERT), LAMB (TXL), Adadelta (CNN)" % (W, S, a.threads),
+        "Adadelta (CNN); PyTorch: AdamW (BERT; fused on a GPU), LAMB (TXL), Adadelta (CNN)" % (W, S, a.threads),
         "- model FLOPs: src/tasks/model_flops.c's count (bench/gpu/gpu_bench.py's docstring), the same for every "
         "side: BERT %.4g per sequence, TXL %.4g per token, CNN %.4g per image" % (
             next((r["flops"] for r in rows if r["model"].startswith("BERT-large")), float("nan")),
