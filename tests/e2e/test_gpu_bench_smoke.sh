@@ -48,6 +48,6 @@ for k in $(grep -o '\[[0-9,]*\]' table.md | tr -d '[]' | tr ',' '\n' | sort -u);
   grep -q "^\[$k\] ." table.md || fail "note [$k] is marked but not written"
 done
 grep -q 'hetseq counts' table.md && fail "hetseq's FLOP count differs from the table's: $(grep 'hetseq counts' table.md)"
-grep -q '^- model FLOPs: .*BERT [0-9.e+]* per sequence, TXL [0-9.e+]* per token, CNN [0-9.e+]* per image$' table.md ||
+grep -q '^- model FLOPs: .*BERT-large [0-9.e+]* per sequence, BERT-base [0-9.e+]* per sequence, TXL [0-9.e+]* per token, CNN [0-9.e+]* per image$' table.md ||
   fail "the FLOP counts are not stated"
 pass
