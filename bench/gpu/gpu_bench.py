@@ -149,7 +149,7 @@ class Runner:
         self.env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
 
     def run(self, name, cmd, poll_gpu_memory=False):
-        """Runs cmd (its output in work/NAME.out); returns (rc, output, peak RSS bytes, nvidia-smi peak bytes)."""
+        """Runs cmd (its output in work/NAME.out); returns (rc, output, peak RSS bytes, nvidia-smi peaks: poll_smi)."""
         out_path = os.path.join(self.work, name + ".out")
         self.log.write("$ %s\n" % " ".join(cmd))
         self.log.flush()
@@ -157,7 +157,7 @@ class Runner:
         t0 = time.time()
         with open(out_path, "w") as out:
             p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=self.env, cwd=self.work)
-            smi_peak = [0]
+            smi_peak = [0, 0]
             stop = threading.Event()
             if poll_gpu_memory and shutil.which("nvidia-smi"):
                 threading.Thread(target=poll_smi, args=(p.pid, smi_peak, stop), daemon=True).start()
@@ -170,11 +170,25 @@ class Runner:
         text = open(out_path).read()
         print(" %6.1f s%s" % (time.time() - t0, "" if p.returncode == 0 else "  FAILED (exit %d, %s)" %
                                (p.returncode, out_path)), flush=True)
-        return p.returncode, text, usage.ru_maxrss * 1024, smi_peak[0]
+        return p.returncode, text, usage.ru_maxrss * 1024, smi_peak
+
+
+def smi_used_bytes():
+    """memory.used of the GPU the runs get (the first of CUDA_VISIBLE_DEVICES, else 0), bytes; None if unknown."""
+    gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or "0"
+    try:
+        q = subprocess.run(["nvidia-smi", "-i", gpu, "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                           capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return int(q) * 2**20 if q.isdigit() else None
 
 
 def poll_smi(pid, peak, stop):
-    """The largest used_memory nvidia-smi reports for pid (its CUDA context included), every 0.2 s."""
+    """Every 0.2 s: the used_memory nvidia-smi reports for pid (its CUDA context included), the largest in
+    peak[0]; where nvidia-smi does not see the process's pid (a container), the GPU's memory.used above its
+    level before the run, in peak[1]."""
+    base = smi_used_bytes()
     while not stop.is_set():
         try:
             q = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
@@ -185,6 +199,9 @@ def poll_smi(pid, peak, stop):
                     peak[0] = max(peak[0], int(f[1]) * 2**20)
         except (OSError, subprocess.SubprocessError):
             return
+        used = smi_used_bytes()
+        if base is not None and used is not None:
+            peak[1] = max(peak[1], used - base)
         stop.wait(0.2)
 
 
@@ -223,8 +240,10 @@ def hetseq_result(runner, name, cfg, overrides, unit_key, warmup, flops_per_samp
     dev_peak = [r["device_peak_bytes"] for r in recs if r.get("device_peak_bytes")]
     if a.device == "cuda" and dev_peak:
         res["peak_bytes"], res["peak_source"] = max(dev_peak), "device_peak_bytes"
-    elif a.device == "cuda" and smi:
-        res["peak_bytes"], res["peak_source"] = smi, "nvidia-smi, with the CUDA context"
+    elif a.device == "cuda" and smi[0]:
+        res["peak_bytes"], res["peak_source"] = smi[0], "nvidia-smi used_memory of its process, CUDA context included"
+    elif a.device == "cuda" and smi[1]:
+        res["peak_bytes"], res["peak_source"] = smi[1], "nvidia-smi memory.used above its level before the run"
     elif a.device != "cuda":
         res["peak_bytes"], res["peak_source"] = rss, "peak RSS"
     # hetseq's own FLOP count (its tflops field) must be the table's
@@ -297,7 +316,7 @@ def table(rows, header_lines, notes_out):
             row["model"], row["precision"], row["unit"], cells[0], cells[1], cells[2],
             fmt(ratio[0], ".2f") + ("x" if ratio[0] is not None else ""),
             fmt(ratio[1], ".2f") + ("x" if ratio[1] is not None else ""),
-            cell3(tflops, ".3g"), cell3(mfu, ".1f"), cell3(mem, ".2f")))
+            cell3(tflops, ".3g"), cell3(mfu, ".3g"), cell3(mem, ".2f")))
     lines.append("")
     sources = sorted({"%s: %s" % (side, s["peak_source"]) for row in rows
                       for side, s in (("hetseq", row["hetseq"]), ("PyTorch", row["eager"]), ("PyTorch", row["compiled"]))
@@ -324,12 +343,14 @@ def main():
                     help="OMP_NUM_THREADS of every run (default: the environment's, else 1 with --quick, else 8)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds one run may take (default 1800)")
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory (data, logs)")
+    ap.add_argument("--hetseq", help="the hetseq binary (default BUILD_DIR/hetseq; e.g. BUILD_DIR/tests/cuda/hetseq_emu, "
+                    "hetseq on the emulated CUDA device, to try the script's device path without a GPU)")
     a = ap.parse_args()
     a.python = sys.executable
     a.warmup = a.warmup if a.warmup is not None else (1 if a.quick else 10)
     a.steps = a.steps if a.steps is not None else (2 if a.quick else 30)
     a.threads = a.threads or (1 if a.quick else 8)
-    a.hetseq = os.path.join(os.path.abspath(a.build_dir), "hetseq")
+    a.hetseq = os.path.abspath(a.hetseq or os.path.join(a.build_dir, "hetseq"))
     only = set(a.only.split(","))
     if not only <= {"bert-large", "bert-base", "txl", "cnn"} or a.warmup < 0 or a.steps < 1:
         sys.exit("--only takes bert-large,bert-base,txl,cnn; --warmup >= 0, --steps >= 1")
