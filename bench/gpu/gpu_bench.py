@@ -37,7 +37,6 @@ import datetime
 import json
 import os
 import platform
-import re
 import shutil
 import subprocess
 import sys
