@@ -24,6 +24,11 @@ int hs_ledger_slot(const char *name, int kind) {
 }
 
 void hs_ledger_counting(int on) { hs_ledger_state.counting = on; }
+void hs_ledger_update_begin(void) { hs_ledger_state.counting = 1; }
+void hs_ledger_update_end(void) {
+    hs_ledger_state.counting = 0;
+    hs_ledger_state.updates++;
+}
 
 static void forget_table(const void *p);
 
@@ -137,6 +142,7 @@ void hs_ledger_reset(void) {
     }
     l->ops = 0;
     l->bytes = 0;
+    l->updates = 0;
     l->peak_bytes = l->live_bytes;
 }
 

@@ -49,6 +49,7 @@ typedef struct hs_ledger_row {
 
 typedef struct hs_ledger {
     int counting;        /* 1 between hs_ledger_counting(1) and hs_ledger_counting(0) */
+    int64_t updates;     /* updates counted (hs_ledger_update_end) */
     int used;            /* the device backend records into it (the CPU leaves it unused) */
     int rows;
     hs_ledger_row row[HS_LEDGER_MAX_ROWS];
@@ -84,8 +85,11 @@ static inline void hs_ledger_count(int slot, uint64_t bytes) {
         hs_ledger_count(hs_ledger_slot_, (uint64_t)(bytes));                      \
     } while (0)
 
-/* Counting on (the trainer, at the start of an update) or off (at its end). */
+/* Counting on or off (tests); the trainer brackets each update with begin (on) and end (off, and one
+ * more update counted). */
 void hs_ledger_counting(int on);
+void hs_ledger_update_begin(void);
+void hs_ledger_update_end(void);
 /* Device memory: p (bytes) was allocated / is being freed (p NULL: nothing). */
 void hs_ledger_alloc(const void *p, size_t bytes);
 void hs_ledger_free(const void *p);
