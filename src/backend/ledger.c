@@ -189,8 +189,8 @@ void hs_ledger_print(FILE *out, int64_t updates) {
     int unsized = 0;
     for (int i = 0; i < n; i++) unsized += sorted[i]->unsized > 0;
     if (unsized)
-        fprintf(out, "| %d kernel(s) marked +? were launched without a byte count: give it to HS_CUDA_LAUNCHED "
-                     "(docs/gpu.md, \"The device-operation ledger\")\n",
+        fprintf(out, "| %d kernel(s) marked +? were launched without a byte count: give it to HS_CUDA_LAUNCHED, or "
+                     "record the tensor table with hs_ledger_table (docs/gpu.md, \"The device-operation ledger\")\n",
                 unsized);
     fflush(out);
 }
