@@ -1,6 +1,7 @@
 /* Status checks for every call into the CUDA runtime, cuBLASLt, cuDNN and NCCL: a failure names the
  * source file, line, the call, the library's message and a hint, then ends every rank (hs_fatal_at).
- * HS_CUDA_LAUNCHED() after every kernel launch turns a bad launch configuration into the same report. */
+ * HS_CUDA_LAUNCHED("kernel", bytes) after every kernel launch turns a bad launch configuration into the same report
+ * and counts the launch in the device-operation ledger (below). */
 #ifndef HS_BACKEND_CUDA_CHECK_H
 #define HS_BACKEND_CUDA_CHECK_H
 
