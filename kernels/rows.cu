@@ -4,11 +4,13 @@
  *   gather_rows       y[i, :] (+)= x[index[i], :]          forward of a lookup
  *   scatter_add_rows  dx[index[i], :] += dy[i, :], i in order   its backward
  *
- * The scatter-add is deterministic for repeated indices without atomics and without a sort: one thread
- * owns a column and walks i = 0..count-1 in order, so the float additions into each dx element happen
- * in exactly the CPU's order (the same bits). The threads of a warp own consecutive columns, so each
- * step reads one contiguous piece of a dy row and updates one of a dx row. Parallelism is `cols`
- * threads (768 for BERT-base): enough for the embedding tables, whose gradient this is. */
+ * The scatter-add is deterministic for repeated indices without float atomics: the ids are sorted by
+ * (destination row, source row) inside the op (a bitonic sort of unique integer keys in shared memory:
+ * integer work, the same order every run), and each run of one destination row is summed by a warp per
+ * 32 columns in ascending source row, so the float additions into each dx element happen in exactly the
+ * CPU's order (the same bits). Parallelism is (distinct rows) x (columns); one run is a chain of
+ * dependent additions that no split may reorder, so an id repeated n times costs n steps (hidden behind
+ * kPrefetch loads in flight per lane). */
 #include "hs_cuda.h"
 #include "hs_launch.h"
 
@@ -31,16 +33,99 @@ __global__ void gather_rows_kernel(T *y, const T *x, const int32_t *index, size_
   }
 }
 
-/* ---- backward: deterministic scatter-add ------------------------------------------------------------ */
+/* ---- backward: deterministic scatter-add as a segmented reduction ------------------------------------ */
 
-/* dx[dx_rows,cols]: dx[index[i], c] += dy[i, c] for i = 0..count-1 in order, one thread per column c */
-template <class T>
-__global__ void scatter_add_rows_kernel(T *dx, const T *dy, const int32_t *index, int count, size_t cols) {
-  for (size_t c = (size_t)blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += (size_t)gridDim.x * blockDim.x)
-    for (int i = 0; i < count; i++) {
-      T *d = dx + (size_t)index[i] * cols + c;
-      *d = (T)((float)*d + (float)dy[(size_t)i * cols + c]);
+/* The ids are sorted by (destination row, source row i): key = row << ibits | i, unique, so any correct
+ * sort gives the same order and, within one destination row, the source rows in ascending i. A segment
+ * (the run of one destination row) is summed by one warp per 32 columns, in order, into a register
+ * started from dx: the float additions into each dx element are exactly the CPU's (dx + dy[i0]) + dy[i1]
+ * + ... with i0 < i1 < ..., the same bits, and every distinct row of dx is read and written once. */
+constexpr int kSortBlock = 1024;            /* threads of a block that sorts (and then sums) */
+constexpr int kSharedKeysBytes = 32 * 1024; /* keys sorted in shared memory up to this size */
+constexpr int kPrefetch = 8;                /* dy rows loaded ahead of the additions, per lane */
+
+/* keys[0, n_pow2) = the (row, i) keys of index[0, count), padded with the largest key; n_pow2 a power of
+ * two >= count. Every thread of the block calls it. */
+template <class K>
+__device__ void load_keys(K *keys, const int32_t *index, int count, int n_pow2, int ibits) {
+  for (int e = threadIdx.x; e < n_pow2; e += blockDim.x)
+    keys[e] = e < count ? ((K)(uint32_t)index[e] << ibits) | (K)e : ~(K)0;
+  __syncthreads();
+}
+
+/* Ascending bitonic sort of keys[0, n_pow2) by the whole block: for each merge size k and distance j,
+ * pair p compares positions lo and lo + j, lo = p with a 0 bit inserted at j, ascending where lo & k is
+ * 0. Keys are unique (padding aside, which sorts last), so the result is the one sorted order. */
+template <class K> __device__ void block_bitonic_sort(K *keys, int n_pow2) {
+  for (int k = 2; k <= n_pow2; k <<= 1)
+    for (int j = k >> 1; j > 0; j >>= 1) {
+      for (int p = threadIdx.x; p < n_pow2 / 2; p += blockDim.x) {
+        const int lo = ((p & ~(j - 1)) << 1) | (p & (j - 1)), hi = lo | j;
+        const K a = keys[lo], b = keys[hi];
+        if ((a > b) == ((lo & k) == 0)) {
+          keys[lo] = b;
+          keys[hi] = a;
+        }
+      }
+      __syncthreads();
     }
+}
+
+/* dx[row, c] += dy[i, c] over the sorted keys[0, count). Block (x, y): columns x·32.., the warps of
+ * all y together own consecutive chunks of sorted positions; a warp sums every segment that starts in
+ * its chunk (to the segment's end, past the chunk if need be). */
+template <class K>
+__device__ void sum_segments(float *dx, const float *dy, const K *keys, int count, int ibits, size_t cols) {
+  const int warps_per_block = blockDim.x / HS_WARP;
+  const int warps = (int)gridDim.y * warps_per_block, w = (int)blockIdx.y * warps_per_block + threadIdx.x / HS_WARP;
+  const int chunk = (count + warps - 1) / warps;
+  const int first = w * chunk, last = first + chunk < count ? first + chunk : count;
+  const size_t c = (size_t)blockIdx.x * HS_WARP + threadIdx.x % HS_WARP;
+  const bool active = c < cols;
+  const K imask = ((K)1 << ibits) - 1;
+  for (int k = first; k < last; k++) {
+    const K row = keys[k] >> ibits;
+    if (k > 0 && keys[k - 1] >> ibits == row) continue; /* not the start of a segment */
+    int end = k + 1;
+    while (end < count && keys[end] >> ibits == row) end++;
+    if (active) {
+      float *d = dx + (size_t)row * cols + c;
+      float acc = *d;
+      int e = k;
+      for (; e + kPrefetch <= end; e += kPrefetch) {
+        float v[kPrefetch];
+        for (int b = 0; b < kPrefetch; b++) v[b] = dy[(size_t)(keys[e + b] & imask) * cols + c];
+        for (int b = 0; b < kPrefetch; b++) acc += v[b]; /* in ascending i: the CPU's order */
+      }
+      for (; e < end; e++) acc += dy[(size_t)(keys[e] & imask) * cols + c];
+      *d = acc;
+    }
+    k = end - 1;
+  }
+}
+
+/* One launch: every block sorts the keys in its shared memory (n_pow2 * sizeof(K) <= kSharedKeysBytes),
+ * then sums its share of the segments. The sort is repeated per block: blocks run side by side, so it
+ * costs time once, and it saves a launch and a round trip through device memory. */
+template <class K>
+__global__ void scatter_add_rows_kernel(float *dx, const float *dy, const int32_t *index, int count, int n_pow2,
+                                        int ibits, size_t cols) {
+  HS_DYNAMIC_SHARED(K, keys);
+  load_keys(keys, index, count, n_pow2, ibits);
+  block_bitonic_sort(keys, n_pow2);
+  sum_segments(dx, dy, keys, count, ibits, cols);
+}
+
+/* More ids than shared memory holds: one block sorts 64-bit keys in device scratch, then
+ * scatter_add_sorted_kernel sums (two launches). */
+__global__ void sort_row_keys_kernel(uint64_t *keys, const int32_t *index, int count, int n_pow2, int ibits) {
+  load_keys(keys, index, count, n_pow2, ibits);
+  block_bitonic_sort(keys, n_pow2);
+}
+
+__global__ void scatter_add_sorted_kernel(float *dx, const float *dy, const uint64_t *keys, int count, int ibits,
+                                          size_t cols) {
+  sum_segments(dx, dy, keys, count, ibits, cols);
 }
 
 } // namespace
@@ -59,12 +144,45 @@ extern "C" void hs_cuda_gather_rows(const hs_backend *be, float *y, const float 
   HS_CUDA_LAUNCHED("gather_rows_kernel", (size_t)count * sizeof(int32_t) + (accumulate ? 3 : 2) * n * sizeof(float));
 }
 
+/* bits to hold every value in [0, n): at least 1 */
+static int bits_for(size_t n) {
+  int b = 1;
+  while (b < 63 && ((size_t)1 << b) < n) b++;
+  return b;
+}
+
 extern "C" void hs_cuda_scatter_add_rows(const hs_backend *be, float *dx, const float *dy, const int32_t *index,
                                          int count, int cols, int dx_rows) {
-  (void)dx_rows; /* every index is in [0, dx_rows): checked while the batch is staged */
+  /* every index is in [0, dx_rows): checked while the batch is staged */
   if (count <= 0 || cols <= 0) return;
-  HS_LAUNCH(hs_grid_for((size_t)cols), HS_BLOCK, 0, hs_cuda_stream(be), scatter_add_rows_kernel<float>)(
-      dx, dy, index, count, (size_t)cols);
-  /* index, dy, and the indexed rows of dx read and written */
-  HS_CUDA_LAUNCHED("scatter_add_rows_kernel", (size_t)count * (sizeof(int32_t) + 3 * (size_t)cols * sizeof(float)));
+  cudaStream_t stream = hs_cuda_stream(be);
+  const int ibits = bits_for((size_t)count), rbits = bits_for((size_t)dx_rows);
+  int n_pow2 = 1;
+  while (n_pow2 < count) n_pow2 <<= 1;
+  /* blocks: one per 32 columns, times enough segment groups to fill the device once (each group's
+   * warps share the sorted positions; the grid changes no bits) */
+  const size_t tiles = ((size_t)cols + HS_WARP - 1) / HS_WARP;
+  size_t groups = ((size_t)hs_cuda_dev(be)->sm_count + tiles - 1) / tiles;
+  if (groups > 8) groups = 8;
+  if (groups < 1) groups = 1;
+  const dim3 grid((unsigned)tiles, (unsigned)groups);
+  const size_t touched = (size_t)(count < dx_rows ? count : dx_rows); /* distinct dx rows, at most */
+  const size_t sum_bytes = (size_t)count * cols * sizeof(float) + 2 * touched * cols * sizeof(float);
+  if (ibits + rbits <= 32 && (size_t)n_pow2 * sizeof(uint32_t) <= (size_t)kSharedKeysBytes) {
+    HS_LAUNCH(grid, kSortBlock, (size_t)n_pow2 * sizeof(uint32_t), stream, scatter_add_rows_kernel<uint32_t>)(
+        dx, dy, index, count, n_pow2, ibits, (size_t)cols);
+    /* index, dy, and the indexed rows of dx read and written once each */
+    HS_CUDA_LAUNCHED("scatter_add_rows_kernel", (size_t)count * sizeof(int32_t) + sum_bytes);
+  } else if ((size_t)n_pow2 * sizeof(uint64_t) <= (size_t)kSharedKeysBytes) {
+    HS_LAUNCH(grid, kSortBlock, (size_t)n_pow2 * sizeof(uint64_t), stream, scatter_add_rows_kernel<uint64_t>)(
+        dx, dy, index, count, n_pow2, ibits, (size_t)cols);
+    HS_CUDA_LAUNCHED("scatter_add_rows_kernel", (size_t)count * sizeof(int32_t) + sum_bytes);
+  } else {
+    uint64_t *keys = (uint64_t *)hs_cuda_scratch(be, (size_t)n_pow2 * sizeof(uint64_t));
+    HS_LAUNCH(1, kSortBlock, 0, stream, sort_row_keys_kernel)(keys, index, count, n_pow2, ibits);
+    /* index read, the keys written (the sort's passes stay in the one block's cache, mostly) */
+    HS_CUDA_LAUNCHED("sort_row_keys_kernel", (size_t)count * sizeof(int32_t) + (size_t)n_pow2 * sizeof(uint64_t));
+    HS_LAUNCH(grid, kSortBlock, 0, stream, scatter_add_sorted_kernel)(dx, dy, keys, count, ibits, (size_t)cols);
+    HS_CUDA_LAUNCHED("scatter_add_sorted_kernel", (size_t)count * sizeof(uint64_t) + sum_bytes);
+  }
 }

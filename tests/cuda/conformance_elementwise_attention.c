@@ -266,6 +266,30 @@ static void pool_cases(hs_conf *t) {
 
 /* ---- rows ------------------------------------------------------------------------------------------------- */
 
+/* dx[dx_rows, cols] += rows of dy[count, cols] at ids drawn in [0, dx_rows) (all equal to same_id when
+ * >= 0): the CPU's bits, and the same bits on a second run. */
+static void scatter_case(hs_conf *t, int count, int cols, int dx_rows, int same_id) {
+    char what[160];
+    const size_t ny = (size_t)count * cols, nx = (size_t)dx_rows * cols;
+    float *dy = hs_conf_rand(t, ny ? ny : 1, -1, 1), *dx = hs_conf_rand(t, nx, -1, 1);
+    int32_t *idx = hs_conf_rand_int(t, count ? (size_t)count : 1, 0, dx_rows);
+    if (same_id >= 0)
+        for (int i = 0; i < count; i++) idx[i] = same_id;
+    hs_conf_pair d_dy = hs_conf_pair_of(t, dy, (ny ? ny : 1) * 4), d_dx = hs_conf_pair_of(t, dx, nx * 4),
+                 di = hs_conf_pair_of(t, idx, (count ? (size_t)count : 1) * 4);
+    void *again = cuda_copy_of(t, dx, nx * 4);
+    t->cpu->scatter_add_rows(t->cpu, d_dx.cpu, d_dy.cpu, di.cpu, count, cols, dx_rows);
+    t->cuda->scatter_add_rows(t->cuda, d_dx.cuda, d_dy.cuda, di.cuda, count, cols, dx_rows);
+    t->cuda->scatter_add_rows(t->cuda, again, d_dy.cuda, di.cuda, count, cols, dx_rows);
+    snprintf(what, sizeof what, "dx (accumulated) count=%d cols=%d dx_rows=%d%s", count, cols, dx_rows,
+             same_id >= 0 ? " (all ids the same)" : "");
+    hs_conf_check_ew(t, what, d_dx.cpu, d_dx.cuda, nx, 0.0);
+    hs_conf_check_i32(t, what, d_dx.cpu, d_dx.cuda, nx); /* the same bits as the CPU, not just close */
+    hs_conf_same_bits(t, what, d_dx.cuda, again, nx * 4);
+    hs_conf_pair_free(t, d_dy), hs_conf_pair_free(t, d_dx), hs_conf_pair_free(t, di), t->cuda->free(t->cuda, again);
+    free(dy), free(dx), free(idx);
+}
+
 static void rows_cases(hs_conf *t) {
     static const int col_set[] = {1, 33, 256};
     char what[160];
@@ -290,23 +314,18 @@ static void rows_cases(hs_conf *t) {
     static const int scatter_cols[] = {1, 31, 300};
     hs_conf_op(t, "scatter_add_rows");
     for (int s = 0; s < hs_conf_nsizes; s++)
-        for (size_t ci = 0; ci < sizeof scatter_cols / sizeof scatter_cols[0]; ci++) {
-            const int count = (int)hs_conf_sizes[s], cols = scatter_cols[ci], dx_rows = 7;
-            const size_t ny = (size_t)count * cols, nx = (size_t)dx_rows * cols;
-            if (ny > MAX_ELEMS) continue;
-            float *dy = hs_conf_rand(t, ny, -1, 1), *dx = hs_conf_rand(t, nx, -1, 1);
-            int32_t *idx = hs_conf_rand_int(t, (size_t)count, 0, dx_rows);
-            hs_conf_pair d_dy = hs_conf_pair_of(t, dy, ny * 4), d_dx = hs_conf_pair_of(t, dx, nx * 4), di = hs_conf_pair_of(t, idx, (size_t)count * 4);
-            void *again = cuda_copy_of(t, dx, nx * 4);
-            t->cpu->scatter_add_rows(t->cpu, d_dx.cpu, d_dy.cpu, di.cpu, count, cols, dx_rows);
-            t->cuda->scatter_add_rows(t->cuda, d_dx.cuda, d_dy.cuda, di.cuda, count, cols, dx_rows);
-            t->cuda->scatter_add_rows(t->cuda, again, d_dy.cuda, di.cuda, count, cols, dx_rows);
-            snprintf(what, sizeof what, "dx (accumulated) count=%d cols=%d dx_rows=%d", count, cols, dx_rows);
-            hs_conf_check_ew(t, what, d_dx.cpu, d_dx.cuda, nx, 0.0);
-            hs_conf_same_bits(t, what, d_dx.cuda, again, nx * 4);
-            hs_conf_pair_free(t, d_dy), hs_conf_pair_free(t, d_dx), hs_conf_pair_free(t, di), t->cuda->free(t->cuda, again);
-            free(dy), free(dx), free(idx);
-        }
+        for (size_t ci = 0; ci < sizeof scatter_cols / sizeof scatter_cols[0]; ci++)
+            if ((size_t)hs_conf_sizes[s] * scatter_cols[ci] <= MAX_ELEMS)
+                scatter_case(t, (int)hs_conf_sizes[s], scatter_cols[ci], 7, -1);
+    /* the shapes the CUDA kernel treats apart: all ids the same (one segment), none, the most ids whose
+     * keys sort in shared memory (BERT's micro-batch of 64 x 128 tokens over a 30522-word table) and one
+     * more, a table whose keys need 64 bits, and many ids (sorted in device memory) */
+    scatter_case(t, 4097, 33, 7, 3);
+    scatter_case(t, 0, 33, 7, -1);
+    scatter_case(t, 8192, 40, 30522, -1);
+    scatter_case(t, 8193, 3, 30522, -1);
+    scatter_case(t, 4000, 1, (1 << 20) + 5, -1);
+    scatter_case(t, 40000, 5, 50, -1);
 }
 
 /* ---- attention --------------------------------------------------------------------------------------------- */
