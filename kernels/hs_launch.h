@@ -5,6 +5,7 @@
 #define HS_KERNELS_LAUNCH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define HS_BLOCK 256
 #define HS_MAX_GRID 1024
@@ -17,6 +18,13 @@ static inline unsigned hs_grid_for(size_t n) {
     if (blocks > HS_MAX_GRID) blocks = HS_MAX_GRID;
     return (unsigned)blocks;
 }
+
+/* Element-wise kernels over memory-bound data move HS_VEC values per thread step (one 16-byte load of
+ * fp32, 8 bytes of 16-bit data) where every pointer is aligned for it, then the n % HS_VEC tail one by
+ * one: a scalar 4-byte load per thread keeps too few bytes in flight to reach a GPU's bandwidth.
+ * Element-wise results do not depend on how the elements are grouped. */
+#define HS_VEC 4
+static inline int hs_aligned(const void *p, size_t bytes) { return (uintptr_t)p % bytes == 0; }
 
 /* Row kernels (LayerNorm, losses): one warp per row, HS_ROWS_PER_BLOCK rows per block of HS_BLOCK
  * threads, rows grid-strided over at most HS_MAX_GRID blocks. A row's reduction is a fixed butterfly

@@ -4,8 +4,8 @@
  * fp32 -> CUDA_R_16BF / CUDA_R_16F bit patterns round to nearest, ties to even, NaN kept, sign kept
  * (-0.0 too), fp16 overflow to ±inf — the functions of src/util/lowp.h, so the CPU backend's values and
  * the GPU's are the same bits; 16 -> 32 bits is exact. One templated kernel per direction, the type a
- * template argument (BF16: bfloat16, else IEEE half). One element per thread step of a grid-stride
- * loop; nothing crosses elements. */
+ * template argument (BF16: bfloat16, else IEEE half). HS_VEC elements per thread step of a
+ * grid-stride loop (16-byte fp32 loads) where the pointers are aligned for it; nothing crosses elements. */
 #include <stdint.h>
 
 #include "hs_cuda.h"
@@ -18,35 +18,80 @@
 
 namespace {
 
-/* y[n] = the 16-bit patterns of x[n] */
+/* Thread t of a grid-stride loop takes groups k = first, first + stride, ... < n4 of HS_VEC elements
+ * (n4 = 0 where the host found the pointers unaligned for vector steps), then the elements from
+ * n4·HS_VEC on one by one. */
+#define THREAD_FIRST ((size_t)blockIdx.x * blockDim.x + threadIdx.x)
+#define THREAD_STRIDE ((size_t)gridDim.x * blockDim.x)
+
+template <bool BF16> __device__ __forceinline__ uint16_t half_bits(float v) {
+  return BF16 ? hs_bf16_bits(v) : hs_fp16_bits(v);
+}
+template <bool BF16> __device__ __forceinline__ float half_value(uint16_t h) {
+  return BF16 ? hs_bf16_to_float(h) : hs_fp16_to_float(h);
+}
+template <bool BF16> __device__ __forceinline__ float half_round(float v) {
+  return BF16 ? hs_bf16_round(v) : hs_fp16_round(v);
+}
+
+/* y[n] = the 16-bit patterns of x[n] (element 2j in the low half of 32-bit word j: little-endian) */
 template <bool BF16>
-__global__ void to_half_kernel(uint16_t *y, const float *x, size_t n) {
-  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    y[i] = BF16 ? hs_bf16_bits(x[i]) : hs_fp16_bits(x[i]);
+__global__ void to_half_kernel(uint16_t *y, const float *x, size_t n, bool vec) {
+  const size_t n4 = vec ? n / HS_VEC : 0;
+  for (size_t k = THREAD_FIRST; k < n4; k += THREAD_STRIDE) {
+    const float4 v = reinterpret_cast<const float4 *>(x)[k];
+    uint2 o;
+    o.x = (uint32_t)half_bits<BF16>(v.x) | (uint32_t)half_bits<BF16>(v.y) << 16;
+    o.y = (uint32_t)half_bits<BF16>(v.z) | (uint32_t)half_bits<BF16>(v.w) << 16;
+    reinterpret_cast<uint2 *>(y)[k] = o;
+  }
+  for (size_t i = n4 * HS_VEC + THREAD_FIRST; i < n; i += THREAD_STRIDE) y[i] = half_bits<BF16>(x[i]);
 }
 
 /* y[n] = x[n] widened to fp32 (exact) */
 template <bool BF16>
-__global__ void from_half_kernel(float *y, const uint16_t *x, size_t n) {
-  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    y[i] = BF16 ? hs_bf16_to_float(x[i]) : hs_fp16_to_float(x[i]);
+__global__ void from_half_kernel(float *y, const uint16_t *x, size_t n, bool vec) {
+  const size_t n4 = vec ? n / HS_VEC : 0;
+  for (size_t k = THREAD_FIRST; k < n4; k += THREAD_STRIDE) {
+    const uint2 h = reinterpret_cast<const uint2 *>(x)[k];
+    float4 o;
+    o.x = half_value<BF16>((uint16_t)(h.x & 0xffffu));
+    o.y = half_value<BF16>((uint16_t)(h.x >> 16));
+    o.z = half_value<BF16>((uint16_t)(h.y & 0xffffu));
+    o.w = half_value<BF16>((uint16_t)(h.y >> 16));
+    reinterpret_cast<float4 *>(y)[k] = o;
+  }
+  for (size_t i = n4 * HS_VEC + THREAD_FIRST; i < n; i += THREAD_STRIDE) y[i] = half_value<BF16>(x[i]);
 }
 
 /* y[n] = x[n] rounded and kept as fp32 (y may alias x): the operands of a convolution under bf16 or fp16 */
 template <bool BF16>
-__global__ void round_kernel(float *y, const float *x, size_t n) {
-  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    y[i] = BF16 ? hs_bf16_round(x[i]) : hs_fp16_round(x[i]);
+__global__ void round_kernel(float *y, const float *x, size_t n, bool vec) {
+  const size_t n4 = vec ? n / HS_VEC : 0;
+  for (size_t k = THREAD_FIRST; k < n4; k += THREAD_STRIDE) {
+    float4 v = reinterpret_cast<const float4 *>(x)[k];
+    v.x = half_round<BF16>(v.x);
+    v.y = half_round<BF16>(v.y);
+    v.z = half_round<BF16>(v.z);
+    v.w = half_round<BF16>(v.w);
+    reinterpret_cast<float4 *>(y)[k] = v;
+  }
+  for (size_t i = n4 * HS_VEC + THREAD_FIRST; i < n; i += THREAD_STRIDE) y[i] = half_round<BF16>(x[i]);
 }
+
+/* 16-byte steps for the fp32 side, 8-byte for the 16-bit side */
+static bool vec_ok(const void *f32, const void *f16) { return hs_aligned(f32, 16) && hs_aligned(f16, 8); }
+static unsigned grid_for(size_t n, bool vec) { return hs_grid_for(vec ? n / HS_VEC + n % HS_VEC : n); }
 
 /* gemm_operand: counted in the device-op ledger as its own row, "to_half_kernel (GEMM operand)": the
  * conversions the bf16/fp16 products make of their fp32 operands (tests/cuda/test_device_ledger.sh
  * bounds them per update) */
 void to_half(cudaStream_t stream, uint16_t *y, const float *x, size_t n, bool bf16, bool gemm_operand = false) {
+  const bool vec = vec_ok(x, y);
   if (bf16)
-    HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, stream, to_half_kernel<true>)(y, x, n);
+    HS_LAUNCH(grid_for(n, vec), HS_BLOCK, 0, stream, to_half_kernel<true>)(y, x, n, vec);
   else
-    HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, stream, to_half_kernel<false>)(y, x, n);
+    HS_LAUNCH(grid_for(n, vec), HS_BLOCK, 0, stream, to_half_kernel<false>)(y, x, n, vec);
   if (gemm_operand)
     HS_CUDA_LAUNCHED("to_half_kernel (GEMM operand)", n * (sizeof(float) + sizeof(uint16_t)));
   else
@@ -54,10 +99,11 @@ void to_half(cudaStream_t stream, uint16_t *y, const float *x, size_t n, bool bf
 }
 
 void from_half(cudaStream_t stream, float *y, const uint16_t *x, size_t n, bool bf16) {
+  const bool vec = vec_ok(y, x);
   if (bf16)
-    HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, stream, from_half_kernel<true>)(y, x, n);
+    HS_LAUNCH(grid_for(n, vec), HS_BLOCK, 0, stream, from_half_kernel<true>)(y, x, n, vec);
   else
-    HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, stream, from_half_kernel<false>)(y, x, n);
+    HS_LAUNCH(grid_for(n, vec), HS_BLOCK, 0, stream, from_half_kernel<false>)(y, x, n, vec);
   HS_CUDA_LAUNCHED("from_half_kernel", n * (sizeof(float) + sizeof(uint16_t)));
 }
 
@@ -88,9 +134,10 @@ extern "C" void hs_cuda_from_half(const hs_backend *be, float *dst, const uint16
 }
 
 extern "C" void hs_cuda_round_floats(const hs_backend *be, int precision, float *y, const float *x, size_t n) {
+  const bool vec = vec_ok(x, y) && hs_aligned(y, 16);
   if (precision == HS_PRECISION_BF16)
-    HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), round_kernel<true>)(y, x, n);
+    HS_LAUNCH(grid_for(n, vec), HS_BLOCK, 0, hs_cuda_stream(be), round_kernel<true>)(y, x, n, vec);
   else
-    HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), round_kernel<false>)(y, x, n);
+    HS_LAUNCH(grid_for(n, vec), HS_BLOCK, 0, hs_cuda_stream(be), round_kernel<false>)(y, x, n, vec);
   HS_CUDA_LAUNCHED("round_kernel", 2 * n * sizeof(float));
 }

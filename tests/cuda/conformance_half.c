@@ -65,6 +65,15 @@ static void half_cases(hs_conf *t) {
         t->cuda->from_half(t->cuda, y1, h1, n);
         snprintf(what, sizeof what, "from_half(to_half(x)) n=%zu", n);
         same_bits(t, what, y0, y1, n, sizeof(float));
+        if (n > 1) { /* one element in: pointers off the 16-byte steps of the vector path */
+            t->cpu->to_half(t->cpu, (uint16_t *)h0 + 1, (const float *)x0 + 1, n - 1);
+            t->cuda->to_half(t->cuda, (uint16_t *)h1 + 1, (const float *)x1 + 1, n - 1);
+            t->cpu->from_half(t->cpu, (float *)y0 + 1, (const uint16_t *)h0 + 1, n - 1);
+            t->cuda->from_half(t->cuda, (float *)y1 + 1, (const uint16_t *)h1 + 1, n - 1);
+            snprintf(what, sizeof what, "to_half, from_half unaligned n=%zu", n - 1);
+            same_bits(t, what, y0, y1, n, sizeof(float));
+            same_bits(t, what, h0, h1, n, sizeof(uint16_t));
+        }
         free(hh), free(x);
         hs_conf_free_both(t, x0, x1), hs_conf_free_both(t, h0, h1), hs_conf_free_both(t, y0, y1);
     }

@@ -46,6 +46,8 @@ enum cudaDeviceAttr {
   cudaDevAttrWarpSize = 10,
   cudaDevAttrMultiProcessorCount = 16,
   cudaDevAttrPciBusId = 33,
+  cudaDevAttrMemoryClockRate = 36,
+  cudaDevAttrGlobalMemoryBusWidth = 37,
   cudaDevAttrPciDeviceId = 34,
   cudaDevAttrPciDomainId = 50,
   cudaDevAttrComputeCapabilityMajor = 75,

@@ -104,6 +104,8 @@ extern "C" cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, i
   case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
   case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = static_cast<int>(kSharedPerBlockOptin); break;
   case cudaDevAttrPciBusId: *value = pci_bus(device); break;
+  case cudaDevAttrMemoryClockRate: *value = 1215000; break; // kHz: an A100 40GB's HBM2, 1555 GB/s
+  case cudaDevAttrGlobalMemoryBusWidth: *value = 5120; break;
   case cudaDevAttrPciDeviceId: *value = 0; break;
   case cudaDevAttrPciDomainId: *value = 0; break;
   default: return record_error(cudaErrorInvalidValue);
