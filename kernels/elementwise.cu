@@ -66,14 +66,14 @@ __global__ void dropout_vec_kernel(float *out, const float *in, size_t n, size_t
   const size_t n4 = n / HS_VEC;
   GRID_STRIDE_LOOP(k, n4) {
     size_t sample = k * HS_VEC / per_sample, rem = k * HS_VEC - sample * per_sample;
-    float4 v = reinterpret_cast<const float4 *>(in)[k];
-    float *e[HS_VEC] = {&v.x, &v.y, &v.z, &v.w};
-    for (int j = 0; j < HS_VEC; j++, rem++) {
+    const float4 v = reinterpret_cast<const float4 *>(in)[k];
+    float e[HS_VEC] = {v.x, v.y, v.z, v.w};
+    for (int j = 0; j < HS_VEC; j++, rem++) { /* a constant trip count: unrolled, e stays in registers */
       if (rem == per_sample) sample++, rem = 0;
       const size_t g = group == 1 ? rem : rem / group;
-      *e[j] = *e[j] * hs_dropout_factor(key, (uint64_t)(first_sample + (int64_t)sample), g, p, keep_scale);
+      e[j] = e[j] * hs_dropout_factor(key, (uint64_t)(first_sample + (int64_t)sample), g, p, keep_scale);
     }
-    reinterpret_cast<float4 *>(out)[k] = v;
+    reinterpret_cast<float4 *>(out)[k] = make_float4(e[0], e[1], e[2], e[3]);
   }
   GRID_STRIDE_LOOP(t, n - n4 * HS_VEC) {
     const size_t i = n4 * HS_VEC + t, sample = i / per_sample, g = (i % per_sample) / group;

@@ -26,6 +26,15 @@ static inline unsigned hs_grid_for(size_t n) {
 #define HS_VEC 4
 static inline int hs_aligned(const void *p, size_t bytes) { return (uintptr_t)p % bytes == 0; }
 
+/* Element-wise kernels over a matrix whose column index matters (row gathers, loss gradients): grid
+ * (hs_grid_cols(cols), hs_grid_rows_y(rows)), both dimensions grid-strided, so no thread divides a flat
+ * index by cols (a 64-bit division per element costs more than the element's memory traffic). */
+#define HS_MAX_GRID_Y 65535
+static inline unsigned hs_grid_cols(size_t cols) { return hs_grid_for(cols); }
+static inline unsigned hs_grid_rows_y(size_t rows) {
+    return (unsigned)(rows < 1 ? 1 : rows > HS_MAX_GRID_Y ? HS_MAX_GRID_Y : rows);
+}
+
 /* Row kernels (LayerNorm, losses): one warp per row, HS_ROWS_PER_BLOCK rows per block of HS_BLOCK
  * threads, rows grid-strided over at most HS_MAX_GRID blocks. A row's reduction is a fixed butterfly
  * over the 32 lanes, so its result does not depend on the grid. */

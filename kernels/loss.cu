@@ -84,14 +84,17 @@ __global__ void __launch_bounds__(HS_BLOCK)
   }
 }
 
-/* dlogits[rows,cols] = scale·(exp(logprobs) - onehot(labels)); element-wise, grid-strided. */
+/* dlogits[rows,cols] = scale·(exp(logprobs) - onehot(labels)); element-wise over grid (column blocks,
+ * rows), both grid-strided. */
 template <class T>
 __global__ void __launch_bounds__(HS_BLOCK)
-    log_softmax_nll_backward_kernel(T *dlogits, const T *logprobs, const int32_t *labels, int cols, size_t n,
+    log_softmax_nll_backward_kernel(T *dlogits, const T *logprobs, const int32_t *labels, int rows, int cols,
                                     float scale) {
-  for (size_t i = (size_t)blockIdx.x * HS_BLOCK + threadIdx.x; i < n; i += (size_t)gridDim.x * HS_BLOCK) {
-    const size_t r = i / (size_t)cols, c = i % (size_t)cols;
-    dlogits[i] = from_float<T>(hs_nll_logit_grad(to_float(logprobs[i]), (int)c == labels[r], scale));
+  for (size_t r = blockIdx.y; r < (size_t)rows; r += gridDim.y) {
+    const int label = labels[r];
+    const size_t off = r * (size_t)cols;
+    for (size_t c = (size_t)blockIdx.x * HS_BLOCK + threadIdx.x; c < (size_t)cols; c += (size_t)gridDim.x * HS_BLOCK)
+      dlogits[off + c] = from_float<T>(hs_nll_logit_grad(to_float(logprobs[off + c]), (int)c == label, scale));
   }
 }
 
@@ -137,17 +140,19 @@ __global__ void __launch_bounds__(HS_BLOCK)
  * probs: element-wise). */
 template <class T>
 __global__ void __launch_bounds__(HS_BLOCK)
-    softmax_xent_backward_kernel(T *dlogits, const T *probs, const int32_t *labels, int cols, size_t n,
+    softmax_xent_backward_kernel(T *dlogits, const T *probs, const int32_t *labels, int rows, int cols,
                                  float scale) {
-  for (size_t i = (size_t)blockIdx.x * HS_BLOCK + threadIdx.x; i < n; i += (size_t)gridDim.x * HS_BLOCK) {
-    const size_t r = i / (size_t)cols, c = i % (size_t)cols;
+  for (size_t r = blockIdx.y; r < (size_t)rows; r += gridDim.y) {
     const int label = labels[r];
-    float g = 0.0f;
-    if (label >= 0) {
-      g = scale * to_float(probs[i]);
-      if ((int)c == label) g -= scale;
+    const size_t off = r * (size_t)cols;
+    for (size_t c = (size_t)blockIdx.x * HS_BLOCK + threadIdx.x; c < (size_t)cols; c += (size_t)gridDim.x * HS_BLOCK) {
+      float g = 0.0f;
+      if (label >= 0) {
+        g = scale * to_float(probs[off + c]);
+        if ((int)c == label) g -= scale;
+      }
+      dlogits[off + c] = from_float<T>(g);
     }
-    dlogits[i] = from_float<T>(g);
   }
 }
 
@@ -193,8 +198,9 @@ void launch_log_softmax_nll_backward(const hs_backend *be, T *dlogits, const T *
                                      int rows, int cols, float scale) {
   if (rows <= 0 || cols <= 0) return;
   const size_t n = (size_t)rows * (size_t)cols;
-  HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), log_softmax_nll_backward_kernel<T>)(
-      dlogits, logprobs, labels, cols, n, scale);
+  const dim3 grid(hs_grid_cols((size_t)cols), hs_grid_rows_y((size_t)rows));
+  HS_LAUNCH(grid, HS_BLOCK, 0, hs_cuda_stream(be), log_softmax_nll_backward_kernel<T>)(dlogits, logprobs, labels,
+                                                                                       rows, cols, scale);
   HS_CUDA_LAUNCHED("log_softmax_nll_backward_kernel", 2 * n * sizeof(T) + (size_t)rows * sizeof(int32_t));
 }
 
@@ -216,8 +222,9 @@ void launch_softmax_xent_backward(const hs_backend *be, T *dlogits, const T *pro
                                   int cols, float scale) {
   if (rows <= 0 || cols <= 0) return;
   const size_t n = (size_t)rows * (size_t)cols;
-  HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), softmax_xent_backward_kernel<T>)(dlogits, probs, labels,
-                                                                                               cols, n, scale);
+  const dim3 grid(hs_grid_cols((size_t)cols), hs_grid_rows_y((size_t)rows));
+  HS_LAUNCH(grid, HS_BLOCK, 0, hs_cuda_stream(be), softmax_xent_backward_kernel<T>)(dlogits, probs, labels, rows,
+                                                                                    cols, scale);
   HS_CUDA_LAUNCHED("softmax_xent_backward_kernel", 2 * n * sizeof(T) + (size_t)rows * sizeof(int32_t));
 }
 
