@@ -86,23 +86,91 @@ template <class K> __device__ void block_bitonic_sort(K *keys, int n_pow2) {
     }
 }
 
-/* dx[row, c] += dy[i, c] over the sorted keys[0, count). Block (x, y): columns x·32.., the warps of
- * all y together own consecutive chunks of sorted positions; a warp sums every segment that starts in
- * its chunk (to the segment's end, past the chunk if need be). */
+/* Segments of at least long_min ids are summed by a whole block (below), the others by one warp. With
+ * at most kMaxLong such segments: long_min = max(kLongMin, count / kMaxLong). */
+constexpr int kLongMin = 128;
+constexpr int kMaxLong = 64;
+constexpr int kStageRows = 64; /* dy rows a block stages in shared memory per step of a long segment */
+
+__host__ __device__ inline int long_min_for(int count) {
+  return count / kMaxLong > kLongMin ? count / kMaxLong : kLongMin;
+}
+
+/* The end of the segment of `row` that starts at k: the first position whose key's row is larger
+ * (binary search; keys sorted). */
+template <class K> __device__ int segment_end(const K *keys, int k, int count, K row, int ibits) {
+  int lo = k + 1, hi = count;
+  while (lo < hi) {
+    const int mid = lo + (hi - lo) / 2;
+    if (keys[mid] >> ibits == row) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* dx[row, c] += dy[i, c] over the sorted keys[0, count). Block (x, y) owns columns x·32 .. x·32+31.
+ *
+ * A long segment (an id repeated long_min times or more: token types, padding) is one chain of
+ * dependent additions per column, and one warp cannot keep enough loads in flight to stream it: the
+ * block of y = row % gridDim.y takes it whole, all its threads loading kStageRows rows of the 32
+ * columns into shared memory per step, then warp 0's lanes adding them in order.
+ * Short segments: the warps of all y together own consecutive chunks of sorted positions; a warp sums
+ * every short segment that starts in its chunk (to the segment's end, past the chunk if need be), with
+ * kPrefetch loads per lane in flight. Every thread of the block calls this. */
 template <class K>
 __device__ void sum_segments(float *dx, const float *dy, const K *keys, int count, int ibits, size_t cols) {
-  const int warps_per_block = blockDim.x / HS_WARP;
-  const int warps = (int)gridDim.y * warps_per_block, w = (int)blockIdx.y * warps_per_block + threadIdx.x / HS_WARP;
-  const int chunk = (count + warps - 1) / warps;
-  const int first = w * chunk, last = first + chunk < count ? first + chunk : count;
-  const size_t c = (size_t)blockIdx.x * HS_WARP + threadIdx.x % HS_WARP;
+  HS_SHARED(int[kMaxLong][2], long_seg); /* [begin, end) of this block's long segments */
+  HS_SHARED(int, n_long);
+  HS_SHARED(float[kStageRows][HS_WARP], stage);
+  const int lane = threadIdx.x % HS_WARP, warp = threadIdx.x / HS_WARP, warps_per_block = blockDim.x / HS_WARP;
+  const size_t c = (size_t)blockIdx.x * HS_WARP + lane;
   const bool active = c < cols;
   const K imask = ((K)1 << ibits) - 1;
+  const int long_min = long_min_for(count);
+
+  /* ---- long segments: this block's list (in any order: they touch distinct rows) */
+  if (threadIdx.x == 0) n_long = 0;
+  __syncthreads();
+  for (int k = threadIdx.x; k < count; k += blockDim.x) {
+    const K row = keys[k] >> ibits;
+    if ((k > 0 && keys[k - 1] >> ibits == row) || row % gridDim.y != blockIdx.y) continue;
+    const int end = segment_end(keys, k, count, row, ibits);
+    if (end - k >= long_min) {
+      const int j = atomicAdd(&n_long, 1); /* < kMaxLong: at most count / long_min such segments */
+      long_seg[j][0] = k;
+      long_seg[j][1] = end;
+    }
+  }
+  __syncthreads();
+  for (int j = 0; j < n_long; j++) { /* uniform across the block */
+    const int begin = long_seg[j][0], end = long_seg[j][1];
+    float *d = dx + (size_t)(keys[begin] >> ibits) * cols + c;
+    float acc = warp == 0 && active ? *d : 0.0f;
+    for (int e0 = begin; e0 < end; e0 += kStageRows) {
+      const int rows = end - e0 < kStageRows ? end - e0 : kStageRows;
+      for (int r = warp; r < rows; r += warps_per_block)
+        if (active) stage[r][lane] = dy[(size_t)(keys[e0 + r] & imask) * cols + c];
+      __syncthreads();
+      if (warp == 0 && active)
+        for (int r = 0; r < rows; r++) acc += stage[r][lane]; /* in ascending i: the CPU's order */
+      __syncthreads(); /* stage is refilled by the next step */
+    }
+    if (warp == 0 && active) *d = acc;
+  }
+
+  /* ---- short segments, one warp each */
+  const int warps = (int)gridDim.y * warps_per_block, w = (int)blockIdx.y * warps_per_block + warp;
+  const int chunk = (count + warps - 1) / warps;
+  const int first = w * chunk, last = first + chunk < count ? first + chunk : count;
   for (int k = first; k < last; k++) {
     const K row = keys[k] >> ibits;
     if (k > 0 && keys[k - 1] >> ibits == row) continue; /* not the start of a segment */
     int end = k + 1;
-    while (end < count && keys[end] >> ibits == row) end++;
+    while (end < count && end - k < long_min && keys[end] >> ibits == row) end++;
+    if (end - k >= long_min) { /* a long one, summed above */
+      k = segment_end(keys, k, count, row, ibits) - 1;
+      continue;
+    }
     if (active) {
       float *d = dx + (size_t)row * cols + c;
       float acc = *d;
