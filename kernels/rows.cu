@@ -9,8 +9,8 @@
  * integer work, the same order every run), and each run of one destination row is summed by a warp per
  * 32 columns in ascending source row, so the float additions into each dx element happen in exactly the
  * CPU's order (the same bits). Parallelism is (distinct rows) x (columns); one run is a chain of
- * dependent additions that no split may reorder, so an id repeated n times costs n steps (hidden behind
- * kPrefetch loads in flight per lane). */
+ * dependent additions that no split may reorder, so an id repeated n times costs n steps: a long run
+ * (token types, padding) gets a whole block loading its rows through shared memory (sum_segments). */
 #include "hs_cuda.h"
 #include "hs_launch.h"
 
@@ -52,8 +52,7 @@ __global__ void gather_rows_kernel(T *y, const T *x, const int32_t *index, int c
 
 /* The ids are sorted by (destination row, source row i): key = row << ibits | i, unique, so any correct
  * sort gives the same order and, within one destination row, the source rows in ascending i. A segment
- * (the run of one destination row) is summed by one warp per 32 columns, in order, into a register
- * started from dx: the float additions into each dx element are exactly the CPU's (dx + dy[i0]) + dy[i1]
+ * (the run of one destination row) is summed per 32 columns, in order, into a register started from dx: the float additions into each dx element are exactly the CPU's (dx + dy[i0]) + dy[i1]
  * + ... with i0 < i1 < ..., the same bits, and every distinct row of dx is read and written once. */
 constexpr int kSortBlock = 1024;            /* threads of a block that sorts (and then sums) */
 constexpr int kSharedKeysBytes = 32 * 1024; /* keys sorted in shared memory up to this size */
