@@ -32,7 +32,7 @@ __global__ void gather_rows_kernel(T *y, const T *x, const int32_t *index, int c
     const T *src = x + (size_t)index[i] * cols;
     T *dst = y + i * cols;
     for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < groups; k += (size_t)gridDim.x * blockDim.x) {
-      if (V == 4) {
+      if constexpr (V == 4) {
         const float4 v = reinterpret_cast<const float4 *>(src)[k];
         float4 o = v;
         if (ACCUMULATE) {
