@@ -40,7 +40,7 @@ try:
     start = doc.index("### Adding an op")
 except ValueError:
     sys.exit("no section \"### Adding an op\" in docs/gpu.md")
-end = next((i for i in range(start + 1, len(doc)) if doc[i].startswith("#")), len(doc))
+end = next((i for i in range(start + 1, len(doc)) if re.match(r"#{1,3} ", doc[i])), len(doc))
 lines = doc[start + 1:end]
 new_re = re.compile(r"New file `([^`]+)`:$")
 ins_re = re.compile(r"(?:In `([^`]+)`|in the same file), (after|before) the line `(.+?)`(?: \([^)]*\))?, insert:$")
