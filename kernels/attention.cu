@@ -164,7 +164,7 @@ template <class T> __global__ void attention_mask_bias_kernel(T *bias, const int
 
 extern "C" void hs_cuda_attention_mask_bias(const hs_backend *be, float *bias, const int32_t *mask, size_t n) {
   HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), attention_mask_bias_kernel<float>)(bias, mask, n);
-  HS_CUDA_LAUNCHED("attention_mask_bias_kernel");
+  HS_CUDA_LAUNCHED("attention_mask_bias_kernel", n * (sizeof(int32_t) + sizeof(float)));
 }
 
 /* ---- forward ------------------------------------------------------------------------------------------- */
@@ -189,7 +189,9 @@ extern "C" void hs_cuda_attention_forward(const hs_backend *be, float *ctx, floa
   float *pv = dropout ? (float *)hs_cuda_scratch(be, region_bytes(units * LL)) : probs;
   HS_LAUNCH(hs_grid_for_rows(rows), HS_BLOCK, 0, stream, softmax_dropout_forward_kernel<float>)(
       probs, dropout ? pv : nullptr, mask_bias, rows, heads, L, p, hs_dropout_keep_scale(p), key, first_sample);
-  HS_CUDA_LAUNCHED("softmax_dropout_forward_kernel");
+  /* the scores read, P written (P' too with dropout), the key mask */
+  HS_CUDA_LAUNCHED("softmax_dropout_forward_kernel",
+                   units * LL * sizeof(float) * (dropout ? 3 : 2) + (size_t)batch * (size_t)L * sizeof(float));
 
   /* ctx[b, :, h·d:(h+1)·d] = P'·V */
   gemm_units(be, 0, 0, L, d, L, 1.0f, pv, square, L, qkv + 2 * H, tok, ld, 0.0f, ctx, merged, H, batch, heads);
@@ -222,7 +224,7 @@ extern "C" void hs_cuda_attention_backward(const hs_backend *be, float *dqkv, co
     float *kept = (float *)(scratch + region);
     HS_LAUNCH(hs_grid_for(units * LL), HS_BLOCK, 0, stream, kept_probs_kernel<float>)(kept, probs, units * LL,
                                                                                       keep_scale);
-    HS_CUDA_LAUNCHED("kept_probs_kernel");
+    HS_CUDA_LAUNCHED("kept_probs_kernel", 2 * units * LL * sizeof(float));
     pv = kept;
   }
 
@@ -233,7 +235,7 @@ extern "C" void hs_cuda_attention_backward(const hs_backend *be, float *dqkv, co
   /* dS = P ⊙ (dP - rowsum(P ⊙ dP)), dP = keep·dP'/(1-p) */
   HS_LAUNCH(hs_grid_for_rows(rows), HS_BLOCK, 0, stream, softmax_dropout_backward_kernel<float>)(
       dp, probs, rows, L, dropout, keep_scale);
-  HS_CUDA_LAUNCHED("softmax_dropout_backward_kernel");
+  HS_CUDA_LAUNCHED("softmax_dropout_backward_kernel", 3 * units * LL * sizeof(float)); /* dp read + written, P */
 
   /* dQ = dS·K/√d ;  dK = dSᵀ·Q/√d */
   gemm_units(be, 0, 0, L, d, L, score_scale, dp, square, L, qkv + H, tok, ld, 0.0f, dqkv, tok, ld, batch, heads);

@@ -142,7 +142,9 @@ void launch_layernorm_forward(const hs_backend *be, T *y, T *x_sum, float *mean,
   if (rows <= 0 || cols <= 0) return;
   HS_LAUNCH(hs_grid_for_rows((size_t)rows), HS_BLOCK, 0, hs_cuda_stream(be), layernorm_forward_kernel<T>)(
       y, x_sum, mean, rstd, x, residual, gamma, beta, rows, cols, eps);
-  HS_CUDA_LAUNCHED("layernorm_forward_kernel");
+  /* x (+ residual, and their sum written), y, mean and rstd, gamma and beta */
+  HS_CUDA_LAUNCHED("layernorm_forward_kernel", (size_t)rows * (size_t)cols * sizeof(T) * (residual ? 4 : 2) +
+                                                   (size_t)rows * 2 * sizeof(float) + (size_t)cols * 2 * sizeof(float));
 }
 
 template <class T>
@@ -155,14 +157,21 @@ void launch_layernorm_backward(const hs_backend *be, T *dx, float *dgamma, float
   double *partial = static_cast<double *>(hs_cuda_scratch(be, (size_t)chunks * 2 * (size_t)cols * sizeof(double)));
   const dim3 grid((unsigned)chunks, (unsigned)((cols + HS_BLOCK - 1) / HS_BLOCK));
   HS_LAUNCH(grid, HS_BLOCK, 0, stream, layernorm_param_partials_kernel<T>)(partial, dy, x, mean, rstd, rows, cols);
-  HS_CUDA_LAUNCHED("layernorm_param_partials_kernel");
+  /* dy, x, mean, rstd; the partial sums written */
+  HS_CUDA_LAUNCHED("layernorm_param_partials_kernel", (size_t)rows * (size_t)cols * 2 * sizeof(T) +
+                                                          (size_t)rows * 2 * sizeof(float) +
+                                                          (size_t)chunks * 2 * (size_t)cols * sizeof(double));
   HS_LAUNCH(hs_grid_for((size_t)cols), HS_BLOCK, 0, stream, layernorm_param_sum_kernel)(dgamma, dbeta, partial,
                                                                                          chunks, cols);
-  HS_CUDA_LAUNCHED("layernorm_param_sum_kernel");
+  /* the partial sums; dgamma, dbeta read and written */
+  HS_CUDA_LAUNCHED("layernorm_param_sum_kernel",
+                   (size_t)chunks * 2 * (size_t)cols * sizeof(double) + (size_t)cols * 4 * sizeof(float));
   /* after the partials: dx may overwrite dy */
   HS_LAUNCH(hs_grid_for_rows((size_t)rows), HS_BLOCK, 0, stream, layernorm_backward_dx_kernel<T>)(
       dx, dy, x, mean, rstd, gamma, rows, cols);
-  HS_CUDA_LAUNCHED("layernorm_backward_dx_kernel");
+  /* dy, x, dx; mean, rstd; gamma */
+  HS_CUDA_LAUNCHED("layernorm_backward_dx_kernel", (size_t)rows * (size_t)cols * 3 * sizeof(T) +
+                                                       (size_t)rows * 2 * sizeof(float) + (size_t)cols * sizeof(float));
 }
 
 } // namespace

@@ -252,7 +252,8 @@ void launch_bias(const hs_backend *be, const rel_shape &sh, float *qw, float *qr
                  const float *r_w_bias, const float *r_r_bias) {
   HS_LAUNCH(hs_grid_for((size_t)sh.heads * sh.heads_q), HS_BLOCK, 0, hs_cuda_stream(be), bias_kernel<float>)(
       qw, qr, qkv, r_w_bias, r_r_bias, sh.batch, sh.qlen, sh.mlen, sh.heads, sh.d);
-  HS_CUDA_LAUNCHED("bias_kernel");
+  /* q read, qw and qr written, the two biases */
+  HS_CUDA_LAUNCHED("rel_attention bias_kernel", (3 * (size_t)sh.heads * sh.heads_q + 2 * (size_t)sh.H) * sizeof(float));
 }
 
 } // namespace
@@ -285,7 +286,8 @@ extern "C" void hs_cuda_rel_attention_forward(const hs_backend *be, float *ctx, 
   HS_LAUNCH(hs_grid_for_rows(rows), HS_BLOCK, 0, stream, score_softmax_kernel<float>)(
       probs, dropped, bd, batch, qlen, mlen, heads, lower_shift, scale, p, hs_dropout_keep_scale(p), key,
       first_sample);
-  HS_CUDA_LAUNCHED("score_softmax_kernel");
+  /* AC read, P written over it, BDraw read (P' written with dropout) */
+  HS_CUDA_LAUNCHED("score_softmax_kernel", sh.units * sh.QK * (dropout ? 4 : 3) * sizeof(float));
   /* ctx[s, :, h·d:(h+1)·d] = P'·V */
   gemm_units(be, 0, 0, qlen, head_dim, sh.klen, 1.0f, dropout ? dropped : probs, sh.square, sh.klen,
              qkv + 2 * sh.H, sh.tok, sh.ld, 0.0f, ctx, sh.merged, sh.H, batch, heads);
@@ -322,7 +324,7 @@ extern "C" void hs_cuda_rel_attention_backward(const hs_backend *be, float *dqkv
     float *kept = (float *)(scratch + 4 * rq + 2 * rs);
     HS_LAUNCH(hs_grid_for(sh.units * sh.QK), HS_BLOCK, 0, stream, kept_probs_kernel<float>)(kept, probs,
                                                                                           sh.units * sh.QK, keep_scale);
-    HS_CUDA_LAUNCHED("kept_probs_kernel");
+    HS_CUDA_LAUNCHED("kept_probs_kernel", 2 * sh.units * sh.QK * sizeof(float));
     pv = kept;
   }
   launch_bias(be, sh, qw, qr, qkv, r_w_bias, r_r_bias);
@@ -336,7 +338,7 @@ extern "C" void hs_cuda_rel_attention_backward(const hs_backend *be, float *dqkv
   const size_t rows = sh.units * (size_t)qlen;
   HS_LAUNCH(hs_grid_for_rows(rows), HS_BLOCK, 0, stream, softmax_backward_kernel<float>)(dp, probs, rows, sh.klen,
                                                                                        dropout, keep_scale);
-  HS_CUDA_LAUNCHED("softmax_backward_kernel");
+  HS_CUDA_LAUNCHED("softmax_backward_kernel", 3 * sh.units * sh.QK * sizeof(float)); /* dp read + written, P */
   /* dQw = scale·dS·K ;  dK = scale·dSᵀ·Qw */
   gemm_units(be, 0, 0, qlen, head_dim, sh.klen, scale, dp, sh.square, sh.klen, qkv + sh.H, sh.tok, sh.ld, 0.0f, dqw,
              sh.hq, head_dim, batch, heads);
@@ -345,7 +347,7 @@ extern "C" void hs_cuda_rel_attention_backward(const hs_backend *be, float *dqkv
   /* dBDraw, then per head: dQr_h = scale·dBDraw_h·R_h ; dr[:, h·d..] = scale·dBDraw_hᵀ·Qr_h (Σ over s) */
   HS_LAUNCH(hs_grid_for(sh.units * sh.QK), HS_BLOCK, 0, stream, shift_back_kernel<float>)(dbd, dp, batch, qlen,
                                                                                         sh.klen, heads);
-  HS_CUDA_LAUNCHED("shift_back_kernel");
+  HS_CUDA_LAUNCHED("shift_back_kernel", 2 * sh.units * sh.QK * sizeof(float));
   const int64_t bd_stride = (int64_t)batch * (int64_t)sh.QK;
   hs_cuda_gemm_strided_batched(be, 0, 0, batch * qlen, head_dim, sh.klen, scale, dbd, sh.klen, bd_stride, r, sh.H,
                                head_dim, 0.0f, dqr, head_dim, (int64_t)sh.heads_q, heads);
@@ -354,8 +356,10 @@ extern "C" void hs_cuda_rel_attention_backward(const hs_backend *be, float *dqkv
   /* dq, then the bias gradients */
   HS_LAUNCH(hs_grid_for((size_t)batch * sh.klen * sh.H), HS_BLOCK, 0, stream, dq_kernel<float>)(
       dqkv, dqw, dqr, batch, qlen, mlen, heads, head_dim);
-  HS_CUDA_LAUNCHED("dq_kernel");
+  /* the q columns of dqkv written, dQw and dQr read */
+  HS_CUDA_LAUNCHED("dq_kernel", ((size_t)batch * sh.klen * sh.H + 2 * (size_t)heads * sh.heads_q) * sizeof(float));
   HS_LAUNCH(hs_grid_for((size_t)sh.H), HS_BLOCK, 0, stream, bias_grad_kernel<float>)(dr_w_bias, dr_r_bias, dqw, dqr,
                                                                                    batch, qlen, heads, head_dim);
-  HS_CUDA_LAUNCHED("bias_grad_kernel");
+  /* dQw, dQr read, the two bias gradients read and written */
+  HS_CUDA_LAUNCHED("rel_attention bias_grad_kernel", (2 * (size_t)heads * sh.heads_q + 4 * (size_t)sh.H) * sizeof(float));
 }

@@ -66,6 +66,7 @@ void hs_cuda_gemm_init(const hs_backend *be) {
     d->blas = h;
     d->gemm_workspace_bytes = GEMM_WORKSPACE_BYTES;
     HS_CUDA_CHECK(cudaMalloc(&d->gemm_workspace, d->gemm_workspace_bytes));
+    hs_ledger_alloc(d->gemm_workspace, d->gemm_workspace_bytes);
 }
 
 /* The cuBLASLt type of the A and B operands under a precision. */
@@ -150,9 +151,11 @@ static void to_half(const hs_backend *be, const gemm_shape *s, const float *a, c
         if (half_buf) { /* enqueued GEMMs may still read the old copy */
             HS_CUDA_CHECK(cudaDeviceSynchronize());
             HS_CUDA_CHECK(cudaFree(half_buf));
+            hs_ledger_free(half_buf);
         }
         const size_t grown = need > 2 * half_bytes ? need : 2 * half_bytes;
         HS_CUDA_CHECK(cudaMalloc(&half_buf, grown));
+        hs_ledger_alloc(half_buf, grown);
         half_bytes = grown;
     }
     uint16_t *ha = (uint16_t *)half_buf, *hb = (uint16_t *)((char *)half_buf + a_bytes);
@@ -176,6 +179,7 @@ static void run(const hs_backend *be, const gemm_shape *s, float alpha, const fl
     if (s->precision == HS_PRECISION_BF16 || s->precision == HS_PRECISION_FP16) to_half(be, s, a, b, &A, &B);
     HS_CUBLAS_CHECK(cublasLtMatmul((cublasLtHandle_t)d->blas, p->desc, &alpha, B, p->a, A, p->b, &beta, c, p->c, c,
                                    p->c, &p->algo, d->gemm_workspace, d->gemm_workspace_bytes, d->compute));
+    HS_CUDA_LIBRARY_OP("cublasLtMatmul");
     if (p == &once) {
         HS_CUDA_CHECK(cudaStreamSynchronize(d->compute)); /* descriptors must outlive the enqueued call */
         destroy_plan(p);
