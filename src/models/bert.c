@@ -767,21 +767,21 @@ static void heads_backward(hs_bert *m, const hs_step_ctx *ctx) {
         hs_softmax_xent_backward(be, m->mlm_logits, m->mlm_logits, m->in.mlm_labels, Np, V, (float)ctx->loss_scale[0]);
         /* tied decoder: ∂word += dlogitsᵀ·t, ∂cls.predictions.bias += Σ dlogits, dt = dlogits·word */
         hs_linear_backward(be, m->grad_mlm_out, hs_param_grad(p, m->word), hs_param_grad(p, m->mlm_bias), m->mlm_logits,
-                           m->mlm_out, hs_param_data(p, m->word), Np, H, V);
+                           m->mlm_out, hs_param_data(p, m->word), Np, H, V, ctx->grads_zero);
         hs_layernorm_backward(be, m->grad_mlm_out, hs_param_grad(p, m->transform_ln_g),
                               hs_param_grad(p, m->transform_ln_b), m->grad_mlm_out, m->mlm_act, m->mlm_mean,
                               m->mlm_rstd, hs_param_data(p, m->transform_ln_g), Np, H);
         hs_gelu_backward(be, m->grad_mlm_out, m->grad_mlm_out, m->mlm_pre, (size_t)Np * (size_t)H);
         hs_linear_backward(be, m->grad_mlm_in, hs_param_grad(p, m->transform_w), hs_param_grad(p, m->transform_b),
-                           m->grad_mlm_out, m->mlm_in, hs_param_data(p, m->transform_w), Np, H, H);
+                           m->grad_mlm_out, m->mlm_in, hs_param_data(p, m->transform_w), Np, H, H, ctx->grads_zero);
         hs_gather_rows_backward(be, m->grad_h, m->grad_mlm_in, m->in.mlm_rows, Np, H, T);
     }
     hs_softmax_xent_backward(be, m->nsp_logits, m->nsp_logits, m->in.nsp_labels, B, 2, (float)ctx->loss_scale[1]);
     hs_linear_backward(be, m->grad_pool, hs_param_grad(p, m->nsp_w), hs_param_grad(p, m->nsp_b), m->nsp_logits,
-                       m->pool_out, hs_param_data(p, m->nsp_w), B, H, 2);
+                       m->pool_out, hs_param_data(p, m->nsp_w), B, H, 2, ctx->grads_zero);
     hs_tanh_backward(be, m->grad_pool, m->grad_pool, m->pool_out, (size_t)B * (size_t)H);
     hs_linear_backward(be, m->grad_pool_in, hs_param_grad(p, m->pool_w), hs_param_grad(p, m->pool_b), m->grad_pool,
-                       m->pool_in, hs_param_data(p, m->pool_w), B, H, H);
+                       m->pool_in, hs_param_data(p, m->pool_w), B, H, H, ctx->grads_zero);
     hs_gather_rows_backward(be, m->grad_h, m->grad_pool_in, m->in.cls_rows, B, H, T);
 }
 
@@ -808,11 +808,11 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
     const float *dout = dropout_grad(be, &drop_ffn, m->grad_tmp, m->grad_h, B, per_sample);
     /* output.dense: dffn[T,I] = dout·W2 */
     hs_linear_backward(be, dffn, hs_param_grad(p, l->out_w), hs_param_grad(p, l->out_b), dout, a->ffn_act,
-                       hs_param_data(p, l->out_w), T, I, H);
+                       hs_param_data(p, l->out_w), T, I, H, ctx->grads_zero);
     hs_gelu_backward(be, dffn, dffn, a->ffn_pre, (size_t)T * (size_t)I);
     /* intermediate.dense_act: ∂b1 += Σ du, ∂W1[I,H] += duᵀ·h1, grad_h += du·W1 (onto the residual path) */
-    be->bias_grad(be, hs_param_grad(p, l->inter_b), dffn, T, I);
-    be->gemm(be, 1, 0, I, H, T, 1.0f, dffn, I, a->attn_out, H, 1.0f, hs_param_grad(p, l->inter_w), H);
+    be->gemm_wgrad_bgrad(be, hs_param_grad(p, l->inter_w), hs_param_grad(p, l->inter_b), dffn, I, a->attn_out, T, H, I,
+                         ctx->grads_zero);
     be->gemm(be, 0, 0, T, H, I, 1.0f, dffn, I, hs_param_data(p, l->inter_w), H, 1.0f, m->grad_h, H);
     hs_grads_ready_after(&m->ready, ctx, stage_ffn(m, i));
 
@@ -821,14 +821,15 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
                           a->attn_sum, a->attn_mean, a->attn_rstd, hs_param_data(p, l->attn_ln_g), T, H);
     const float *dattn = dropout_grad(be, &drop_attn, m->grad_tmp, m->grad_h, B, per_sample);
     hs_linear_backward(be, m->grad_ctx, hs_param_grad(p, l->attn_out_w), hs_param_grad(p, l->attn_out_b), dattn,
-                       a->ctx, hs_param_data(p, l->attn_out_w), T, H, H);
+                       a->ctx, hs_param_data(p, l->attn_out_w), T, H, H, ctx->grads_zero);
 
     /* self-attention: grad_h (the residual's gradient) += ∂/∂x through Q, K, V */
     const hs_attention_dims dims = attention_dims(m);
     const hs_attention_params w = attention_params(m, l);
     const hs_attention_grads g = {.query_w = hs_param_grad(p, l->query_w), .query_b = hs_param_grad(p, l->query_b),
                                   .key_w = hs_param_grad(p, l->key_w), .key_b = hs_param_grad(p, l->key_b),
-                                  .value_w = hs_param_grad(p, l->value_w), .value_b = hs_param_grad(p, l->value_b)};
+                                  .value_w = hs_param_grad(p, l->value_w), .value_b = hs_param_grad(p, l->value_b),
+                                  .bias_zero = ctx->grads_zero};
     const hs_attention_saved saved = {.qkv = a->qkv, .probs = a->probs};
     hs_attention_backward(be, &dims, &w, &g, &drop_probs, m->hidden[i], &saved, m->grad_ctx, m->grad_h, 1, &m->ws);
     hs_grads_ready_after(&m->ready, ctx, stage_attention(m, i));

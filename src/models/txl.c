@@ -846,11 +846,11 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
     }
     const float *d2 = dropout_grad(be, &d_ff, m->grad_tmp, m->grad_h, b, per_sample);
     hs_linear_backward(be, m->dff, hs_param_grad(p, w->ff2_w), hs_param_grad(p, w->ff2_b), d2, a->ff_act,
-                       hs_param_data(p, w->ff2_w), T, I, D);
+                       hs_param_data(p, w->ff2_w), T, I, D, ps->ctx->grads_zero);
     if (d_inner.p > 0.0f) hs_dropout_backward(be, &d_inner, m->dff, m->dff, b, (size_t)qlen * (size_t)I);
     hs_relu_backward(be, m->dff, m->dff, a->ff_act, (size_t)T * (size_t)I);
-    be->bias_grad(be, hs_param_grad(p, w->ff1_b), m->dff, T, I);
-    be->gemm(be, 1, 0, I, D, T, 1.0f, m->dff, I, a->ff_in, D, 1.0f, hs_param_grad(p, w->ff1_w), D);
+    be->gemm_wgrad_bgrad(be, hs_param_grad(p, w->ff1_w), hs_param_grad(p, w->ff1_b), m->dff, I, a->ff_in, T, D, I,
+                         ps->ctx->grads_zero);
     if (c->pre_lnorm) {
         /* ∂LN(h') = dff·W1, through the FF LayerNorm, plus the residual */
         be->gemm(be, 0, 0, T, D, I, 1.0f, m->dff, I, hs_param_data(p, w->ff1_w), D, 0.0f, m->grad_h1, D);

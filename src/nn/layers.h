@@ -41,9 +41,11 @@ uint16_t *hs_act_halves(const hs_backend *be, size_t *bytes, size_t n);
 /* y[B,out] = x[B,in] · W[out,in]ᵀ + b[out] */
 void hs_linear_forward(const hs_backend *be, float *y, const float *x, const float *w, const float *b, int batch,
                        int in, int out);
-/* dW[out,in] += dyᵀ·x, db[out] += colsum(dy), dx[B,in] = dy·W (skipped when dx is NULL) */
+/* dW[out,in] += dyᵀ·x, db[out] += colsum(dy), dx[B,in] = dy·W (skipped when dx is NULL). db_zero = 1
+ * promises db holds zeros (hs_step_ctx.grads_zero): the backend may then write the sum (one GEMM with
+ * its bias-gradient epilogue on CUDA); the result is the same. */
 void hs_linear_backward(const hs_backend *be, float *dx, float *dw, float *db, const float *dy, const float *x,
-                        const float *w, int batch, int in, int out);
+                        const float *w, int batch, int in, int out, int db_zero);
 
 /* ---- conv2d (stride 1, no padding; PyTorch nn.Conv2d, W[c_out,c_in,kh,kw]) ------------------------- */
 /* y[n,c_out,oh,ow] = x[n,c_in,h,w] ⋆ W + b[c_out]; ws grows to what the backend asks for. */
@@ -226,6 +228,7 @@ typedef struct hs_attention_params {
 } hs_attention_params;
 typedef struct hs_attention_grads {
     float *query_w, *query_b, *key_w, *key_b, *value_w, *value_b; /* accumulate (+=) */
+    int bias_zero; /* 1: the bias gradients hold zeros (hs_step_ctx.grads_zero; see hs_linear_backward) */
 } hs_attention_grads;
 /* What the forward pass keeps for the backward pass (model-owned device buffers, sizes below). */
 typedef struct hs_attention_saved {
