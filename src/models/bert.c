@@ -573,13 +573,21 @@ static uint64_t layer_site(int layer, int which) {
     return (uint64_t)(DROP_LAYER_BASE + DROP_SITES_PER_LAYER * layer + which);
 }
 
-/* dx = dropout'(dy): the gradient through a dropout, written to `scratch` — or dy itself when the
- * dropout is off (the identity needs no copy). */
-static const float *dropout_grad(const hs_backend *be, const hs_dropout_mask *mask, float *scratch, const float *dy,
-                                 int batch, size_t per_sample) {
-    if (mask->p <= 0.0f) return dy;
-    hs_dropout_backward(be, mask, scratch, dy, batch, per_sample);
-    return scratch;
+
+/* A layer's LayerNorm backward and the dropout before it: grad_h[T,H] (in place) = ∂/∂(the LayerNorm's
+ * input), the residual's gradient; returns the sublayer output's gradient, the dropout backward of it
+ * (into grad_tmp, one op with the LayerNorm's), or grad_h itself when the dropout is off. */
+static const float *layernorm_dropout_grad(hs_bert *m, const hs_dropout_mask *mask, float *dgamma, float *dbeta,
+                                           const float *x, const float *mean, const float *rstd, const float *gamma) {
+    const int B = m->batch, T = B * m->seq_len, H = m->cfg.hidden_size;
+    const size_t per_sample = (size_t)m->seq_len * (size_t)H;
+    if (mask->p <= 0.0f) {
+        hs_layernorm_backward(m->be, m->grad_h, dgamma, dbeta, m->grad_h, x, mean, rstd, gamma, T, H);
+        return m->grad_h;
+    }
+    hs_layernorm_dropout_backward(m->be, mask, m->grad_h, m->grad_tmp, dgamma, dbeta, m->grad_h, x, mean, rstd, gamma,
+                                  T, H, B, per_sample);
+    return m->grad_tmp;
 }
 
 /* ---- forward ------------------------------------------------------------------------------------------ */
@@ -631,18 +639,16 @@ static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fir
     hs_attention_forward(be, &dims, &w, m->mask_bias, &drop_probs, x, &saved, a->ctx);
     hs_linear_forward(be, a->attn_sum, a->ctx, hs_param_data(p, l->attn_out_w), hs_param_data(p, l->attn_out_b), T, H,
                       H);
-    hs_dropout_forward(be, &drop_attn, a->attn_sum, a->attn_sum, B, per_sample);
-    hs_add_layernorm_forward(be, a->attn_out, a->attn_sum, a->attn_mean, a->attn_rstd, a->attn_sum, x,
-                             hs_param_data(p, l->attn_ln_g), hs_param_data(p, l->attn_ln_b), T, H,
-                             HS_BERT_LAYERNORM_EPS);
+    hs_dropout_add_layernorm_forward(be, &drop_attn, a->attn_out, a->attn_sum, a->attn_mean, a->attn_rstd, a->attn_sum,
+                                     x, hs_param_data(p, l->attn_ln_g), hs_param_data(p, l->attn_ln_b), T, H,
+                                     HS_BERT_LAYERNORM_EPS, B, per_sample);
     /* u[T,I] = h1·W1ᵀ (bias-less GEMM), then u += b1 and gelu in one pass */
     be->gemm(be, 0, 1, T, I, H, 1.0f, a->attn_out, H, hs_param_data(p, l->inter_w), H, 0.0f, a->ffn_pre, I);
     hs_bias_gelu_forward(be, a->ffn_act, a->ffn_pre, hs_param_data(p, l->inter_b), T, I);
     hs_linear_forward(be, a->ffn_sum, a->ffn_act, hs_param_data(p, l->out_w), hs_param_data(p, l->out_b), T, I, H);
-    hs_dropout_forward(be, &drop_ffn, a->ffn_sum, a->ffn_sum, B, per_sample);
-    hs_add_layernorm_forward(be, m->hidden[i + 1], a->ffn_sum, a->ffn_mean, a->ffn_rstd, a->ffn_sum, a->attn_out,
-                             hs_param_data(p, l->out_ln_g), hs_param_data(p, l->out_ln_b), T, H,
-                             HS_BERT_LAYERNORM_EPS);
+    hs_dropout_add_layernorm_forward(be, &drop_ffn, m->hidden[i + 1], a->ffn_sum, a->ffn_mean, a->ffn_rstd, a->ffn_sum,
+                                     a->attn_out, hs_param_data(p, l->out_ln_g), hs_param_data(p, l->out_ln_b), T, H,
+                                     HS_BERT_LAYERNORM_EPS, B, per_sample);
 }
 
 /* 16-bit storage: the sizes of the five tensors a layer keeps in 16 bits, for the staged micro-batch */
@@ -791,8 +797,7 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
     const hs_params *p = m->params;
     const bert_layer_params *l = &m->lp[i];
     const bert_layer_acts *a = &m->acts[i];
-    const int B = m->batch, L = m->seq_len, T = B * L, H = m->cfg.hidden_size, I = m->cfg.intermediate_size;
-    const size_t per_sample = (size_t)L * (size_t)H;
+    const int T = m->batch * m->seq_len, H = m->cfg.hidden_size, I = m->cfg.intermediate_size;
     const double p_hidden = m->cfg.hidden_dropout_prob;
     const hs_dropout_mask drop_probs =
         site_mask(ctx, first_sample, layer_site(i, DROP_ATTENTION_PROBS), m->cfg.attention_probs_dropout_prob);
@@ -803,9 +808,8 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
 
     /* second LayerNorm: grad_h = ∂/∂ffn_sum, which is the gradient of both the FFN output (after
      * dropout) and the residual h1 */
-    hs_layernorm_backward(be, m->grad_h, hs_param_grad(p, l->out_ln_g), hs_param_grad(p, l->out_ln_b), m->grad_h,
-                          a->ffn_sum, a->ffn_mean, a->ffn_rstd, hs_param_data(p, l->out_ln_g), T, H);
-    const float *dout = dropout_grad(be, &drop_ffn, m->grad_tmp, m->grad_h, B, per_sample);
+    const float *dout = layernorm_dropout_grad(m, &drop_ffn, hs_param_grad(p, l->out_ln_g), hs_param_grad(p, l->out_ln_b),
+                                               a->ffn_sum, a->ffn_mean, a->ffn_rstd, hs_param_data(p, l->out_ln_g));
     /* output.dense: dffn[T,I] = dout·W2 */
     hs_linear_backward(be, dffn, hs_param_grad(p, l->out_w), hs_param_grad(p, l->out_b), dout, a->ffn_act,
                        hs_param_data(p, l->out_w), T, I, H, ctx->grads_zero);
@@ -817,9 +821,9 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
     hs_grads_ready_after(&m->ready, ctx, stage_ffn(m, i));
 
     /* first LayerNorm, then attention.output.dense: grad_ctx = dattn·Wo */
-    hs_layernorm_backward(be, m->grad_h, hs_param_grad(p, l->attn_ln_g), hs_param_grad(p, l->attn_ln_b), m->grad_h,
-                          a->attn_sum, a->attn_mean, a->attn_rstd, hs_param_data(p, l->attn_ln_g), T, H);
-    const float *dattn = dropout_grad(be, &drop_attn, m->grad_tmp, m->grad_h, B, per_sample);
+    const float *dattn = layernorm_dropout_grad(m, &drop_attn, hs_param_grad(p, l->attn_ln_g),
+                                                hs_param_grad(p, l->attn_ln_b), a->attn_sum, a->attn_mean, a->attn_rstd,
+                                                hs_param_data(p, l->attn_ln_g));
     hs_linear_backward(be, m->grad_ctx, hs_param_grad(p, l->attn_out_w), hs_param_grad(p, l->attn_out_b), dattn,
                        a->ctx, hs_param_data(p, l->attn_out_w), T, H, H, ctx->grads_zero);
 
