@@ -31,6 +31,7 @@
 
 #include "hs_cuda.h"
 #include "hs_launch.h"
+#include "heads.cuh"
 #include "warp.cuh"
 #include "math/dropout.h"
 #include "math/fast_exp_erf.h"
@@ -128,40 +129,6 @@ __global__ void softmax_dropout_backward_kernel(T *dp, const T *probs, size_t ro
   }
 }
 
-/* ---- split and merge heads ------------------------------------------------------------------------------ */
-
-/* Up to three head-major tensors [B,heads,L,d] (the q | k | v thirds, or one). */
-template <class T> struct head_tensors {
-  T *part[3];
-};
-
-/* dst.part[c][b,h,i,e] = src[b·L + i, c·H + h·d + e] for the `parts` thirds of src[B·L, parts·H]: exact
- * copies, one element per thread, contiguous in e on both sides. */
-template <class T>
-__global__ void split_heads_kernel(head_tensors<T> dst, const T *src, size_t tokens, int parts, int seq_len,
-                                   int heads, int head_dim) {
-  const size_t H = (size_t)heads * (size_t)head_dim, width = (size_t)parts * H, n = tokens * width;
-  for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (size_t)gridDim.x * blockDim.x) {
-    const size_t t = e / width, c = e % width, in_part = c % H;
-    const size_t b = t / (size_t)seq_len, i = t % (size_t)seq_len, h = in_part / (size_t)head_dim;
-    dst.part[c / H][((b * (size_t)heads + h) * (size_t)seq_len + i) * (size_t)head_dim + in_part % (size_t)head_dim] =
-        src[e];
-  }
-}
-
-/* The inverse: dst[b·L + i, c·H + h·d + e] = src.part[c][b,h,i,e]. */
-template <class T>
-__global__ void merge_heads_kernel(T *dst, head_tensors<const T> src, size_t tokens, int parts, int seq_len,
-                                   int heads, int head_dim) {
-  const size_t H = (size_t)heads * (size_t)head_dim, width = (size_t)parts * H, n = tokens * width;
-  for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (size_t)gridDim.x * blockDim.x) {
-    const size_t t = e / width, c = e % width, in_part = c % H;
-    const size_t b = t / (size_t)seq_len, i = t % (size_t)seq_len, h = in_part / (size_t)head_dim;
-    dst[e] = src.part[c / H][((b * (size_t)heads + h) * (size_t)seq_len + i) * (size_t)head_dim +
-                             in_part % (size_t)head_dim];
-  }
-}
-
 /* ---- host side ------------------------------------------------------------------------------------------ */
 
 /* C_u = alpha·op(A_u)·op(B_u) for every unit u of `units`, one strided-batched call; every operand is
@@ -171,22 +138,6 @@ void gemm_units(const hs_backend *be, int trans_a, int trans_b, int m, int n, in
   const int64_t sa = (int64_t)L * lda, sb = (int64_t)L * ldb, sc = (int64_t)L * ldc;
   hs_cuda_gemm_strided_batched(be, trans_a, trans_b, m, n, k, alpha, a, lda, sa, b, ldb, sb, 0.0f, c, ldc, sc,
                                (int)units);
-}
-
-void split_heads(const hs_backend *be, head_tensors<float> dst, const float *src, size_t tokens, int parts, int L,
-                 int heads, int d) {
-  const size_t n = tokens * (size_t)parts * (size_t)heads * (size_t)d;
-  HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), split_heads_kernel<float>)(dst, src, tokens, parts, L,
-                                                                                          heads, d);
-  HS_CUDA_LAUNCHED("split_heads_kernel");
-}
-
-void merge_heads(const hs_backend *be, float *dst, head_tensors<const float> src, size_t tokens, int parts, int L,
-                 int heads, int d) {
-  const size_t n = tokens * (size_t)parts * (size_t)heads * (size_t)d;
-  HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), merge_heads_kernel<float>)(dst, src, tokens, parts, L,
-                                                                                          heads, d);
-  HS_CUDA_LAUNCHED("merge_heads_kernel");
 }
 
 /* Bytes of one [B,heads,L,L] float region of the scratch, rounded up so the next region stays aligned
@@ -225,7 +176,8 @@ extern "C" void hs_cuda_attention_forward(const hs_backend *be, float *ctx, floa
   char *scratch = (char *)hs_cuda_scratch(be, 4 * th + (dropout ? region_bytes(units * LL) : 0));
   float *q = (float *)scratch, *k = (float *)(scratch + th), *v = (float *)(scratch + 2 * th);
   float *ctx_h = (float *)(scratch + 3 * th);
-  split_heads(be, head_tensors<float>{{q, k, v}}, qkv, tokens, 3, L, heads, d);
+  split_heads(stream, head_parts<float>{{q, k, v}}, qkv,
+              heads_shape{(size_t)batch, (size_t)L, 3 * H, 0, 3, heads, d});
 
   /* scores[L,L] = Q·Kᵀ/√d, into probs */
   gemm_units(be, 0, 1, L, L, d, score_scale, q, d, k, d, probs, L, L, units);
@@ -238,7 +190,8 @@ extern "C" void hs_cuda_attention_forward(const hs_backend *be, float *ctx, floa
 
   /* ctx[b, :, h·d:(h+1)·d] = P'·V, head-major, then merged */
   gemm_units(be, 0, 0, L, d, L, 1.0f, pv, L, v, d, ctx_h, d, L, units);
-  merge_heads(be, ctx, head_tensors<const float>{{ctx_h, nullptr, nullptr}}, tokens, 1, L, heads, d);
+  merge_heads(stream, ctx, head_parts<const float>{{ctx_h, nullptr, nullptr}},
+              heads_shape{(size_t)batch, (size_t)L, H, 0, 1, heads, d});
 }
 
 /* ---- backward ------------------------------------------------------------------------------------------ */
@@ -266,8 +219,10 @@ extern "C" void hs_cuda_attention_backward(const hs_backend *be, float *dqkv, co
   float *q = (float *)scratch, *k = (float *)(scratch + th), *v = (float *)(scratch + 2 * th);
   float *dc = (float *)(scratch + 3 * th);
   float *dp = (float *)(scratch + 4 * th);
-  split_heads(be, head_tensors<float>{{q, k, v}}, qkv, tokens, 3, L, heads, d);
-  split_heads(be, head_tensors<float>{{dc, nullptr, nullptr}}, dctx, tokens, 1, L, heads, d);
+  split_heads(stream, head_parts<float>{{q, k, v}}, qkv,
+              heads_shape{(size_t)batch, (size_t)L, 3 * H, 0, 3, heads, d});
+  split_heads(stream, head_parts<float>{{dc, nullptr, nullptr}}, dctx,
+              heads_shape{(size_t)batch, (size_t)L, H, 0, 1, heads, d});
   const float *pv = probs;
   if (dropout) {
     float *kept = (float *)(scratch + 4 * th + region);
@@ -289,5 +244,6 @@ extern "C" void hs_cuda_attention_backward(const hs_backend *be, float *dqkv, co
   /* dQ = dS·K/√d (into dc) ;  dK = dSᵀ·Q/√d (into k); then dqkv[B,L,3H] = dQ | dK | dV merged */
   gemm_units(be, 0, 0, L, d, L, score_scale, dp, L, k, d, dc, d, L, units);
   gemm_units(be, 1, 0, L, d, L, score_scale, dp, L, q, d, k, d, L, units);
-  merge_heads(be, dqkv, head_tensors<const float>{{dc, k, v}}, tokens, 3, L, heads, d);
+  merge_heads(stream, dqkv, head_parts<const float>{{dc, k, v}},
+              heads_shape{(size_t)batch, (size_t)L, 3 * H, 0, 3, heads, d});
 }

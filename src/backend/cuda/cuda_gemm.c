@@ -229,9 +229,9 @@ void hs_cuda_gemm(const hs_backend *be, int trans_a, int trans_b, int m, int n, 
  * ([in, rows], not transposed) and B = dy ([out, rows] transposed to [rows, out]); the bias gradient
  * Σ_r dy[r, :] is the sum of op(B) over the GEMM's k (= rows), one value per column of D: exactly
  * CUBLASLT_EPILOGUE_BGRADB (BGRADA would sum x). The library WRITES the bias gradient (it does not add it),
- * so a call that must add runs the GEMM and the bias_grad kernel instead, as does a shape for which the
- * heuristic has no algorithm with the epilogue. Under bf16/fp16 the bias gradient is the sum of the 16-bit
- * dy the GEMM reads. cuBLASLt's GELU epilogues are never used: they compute the tanh approximation, and
+ * so a call that must add has it written into scratch and adds it with one small kernel; a shape for which
+ * the heuristic has no algorithm with the epilogue runs the GEMM and the bias_grad kernel. Under bf16/fp16
+ * the bias gradient is the sum of the 16-bit dy the GEMM reads. cuBLASLt's GELU epilogues are never used: they compute the tanh approximation, and
  * hetseq's GELU is the exact erf one (docs/gpu.md, "GEMM epilogues"). */
 
 static gemm_shape epilogue_shape(const hs_backend *be, int trans_a, int trans_b, int m, int n, int k, int lda,
@@ -262,11 +262,16 @@ void hs_cuda_gemm_wgrad_bgrad(const hs_backend *be, float *dw, float *dbias, con
         if (overwrite_dbias && out > 0) hs_cuda_zero(be, dbias, (size_t)out * sizeof *dbias);
         return;
     }
-    if (overwrite_dbias) {
-        const gemm_shape s = epilogue_shape(be, 1, 0, out, in, rows, ldy, in, in, 1.0f, CUBLASLT_EPILOGUE_BGRADB);
-        if (run(be, &s, 1.0f, dy, x, 1.0f, dw, dbias)) return;
-        hs_cuda_zero(be, dbias, (size_t)out * sizeof *dbias);
+    /* Adding: the library's sum into scratch, then one small add, so that every micro-batch's bias
+     * gradient is the same library sum however an update's samples fall into micro-batches and ranks
+     * (world-size invariance on CUDA: written s0 then s0 + s1 on one rank = s0 + s1 summed over two). */
+    const gemm_shape s = epilogue_shape(be, 1, 0, out, in, rows, ldy, in, in, 1.0f, CUBLASLT_EPILOGUE_BGRADB);
+    float *sum = overwrite_dbias ? dbias : (float *)hs_cuda_scratch(be, (size_t)out * sizeof *dbias);
+    if (run(be, &s, 1.0f, dy, x, 1.0f, dw, sum)) {
+        if (!overwrite_dbias) hs_cuda_add_bias(be, dbias, sum, 1, out);
+        return;
     }
+    if (overwrite_dbias) hs_cuda_zero(be, dbias, (size_t)out * sizeof *dbias);
     hs_cuda_gemm(be, 1, 0, out, in, rows, 1.0f, dy, ldy, x, in, 1.0f, dw, in);
     if (ldy == out)
         hs_cuda_bias_grad(be, dbias, dy, rows, out);
