@@ -69,7 +69,8 @@ __global__ void __launch_bounds__(HS_BLOCK)
     if (residual) { /* in = x + residual, kept for the backward pass */
       for (int c = lane; c < cols; c += HS_WARP) {
         float a = to_float(x[off + c]);
-        if (drop.on) a = to_float(from_float<T>(a * dropout_factor_at(drop, off + c))); /* as dropout_kernel stores it */
+        if (drop.on) /* rounded to T as dropout_kernel stores it */
+          a = to_float(from_float<T>(a * dropout_factor_at(drop, off + c)));
         x_sum[off + c] = from_float<T>(a + to_float(residual[off + c]));
       }
       in = x_sum + off; /* each lane reads back only the columns it wrote */

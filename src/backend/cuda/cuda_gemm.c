@@ -231,8 +231,9 @@ void hs_cuda_gemm(const hs_backend *be, int trans_a, int trans_b, int m, int n, 
  * CUBLASLT_EPILOGUE_BGRADB (BGRADA would sum x). The library WRITES the bias gradient (it does not add it),
  * so a call that must add has it written into scratch and adds it with one small kernel; a shape for which
  * the heuristic has no algorithm with the epilogue runs the GEMM and the bias_grad kernel. Under bf16/fp16
- * the bias gradient is the sum of the 16-bit dy the GEMM reads. cuBLASLt's GELU epilogues are never used: they compute the tanh approximation, and
- * hetseq's GELU is the exact erf one (docs/gpu.md, "GEMM epilogues"). */
+ * the bias gradient is the sum of the 16-bit dy the GEMM reads. cuBLASLt's GELU epilogues are never used:
+ * they compute the tanh approximation, and hetseq's GELU is the exact erf one (docs/gpu.md, "GEMM
+ * epilogues"). */
 
 static gemm_shape epilogue_shape(const hs_backend *be, int trans_a, int trans_b, int m, int n, int k, int lda,
                                  int ldb, int ldc, float beta, int epilogue) {
@@ -258,8 +259,10 @@ void hs_cuda_gemm_bias(const hs_backend *be, float *y, int ldy, const float *x, 
 
 void hs_cuda_gemm_wgrad_bgrad(const hs_backend *be, float *dw, float *dbias, const float *dy, int ldy, const float *x,
                               int rows, int in, int out, int overwrite_dbias) {
-    if (rows <= 0 || out <= 0 || in <= 0) {
-        if (overwrite_dbias && out > 0) hs_cuda_zero(be, dbias, (size_t)out * sizeof *dbias);
+    if (out <= 0) return;
+    if (rows <= 0 || in <= 0) { /* no GEMM to ride on (dw has nothing to add) */
+        if (overwrite_dbias) hs_cuda_zero(be, dbias, (size_t)out * sizeof *dbias);
+        if (rows > 0) hs_cuda_bias_grad_strided(be, dbias, dy, ldy, rows, out);
         return;
     }
     /* Adding: the library's sum into scratch, then one small add, so that every micro-batch's bias
