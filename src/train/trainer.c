@@ -395,12 +395,14 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
     const int inject_overflow = hs_fault_fires(HS_FAULT_OVERFLOW, update);
     const int overlap = !inject_nan && !inject_overflow && (!t->balance.auto_mode || t->be->memory_is_host);
     hs_grad_buckets_start(t->buckets);
+    ctx.grads_zero = 1; /* hs_params_zero_grad above; until the first non-empty micro-batch has run */
     for (int i = 0; i < slot->n; i++)
         if (slot->ranges[i].count > 0) {
             ctx.grads_ready = i == last && overlap ? hs_grad_buckets_ready : NULL;
             ctx.grads_ready_arg = t->buckets;
             t->task->forward_backward(t->task, slot->bufs[i], slot->ranges[i].first, slot->ranges[i].count, &ctx,
                                       t->stats_dev);
+            ctx.grads_zero = 0;
             samples += slot->ranges[i].count;
         }
     double compute_seconds = 0.0, fixed_seconds = 0.0, mark = 0.0;
