@@ -27,8 +27,6 @@
 #include "backend/cuda/cuda_internal.h"
 #include "backend/cuda/cuda_ops.h"
 
-#define SHADOW_MAX 16 /* arenas registered at once: a model's table, and what tests make beside it */
-
 typedef struct shadow {
     uintptr_t lo, hi; /* the arena's bytes [lo, hi): float data[n] */
     uint16_t *half;   /* device [n]: round(data) in the type of `precision`; NULL until a product reads it */
@@ -36,8 +34,8 @@ typedef struct shadow {
     int stale;        /* half is not round(data): converted before the next product reads it */
 } shadow;
 
-static shadow arenas[SHADOW_MAX];
-static int n_arenas;
+static shadow *arenas; /* [n_arenas]: one per live model, usually one */
+static int n_arenas, capacity;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void locked(void) { HS_CHECK_ERRNO(pthread_mutex_lock(&lock), "locking the parameter copies' registry"); }
@@ -61,10 +59,9 @@ void hs_cuda_register_params(const hs_backend *be, const float *data, size_t n) 
             HS_FATAL("internal: a parameter arena registered twice",
                      "register_params(%p, %zu) overlaps an arena already registered", (const void *)data, n);
         }
-    if (n_arenas == SHADOW_MAX) {
-        unlocked();
-        HS_FATAL("internal: too many parameter arenas registered at once (free the models no longer used)",
-                 "%d arenas", SHADOW_MAX);
+    if (n_arenas == capacity) {
+        capacity = capacity ? 2 * capacity : 4;
+        HS_REALLOC(arenas, capacity);
     }
     arenas[n_arenas++] = (shadow){.lo = lo, .hi = hi, .half = NULL, .precision = 0, .stale = 1};
     unlocked();
@@ -108,7 +105,8 @@ const uint16_t *hs_cuda_shadow_operand(const hs_backend *be, const float *x, int
         hs_cuda_to_half_bits(be, precision, s->half, (const float *)s->lo, n);
         s->stale = 0;
     }
-    const uint16_t *h = s->half + ((uintptr_t)x - s->lo) / sizeof(float);
+    /* signed: with a negative batch stride x itself may precede the arena while its span lies inside */
+    const uint16_t *h = s->half + (intptr_t)((uintptr_t)x - s->lo) / (intptr_t)sizeof(float);
     unlocked();
     return h;
 }
