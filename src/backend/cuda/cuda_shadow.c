@@ -102,7 +102,7 @@ const uint16_t *hs_cuda_shadow_operand(const hs_backend *be, const float *x, int
     if (!s->half) HS_CUDA_CHECK(cudaMalloc((void **)&s->half, n * sizeof(uint16_t)));
     if (s->precision != precision) s->precision = precision, s->stale = 1;
     if (s->stale) { /* enqueued on the compute stream: after the write that made it stale */
-        hs_cuda_to_half_bits(be, precision, s->half, (const float *)s->lo, n);
+        hs_cuda_params_to_half(be, precision, s->half, (const float *)s->lo, n);
         s->stale = 0;
     }
     /* signed: with a negative batch stride x itself may precede the arena while its span lies inside */
