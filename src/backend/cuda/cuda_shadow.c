@@ -77,7 +77,10 @@ void hs_cuda_shadow_forget(const void *p) {
             break;
         }
     unlocked();
-    if (half) HS_CUDA_CHECK(cudaFree(half)); /* cudaFree waits for the products that may still read it */
+    if (half) {
+        HS_CUDA_CHECK(cudaFree(half)); /* cudaFree waits for the products that may still read it */
+        hs_ledger_free(half);
+    }
 }
 
 void hs_cuda_shadow_written(const void *dst, size_t bytes) {
@@ -99,7 +102,10 @@ const uint16_t *hs_cuda_shadow_operand(const hs_backend *be, const float *x, int
         return NULL;
     }
     const size_t n = (s->hi - s->lo) / sizeof(float);
-    if (!s->half) HS_CUDA_CHECK(cudaMalloc((void **)&s->half, n * sizeof(uint16_t)));
+    if (!s->half) {
+        HS_CUDA_CHECK(cudaMalloc((void **)&s->half, n * sizeof(uint16_t)));
+        hs_ledger_alloc(s->half, n * sizeof(uint16_t)); /* device memory outside the seam's alloc */
+    }
     if (s->precision != precision) s->precision = precision, s->stale = 1;
     if (s->stale) { /* enqueued on the compute stream: after the write that made it stale */
         hs_cuda_params_to_half(be, precision, s->half, (const float *)s->lo, n);
