@@ -3,8 +3,9 @@
  *   fp32  CUDA_R_32F A, B, C, D; CUBLAS_COMPUTE_32F (no tensor-core down-conversion).
  *   tf32  the same data, CUBLAS_COMPUTE_32F_FAST_TF32: the library may round A and B to TF32 and use
  *         tensor cores; products and sums in fp32.
- *   bf16, fp16  A and B converted (kernels/lowp.cu, nearest-even, the bits of src/util/lowp.h) into a
- *         grow-only device workspace as CUDA_R_16BF / CUDA_R_16F; C and D CUDA_R_32F, CUBLAS_COMPUTE_32F
+ *   bf16, fp16  A and B as CUDA_R_16BF / CUDA_R_16F: an operand inside a parameter arena is read from
+ *         the arena's 16-bit copy (cuda_shadow.c), any other converted (kernels/lowp.cu, nearest-even, the
+ *         bits of src/util/lowp.h) into a grow-only device workspace; C and D CUDA_R_32F, CUBLAS_COMPUTE_32F
  *         (fp32 accumulation), scale type CUDA_R_32F — a combination cuBLASLt's type table lists for
  *         CUBLAS_COMPUTE_32F. The outputs stay fp32, so nothing downstream changes type.
  *
@@ -60,6 +61,9 @@ static int cached;
  * allocated; the conversions and the GEMMs that read them are all on the compute stream, in order. */
 static void *half_buf;
 static size_t half_bytes;
+static size_t conversions; /* operand conversions launched (hs_cuda_gemm_conversions) */
+
+size_t hs_cuda_gemm_conversions(void) { return conversions; }
 
 void hs_cuda_gemm_init(const hs_backend *be) {
     hs_cuda_device *d = hs_cuda_dev(be);
@@ -146,14 +150,17 @@ static span span_of(int rows, int cols, int ld, int batch, int64_t stride) {
     return sp;
 }
 
-/* The operands as 16-bit copies under bf16/fp16: each operand's whole span (gaps between rows and
- * batch entries included, so leading dimensions and strides stay as they are) converted into the
- * workspace; *a16 / *b16 point where a / b would point in the copy. */
+/* The operands as 16-bit copies under bf16/fp16; *a16 / *b16 point where a / b would point in the copy.
+ * An operand whose span lies in a parameter arena is read from the arena's copy (cuda_shadow.c: written
+ * by the optimizer, no conversion here); any other operand's whole span (gaps between rows and batch
+ * entries included, so leading dimensions and strides stay as they are) is converted into the workspace. */
 static void to_half(const hs_backend *be, const gemm_shape *s, const float *a, const float *b, const void **a16,
                     const void **b16) {
     const span sa = span_of(s->trans_a ? s->k : s->m, s->trans_a ? s->m : s->k, s->lda, s->batch, s->stride_a);
     const span sb = span_of(s->trans_b ? s->n : s->k, s->trans_b ? s->k : s->n, s->ldb, s->batch, s->stride_b);
-    const size_t na = (size_t)(sa.hi - sa.lo), nb = (size_t)(sb.hi - sb.lo);
+    const uint16_t *pa = hs_cuda_shadow_operand(be, a, sa.lo, sa.hi, s->precision);
+    const uint16_t *pb = hs_cuda_shadow_operand(be, b, sb.lo, sb.hi, s->precision);
+    const size_t na = pa ? 0 : (size_t)(sa.hi - sa.lo), nb = pb ? 0 : (size_t)(sb.hi - sb.lo);
     const size_t a_bytes = (na * sizeof(uint16_t) + 255) & ~(size_t)255; /* B starts 256-byte aligned */
     const size_t need = a_bytes + nb * sizeof(uint16_t);
     if (need > half_bytes) {
@@ -167,11 +174,20 @@ static void to_half(const hs_backend *be, const gemm_shape *s, const float *a, c
         hs_ledger_alloc(half_buf, grown);
         half_bytes = grown;
     }
-    uint16_t *ha = (uint16_t *)half_buf, *hb = (uint16_t *)((char *)half_buf + a_bytes);
-    hs_cuda_to_half_bits(be, s->precision, ha, a + sa.lo, na);
-    hs_cuda_to_half_bits(be, s->precision, hb, b + sb.lo, nb);
-    *a16 = ha - sa.lo;
-    *b16 = hb - sb.lo;
+    if (!pa) {
+        uint16_t *ha = (uint16_t *)half_buf;
+        hs_cuda_to_half_bits(be, s->precision, ha, a + sa.lo, na);
+        pa = ha - sa.lo;
+        conversions++;
+    }
+    if (!pb) {
+        uint16_t *hb = (uint16_t *)((char *)half_buf + a_bytes);
+        hs_cuda_to_half_bits(be, s->precision, hb, b + sb.lo, nb);
+        pb = hb - sb.lo;
+        conversions++;
+    }
+    *a16 = pa;
+    *b16 = pb;
 }
 
 /* Runs the GEMM of shape s (with its epilogue's bias vector `bias`, NULL for DEFAULT); returns 0, having
