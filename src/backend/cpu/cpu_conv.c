@@ -17,9 +17,6 @@
  * process, so a workspace sized once stays large enough whatever OMP_NUM_THREADS or omp_set_num_threads
  * say later; at most that many threads are used), followed by the per-group partials. */
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "backend/cpu/cpu_bf16.h"
 #include "backend/cpu/cpu_conv_threads.h"
@@ -28,17 +25,6 @@
 #include "util/check.h"
 
 #define HS_CONV_GROUP 4  /* samples per weight-gradient partial */
-#define HS_CONV_ALIGN 16 /* floats: every buffer in the workspace starts on a 64-byte line */
-
-static int thread_num(void) {
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
-
-static size_t round_up(size_t n) { return (n + HS_CONV_ALIGN - 1) / HS_CONV_ALIGN * HS_CONV_ALIGN; }
 
 typedef struct conv_layout {
     size_t k;          /* c_in*kh*kw: rows of col */
@@ -60,8 +46,8 @@ static conv_layout layout_of(const hs_conv2d_shape *s) {
     L.p = (size_t)s->oh * (size_t)s->ow;
     L.in_sample = (size_t)s->c_in * (size_t)s->h * (size_t)s->w;
     L.out_sample = (size_t)s->c_out * L.p;
-    L.col_floats = round_up(L.k * L.p);
-    L.part_floats = round_up((size_t)s->c_out * L.k + (size_t)s->c_out);
+    L.col_floats = hs_cpu_conv_round_up(L.k * L.p);
+    L.part_floats = hs_cpu_conv_round_up((size_t)s->c_out * L.k + (size_t)s->c_out);
     L.slots = hs_cpu_conv_slots();
     L.groups = (s->n + HS_CONV_GROUP - 1) / HS_CONV_GROUP;
     return L;
@@ -124,7 +110,7 @@ void hs_cpu_conv2d_forward(const hs_backend *be, const hs_conv2d_shape *s, float
     float *cols = workspace;
 #pragma omp parallel num_threads(hs_cpu_conv_threads(L.slots))
     {
-        float *col = cols + (size_t)thread_num() * L.col_floats; /* col[K,P] */
+        float *col = cols + (size_t)hs_cpu_conv_thread_num() * L.col_floats; /* col[K,P] */
 #pragma omp for schedule(static)
         for (int n = 0; n < s->n; n++) {
             float *yn = y + (size_t)n * L.out_sample; /* y_n[c_out,P] */
@@ -153,7 +139,7 @@ static void conv2d_backward(const hs_conv2d_shape *s, float *dx, float *dw, floa
     const size_t dw_len = (size_t)s->c_out * L.k;
 #pragma omp parallel num_threads(hs_cpu_conv_threads(L.slots))
     {
-        float *col = cols + (size_t)thread_num() * L.col_floats; /* col[K,P], then dcol[K,P] */
+        float *col = cols + (size_t)hs_cpu_conv_thread_num() * L.col_floats; /* col[K,P], then dcol[K,P] */
 #pragma omp for schedule(static)
         for (int g = 0; g < L.groups; g++) {
             float *part_dw = partials + (size_t)g * L.part_floats; /* [c_out,K] */
