@@ -175,25 +175,23 @@ static int is_abbreviation(const char *text, size_t dot) {
     return 0;
 }
 
-/* Length of an opening quote or bracket at s (0 if none): " ' ( [ and “ ‘ « in UTF-8. */
-static size_t opener_at(const char *s, const char *e) {
-    if (s < e && (*s == '"' || *s == '\'' || *s == '(' || *s == '[')) return 1;
+/* Length of a quote or bracket at s (0 if none): one of the ASCII characters in `ascii`, the UTF-8
+ * quote E2 80 q1 or E2 80 q2, or the guillemet C2 g. */
+static size_t mark_at(const char *s, const char *e, const char *ascii, unsigned char q1, unsigned char q2,
+                      unsigned char g) {
+    if (s < e && *s && strchr(ascii, *s)) return 1;
     if (e - s >= 3 && (unsigned char)s[0] == 0xE2 && (unsigned char)s[1] == 0x80 &&
-        ((unsigned char)s[2] == 0x9C || (unsigned char)s[2] == 0x98))
+        ((unsigned char)s[2] == q1 || (unsigned char)s[2] == q2))
         return 3;
-    if (e - s >= 2 && (unsigned char)s[0] == 0xC2 && (unsigned char)s[1] == 0xAB) return 2;
+    if (e - s >= 2 && (unsigned char)s[0] == 0xC2 && (unsigned char)s[1] == g) return 2;
     return 0;
 }
 
-/* Length of a closing quote or bracket at s (0 if none). */
-static size_t closer_at(const char *s, const char *e) {
-    if (s < e && (*s == '"' || *s == '\'' || *s == ')' || *s == ']')) return 1;
-    if (e - s >= 3 && (unsigned char)s[0] == 0xE2 && (unsigned char)s[1] == 0x80 &&
-        ((unsigned char)s[2] == 0x9D || (unsigned char)s[2] == 0x99))
-        return 3;
-    if (e - s >= 2 && (unsigned char)s[0] == 0xC2 && (unsigned char)s[1] == 0xBB) return 2;
-    return 0;
-}
+/* An opening quote or bracket: " ' ( [ and “ ‘ « in UTF-8 */
+static size_t opener_at(const char *s, const char *e) { return mark_at(s, e, "\"'([", 0x9C, 0x98, 0xAB); }
+
+/* A closing quote or bracket: " ' ) ] and ” ’ » in UTF-8 */
+static size_t closer_at(const char *s, const char *e) { return mark_at(s, e, "\"')]", 0x9D, 0x99, 0xBB); }
 
 static void emit_trimmed(const char *s, const char *e, void (*emit)(const char *, size_t, void *), void *ctx) {
     trim(&s, &e);

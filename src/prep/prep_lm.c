@@ -29,6 +29,7 @@
 #include "prep/prep_args.h"
 #include "prep/wordpiece.h"
 #include "util/check.h"
+#include "util/publish.h"
 #include "util/dirlist.h"
 #include "util/timer.h"
 
@@ -240,21 +241,6 @@ static int map_text(const char *path, const char *what, const char **text, size_
 
 static void unmap_text(const char *text, size_t n) {
     if (text) munmap((void *)text, n);
-}
-
-/* Every rank gets rank 0's status. The others sleep-poll instead of spinning in MPI, so they leave the
- * cores to rank 0 while it works. */
-static int share_status(const hs_comm *comm, int status) {
-    if (comm->size == 1) return status;
-    MPI_Request req;
-    HS_CHECK_MPI(MPI_Ibcast(&status, 1, MPI_INT, 0, comm->world, &req), NULL);
-    for (;;) {
-        int done = 0;
-        HS_CHECK_MPI(MPI_Test(&req, &done, MPI_STATUS_IGNORE), NULL);
-        if (done) break;
-        nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
-    }
-    return status;
 }
 
 /* ---- raw text -> WikiText format ------------------------------------------------------------------------------- */
@@ -694,13 +680,11 @@ static int write_h5(const lm_args *a, const char *out_path, const hs_lm_vocab *v
     HS_H5(H5Fclose(file), "is the disk full?");
 
     int rc = 0;
-    int fd = open(tmp, O_RDONLY); /* the data reach the disk before the rename makes them visible */
-    if (fd < 0 || fsync(fd) != 0 || rename(tmp, out_path) != 0) {
+    if (hs_publish_file(tmp, out_path) != 0) {
         snprintf(err, errlen, "cannot move %s to %s: %s", tmp, out_path, strerror(errno));
         unlink(tmp);
         rc = -1;
     }
-    if (fd >= 0) close(fd);
     hs_check_on_fatal(NULL, NULL);
     g_tmp_path = NULL;
     free(tmp);
@@ -851,5 +835,5 @@ int hs_prep_lm_main(int argc, char **argv, const hs_comm *comm) {
     HS_H5(H5Eset_auto2(H5E_DEFAULT, NULL, NULL), NULL);
     int status = comm->rank == 0 ? run(&a) : 0;
     free(a.raw);
-    return share_status(comm, status);
+    return hs_comm_share_status(comm, status);
 }

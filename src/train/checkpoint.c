@@ -102,30 +102,41 @@ static void write_int64_attr(hid_t loc, const char *name, int64_t value) {
     write_scalar_attr(loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &value);
 }
 
-/* A string attribute (variable or fixed length) as a malloc'd C string; NULL if it is absent or not a
- * string. */
+/* Reads all of an attribute (is_attr) or a dataset into buf as mem_type. */
+static void read_whole(hid_t obj, int is_attr, hid_t mem_type, void *buf) {
+    if (is_attr) HS_H5(H5Aread(obj, mem_type, buf), H5_HINT);
+    else HS_H5(H5Dread(obj, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf), H5_HINT);
+}
+
+/* A string attribute or dataset (variable or fixed length; ftype its file type) as a malloc'd C
+ * string; NULL if it is not a string. */
+static char *read_string(hid_t obj, int is_attr, hid_t ftype) {
+    if (H5Tget_class(ftype) != H5T_STRING) return NULL;
+    char *out;
+    if (HS_H5(H5Tis_variable_str(ftype), NULL) > 0) {
+        hid_t mtype = vlen_string_type();
+        char *s = NULL;
+        read_whole(obj, is_attr, mtype, &s);
+        out = HS_STRDUP(s ? s : "");
+        if (s) HS_H5(H5free_memory(s), NULL);
+        HS_H5(H5Tclose(mtype), NULL);
+    } else {
+        size_t n = H5Tget_size(ftype);
+        hid_t mtype = (hid_t)HS_H5(H5Tcopy(H5T_C_S1), NULL);
+        HS_H5(H5Tset_size(mtype, n + 1), NULL); /* room for the terminator of a NULLPAD string */
+        HS_ALLOC(out, n + 1);
+        read_whole(obj, is_attr, mtype, out);
+        HS_H5(H5Tclose(mtype), NULL);
+    }
+    return out;
+}
+
+/* A string attribute as a malloc'd C string; NULL if it is absent or not a string. */
 static char *read_string_attr(hid_t loc, const char *name) {
     if (HS_H5(H5Aexists(loc, name), H5_HINT) <= 0) return NULL;
     hid_t attr = (hid_t)HS_H5(H5Aopen(loc, name, H5P_DEFAULT), H5_HINT);
     hid_t ftype = (hid_t)HS_H5(H5Aget_type(attr), NULL);
-    char *out = NULL;
-    if (H5Tget_class(ftype) == H5T_STRING) {
-        if (HS_H5(H5Tis_variable_str(ftype), NULL) > 0) {
-            hid_t mtype = vlen_string_type();
-            char *s = NULL;
-            HS_H5(H5Aread(attr, mtype, &s), H5_HINT);
-            out = HS_STRDUP(s ? s : "");
-            if (s) HS_H5(H5free_memory(s), NULL);
-            HS_H5(H5Tclose(mtype), NULL);
-        } else {
-            size_t n = H5Tget_size(ftype);
-            hid_t mtype = (hid_t)HS_H5(H5Tcopy(H5T_C_S1), NULL);
-            HS_H5(H5Tset_size(mtype, n + 1), NULL); /* room for the terminator of a NULLPAD string */
-            HS_ALLOC(out, n + 1);
-            HS_H5(H5Aread(attr, mtype, out), H5_HINT);
-            HS_H5(H5Tclose(mtype), NULL);
-        }
-    }
+    char *out = read_string(attr, 1, ftype);
     HS_H5(H5Tclose(ftype), NULL);
     HS_H5(H5Aclose(attr), NULL);
     return out;
@@ -523,24 +534,7 @@ static char *read_config_text(hid_t file) {
     if (!link_exists(file, "config")) return NULL;
     hid_t dset = (hid_t)HS_H5(H5Dopen2(file, "config", H5P_DEFAULT), H5_HINT);
     hid_t ftype = (hid_t)HS_H5(H5Dget_type(dset), H5_HINT);
-    char *out = NULL;
-    if (H5Tget_class(ftype) == H5T_STRING) {
-        if (HS_H5(H5Tis_variable_str(ftype), NULL) > 0) {
-            hid_t mtype = vlen_string_type();
-            char *s = NULL;
-            HS_H5(H5Dread(dset, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, &s), H5_HINT);
-            out = HS_STRDUP(s ? s : "");
-            if (s) HS_H5(H5free_memory(s), NULL);
-            HS_H5(H5Tclose(mtype), NULL);
-        } else {
-            size_t n = H5Tget_size(ftype);
-            hid_t mtype = (hid_t)HS_H5(H5Tcopy(H5T_C_S1), NULL);
-            HS_H5(H5Tset_size(mtype, n + 1), NULL);
-            HS_ALLOC(out, n + 1);
-            HS_H5(H5Dread(dset, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, out), H5_HINT);
-            HS_H5(H5Tclose(mtype), NULL);
-        }
-    }
+    char *out = read_string(dset, 0, ftype);
     HS_H5(H5Tclose(ftype), NULL);
     HS_H5(H5Dclose(dset), NULL);
     return out;
