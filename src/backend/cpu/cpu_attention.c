@@ -19,7 +19,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "backend/cpu/cpu_bf16.h"
+#include "backend/cpu/cpu_rounded_gemm.h"
 #include "backend/cpu/cpu_attention_rows.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_simd.h"
@@ -79,7 +79,7 @@ void hs_cpu_attention_forward(const hs_backend *be, float *ctx, float *probs, co
             const float *k = q + H, *v = q + 2 * H;
             float *pu = probs + (size_t)u * a.LL;
             /* scores[L,L] = Q·Kᵀ/√d */
-            hs_cpu_mm(be, 0, 1, L, L, d, a.score_scale, q, ld, k, ld, 0.0f, pu, L);
+            hs_cpu_precision_gemm(be, 0, 1, L, L, d, a.score_scale, q, ld, k, ld, 0.0f, pu, L);
             for (int i = 0; i < L; i++) softmax_row(pu + (size_t)i * (size_t)L, mask_bias + (size_t)b * (size_t)L, L);
             const float *pv = pu;
             if (a.dropout) {
@@ -88,8 +88,8 @@ void hs_cpu_attention_forward(const hs_backend *be, float *ctx, float *probs, co
                 pv = dropped;
             }
             /* ctx[b, :, h·d:(h+1)·d] = P'·V */
-            hs_cpu_mm(be, 0, 0, L, d, L, 1.0f, pv, L, v, ld, 0.0f,
-                        ctx + (size_t)b * (size_t)L * (size_t)H + (size_t)h * (size_t)d, H);
+            hs_cpu_precision_gemm(be, 0, 0, L, d, L, 1.0f, pv, L, v, ld, 0.0f,
+                                  ctx + (size_t)b * (size_t)L * (size_t)H + (size_t)h * (size_t)d, H);
         }
         free(dropped);
     }
@@ -126,14 +126,14 @@ void hs_cpu_attention_backward(const hs_backend *be, float *dqkv, const float *d
                 pv = pd;
             }
             /* dP'[L,L] = dC·Vᵀ ; dV[L,d] = P'ᵀ·dC */
-            hs_cpu_mm(be, 0, 1, L, L, d, 1.0f, dc, H, v, ld, 0.0f, dp, L);
-            hs_cpu_mm(be, 1, 0, L, d, L, 1.0f, pv, L, dc, H, 0.0f, dv, ld);
+            hs_cpu_precision_gemm(be, 0, 1, L, L, d, 1.0f, dc, H, v, ld, 0.0f, dp, L);
+            hs_cpu_precision_gemm(be, 1, 0, L, d, L, 1.0f, pv, L, dc, H, 0.0f, dv, ld);
             for (int i = 0; i < L; i++)
                 hs_attn_softmax_backward_row(dp + (size_t)i * (size_t)L, pu + (size_t)i * (size_t)L, L, a.dropout,
                                              a.keep_scale);
             /* dQ = dS·K/√d ; dK = dSᵀ·Q/√d */
-            hs_cpu_mm(be, 0, 0, L, d, L, a.score_scale, dp, L, k, ld, 0.0f, dq, ld);
-            hs_cpu_mm(be, 1, 0, L, d, L, a.score_scale, dp, L, q, ld, 0.0f, dk, ld);
+            hs_cpu_precision_gemm(be, 0, 0, L, d, L, a.score_scale, dp, L, k, ld, 0.0f, dq, ld);
+            hs_cpu_precision_gemm(be, 1, 0, L, d, L, a.score_scale, dp, L, q, ld, 0.0f, dk, ld);
         }
         free(dp);
         free(pd);

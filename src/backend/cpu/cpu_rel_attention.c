@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cpu/cpu_bf16.h"
+#include "backend/cpu/cpu_rounded_gemm.h"
 #include "backend/cpu/cpu_attention_rows.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_simd.h"
@@ -94,8 +94,8 @@ void hs_cpu_rel_attention_forward(const hs_backend *be, float *ctx, float *probs
             add_head_bias(qw, q, ld, r_w_bias + (size_t)h * (size_t)d, qlen, d);
             add_head_bias(qr, q, ld, r_r_bias + (size_t)h * (size_t)d, qlen, d);
             /* AC[qlen,klen] = Qw·Kᵀ into probs; BDraw[qlen,klen] = Qr·Rᵀ */
-            hs_cpu_mm(be, 0, 1, qlen, klen, d, 1.0f, qw, d, k, ld, 0.0f, pu, klen);
-            hs_cpu_mm(be, 0, 1, qlen, klen, d, 1.0f, qr, d, rh, H, 0.0f, bd, klen);
+            hs_cpu_precision_gemm(be, 0, 1, qlen, klen, d, 1.0f, qw, d, k, ld, 0.0f, pu, klen);
+            hs_cpu_precision_gemm(be, 0, 1, qlen, klen, d, 1.0f, qr, d, rh, H, 0.0f, bd, klen);
             for (int i = 0; i < qlen; i++)
                 score_softmax_row(pu + (size_t)i * (size_t)klen, bd + (size_t)i * (size_t)klen,
                                   hs_rel_key_lo(i, lower_shift), hs_rel_key_hi(i, mlen), klen,
@@ -110,8 +110,8 @@ void hs_cpu_rel_attention_forward(const hs_backend *be, float *ctx, float *probs
                 pv = dropped;
             }
             /* ctx[s, :, h·d:(h+1)·d] = P'·V */
-            hs_cpu_mm(be, 0, 0, qlen, d, klen, 1.0f, pv, klen, v, ld, 0.0f,
-                        ctx + (size_t)s * (size_t)qlen * (size_t)H + (size_t)h * (size_t)d, H);
+            hs_cpu_precision_gemm(be, 0, 0, qlen, d, klen, 1.0f, pv, klen, v, ld, 0.0f,
+                                  ctx + (size_t)s * (size_t)qlen * (size_t)H + (size_t)h * (size_t)d, H);
         }
         free(qw);
         free(qr);
@@ -172,8 +172,8 @@ void hs_cpu_rel_attention_backward(const hs_backend *be, float *dqkv, float *dr,
                 pv = pd;
             }
             /* dP'[qlen,klen] = dC·Vᵀ ; dV[klen,d] = P'ᵀ·dC */
-            hs_cpu_mm(be, 0, 1, qlen, klen, d, 1.0f, dc, H, v, ld, 0.0f, dp, klen);
-            hs_cpu_mm(be, 1, 0, klen, d, qlen, 1.0f, pv, klen, dc, H, 0.0f, dv, ld);
+            hs_cpu_precision_gemm(be, 0, 1, qlen, klen, d, 1.0f, dc, H, v, ld, 0.0f, dp, klen);
+            hs_cpu_precision_gemm(be, 1, 0, klen, d, qlen, 1.0f, pv, klen, dc, H, 0.0f, dv, ld);
             for (int i = 0; i < qlen; i++)
                 hs_attn_softmax_backward_row(dp + (size_t)i * (size_t)klen, pu + (size_t)i * (size_t)klen, klen,
                                              dropout, keep_scale);
@@ -186,12 +186,10 @@ void hs_cpu_rel_attention_backward(const hs_backend *be, float *dqkv, float *dr,
                 for (int t = shift; t < klen; t++) row[t] = ds[t - shift];
             }
             /* dQw = scale·dS·K ; dK = scale·dSᵀ·Qw ; dQr = scale·dBDraw·R ; dR_s = scale·dBDrawᵀ·Qr */
-            hs_cpu_mm(be, 0, 0, qlen, d, klen, scale, dp, klen, k, ld, 0.0f, dqw, d);
-            hs_cpu_mm(be, 1, 0, klen, d, qlen, scale, dp, klen, qw, d, 0.0f, dk, ld);
-            hs_cpu_mm(be, 0, 0, qlen, d, klen, scale, dbd, klen, rh, H, 0.0f, dqr,
-                        d);
-            hs_cpu_mm(be, 1, 0, klen, d, qlen, scale, dbd, klen, qr, d, 0.0f,
-                        dr_units + (size_t)u * KD, d);
+            hs_cpu_precision_gemm(be, 0, 0, qlen, d, klen, scale, dp, klen, k, ld, 0.0f, dqw, d);
+            hs_cpu_precision_gemm(be, 1, 0, klen, d, qlen, scale, dp, klen, qw, d, 0.0f, dk, ld);
+            hs_cpu_precision_gemm(be, 0, 0, qlen, d, klen, scale, dbd, klen, rh, H, 0.0f, dqr, d);
+            hs_cpu_precision_gemm(be, 1, 0, klen, d, qlen, scale, dbd, klen, qr, d, 0.0f, dr_units + (size_t)u * KD, d);
             /* dQ = dQw + dQr on the query rows; the memory rows' q columns get 0 */
             for (int t = 0; t < mlen; t++) memset(dseq + (size_t)t * (size_t)ld, 0, (size_t)d * sizeof(float));
             for (int i = 0; i < qlen; i++)

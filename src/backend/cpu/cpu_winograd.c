@@ -453,8 +453,8 @@ void hs_cpu_winograd_forward(const hs_conv2d_shape *s, float *y, const float *x,
             to_channels_last(B.xt, x + (size_t)n * in_sample, s->c_in, s->h, s->w, L.pw);
             transform_inputs(B.v, B.xt, &L, s->c_in);
             for (int xi = 0; xi < HS_WINO_POINTS; xi++) /* M_ξ[T,K] = V_ξ[T,C] · U_ξ[C,K] */
-                hs_cpu_sgemm(0, 0, (int)T, (int)K, (int)C, 1.0f, B.v + (size_t)xi * T * C, (int)C,
-                            u + (size_t)xi * C * K, (int)K, 0.0f, B.m + (size_t)xi * T * K, (int)K);
+                hs_cpu_blas_sgemm(0, 0, (int)T, (int)K, (int)C, 1.0f, B.v + (size_t)xi * T * C, (int)C,
+                                  u + (size_t)xi * C * K, (int)K, 0.0f, B.m + (size_t)xi * T * K, (int)K);
             transform_outputs(B.yt, B.m, &L, s->c_out);
             from_channels_last(y + (size_t)n * out_sample, B.yt, b, s->c_out, s->oh, s->ow, L.yw);
         }
@@ -495,13 +495,13 @@ void hs_cpu_winograd_backward(const hs_conv2d_shape *s, float *dx, float *dw, fl
                 channel_sums(part_db, B.yt, &L, s->c_out, s->oh, s->ow, first);
                 transform_outputs_adjoint(B.m, B.yt, &L, s->c_out);
                 for (int xi = 0; xi < HS_WINO_POINTS; xi++) /* dU_ξ[C,K] += V_ξ[T,C]ᵀ · M'_ξ[T,K] */
-                    hs_cpu_sgemm(1, 0, (int)C, (int)K, (int)T, 1.0f, B.v + (size_t)xi * T * C, (int)C,
-                                B.m + (size_t)xi * T * K, (int)K, first ? 0.0f : 1.0f, B.du + (size_t)xi * C * K,
-                                (int)K);
+                    hs_cpu_blas_sgemm(1, 0, (int)C, (int)K, (int)T, 1.0f, B.v + (size_t)xi * T * C, (int)C,
+                                      B.m + (size_t)xi * T * K, (int)K, first ? 0.0f : 1.0f, B.du + (size_t)xi * C * K,
+                                      (int)K);
                 if (dx) {
                     for (int xi = 0; xi < HS_WINO_POINTS; xi++) /* dV_ξ[T,C] = M'_ξ[T,K] · Ut_ξ[K,C] */
-                        hs_cpu_sgemm(0, 0, (int)T, (int)C, (int)K, 1.0f, B.m + (size_t)xi * T * K, (int)K,
-                                    ut + (size_t)xi * C * K, (int)C, 0.0f, B.v + (size_t)xi * T * C, (int)C);
+                        hs_cpu_blas_sgemm(0, 0, (int)T, (int)C, (int)K, 1.0f, B.m + (size_t)xi * T * K, (int)K,
+                                          ut + (size_t)xi * C * K, (int)C, 0.0f, B.v + (size_t)xi * T * C, (int)C);
                     transform_inputs_adjoint(B.xt, B.v, &L, s->c_in); /* dxT in the xT buffer */
                     from_channels_last(dx + (size_t)n * in_sample, B.xt, NULL, s->c_in, s->h, s->w, L.pw);
                     if (L.ph > s->h || L.pw > s->w) memset(B.xt, 0, L.xt * sizeof *B.xt); /* border back to 0 */
