@@ -51,6 +51,8 @@ typedef struct gemm_plan {
     cublasLtMatmulAlgo_t algo;
 } gemm_plan;
 
+/* Per process, like the device object (one GPU per rank, docs/gpu.md "The device object"): the tables of
+ * every precision share these plans and the 16-bit buffer below. */
 static gemm_plan cache[GEMM_CACHE_SIZE];
 static int cached;
 
