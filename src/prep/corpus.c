@@ -110,6 +110,17 @@ static void trim(const char **s, const char **e) {
     while (*e > *s && is_space((*e)[-1])) (*e)--;
 }
 
+/* The next line of [*p, end), trimmed, into [*s, *e); *p moves past its newline. 0 when none is left. */
+static int next_line(const char **p, const char *end, const char **s, const char **e) {
+    if (*p >= end) return 0;
+    const char *nl = memchr(*p, '\n', (size_t)(end - *p));
+    *s = *p;
+    *e = nl ? nl : end;
+    *p = nl ? nl + 1 : end;
+    trim(s, e);
+    return 1;
+}
+
 /* A trimmed line that ends a document: empty, or the fortune-file separator "%". */
 static int is_separator(const char *s, const char *e) { return s == e || (e - s == 1 && *s == '%'); }
 
@@ -131,12 +142,8 @@ static int ends_like_sentence(const char *s, const char *e) {
 
 hs_split_mode hs_corpus_detect_mode(const char *text, size_t len) {
     size_t lines = 0, ending = 0, bytes = 0;
-    const char *p = text, *end = text + len;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *e = nl ? nl : end, *s = p;
-        p = nl ? nl + 1 : end;
-        trim(&s, &e);
+    const char *p = text, *end = text + len, *s, *e;
+    while (next_line(&p, end, &s, &e)) {
         if (is_separator(s, e)) continue;
         lines++;
         bytes += (size_t)(e - s);
@@ -259,12 +266,8 @@ static void prose_flush(prose_ctx *p) {
 void hs_corpus_split(const char *text, size_t len, hs_split_mode mode, const hs_text_sink *sink) {
     prose_ctx prose = {.sink = sink};
     int open = 0; /* a document has content */
-    const char *p = text, *end = text + len;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *e = nl ? nl : end, *s = p;
-        p = nl ? nl + 1 : end;
-        trim(&s, &e);
+    const char *p = text, *end = text + len, *s, *e;
+    while (next_line(&p, end, &s, &e)) {
         if (is_separator(s, e)) {
             if (open) {
                 if (mode == HS_SPLIT_PROSE) prose_flush(&prose);
