@@ -20,6 +20,7 @@
 
 #include "build_config.h" /* PACKAGE_VERSION */
 #include "util/check.h"
+#include "util/dirlist.h"
 #include "util/fault.h"
 #include "util/h5util.h"
 #include "util/log.h"
@@ -317,14 +318,6 @@ static void fsync_path(const char *path, int flags, const char *what) {
     if (close(fd) != 0) hs_die("cannot close %s '%s': %s", what, path, strerror(errno));
 }
 
-static char *join_path(const char *dir, const char *name) {
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p;
-    HS_ALLOC(p, n);
-    snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
 static void remove_temporary(void *path) {
     if (unlink((const char *)path) == 0)
         fprintf(stderr, "hetseq: removed the incomplete checkpoint %s\n", (const char *)path);
@@ -354,7 +347,7 @@ void hs_checkpoint_save_with_task(const char *dir, const char *name, const hs_pa
         hs_die("checkpoint directory '%s' is not writable (%s); set checkpoint.save_dir to a writable directory",
                dir, strerror(errno));
 
-    char *final_path = join_path(dir, name);
+    char *final_path = hs_path_join(dir, name);
     size_t n = strlen(final_path) + 5;
     char *tmp_path;
     HS_ALLOC(tmp_path, n);
@@ -401,7 +394,7 @@ static void copy_file(const char *src, const char *dst) {
 
 void hs_checkpoint_link(const char *dir, const char *name, const char *alias) {
     if (!dir || !*dir) dir = ".";
-    char *src = join_path(dir, name), *dst = join_path(dir, alias);
+    char *src = hs_path_join(dir, name), *dst = hs_path_join(dir, alias);
     size_t n = strlen(dst) + 5;
     char *tmp;
     HS_ALLOC(tmp, n);
@@ -752,7 +745,7 @@ void hs_checkpoint_prune(const char *dir, int keep) {
         if (count[k] > 0) qsort(files[k], (size_t)count[k], sizeof files[k][0], by_number_descending);
         for (int i = 0; i < count[k]; i++) {
             if (i >= keep) {
-                char *path = join_path(dir, files[k][i].name);
+                char *path = hs_path_join(dir, files[k][i].name);
                 if (unlink(path) != 0 && errno != ENOENT)
                     hs_warn("cannot remove old checkpoint '%s': %s", path, strerror(errno));
                 free(path);
@@ -770,7 +763,7 @@ void hs_checkpoint_remove_stale(const char *dir) {
     while ((e = readdir(d)) != NULL) {
         size_t n = strlen(e->d_name);
         if (n < 7 || strcmp(e->d_name + n - 7, ".h5.tmp") != 0 || strncmp(e->d_name, "checkpoint", 10) != 0) continue;
-        char *path = join_path(dir, e->d_name);
+        char *path = hs_path_join(dir, e->d_name);
         if (unlink(path) == 0) hs_log("| removed %s, left by a run that was killed while saving", path);
         free(path);
     }

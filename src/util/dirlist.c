@@ -58,3 +58,11 @@ void hs_dir_pack(char **paths, int n, char **list, size_t *len) {
     }
     free(paths);
 }
+
+char *hs_path_join(const char *dir, const char *name) {
+    const size_t n = strlen(dir) + strlen(name) + 2;
+    char *p;
+    HS_ALLOC(p, n);
+    snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
