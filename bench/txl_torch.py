@@ -22,10 +22,19 @@ One update = forward (mean NLL of the B·L tokens) + backward + the optimizer st
 The first WARMUP updates are not timed (allocation, first-touch, the first segment has no memory yet);
 the next STEPS are, each on its own (time.perf_counter around the whole update).
 
+--device cuda runs it on the GPU (the data moved there first; each update ends with
+torch.cuda.synchronize(), so its time is the GPU's), LAMB then without host synchronisations (the clip
+factor and the trust ratios stay device tensors); --precision tf32 sets
+torch.backends.cuda.matmul.allow_tf32 (and cuDNN's), bf16/fp16 run the forward pass and the loss under
+torch.autocast (fp16 with dynamic loss scaling from 2^16); --compile wraps the model in torch.compile
+(PyTorch >= 2); on a GPU the forward + backward time is the host's (launches), the update's the
+GPU's. Peak memory: torch.cuda.max_memory_allocated() on a GPU, peak RSS on the CPU.
+
   usage: /usr/bin/python3 bench/txl_torch.py LM_H5 [--threads T] [--layers N] [--batch B] [--tgt-len L]
              [--mem-len M] [--cutoffs C1,C2,...] [--warmup W] [--steps S] [--optim lamb|adam] [--json]
+             [--device cpu|cuda] [--precision fp32|tf32|bf16|fp16] [--compile]
 Prints one line (tokens/s over the timed updates, median ms per update and of its forward + backward,
-peak RSS, mean loss), or with --json one JSON object with the same numbers and the per-update times.
+peak memory, mean loss), or with --json one JSON object with the same numbers and the per-update times.
 """
 import argparse
 import json
@@ -41,6 +50,8 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "ref"))
 import txl_torch as tt  # noqa: E402
+
+import torch_precision as tp  # noqa: E402  bench/torch_precision.py
 
 D_MODEL, N_HEAD, D_HEAD, D_INNER = 512, 8, 64, 2048
 DROPOUT, DROPATT, INIT_STD, CLIP = 0.1, 0.0, 0.02, 0.25
@@ -80,6 +91,8 @@ class Lamb:
 
     @torch.no_grad()
     def step(self):
+        if self.params[0].is_cuda:
+            return self.step_on_device()
         self.t += 1
         b1, b2 = self.betas
         norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad) for p in self.params]))
@@ -92,6 +105,23 @@ class Lamb:
             u = (m / c1).div_((v / c2).sqrt_().add_(self.eps))  # [same shape as p]
             pn, un = float(torch.linalg.vector_norm(p)), float(torch.linalg.vector_norm(u))
             p.sub_(u, alpha=self.lr * pn / un if pn > 0 and un > 0 else self.lr)
+
+    @torch.no_grad()
+    def step_on_device(self):
+        """The same update with the clip factor and the trust ratios as device tensors: no host sync."""
+        self.t += 1
+        b1, b2 = self.betas
+        norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad) for p in self.params]))
+        d = torch.clamp(norm / self.clip, min=1.0) if self.clip > 0 else torch.ones_like(norm)
+        c1, c2 = 1.0 - b1 ** self.t, 1.0 - b2 ** self.t
+        for p, m, v in zip(self.params, self.m, self.v):
+            g = p.grad / d
+            m.mul_(b1).add_(g, alpha=1 - b1)
+            v.mul_(b2).addcmul_(g, g, value=1 - b2)
+            u = (m / c1).div_((v / c2).sqrt_().add_(self.eps))  # [same shape as p]
+            pn, un = torch.linalg.vector_norm(p), torch.linalg.vector_norm(u)
+            ratio = torch.where((pn > 0) & (un > 0), pn / un, torch.ones_like(pn))
+            p.sub_(u * (self.lr * ratio))
 
 
 class Adam:
@@ -136,26 +166,49 @@ def main():
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--optim", choices=("lamb", "adam"), default="lamb")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
+    ap.add_argument("--precision", choices=("fp32", "tf32", "bf16", "fp16"), default="fp32")
+    ap.add_argument("--compile", action="store_true", help="torch.compile the model (PyTorch >= 2)")
     args = ap.parse_args()
     args.cutoffs = [int(c) for c in args.cutoffs.split(",") if c]
     if min(args.threads, args.layers, args.batch, args.tgt_len, args.steps) < 1 or args.warmup < 0 or args.mem_len < 0:
         sys.exit("threads, layers, batch, tgt-len and steps must be >= 1; warmup and mem-len >= 0")
     torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    cuda = device.type == "cuda"
+    if args.compile and tp.compile_note():
+        sys.exit(tp.compile_note())
+    autocast, note = tp.autocast(device, args.precision)
+    fp16_scaling, loss_scale = cuda and args.precision == "fp16" and note is None, 2.0 ** 16
+    sync = tp.synchronizer(device)
 
     n_token, segments = batchify(args.lm_h5, args.batch, args.tgt_len, args.warmup + args.steps)
-    model = build(n_token, args)
+    segments = [(d.to(device), t.to(device)) for d, t in segments]
+    model = build(n_token, args).to(device)
     opt = Lamb(model.parameters()) if args.optim == "lamb" else Adam(model.parameters())
     n_params = sum(p.numel() for p in model.parameters())
+    run = torch.compile(model) if args.compile else model
 
     mems, times, fwd_bwd, losses = None, [], [], []
     for k, (data, target) in enumerate(segments):
+        sync()
         t0 = time.perf_counter()
         opt.zero_grad()
-        nll, mems = model(data, target, mems)  # nll [L, B]
-        loss = nll.float().mean()
-        loss.backward()
+        with autocast():
+            nll, mems = run(data, target, mems)  # nll [L, B]
+            loss = nll.float().mean()
+        (loss * loss_scale if fp16_scaling else loss).backward()
         t1 = time.perf_counter()
-        opt.step()
+        if fp16_scaling:  # dynamic loss scaling: unscale, skip the step and halve the scale on an overflow
+            grads = [p.grad for p in opt.params]
+            torch._foreach_mul_(grads, 1.0 / loss_scale)
+            if bool(torch.isfinite(torch.stack([g.abs().max() for g in grads])).all()):
+                opt.step()
+            else:
+                loss_scale /= 2
+        else:
+            opt.step()
+        sync()
         dt = time.perf_counter() - t0
         if k >= args.warmup:
             times.append(dt)
@@ -169,18 +222,22 @@ def main():
          "ms_per_update_median": 1e3 * statistics.median(times), "ms_per_update": [1e3 * t for t in times],
          "ms_fwd_bwd_median": 1e3 * statistics.median(fwd_bwd),
          "loss_mean": sum(losses) / len(losses),
-         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}
+         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+         "device": str(device), "precision": args.precision, "compiled": args.compile}
+    r["peak_bytes"], r["peak_source"] = tp.peak(device)
+    if note:
+        r["note"] = note
     if not all(math.isfinite(x) for x in losses):
         sys.exit("the loss is not finite: %s" % losses)
     if args.json:
         print(json.dumps(r))
         return
     print("PyTorch %s TXL %d layers, %d x %d tokens, mem %d, vocab %d, %d params, %s, %d threads: "
-          "%.1f tok/s  %.0f ms/update (fwd+bwd %.0f; median of %d after %d warm-up)  peak RSS %.0f MiB  loss %.3f"
+          "%.1f tok/s  %.0f ms/update (fwd+bwd %.0f; median of %d after %d warm-up)  peak %.0f MiB  loss %.3f"
           % (r["torch"], args.layers, args.batch, args.tgt_len, args.mem_len, n_token, n_params, args.optim,
              args.threads, r["tokens_per_sec"], r["ms_per_update_median"], r["ms_fwd_bwd_median"], args.steps,
              args.warmup,
-             r["peak_rss_mib"], r["loss_mean"]))
+             r["peak_bytes"] / 2**20, r["loss_mean"]))
 
 
 if __name__ == "__main__":

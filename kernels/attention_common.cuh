@@ -1,7 +1,7 @@
 /* What the two attention kernel files (attention.cu, rel_attention.cu) share, one copy: the warp-per-row
  * loop, attention dropout read back from the sign bits of the stored probabilities (P' and the softmax
  * backward through the dropout: the CPU's rule, src/backend/cpu/cpu_attention_rows.h) and the host-side
- * per-(sample, head) GEMMs and scratch regions. Templates and functions in an unnamed namespace, as in
+ * batched per-(sample, head) GEMM and scratch regions. Templates and functions in an unnamed namespace, as in
  * warp.cuh: each kernel file gets its own copy. */
 #ifndef HS_KERNELS_ATTENTION_COMMON_CUH
 #define HS_KERNELS_ATTENTION_COMMON_CUH
@@ -63,25 +63,13 @@ __global__ void softmax_dropout_backward_kernel(T *dp, const T *probs, size_t ro
 
 /* ---- host side ------------------------------------------------------------------------------------------ */
 
-/* Where unit (s, h) of a tensor starts: s·sb + h·sh elements from its base. */
-struct unit_layout {
-  int64_t sb, sh;
-};
-
-/* C_u = alpha·op(A_u)·op(B_u) + beta·C_u for every unit u = (s, h), in min(batch, heads) strided-batched
- * calls (a unit's offset is not one linear stride over s·heads + h in every tensor). */
+/* C_u = alpha·op(A_u)·op(B_u) for every unit u = s·heads + h: one strided-batched call (every operand is
+ * unit-ordered with one stride: sa, sb, sc elements from one unit to the next). */
 inline void gemm_units(const hs_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha,
-                       const float *a, unit_layout la, int lda, const float *b, unit_layout lb, int ldb, float beta,
-                       float *c, unit_layout lc, int ldc, int batch, int heads) {
-  if (heads <= batch) {
-    for (int h = 0; h < heads; h++)
-      hs_cuda_gemm_strided_batched(be, trans_a, trans_b, m, n, k, alpha, a + h * la.sh, lda, la.sb, b + h * lb.sh,
-                                   ldb, lb.sb, beta, c + h * lc.sh, ldc, lc.sb, batch);
-  } else {
-    for (int s = 0; s < batch; s++)
-      hs_cuda_gemm_strided_batched(be, trans_a, trans_b, m, n, k, alpha, a + s * la.sb, lda, la.sh, b + s * lb.sb,
-                                   ldb, lb.sh, beta, c + s * lc.sb, ldc, lc.sh, heads);
-  }
+                       const float *a, int lda, int64_t sa, const float *b, int ldb, int64_t sb, float *c, int ldc,
+                       int64_t sc, size_t units) {
+  hs_cuda_gemm_strided_batched(be, trans_a, trans_b, m, n, k, alpha, a, lda, sa, b, ldb, sb, 0.0f, c, ldc, sc,
+                               (int)units);
 }
 
 /* Bytes of a float region of the scratch, rounded up so the next region stays aligned like a

@@ -172,33 +172,53 @@ double *row_stats_scratch(const hs_backend *be, int rows) {
 
 void launch_loss_stats(const hs_backend *be, double *stats, const double *row_stats, int rows) {
   HS_LAUNCH(1, HS_BLOCK, 0, hs_cuda_stream(be), loss_stats_kernel)(stats, row_stats, rows);
-  HS_CUDA_LAUNCHED("loss_stats_kernel");
+  HS_CUDA_LAUNCHED("loss_stats_kernel", (3 * (size_t)rows + 6) * sizeof(double)); /* row_stats; stats += */
 }
 
-/* A loss's forward: kernel(out, logits, labels, rows, cols, row_stats) (one warp per row) writes each
- * row's (NLL, counted, correct) into row_stats, which are then added to stats in a fixed order. */
 template <class T>
-void launch_loss_forward(const hs_backend *be,
-                         void (*loss_forward_kernel)(T *, const T *, const int32_t *, int, int, double *), T *out,
-                         const T *logits, const int32_t *labels, int rows, int cols, double *stats) {
+void launch_log_softmax_nll_forward(const hs_backend *be, T *logprobs, const T *logits, const int32_t *labels,
+                                    int rows, int cols, double *stats) {
   if (rows <= 0 || cols <= 0) return;
   double *row_stats = row_stats_scratch(be, rows);
-  HS_LAUNCH(hs_grid_for_rows((size_t)rows), HS_BLOCK, 0, hs_cuda_stream(be), loss_forward_kernel)(
-      out, logits, labels, rows, cols, row_stats);
-  HS_CUDA_LAUNCHED("a loss forward kernel (log_softmax_nll_forward_kernel or softmax_xent_forward_kernel)");
+  HS_LAUNCH(hs_grid_for_rows((size_t)rows), HS_BLOCK, 0, hs_cuda_stream(be), log_softmax_nll_forward_kernel<T>)(
+      logprobs, logits, labels, rows, cols, row_stats);
+  /* logits, logprobs, labels, the per-row statistics */
+  HS_CUDA_LAUNCHED("log_softmax_nll_forward_kernel",
+                   2 * (size_t)rows * (size_t)cols * sizeof(T) + (size_t)rows * (sizeof(int32_t) + 3 * sizeof(double)));
   launch_loss_stats(be, stats, row_stats, rows);
 }
 
-/* A loss's backward: kernel(dlogits, saved, labels, cols, n, scale), element-wise over n = rows·cols. */
 template <class T>
-void launch_loss_backward(const hs_backend *be,
-                          void (*loss_backward_kernel)(T *, const T *, const int32_t *, int, size_t, float),
-                          T *dlogits, const T *saved, const int32_t *labels, int rows, int cols, float scale) {
+void launch_log_softmax_nll_backward(const hs_backend *be, T *dlogits, const T *logprobs, const int32_t *labels,
+                                     int rows, int cols, float scale) {
   if (rows <= 0 || cols <= 0) return;
   const size_t n = (size_t)rows * (size_t)cols;
-  HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), loss_backward_kernel)(dlogits, saved, labels, cols, n,
-                                                                                    scale);
-  HS_CUDA_LAUNCHED("a loss backward kernel (log_softmax_nll_backward_kernel or softmax_xent_backward_kernel)");
+  HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), log_softmax_nll_backward_kernel<T>)(
+      dlogits, logprobs, labels, cols, n, scale);
+  HS_CUDA_LAUNCHED("log_softmax_nll_backward_kernel", 2 * n * sizeof(T) + (size_t)rows * sizeof(int32_t));
+}
+
+template <class T>
+void launch_softmax_xent_forward(const hs_backend *be, T *probs, const T *logits, const int32_t *labels, int rows,
+                                 int cols, double *stats) {
+  if (rows <= 0 || cols <= 0) return;
+  double *row_stats = row_stats_scratch(be, rows);
+  HS_LAUNCH(hs_grid_for_rows((size_t)rows), HS_BLOCK, 0, hs_cuda_stream(be), softmax_xent_forward_kernel<T>)(
+      probs, logits, labels, rows, cols, row_stats);
+  /* logits, probs, labels, the per-row statistics */
+  HS_CUDA_LAUNCHED("softmax_xent_forward_kernel",
+                   2 * (size_t)rows * (size_t)cols * sizeof(T) + (size_t)rows * (sizeof(int32_t) + 3 * sizeof(double)));
+  launch_loss_stats(be, stats, row_stats, rows);
+}
+
+template <class T>
+void launch_softmax_xent_backward(const hs_backend *be, T *dlogits, const T *probs, const int32_t *labels, int rows,
+                                  int cols, float scale) {
+  if (rows <= 0 || cols <= 0) return;
+  const size_t n = (size_t)rows * (size_t)cols;
+  HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), softmax_xent_backward_kernel<T>)(dlogits, probs, labels,
+                                                                                               cols, n, scale);
+  HS_CUDA_LAUNCHED("softmax_xent_backward_kernel", 2 * n * sizeof(T) + (size_t)rows * sizeof(int32_t));
 }
 
 } // namespace
@@ -206,24 +226,24 @@ void launch_loss_backward(const hs_backend *be,
 /* logprobs[rows,cols] = log_softmax(logits); stats[0] += Σ NLL, [1] += rows, [2] += correct */
 extern "C" void hs_cuda_log_softmax_nll_forward(const hs_backend *be, float *logprobs, const float *logits,
                                                 const int32_t *labels, int rows, int cols, double *stats) {
-  launch_loss_forward<float>(be, log_softmax_nll_forward_kernel<float>, logprobs, logits, labels, rows, cols, stats);
+  launch_log_softmax_nll_forward<float>(be, logprobs, logits, labels, rows, cols, stats);
 }
 
 /* dlogits[rows,cols] = scale·(softmax - onehot(label)) from the stored log-probabilities */
 extern "C" void hs_cuda_log_softmax_nll_backward(const hs_backend *be, float *dlogits, const float *logprobs,
                                                  const int32_t *labels, int rows, int cols, float scale) {
-  launch_loss_backward<float>(be, log_softmax_nll_backward_kernel<float>, dlogits, logprobs, labels, rows, cols, scale);
+  launch_log_softmax_nll_backward<float>(be, dlogits, logprobs, labels, rows, cols, scale);
 }
 
 /* probs[rows,cols] = softmax(logits) (may alias); per row with label >= 0: stats[0] += NLL, [1] += 1,
  * [2] += (argmax == label) */
 extern "C" void hs_cuda_softmax_xent_forward(const hs_backend *be, float *probs, const float *logits,
                                              const int32_t *labels, int rows, int cols, double *stats) {
-  launch_loss_forward<float>(be, softmax_xent_forward_kernel<float>, probs, logits, labels, rows, cols, stats);
+  launch_softmax_xent_forward<float>(be, probs, logits, labels, rows, cols, stats);
 }
 
 /* dlogits[rows,cols] = scale·(probs - onehot(label)), 0 on rows with label < 0 (may alias probs) */
 extern "C" void hs_cuda_softmax_xent_backward(const hs_backend *be, float *dlogits, const float *probs,
                                               const int32_t *labels, int rows, int cols, float scale) {
-  launch_loss_backward<float>(be, softmax_xent_backward_kernel<float>, dlogits, probs, labels, rows, cols, scale);
+  launch_softmax_xent_backward<float>(be, dlogits, probs, labels, rows, cols, scale);
 }

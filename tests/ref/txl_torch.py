@@ -3,7 +3,8 @@ MemTransformerLM with attn_type 0 (relative positional encodings with learnable 
 r_r_bias shared by the layers), the adaptive input embedding and the projected adaptive log-softmax
 (Baevski & Auli 2019; Grave et al. 2017), with the parameter names of NVIDIA's state_dict, so weights
 move between it and hetseq by name. Time-major as NVIDIA's: inputs [qlen, bsz]. Written for tests: no
-fp16, no ext_len, no sampled softmax."""
+fp16, no ext_len, no sampled softmax. Runs on the device of its parameters and inputs (bench/gpu/ times it
+on a GPU)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -135,7 +136,7 @@ class AdaptiveEmbedding(nn.Module):
                 embed = F.linear(embed, self.emb_projs[0])
         else:
             flat = inp.reshape(-1)
-            out = torch.zeros(flat.size(0), self.d_proj, dtype=self.emb_layers[0].weight.dtype)
+            out = torch.zeros(flat.size(0), self.d_proj, dtype=self.emb_layers[0].weight.dtype, device=flat.device)
             for i in range(len(self.cutoffs)):
                 l, r = self.cutoff_ends[i], self.cutoff_ends[i + 1]
                 idx = ((flat >= l) & (flat < r)).nonzero().squeeze(1)
@@ -261,14 +262,14 @@ class MemTransformerLM(nn.Module):
         word_emb = self.word_emb(data)
         mlen = mems[0].size(0) if mems is not None else 0
         klen = mlen + qlen
-        ones = torch.ones(qlen, klen, dtype=torch.uint8)
+        ones = torch.ones(qlen, klen, dtype=torch.uint8, device=data.device)
         if self.same_length:
             mask_len = klen - self.mem_len - 1
             shift = qlen - mask_len if mask_len > 0 else qlen
             mask = (torch.triu(ones, 1 + mlen) + torch.tril(ones, -shift)).bool()
         else:
             mask = torch.triu(ones, diagonal=1 + mlen).bool()
-        pos_seq = torch.arange(klen - 1, -1, -1.0)
+        pos_seq = torch.arange(klen - 1, -1, -1.0, device=data.device)
         if self.clamp_len > 0:
             pos_seq.clamp_(max=self.clamp_len)
         pos_emb = self.drop(self.pos_emb(pos_seq), "pos")
