@@ -31,6 +31,7 @@
 
 #include "hs_cuda.h"
 #include "hs_launch.h"
+#include "attention_common.cuh"
 #include "heads.cuh"
 #include "warp.cuh"
 #include "math/dropout.h"
@@ -43,13 +44,6 @@
 #include "backend/cuda/cuda_ops.h"
 
 namespace {
-
-/* Rows of the [B,heads,L,L] probabilities go one per warp, HS_ROWS_PER_BLOCK per block, grid-strided
- * over hs_grid_for_rows(rows) blocks. The row index is the same for every lane of a warp, so the loop
- * (and the shuffles in it) is warp-uniform; HS_BLOCK is a multiple of 32, so every warp is full. */
-#define FOR_EACH_WARP_ROW(r, rows)                                                          \
-  for (size_t r = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / HS_WARP; r < (rows);    \
-       r += (size_t)gridDim.x * blockDim.x / HS_WARP)
 
 /* ---- forward: softmax (+ mask, + dropout) ---------------------------------------------------------------- */
 
@@ -91,58 +85,15 @@ __global__ void softmax_dropout_forward_kernel(T *probs, T *dropped, const T *ma
   }
 }
 
-/* ---- backward: P' from the sign bits, softmax backward through the dropout -------------------------------- */
-
-/* kept[n] = P' = keep·P/(1-p), keep = !signbit(P) */
-template <class T> __global__ void kept_probs_kernel(T *kept, const T *probs, size_t n, float keep_scale) {
-  for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (size_t)gridDim.x * blockDim.x) {
-    const float pe = (float)probs[e];
-    kept[e] = (T)(signbit(pe) ? 0.0f : pe * keep_scale);
-  }
-}
-
-/* In place on dp[B,heads,L,L] (dP' on entry, dS on return), row by row:
- *   dropout:  g_j = keep_j·dP'_j/(1-p);  dS_j = |P_j|·(g_j - Σ_k |P_k|·g_k)
- *   none:     dS_j = P_j·(dP_j - Σ_k P_k·dP_k) */
-template <class T>
-__global__ void softmax_dropout_backward_kernel(T *dp, const T *probs, size_t rows, int seq_len, int dropout,
-                                                float keep_scale) {
-  const int lane = threadIdx.x % HS_WARP;
-  FOR_EACH_WARP_ROW(r, rows) {
-    T *g = dp + r * (size_t)seq_len;
-    const T *pr = probs + r * (size_t)seq_len;
-    float dot = 0.0f;
-    if (dropout) {
-      for (int j = lane; j < seq_len; j += HS_WARP) {
-        const float pj = (float)pr[j];
-        const float gj = signbit(pj) ? 0.0f : (float)g[j] * keep_scale;
-        g[j] = (T)gj; /* this lane's own element, re-read below */
-        dot += fabsf(pj) * gj;
-      }
-      dot = warp_sum(dot);
-      for (int j = lane; j < seq_len; j += HS_WARP) g[j] = (T)(fabsf((float)pr[j]) * ((float)g[j] - dot));
-    } else {
-      for (int j = lane; j < seq_len; j += HS_WARP) dot += (float)pr[j] * (float)g[j];
-      dot = warp_sum(dot);
-      for (int j = lane; j < seq_len; j += HS_WARP) g[j] = (T)((float)pr[j] * ((float)g[j] - dot));
-    }
-  }
-}
-
 /* ---- host side ------------------------------------------------------------------------------------------ */
 
-/* C_u = alpha·op(A_u)·op(B_u) for every unit u of `units`, one strided-batched call; every operand is
- * [units, L, L] (stride L²) or head-major [units, L, d] (stride L·d), so its ld is its row length. */
+/* gemm_units (attention_common.cuh) where every operand is [units, L, L] (stride L²) or head-major
+ * [units, L, d] (stride L·d), so its ld is its row length and its unit stride L·ld. */
 void gemm_units(const hs_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
                 int lda, const float *b, int ldb, float *c, int ldc, int L, size_t units) {
-  const int64_t sa = (int64_t)L * lda, sb = (int64_t)L * ldb, sc = (int64_t)L * ldc;
-  hs_cuda_gemm_strided_batched(be, trans_a, trans_b, m, n, k, alpha, a, lda, sa, b, ldb, sb, 0.0f, c, ldc, sc,
-                               (int)units);
+  gemm_units(be, trans_a, trans_b, m, n, k, alpha, a, lda, (int64_t)L * lda, b, ldb, (int64_t)L * ldb, c, ldc,
+             (int64_t)L * ldc, units);
 }
-
-/* Bytes of one [B,heads,L,L] float region of the scratch, rounded up so the next region stays aligned
- * like a cudaMalloc'ed pointer (256 bytes). */
-size_t region_bytes(size_t floats) { return (floats * sizeof(float) + 255) / 256 * 256; }
 
 /* ---- attention mask ---------------------------------------------------------------------------------- */
 

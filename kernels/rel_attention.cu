@@ -32,6 +32,7 @@
 
 #include "hs_cuda.h"
 #include "hs_launch.h"
+#include "attention_common.cuh"
 #include "heads.cuh"
 #include "warp.cuh"
 #include "math/dropout.h"
@@ -44,11 +45,6 @@
 #include "backend/cuda/cuda_ops.h"
 
 namespace {
-
-/* One warp per row, grid-strided; the row index is warp-uniform, so are the loop and its shuffles. */
-#define FOR_EACH_WARP_ROW(r, rows)                                                          \
-  for (size_t r = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / HS_WARP; r < (rows);    \
-       r += (size_t)gridDim.x * blockDim.x / HS_WARP)
 
 #define FOR_EACH_ELEMENT(e, n) \
   for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < (n); e += (size_t)gridDim.x * blockDim.x)
@@ -116,41 +112,6 @@ __global__ void score_softmax_kernel(T *probs, T *dropped, const T *bd, int batc
   }
 }
 
-/* kept[n] = P' = keep·P/(1-p), keep = !signbit(P) */
-template <class T> __global__ void kept_probs_kernel(T *kept, const T *probs, size_t n, float keep_scale) {
-  FOR_EACH_ELEMENT(e, n) {
-    const float pe = (float)probs[e];
-    kept[e] = (T)(signbit(pe) ? 0.0f : pe * keep_scale);
-  }
-}
-
-/* In place on dp [rows, n] (dP' on entry, dS on return), the CPU's row rule:
- *   dropout:  g_j = keep_j·dP'_j/(1-p);  dS_j = |P_j|·(g_j - Σ_k |P_k|·g_k)
- *   none:     dS_j = P_j·(dP_j - Σ_k P_k·dP_k) */
-template <class T>
-__global__ void softmax_backward_kernel(T *dp, const T *probs, size_t rows, int n, int dropout, float keep_scale) {
-  const int lane = threadIdx.x % HS_WARP;
-  FOR_EACH_WARP_ROW(r, rows) {
-    T *g = dp + r * (size_t)n;
-    const T *pr = probs + r * (size_t)n;
-    float dot = 0.0f;
-    if (dropout) {
-      for (int j = lane; j < n; j += HS_WARP) {
-        const float pj = (float)pr[j];
-        const float gj = signbit(pj) ? 0.0f : (float)g[j] * keep_scale;
-        g[j] = (T)gj; /* this lane's own element, re-read below */
-        dot += fabsf(pj) * gj;
-      }
-      dot = warp_sum(dot);
-      for (int j = lane; j < n; j += HS_WARP) g[j] = (T)(fabsf((float)pr[j]) * ((float)g[j] - dot));
-    } else {
-      for (int j = lane; j < n; j += HS_WARP) dot += (float)pr[j] * (float)g[j];
-      dot = warp_sum(dot);
-      for (int j = lane; j < n; j += HS_WARP) g[j] = (T)((float)pr[j] * ((float)g[j] - dot));
-    }
-  }
-}
-
 /* dbd [n, b, qlen, klen] from dS [b, n, qlen, klen]: dbd[h,s,i,t] = dS[s,h,i,t-(qlen-1-i)], 0 for
  * t < qlen-1-i (raw columns no key reads) */
 template <class T>
@@ -214,18 +175,6 @@ __global__ void bias_grad_kernel(T *dr_w_bias, T *dr_r_bias, const T *dqw, const
 }
 
 /* ---- host side ------------------------------------------------------------------------------------------ */
-
-/* C_u = alpha·op(A_u)·op(B_u) for every unit u = s·n + h: one strided-batched call (every operand is
- * unit-ordered with one stride). */
-void gemm_units(const hs_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
-                int lda, int64_t sa, const float *b, int ldb, int64_t sb, float *c, int ldc, int64_t sc,
-                size_t units) {
-  hs_cuda_gemm_strided_batched(be, trans_a, trans_b, m, n, k, alpha, a, lda, sa, b, ldb, sb, 0.0f, c, ldc, sc,
-                               (int)units);
-}
-
-/* Bytes of a float region of the scratch, rounded up so the next region stays 256-byte aligned. */
-size_t region_bytes(size_t floats) { return (floats * sizeof(float) + 255) / 256 * 256; }
 
 /* The shapes both passes use. */
 struct rel_shape {
@@ -350,9 +299,10 @@ extern "C" void hs_cuda_rel_attention_backward(const hs_backend *be, float *dqkv
              sh.sk, sh.units);
   /* dS */
   const size_t rows = sh.units * (size_t)qlen;
-  HS_LAUNCH(hs_grid_for_rows(rows), HS_BLOCK, 0, stream, softmax_backward_kernel<float>)(dp, probs, rows, sh.klen,
-                                                                                       dropout, keep_scale);
-  HS_CUDA_LAUNCHED("softmax_backward_kernel", 3 * sh.units * sh.QK * sizeof(float)); /* dp read + written, P */
+  HS_LAUNCH(hs_grid_for_rows(rows), HS_BLOCK, 0, stream, softmax_dropout_backward_kernel<float>)(
+      dp, probs, rows, sh.klen, dropout, keep_scale);
+  /* dp read + written, P */
+  HS_CUDA_LAUNCHED("softmax_dropout_backward_kernel", 3 * sh.units * sh.QK * sizeof(float));
   /* dQw = scale·dS·K ;  dK = scale·dSᵀ·Qw (into k); dK | dV merged into dqkv's k and v columns */
   gemm_units(be, 0, 0, qlen, head_dim, sh.klen, scale, dp, sh.klen, (int64_t)sh.QK, k, head_dim, sh.sk, dqw, head_dim,
              sh.sq, sh.units);

@@ -15,6 +15,8 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
+#include "math/hs_math.h"
+#include "nn/step_ctx_stats.h"
 
 /* ---- scratch memory ------------------------------------------------------------------------------ */
 /* A device scratch buffer that grows on demand (conv2d's im2col columns). Starts zeroed ({0}). */
@@ -36,6 +38,17 @@ int hs_activations_16bit(const hs_backend *be);
  * bytes are added to *bytes, the model's activation count (hs_bert_activation_bytes, ...). */
 float *hs_act_floats(const hs_backend *be, size_t *bytes, size_t n);
 uint16_t *hs_act_halves(const hs_backend *be, size_t *bytes, size_t n);
+/* A tensor a layer keeps for its backward: the fp32 working tensor, its 16-bit copy and its element
+ * count for the current micro-batch. */
+typedef struct hs_act16 {
+    float *f;
+    uint16_t *u;
+    size_t count;
+} hs_act16;
+/* t[n]: each working tensor rounded into its 16-bit copy (store, after the forward), or each copy
+ * widened back into its working tensor (load, exact, before the backward). */
+void hs_act16_store(const hs_backend *be, const hs_act16 *t, int n);
+void hs_act16_load(const hs_backend *be, const hs_act16 *t, int n);
 
 /* ---- linear (PyTorch nn.Linear, W[out,in]) --------------------------------------------------------- */
 /* y[B,out] = x[B,in] · W[out,in]ᵀ + b[out] */
@@ -93,6 +106,16 @@ typedef struct hs_dropout_mask {
     uint64_t key;
     int64_t first_sample;
 } hs_dropout_mask;
+/* The element-wise mask of dropout site `site` (a model's own numbering) for this step: keyed by
+ * (seed, update, site); off (p = 0) in eval mode, without a step context, or for p = 0. */
+static inline hs_dropout_mask hs_dropout_site_mask(const hs_step_ctx *ctx, int64_t first_sample, uint64_t site,
+                                                   double p) {
+    const int on = ctx && ctx->training && p > 0.0;
+    return (hs_dropout_mask){.p = on ? (float)p : 0.0f,
+                             .group = 1,
+                             .key = on ? hs_rng_key(ctx->seed, ctx->update, site) : 0,
+                             .first_sample = first_sample};
+}
 /* y[B,per_sample] = x · mask / (1-p) */
 static inline void hs_dropout_forward(const hs_backend *be, const hs_dropout_mask *m, float *y, const float *x,
                                       int batch, size_t per_sample) {

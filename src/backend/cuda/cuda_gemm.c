@@ -54,6 +54,8 @@ typedef struct gemm_plan {
     int usable; /* the heuristic found an algorithm (an epilogue a GPU lacks falls back to separate ops) */
 } gemm_plan;
 
+/* Per process, like the device object (one GPU per rank, docs/gpu.md "The device object"): the tables of
+ * every precision share these plans and the 16-bit buffer below. */
 static gemm_plan cache[GEMM_CACHE_SIZE];
 static int cached;
 
