@@ -12,7 +12,7 @@
  * The same run measures OpenBLAS SGEMM on [B·L, H] x [H, I] (the FFN-up shape) with the same threads,
  * and reports the model's rate as a fraction of it, and the peak resident memory (getrusage).
  * PRECISION bf16 runs the model on the CPU backend's bf16 table (precision = "bf16": GEMM operands
- * rounded to bf16, fp32 sums; src/backend/cpu/cpu_bf16.h); the SGEMM reference stays fp32.
+ * rounded to bf16, fp32 sums; src/backend/cpu/cpu_rounded_gemm.h); the SGEMM reference stays fp32.
  *   usage: bert_bench [BATCH [ITERATIONS [WARMUP [adamw|lamb [fp32|bf16]]]]]   (defaults 32 10 3 adamw fp32) */
 #include <stdio.h>
 #include <stdlib.h>

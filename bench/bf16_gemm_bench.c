@@ -1,7 +1,7 @@
 /* Matrix-product rates on the CPU at the GEMM shapes hetseq issues (not a test; numbers for
  * docs/performance.md), four ways side by side:
  *   SGEMM        OpenBLAS cblas_sgemm (hetseq's fp32 products)
- *   dnnl f32     oneDNN's fp32 matmul primitive through the C API cpu_bf16.c uses (primitive cached per
+ *   dnnl f32     oneDNN's fp32 matmul primitive through the C API cpu_rounded_gemm.c uses (primitive cached per
  *                shape, memory objects made per call as a routing in hetseq would): the candidate for
  *                hetseq's fp32 products
  *   dnnl bf16    hetseq's bf16 product through oneDNN (hs_cpu_gemm_bf16, path forced to oneDNN: operands
@@ -30,7 +30,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "backend/cpu/cpu_bf16.h"
+#include "backend/cpu/cpu_rounded_gemm.h"
 #include "util/check.h"
 #include "util/timer.h"
 

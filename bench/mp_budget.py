@@ -7,9 +7,8 @@ throughputs against the peak table of src/train/mfu.c.
 
 What is counted (bytes):
   per parameter   4 fp32 master weight + 4 fp32 gradient + 8 optimizer state (LAMB/Adam: two fp32
-                  moments) + 2 for a 16-bit (bf16/fp16) copy of the weight as a GEMM operand = 18
-                  (16 in fp32 training; the 16-bit copy is an upper bound: converted just before each
-                  product, only the weight in use needs it)
+                  moments) + 2 for the 16-bit (bf16/fp16) copy of the weights the GEMMs read = 18
+                  (16 in fp32 training; the copy is kept between updates, written by the optimizer)
   per sample      the activations the backward pass reads, the backward scratch that grows with the
                   micro-batch, and the 16-bit copies of the largest product's two activation operands.
                   BERT under bf16/fp16 keeps q|k|v, the attention probabilities, the context and the FFN
@@ -153,14 +152,15 @@ HBM = {"A100": 1555e9, "V100": 900e9}  # bytes/s, A100 40GB SXM and V100 SXM2 da
 
 
 def expected_mixed_mfu(model, phase, gpu, n_gpus, rate, micro_batch):
-    """NVIDIA's mixed-precision MFU lowered by the extra memory traffic of converting operands just before
-    each product: per converted element 4 bytes read + 2 written + 2 read by the GEMM, against 4 read by a
-    TF32 GEMM of the fp32 value: 4 extra bytes. Weights: converted for the forward and the data-gradient
-    product, once per micro-batch. The 16-bit activation storage adds per kept element 4 read + 2 written
+    """NVIDIA's mixed-precision MFU lowered by the extra memory traffic of converting activation operands
+    just before each product: per converted element 4 bytes read + 2 written + 2 read by the GEMM, against
+    4 read by a TF32 GEMM of the fp32 value: 4 extra bytes. Weights are not converted: the GEMMs read the
+    16-bit copy the optimizer writes (2 bytes per parameter per update, counted here as if every
+    micro-batch were an update, an upper bound). The 16-bit activation storage adds per kept element 4 read + 2 written
     (rounded after the layer's forward) and 2 read + 4 written (widened before its backward): 12 bytes. Element-wise work in fp32 (NVIDIA's runs in fp16) is not modelled, so
     this is an upper bound of what hetseq's mixed path can reach with NVIDIA's kernels otherwise."""
     dims, ph = BERT[model], BERT_PHASES[phase]
-    extra = (4.0 * bert_conversion_elements(**dims, **ph) + 2 * 4.0 * bert_params(**dims) / micro_batch
+    extra = (4.0 * bert_conversion_elements(**dims, **ph) + 2.0 * bert_params(**dims) / micro_batch
              + 12.0 * dims["layers"] * bert_kept_16(**dims, **ph))
     t_nvidia = n_gpus / rate  # seconds per sequence on one GPU
     t_extra = extra / HBM[gpu]
@@ -246,7 +246,7 @@ def main():
         print("| %s%s | %d x %s | %s | %s %s | %.1f | %g | %.0f %% |" % (
             model, " " + phase if phase else "", n, gpu, prec if prec != "fp16" else "mixed (fp16)",
             format(rate, ","), unit, f * rate / n / 1e12, peak, 100 * mfu(f, rate, n, peak)))
-    print("\nExpected MFU of hetseq's mixed path (operands converted just before each product), from NVIDIA's mixed runs (micro-batch 64 at 128, 16 at 512 on A100; 64 and 8 on V100):")
+    print("\nExpected MFU of hetseq's mixed path (activation operands converted just before each product), from NVIDIA's mixed runs (micro-batch 64 at 128, 16 at 512 on A100; 64 and 8 on V100):")
     print("| model | GPUs | NVIDIA mixed MFU | extra traffic per sequence (conversions, 16-bit storage) | extra time | expected MFU |")
     print("|---|---|---|---|---|---|")
     for model, phase, gpu, n, prec, rate, unit in NVIDIA:

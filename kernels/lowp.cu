@@ -83,17 +83,23 @@ __global__ void round_kernel(float *y, const float *x, size_t n, bool vec) {
 static bool vec_ok(const void *f32, const void *f16) { return hs_aligned(f32, 16) && hs_aligned(f16, 8); }
 static unsigned grid_for(size_t n, bool vec) { return hs_grid_for(vec ? n / HS_VEC + n % HS_VEC : n); }
 
-/* gemm_operand: counted in the device-op ledger as its own row, "to_half_kernel (GEMM operand)": the
- * conversions the bf16/fp16 products make of their fp32 operands (tests/cuda/test_device_ledger.sh
- * bounds them per update) */
-void to_half(cudaStream_t stream, uint16_t *y, const float *x, size_t n, bool bf16, bool gemm_operand = false) {
+/* What a conversion is for, each its own row of the device-op ledger: GEMM_OPERAND "to_half_kernel (GEMM
+ * operand)", the conversions the bf16/fp16 products make of their fp32 operands
+ * (tests/cuda/test_device_budget.sh bounds them per update); PARAMETER_COPY "to_half_kernel (parameter
+ * copy)", a whole parameter arena's 16-bit copy made again after a write other than the optimizer's
+ * (src/backend/cuda/cuda_shadow.c: at the start, after a broadcast or a checkpoint load, not per update). */
+enum conversion { OTHER, GEMM_OPERAND, PARAMETER_COPY };
+
+void to_half(cudaStream_t stream, uint16_t *y, const float *x, size_t n, bool bf16, conversion what = OTHER) {
   const bool vec = vec_ok(x, y);
   if (bf16)
     HS_LAUNCH(grid_for(n, vec), HS_BLOCK, 0, stream, to_half_kernel<true>)(y, x, n, vec);
   else
     HS_LAUNCH(grid_for(n, vec), HS_BLOCK, 0, stream, to_half_kernel<false>)(y, x, n, vec);
-  if (gemm_operand)
+  if (what == GEMM_OPERAND)
     HS_CUDA_LAUNCHED("to_half_kernel (GEMM operand)", n * (sizeof(float) + sizeof(uint16_t)));
+  else if (what == PARAMETER_COPY)
+    HS_CUDA_LAUNCHED("to_half_kernel (parameter copy)", n * (sizeof(float) + sizeof(uint16_t)));
   else
     HS_CUDA_LAUNCHED("to_half_kernel", n * (sizeof(float) + sizeof(uint16_t)));
 }
@@ -120,7 +126,11 @@ extern "C" void hs_cuda_grad_from16(cudaStream_t stream, float *y, const uint16_
 }
 
 extern "C" void hs_cuda_to_half_bits(const hs_backend *be, int precision, uint16_t *y, const float *x, size_t n) {
-  to_half(hs_cuda_stream(be), y, x, n, precision == HS_PRECISION_BF16, true);
+  to_half(hs_cuda_stream(be), y, x, n, precision == HS_PRECISION_BF16, GEMM_OPERAND);
+}
+
+extern "C" void hs_cuda_params_to_half(const hs_backend *be, int precision, uint16_t *y, const float *x, size_t n) {
+  to_half(hs_cuda_stream(be), y, x, n, precision == HS_PRECISION_BF16, PARAMETER_COPY);
 }
 
 /* The seam's to_half / from_half: the 16-bit type of the backend's precision (bfloat16 under bf16,

@@ -18,15 +18,22 @@
  * on the host with the same hs_*_make_coefs the CPU calls, once for tensors that take weight decay and
  * once for those that do not; each block picks its tensor's by the table's decay flag. LAMB's
  * per-tensor step depends on the tensor's norms, so it is computed on the device (hs_lamb_step) by the
- * stage-2 kernel: stage 1, the norms and stage 2 are all enqueued, with no host round trip. */
+ * stage-2 kernel: stage 1, the norms and stage 2 are all enqueued, with no host round trip.
+ *
+ * The optimizers also keep the parameter arena's 16-bit copy (src/backend/cuda/cuda_shadow.c, the one
+ * the bf16/fp16 products read): where p has one, the kernel that writes p[i] writes round(p[i]) into it
+ * too, with the rounding of src/util/lowp.h that a conversion before the product would apply, so the
+ * products see the same bits and no weight is converted per GEMM. */
 #include "hs_cuda.h"
 #include "hs_launch.h"
 #include "warp.cuh"
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_internal.h"
 #include "backend/cuda/cuda_ops.h"
 #include "math/optim_math.h"
+#include "util/lowp.h"
 
 namespace {
 
@@ -36,6 +43,25 @@ __device__ __forceinline__ void slice_bounds(int64_t numel, int s, int64_t &lo, 
   if (len < HS_TENSOR_SLICE_MIN) len = HS_TENSOR_SLICE_MIN;
   lo = (int64_t)s * len < numel ? (int64_t)s * len : numel;
   hi = lo + len < numel ? lo + len : numel;
+}
+
+/* The 16-bit copy of the parameters an optimizer keeps (h NULL: none): after p[i] is updated,
+ * h[i] = round(p[i]) in bfloat16 (bf16 != 0) or IEEE half. */
+struct half_copy {
+  uint16_t *h;
+  int bf16;
+  __device__ void put(int64_t i, float x) const {
+    if (h) h[i] = bf16 ? hs_bf16_bits(x) : hs_fp16_bits(x);
+  }
+  /* the bytes it adds per element (the device-op ledger) */
+  uint64_t bytes() const { return h ? sizeof(uint16_t) : 0; }
+};
+
+/* The copy of the arena p starts (hs_cuda_shadow_target), if the products read one. */
+static half_copy half_copy_of(const float *p) {
+  half_copy c{nullptr, 0};
+  c.h = hs_cuda_shadow_target(p, &c.bf16);
+  return c;
 }
 
 /* ---- element-wise passes over the table --------------------------------------------------------------- */
@@ -67,8 +93,10 @@ struct adam_op {
   const float *g;
   float *m, *v;
   hs_adam_coefs flagged, unflagged;
+  half_copy half;
   __device__ void operator()(const hs_tensor_span &t, int64_t i) const {
     hs_adam_elem(&p[i], g[i], &m[i], &v[i], t.decay ? &flagged : &unflagged);
+    half.put(i, p[i]);
   }
 };
 
@@ -78,7 +106,11 @@ struct adadelta_op {
   const float *g;
   float *sq, *acc;
   hs_adadelta_coefs c;
-  __device__ void operator()(const hs_tensor_span &, int64_t i) const { hs_adadelta_elem(&p[i], g[i], &sq[i], &acc[i], &c); }
+  half_copy half;
+  __device__ void operator()(const hs_tensor_span &, int64_t i) const {
+    hs_adadelta_elem(&p[i], g[i], &sq[i], &acc[i], &c);
+    half.put(i, p[i]);
+  }
 };
 
 /* SGD: buf may be NULL (no momentum buffer) */
@@ -88,8 +120,10 @@ struct sgd_op {
   float *buf;
   float lr, momentum, weight_decay;
   int first_step;
+  half_copy half;
   __device__ void operator()(const hs_tensor_span &, int64_t i) const {
     hs_sgd_elem(&p[i], g[i], buf ? &buf[i] : nullptr, lr, momentum, weight_decay, first_step);
+    half.put(i, p[i]);
   }
 };
 
@@ -182,7 +216,7 @@ __global__ void __launch_bounds__(HS_BLOCK) lamb_norms_kernel(double *norms, con
 __global__ void __launch_bounds__(HS_BLOCK)
     lamb_apply_kernel(float *p, const float *m, const float *v, const hs_tensor_span *table, const double *norms,
                       hs_lamb_coefs decayed, hs_lamb_coefs undecayed, double lr, double weight_decay,
-                      int trust_ratio_on_no_decay) {
+                      int trust_ratio_on_no_decay, half_copy half) {
   const hs_tensor_span t = table[blockIdx.x];
   int64_t lo, hi;
   slice_bounds(t.numel, blockIdx.y, lo, hi);
@@ -195,6 +229,7 @@ __global__ void __launch_bounds__(HS_BLOCK)
   for (int64_t e = lo + threadIdx.x; e < hi; e += HS_BLOCK) {
     const int64_t i = t.offset + e;
     hs_lamb_apply_elem(&p[i], m[i], v[i], step_f, c);
+    half.put(i, p[i]);
   }
 }
 
@@ -223,6 +258,8 @@ extern "C" void hs_cuda_sumsq_tensors(const hs_backend *be, double *sumsq, doubl
 extern "C" void hs_cuda_scale_tensors(const hs_backend *be, float *flat, float a, const hs_tensor_span *table,
                                       int count) {
   if (count <= 0) return;
+  /* not an optimizer: a parameter arena's 16-bit copy (if flat is one) is reconverted before it is read */
+  hs_cuda_shadow_written(flat, 1);
   launch_for_each(be, table, count, scale_op{flat, a});
   HS_CUDA_LAUNCHED("for_each_kernel<scale_op>", hs_ledger_table_bytes(table, 2 * sizeof(float), 0));
 }
@@ -237,9 +274,10 @@ extern "C" void hs_cuda_adam_update(const hs_backend *be, float *p, const float 
   const hs_adam_coefs unflagged = h->decay_flagged_only
                                       ? hs_adam_make_coefs(h->lr, h->beta1, h->beta2, h->eps, 0.0, h->step, h->decoupled)
                                       : flagged;
-  launch_for_each(be, table, count, adam_op{p, g, m, v, flagged, unflagged});
-  /* p, m, v read and written, g read */
-  HS_CUDA_LAUNCHED("for_each_kernel<adam_op>", hs_ledger_table_bytes(table, 7 * sizeof(float), 0));
+  const half_copy half = half_copy_of(p);
+  launch_for_each(be, table, count, adam_op{p, g, m, v, flagged, unflagged, half});
+  /* p, m, v read and written, g read (and the parameters' 16-bit copy written) */
+  HS_CUDA_LAUNCHED("for_each_kernel<adam_op>", hs_ledger_table_bytes(table, 7 * sizeof(float) + half.bytes(), 0));
 }
 
 /* Adadelta (torch), weight decay on every tensor */
@@ -247,9 +285,10 @@ extern "C" void hs_cuda_adadelta_update(const hs_backend *be, float *p, const fl
                                         const hs_tensor_span *table, int count, double lr, double rho, double eps,
                                         double weight_decay) {
   if (count <= 0) return;
-  launch_for_each(be, table, count, adadelta_op{p, g, sq, acc, hs_adadelta_make_coefs(lr, rho, eps, weight_decay)});
-  /* p, sq, acc read and written, g read */
-  HS_CUDA_LAUNCHED("for_each_kernel<adadelta_op>", hs_ledger_table_bytes(table, 7 * sizeof(float), 0));
+  const half_copy half = half_copy_of(p);
+  launch_for_each(be, table, count, adadelta_op{p, g, sq, acc, hs_adadelta_make_coefs(lr, rho, eps, weight_decay), half});
+  /* p, sq, acc read and written, g read (and the parameters' 16-bit copy written) */
+  HS_CUDA_LAUNCHED("for_each_kernel<adadelta_op>", hs_ledger_table_bytes(table, 7 * sizeof(float) + half.bytes(), 0));
 }
 
 /* SGD (torch) with optional momentum buffer */
@@ -257,10 +296,12 @@ extern "C" void hs_cuda_sgd_update(const hs_backend *be, float *p, const float *
                                    const hs_tensor_span *table, int count, double lr, double momentum,
                                    double weight_decay, int first_step) {
   if (count <= 0) return;
+  const half_copy half = half_copy_of(p);
   launch_for_each(be, table, count,
-                  sgd_op{p, g, buf, (float)lr, (float)momentum, (float)weight_decay, first_step});
-  /* p read and written, g read (and the momentum buffer read and written) */
-  HS_CUDA_LAUNCHED("for_each_kernel<sgd_op>", hs_ledger_table_bytes(table, (momentum != 0.0 ? 5 : 3) * sizeof(float), 0));
+                  sgd_op{p, g, buf, (float)lr, (float)momentum, (float)weight_decay, first_step, half});
+  /* p read and written, g read (and the momentum buffer read and written, the parameters' 16-bit copy written) */
+  HS_CUDA_LAUNCHED("for_each_kernel<sgd_op>",
+                   hs_ledger_table_bytes(table, (momentum != 0.0 ? 5 : 3) * sizeof(float) + half.bytes(), 0));
 }
 
 /* LAMB (NVLAMB): stage 1 (moments and per-slice Σp², Σu²), per-tensor norms into norms[2·count], stage 2
@@ -276,6 +317,7 @@ extern "C" void hs_cuda_lamb_update(const hs_backend *be, float *p, const float 
   double *partial =
       static_cast<double *>(hs_cuda_scratch(be, (size_t)count * HS_TENSOR_SLICES * 2 * sizeof(double)));
   const dim3 grid((unsigned)count, HS_TENSOR_SLICES);
+  const half_copy half = half_copy_of(p);
   HS_LAUNCH(grid, HS_BLOCK, 0, stream, lamb_moments_kernel)(partial, p, g, m, v, table, decayed, undecayed);
   /* p, g read, m, v read and written; the partials */
   HS_CUDA_LAUNCHED("lamb_moments_kernel", hs_ledger_table_bytes(table, 6 * sizeof(float),
@@ -283,7 +325,8 @@ extern "C" void hs_cuda_lamb_update(const hs_backend *be, float *p, const float 
   HS_LAUNCH(1, HS_BLOCK, 0, stream, lamb_norms_kernel)(norms, partial, count);
   HS_CUDA_LAUNCHED("lamb_norms_kernel", (size_t)count * (HS_TENSOR_SLICES * 2 + 2) * sizeof(double));
   HS_LAUNCH(grid, HS_BLOCK, 0, stream, lamb_apply_kernel)(p, m, v, table, norms, decayed, undecayed, h->lr,
-                                                          h->weight_decay, h->trust_ratio_on_no_decay);
-  /* p read and written, m, v read; the norms */
-  HS_CUDA_LAUNCHED("lamb_apply_kernel", hs_ledger_table_bytes(table, 4 * sizeof(float), (uint64_t)count * 2 * sizeof(double)));
+                                                          h->weight_decay, h->trust_ratio_on_no_decay, half);
+  /* p read and written, m, v read (and the parameters' 16-bit copy written); the norms */
+  HS_CUDA_LAUNCHED("lamb_apply_kernel", hs_ledger_table_bytes(table, 4 * sizeof(float) + half.bytes(),
+                                                              (uint64_t)count * 2 * sizeof(double)));
 }

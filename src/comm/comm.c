@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "comm/gpu_census.h"
 #include "util/check.h"
@@ -171,4 +172,17 @@ long long hs_comm_max_ll(const hs_comm *c, long long value) {
     long long r = value;
     if (c->size > 1) HS_CHECK_MPI(MPI_Allreduce(&value, &r, 1, MPI_LONG_LONG, MPI_MAX, c->world), NULL);
     return r;
+}
+
+int hs_comm_share_status(const hs_comm *c, int status) {
+    if (c->size == 1) return status;
+    MPI_Request req;
+    HS_CHECK_MPI(MPI_Ibcast(&status, 1, MPI_INT, 0, c->world, &req), NULL);
+    for (;;) {
+        int done = 0;
+        HS_CHECK_MPI(MPI_Test(&req, &done, MPI_STATUS_IGNORE), NULL);
+        if (done) break;
+        nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
+    }
+    return status;
 }

@@ -49,5 +49,8 @@ void hs_comm_barrier(const hs_comm *c);
 /* Logical AND / max over ranks of an int (agreeing on an error or a decision). */
 int hs_comm_all_true(const hs_comm *c, int value);
 long long hs_comm_max_ll(const hs_comm *c, long long value);
+/* Every rank gets rank 0's status (the prep commands: rank 0 works alone, then all agree on how it went).
+ * The others sleep-poll instead of spinning in MPI, so they leave the cores to rank 0 while it works. */
+int hs_comm_share_status(const hs_comm *c, int status);
 
 #endif

@@ -144,16 +144,7 @@ static int list_files(const char *path, const char *split, int num_file, char **
         for (int i = num_file; i < n; i++) free(names[i]);
         n = num_file;
     }
-    for (int i = 0; i < n; i++) *len += strlen(names[i]) + 1;
-    HS_ALLOC(*list, *len);
-    char *p = *list;
-    for (int i = 0; i < n; i++) {
-        size_t l = strlen(names[i]) + 1;
-        memcpy(p, names[i], l);
-        p += l;
-        free(names[i]);
-    }
-    free(names);
+    hs_dir_pack(names, n, list, len);
     return n;
 }
 

@@ -364,40 +364,12 @@ int hs_bert_activations_16bit(const hs_bert *m) { return m->half != NULL; }
 
 /* ---- initialisation --------------------------------------------------------------------------------- */
 
-/* Same key scheme as nn/init.c (update = UINT64_MAX: never a training update's dropout key); the
- * normals use counter samples 1 and 2, the uniforms of nn/init.c sample 0. */
-#define INIT_UPDATE UINT64_MAX
-
-/* dst[n] ~ N(0, std²): Box-Muller on pairs of counter-RNG uniforms, both outputs used. 1 - u lies in
- * (0, 1], so the logarithm is finite (24-bit uniforms reach 5.8 standard deviations). */
-static void normal_host(float *dst, size_t n, double std, uint64_t seed, uint64_t stream) {
-    const uint64_t key = hs_rng_key(seed, INIT_UPDATE, stream);
-    const double two_pi = 6.283185307179586;
-    for (size_t j = 0; 2 * j < n; j++) {
-        const double r = sqrt(-2.0 * log(1.0 - (double)hs_uniform(key, 1, j)));
-        const double theta = two_pi * (double)hs_uniform(key, 2, j);
-        dst[2 * j] = (float)(std * r * cos(theta));
-        if (2 * j + 1 < n) dst[2 * j + 1] = (float)(std * r * sin(theta));
-    }
-}
-
+/* Normal draws of nn/init.c (mean -0.0: exactly N(0, std²), see hs_init_normal_host) */
 static void fill_normal(hs_params *p, int index, double std, uint64_t seed) {
-    const hs_tensor_info *t = &p->tensors[index];
-    float *host;
-    HS_ALLOC(host, t->numel);
-    normal_host(host, t->numel, std, seed, (uint64_t)index);
-    p->be->upload(p->be, hs_param_data(p, index), host, t->numel * sizeof *host);
-    free(host);
+    hs_init_normal(p, index, -0.0, std, seed);
 }
 
-static void fill_constant(hs_params *p, int index, float value) {
-    const hs_tensor_info *t = &p->tensors[index];
-    float *host;
-    HS_ALLOC(host, t->numel);
-    for (size_t e = 0; e < t->numel; e++) host[e] = value;
-    p->be->upload(p->be, hs_param_data(p, index), host, t->numel * sizeof *host);
-    free(host);
-}
+static void fill_constant(hs_params *p, int index, float value) { hs_init_constant(p, index, value); }
 
 static void fill_layernorm(hs_params *p, int gamma, int beta) {
     fill_constant(p, gamma, 1.0f);
@@ -560,26 +532,39 @@ void hs_bert_take_inputs(hs_bert *m, const hs_bert_inputs *in) {
 
 /* ---- dropout ------------------------------------------------------------------------------------------ */
 
-/* The mask of one dropout site for this micro-batch; p = 0 (no dropout) without a training ctx. */
-static hs_dropout_mask site_mask(const hs_step_ctx *ctx, int64_t first_sample, uint64_t site, double p) {
-    const int on = ctx && ctx->training && p > 0.0;
-    return (hs_dropout_mask){.p = on ? (float)p : 0.0f,
-                             .group = 1,
-                             .key = on ? hs_rng_key(ctx->seed, ctx->update, site) : 0,
-                             .first_sample = first_sample};
-}
-
 static uint64_t layer_site(int layer, int which) {
     return (uint64_t)(DROP_LAYER_BASE + DROP_SITES_PER_LAYER * layer + which);
 }
 
-/* dx = dropout'(dy): the gradient through a dropout, written to `scratch` — or dy itself when the
- * dropout is off (the identity needs no copy). */
-static const float *dropout_grad(const hs_backend *be, const hs_dropout_mask *mask, float *scratch, const float *dy,
-                                 int batch, size_t per_sample) {
-    if (mask->p <= 0.0f) return dy;
-    hs_dropout_backward(be, mask, scratch, dy, batch, per_sample);
-    return scratch;
+/* The three dropout masks of layer i for this micro-batch: attention probabilities, attention output
+ * and FFN output (the forward draws them, the backward recomputes the same ones). */
+typedef struct layer_masks {
+    hs_dropout_mask probs, attn, ffn;
+} layer_masks;
+
+static layer_masks layer_dropout(const hs_bert *m, int i, const hs_step_ctx *ctx, int64_t first_sample) {
+    const double p_hidden = m->cfg.hidden_dropout_prob;
+    return (layer_masks){
+        .probs = hs_dropout_site_mask(ctx, first_sample, layer_site(i, DROP_ATTENTION_PROBS),
+                                      m->cfg.attention_probs_dropout_prob),
+        .attn = hs_dropout_site_mask(ctx, first_sample, layer_site(i, DROP_ATTENTION_OUTPUT), p_hidden),
+        .ffn = hs_dropout_site_mask(ctx, first_sample, layer_site(i, DROP_FFN_OUTPUT), p_hidden)};
+}
+
+/* A layer's LayerNorm backward and the dropout before it: grad_h[T,H] (in place) = ∂/∂(the LayerNorm's
+ * input), the residual's gradient; returns the sublayer output's gradient, the dropout backward of it
+ * (into grad_tmp, one op with the LayerNorm's), or grad_h itself when the dropout is off. */
+static const float *layernorm_dropout_grad(hs_bert *m, const hs_dropout_mask *mask, float *dgamma, float *dbeta,
+                                           const float *x, const float *mean, const float *rstd, const float *gamma) {
+    const int B = m->batch, T = B * m->seq_len, H = m->cfg.hidden_size;
+    const size_t per_sample = (size_t)m->seq_len * (size_t)H;
+    if (mask->p <= 0.0f) {
+        hs_layernorm_backward(m->be, m->grad_h, dgamma, dbeta, m->grad_h, x, mean, rstd, gamma, T, H);
+        return m->grad_h;
+    }
+    hs_layernorm_dropout_backward(m->be, mask, m->grad_h, m->grad_tmp, dgamma, dbeta, m->grad_h, x, mean, rstd, gamma,
+                                  T, H, B, per_sample);
+    return m->grad_tmp;
 }
 
 /* ---- forward ------------------------------------------------------------------------------------------ */
@@ -618,88 +603,69 @@ static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fir
     bert_layer_acts *a = &m->acts[i];
     const int B = m->batch, L = m->seq_len, T = B * L, H = m->cfg.hidden_size, I = m->cfg.intermediate_size;
     const size_t per_sample = (size_t)L * (size_t)H;
-    const double p_hidden = m->cfg.hidden_dropout_prob;
-    const hs_dropout_mask drop_probs =
-        site_mask(ctx, first_sample, layer_site(i, DROP_ATTENTION_PROBS), m->cfg.attention_probs_dropout_prob);
-    const hs_dropout_mask drop_attn = site_mask(ctx, first_sample, layer_site(i, DROP_ATTENTION_OUTPUT), p_hidden);
-    const hs_dropout_mask drop_ffn = site_mask(ctx, first_sample, layer_site(i, DROP_FFN_OUTPUT), p_hidden);
+    const layer_masks drop = layer_dropout(m, i, ctx, first_sample);
     const float *x = m->hidden[i];
 
     const hs_attention_dims dims = attention_dims(m);
     const hs_attention_params w = attention_params(m, l);
     const hs_attention_saved saved = {.qkv = a->qkv, .probs = a->probs};
-    hs_attention_forward(be, &dims, &w, m->mask_bias, &drop_probs, x, &saved, a->ctx);
+    hs_attention_forward(be, &dims, &w, m->mask_bias, &drop.probs, x, &saved, a->ctx);
     hs_linear_forward(be, a->attn_sum, a->ctx, hs_param_data(p, l->attn_out_w), hs_param_data(p, l->attn_out_b), T, H,
                       H);
-    hs_dropout_forward(be, &drop_attn, a->attn_sum, a->attn_sum, B, per_sample);
-    hs_add_layernorm_forward(be, a->attn_out, a->attn_sum, a->attn_mean, a->attn_rstd, a->attn_sum, x,
-                             hs_param_data(p, l->attn_ln_g), hs_param_data(p, l->attn_ln_b), T, H,
-                             HS_BERT_LAYERNORM_EPS);
+    hs_dropout_add_layernorm_forward(be, &drop.attn, a->attn_out, a->attn_sum, a->attn_mean, a->attn_rstd, a->attn_sum,
+                                     x, hs_param_data(p, l->attn_ln_g), hs_param_data(p, l->attn_ln_b), T, H,
+                                     HS_BERT_LAYERNORM_EPS, B, per_sample);
     /* u[T,I] = h1·W1ᵀ (bias-less GEMM), then u += b1 and gelu in one pass */
     be->gemm(be, 0, 1, T, I, H, 1.0f, a->attn_out, H, hs_param_data(p, l->inter_w), H, 0.0f, a->ffn_pre, I);
     hs_bias_gelu_forward(be, a->ffn_act, a->ffn_pre, hs_param_data(p, l->inter_b), T, I);
     hs_linear_forward(be, a->ffn_sum, a->ffn_act, hs_param_data(p, l->out_w), hs_param_data(p, l->out_b), T, I, H);
-    hs_dropout_forward(be, &drop_ffn, a->ffn_sum, a->ffn_sum, B, per_sample);
-    hs_add_layernorm_forward(be, m->hidden[i + 1], a->ffn_sum, a->ffn_mean, a->ffn_rstd, a->ffn_sum, a->attn_out,
-                             hs_param_data(p, l->out_ln_g), hs_param_data(p, l->out_ln_b), T, H,
-                             HS_BERT_LAYERNORM_EPS);
+    hs_dropout_add_layernorm_forward(be, &drop.ffn, m->hidden[i + 1], a->ffn_sum, a->ffn_mean, a->ffn_rstd, a->ffn_sum,
+                                     a->attn_out, hs_param_data(p, l->out_ln_g), hs_param_data(p, l->out_ln_b), T, H,
+                                     HS_BERT_LAYERNORM_EPS, B, per_sample);
 }
 
-/* 16-bit storage: the sizes of the five tensors a layer keeps in 16 bits, for the staged micro-batch */
-typedef struct half_sizes {
-    size_t qkv, probs, ctx, ffn;
-} half_sizes;
+/* 16-bit storage: the five tensors a layer keeps in 16 bits, in HS_BERT_SAVED_* order: each working
+ * tensor (fp32), its 16-bit copy (NULL without 16-bit storage) and its element count for the staged
+ * micro-batch. */
+enum { N_SAVED = HS_BERT_SAVED_FFN_ACT + 1 };
 
-static half_sizes layer_half_sizes(const hs_bert *m) {
+static void layer_saved(const hs_bert *m, int i, hs_act16 t[N_SAVED]) {
     const size_t B = (size_t)m->batch, L = (size_t)m->seq_len, T = B * L, H = (size_t)m->cfg.hidden_size;
-    return (half_sizes){.qkv = T * 3 * H, .probs = B * (size_t)m->cfg.num_attention_heads * L * L, .ctx = T * H,
-                        .ffn = T * (size_t)m->cfg.intermediate_size};
+    const size_t ffn = T * (size_t)m->cfg.intermediate_size;
+    const bert_layer_acts *a = &m->acts[i];
+    const bert_layer_half *h = m->half ? &m->half[i] : NULL;
+    t[HS_BERT_SAVED_QKV] = (hs_act16){a->qkv, h ? h->qkv : NULL, T * 3 * H};
+    const size_t probs = B * (size_t)m->cfg.num_attention_heads * L * L;
+    t[HS_BERT_SAVED_PROBS] = (hs_act16){a->probs, h ? h->probs : NULL, probs};
+    t[HS_BERT_SAVED_CTX] = (hs_act16){a->ctx, h ? h->ctx : NULL, T * H};
+    t[HS_BERT_SAVED_FFN_PRE] = (hs_act16){a->ffn_pre, h ? h->ffn_pre : NULL, ffn};
+    t[HS_BERT_SAVED_FFN_ACT] = (hs_act16){a->ffn_act, h ? h->ffn_act : NULL, ffn};
 }
 
 /* Layer i's working set (fp32) -> its 16-bit copies (rounded) */
 static void layer_store_half(hs_bert *m, int i) {
-    const hs_backend *be = m->be;
-    const bert_layer_acts *a = &m->acts[i];
-    const bert_layer_half *h = &m->half[i];
-    const half_sizes n = layer_half_sizes(m);
-    be->to_half(be, h->qkv, a->qkv, n.qkv);
-    be->to_half(be, h->probs, a->probs, n.probs);
-    be->to_half(be, h->ctx, a->ctx, n.ctx);
-    be->to_half(be, h->ffn_pre, a->ffn_pre, n.ffn);
-    be->to_half(be, h->ffn_act, a->ffn_act, n.ffn);
+    hs_act16 t[N_SAVED];
+    layer_saved(m, i, t);
+    hs_act16_store(m->be, t, N_SAVED);
 }
 
 /* Layer i's 16-bit copies -> the working set, widened (exact), before its backward */
 static void layer_load_half(hs_bert *m, int i) {
-    const hs_backend *be = m->be;
-    const bert_layer_acts *a = &m->acts[i];
-    const bert_layer_half *h = &m->half[i];
-    const half_sizes n = layer_half_sizes(m);
-    be->from_half(be, a->qkv, h->qkv, n.qkv);
-    be->from_half(be, a->probs, h->probs, n.probs);
-    be->from_half(be, a->ctx, h->ctx, n.ctx);
-    be->from_half(be, a->ffn_pre, h->ffn_pre, n.ffn);
-    be->from_half(be, a->ffn_act, h->ffn_act, n.ffn);
+    hs_act16 t[N_SAVED];
+    layer_saved(m, i, t);
+    hs_act16_load(m->be, t, N_SAVED);
 }
 
 size_t hs_bert_saved_tensor(const hs_bert *m, int layer, int which, float *host) {
     if (layer < 0 || layer >= m->cfg.num_hidden_layers || m->batch < 1)
         HS_FATAL(NULL, "hs_bert_saved_tensor: layer %d of %d, %d sequences staged", layer, m->cfg.num_hidden_layers,
                  m->batch);
-    const half_sizes n = layer_half_sizes(m);
-    const bert_layer_acts *a = &m->acts[layer];
-    const bert_layer_half *h = m->half ? &m->half[layer] : NULL;
-    const float *f;
-    const uint16_t *u;
-    size_t count;
-    switch (which) {
-    case HS_BERT_SAVED_QKV: f = a->qkv, u = h ? h->qkv : NULL, count = n.qkv; break;
-    case HS_BERT_SAVED_PROBS: f = a->probs, u = h ? h->probs : NULL, count = n.probs; break;
-    case HS_BERT_SAVED_CTX: f = a->ctx, u = h ? h->ctx : NULL, count = n.ctx; break;
-    case HS_BERT_SAVED_FFN_PRE: f = a->ffn_pre, u = h ? h->ffn_pre : NULL, count = n.ffn; break;
-    case HS_BERT_SAVED_FFN_ACT: f = a->ffn_act, u = h ? h->ffn_act : NULL, count = n.ffn; break;
-    default: HS_FATAL(NULL, "hs_bert_saved_tensor: unknown tensor %d", which);
-    }
+    if (which < 0 || which >= N_SAVED) HS_FATAL(NULL, "hs_bert_saved_tensor: unknown tensor %d", which);
+    hs_act16 t[N_SAVED];
+    layer_saved(m, layer, t);
+    const float *f = t[which].f;
+    const uint16_t *u = t[which].u;
+    const size_t count = t[which].count;
     if (!u) {
         m->be->download(m->be, host, f, count * sizeof(float));
         return count;
@@ -742,7 +708,8 @@ static void heads_forward(hs_bert *m, double *stats) {
 }
 
 static void forward(hs_bert *m, const hs_step_ctx *ctx, int64_t first_sample, double *stats) {
-    const hs_dropout_mask drop_emb = site_mask(ctx, first_sample, DROP_EMBEDDINGS, m->cfg.hidden_dropout_prob);
+    const hs_dropout_mask drop_emb =
+        hs_dropout_site_mask(ctx, first_sample, DROP_EMBEDDINGS, m->cfg.hidden_dropout_prob);
     embeddings_forward(m, &drop_emb);
     for (int i = 0; i < m->cfg.num_hidden_layers; i++) {
         layer_forward(m, i, ctx, first_sample);
@@ -767,21 +734,21 @@ static void heads_backward(hs_bert *m, const hs_step_ctx *ctx) {
         hs_softmax_xent_backward(be, m->mlm_logits, m->mlm_logits, m->in.mlm_labels, Np, V, (float)ctx->loss_scale[0]);
         /* tied decoder: ∂word += dlogitsᵀ·t, ∂cls.predictions.bias += Σ dlogits, dt = dlogits·word */
         hs_linear_backward(be, m->grad_mlm_out, hs_param_grad(p, m->word), hs_param_grad(p, m->mlm_bias), m->mlm_logits,
-                           m->mlm_out, hs_param_data(p, m->word), Np, H, V);
+                           m->mlm_out, hs_param_data(p, m->word), Np, H, V, ctx->grads_zero);
         hs_layernorm_backward(be, m->grad_mlm_out, hs_param_grad(p, m->transform_ln_g),
                               hs_param_grad(p, m->transform_ln_b), m->grad_mlm_out, m->mlm_act, m->mlm_mean,
                               m->mlm_rstd, hs_param_data(p, m->transform_ln_g), Np, H);
         hs_gelu_backward(be, m->grad_mlm_out, m->grad_mlm_out, m->mlm_pre, (size_t)Np * (size_t)H);
         hs_linear_backward(be, m->grad_mlm_in, hs_param_grad(p, m->transform_w), hs_param_grad(p, m->transform_b),
-                           m->grad_mlm_out, m->mlm_in, hs_param_data(p, m->transform_w), Np, H, H);
+                           m->grad_mlm_out, m->mlm_in, hs_param_data(p, m->transform_w), Np, H, H, ctx->grads_zero);
         hs_gather_rows_backward(be, m->grad_h, m->grad_mlm_in, m->in.mlm_rows, Np, H, T);
     }
     hs_softmax_xent_backward(be, m->nsp_logits, m->nsp_logits, m->in.nsp_labels, B, 2, (float)ctx->loss_scale[1]);
     hs_linear_backward(be, m->grad_pool, hs_param_grad(p, m->nsp_w), hs_param_grad(p, m->nsp_b), m->nsp_logits,
-                       m->pool_out, hs_param_data(p, m->nsp_w), B, H, 2);
+                       m->pool_out, hs_param_data(p, m->nsp_w), B, H, 2, ctx->grads_zero);
     hs_tanh_backward(be, m->grad_pool, m->grad_pool, m->pool_out, (size_t)B * (size_t)H);
     hs_linear_backward(be, m->grad_pool_in, hs_param_grad(p, m->pool_w), hs_param_grad(p, m->pool_b), m->grad_pool,
-                       m->pool_in, hs_param_data(p, m->pool_w), B, H, H);
+                       m->pool_in, hs_param_data(p, m->pool_w), B, H, H, ctx->grads_zero);
     hs_gather_rows_backward(be, m->grad_h, m->grad_pool_in, m->in.cls_rows, B, H, T);
 }
 
@@ -791,46 +758,41 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
     const hs_params *p = m->params;
     const bert_layer_params *l = &m->lp[i];
     const bert_layer_acts *a = &m->acts[i];
-    const int B = m->batch, L = m->seq_len, T = B * L, H = m->cfg.hidden_size, I = m->cfg.intermediate_size;
-    const size_t per_sample = (size_t)L * (size_t)H;
-    const double p_hidden = m->cfg.hidden_dropout_prob;
-    const hs_dropout_mask drop_probs =
-        site_mask(ctx, first_sample, layer_site(i, DROP_ATTENTION_PROBS), m->cfg.attention_probs_dropout_prob);
-    const hs_dropout_mask drop_attn = site_mask(ctx, first_sample, layer_site(i, DROP_ATTENTION_OUTPUT), p_hidden);
-    const hs_dropout_mask drop_ffn = site_mask(ctx, first_sample, layer_site(i, DROP_FFN_OUTPUT), p_hidden);
+    const int T = m->batch * m->seq_len, H = m->cfg.hidden_size, I = m->cfg.intermediate_size;
+    const layer_masks drop = layer_dropout(m, i, ctx, first_sample);
     float *dffn = m->ws.ptr; /* [T,I] */
     if (m->half) layer_load_half(m, i);
 
     /* second LayerNorm: grad_h = ∂/∂ffn_sum, which is the gradient of both the FFN output (after
      * dropout) and the residual h1 */
-    hs_layernorm_backward(be, m->grad_h, hs_param_grad(p, l->out_ln_g), hs_param_grad(p, l->out_ln_b), m->grad_h,
-                          a->ffn_sum, a->ffn_mean, a->ffn_rstd, hs_param_data(p, l->out_ln_g), T, H);
-    const float *dout = dropout_grad(be, &drop_ffn, m->grad_tmp, m->grad_h, B, per_sample);
+    const float *dout = layernorm_dropout_grad(m, &drop.ffn, hs_param_grad(p, l->out_ln_g), hs_param_grad(p, l->out_ln_b),
+                                               a->ffn_sum, a->ffn_mean, a->ffn_rstd, hs_param_data(p, l->out_ln_g));
     /* output.dense: dffn[T,I] = dout·W2 */
     hs_linear_backward(be, dffn, hs_param_grad(p, l->out_w), hs_param_grad(p, l->out_b), dout, a->ffn_act,
-                       hs_param_data(p, l->out_w), T, I, H);
+                       hs_param_data(p, l->out_w), T, I, H, ctx->grads_zero);
     hs_gelu_backward(be, dffn, dffn, a->ffn_pre, (size_t)T * (size_t)I);
     /* intermediate.dense_act: ∂b1 += Σ du, ∂W1[I,H] += duᵀ·h1, grad_h += du·W1 (onto the residual path) */
-    be->bias_grad(be, hs_param_grad(p, l->inter_b), dffn, T, I);
-    be->gemm(be, 1, 0, I, H, T, 1.0f, dffn, I, a->attn_out, H, 1.0f, hs_param_grad(p, l->inter_w), H);
+    be->gemm_wgrad_bgrad(be, hs_param_grad(p, l->inter_w), hs_param_grad(p, l->inter_b), dffn, I, a->attn_out, T, H, I,
+                         ctx->grads_zero);
     be->gemm(be, 0, 0, T, H, I, 1.0f, dffn, I, hs_param_data(p, l->inter_w), H, 1.0f, m->grad_h, H);
     hs_grads_ready_after(&m->ready, ctx, stage_ffn(m, i));
 
     /* first LayerNorm, then attention.output.dense: grad_ctx = dattn·Wo */
-    hs_layernorm_backward(be, m->grad_h, hs_param_grad(p, l->attn_ln_g), hs_param_grad(p, l->attn_ln_b), m->grad_h,
-                          a->attn_sum, a->attn_mean, a->attn_rstd, hs_param_data(p, l->attn_ln_g), T, H);
-    const float *dattn = dropout_grad(be, &drop_attn, m->grad_tmp, m->grad_h, B, per_sample);
+    const float *dattn = layernorm_dropout_grad(m, &drop.attn, hs_param_grad(p, l->attn_ln_g),
+                                                hs_param_grad(p, l->attn_ln_b), a->attn_sum, a->attn_mean, a->attn_rstd,
+                                                hs_param_data(p, l->attn_ln_g));
     hs_linear_backward(be, m->grad_ctx, hs_param_grad(p, l->attn_out_w), hs_param_grad(p, l->attn_out_b), dattn,
-                       a->ctx, hs_param_data(p, l->attn_out_w), T, H, H);
+                       a->ctx, hs_param_data(p, l->attn_out_w), T, H, H, ctx->grads_zero);
 
     /* self-attention: grad_h (the residual's gradient) += ∂/∂x through Q, K, V */
     const hs_attention_dims dims = attention_dims(m);
     const hs_attention_params w = attention_params(m, l);
     const hs_attention_grads g = {.query_w = hs_param_grad(p, l->query_w), .query_b = hs_param_grad(p, l->query_b),
                                   .key_w = hs_param_grad(p, l->key_w), .key_b = hs_param_grad(p, l->key_b),
-                                  .value_w = hs_param_grad(p, l->value_w), .value_b = hs_param_grad(p, l->value_b)};
+                                  .value_w = hs_param_grad(p, l->value_w), .value_b = hs_param_grad(p, l->value_b),
+                                  .bias_zero = ctx->grads_zero};
     const hs_attention_saved saved = {.qkv = a->qkv, .probs = a->probs};
-    hs_attention_backward(be, &dims, &w, &g, &drop_probs, m->hidden[i], &saved, m->grad_ctx, m->grad_h, 1, &m->ws);
+    hs_attention_backward(be, &dims, &w, &g, &drop.probs, m->hidden[i], &saved, m->grad_ctx, m->grad_h, 1, &m->ws);
     hs_grads_ready_after(&m->ready, ctx, stage_attention(m, i));
 }
 
@@ -857,7 +819,8 @@ void hs_bert_forward_backward(hs_bert *m, int64_t first_sample, const hs_step_ct
     heads_backward(m, ctx);
     hs_grads_ready_after(&m->ready, ctx, STAGE_HEADS);
     for (int i = m->cfg.num_hidden_layers - 1; i >= 0; i--) layer_backward(m, i, ctx, first_sample);
-    const hs_dropout_mask drop_emb = site_mask(ctx, first_sample, DROP_EMBEDDINGS, m->cfg.hidden_dropout_prob);
+    const hs_dropout_mask drop_emb =
+        hs_dropout_site_mask(ctx, first_sample, DROP_EMBEDDINGS, m->cfg.hidden_dropout_prob);
     embeddings_backward(m, &drop_emb);
     hs_grads_ready_after(&m->ready, ctx, stage_embeddings(m));
 }

@@ -36,6 +36,7 @@
 #include "math/hs_math.h"
 #include "nn/adaptive.h"
 #include "nn/grads_ready.h"
+#include "nn/init.h"
 #include "nn/layers.h"
 #include "util/check.h"
 
@@ -330,24 +331,9 @@ void hs_txl_setup(hs_txl *m) {
 
 /* ---- initialisation ------------------------------------------------------------------------------------ */
 
-#define INIT_UPDATE UINT64_MAX /* never a training update's dropout key */
-
-/* dst[n] ~ N(mean, std²): Box-Muller on pairs of counter-RNG uniforms (as models/bert.c). */
+/* dst ~ N(mean, std²) keyed by the tensor's table index (nn/init.c) */
 static void fill_normal(hs_params *p, int index, double mean, double std, uint64_t seed) {
-    if (index < 0) return;
-    const hs_tensor_info *t = &p->tensors[index];
-    float *host;
-    HS_ALLOC(host, t->numel);
-    const uint64_t key = hs_rng_key(seed, INIT_UPDATE, (uint64_t)index);
-    const double two_pi = 6.283185307179586;
-    for (size_t j = 0; 2 * j < t->numel; j++) {
-        const double r = sqrt(-2.0 * log(1.0 - (double)hs_uniform(key, 1, j)));
-        const double theta = two_pi * (double)hs_uniform(key, 2, j);
-        host[2 * j] = (float)(mean + std * r * cos(theta));
-        if (2 * j + 1 < t->numel) host[2 * j + 1] = (float)(mean + std * r * sin(theta));
-    }
-    p->be->upload(p->be, hs_param_data(p, index), host, t->numel * sizeof *host);
-    free(host);
+    hs_init_normal(p, index, mean, std, seed);
 }
 
 static void fill_zero(hs_params *p, int index) {
@@ -532,15 +518,22 @@ void hs_txl_take_inputs(hs_txl *m, const hs_txl_inputs *in) {
 
 /* ---- dropout ------------------------------------------------------------------------------------------ */
 
-static hs_dropout_mask site_mask(const hs_step_ctx *ctx, int64_t first_sample, uint64_t site, double p) {
-    const int on = ctx && ctx->training && p > 0.0;
-    return (hs_dropout_mask){.p = on ? (float)p : 0.0f,
-                             .group = 1,
-                             .key = on ? hs_rng_key(ctx->seed, ctx->update, site) : 0,
-                             .first_sample = first_sample};
-}
-
 static uint64_t layer_site(int l, int which) { return (uint64_t)(DROP_LAYER_BASE + DROP_SITES_PER_LAYER * l + which); }
+
+/* A post-LN sublayer's LayerNorm backward, dy (in place) -> ∂/∂(its input), and the gradient through the
+ * dropout before it: into scratch in the same op, or dy itself when the dropout is off. */
+static const float *layernorm_dropout_grad(const hs_backend *be, const hs_dropout_mask *mask, float *dy, float *scratch,
+                                           float *dgamma, float *dbeta, const float *x, const float *mean,
+                                           const float *rstd, const float *gamma, int rows, int cols, int batch,
+                                           size_t per_sample) {
+    if (mask->p <= 0.0f) {
+        hs_layernorm_backward(be, dy, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols);
+        return dy;
+    }
+    hs_layernorm_dropout_backward(be, mask, dy, scratch, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols, batch,
+                                  per_sample);
+    return scratch;
+}
 
 /* The gradient through a dropout into scratch, or dy itself when the dropout is off. */
 static float *dropout_grad(const hs_backend *be, const hs_dropout_mask *mask, float *scratch, float *dy, int batch,
@@ -670,7 +663,7 @@ static void positions_forward(hs_txl *m, const pass *ps, int clamp_len) {
         }
     }
     m->be->upload(m->be, m->pos, m->pos_host, (size_t)klen * (size_t)D * sizeof(float));
-    const hs_dropout_mask drop = site_mask(ps->ctx, 0, DROP_POS, m->cfg.dropout);
+    const hs_dropout_mask drop = hs_dropout_site_mask(ps->ctx, 0, DROP_POS, m->cfg.dropout);
     hs_dropout_forward(m->be, &drop, m->pos_drop, m->pos, 1, (size_t)klen * (size_t)D);
 }
 
@@ -684,10 +677,10 @@ static void layer_forward(hs_txl *m, int l, const pass *ps) {
     const int D = c->d_model, nd = c->n_head * c->d_head, I = c->d_inner;
     const size_t per_sample = (size_t)qlen * (size_t)D;
     const float *x = m->hidden[l];
-    const hs_dropout_mask d_att = site_mask(ps->ctx, ps->first, layer_site(l, DROP_ATT), c->dropatt);
-    const hs_dropout_mask d_out = site_mask(ps->ctx, ps->first, layer_site(l, DROP_ATTN_OUT), c->dropout);
-    const hs_dropout_mask d_inner = site_mask(ps->ctx, ps->first, layer_site(l, DROP_FF_INNER), c->dropout);
-    const hs_dropout_mask d_ff = site_mask(ps->ctx, ps->first, layer_site(l, DROP_FF_OUT), c->dropout);
+    const hs_dropout_mask d_att = hs_dropout_site_mask(ps->ctx, ps->first, layer_site(l, DROP_ATT), c->dropatt);
+    const hs_dropout_mask d_out = hs_dropout_site_mask(ps->ctx, ps->first, layer_site(l, DROP_ATTN_OUT), c->dropout);
+    const hs_dropout_mask d_inner = hs_dropout_site_mask(ps->ctx, ps->first, layer_site(l, DROP_FF_INNER), c->dropout);
+    const hs_dropout_mask d_ff = hs_dropout_site_mask(ps->ctx, ps->first, layer_site(l, DROP_FF_OUT), c->dropout);
 
     /* c = cat(mem_l, h_l) per column */
     if (mlen > 0) {
@@ -717,14 +710,15 @@ static void layer_forward(hs_txl *m, int l, const pass *ps) {
                              d_att.p, d_att.key, ps->first);
     /* a = dropout(ctx·Woᵀ) */
     be->gemm(be, 0, 1, T, D, nd, 1.0f, a->ctx, nd, hs_param_data(p, w->o_w), nd, 0.0f, a->attn_sum, D);
-    hs_dropout_forward(be, &d_out, a->attn_sum, a->attn_sum, b, per_sample);
     if (c->pre_lnorm) {
+        hs_dropout_forward(be, &d_out, a->attn_sum, a->attn_sum, b, per_sample);
         be->add_bias(be, a->attn_sum, x, 1, T * D); /* h' = h_l + a */
         hs_layernorm_forward(be, a->ff_in, a->ln2_mean, a->ln2_rstd, a->h1, hs_param_data(p, w->ff_ln_g),
                              hs_param_data(p, w->ff_ln_b), T, D, TXL_LN_EPS);
-    } else {
-        hs_add_layernorm_forward(be, a->h1, a->attn_sum, a->ln1_mean, a->ln1_rstd, a->attn_sum, x,
-                                 hs_param_data(p, w->attn_ln_g), hs_param_data(p, w->attn_ln_b), T, D, TXL_LN_EPS);
+    } else { /* dropout, residual add and LayerNorm in one op */
+        hs_dropout_add_layernorm_forward(be, &d_out, a->h1, a->attn_sum, a->ln1_mean, a->ln1_rstd, a->attn_sum, x,
+                                         hs_param_data(p, w->attn_ln_g), hs_param_data(p, w->attn_ln_b), T, D,
+                                         TXL_LN_EPS, b, per_sample);
     }
     /* u = dropout(relu(ff_in·W1ᵀ + b1)) (relu's backward reads u: dropped entries have zero gradient anyway) */
     hs_linear_forward(be, a->ff_act, a->ff_in, hs_param_data(p, w->ff1_w), hs_param_data(p, w->ff1_b), T, D, I);
@@ -737,9 +731,9 @@ static void layer_forward(hs_txl *m, int l, const pass *ps) {
         be->add_bias(be, out, a->h1, 1, T * D);
     } else {
         hs_linear_forward(be, a->ff_sum, a->ff_act, hs_param_data(p, w->ff2_w), hs_param_data(p, w->ff2_b), T, I, D);
-        hs_dropout_forward(be, &d_ff, a->ff_sum, a->ff_sum, b, per_sample);
-        hs_add_layernorm_forward(be, out, a->ff_sum, a->ln2_mean, a->ln2_rstd, a->ff_sum, a->h1,
-                                 hs_param_data(p, w->ff_ln_g), hs_param_data(p, w->ff_ln_b), T, D, TXL_LN_EPS);
+        hs_dropout_add_layernorm_forward(be, &d_ff, out, a->ff_sum, a->ln2_mean, a->ln2_rstd, a->ff_sum, a->h1,
+                                         hs_param_data(p, w->ff_ln_g), hs_param_data(p, w->ff_ln_b), T, D, TXL_LN_EPS,
+                                         b, per_sample);
     }
 }
 
@@ -757,42 +751,32 @@ static pass make_pass(const hs_txl *m, const hs_txl_segment *seg, const hs_step_
     return ps;
 }
 
-/* 16-bit storage: element counts of the five tensors a layer keeps in 16 bits, for this pass */
-typedef struct half_sizes {
-    size_t qkv, r, probs, ctx, ff_act;
-} half_sizes;
-
-static half_sizes layer_half_sizes(const hs_txl *m, const pass *ps) {
+/* 16-bit storage: the five tensors a layer keeps in 16 bits, with their element counts for this pass */
+enum { N_SAVED = 5 };
+static void layer_saved(const hs_txl *m, int l, const pass *ps, hs_act16 t[N_SAVED]) {
     const size_t b = (size_t)m->batch, q = (size_t)m->qlen, klen = (size_t)ps->klen;
     const size_t nd = (size_t)m->cfg.n_head * (size_t)m->cfg.d_head;
-    return (half_sizes){.qkv = b * klen * 3 * nd, .r = klen * nd, .probs = b * (size_t)m->cfg.n_head * q * klen,
-                        .ctx = b * q * nd, .ff_act = b * q * (size_t)m->cfg.d_inner};
+    const txl_layer_acts *a = &m->acts[l];
+    const txl_layer_half *h = &m->half[l];
+    t[0] = (hs_act16){a->qkv, h->qkv, b * klen * 3 * nd};
+    t[1] = (hs_act16){a->r, h->r, klen * nd};
+    t[2] = (hs_act16){a->probs, h->probs, b * (size_t)m->cfg.n_head * q * klen};
+    t[3] = (hs_act16){a->ctx, h->ctx, b * q * nd};
+    t[4] = (hs_act16){a->ff_act, h->ff_act, b * q * (size_t)m->cfg.d_inner};
 }
 
 /* Layer l's working set (fp32) -> its 16-bit copies (rounded) */
 static void layer_store_half(hs_txl *m, int l, const pass *ps) {
-    const hs_backend *be = m->be;
-    const txl_layer_acts *a = &m->acts[l];
-    const txl_layer_half *h = &m->half[l];
-    const half_sizes n = layer_half_sizes(m, ps);
-    be->to_half(be, h->qkv, a->qkv, n.qkv);
-    be->to_half(be, h->r, a->r, n.r);
-    be->to_half(be, h->probs, a->probs, n.probs);
-    be->to_half(be, h->ctx, a->ctx, n.ctx);
-    be->to_half(be, h->ff_act, a->ff_act, n.ff_act);
+    hs_act16 t[N_SAVED];
+    layer_saved(m, l, ps, t);
+    hs_act16_store(m->be, t, N_SAVED);
 }
 
 /* Layer l's 16-bit copies -> the working set, widened (exact), before its backward */
 static void layer_load_half(hs_txl *m, int l, const pass *ps) {
-    const hs_backend *be = m->be;
-    const txl_layer_acts *a = &m->acts[l];
-    const txl_layer_half *h = &m->half[l];
-    const half_sizes n = layer_half_sizes(m, ps);
-    be->from_half(be, a->qkv, h->qkv, n.qkv);
-    be->from_half(be, a->r, h->r, n.r);
-    be->from_half(be, a->probs, h->probs, n.probs);
-    be->from_half(be, a->ctx, h->ctx, n.ctx);
-    be->from_half(be, a->ff_act, h->ff_act, n.ff_act);
+    hs_act16 t[N_SAVED];
+    layer_saved(m, l, ps, t);
+    hs_act16_load(m->be, t, N_SAVED);
 }
 
 size_t hs_txl_activation_bytes(const hs_txl *m) { return m->activation_bytes; }
@@ -807,13 +791,13 @@ static void forward(hs_txl *m, const pass *ps, double *stats) {
     positions_forward(m, ps, ps->seg ? ps->seg->clamp_len : 0);
     const hs_adaptive_emb_weights ew = emb_weights(m);
     hs_adaptive_embedding_forward(be, &m->ad, &ew, &m->plan_in, &m->emb_state, m->emb);
-    const hs_dropout_mask d_emb = site_mask(ps->ctx, ps->first, DROP_EMB, c->dropout);
+    const hs_dropout_mask d_emb = hs_dropout_site_mask(ps->ctx, ps->first, DROP_EMB, c->dropout);
     hs_dropout_forward(be, &d_emb, m->hidden[0], m->emb, b, per_sample);
     for (int l = 0; l < c->n_layer; l++) {
         layer_forward(m, l, ps);
         if (m->half && ps->ctx) layer_store_half(m, l, ps); /* a backward pass follows (evaluation keeps nothing) */
     }
-    const hs_dropout_mask d_final = site_mask(ps->ctx, ps->first, DROP_FINAL, c->dropout);
+    const hs_dropout_mask d_final = hs_dropout_site_mask(ps->ctx, ps->first, DROP_FINAL, c->dropout);
     hs_dropout_forward(be, &d_final, m->final, m->hidden[c->n_layer], b, per_sample);
     const hs_adaptive_softmax_weights sw = sm_weights(m);
     hs_adaptive_softmax_forward(be, &m->ad, &sw, &m->plan_tgt, &m->sm_state, m->final, stats + HS_STAT_LOSS_SUM,
@@ -832,25 +816,30 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
     const int b = m->batch, qlen = m->qlen, mlen = ps->mlen, klen = ps->klen, T = b * qlen, K = b * klen;
     const int D = c->d_model, nd = c->n_head * c->d_head, I = c->d_inner;
     const size_t per_sample = (size_t)qlen * (size_t)D;
-    const hs_dropout_mask d_att = site_mask(ps->ctx, ps->first, layer_site(l, DROP_ATT), c->dropatt);
-    const hs_dropout_mask d_out = site_mask(ps->ctx, ps->first, layer_site(l, DROP_ATTN_OUT), c->dropout);
-    const hs_dropout_mask d_inner = site_mask(ps->ctx, ps->first, layer_site(l, DROP_FF_INNER), c->dropout);
-    const hs_dropout_mask d_ff = site_mask(ps->ctx, ps->first, layer_site(l, DROP_FF_OUT), c->dropout);
+    const hs_dropout_mask d_att = hs_dropout_site_mask(ps->ctx, ps->first, layer_site(l, DROP_ATT), c->dropatt);
+    const hs_dropout_mask d_out = hs_dropout_site_mask(ps->ctx, ps->first, layer_site(l, DROP_ATTN_OUT), c->dropout);
+    const hs_dropout_mask d_inner = hs_dropout_site_mask(ps->ctx, ps->first, layer_site(l, DROP_FF_INNER), c->dropout);
+    const hs_dropout_mask d_ff = hs_dropout_site_mask(ps->ctx, ps->first, layer_site(l, DROP_FF_OUT), c->dropout);
     float *dh1; /* ∂/∂h' */
+    const float *da; /* ∂/∂a, a = the attention sublayer's output before its dropout */
     if (m->half) layer_load_half(m, l, ps);
 
+    const float *d2;
     if (!c->pre_lnorm) {
-        /* second LN: grad_h = ∂/∂ff_sum = ∂/∂h' (residual) = ∂/∂(dropped FF output) */
-        hs_layernorm_backward(be, m->grad_h, hs_param_grad(p, w->ff_ln_g), hs_param_grad(p, w->ff_ln_b), m->grad_h,
-                              a->ff_sum, a->ln2_mean, a->ln2_rstd, hs_param_data(p, w->ff_ln_g), T, D);
+        /* second LN: grad_h = ∂/∂ff_sum = ∂/∂h' (residual) = ∂/∂(dropped FF output); with the dropout's
+         * gradient in the same op */
+        d2 = layernorm_dropout_grad(be, &d_ff, m->grad_h, m->grad_tmp, hs_param_grad(p, w->ff_ln_g),
+                                    hs_param_grad(p, w->ff_ln_b), a->ff_sum, a->ln2_mean, a->ln2_rstd,
+                                    hs_param_data(p, w->ff_ln_g), T, D, b, per_sample);
+    } else {
+        d2 = dropout_grad(be, &d_ff, m->grad_tmp, m->grad_h, b, per_sample);
     }
-    const float *d2 = dropout_grad(be, &d_ff, m->grad_tmp, m->grad_h, b, per_sample);
     hs_linear_backward(be, m->dff, hs_param_grad(p, w->ff2_w), hs_param_grad(p, w->ff2_b), d2, a->ff_act,
-                       hs_param_data(p, w->ff2_w), T, I, D);
+                       hs_param_data(p, w->ff2_w), T, I, D, ps->ctx->grads_zero);
     if (d_inner.p > 0.0f) hs_dropout_backward(be, &d_inner, m->dff, m->dff, b, (size_t)qlen * (size_t)I);
     hs_relu_backward(be, m->dff, m->dff, a->ff_act, (size_t)T * (size_t)I);
-    be->bias_grad(be, hs_param_grad(p, w->ff1_b), m->dff, T, I);
-    be->gemm(be, 1, 0, I, D, T, 1.0f, m->dff, I, a->ff_in, D, 1.0f, hs_param_grad(p, w->ff1_w), D);
+    be->gemm_wgrad_bgrad(be, hs_param_grad(p, w->ff1_w), hs_param_grad(p, w->ff1_b), m->dff, I, a->ff_in, T, D, I,
+                         ps->ctx->grads_zero);
     if (c->pre_lnorm) {
         /* ∂LN(h') = dff·W1, through the FF LayerNorm, plus the residual */
         be->gemm(be, 0, 0, T, D, I, 1.0f, m->dff, I, hs_param_data(p, w->ff1_w), D, 0.0f, m->grad_h1, D);
@@ -858,16 +847,18 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
                               a->h1, a->ln2_mean, a->ln2_rstd, hs_param_data(p, w->ff_ln_g), T, D);
         be->add_bias(be, m->grad_h1, m->grad_h, 1, T * D);
         dh1 = m->grad_h1;
+        da = dropout_grad(be, &d_out, m->grad_tmp, dh1, b, per_sample);
     } else {
-        /* ∂h' = residual + dff·W1, then the first LN: ∂/∂attn_sum (= ∂/∂h_l and ∂/∂a) */
+        /* ∂h' = residual + dff·W1, then the first LN: ∂/∂attn_sum (= ∂/∂h_l and ∂/∂a), with the
+         * attention output dropout's gradient in the same op */
         be->gemm(be, 0, 0, T, D, I, 1.0f, m->dff, I, hs_param_data(p, w->ff1_w), D, 1.0f, m->grad_h, D);
-        hs_layernorm_backward(be, m->grad_h, hs_param_grad(p, w->attn_ln_g), hs_param_grad(p, w->attn_ln_b), m->grad_h,
-                              a->attn_sum, a->ln1_mean, a->ln1_rstd, hs_param_data(p, w->attn_ln_g), T, D);
+        da = layernorm_dropout_grad(be, &d_out, m->grad_h, m->grad_tmp, hs_param_grad(p, w->attn_ln_g),
+                                    hs_param_grad(p, w->attn_ln_b), a->attn_sum, a->ln1_mean, a->ln1_rstd,
+                                    hs_param_data(p, w->attn_ln_g), T, D, b, per_sample);
         dh1 = m->grad_h;
     }
     hs_grads_ready_after(&m->ready, ps->ctx, stage_ffn(m, l));
     /* a = dropout(ctx·Woᵀ): ∂ctx = ∂a·Wo, ∂Wo += ∂aᵀ·ctx */
-    const float *da = dropout_grad(be, &d_out, m->grad_tmp, dh1, b, per_sample);
     be->gemm(be, 1, 0, D, nd, T, 1.0f, da, D, a->ctx, nd, 1.0f, hs_param_grad(p, w->o_w), nd);
     be->gemm(be, 0, 0, T, nd, D, 1.0f, da, D, hs_param_data(p, w->o_w), nd, 0.0f, m->grad_ctx, nd);
     const float scale = (float)(1.0 / sqrt((double)c->d_head));
@@ -907,10 +898,10 @@ static void backward(hs_txl *m, const pass *ps) {
     hs_adaptive_softmax_backward(be, &m->ad, &sw, &sg, &m->plan_tgt, &m->sm_state, m->final,
                                  (float)ps->ctx->loss_scale[0], m->grad_h);
     hs_grads_ready_after(&m->ready, ps->ctx, STAGE_SOFTMAX);
-    const hs_dropout_mask d_final = site_mask(ps->ctx, ps->first, DROP_FINAL, c->dropout);
+    const hs_dropout_mask d_final = hs_dropout_site_mask(ps->ctx, ps->first, DROP_FINAL, c->dropout);
     if (d_final.p > 0.0f) hs_dropout_backward(be, &d_final, m->grad_h, m->grad_h, b, per_sample);
     for (int l = c->n_layer - 1; l >= 0; l--) layer_backward(m, l, ps);
-    const hs_dropout_mask d_emb = site_mask(ps->ctx, ps->first, DROP_EMB, c->dropout);
+    const hs_dropout_mask d_emb = hs_dropout_site_mask(ps->ctx, ps->first, DROP_EMB, c->dropout);
     const float *demb = dropout_grad(be, &d_emb, m->grad_tmp, m->grad_h, b, per_sample);
     const hs_adaptive_emb_weights ew = emb_weights(m);
     const hs_adaptive_emb_grads eg = emb_grads(m);

@@ -16,6 +16,14 @@ uint16_t *hs_act_halves(const hs_backend *be, size_t *bytes, size_t n) {
     return be->alloc(be, (n ? n : 1) * sizeof(uint16_t));
 }
 
+void hs_act16_store(const hs_backend *be, const hs_act16 *t, int n) {
+    for (int k = 0; k < n; k++) be->to_half(be, t[k].u, t[k].f, t[k].count);
+}
+
+void hs_act16_load(const hs_backend *be, const hs_act16 *t, int n) {
+    for (int k = 0; k < n; k++) be->from_half(be, t[k].f, t[k].u, t[k].count);
+}
+
 int hs_activations_16bit(const hs_backend *be) {
     const char *env = getenv("HETSEQ_ACTIVATION_STORAGE");
     if (env && *env && strcmp(env, "auto") != 0 && strcmp(env, "fp32") != 0)

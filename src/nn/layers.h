@@ -15,6 +15,8 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
+#include "math/hs_math.h"
+#include "nn/step_ctx_stats.h"
 
 /* ---- scratch memory ------------------------------------------------------------------------------ */
 /* A device scratch buffer that grows on demand (conv2d's im2col columns). Starts zeroed ({0}). */
@@ -36,14 +38,27 @@ int hs_activations_16bit(const hs_backend *be);
  * bytes are added to *bytes, the model's activation count (hs_bert_activation_bytes, ...). */
 float *hs_act_floats(const hs_backend *be, size_t *bytes, size_t n);
 uint16_t *hs_act_halves(const hs_backend *be, size_t *bytes, size_t n);
+/* A tensor a layer keeps for its backward: the fp32 working tensor, its 16-bit copy and its element
+ * count for the current micro-batch. */
+typedef struct hs_act16 {
+    float *f;
+    uint16_t *u;
+    size_t count;
+} hs_act16;
+/* t[n]: each working tensor rounded into its 16-bit copy (store, after the forward), or each copy
+ * widened back into its working tensor (load, exact, before the backward). */
+void hs_act16_store(const hs_backend *be, const hs_act16 *t, int n);
+void hs_act16_load(const hs_backend *be, const hs_act16 *t, int n);
 
 /* ---- linear (PyTorch nn.Linear, W[out,in]) --------------------------------------------------------- */
 /* y[B,out] = x[B,in] · W[out,in]ᵀ + b[out] */
 void hs_linear_forward(const hs_backend *be, float *y, const float *x, const float *w, const float *b, int batch,
                        int in, int out);
-/* dW[out,in] += dyᵀ·x, db[out] += colsum(dy), dx[B,in] = dy·W (skipped when dx is NULL) */
+/* dW[out,in] += dyᵀ·x, db[out] += colsum(dy), dx[B,in] = dy·W (skipped when dx is NULL). db_zero = 1
+ * promises db holds zeros (hs_step_ctx.grads_zero): the backend may then write the sum (one GEMM with
+ * its bias-gradient epilogue on CUDA); the result is the same. */
 void hs_linear_backward(const hs_backend *be, float *dx, float *dw, float *db, const float *dy, const float *x,
-                        const float *w, int batch, int in, int out);
+                        const float *w, int batch, int in, int out, int db_zero);
 
 /* ---- conv2d (stride 1, no padding; PyTorch nn.Conv2d, W[c_out,c_in,kh,kw]) ------------------------- */
 /* y[n,c_out,oh,ow] = x[n,c_in,h,w] ⋆ W + b[c_out]; ws grows to what the backend asks for. */
@@ -91,6 +106,16 @@ typedef struct hs_dropout_mask {
     uint64_t key;
     int64_t first_sample;
 } hs_dropout_mask;
+/* The element-wise mask of dropout site `site` (a model's own numbering) for this step: keyed by
+ * (seed, update, site); off (p = 0) in eval mode, without a step context, or for p = 0. */
+static inline hs_dropout_mask hs_dropout_site_mask(const hs_step_ctx *ctx, int64_t first_sample, uint64_t site,
+                                                   double p) {
+    const int on = ctx && ctx->training && p > 0.0;
+    return (hs_dropout_mask){.p = on ? (float)p : 0.0f,
+                             .group = 1,
+                             .key = on ? hs_rng_key(ctx->seed, ctx->update, site) : 0,
+                             .first_sample = first_sample};
+}
 /* y[B,per_sample] = x · mask / (1-p) */
 static inline void hs_dropout_forward(const hs_backend *be, const hs_dropout_mask *m, float *y, const float *x,
                                       int batch, size_t per_sample) {
@@ -157,6 +182,25 @@ static inline void hs_add_layernorm_forward(const hs_backend *be, float *y, floa
                                             const float *a, const float *residual, const float *gamma,
                                             const float *beta, int rows, int cols, float eps) {
     be->layernorm_forward(be, y, x_sum, mean, rstd, a, residual, gamma, beta, rows, cols, eps);
+}
+/* A post-LN sublayer's end in one op: x_sum[R,C] = dropout(a) + residual (m's mask on a[batch,
+ * per_sample]; x_sum may alias a, not residual), y = LayerNorm(x_sum): hs_dropout_forward then
+ * hs_add_layernorm_forward, the same values (one kernel on CUDA). */
+static inline void hs_dropout_add_layernorm_forward(const hs_backend *be, const hs_dropout_mask *m, float *y,
+                                                    float *x_sum, float *mean, float *rstd, const float *a,
+                                                    const float *residual, const float *gamma, const float *beta,
+                                                    int rows, int cols, float eps, int batch, size_t per_sample) {
+    be->dropout_add_layernorm_forward(be, y, x_sum, mean, rstd, a, residual, gamma, beta, rows, cols, eps, batch,
+                                      per_sample, m->group, m->p, m->key, m->first_sample);
+}
+/* Its backward: dx = the LayerNorm backward of dy (may alias dy: the residual's gradient), da = the
+ * dropout backward of dx (the sublayer output's gradient; aliases neither dx nor dy). */
+static inline void hs_layernorm_dropout_backward(const hs_backend *be, const hs_dropout_mask *m, float *dx, float *da,
+                                                 float *dgamma, float *dbeta, const float *dy, const float *x,
+                                                 const float *mean, const float *rstd, const float *gamma, int rows,
+                                                 int cols, int batch, size_t per_sample) {
+    be->layernorm_dropout_backward(be, dx, da, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols, batch, per_sample,
+                                   m->group, m->p, m->key, m->first_sample);
 }
 /* With x̂ = (x - mean)·rstd and g = dy·gamma:
  *   dx[R,C] = rstd · (g - mean_C(g) - x̂ · mean_C(g·x̂))   (overwritten; dx may alias dy)
@@ -226,6 +270,7 @@ typedef struct hs_attention_params {
 } hs_attention_params;
 typedef struct hs_attention_grads {
     float *query_w, *query_b, *key_w, *key_b, *value_w, *value_b; /* accumulate (+=) */
+    int bias_zero; /* 1: the bias gradients hold zeros (hs_step_ctx.grads_zero; see hs_linear_backward) */
 } hs_attention_grads;
 /* What the forward pass keeps for the backward pass (model-owned device buffers, sizes below). */
 typedef struct hs_attention_saved {

@@ -36,6 +36,7 @@ int hs_params_declare(hs_params *p, const char *name, int ndim, const int64_t *s
 void hs_params_allocate(hs_params *p, const hs_backend *be) {
     p->be = be;
     p->data = be->alloc(be, p->total * sizeof(float));
+    be->register_params(be, p->data, p->total); /* bf16/fp16 products read a 16-bit copy (ops.def) */
     p->grad = be->alloc(be, p->total * sizeof(float));
     hs_tensor_span *host;
     HS_ALLOC(host, p->count ? p->count : 1);

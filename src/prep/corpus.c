@@ -110,6 +110,17 @@ static void trim(const char **s, const char **e) {
     while (*e > *s && is_space((*e)[-1])) (*e)--;
 }
 
+/* The next line of [*p, end), trimmed, into [*s, *e); *p moves past its newline. 0 when none is left. */
+static int next_line(const char **p, const char *end, const char **s, const char **e) {
+    if (*p >= end) return 0;
+    const char *nl = memchr(*p, '\n', (size_t)(end - *p));
+    *s = *p;
+    *e = nl ? nl : end;
+    *p = nl ? nl + 1 : end;
+    trim(s, e);
+    return 1;
+}
+
 /* A trimmed line that ends a document: empty, or the fortune-file separator "%". */
 static int is_separator(const char *s, const char *e) { return s == e || (e - s == 1 && *s == '%'); }
 
@@ -131,12 +142,8 @@ static int ends_like_sentence(const char *s, const char *e) {
 
 hs_split_mode hs_corpus_detect_mode(const char *text, size_t len) {
     size_t lines = 0, ending = 0, bytes = 0;
-    const char *p = text, *end = text + len;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *e = nl ? nl : end, *s = p;
-        p = nl ? nl + 1 : end;
-        trim(&s, &e);
+    const char *p = text, *end = text + len, *s, *e;
+    while (next_line(&p, end, &s, &e)) {
         if (is_separator(s, e)) continue;
         lines++;
         bytes += (size_t)(e - s);
@@ -175,25 +182,23 @@ static int is_abbreviation(const char *text, size_t dot) {
     return 0;
 }
 
-/* Length of an opening quote or bracket at s (0 if none): " ' ( [ and “ ‘ « in UTF-8. */
-static size_t opener_at(const char *s, const char *e) {
-    if (s < e && (*s == '"' || *s == '\'' || *s == '(' || *s == '[')) return 1;
+/* Length of a quote or bracket at s (0 if none): one of the ASCII characters in `ascii`, the UTF-8
+ * quote E2 80 q1 or E2 80 q2, or the guillemet C2 g. */
+static size_t mark_at(const char *s, const char *e, const char *ascii, unsigned char q1, unsigned char q2,
+                      unsigned char g) {
+    if (s < e && *s && strchr(ascii, *s)) return 1;
     if (e - s >= 3 && (unsigned char)s[0] == 0xE2 && (unsigned char)s[1] == 0x80 &&
-        ((unsigned char)s[2] == 0x9C || (unsigned char)s[2] == 0x98))
+        ((unsigned char)s[2] == q1 || (unsigned char)s[2] == q2))
         return 3;
-    if (e - s >= 2 && (unsigned char)s[0] == 0xC2 && (unsigned char)s[1] == 0xAB) return 2;
+    if (e - s >= 2 && (unsigned char)s[0] == 0xC2 && (unsigned char)s[1] == g) return 2;
     return 0;
 }
 
-/* Length of a closing quote or bracket at s (0 if none). */
-static size_t closer_at(const char *s, const char *e) {
-    if (s < e && (*s == '"' || *s == '\'' || *s == ')' || *s == ']')) return 1;
-    if (e - s >= 3 && (unsigned char)s[0] == 0xE2 && (unsigned char)s[1] == 0x80 &&
-        ((unsigned char)s[2] == 0x9D || (unsigned char)s[2] == 0x99))
-        return 3;
-    if (e - s >= 2 && (unsigned char)s[0] == 0xC2 && (unsigned char)s[1] == 0xBB) return 2;
-    return 0;
-}
+/* An opening quote or bracket: " ' ( [ and “ ‘ « in UTF-8 */
+static size_t opener_at(const char *s, const char *e) { return mark_at(s, e, "\"'([", 0x9C, 0x98, 0xAB); }
+
+/* A closing quote or bracket: " ' ) ] and ” ’ » in UTF-8 */
+static size_t closer_at(const char *s, const char *e) { return mark_at(s, e, "\"')]", 0x9D, 0x99, 0xBB); }
 
 static void emit_trimmed(const char *s, const char *e, void (*emit)(const char *, size_t, void *), void *ctx) {
     trim(&s, &e);
@@ -261,12 +266,8 @@ static void prose_flush(prose_ctx *p) {
 void hs_corpus_split(const char *text, size_t len, hs_split_mode mode, const hs_text_sink *sink) {
     prose_ctx prose = {.sink = sink};
     int open = 0; /* a document has content */
-    const char *p = text, *end = text + len;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *e = nl ? nl : end, *s = p;
-        p = nl ? nl + 1 : end;
-        trim(&s, &e);
+    const char *p = text, *end = text + len, *s, *e;
+    while (next_line(&p, end, &s, &e)) {
         if (is_separator(s, e)) {
             if (open) {
                 if (mode == HS_SPLIT_PROSE) prose_flush(&prose);

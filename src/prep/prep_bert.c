@@ -29,6 +29,7 @@
 #include "prep/prep_args.h"
 #include "prep/wordpiece.h"
 #include "util/check.h"
+#include "util/publish.h"
 #include "util/dirlist.h"
 #include "util/log.h"
 #include "util/timer.h"
@@ -443,14 +444,6 @@ static void choose_splits(size_t n_docs, long long n_test, int64_t **train, size
 
 /* ---- writing a shard ----------------------------------------------------------------------------------------- */
 
-static int fsync_path(const char *path) {
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
 /* One dataset: rows in the order of perm, row_elems elements of elem_size bytes per row. */
 static void write_dataset(hid_t file, const char *name, hid_t file_type, hid_t mem_type, const void *data,
                           size_t elem_size, size_t n_rows, size_t row_elems, const int64_t *perm, void *scratch,
@@ -498,7 +491,7 @@ static void write_shard(const char *out_dir, const char *name, const hs_instance
     write_dataset(file, "masked_lm_ids", i32, H5T_NATIVE_INT32, r->mlm_ids, 4, N, P, perm, scratch, tmp);
     write_dataset(file, "next_sentence_labels", i8, H5T_NATIVE_INT8, r->nsp_labels, 1, N, 0, perm, scratch, tmp);
     HS_H5(H5Fclose(file), "is the disk full?");
-    if (fsync_path(tmp) != 0 || rename(tmp, path) != 0)
+    if (hs_publish_file(tmp, path) != 0)
         hs_die("prep bert: cannot move %s to %s: %s", tmp, path, strerror(errno));
     free(scratch);
     free(path);
@@ -533,6 +526,79 @@ static size_t make_shard(const bert_args *a, const hs_instance_params *p, const 
 }
 
 /* ---- the command ------------------------------------------------------------------------------------------------ */
+
+/* Every rank's tokenized files gathered into one corpus, the splits chosen and this rank's shards
+ * written (the agreed checks end every rank with one message); reports the totals. Frees `local`.
+ * Returns 0. */
+static int write_shards(const hs_comm *comm, const bert_args *a, const hs_vocab *vocab, hs_special_ids special,
+                        hs_corpus *local, const read_stats *st, double t0) {
+    double totals[4] = {st->bytes, st->files_read, st->files_skipped, st->files_prose};
+    hs_comm_allreduce_sum_double(comm, totals, 4);
+    hs_corpus corpus;
+    gather_corpus(comm, local, &corpus);
+    double t_read = hs_now() - t0;
+    hs_log("| prep bert: %.0f file%s read (%.2f MB; sentences: %.0f as lines, %.0f as prose), %.0f skipped: %zu "
+           "documents, %zu sentences, %zu tokens in %.1f s (%.2f MB/s)",
+           totals[1], totals[1] == 1 ? "" : "s", totals[0] / 1e6, totals[1] - totals[3], totals[3], totals[2],
+           corpus.n_docs, corpus.n_sents, corpus.n_tokens, t_read, totals[0] / 1e6 / (t_read > 0 ? t_read : 1e-9));
+
+    /* agreed checks: every rank holds the same corpus */
+    if (corpus.n_docs == 0)
+        hs_die_all("prep bert: the corpus holds no text (%.0f file%s read, %.0f skipped): nothing to make shards "
+                   "from",
+                   totals[1], totals[1] == 1 ? "" : "s", totals[2]);
+    long long n_test = 0;
+    if (a->valid_fraction > 0) {
+        if (corpus.n_docs < 2)
+            hs_die_all("prep bert: --valid-fraction needs at least 2 documents; the corpus has 1");
+        n_test = llround(a->valid_fraction * (double)corpus.n_docs);
+        if (n_test < 1) n_test = 1;
+        if (n_test > (long long)corpus.n_docs - 1) n_test = (long long)corpus.n_docs - 1;
+    }
+    int64_t *train_docs, *test_docs;
+    size_t n_train;
+    choose_splits(corpus.n_docs, n_test, &train_docs, &n_train, &test_docs);
+    if ((long long)n_train < a->shards)
+        hs_die_all("prep bert: %zu training documents cannot fill %lld shards (each shard needs a document): "
+                   "use --shards %zu or fewer",
+                   n_train, a->shards, n_train);
+    if (n_test > 0 && n_test < a->test_shards)
+        hs_die_all("prep bert: %lld test documents cannot fill %lld test shards: use --test-shards %lld or a "
+                   "larger --valid-fraction",
+                   n_test, a->test_shards, n_test);
+
+    hs_instance_params p = {(int)a->seq_len, (int)a->max_pred, a->masked_lm_prob, a->short_seq_prob,
+                            hs_vocab_size(vocab), special};
+    hs_doc_pool pools[2] = {{&corpus, train_docs, n_train}, {&corpus, test_docs, (size_t)n_test}};
+    /* output file f: training shards 0..K-1, then test shards; rank f mod W makes it */
+    long long n_out = a->shards + (n_test > 0 ? a->test_shards : 0), mine = 0, done = 0;
+    double instances[2] = {0, 0};
+    for (long long f = comm->rank; f < n_out; f += comm->size) mine++;
+    for (long long f = comm->rank; f < n_out; f += comm->size) {
+        int split = f < a->shards ? SPLIT_TRAIN : SPLIT_TEST;
+        long long shard = split == SPLIT_TRAIN ? f : f - a->shards;
+        size_t n = make_shard(a, &p, &pools[split], split, shard, split == SPLIT_TRAIN ? a->shards : a->test_shards);
+        instances[split] += (double)n;
+        done++;
+        hs_log("| prep bert: %s/%s_%s_%lld.hdf5: %zu instances (rank 0: %lld of %lld shards, %.1f s)", a->out_dir,
+               a->prefix, split_names[split], shard, n, done, mine, hs_now() - t0);
+    }
+    hs_comm_allreduce_sum_double(comm, instances, 2);
+    double t_all = hs_now() - t0;
+    char test_part[128] = "";
+    if (n_test > 0)
+        snprintf(test_part, sizeof test_part, " and %lld test shard%s (%.0f instances from %lld documents)",
+                 a->test_shards, a->test_shards == 1 ? "" : "s", instances[1], n_test);
+    hs_log("| prep bert: wrote %lld training shard%s (%.0f instances from %zu documents)%s to %s in %.1f s: "
+           "%.2f MB of text per second",
+           a->shards, a->shards == 1 ? "" : "s", instances[0], n_train, test_part, a->out_dir, t_all,
+           totals[0] / 1e6 / (t_all > 0 ? t_all : 1e-9));
+
+    free(train_docs);
+    free(test_docs);
+    hs_corpus_free(&corpus);
+    return 0;
+}
 
 int hs_prep_bert_main(int argc, char **argv, const hs_comm *comm) {
     bert_args a;
@@ -602,87 +668,20 @@ int hs_prep_bert_main(int argc, char **argv, const hs_comm *comm) {
     hs_corpus local = {0};
     read_stats st = {0};
     int failed = tokenize_files(&a, vocab, paths, first[comm->rank], first[comm->rank + 1], comm->rank, &local, &st);
+    int rc = 1;
     if (hs_comm_max_ll(comm, failed)) {
-        if (comm->rank == 0) fprintf(stderr, "hetseq: error: prep bert: stopped: a --corpus file is unreadable or not UTF-8 text (see above)\n");
+        if (comm->rank == 0)
+            fprintf(stderr, "hetseq: error: prep bert: stopped: a --corpus file is unreadable or not UTF-8 text (see "
+                            "above)\n");
         hs_corpus_free(&local);
-        hs_vocab_free(vocab);
-        free(first);
-        free(paths);
-        free(names);
-        free(bytes);
-        free(a.corpus);
-        return 1;
+    } else {
+        rc = write_shards(comm, &a, vocab, special, &local, &st, t0);
     }
-    double totals[4] = {st.bytes, st.files_read, st.files_skipped, st.files_prose};
-    hs_comm_allreduce_sum_double(comm, totals, 4);
-    hs_corpus corpus;
-    gather_corpus(comm, &local, &corpus);
-    double t_read = hs_now() - t0;
-    hs_log("| prep bert: %.0f file%s read (%.2f MB; sentences: %.0f as lines, %.0f as prose), %.0f skipped: %zu "
-           "documents, %zu sentences, %zu tokens in %.1f s (%.2f MB/s)",
-           totals[1], totals[1] == 1 ? "" : "s", totals[0] / 1e6, totals[1] - totals[3], totals[3], totals[2],
-           corpus.n_docs, corpus.n_sents, corpus.n_tokens, t_read, totals[0] / 1e6 / (t_read > 0 ? t_read : 1e-9));
-
-    /* agreed checks: every rank holds the same corpus */
-    if (corpus.n_docs == 0)
-        hs_die_all("prep bert: the corpus holds no text (%.0f file%s read, %.0f skipped): nothing to make shards "
-                   "from",
-                   totals[1], totals[1] == 1 ? "" : "s", totals[2]);
-    long long n_test = 0;
-    if (a.valid_fraction > 0) {
-        if (corpus.n_docs < 2)
-            hs_die_all("prep bert: --valid-fraction needs at least 2 documents; the corpus has 1");
-        n_test = llround(a.valid_fraction * (double)corpus.n_docs);
-        if (n_test < 1) n_test = 1;
-        if (n_test > (long long)corpus.n_docs - 1) n_test = (long long)corpus.n_docs - 1;
-    }
-    int64_t *train_docs, *test_docs;
-    size_t n_train;
-    choose_splits(corpus.n_docs, n_test, &train_docs, &n_train, &test_docs);
-    if ((long long)n_train < a.shards)
-        hs_die_all("prep bert: %zu training documents cannot fill %lld shards (each shard needs a document): "
-                   "use --shards %zu or fewer",
-                   n_train, a.shards, n_train);
-    if (n_test > 0 && n_test < a.test_shards)
-        hs_die_all("prep bert: %lld test documents cannot fill %lld test shards: use --test-shards %lld or a "
-                   "larger --valid-fraction",
-                   n_test, a.test_shards, n_test);
-
-    hs_instance_params p = {(int)a.seq_len, (int)a.max_pred, a.masked_lm_prob, a.short_seq_prob,
-                            hs_vocab_size(vocab), special};
-    hs_doc_pool pools[2] = {{&corpus, train_docs, n_train}, {&corpus, test_docs, (size_t)n_test}};
-    /* output file f: training shards 0..K-1, then test shards; rank f mod W makes it */
-    long long n_out = a.shards + (n_test > 0 ? a.test_shards : 0), mine = 0, done = 0;
-    double instances[2] = {0, 0};
-    for (long long f = comm->rank; f < n_out; f += comm->size) mine++;
-    for (long long f = comm->rank; f < n_out; f += comm->size) {
-        int split = f < a.shards ? SPLIT_TRAIN : SPLIT_TEST;
-        long long shard = split == SPLIT_TRAIN ? f : f - a.shards;
-        size_t n = make_shard(&a, &p, &pools[split], split, shard, split == SPLIT_TRAIN ? a.shards : a.test_shards);
-        instances[split] += (double)n;
-        done++;
-        hs_log("| prep bert: %s/%s_%s_%lld.hdf5: %zu instances (rank 0: %lld of %lld shards, %.1f s)", a.out_dir,
-               a.prefix, split_names[split], shard, n, done, mine, hs_now() - t0);
-    }
-    hs_comm_allreduce_sum_double(comm, instances, 2);
-    double t_all = hs_now() - t0;
-    char test_part[128] = "";
-    if (n_test > 0)
-        snprintf(test_part, sizeof test_part, " and %lld test shard%s (%.0f instances from %lld documents)",
-                 a.test_shards, a.test_shards == 1 ? "" : "s", instances[1], n_test);
-    hs_log("| prep bert: wrote %lld training shard%s (%.0f instances from %zu documents)%s to %s in %.1f s: "
-           "%.2f MB of text per second",
-           a.shards, a.shards == 1 ? "" : "s", instances[0], n_train, test_part, a.out_dir, t_all,
-           totals[0] / 1e6 / (t_all > 0 ? t_all : 1e-9));
-
-    free(train_docs);
-    free(test_docs);
-    hs_corpus_free(&corpus);
     hs_vocab_free(vocab);
     free(first);
     free(paths);
     free(names);
     free(bytes);
     free(a.corpus);
-    return 0;
+    return rc;
 }

@@ -29,6 +29,7 @@
 #include "prep/prep_args.h"
 #include "prep/wordpiece.h"
 #include "util/check.h"
+#include "util/publish.h"
 #include "util/dirlist.h"
 #include "util/timer.h"
 
@@ -124,14 +125,6 @@ static int parse_args(int argc, char **argv, int rank, lm_args *a) {
 }
 
 /* ---- small helpers --------------------------------------------------------------------------------------------- */
-
-static char *join_path(const char *dir, const char *name) {
-    size_t len = strlen(dir) + strlen(name) + 2;
-    char *p;
-    HS_ALLOC(p, len);
-    snprintf(p, len, "%s/%s", dir, name);
-    return p;
-}
 
 /* mkdir -p: 0, or -1 with a message naming the option and the reason. */
 static int make_dirs(const char *opt, const char *dir, char *err, size_t errlen) {
@@ -240,21 +233,6 @@ static int map_text(const char *path, const char *what, const char **text, size_
 
 static void unmap_text(const char *text, size_t n) {
     if (text) munmap((void *)text, n);
-}
-
-/* Every rank gets rank 0's status. The others sleep-poll instead of spinning in MPI, so they leave the
- * cores to rank 0 while it works. */
-static int share_status(const hs_comm *comm, int status) {
-    if (comm->size == 1) return status;
-    MPI_Request req;
-    HS_CHECK_MPI(MPI_Ibcast(&status, 1, MPI_INT, 0, comm->world, &req), NULL);
-    for (;;) {
-        int done = 0;
-        HS_CHECK_MPI(MPI_Test(&req, &done, MPI_STATUS_IGNORE), NULL);
-        if (done) break;
-        nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
-    }
-    return status;
 }
 
 /* ---- raw text -> WikiText format ------------------------------------------------------------------------------- */
@@ -472,7 +450,7 @@ static int raw_to_wikitext(const lm_args *a, const char *tokens_dir, char *err, 
         for (int64_t k = 0; k < want[1] + want[2]; k++) which[perm[k]] = k < want[1] ? 1 : 2;
         free(perm);
         for (int s = 0; s < 3; s++) {
-            out_path[s] = join_path(tokens_dir, SPLIT_FILES[s]);
+            out_path[s] = hs_path_join(tokens_dir, SPLIT_FILES[s]);
             out[s] = fopen(out_path[s], "w");
             if (!out[s]) {
                 snprintf(err, errlen, "cannot write %s: %s", out_path[s], strerror(errno));
@@ -694,13 +672,11 @@ static int write_h5(const lm_args *a, const char *out_path, const hs_lm_vocab *v
     HS_H5(H5Fclose(file), "is the disk full?");
 
     int rc = 0;
-    int fd = open(tmp, O_RDONLY); /* the data reach the disk before the rename makes them visible */
-    if (fd < 0 || fsync(fd) != 0 || rename(tmp, out_path) != 0) {
+    if (hs_publish_file(tmp, out_path) != 0) {
         snprintf(err, errlen, "cannot move %s to %s: %s", tmp, out_path, strerror(errno));
         unlink(tmp);
         rc = -1;
     }
-    if (fd >= 0) close(fd);
     hs_check_on_fatal(NULL, NULL);
     g_tmp_path = NULL;
     free(tmp);
@@ -711,7 +687,7 @@ static int write_h5(const lm_args *a, const char *out_path, const hs_lm_vocab *v
 
 static void remove_tokens_dir(const char *dir) {
     for (int s = 0; s < 3; s++) {
-        char *p = join_path(dir, SPLIT_FILES[s]);
+        char *p = hs_path_join(dir, SPLIT_FILES[s]);
         unlink(p);
         free(p);
     }
@@ -737,23 +713,24 @@ static int run(const lm_args *a) {
         goto fail;
     }
     if (make_dirs("--out", a->out_dir, err, sizeof err) != 0) goto fail;
-    out_path = join_path(a->out_dir, "lm.h5");
+    out_path = hs_path_join(a->out_dir, "lm.h5");
 
     if (a->n_raw > 0) {
         const char *dir = a->write_tokens;
         if (dir) {
             if (make_dirs("--write-tokens", dir, err, sizeof err) != 0) goto fail;
         } else {
-            dir = tokens_tmp = join_path(a->out_dir, ".lm-tokens.tmp");
+            dir = tokens_tmp = hs_path_join(a->out_dir, ".lm-tokens.tmp");
             if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
                 snprintf(err, sizeof err, "cannot create %s: %s", dir, strerror(errno));
                 goto fail;
             }
         }
         if (raw_to_wikitext(a, dir, err, sizeof err) != 0) goto fail;
-        for (int s = 0; s < 3; s++) paths[s] = join_path(dir, SPLIT_FILES[s]);
+        for (int s = 0; s < 3; s++) paths[s] = hs_path_join(dir, SPLIT_FILES[s]);
     } else {
-        for (int s = 0; s < 3; s++) paths[s] = a->split_path[s] ? HS_STRDUP(a->split_path[s]) : join_path(a->in_dir, SPLIT_FILES[s]);
+        for (int s = 0; s < 3; s++)
+            paths[s] = a->split_path[s] ? HS_STRDUP(a->split_path[s]) : hs_path_join(a->in_dir, SPLIT_FILES[s]);
     }
     /* every input is there before any work */
     long long total = 0;
@@ -851,5 +828,5 @@ int hs_prep_lm_main(int argc, char **argv, const hs_comm *comm) {
     HS_H5(H5Eset_auto2(H5E_DEFAULT, NULL, NULL), NULL);
     int status = comm->rank == 0 ? run(&a) : 0;
     free(a.raw);
-    return share_status(comm, status);
+    return hs_comm_share_status(comm, status);
 }

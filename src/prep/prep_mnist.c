@@ -14,6 +14,7 @@
 #include "prep/prep.h"
 #include "prep/prep_args.h"
 #include "util/check.h"
+#include "util/publish.h"
 
 /* Rows per chunk: a micro-batch of up to a few hundred rows touches one or two chunks; a 1024-image
  * chunk is 784 KiB, inside HDF5's default 1 MiB chunk cache. */
@@ -88,15 +89,6 @@ static void write_u8_dataset(hid_t group, const char *name, int ndim, const hsiz
     HS_H5(H5Sclose(space), NULL);
 }
 
-/* Data reach the disk before the rename makes them visible under the final name. */
-static int fsync_path(const char *path) {
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
 /* Rank 0's work. Returns 0, or 1 after printing one message. */
 static int convert(const prep_args *a) {
     char err[HS_IDX_ERR_LEN];
@@ -144,7 +136,7 @@ static int convert(const prep_args *a) {
         HS_H5(H5Gclose(group), NULL);
     }
     HS_H5(H5Fclose(file), "is the disk full?");
-    if (fsync_path(tmp) != 0 || rename(tmp, a->out_path) != 0) {
+    if (hs_publish_file(tmp, a->out_path) != 0) {
         snprintf(err, sizeof err, "cannot move %s to %s: %s", tmp, a->out_path, strerror(errno));
         free(tmp);
         goto fail;

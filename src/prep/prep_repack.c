@@ -17,6 +17,7 @@
 #include "prep/prep.h"
 #include "prep/prep_args.h"
 #include "util/check.h"
+#include "util/publish.h"
 #include "util/dirlist.h"
 #include "util/h5util.h"
 
@@ -117,16 +118,7 @@ static int plan(const repack_args *a, char **list, size_t *len, char *err, size_
         free(names);
         return -1;
     }
-    for (int i = 0; i < n; i++) *len += strlen(names[i]) + 1;
-    HS_ALLOC(*list, *len);
-    char *p = *list;
-    for (int i = 0; i < n; i++) {
-        size_t l = strlen(names[i]) + 1;
-        memcpy(p, names[i], l);
-        p += l;
-        free(names[i]);
-    }
-    free(names);
+    hs_dir_pack(names, n, list, len);
     return n;
 }
 
@@ -234,15 +226,6 @@ read_failed: {
 }
 }
 
-/* Data reach the disk before the rename makes them visible under the final name. */
-static int fsync_path(const char *path) {
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
 /* Repack one shard. Returns 0 (rows in *rows), or 1 after printing one message. */
 static int repack_file(const char *in_path, const repack_args *a, long long *rows) {
     char err[4096] = "";
@@ -336,7 +319,7 @@ static int repack_file(const char *in_path, const repack_args *a, long long *row
     src = H5I_INVALID_HID;
     HS_H5(H5Fclose(dst), "is the disk full?");
     dst = H5I_INVALID_HID;
-    if (fsync_path(tmp_path) != 0 || rename(tmp_path, out_path) != 0) {
+    if (hs_publish_file(tmp_path, out_path) != 0) {
         snprintf(err, sizeof err, "cannot move %s to %s: %s", tmp_path, out_path, strerror(errno));
         goto done;
     }

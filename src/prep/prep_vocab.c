@@ -280,21 +280,6 @@ static void gather_counts(const hs_comm *comm, hs_word_counts *wc) {
     free(sizes);
 }
 
-/* Every rank gets rank 0's status. The others sleep-poll instead of spinning in MPI_Bcast, so they
- * leave the cores to rank 0 while it learns the vocabulary. */
-static int share_status(const hs_comm *comm, int status) {
-    if (comm->size == 1) return status;
-    MPI_Request req;
-    HS_CHECK_MPI(MPI_Ibcast(&status, 1, MPI_INT, 0, comm->world, &req), NULL);
-    for (;;) {
-        int done = 0;
-        HS_CHECK_MPI(MPI_Test(&req, &done, MPI_STATUS_IGNORE), NULL);
-        if (done) break;
-        nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
-    }
-    return status;
-}
-
 /* ---- learning (rank 0) ----------------------------------------------------------------------------------- */
 
 static void show_merging(int tokens, int size, const char *newest, uint64_t count, void *ctx) {
@@ -441,5 +426,5 @@ int hs_prep_vocab_main(int argc, char **argv, const hs_comm *comm) {
     }
     hs_word_counts_free(wc);
     free(a.corpus);
-    return share_status(comm, status);
+    return hs_comm_share_status(comm, status);
 }

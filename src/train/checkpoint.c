@@ -20,6 +20,7 @@
 
 #include "build_config.h" /* PACKAGE_VERSION */
 #include "util/check.h"
+#include "util/dirlist.h"
 #include "util/fault.h"
 #include "util/h5util.h"
 #include "util/log.h"
@@ -102,30 +103,41 @@ static void write_int64_attr(hid_t loc, const char *name, int64_t value) {
     write_scalar_attr(loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &value);
 }
 
-/* A string attribute (variable or fixed length) as a malloc'd C string; NULL if it is absent or not a
- * string. */
+/* Reads all of an attribute (is_attr) or a dataset into buf as mem_type. */
+static void read_whole(hid_t obj, int is_attr, hid_t mem_type, void *buf) {
+    if (is_attr) HS_H5(H5Aread(obj, mem_type, buf), H5_HINT);
+    else HS_H5(H5Dread(obj, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf), H5_HINT);
+}
+
+/* A string attribute or dataset (variable or fixed length; ftype its file type) as a malloc'd C
+ * string; NULL if it is not a string. */
+static char *read_string(hid_t obj, int is_attr, hid_t ftype) {
+    if (H5Tget_class(ftype) != H5T_STRING) return NULL;
+    char *out;
+    if (HS_H5(H5Tis_variable_str(ftype), NULL) > 0) {
+        hid_t mtype = vlen_string_type();
+        char *s = NULL;
+        read_whole(obj, is_attr, mtype, &s);
+        out = HS_STRDUP(s ? s : "");
+        if (s) HS_H5(H5free_memory(s), NULL);
+        HS_H5(H5Tclose(mtype), NULL);
+    } else {
+        size_t n = H5Tget_size(ftype);
+        hid_t mtype = (hid_t)HS_H5(H5Tcopy(H5T_C_S1), NULL);
+        HS_H5(H5Tset_size(mtype, n + 1), NULL); /* room for the terminator of a NULLPAD string */
+        HS_ALLOC(out, n + 1);
+        read_whole(obj, is_attr, mtype, out);
+        HS_H5(H5Tclose(mtype), NULL);
+    }
+    return out;
+}
+
+/* A string attribute as a malloc'd C string; NULL if it is absent or not a string. */
 static char *read_string_attr(hid_t loc, const char *name) {
     if (HS_H5(H5Aexists(loc, name), H5_HINT) <= 0) return NULL;
     hid_t attr = (hid_t)HS_H5(H5Aopen(loc, name, H5P_DEFAULT), H5_HINT);
     hid_t ftype = (hid_t)HS_H5(H5Aget_type(attr), NULL);
-    char *out = NULL;
-    if (H5Tget_class(ftype) == H5T_STRING) {
-        if (HS_H5(H5Tis_variable_str(ftype), NULL) > 0) {
-            hid_t mtype = vlen_string_type();
-            char *s = NULL;
-            HS_H5(H5Aread(attr, mtype, &s), H5_HINT);
-            out = HS_STRDUP(s ? s : "");
-            if (s) HS_H5(H5free_memory(s), NULL);
-            HS_H5(H5Tclose(mtype), NULL);
-        } else {
-            size_t n = H5Tget_size(ftype);
-            hid_t mtype = (hid_t)HS_H5(H5Tcopy(H5T_C_S1), NULL);
-            HS_H5(H5Tset_size(mtype, n + 1), NULL); /* room for the terminator of a NULLPAD string */
-            HS_ALLOC(out, n + 1);
-            HS_H5(H5Aread(attr, mtype, out), H5_HINT);
-            HS_H5(H5Tclose(mtype), NULL);
-        }
-    }
+    char *out = read_string(attr, 1, ftype);
     HS_H5(H5Tclose(ftype), NULL);
     HS_H5(H5Aclose(attr), NULL);
     return out;
@@ -306,14 +318,6 @@ static void fsync_path(const char *path, int flags, const char *what) {
     if (close(fd) != 0) hs_die("cannot close %s '%s': %s", what, path, strerror(errno));
 }
 
-static char *join_path(const char *dir, const char *name) {
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p;
-    HS_ALLOC(p, n);
-    snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
 static void remove_temporary(void *path) {
     if (unlink((const char *)path) == 0)
         fprintf(stderr, "hetseq: removed the incomplete checkpoint %s\n", (const char *)path);
@@ -343,7 +347,7 @@ void hs_checkpoint_save_with_task(const char *dir, const char *name, const hs_pa
         hs_die("checkpoint directory '%s' is not writable (%s); set checkpoint.save_dir to a writable directory",
                dir, strerror(errno));
 
-    char *final_path = join_path(dir, name);
+    char *final_path = hs_path_join(dir, name);
     size_t n = strlen(final_path) + 5;
     char *tmp_path;
     HS_ALLOC(tmp_path, n);
@@ -390,7 +394,7 @@ static void copy_file(const char *src, const char *dst) {
 
 void hs_checkpoint_link(const char *dir, const char *name, const char *alias) {
     if (!dir || !*dir) dir = ".";
-    char *src = join_path(dir, name), *dst = join_path(dir, alias);
+    char *src = hs_path_join(dir, name), *dst = hs_path_join(dir, alias);
     size_t n = strlen(dst) + 5;
     char *tmp;
     HS_ALLOC(tmp, n);
@@ -523,24 +527,7 @@ static char *read_config_text(hid_t file) {
     if (!link_exists(file, "config")) return NULL;
     hid_t dset = (hid_t)HS_H5(H5Dopen2(file, "config", H5P_DEFAULT), H5_HINT);
     hid_t ftype = (hid_t)HS_H5(H5Dget_type(dset), H5_HINT);
-    char *out = NULL;
-    if (H5Tget_class(ftype) == H5T_STRING) {
-        if (HS_H5(H5Tis_variable_str(ftype), NULL) > 0) {
-            hid_t mtype = vlen_string_type();
-            char *s = NULL;
-            HS_H5(H5Dread(dset, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, &s), H5_HINT);
-            out = HS_STRDUP(s ? s : "");
-            if (s) HS_H5(H5free_memory(s), NULL);
-            HS_H5(H5Tclose(mtype), NULL);
-        } else {
-            size_t n = H5Tget_size(ftype);
-            hid_t mtype = (hid_t)HS_H5(H5Tcopy(H5T_C_S1), NULL);
-            HS_H5(H5Tset_size(mtype, n + 1), NULL);
-            HS_ALLOC(out, n + 1);
-            HS_H5(H5Dread(dset, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, out), H5_HINT);
-            HS_H5(H5Tclose(mtype), NULL);
-        }
-    }
+    char *out = read_string(dset, 0, ftype);
     HS_H5(H5Tclose(ftype), NULL);
     HS_H5(H5Dclose(dset), NULL);
     return out;
@@ -758,7 +745,7 @@ void hs_checkpoint_prune(const char *dir, int keep) {
         if (count[k] > 0) qsort(files[k], (size_t)count[k], sizeof files[k][0], by_number_descending);
         for (int i = 0; i < count[k]; i++) {
             if (i >= keep) {
-                char *path = join_path(dir, files[k][i].name);
+                char *path = hs_path_join(dir, files[k][i].name);
                 if (unlink(path) != 0 && errno != ENOENT)
                     hs_warn("cannot remove old checkpoint '%s': %s", path, strerror(errno));
                 free(path);
@@ -776,7 +763,7 @@ void hs_checkpoint_remove_stale(const char *dir) {
     while ((e = readdir(d)) != NULL) {
         size_t n = strlen(e->d_name);
         if (n < 7 || strcmp(e->d_name + n - 7, ".h5.tmp") != 0 || strncmp(e->d_name, "checkpoint", 10) != 0) continue;
-        char *path = join_path(dir, e->d_name);
+        char *path = hs_path_join(dir, e->d_name);
         if (unlink(path) == 0) hs_log("| removed %s, left by a run that was killed while saving", path);
         free(path);
     }

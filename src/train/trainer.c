@@ -97,37 +97,37 @@ static void gather_task_state(trainer *t, hs_task_state *ts) {
     if (t->task->gather_state) t->task->gather_state(t->task, t->comm, ts);
 }
 
-static void save(trainer *t, const char *name, int64_t epoch) {
+/* What both saves do: the task's state gathered (collective), then rank 0 writes `name` in save_dir
+ * (*started: when the writing began). Returns 1 on rank 0 when it wrote; 0 on the other ranks and
+ * with checkpoint.no_save. */
+static int write_checkpoint(trainer *t, const char *name, double *started) {
     t->last_saved_update = t->st.num_updates;
-    if (t->tc.no_save) return;
+    if (t->tc.no_save) return 0;
     hs_task_state ts;
     gather_task_state(t, &ts);
-    if (t->comm->rank != 0) return;
+    if (t->comm->rank != 0) return 0;
     hs_stall_phase(HS_PHASE_CHECKPOINT, t->st.num_updates, 0);
-    double t0 = hs_now();
+    *started = hs_now();
     t->st.balance_shares = hs_balance_checkpoint_shares(&t->balance, t->st.num_updates);
     t->st.balance_ranks = t->comm->size;
     hs_checkpoint_save_with_task(t->tc.save_dir, name, &t->task->params, t->opt, &t->st, t->config_text, &ts);
     hs_task_state_free(&ts);
+    return 1;
+}
+
+static void save(trainer *t, const char *name, int64_t epoch) {
+    double started;
+    if (!write_checkpoint(t, name, &started)) return;
     hs_checkpoint_link(t->tc.save_dir, name, "checkpoint_last.h5");
     hs_checkpoint_prune(t->tc.save_dir, t->tc.keep_last);
     hs_log("| saved checkpoint %s/%s (epoch %lld @ %lld updates) (writing took %.3f seconds)", t->tc.save_dir, name,
-           (long long)epoch, (long long)t->st.num_updates, hs_now() - t0);
+           (long long)epoch, (long long)t->st.num_updates, hs_now() - started);
 }
 
 /* checkpoint_last.h5 only (end of an epoch without a numbered save). */
 static void save_last(trainer *t) {
-    t->last_saved_update = t->st.num_updates;
-    if (t->tc.no_save) return;
-    hs_task_state ts;
-    gather_task_state(t, &ts);
-    if (t->comm->rank != 0) return;
-    hs_stall_phase(HS_PHASE_CHECKPOINT, t->st.num_updates, 0);
-    t->st.balance_shares = hs_balance_checkpoint_shares(&t->balance, t->st.num_updates);
-    t->st.balance_ranks = t->comm->size;
-    hs_checkpoint_save_with_task(t->tc.save_dir, "checkpoint_last.h5", &t->task->params, t->opt, &t->st,
-                                 t->config_text, &ts);
-    hs_task_state_free(&ts);
+    double started;
+    write_checkpoint(t, "checkpoint_last.h5", &started);
 }
 
 /* ---- resume checks ------------------------------------------------------------------------------- */
@@ -395,12 +395,14 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
     const int inject_overflow = hs_fault_fires(HS_FAULT_OVERFLOW, update);
     const int overlap = !inject_nan && !inject_overflow && (!t->balance.auto_mode || t->be->memory_is_host);
     hs_grad_buckets_start(t->buckets);
+    ctx.grads_zero = 1; /* hs_params_zero_grad above; until the first non-empty micro-batch has run */
     for (int i = 0; i < slot->n; i++)
         if (slot->ranges[i].count > 0) {
             ctx.grads_ready = i == last && overlap ? hs_grad_buckets_ready : NULL;
             ctx.grads_ready_arg = t->buckets;
             t->task->forward_backward(t->task, slot->bufs[i], slot->ranges[i].first, slot->ranges[i].count, &ctx,
                                       t->stats_dev);
+            ctx.grads_zero = 0;
             samples += slot->ranges[i].count;
         }
     double compute_seconds = 0.0, fixed_seconds = 0.0, mark = 0.0;

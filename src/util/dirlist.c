@@ -44,3 +44,25 @@ void hs_dir_free(char **paths, int n) {
     for (int i = 0; i < n; i++) free(paths[i]);
     free(paths);
 }
+
+void hs_dir_pack(char **paths, int n, char **list, size_t *len) {
+    *len = 0;
+    for (int i = 0; i < n; i++) *len += strlen(paths[i]) + 1;
+    HS_ALLOC(*list, *len ? *len : 1);
+    char *p = *list;
+    for (int i = 0; i < n; i++) {
+        const size_t l = strlen(paths[i]) + 1;
+        memcpy(p, paths[i], l);
+        p += l;
+        free(paths[i]);
+    }
+    free(paths);
+}
+
+char *hs_path_join(const char *dir, const char *name) {
+    const size_t n = strlen(dir) + strlen(name) + 2;
+    char *p;
+    HS_ALLOC(p, n);
+    snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}

@@ -10,4 +10,11 @@
 int hs_dir_list(const char *dir, char ***paths, char *err, size_t errlen);
 void hs_dir_free(char **paths, int n);
 
+/* "DIR/NAME", malloc'd. */
+char *hs_path_join(const char *dir, const char *name);
+
+/* paths[0..n) packed into one buffer of NUL-terminated strings in order (*list, *len bytes; malloc'd,
+ * one broadcast hands it to every rank); the paths and the array are freed. */
+void hs_dir_pack(char **paths, int n, char **list, size_t *len);
+
 #endif

@@ -2,12 +2,17 @@
  * against src/backend/cpu/cpu_lowp.c) under bf16 and fp16: the CUDA results must equal the CPU's
  * BIT FOR BIT (both use src/util/lowp.h), on random values of every magnitude and on the edge cases of
  * the roundings (±0, ties, fp16 subnormals and overflow, infinities, NaN), for the element-wise sizes;
- * from_half on every one of the 65 536 bit patterns. */
+ * from_half on every one of the 65 536 bit patterns.
+ * And register_params: products whose weights lie in a registered parameter arena read its 16-bit
+ * copy (src/backend/cuda/cuda_shadow.c) and must give the same bits as the products of an unregistered
+ * copy of the weights (converted per product) after every way the arena changes, while converting
+ * fewer operands. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cuda/cuda_internal.h"
 #include "conformance.h"
 #include "util/check.h"
 
@@ -92,6 +97,123 @@ static void half_cases(hs_conf *t) {
     free(all);
 }
 
+/* The weights of the register_params cases: a two-tensor table, w [N,K] at 0 and v [K,M] after it,
+ * in a registered arena and in an unregistered mirror of the same layout; x [M,K] and dy [M,N] are
+ * activations. */
+enum { SH_M = 24, SH_K = 40, SH_N = 56, SH_W = SH_N * SH_K, SH_V = SH_K * SH_M, SH_TOTAL = SH_W + SH_V + 16 };
+
+/* The three products on the arena and on the mirror, bit for bit; `converts` counts the operand
+ * conversions each makes: x·wᵀ and dy·w read w from the copy (1 conversion, not 2), w·v none. */
+static void shadow_products(hs_conf *t, const char *stage, float *arena, float *mirror, const float *x,
+                            const float *dy, float *out[2]) {
+    const hs_backend *be = t->cuda;
+    char what[128];
+    static const struct {
+        const char *name;
+        int ta, tb, m, n, k, a_param, lda, ldb, arena_converts;
+    } p[] = {{"y = x·wᵀ", 0, 1, SH_M, SH_N, SH_K, 0, SH_K, SH_K, 1},
+             {"dx = dy·w", 0, 0, SH_M, SH_K, SH_N, 0, SH_N, SH_K, 1},
+             {"z = w·v", 0, 0, SH_N, SH_M, SH_K, 1, SH_K, SH_M, 0}};
+    for (int i = 0; i < 3; i++) {
+        for (int side = 0; side < 2; side++) {
+            float *base = side ? mirror : arena;
+            const float *a = p[i].a_param ? base : i == 0 ? x : dy;
+            const float *b = p[i].a_param ? base + SH_W : base;
+            const size_t before = hs_cuda_gemm_conversions();
+            be->gemm(be, p[i].ta, p[i].tb, p[i].m, p[i].n, p[i].k, 1.0f, a, p[i].lda, b, p[i].ldb, 0.0f, out[side],
+                     p[i].n);
+            const size_t made = hs_cuda_gemm_conversions() - before, want = side ? 2 : (size_t)p[i].arena_converts;
+            t->checks++;
+            if (made != want) {
+                hs_conf_fail(t);
+                printf("FAIL %s: %s after %s: %zu operand conversions on the %s, expected %zu\n", t->op, p[i].name,
+                       stage, made, side ? "unregistered mirror" : "registered arena", want);
+            }
+        }
+        snprintf(what, sizeof what, "%s after %s: registered arena against its mirror", p[i].name, stage);
+        hs_conf_same_bits(t, what, out[0], out[1], (size_t)p[i].m * p[i].n * sizeof(float));
+        float *o = hs_conf_download_f32(be, out[0], (size_t)p[i].m * p[i].n); /* NaNs would match as bits */
+        size_t bad = 0;
+        for (size_t e = 0; e < (size_t)p[i].m * p[i].n; e++) bad += !isfinite(o[e]);
+        t->checks++;
+        if (bad) {
+            hs_conf_fail(t);
+            printf("FAIL %s: %s after %s: %zu values not finite\n", t->op, p[i].name, stage, bad);
+        }
+        free(o);
+    }
+}
+
+static void shadow_cases(hs_conf *t) {
+    const hs_backend *be = t->cuda;
+    hs_conf_op(t, t->precision == HS_PRECISION_BF16 ? "register_params (bf16)" : "register_params (fp16)");
+    const hs_tensor_span spans[2] = {{.offset = 0, .numel = SH_W, .decay = 1}, {.offset = SH_W, .numel = SH_V}};
+    hs_tensor_span *table = hs_conf_dev(be, spans, sizeof spans);
+    float *w0 = hs_conf_rand(t, SH_TOTAL, -1, 1), *g = hs_conf_rand(t, SH_TOTAL, -0.1f, 0.1f);
+    float *xh = hs_conf_rand(t, SH_M * SH_K, -1, 1), *dyh = hs_conf_rand(t, SH_M * SH_N, -1, 1);
+    float *arena = be->alloc(be, SH_TOTAL * sizeof(float)), *mirror = be->alloc(be, SH_TOTAL * sizeof(float));
+    be->register_params(be, arena, SH_TOTAL);
+    float *x = hs_conf_dev(be, xh, sizeof(float) * SH_M * SH_K), *dy = hs_conf_dev(be, dyh, sizeof(float) * SH_M * SH_N);
+    float *gd = hs_conf_dev(be, g, SH_TOTAL * sizeof(float)), *out[2], *state[2][2];
+    for (int s = 0; s < 2; s++) {
+        out[s] = be->alloc(be, (size_t)SH_N * SH_M * sizeof(float));
+        for (int k = 0; k < 2; k++) state[s][k] = be->alloc(be, SH_TOTAL * sizeof(float));
+    }
+    double *norms = be->alloc(be, 4 * sizeof(double));
+    float *bufs[2] = {arena, mirror};
+    /* uploaded weights (initialisation, a checkpoint load): the first product converts the arena once */
+    for (int s = 0; s < 2; s++) be->upload(be, bufs[s], w0, SH_TOTAL * sizeof(float));
+    shadow_products(t, "upload", arena, mirror, x, dy, out);
+    /* every optimizer writes the copy as it updates the master */
+    for (int opt = 0; opt < 4; opt++) {
+        static const char *const names[] = {"adam_update", "adadelta_update", "sgd_update", "lamb_update"};
+        const hs_adam_hparams ah = {.lr = 1e-2, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.01,
+                                    .step = 1, .decoupled = 1};
+        const hs_lamb_hparams lh = {.lr = 1e-2, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-6, .weight_decay = 0.01,
+                                    .grad_divisor = 1.0, .step = 1};
+        for (int s = 0; s < 2; s++) {
+            float *p = bufs[s];
+            for (int k = 0; k < 2; k++) be->zero(be, state[s][k], SH_TOTAL * sizeof(float)); /* a first step */
+            if (opt == 0) be->adam_update(be, p, gd, state[s][0], state[s][1], table, 2, &ah);
+            if (opt == 1) be->adadelta_update(be, p, gd, state[s][0], state[s][1], table, 2, 1.0, 0.9, 1e-6, 0.01);
+            if (opt == 2) be->sgd_update(be, p, gd, state[s][0], table, 2, 0.1, 0.9, 0.01, 0);
+            if (opt == 3) be->lamb_update(be, p, gd, state[s][0], state[s][1], table, 2, norms, &lh);
+        }
+        shadow_products(t, names[opt], arena, mirror, x, dy, out);
+    }
+    /* writes other than an optimizer's make the next product reconvert the arena */
+    for (int s = 0; s < 2; s++) be->upload(be, bufs[s] + SH_W, g, SH_V * sizeof(float));
+    shadow_products(t, "an upload into v", arena, mirror, x, dy, out);
+    for (int s = 0; s < 2; s++) be->copy(be, bufs[s] + 8, dy, 100 * sizeof(float));
+    shadow_products(t, "a copy into w", arena, mirror, x, dy, out);
+    for (int s = 0; s < 2; s++) be->zero(be, bufs[s] + SH_W - 40, 80 * sizeof(float));
+    shadow_products(t, "zeroing across w and v", arena, mirror, x, dy, out);
+    for (int s = 0; s < 2; s++) be->scale_tensors(be, bufs[s], 3.0f, table, 2);
+    shadow_products(t, "scale_tensors", arena, mirror, x, dy, out);
+    hs_conf_same_bits(t, "the fp32 masters", arena, mirror, SH_TOTAL * sizeof(float));
+    /* freed, the registration ends: a buffer allocated in its place is converted like any other */
+    be->free(be, arena);
+    arena = be->alloc(be, SH_TOTAL * sizeof(float));
+    const size_t before = hs_cuda_gemm_conversions();
+    be->gemm(be, 0, 1, SH_M, SH_N, SH_K, 1.0f, x, SH_K, arena, SH_K, 0.0f, out[0], SH_N);
+    t->checks++;
+    if (hs_cuda_gemm_conversions() - before != 2) {
+        hs_conf_fail(t);
+        printf("FAIL %s: a buffer allocated after the arena was freed is still read from its copy\n", t->op);
+    }
+    be->synchronize(be);
+    for (int s = 0; s < 2; s++) {
+        be->free(be, out[s]);
+        for (int k = 0; k < 2; k++) be->free(be, state[s][k]);
+    }
+    be->free(be, arena), be->free(be, mirror), be->free(be, x), be->free(be, dy), be->free(be, gd);
+    be->free(be, norms), be->free(be, table);
+    free(w0), free(g), free(xh), free(dyh);
+}
+
 void hs_conf_group_half(hs_conf *t) {
-    if (t->precision == HS_PRECISION_BF16 || t->precision == HS_PRECISION_FP16) half_cases(t);
+    if (t->precision == HS_PRECISION_BF16 || t->precision == HS_PRECISION_FP16) {
+        half_cases(t);
+        shadow_cases(t);
+    }
 }

@@ -44,14 +44,14 @@ run() { # precision [device]
 run fp32 cpu
 CURVES="fp32 bf16"
 run bf16
-grep -q "precision bf16 on CUDA: cuBLASLt A and B converted to CUDA_R_16BF" bf16.log || { cat bf16.log; fail "the log does not say how bf16 runs"; }
+grep -q "precision bf16 on CUDA: cuBLASLt A and B in CUDA_R_16BF" bf16.log || { cat bf16.log; fail "the log does not say how bf16 runs"; }
 if [ -n "${HS_PRECISION_BERT_ALL:-}" ]; then
   run tf32
   CURVES="$CURVES tf32"
   grep -q "precision tf32 on CUDA: cuBLASLt CUBLAS_COMPUTE_32F_FAST_TF32" tf32.log || { cat tf32.log; fail "the log does not say how tf32 runs"; }
 fi
 run fp16
-grep -q "precision fp16 on CUDA: cuBLASLt A and B converted to CUDA_R_16F" fp16.log || { cat fp16.log; fail "the log does not say how fp16 runs"; }
+grep -q "precision fp16 on CUDA: cuBLASLt A and B in CUDA_R_16F" fp16.log || { cat fp16.log; fail "the log does not say how fp16 runs"; }
 if grep -qi "loss scal" fp16.log; then
   CURVES="$CURVES fp16"
 else

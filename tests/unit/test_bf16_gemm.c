@@ -24,7 +24,7 @@
 #include <omp.h>
 
 #include "backend/backend.h"
-#include "backend/cpu/cpu_bf16.h"
+#include "backend/cpu/cpu_rounded_gemm.h"
 
 static const hs_backend *bf16; /* NULL when this build has no oneDNN */
 

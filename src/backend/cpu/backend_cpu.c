@@ -1,5 +1,5 @@
 /* The CPU backend's function table. */
-#include "backend/cpu/cpu_bf16.h"
+#include "backend/cpu/cpu_rounded_gemm.h"
 #include "backend/cpu/cpu_ops.h"
 #include "util/check.h"
 #include "util/log.h"

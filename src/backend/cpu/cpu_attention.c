@@ -7,7 +7,8 @@
  *
  * Attention dropout without a mask buffer: probs keeps the softmax P before dropout, and a dropped
  * probability is stored with its sign bit set (-P; -0.0 for a zero). The backward pass reads keep =
- * !signbit and |P| from the same array, so the random numbers are drawn once per forward pass. */
+ * !signbit and |P| from the same array, so the random numbers are drawn once per forward pass (the row
+ * kernels of cpu_attention_rows.h, shared with cpu_rel_attention.c). */
 /* Floating-point exceptions are never trapped here, so let GCC turn the selects inside the
  * kernels/math formulas into vector blends (with trapping math it keeps them as branches and the
  * exp/erf loops stay scalar). */
@@ -18,13 +19,29 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "backend/cpu/cpu_bf16.h"
+#include "backend/cpu/cpu_rounded_gemm.h"
+#include "backend/cpu/cpu_attention_rows.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_simd.h"
 #include "math/dropout.h"
 #include "math/fast_exp_erf.h"
 #include "math/softmax.h"
 #include "util/check.h"
+
+/* The sizes of one call: L tokens per sample, d per head, H = heads·d, rows of qkv ld = 3H apart; the
+ * score scale 1/√d and the dropout's keep scale 1/(1-p). */
+typedef struct attn_shape {
+    int L, d, H, ld, dropout;
+    float score_scale, keep_scale;
+    size_t LL; /* L·L probabilities per (sample, head) unit */
+} attn_shape;
+
+static attn_shape attn_shape_of(int seq_len, int heads, int head_dim, float p) {
+    const int H = heads * head_dim;
+    return (attn_shape){.L = seq_len, .d = head_dim, .H = H, .ld = 3 * H, .dropout = p > 0.0f,
+                        .score_scale = 1.0f / sqrtf((float)head_dim), .keep_scale = hs_dropout_keep_scale(p),
+                        .LL = (size_t)seq_len * (size_t)seq_len};
+}
 
 /* P row i of unit (b, head): scores s[L] -> softmax in place; returns nothing. mask_bias row [L]. */
 static HS_SIMD_CLONES void softmax_row(float *s, const float *mask_bias, int seq_len) {
@@ -46,76 +63,33 @@ static HS_SIMD_CLONES void softmax_row(float *s, const float *mask_bias, int seq
     for (int j = 0; j < seq_len; j++) s[j] *= inv;
 }
 
-/* P'[n] = keep·P/(1-p) for the n probabilities of one (sample, head) unit, whose dropout counters start
- * at `base`; dropped probabilities get their sign bit set in P. */
-static HS_SIMD_CLONES void drop_probs(float *dropped, float *probs, size_t n, uint64_t key, uint64_t sample,
-                                      uint64_t base, float p, float keep_scale) {
-#pragma omp simd
-    for (size_t e = 0; e < n; e++) {
-        const float f = hs_dropout_factor(key, sample, base + e, p, keep_scale);
-        dropped[e] = probs[e] * f;
-        probs[e] = f == 0.0f ? -probs[e] : probs[e]; /* sign bit marks a dropped probability */
-    }
-}
-
-/* P' from the stored P and its sign bits */
-static HS_SIMD_CLONES void kept_probs(float *dropped, const float *probs, size_t n, float keep_scale) {
-#pragma omp simd
-    for (size_t e = 0; e < n; e++) dropped[e] = signbit(probs[e]) ? 0.0f : probs[e] * keep_scale;
-}
-
-/* One row of the softmax backward through the dropout: dP = keep·dP'/(1-p) (keep = !signbit(P); all
- * kept when keep_scale == 0 means no dropout), then dS = |P| ⊙ (dP - Σ |P| ⊙ dP), in place in dp. */
-static HS_SIMD_CLONES void softmax_dropout_backward_row(float *dp, const float *pr, int n, int dropout,
-                                                        float keep_scale) {
-    float dot = 0.0f;
-    if (dropout) {
-#pragma omp simd reduction(+ : dot)
-        for (int j = 0; j < n; j++) {
-            const float g = signbit(pr[j]) ? 0.0f : dp[j] * keep_scale;
-            dp[j] = g;
-            dot += fabsf(pr[j]) * g;
-        }
-#pragma omp simd
-        for (int j = 0; j < n; j++) dp[j] = fabsf(pr[j]) * (dp[j] - dot);
-    } else {
-#pragma omp simd reduction(+ : dot)
-        for (int j = 0; j < n; j++) dot += pr[j] * dp[j];
-#pragma omp simd
-        for (int j = 0; j < n; j++) dp[j] = pr[j] * (dp[j] - dot);
-    }
-}
-
 void hs_cpu_attention_forward(const hs_backend *be, float *ctx, float *probs, const float *qkv, const float *mask_bias,
                               int batch, int seq_len, int heads, int head_dim, float p, uint64_t key,
                               int64_t first_sample) {
-    const int L = seq_len, d = head_dim, H = heads * head_dim, ld = 3 * H;
-    const float score_scale = 1.0f / sqrtf((float)d);
-    const int dropout = p > 0.0f;
-    const float keep_scale = hs_dropout_keep_scale(p);
-    const size_t LL = (size_t)L * (size_t)L;
+    const attn_shape a = attn_shape_of(seq_len, heads, head_dim, p);
+    const int L = a.L, d = a.d, H = a.H, ld = a.ld;
 #pragma omp parallel
     {
         float *dropped = NULL; /* [L,L] keep·P/(1-p) of the current unit */
-        if (dropout) HS_ALLOC(dropped, LL);
+        if (a.dropout) HS_ALLOC(dropped, a.LL);
 #pragma omp for schedule(static)
         for (int u = 0; u < batch * heads; u++) {
             const int b = u / heads, h = u % heads;
             const float *q = qkv + (size_t)b * (size_t)L * (size_t)ld + (size_t)h * (size_t)d;
             const float *k = q + H, *v = q + 2 * H;
-            float *pu = probs + (size_t)u * LL;
+            float *pu = probs + (size_t)u * a.LL;
             /* scores[L,L] = Q·Kᵀ/√d */
-            hs_cpu_mm(be, 0, 1, L, L, d, score_scale, q, ld, k, ld, 0.0f, pu, L);
+            hs_cpu_precision_gemm(be, 0, 1, L, L, d, a.score_scale, q, ld, k, ld, 0.0f, pu, L);
             for (int i = 0; i < L; i++) softmax_row(pu + (size_t)i * (size_t)L, mask_bias + (size_t)b * (size_t)L, L);
             const float *pv = pu;
-            if (dropout) {
-                drop_probs(dropped, pu, LL, key, (uint64_t)(first_sample + b), hs_attention_dropout_elem(h, 0, 0, L), p,
-                           keep_scale);
+            if (a.dropout) {
+                hs_attn_drop_probs(dropped, pu, a.LL, key, (uint64_t)(first_sample + b),
+                                   hs_attention_dropout_elem(h, 0, 0, L), p, a.keep_scale);
                 pv = dropped;
             }
             /* ctx[b, :, h·d:(h+1)·d] = P'·V */
-            hs_cpu_mm(be, 0, 0, L, d, L, 1.0f, pv, L, v, ld, 0.0f,
-                        ctx + (size_t)b * (size_t)L * (size_t)H + (size_t)h * (size_t)d, H);
+            hs_cpu_precision_gemm(be, 0, 0, L, d, L, 1.0f, pv, L, v, ld, 0.0f,
+                                  ctx + (size_t)b * (size_t)L * (size_t)H + (size_t)h * (size_t)d, H);
         }
         free(dropped);
     }
@@ -129,16 +103,13 @@ void hs_cpu_attention_backward(const hs_backend *be, float *dqkv, const float *d
                                uint64_t key, int64_t first_sample) {
     (void)key;
     (void)first_sample; /* the dropout decisions are read back from the sign bits of probs */
-    const int L = seq_len, d = head_dim, H = heads * head_dim, ld = 3 * H;
-    const float score_scale = 1.0f / sqrtf((float)d);
-    const int dropout = p > 0.0f;
-    const float keep_scale = hs_dropout_keep_scale(p);
-    const size_t LL = (size_t)L * (size_t)L;
+    const attn_shape a = attn_shape_of(seq_len, heads, head_dim, p);
+    const int L = a.L, d = a.d, H = a.H, ld = a.ld;
 #pragma omp parallel
     {
         float *dp, *pd = NULL; /* [L,L] each: dP then dS; P' */
-        HS_ALLOC(dp, LL);
-        if (dropout) HS_ALLOC(pd, LL);
+        HS_ALLOC(dp, a.LL);
+        if (a.dropout) HS_ALLOC(pd, a.LL);
 #pragma omp for schedule(static)
         for (int u = 0; u < batch * heads; u++) {
             const int b = u / heads, h = u % heads;
@@ -148,20 +119,21 @@ void hs_cpu_attention_backward(const hs_backend *be, float *dqkv, const float *d
             float *dq = dqkv + tok0 * (size_t)ld + (size_t)h * (size_t)d;
             float *dk = dq + H, *dv = dq + 2 * H;
             const float *dc = dctx + tok0 * (size_t)H + (size_t)h * (size_t)d;
-            const float *pu = probs + (size_t)u * LL;
+            const float *pu = probs + (size_t)u * a.LL;
             const float *pv = pu;
-            if (dropout) {
-                kept_probs(pd, pu, LL, keep_scale);
+            if (a.dropout) {
+                hs_attn_kept_probs(pd, pu, a.LL, a.keep_scale);
                 pv = pd;
             }
             /* dP'[L,L] = dC·Vᵀ ; dV[L,d] = P'ᵀ·dC */
-            hs_cpu_mm(be, 0, 1, L, L, d, 1.0f, dc, H, v, ld, 0.0f, dp, L);
-            hs_cpu_mm(be, 1, 0, L, d, L, 1.0f, pv, L, dc, H, 0.0f, dv, ld);
+            hs_cpu_precision_gemm(be, 0, 1, L, L, d, 1.0f, dc, H, v, ld, 0.0f, dp, L);
+            hs_cpu_precision_gemm(be, 1, 0, L, d, L, 1.0f, pv, L, dc, H, 0.0f, dv, ld);
             for (int i = 0; i < L; i++)
-                softmax_dropout_backward_row(dp + (size_t)i * (size_t)L, pu + (size_t)i * (size_t)L, L, dropout, keep_scale);
+                hs_attn_softmax_backward_row(dp + (size_t)i * (size_t)L, pu + (size_t)i * (size_t)L, L, a.dropout,
+                                             a.keep_scale);
             /* dQ = dS·K/√d ; dK = dSᵀ·Q/√d */
-            hs_cpu_mm(be, 0, 0, L, d, L, score_scale, dp, L, k, ld, 0.0f, dq, ld);
-            hs_cpu_mm(be, 1, 0, L, d, L, score_scale, dp, L, q, ld, 0.0f, dk, ld);
+            hs_cpu_precision_gemm(be, 0, 0, L, d, L, a.score_scale, dp, L, k, ld, 0.0f, dq, ld);
+            hs_cpu_precision_gemm(be, 1, 0, L, d, L, a.score_scale, dp, L, q, ld, 0.0f, dk, ld);
         }
         free(dp);
         free(pd);

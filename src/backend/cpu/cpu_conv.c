@@ -17,28 +17,14 @@
  * process, so a workspace sized once stays large enough whatever OMP_NUM_THREADS or omp_set_num_threads
  * say later; at most that many threads are used), followed by the per-group partials. */
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
-#include "backend/cpu/cpu_bf16.h"
+#include "backend/cpu/cpu_rounded_gemm.h"
 #include "backend/cpu/cpu_conv_threads.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_winograd.h"
 #include "util/check.h"
 
 #define HS_CONV_GROUP 4  /* samples per weight-gradient partial */
-#define HS_CONV_ALIGN 16 /* floats: every buffer in the workspace starts on a 64-byte line */
-
-static int thread_num(void) {
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
-
-static size_t round_up(size_t n) { return (n + HS_CONV_ALIGN - 1) / HS_CONV_ALIGN * HS_CONV_ALIGN; }
 
 typedef struct conv_layout {
     size_t k;          /* c_in*kh*kw: rows of col */
@@ -60,8 +46,8 @@ static conv_layout layout_of(const hs_conv2d_shape *s) {
     L.p = (size_t)s->oh * (size_t)s->ow;
     L.in_sample = (size_t)s->c_in * (size_t)s->h * (size_t)s->w;
     L.out_sample = (size_t)s->c_out * L.p;
-    L.col_floats = round_up(L.k * L.p);
-    L.part_floats = round_up((size_t)s->c_out * L.k + (size_t)s->c_out);
+    L.col_floats = hs_cpu_conv_round_up(L.k * L.p);
+    L.part_floats = hs_cpu_conv_round_up((size_t)s->c_out * L.k + (size_t)s->c_out);
     L.slots = hs_cpu_conv_slots();
     L.groups = (s->n + HS_CONV_GROUP - 1) / HS_CONV_GROUP;
     return L;
@@ -113,7 +99,7 @@ static void col2im(float *dx, const float *dcol, const hs_conv2d_shape *s) {
 /* y[n,c_out,oh,ow] = conv(x[n,c_in,h,w], w[c_out,c_in,kh,kw]) + b[c_out] */
 void hs_cpu_conv2d_forward(const hs_backend *be, const hs_conv2d_shape *s, float *y, const float *x, const float *w,
                            const float *b, void *workspace) {
-    /* rounded operands (bf16/tf32/fp16), fp32 arithmetic (cpu_bf16.h); fp32 passes them unchanged */
+    /* rounded operands (bf16/tf32/fp16), fp32 arithmetic (cpu_rounded_gemm.h); fp32 passes them unchanged */
     x = hs_lowp_rounded_copy(be->precision, 0, x, (size_t)s->n * (size_t)s->c_in * (size_t)s->h * (size_t)s->w);
     w = hs_lowp_rounded_copy(be->precision, 1, w, (size_t)s->c_out * (size_t)s->c_in * (size_t)s->kh * (size_t)s->kw);
     if (hs_cpu_winograd_applies(s)) {
@@ -124,12 +110,12 @@ void hs_cpu_conv2d_forward(const hs_backend *be, const hs_conv2d_shape *s, float
     float *cols = workspace;
 #pragma omp parallel num_threads(hs_cpu_conv_threads(L.slots))
     {
-        float *col = cols + (size_t)thread_num() * L.col_floats; /* col[K,P] */
+        float *col = cols + (size_t)hs_cpu_conv_thread_num() * L.col_floats; /* col[K,P] */
 #pragma omp for schedule(static)
         for (int n = 0; n < s->n; n++) {
             float *yn = y + (size_t)n * L.out_sample; /* y_n[c_out,P] */
             im2col(col, x + (size_t)n * L.in_sample, s);
-            hs_cpu_sgemm(0, 0, s->c_out, (int)L.p, (int)L.k, 1.0f, w, (int)L.k, col, (int)L.p, 0.0f, yn, (int)L.p);
+            hs_cpu_blas_sgemm(0, 0, s->c_out, (int)L.p, (int)L.k, 1.0f, w, (int)L.k, col, (int)L.p, 0.0f, yn, (int)L.p);
             for (int co = 0; co < s->c_out; co++) {
                 float *yr = yn + (size_t)co * L.p;
                 const float bias = b[co];
@@ -153,7 +139,7 @@ static void conv2d_backward(const hs_conv2d_shape *s, float *dx, float *dw, floa
     const size_t dw_len = (size_t)s->c_out * L.k;
 #pragma omp parallel num_threads(hs_cpu_conv_threads(L.slots))
     {
-        float *col = cols + (size_t)thread_num() * L.col_floats; /* col[K,P], then dcol[K,P] */
+        float *col = cols + (size_t)hs_cpu_conv_thread_num() * L.col_floats; /* col[K,P], then dcol[K,P] */
 #pragma omp for schedule(static)
         for (int g = 0; g < L.groups; g++) {
             float *part_dw = partials + (size_t)g * L.part_floats; /* [c_out,K] */
@@ -163,8 +149,8 @@ static void conv2d_backward(const hs_conv2d_shape *s, float *dx, float *dw, floa
                 const int first = n == g * HS_CONV_GROUP;
                 const float *dyn = dy + (size_t)n * L.out_sample; /* dy_n[c_out,P] */
                 im2col(col, x + (size_t)n * L.in_sample, s);
-                hs_cpu_sgemm(0, 1, s->c_out, (int)L.k, (int)L.p, 1.0f, dyn, (int)L.p, col, (int)L.p, first ? 0.0f : 1.0f,
-                            part_dw, (int)L.k);
+                hs_cpu_blas_sgemm(0, 1, s->c_out, (int)L.k, (int)L.p, 1.0f, dyn, (int)L.p, col, (int)L.p,
+                                  first ? 0.0f : 1.0f, part_dw, (int)L.k);
                 for (int co = 0; co < s->c_out; co++) {
                     const float *dr = dyn + (size_t)co * L.p;
                     double sum = 0.0;
@@ -172,8 +158,8 @@ static void conv2d_backward(const hs_conv2d_shape *s, float *dx, float *dw, floa
                     part_db[co] = first ? (float)sum : part_db[co] + (float)sum;
                 }
                 if (dx) {
-                    hs_cpu_sgemm(1, 0, (int)L.k, (int)L.p, s->c_out, 1.0f, w, (int)L.k, dyn, (int)L.p, 0.0f, col,
-                                (int)L.p);
+                    hs_cpu_blas_sgemm(1, 0, (int)L.k, (int)L.p, s->c_out, 1.0f, w, (int)L.k, dyn, (int)L.p, 0.0f, col,
+                                      (int)L.p);
                     col2im(dx + (size_t)n * L.in_sample, col, s);
                 }
             }

@@ -1,38 +1,24 @@
 /* Log-softmax + NLL on the CPU; the per-row math is kernels/math/softmax_nll.h. Rows run in parallel;
- * their losses land in a per-row array that is then summed in row order, so the statistics do not
+ * their losses land in per-row slots summed in row order (cpu_row_losses.h), so the statistics do not
  * depend on the thread count. Labels are valid (checked while the batch is staged). */
-#include <stdlib.h>
-
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_row_losses.h"
 #include "math/softmax_nll.h"
-#include "util/check.h"
 
 /* logprobs[rows,cols] = log_softmax(logits[rows,cols]); stats[0] += Σ NLL, stats[1] += rows, stats[2] += correct */
 void hs_cpu_log_softmax_nll_forward(const hs_backend *be, float *logprobs, const float *logits, const int32_t *labels,
                                     int rows, int cols, double *stats) {
     (void)be;
     if (rows <= 0) return;
-    double *row_nll;
-    unsigned char *row_correct;
-    HS_ALLOC(row_nll, rows);
-    HS_ALLOC(row_correct, rows);
+    hs_row_losses slot = hs_row_losses_alloc(rows);
 #pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > 32768)
     for (int r = 0; r < rows; r++) {
         int argmax;
-        row_nll[r] = hs_log_softmax_nll_row(logprobs + (size_t)r * (size_t)cols, logits + (size_t)r * (size_t)cols,
-                                            cols, labels[r], &argmax);
-        row_correct[r] = argmax == labels[r];
+        slot.nll[r] = hs_log_softmax_nll_row(logprobs + (size_t)r * (size_t)cols, logits + (size_t)r * (size_t)cols,
+                                             cols, labels[r], &argmax);
+        slot.correct[r] = argmax == labels[r];
     }
-    double nll = 0.0, correct = 0.0;
-    for (int r = 0; r < rows; r++) {
-        nll += row_nll[r];
-        correct += row_correct[r];
-    }
-    stats[0] += nll;
-    stats[1] += rows;
-    stats[2] += correct;
-    free(row_nll);
-    free(row_correct);
+    hs_row_losses_sum(&slot, NULL, rows, stats);
 }
 
 /* dlogits[rows,cols] = scale * (exp(logprobs) - onehot(labels)) */

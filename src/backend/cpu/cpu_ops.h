@@ -12,9 +12,15 @@
 #define HS_OPTIONAL_OP(ret, name, params)
 #include "backend/ops.def"
 
-/* cpu_gemm.c: the same product as hs_cpu_gemm without the device, for the convolutions */
-void hs_cpu_sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda, const float *b,
-                  int ldb, float beta, float *c, int ldc);
+/* The CPU's three matrix products (row major, op = transpose if trans_* != 0, c = alpha·op(a)·op(b) +
+ * beta·c):
+ *   hs_cpu_gemm            the backend's gemm member (ops.def): at be->precision, for the layers;
+ *   hs_cpu_precision_gemm  the same product for the ops' own inner loops (attention per head), inline in
+ *                          cpu_rounded_gemm.h: fp32 SGEMM, or rounded operands under bf16/tf32/fp16;
+ *   hs_cpu_blas_sgemm      plain OpenBLAS SGEMM in fp32 whatever the precision (cpu_gemm.c), for the
+ *                          convolutions, which round their operands themselves. */
+void hs_cpu_blas_sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+                       const float *b, int ldb, float beta, float *c, int ldc);
 /* (Winograd, which cpu_conv.c dispatches to: cpu_winograd.h) */
 
 #endif

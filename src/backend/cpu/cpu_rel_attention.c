@@ -17,8 +17,9 @@
  * every unit writes its dR_s and bias partial sums to its own slot and a second loop adds the slots in
  * sequence order: the result does not depend on the thread count.
  *
- * Dropout is recorded as in cpu_attention.c: a dropped probability is stored with its sign bit set, and
- * the backward pass reads keep = !signbit(P) and |P| from probs. */
+ * Dropout is recorded as in cpu_attention.c (the row kernels of cpu_attention_rows.h): a dropped
+ * probability is stored with its sign bit set, and the backward pass reads keep = !signbit(P) and |P|
+ * from probs. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-trapping-math")
 #endif
@@ -27,7 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cpu/cpu_bf16.h"
+#include "backend/cpu/cpu_rounded_gemm.h"
+#include "backend/cpu/cpu_attention_rows.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_simd.h"
 #include "math/dropout.h"
@@ -66,18 +68,6 @@ static HS_SIMD_CLONES void score_softmax_row(float *s, const float *bd, int lo, 
     for (int j = hi + 1; j < klen; j++) s[j] = 0.0f;
 }
 
-/* Row i of a unit's probabilities p[klen] -> P' into dropped[klen] (keep·P/(1-p)); dropped entries of p
- * get their sign bit set. Counters (h·qlen + i)·klen + j start at `base`. */
-static HS_SIMD_CLONES void drop_row(float *dropped, float *p_row, int klen, uint64_t key, uint64_t sample,
-                                    uint64_t base, float p, float keep_scale) {
-#pragma omp simd
-    for (int j = 0; j < klen; j++) {
-        const float f = hs_dropout_factor(key, sample, base + (uint64_t)j, p, keep_scale);
-        dropped[j] = p_row[j] * f;
-        p_row[j] = f == 0.0f ? -p_row[j] : p_row[j]; /* sign bit marks a dropped probability */
-    }
-}
-
 void hs_cpu_rel_attention_forward(const hs_backend *be, float *ctx, float *probs, const float *qkv, const float *r,
                                   const float *r_w_bias, const float *r_r_bias, int batch, int qlen, int mlen,
                                   int heads, int head_dim, int lower_shift, float scale, float p, uint64_t key,
@@ -104,8 +94,8 @@ void hs_cpu_rel_attention_forward(const hs_backend *be, float *ctx, float *probs
             add_head_bias(qw, q, ld, r_w_bias + (size_t)h * (size_t)d, qlen, d);
             add_head_bias(qr, q, ld, r_r_bias + (size_t)h * (size_t)d, qlen, d);
             /* AC[qlen,klen] = Qw·Kᵀ into probs; BDraw[qlen,klen] = Qr·Rᵀ */
-            hs_cpu_mm(be, 0, 1, qlen, klen, d, 1.0f, qw, d, k, ld, 0.0f, pu, klen);
-            hs_cpu_mm(be, 0, 1, qlen, klen, d, 1.0f, qr, d, rh, H, 0.0f, bd, klen);
+            hs_cpu_precision_gemm(be, 0, 1, qlen, klen, d, 1.0f, qw, d, k, ld, 0.0f, pu, klen);
+            hs_cpu_precision_gemm(be, 0, 1, qlen, klen, d, 1.0f, qr, d, rh, H, 0.0f, bd, klen);
             for (int i = 0; i < qlen; i++)
                 score_softmax_row(pu + (size_t)i * (size_t)klen, bd + (size_t)i * (size_t)klen,
                                   hs_rel_key_lo(i, lower_shift), hs_rel_key_hi(i, mlen), klen,
@@ -114,40 +104,19 @@ void hs_cpu_rel_attention_forward(const hs_backend *be, float *ctx, float *probs
             if (dropout) {
                 const uint64_t sample = (uint64_t)(first_sample + s);
                 for (int i = 0; i < qlen; i++)
-                    drop_row(dropped + (size_t)i * (size_t)klen, pu + (size_t)i * (size_t)klen, klen, key, sample,
-                             hs_rel_dropout_elem(h, i, 0, qlen, klen), p, keep_scale);
+                    hs_attn_drop_probs(dropped + (size_t)i * (size_t)klen, pu + (size_t)i * (size_t)klen,
+                                       (size_t)klen, key, sample, hs_rel_dropout_elem(h, i, 0, qlen, klen), p,
+                                       keep_scale);
                 pv = dropped;
             }
             /* ctx[s, :, h·d:(h+1)·d] = P'·V */
-            hs_cpu_mm(be, 0, 0, qlen, d, klen, 1.0f, pv, klen, v, ld, 0.0f,
-                        ctx + (size_t)s * (size_t)qlen * (size_t)H + (size_t)h * (size_t)d, H);
+            hs_cpu_precision_gemm(be, 0, 0, qlen, d, klen, 1.0f, pv, klen, v, ld, 0.0f,
+                                  ctx + (size_t)s * (size_t)qlen * (size_t)H + (size_t)h * (size_t)d, H);
         }
         free(qw);
         free(qr);
         free(bd);
         free(dropped);
-    }
-}
-
-/* One row of the softmax backward through the dropout (cpu_attention.c's rule): g = keep·dP'/(1-p),
- * dS = |P| ⊙ (g - Σ |P| ⊙ g), in place in dp. Masked keys have P = 0, so their dS is 0. */
-static HS_SIMD_CLONES void softmax_dropout_backward_row(float *dp, const float *pr, int n, int dropout,
-                                                        float keep_scale) {
-    float dot = 0.0f;
-    if (dropout) {
-#pragma omp simd reduction(+ : dot)
-        for (int j = 0; j < n; j++) {
-            const float g = signbit(pr[j]) ? 0.0f : dp[j] * keep_scale;
-            dp[j] = g;
-            dot += fabsf(pr[j]) * g;
-        }
-#pragma omp simd
-        for (int j = 0; j < n; j++) dp[j] = fabsf(pr[j]) * (dp[j] - dot);
-    } else {
-#pragma omp simd reduction(+ : dot)
-        for (int j = 0; j < n; j++) dot += pr[j] * dp[j];
-#pragma omp simd
-        for (int j = 0; j < n; j++) dp[j] = pr[j] * (dp[j] - dot);
     }
 }
 
@@ -199,14 +168,14 @@ void hs_cpu_rel_attention_backward(const hs_backend *be, float *dqkv, float *dr,
             add_head_bias(qr, q, ld, r_r_bias + (size_t)h * (size_t)d, qlen, d);
             const float *pv = pu;
             if (dropout) {
-                for (size_t e = 0; e < QK; e++) pd[e] = signbit(pu[e]) ? 0.0f : pu[e] * keep_scale;
+                hs_attn_kept_probs(pd, pu, QK, keep_scale);
                 pv = pd;
             }
             /* dP'[qlen,klen] = dC·Vᵀ ; dV[klen,d] = P'ᵀ·dC */
-            hs_cpu_mm(be, 0, 1, qlen, klen, d, 1.0f, dc, H, v, ld, 0.0f, dp, klen);
-            hs_cpu_mm(be, 1, 0, klen, d, qlen, 1.0f, pv, klen, dc, H, 0.0f, dv, ld);
+            hs_cpu_precision_gemm(be, 0, 1, qlen, klen, d, 1.0f, dc, H, v, ld, 0.0f, dp, klen);
+            hs_cpu_precision_gemm(be, 1, 0, klen, d, qlen, 1.0f, pv, klen, dc, H, 0.0f, dv, ld);
             for (int i = 0; i < qlen; i++)
-                softmax_dropout_backward_row(dp + (size_t)i * (size_t)klen, pu + (size_t)i * (size_t)klen, klen,
+                hs_attn_softmax_backward_row(dp + (size_t)i * (size_t)klen, pu + (size_t)i * (size_t)klen, klen,
                                              dropout, keep_scale);
             /* dBDraw: the shift's index map backwards (row i moves right by qlen-1-i) */
             for (int i = 0; i < qlen; i++) {
@@ -217,12 +186,10 @@ void hs_cpu_rel_attention_backward(const hs_backend *be, float *dqkv, float *dr,
                 for (int t = shift; t < klen; t++) row[t] = ds[t - shift];
             }
             /* dQw = scale·dS·K ; dK = scale·dSᵀ·Qw ; dQr = scale·dBDraw·R ; dR_s = scale·dBDrawᵀ·Qr */
-            hs_cpu_mm(be, 0, 0, qlen, d, klen, scale, dp, klen, k, ld, 0.0f, dqw, d);
-            hs_cpu_mm(be, 1, 0, klen, d, qlen, scale, dp, klen, qw, d, 0.0f, dk, ld);
-            hs_cpu_mm(be, 0, 0, qlen, d, klen, scale, dbd, klen, rh, H, 0.0f, dqr,
-                        d);
-            hs_cpu_mm(be, 1, 0, klen, d, qlen, scale, dbd, klen, qr, d, 0.0f,
-                        dr_units + (size_t)u * KD, d);
+            hs_cpu_precision_gemm(be, 0, 0, qlen, d, klen, scale, dp, klen, k, ld, 0.0f, dqw, d);
+            hs_cpu_precision_gemm(be, 1, 0, klen, d, qlen, scale, dp, klen, qw, d, 0.0f, dk, ld);
+            hs_cpu_precision_gemm(be, 0, 0, qlen, d, klen, scale, dbd, klen, rh, H, 0.0f, dqr, d);
+            hs_cpu_precision_gemm(be, 1, 0, klen, d, qlen, scale, dbd, klen, qr, d, 0.0f, dr_units + (size_t)u * KD, d);
             /* dQ = dQw + dQr on the query rows; the memory rows' q columns get 0 */
             for (int t = 0; t < mlen; t++) memset(dseq + (size_t)t * (size_t)ld, 0, (size_t)d * sizeof(float));
             for (int i = 0; i < qlen; i++)

@@ -3,7 +3,8 @@
  * sums it in double, one pass scales by 1/sum. The probabilities overwrite the logits when the caller
  * wants (probs == logits), and the backward pass turns them into the gradient in place, so the [rows,V]
  * logits buffer is the only one the head needs. NLL = max + log(sum) - x_label in double. Rows run in
- * parallel into per-row slots summed in row order: the statistics do not depend on the thread count. */
+ * parallel into per-row slots summed in row order (cpu_row_losses.h): the statistics do not depend on
+ * the thread count. */
 /* Floating-point exceptions are never trapped here, so let GCC turn the selects inside the
  * kernels/math formulas into vector blends (with trapping math it keeps them as branches and the
  * exp/erf loops stay scalar). */
@@ -11,12 +12,11 @@
 #pragma GCC optimize("no-trapping-math")
 #endif
 #include <math.h>
-#include <stdlib.h>
 
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_row_losses.h"
 #include "backend/cpu/cpu_simd.h"
 #include "math/fast_exp_erf.h"
-#include "util/check.h"
 
 /* One row: pr[cols] = softmax(x) (pr may alias x); returns the NLL of label (0 when label < 0) and
  * sets *correct. argmax = the first index holding the maximum (torch.argmax's tie rule). */
@@ -46,26 +46,13 @@ void hs_cpu_softmax_xent_forward(const hs_backend *be, float *probs, const float
                                  int rows, int cols, double *stats) {
     (void)be;
     if (rows <= 0) return;
-    double *row_nll;
-    unsigned char *row_correct;
-    HS_ALLOC(row_nll, rows);
-    HS_ALLOC(row_correct, rows);
+    hs_row_losses slot = hs_row_losses_alloc(rows);
 #pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > 32768)
     for (int r = 0; r < rows; r++) {
         const size_t off = (size_t)r * (size_t)cols;
-        row_nll[r] = softmax_xent_row(probs + off, logits + off, cols, labels[r], &row_correct[r]);
+        slot.nll[r] = softmax_xent_row(probs + off, logits + off, cols, labels[r], &slot.correct[r]);
     }
-    double nll = 0.0, count = 0.0, correct = 0.0;
-    for (int r = 0; r < rows; r++) {
-        nll += row_nll[r];
-        count += labels[r] >= 0;
-        correct += row_correct[r];
-    }
-    stats[0] += nll;
-    stats[1] += count;
-    stats[2] += correct;
-    free(row_nll);
-    free(row_correct);
+    hs_row_losses_sum(&slot, labels, rows, stats);
 }
 
 void hs_cpu_softmax_xent_backward(const hs_backend *be, float *dlogits, const float *probs, const int32_t *labels,

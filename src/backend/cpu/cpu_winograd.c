@@ -30,9 +30,6 @@
  * core's L2, so a sample's pipeline stays cache-resident) per processor, then U, Ut, wT and the
  * partials, shared. */
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #endif
@@ -46,7 +43,6 @@
 #define HS_WINO_POINTS 36 /* 6×6 transform points */
 #define HS_WINO_GROUP 4   /* samples per filter-gradient partial */
 #define HS_WINO_LANES 64  /* channels transformed together (stack scratch of 36·64 floats) */
-#define HS_WINO_ALIGN 16  /* floats: every workspace buffer starts on a 64-byte line */
 
 /* Vectorised loops get a version per x86 vector width (GCC's function multi-versioning). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__has_attribute)
@@ -62,24 +58,6 @@ int hs_cpu_winograd_applies(const hs_conv2d_shape *s) {
     /* Below ~8 channels the GEMMs are too thin for the transforms to pay off. */
     return s->kh == 3 && s->kw == 3 && s->c_in >= 8 && s->c_out >= 8;
 }
-
-static int thread_num(void) {
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
-
-static int num_threads(void) {
-#ifdef _OPENMP
-    return omp_get_num_threads();
-#else
-    return 1;
-#endif
-}
-
-static size_t round_up(size_t n) { return (n + HS_WINO_ALIGN - 1) / HS_WINO_ALIGN * HS_WINO_ALIGN; }
 
 typedef struct wino_layout {
     int tiles_y, tiles_x, tiles; /* 4×4 output tiles per sample */
@@ -106,15 +84,15 @@ static wino_layout layout_of(const hs_conv2d_shape *s) {
     L.tiles_y = (s->oh + 3) / 4, L.tiles_x = (s->ow + 3) / 4, L.tiles = L.tiles_y * L.tiles_x;
     L.ph = 4 * L.tiles_y + 2, L.pw = 4 * L.tiles_x + 2;
     L.yh = 4 * L.tiles_y, L.yw = 4 * L.tiles_x;
-    L.xt = round_up((size_t)L.ph * (size_t)L.pw * c);
-    L.v = round_up(HS_WINO_POINTS * (size_t)L.tiles * c);
-    L.m = round_up(HS_WINO_POINTS * (size_t)L.tiles * k);
-    L.yt = round_up((size_t)L.yh * (size_t)L.yw * k);
-    L.du = round_up(HS_WINO_POINTS * c * k);
+    L.xt = hs_cpu_conv_round_up((size_t)L.ph * (size_t)L.pw * c);
+    L.v = hs_cpu_conv_round_up(HS_WINO_POINTS * (size_t)L.tiles * c);
+    L.m = hs_cpu_conv_round_up(HS_WINO_POINTS * (size_t)L.tiles * k);
+    L.yt = hs_cpu_conv_round_up((size_t)L.yh * (size_t)L.yw * k);
+    L.du = hs_cpu_conv_round_up(HS_WINO_POINTS * c * k);
     L.slot = L.xt + L.v + L.m + L.yt + L.du;
-    L.u = round_up(HS_WINO_POINTS * c * k);
-    L.wt = round_up(c * 9 * k);
-    L.part = round_up(c * 9 * k + k);
+    L.u = hs_cpu_conv_round_up(HS_WINO_POINTS * c * k);
+    L.wt = hs_cpu_conv_round_up(c * 9 * k);
+    L.part = hs_cpu_conv_round_up(c * 9 * k + k);
     L.slots = hs_cpu_conv_slots();
     L.groups = (s->n + HS_WINO_GROUP - 1) / HS_WINO_GROUP;
     return L;
@@ -466,17 +444,17 @@ void hs_cpu_winograd_forward(const hs_conv2d_shape *s, float *y, const float *x,
     const size_t in_sample = C * (size_t)s->h * (size_t)s->w, out_sample = K * (size_t)s->oh * (size_t)s->ow;
 #pragma omp parallel num_threads(hs_cpu_conv_threads(L.slots))
     {
-        const wino_slot B = slot_of(workspace, &L, thread_num());
+        const wino_slot B = slot_of(workspace, &L, hs_cpu_conv_thread_num());
         if (L.ph > s->h || L.pw > s->w) memset(B.xt, 0, L.xt * sizeof *B.xt); /* zero border, never written */
-        transform_filters(u, ut, wt, w, s, thread_num(), num_threads());
+        transform_filters(u, ut, wt, w, s, hs_cpu_conv_thread_num(), hs_cpu_conv_team_size());
 #pragma omp barrier
 #pragma omp for schedule(static)
         for (int n = 0; n < s->n; n++) {
             to_channels_last(B.xt, x + (size_t)n * in_sample, s->c_in, s->h, s->w, L.pw);
             transform_inputs(B.v, B.xt, &L, s->c_in);
             for (int xi = 0; xi < HS_WINO_POINTS; xi++) /* M_ξ[T,K] = V_ξ[T,C] · U_ξ[C,K] */
-                hs_cpu_sgemm(0, 0, (int)T, (int)K, (int)C, 1.0f, B.v + (size_t)xi * T * C, (int)C,
-                            u + (size_t)xi * C * K, (int)K, 0.0f, B.m + (size_t)xi * T * K, (int)K);
+                hs_cpu_blas_sgemm(0, 0, (int)T, (int)K, (int)C, 1.0f, B.v + (size_t)xi * T * C, (int)C,
+                                  u + (size_t)xi * C * K, (int)K, 0.0f, B.m + (size_t)xi * T * K, (int)K);
             transform_outputs(B.yt, B.m, &L, s->c_out);
             from_channels_last(y + (size_t)n * out_sample, B.yt, b, s->c_out, s->oh, s->ow, L.yw);
         }
@@ -496,11 +474,11 @@ void hs_cpu_winograd_backward(const hs_conv2d_shape *s, float *dx, float *dw, fl
     const size_t dw_len = C * 9 * K;
 #pragma omp parallel num_threads(hs_cpu_conv_threads(L.slots))
     {
-        const wino_slot B = slot_of(workspace, &L, thread_num());
+        const wino_slot B = slot_of(workspace, &L, hs_cpu_conv_thread_num());
         if (L.ph > s->h || L.pw > s->w) memset(B.xt, 0, L.xt * sizeof *B.xt);
         if (L.yh > s->oh || L.yw > s->ow) memset(B.yt, 0, L.yt * sizeof *B.yt);
         if (dx) {
-            transform_filters(u, ut, wt, w, s, thread_num(), num_threads());
+            transform_filters(u, ut, wt, w, s, hs_cpu_conv_thread_num(), hs_cpu_conv_team_size());
 #pragma omp barrier
         }
 #pragma omp for schedule(static)
@@ -517,13 +495,13 @@ void hs_cpu_winograd_backward(const hs_conv2d_shape *s, float *dx, float *dw, fl
                 channel_sums(part_db, B.yt, &L, s->c_out, s->oh, s->ow, first);
                 transform_outputs_adjoint(B.m, B.yt, &L, s->c_out);
                 for (int xi = 0; xi < HS_WINO_POINTS; xi++) /* dU_ξ[C,K] += V_ξ[T,C]ᵀ · M'_ξ[T,K] */
-                    hs_cpu_sgemm(1, 0, (int)C, (int)K, (int)T, 1.0f, B.v + (size_t)xi * T * C, (int)C,
-                                B.m + (size_t)xi * T * K, (int)K, first ? 0.0f : 1.0f, B.du + (size_t)xi * C * K,
-                                (int)K);
+                    hs_cpu_blas_sgemm(1, 0, (int)C, (int)K, (int)T, 1.0f, B.v + (size_t)xi * T * C, (int)C,
+                                      B.m + (size_t)xi * T * K, (int)K, first ? 0.0f : 1.0f, B.du + (size_t)xi * C * K,
+                                      (int)K);
                 if (dx) {
                     for (int xi = 0; xi < HS_WINO_POINTS; xi++) /* dV_ξ[T,C] = M'_ξ[T,K] · Ut_ξ[K,C] */
-                        hs_cpu_sgemm(0, 0, (int)T, (int)C, (int)K, 1.0f, B.m + (size_t)xi * T * K, (int)K,
-                                    ut + (size_t)xi * C * K, (int)C, 0.0f, B.v + (size_t)xi * T * C, (int)C);
+                        hs_cpu_blas_sgemm(0, 0, (int)T, (int)C, (int)K, 1.0f, B.m + (size_t)xi * T * K, (int)K,
+                                          ut + (size_t)xi * C * K, (int)C, 0.0f, B.v + (size_t)xi * T * C, (int)C);
                     transform_inputs_adjoint(B.xt, B.v, &L, s->c_in); /* dxT in the xT buffer */
                     from_channels_last(dx + (size_t)n * in_sample, B.xt, NULL, s->c_in, s->h, s->w, L.pw);
                     if (L.ph > s->h || L.pw > s->w) memset(B.xt, 0, L.xt * sizeof *B.xt); /* border back to 0 */

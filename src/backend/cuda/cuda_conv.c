@@ -51,6 +51,7 @@ typedef struct conv_plan {
     size_t workspace_bytes; /* algo_bytes, then (bf16/fp16) the rounded x, w and dy, each 256-byte aligned */
 } conv_plan;
 
+/* Per process, like the device object (one GPU per rank, docs/gpu.md "The device object"). */
 static conv_plan cache[CONV_CACHE_SIZE];
 static int cached;
 

@@ -3,6 +3,7 @@
 #ifndef HS_BACKEND_CUDA_INTERNAL_H
 #define HS_BACKEND_CUDA_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <cuda_runtime_api.h>
@@ -21,6 +22,24 @@ void hs_cuda_conv_init(const hs_backend *be); /* cuDNN handle on the compute str
  * all-reduce's 16-bit transit */
 void hs_cuda_grad_to16(cudaStream_t stream, uint16_t *y, const float *x, size_t n, int bf16);
 void hs_cuda_grad_from16(cudaStream_t stream, float *y, const uint16_t *x, size_t n, int bf16);
+
+/* cuda_shadow.c: the 16-bit copies of the parameter arenas (register_params). */
+/* Where x would point in the 16-bit copy (of `precision`'s type) of the registered arena that holds the
+ * operand's elements x[lo, hi), made current first (one conversion of the whole arena, on the compute
+ * stream, when it is stale); NULL when no arena holds them or the precision is not bf16/fp16. */
+const uint16_t *hs_cuda_shadow_operand(const hs_backend *be, const float *x, int64_t lo, int64_t hi, int precision);
+/* The copy an optimizer op updating the arena whose first element is p keeps current by writing
+ * round(p[i]) for every p[i] it writes (*bf16 = 1: bfloat16, 0: IEEE half); NULL when there is none to
+ * keep (no copy yet, or a stale one that the next product reconverts anyway). */
+uint16_t *hs_cuda_shadow_target(const float *p, int *bf16);
+/* dst[bytes] is written otherwise than by an optimizer op: the copies of the arenas it overlaps are stale. */
+void hs_cuda_shadow_written(const void *dst, size_t bytes);
+/* p is being freed: the registration of the arena starting at p (if any) ends and its copy is freed. */
+void hs_cuda_shadow_forget(const void *p);
+
+/* cuda_gemm.c: the operand conversions the bf16/fp16 GEMMs have launched so far (a parameter operand
+ * read from its arena's copy is not one), for the tests that check weights are not converted per GEMM. */
+size_t hs_cuda_gemm_conversions(void);
 
 #ifdef __cplusplus
 }

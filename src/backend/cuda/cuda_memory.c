@@ -7,6 +7,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_internal.h"
 #include "backend/cuda/cuda_ops.h"
 
 void *hs_cuda_alloc(const hs_backend *be, size_t bytes) {
@@ -30,12 +31,14 @@ void *hs_cuda_alloc(const hs_backend *be, size_t bytes) {
 
 void hs_cuda_free(const hs_backend *be, void *p) {
     (void)be;
+    hs_cuda_shadow_forget(p); /* a parameter arena's 16-bit copy goes with it (cuda_shadow.c) */
     if (p) HS_CUDA_CHECK(cudaFree(p)); /* cudaFree waits for the work that may still use p */
     hs_ledger_free(p);
 }
 
 void hs_cuda_upload(const hs_backend *be, void *dst, const void *src_host, size_t bytes) {
     if (!bytes) return;
+    hs_cuda_shadow_written(dst, bytes); /* every write into a parameter arena: cuda_shadow.c */
     cudaStream_t s = hs_cuda_stream(be);
     HS_CUDA_CHECK(cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice, s));
     HS_CUDA_COPY_OP("cudaMemcpyAsync host->device", bytes);
@@ -53,12 +56,14 @@ void hs_cuda_download(const hs_backend *be, void *dst_host, const void *src, siz
 
 void hs_cuda_copy(const hs_backend *be, void *dst, const void *src, size_t bytes) {
     if (!bytes) return;
+    hs_cuda_shadow_written(dst, bytes);
     HS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, hs_cuda_stream(be)));
     HS_CUDA_COPY_OP("cudaMemcpyAsync device->device", 2 * (uint64_t)bytes); /* read + write */
 }
 
 void hs_cuda_zero(const hs_backend *be, void *p, size_t bytes) {
     if (!bytes) return;
+    hs_cuda_shadow_written(p, bytes);
     HS_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, hs_cuda_stream(be)));
     HS_CUDA_COPY_OP("cudaMemsetAsync", bytes);
 }
@@ -113,6 +118,7 @@ void hs_cuda_event_destroy(const hs_backend *be, void *event) {
  * runs: hence the caller's event before src_host is reused. */
 void hs_cuda_upload_async(const hs_backend *be, void *dst, const void *src_host, size_t bytes) {
     if (!bytes) return;
+    hs_cuda_shadow_written(dst, bytes);
     HS_CUDA_CHECK(cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice, hs_cuda_dev(be)->copy));
     HS_CUDA_COPY_OP("cudaMemcpyAsync host->device", bytes);
 }

@@ -1,17 +1,16 @@
-/* Reduced-precision products of the CPU backend: every product's inputs rounded, the products summed
- * in fp32; everything else (element-wise math, LayerNorm, softmax, losses, parameters, gradients,
- * optimizer state) stays fp32.
- * bf16 (precision = "bf16") is PyTorch's bf16 autocast. On a CPU with BF16 instructions the large
- * products go through oneDNN's bf16 matmul (configure finds libdnnl-dev); a product called from inside
- * an OpenMP parallel region (attention per head, convolution per sample), and every product on a CPU
- * without BF16 instructions, rounds its inputs and runs OpenBLAS SGEMM on them — the same arithmetic,
- * because the product of two bf16 values (8-bit significands) is exact in fp32 (24 bits), so both sum
- * exact products in fp32.
- * tf32 and fp16 (precision = "tf32" | "fp16", a GPU's tensor-core types) are emulated the same way:
- * operands rounded (util/lowp.h), then SGEMM; 11-bit significands multiply exactly in fp32 too. They
- * are for checking a recipe's numerics on the CPU: correct, not faster. */
-#ifndef HS_BACKEND_CPU_BF16_H
-#define HS_BACKEND_CPU_BF16_H
+/* Products with rounded operands (reduced-precision products) of the CPU backend, and the operand roundings
+ * they use (bf16, tf32, fp16): every product's inputs rounded, the products summed in fp32; everything else
+ * (element-wise math, LayerNorm, softmax, losses, parameters, gradients, optimizer state) stays fp32.
+ * bf16 (precision = "bf16") is PyTorch's bf16 autocast. On a CPU with BF16 instructions the large products go
+ * through oneDNN's bf16 matmul (configure finds libdnnl-dev); a product called from inside an OpenMP parallel
+ * region (attention per head, convolution per sample), and every product on a CPU without BF16 instructions,
+ * rounds its inputs and runs OpenBLAS SGEMM on them — the same arithmetic, because the product of two bf16
+ * values (8-bit significands) is exact in fp32 (24 bits), so both sum exact products in fp32.
+ * tf32 and fp16 (precision = "tf32" | "fp16", a GPU's tensor-core types) are emulated the same way: operands
+ * rounded (util/lowp.h), then SGEMM; 11-bit significands multiply exactly in fp32 too. They are for checking
+ * a recipe's numerics on the CPU: correct, not faster. */
+#ifndef HS_BACKEND_CPU_ROUNDED_GEMM_H
+#define HS_BACKEND_CPU_ROUNDED_GEMM_H
 
 #include <cblas.h>
 #include <stddef.h>
@@ -43,15 +42,16 @@ void hs_cpu_gemm_rounded(int p, int trans_a, int trans_b, int m, int n, int k, f
                          const float *b, int ldb, float beta, float *c, int ldc);
 
 /* c[m,n] = alpha * op(bf16(a))[m,k] · op(bf16(b))[k,n] + beta * c[m,n], products summed in fp32 (row
- * major, op = transpose if trans_* != 0: hs_cpu_sgemm's contract). Safe to call from any thread. */
+ * major, op = transpose if trans_* != 0: hs_cpu_blas_sgemm's contract). Safe to call from any thread. */
 void hs_cpu_gemm_bf16(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
                       const float *b, int ldb, float beta, float *c, int ldc);
 
-/* The products the CPU ops compute inside their own loops (attention, convolution): cblas_sgemm
- * unchanged under fp32, hs_cpu_gemm_bf16 under bf16, hs_cpu_gemm_rounded under tf32 and fp16. Same
- * arguments as hs_cpu_sgemm. */
-static inline void hs_cpu_mm(const hs_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha,
-                             const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc) {
+/* A product at be->precision, for the ops that compute products inside their own loops (attention per
+ * head): cblas_sgemm unchanged under fp32, hs_cpu_gemm_bf16 under bf16, hs_cpu_gemm_rounded under tf32
+ * and fp16. Same arguments as hs_cpu_blas_sgemm. */
+static inline void hs_cpu_precision_gemm(const hs_backend *be, int trans_a, int trans_b, int m, int n, int k,
+                                         float alpha, const float *a, int lda, const float *b, int ldb, float beta,
+                                         float *c, int ldc) {
     if (be->precision == HS_PRECISION_BF16)
         hs_cpu_gemm_bf16(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     else if (be->precision == HS_PRECISION_TF32 || be->precision == HS_PRECISION_FP16)

@@ -1,11 +1,11 @@
-/* bf16 matrix products of the CPU backend (see cpu_bf16.h for the arithmetic). oneDNN 2.6 has no bf16
- * GEMM in its C API (dnnl_gemm_bf16bf16f32 is internal), so the products use its matmul primitive:
- * src[M,K] bf16 · weights[K,N] bf16 -> dst[M,N] f32, transposes expressed as strides, alpha as the
- * output scale and beta as a sum post-op (dst = alpha·A·B + beta·dst). Creating a primitive costs far
+/* Products with rounded operands on the CPU (bf16, tf32, fp16; cpu_rounded_gemm.h has the arithmetic).
+ * oneDNN 2.6 has no bf16 GEMM in its C API (dnnl_gemm_bf16bf16f32 is internal), so the products use its
+ * matmul primitive: src[M,K] bf16 · weights[K,N] bf16 -> dst[M,N] f32, transposes expressed as strides, alpha
+ * as the output scale and beta as a sum post-op (dst = alpha·A·B + beta·dst). Creating a primitive costs far
  * more than a small product, so primitives are cached per shape (a model has a few dozen shapes). */
 #include "build_config.h"
 
-#include "backend/cpu/cpu_bf16.h"
+#include "backend/cpu/cpu_rounded_gemm.h"
 
 #include <cblas.h>
 #include <omp.h>

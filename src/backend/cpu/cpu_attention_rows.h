@@ -1,0 +1,56 @@
+/* Row kernels shared by the two CPU attentions (cpu_attention.c, cpu_rel_attention.c): attention
+ * dropout recorded in the sign bits of the stored probabilities, and the softmax backward through it.
+ * A dropped probability is stored as -P (-0.0 for a zero), so the backward pass reads keep = !signbit
+ * and |P| from the same array and the random numbers are drawn once per forward pass. */
+#ifndef HS_BACKEND_CPU_ATTENTION_ROWS_H
+#define HS_BACKEND_CPU_ATTENTION_ROWS_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/cpu/cpu_simd.h"
+#include "math/dropout.h"
+
+/* P'[n] = keep·P/(1-p) for n consecutive probabilities whose dropout counters start at `base`;
+ * dropped probabilities get their sign bit set in P. */
+static HS_SIMD_CLONES void hs_attn_drop_probs(float *dropped, float *probs, size_t n, uint64_t key, uint64_t sample,
+                                              uint64_t base, float p, float keep_scale) {
+#pragma omp simd
+    for (size_t e = 0; e < n; e++) {
+        const float f = hs_dropout_factor(key, sample, base + e, p, keep_scale);
+        dropped[e] = probs[e] * f;
+        probs[e] = f == 0.0f ? -probs[e] : probs[e]; /* sign bit marks a dropped probability */
+    }
+}
+
+/* P'[n] from the stored P and its sign bits */
+static HS_SIMD_CLONES void hs_attn_kept_probs(float *dropped, const float *probs, size_t n, float keep_scale) {
+#pragma omp simd
+    for (size_t e = 0; e < n; e++) dropped[e] = signbit(probs[e]) ? 0.0f : probs[e] * keep_scale;
+}
+
+/* One row of the softmax backward through the dropout: dP = keep·dP'/(1-p) (keep = !signbit(P); with
+ * dropout == 0 every entry is kept and P is read as stored), then dS = |P| ⊙ (dP - Σ |P| ⊙ dP), in place
+ * in dp. Masked keys have P = 0, so their dS is 0. */
+static HS_SIMD_CLONES void hs_attn_softmax_backward_row(float *dp, const float *pr, int n, int dropout,
+                                                        float keep_scale) {
+    float dot = 0.0f;
+    if (dropout) {
+#pragma omp simd reduction(+ : dot)
+        for (int j = 0; j < n; j++) {
+            const float g = signbit(pr[j]) ? 0.0f : dp[j] * keep_scale;
+            dp[j] = g;
+            dot += fabsf(pr[j]) * g;
+        }
+#pragma omp simd
+        for (int j = 0; j < n; j++) dp[j] = fabsf(pr[j]) * (dp[j] - dot);
+    } else {
+#pragma omp simd reduction(+ : dot)
+        for (int j = 0; j < n; j++) dot += pr[j] * dp[j];
+#pragma omp simd
+        for (int j = 0; j < n; j++) dp[j] = pr[j] * (dp[j] - dot);
+    }
+}
+
+#endif
