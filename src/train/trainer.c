@@ -27,6 +27,7 @@
 #include "train/setup.h"
 #include "train/train_config.h"
 #include "train/trainer.h"
+#include "train/update_graphs.h"
 #include "util/check.h"
 #include "util/fault.h"
 #include "util/hash.h"
@@ -64,6 +65,7 @@ typedef struct trainer {
     int may_stage_ahead;
     hs_prefetch_slot *ahead;
     int64_t staged_ahead; /* updates whose inputs were staged during the update before */
+    hs_update_graphs graphs; /* cuda_graphs: the update's device work as CUDA graphs */
     /* the run */
     double start_time;
     char metrics_path[4096]; /* "" = no metrics file */
@@ -392,6 +394,16 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
     const int inject_nan = hs_fault_fires(HS_FAULT_NAN, update);
     const int inject_overflow = hs_fault_fires(HS_FAULT_OVERFLOW, update);
     const int overlap = !inject_nan && !inject_overflow && (!t->balance.auto_mode || t->be->memory_is_host);
+    /* CUDA graphs (cuda_graphs): from a shape's second update on, the device work from here to the
+     * gradient norm (forward, backward, the bucketed all-reduce) is captured and launched as one graph
+     * per shape: the staging slot and the micro-batch sizes. Not while anything in it waits for the
+     * device: balance = auto's timing, the injected faults, host-staged all-reduces. */
+    uint64_t shape = hs_fnv1a64(HS_FNV64_OFFSET, &slot->index, sizeof slot->index);
+    shape = hs_fnv1a64(shape, &slot->n, sizeof slot->n);
+    for (int i = 0; i < slot->n; i++) shape = hs_fnv1a64(shape, &slot->ranges[i].count, sizeof slot->ranges[i].count);
+    const int graphed = hs_update_graphs_begin(&t->graphs, shape,
+                                               !t->balance.auto_mode && !inject_nan && !inject_overflow &&
+                                                   hs_grad_buckets_capturable(t->buckets));
     hs_grad_buckets_start(t->buckets);
     for (int i = 0; i < slot->n; i++)
         if (slot->ranges[i].count > 0) {
@@ -421,6 +433,7 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
     if (t->balance.auto_mode) mark = hs_now();
     /* ||g||² of the summed gradients into the stats buffer, then its one download of this update. */
     hs_grad_sumsq(p, t->stats_dev + DEV_TENSOR_SUMSQ, t->stats_dev + DEV_GRAD_SUMSQ);
+    if (graphed) hs_update_graphs_end(&t->graphs); /* launched: the download below waits for it */
     double head[DEV_HEAD];
     t->be->download(t->be, head, t->stats_dev, sizeof head);
     /* the norm of the unscaled gradient (with the scaler on, the gradient is S times it) */
@@ -692,6 +705,10 @@ static void build_model(trainer *t) {
     t->buckets =
         hs_grad_buckets_create(t->comm, t->be, &t->task->params, (double)t->tc.bucket_cap_mb, t->tc.allreduce_dtype);
     t->stats_dev = t->be->alloc(t->be, ((size_t)DEV_TENSOR_SUMSQ + (size_t)t->task->params.count) * sizeof(double));
+    hs_update_graphs_init(&t->graphs, t->be, t->tc.cuda_graphs);
+    if (t->be->memory_is_host && t->tc.cuda_graphs && t->tc.cuda_graphs_set)
+        hs_log("| note: cuda_graphs = true is ignored on the %s backend (CUDA graphs are a device = \"cuda\" feature)",
+               t->be->name);
     hs_lr_init(&t->sched, &t->tc.lr);
     t->st.epoch = 1;
     t->st.lr = hs_lr_step_update(&t->sched, 0);
@@ -815,6 +832,10 @@ static int finish(trainer *t) {
                (long long)t->st.num_updates, stalls);
         if (t->stage_inputs)
             hs_log("| inputs of %lld update(s) were staged while the update before computed", (long long)t->staged_ahead);
+        if (t->graphs.enabled)
+            hs_log("| CUDA graphs: %lld of %lld update(s) launched as a graph (%lld graph(s) instantiated, %lld launch(es) "
+                   "of an updated graph)", (long long)(t->graphs.graphs_made + t->graphs.graphs_reused),
+                   (long long)t->graphs.updates, (long long)t->graphs.graphs_made, (long long)t->graphs.graphs_reused);
     }
     if (!t->tc.no_save)
         hs_log("| checkpoints in %s/, metrics in %s", t->tc.save_dir, *t->metrics_path ? t->metrics_path : "(off)");
@@ -823,6 +844,7 @@ static int finish(trainer *t) {
     free(t->update_ranges);
     hs_optimizer_free(t->opt);
     hs_grad_buckets_free(t->buckets);
+    hs_update_graphs_free(&t->graphs);
     t->be->free(t->be, t->stats_dev);
     hs_task_destroy(t->task);
     free(t->config_text);

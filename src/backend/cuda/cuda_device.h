@@ -32,6 +32,7 @@ typedef struct hs_cuda_device {
     void *scratch;      /* grow-only device scratch (hs_cuda_scratch) */
     size_t scratch_bytes;
     void *nccl;         /* ncclComm_t once hs_comm has made one (comm.c), else NULL */
+    int capturing;      /* between graph_begin and graph_end_launch (cuda_graph.c) */
 } hs_cuda_device;
 
 static inline hs_cuda_device *hs_cuda_dev(const hs_backend *be) { return (hs_cuda_device *)be->impl; }

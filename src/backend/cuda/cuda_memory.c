@@ -105,11 +105,15 @@ void hs_cuda_upload_async(const hs_backend *be, void *dst, const void *src_host,
 }
 
 void hs_cuda_event_record(const hs_backend *be, void *event, int stream) {
-    HS_CUDA_CHECK(cudaEventRecord((cudaEvent_t)event, stream_of(be, stream)));
+    /* while capturing (cuda_graph.c): recorded by each launch of the graph */
+    const unsigned flags = hs_cuda_dev(be)->capturing && stream == HS_STREAM_COMPUTE ? cudaEventRecordExternal : cudaEventRecordDefault;
+    HS_CUDA_CHECK(cudaEventRecordWithFlags((cudaEvent_t)event, stream_of(be, stream), flags));
 }
 
 void hs_cuda_stream_wait(const hs_backend *be, int stream, void *event) {
-    HS_CUDA_CHECK(cudaStreamWaitEvent(stream_of(be, stream), (cudaEvent_t)event, cudaEventWaitDefault));
+    /* while capturing (cuda_graph.c): each launch waits for the event's record at that time */
+    const unsigned flags = hs_cuda_dev(be)->capturing && stream == HS_STREAM_COMPUTE ? cudaEventWaitExternal : cudaEventWaitDefault;
+    HS_CUDA_CHECK(cudaStreamWaitEvent(stream_of(be, stream), (cudaEvent_t)event, flags));
 }
 
 /* Called from the prefetch thread too: the runtime initialises a thread's first call on its current
