@@ -27,7 +27,7 @@ const hs_cfg_key hs_cfg_schema[] = {
      "arithmetic of the matrix products: fp32, or tf32/bf16/fp16-rounded inputs with fp32 sums (both backends; bf16 on the CPU needs oneDNN; fp16 turns the loss scaler on)",
      0, 0},
     {"cuda_graphs", HS_CFG_BOOL, "true", NO_RANGE, NULL,
-     "device = cuda: each update's device work (forward, backward, the gradient all-reduce) is captured and launched as one CUDA graph per micro-batch shape; ignored on the CPU",
+     "device = cuda: each update's device work (forward, backward, the gradient all-reduce; the optimizer step) is captured and launched as CUDA graphs, one per micro-batch shape; ignored on the CPU",
      0, 0},
     {"seed", HS_CFG_INT, "19940802", 0.0, UINT32_MAX_D, NULL,
      "seed of every random stream (initialisation, shuffling, dropout); seed + epoch must stay below 2^32",

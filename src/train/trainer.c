@@ -66,6 +66,8 @@ typedef struct trainer {
     hs_prefetch_slot *ahead;
     int64_t staged_ahead; /* updates whose inputs were staged during the update before */
     hs_update_graphs graphs; /* cuda_graphs: the update's device work as CUDA graphs */
+    /* this run's updates; of them, those whose forward..norm / optimizer step was launched as a graph */
+    int64_t run_updates, graphed_updates, graphed_steps;
     /* the run */
     double start_time;
     char metrics_path[4096]; /* "" = no metrics file */
@@ -332,6 +334,10 @@ static void stage_ahead(trainer *t) {
  * whether the rank's summed gradient holds a NaN/Inf (summed: the loss scaler's decision is global). */
 enum { SYNC_STOP = HS_STATS_NDOUBLE, SYNC_OVERFLOW, SYNC_LEN };
 
+/* The optimizer step's graph key (update_graphs.h), + 1 for a clipped step; the forward/backward keys
+ * are hashes of the shape. */
+#define STEP_GRAPH_KEY 0x5354455000000000ull
+
 /* The scaler's state into st (what checkpoints save and the meters log); all zero when it is off. */
 static void scaler_to_state(trainer *t) {
     const int on = t->scaler.cfg.enabled;
@@ -433,7 +439,11 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
     if (t->balance.auto_mode) mark = hs_now();
     /* ||g||² of the summed gradients into the stats buffer, then its one download of this update. */
     hs_grad_sumsq(p, t->stats_dev + DEV_TENSOR_SUMSQ, t->stats_dev + DEV_GRAD_SUMSQ);
-    if (graphed) hs_update_graphs_end(&t->graphs); /* launched: the download below waits for it */
+    t->run_updates++;
+    if (graphed) { /* launched: the download below waits for it */
+        hs_update_graphs_end(&t->graphs);
+        t->graphed_updates++;
+    }
     double head[DEV_HEAD];
     t->be->download(t->be, head, t->stats_dev, sizeof head);
     /* the norm of the unscaled gradient (with the scaler on, the gradient is S times it) */
@@ -466,11 +476,19 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
                (long long)update, hs_meters_loss(&t->meters, &stats), gnorm,
                bad ? bad : "(none: the loss itself overflowed)", t->tc.save_dir);
     } else {
+        /* The step as a second graph (cuda_graphs): its host scalars (1/S, the clip factor, lr, the step
+         * count) are known only now, after the download; the key tells clipped steps apart (another node). */
+        const int clipped = t->tc.optim.clip_norm > 0 && gnorm > t->tc.optim.clip_norm;
+        const int step_graphed = hs_update_graphs_begin(&t->graphs, STEP_GRAPH_KEY + (uint64_t)clipped, !inject_nan && !inject_overflow);
         /* Unscale the summed gradients (g / S) before clipping and the step; then the scale may grow. */
         if (t->scaler.cfg.enabled) p->be->scale_tensors(p->be, p->grad, (float)(1.0 / grad_scale), p->table, p->count);
         /* LAMB clips inside its step (before the moments, as apex FusedLAMB); the others clip here. */
         if (!hs_optimizer_clips_internally(t->opt)) hs_clip_grad_scale(p, gnorm, t->tc.optim.clip_norm);
         hs_optimizer_step_with_grad_norm(t->opt, t->st.lr, gnorm);
+        if (step_graphed) {
+            hs_update_graphs_end(&t->graphs);
+            t->graphed_steps++;
+        }
         if (t->scaler.cfg.enabled) hs_loss_scaler_update(&t->scaler, 0);
     }
     scaler_to_state(t);
@@ -833,9 +851,10 @@ static int finish(trainer *t) {
         if (t->stage_inputs)
             hs_log("| inputs of %lld update(s) were staged while the update before computed", (long long)t->staged_ahead);
         if (t->graphs.enabled)
-            hs_log("| CUDA graphs: %lld of %lld update(s) launched as a graph (%lld graph(s) instantiated, %lld launch(es) "
-                   "of an updated graph)", (long long)(t->graphs.graphs_made + t->graphs.graphs_reused),
-                   (long long)t->graphs.updates, (long long)t->graphs.graphs_made, (long long)t->graphs.graphs_reused);
+            hs_log("| CUDA graphs: %lld of %lld update(s) launched as a graph, %lld optimizer step(s) as a graph (%lld "
+                   "graph(s) instantiated, %lld launch(es) of an updated graph)", (long long)t->graphed_updates,
+                   (long long)t->run_updates, (long long)t->graphed_steps,
+                   (long long)t->graphs.graphs_made, (long long)t->graphs.graphs_reused);
     }
     if (!t->tc.no_save)
         hs_log("| checkpoints in %s/, metrics in %s", t->tc.save_dir, *t->metrics_path ? t->metrics_path : "(off)");

@@ -11,8 +11,8 @@ void hs_update_graphs_init(hs_update_graphs *g, const hs_backend *be, int enable
 }
 
 int hs_update_graphs_begin(hs_update_graphs *g, uint64_t key, int eligible) {
-    const int64_t update = ++g->updates;
     if (!g->enabled || !eligible) return 0;
+    const int64_t update = ++g->calls;
     int k = -1;
     for (int i = 0; i < g->n && k < 0; i++)
         if (g->entry[i].key == key) k = i;

@@ -23,13 +23,15 @@ typedef struct hs_update_graphs {
     } entry[HS_UPDATE_GRAPHS_MAX];
     int n;
     int current; /* the entry being captured, or -1 */
-    int64_t updates, graphs_made, graphs_reused; /* updates seen; launches that instantiated / reused */
+    int64_t calls;                    /* hs_update_graphs_begin calls (the recency clock) */
+    int64_t graphs_made, graphs_reused; /* launches that instantiated a graph / updated one in place */
 } hs_update_graphs;
 
 void hs_update_graphs_init(hs_update_graphs *g, const hs_backend *be, int enabled);
-/* At the start of an update's device work. A shape seen for the first time runs eagerly (its grow-only
- * buffers allocate then); from its second update on the work is captured: returns 1, and
- * hs_update_graphs_end must follow before anything waits for the device. `eligible` = 0 runs eagerly. */
+/* At the start of a part of an update's device work. `key` names the part and its shape: seen for the
+ * first time, the part runs eagerly (its grow-only buffers allocate then); from its second time on it is
+ * captured: returns 1, and hs_update_graphs_end must follow before anything waits for the device.
+ * `eligible` = 0 runs eagerly. */
 int hs_update_graphs_begin(hs_update_graphs *g, uint64_t key, int eligible);
 /* Ends the capture and launches it (after hs_update_graphs_begin returned 1). */
 void hs_update_graphs_end(hs_update_graphs *g);

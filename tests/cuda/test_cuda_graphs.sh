@@ -1,6 +1,6 @@
 # CUDA graphs (cuda_graphs = true, the default; docs/gpu.md "CUDA graphs") on the emulated device: the
 # update's forward, backward, NCCL all-reduce and gradient norm captured and launched as one graph per
-# shape give the same bits as the eager run (cuda_graphs = false): the checkpoints compare equal with
+# shape, and the optimizer step (unscale, clip, step) as a second graph, give the same bits as the eager run (cuda_graphs = false): the checkpoints compare equal with
 # tolerance 0 and the loss/gnorm trajectories are identical. The CNN recipe (dropout on: per-update
 # dropout keys in the kernel arguments) on 1 rank and on 2 ranks (the all-reduce inside the graph), a
 # small BERT (LAMB, dropout on; per-update loss normalisation) on 2 ranks; the log says how many
@@ -19,7 +19,8 @@ run() {
   local bin=$1 np=$2 dir=$3; shift 3
   mpi "$np" "$bin" train "$@" -o checkpoint.save_dir=\"$dir\" > "$dir.log" 2>&1 || { cat "$dir.log"; fail "training into $dir failed"; }
 }
-# same NAME RANKS UPDATES MIN ARGS...: graphs on = off bit for bit; at least MIN updates as graphs (a
+# same NAME RANKS UPDATES MIN ARGS...: graphs on = off bit for bit; at least MIN updates and MIN
+# optimizer steps as graphs (a
 # shape's first update runs eagerly: the shape is the staging slot and the micro-batch sizes), some of
 # them launches of an updated graph
 same() {
@@ -32,8 +33,9 @@ same() {
   line=$(grep "| CUDA graphs: " "${name}_on.log" | head -1)
   [ -n "$line" ] || { cat "${name}_on.log"; fail "$name: no CUDA graphs line in the log"; }
   graphed=$(echo "$line" | sed 's/.*CUDA graphs: \([0-9]*\) of.*/\1/')
+  steps=$(echo "$line" | sed 's/.*, \([0-9]*\) optimizer step(s) as a graph.*/\1/')
   reused=$(echo "$line" | sed 's/.*, \([0-9]*\) launch(es) of an updated graph.*/\1/')
-  [ "$graphed" -ge "$min" ] && [ "$reused" -ge 1 ] || fail "$name: only $graphed of $n updates ran as graphs ($line)"
+  [ "$graphed" -ge "$min" ] && [ "$steps" -ge "$min" ] && [ "$reused" -ge 1 ] || fail "$name: only $graphed of $n updates ran as graphs ($line)"
   ! grep -q "| CUDA graphs: " "${name}_off.log" || fail "$name: cuda_graphs = false still launched graphs"
   echo "ok: $name on $np rank(s): $line; = cuda_graphs = false bit for bit"
 }

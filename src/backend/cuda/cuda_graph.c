@@ -1,4 +1,5 @@
-/* CUDA graphs of the update's device work (ops.def, "CUDA graphs"; docs/gpu.md, "CUDA graphs").
+/* CUDA graphs of the update's device work (ops.def, "CUDA graphs"; docs/gpu.md, "CUDA graphs"); the
+ * trainer decides what is captured (src/train/update_graphs.c).
  *
  * graph_begin puts the compute stream in capture mode (thread-local: the prefetch thread's copies and
  * event waits stay outside it); every op enqueued until graph_end_launch becomes a node: kernels,
@@ -9,7 +10,7 @@
  * waits for them then.
  *
  * Kernel arguments are host values baked into the captured nodes (loss scales, dropout keys, sample
- * offsets change every update), so every update is captured afresh and the executable graph of the
+ * offsets, lr and step counts change every update), so every update is captured afresh and the executable graph of the
  * same shape is updated in place (cudaGraphExecUpdate: same nodes, new arguments) before it is
  * launched as one unit; a capture whose nodes differ (another shape) instantiates a new one. */
 #include "backend/cuda/cuda_check.h"
