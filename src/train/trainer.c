@@ -425,7 +425,9 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
         if (!t->be->memory_is_host) t->be->synchronize(t->be);
         compute_seconds = hs_now() - compute_start;
     }
-    stage_ahead(t); /* the next update's inputs, while this one computes */
+    /* the next update's inputs, while this one computes (after the launch when captured: staging may
+     * allocate input sets, which a capture does not allow) */
+    if (!graphed) stage_ahead(t);
     if (inject_nan) {
         float nan = NAN;
         p->be->upload(p->be, p->grad, &nan, sizeof nan);
@@ -443,6 +445,7 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
     if (graphed) { /* launched: the download below waits for it */
         hs_update_graphs_end(&t->graphs);
         t->graphed_updates++;
+        stage_ahead(t);
     }
     double head[DEV_HEAD];
     t->be->download(t->be, head, t->stats_dev, sizeof head);

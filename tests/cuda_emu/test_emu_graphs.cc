@@ -47,8 +47,6 @@ void capture_and_replay() {
   CHECK(status(other) == cudaStreamCaptureStatusNone);
   CHECK_ERR(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaErrorIllegalState);
   CHECK_ERR(cudaGetLastError(), cudaErrorIllegalState);
-  float *late;
-  CUDA_OK(cudaMalloc(&late, 64)); // allowed during a capture
   st_produce(x, n, 1.0f, s);
   st_consume(x, y, n, s);
   CUDA_OK(cudaGetLastError());
@@ -109,7 +107,6 @@ void capture_and_replay() {
   CUDA_OK(cudaGraphDestroy(g9));
   CHECK_ERR(cudaGraphLaunch(exec, s), cudaErrorInvalidResourceHandle);
   CUDA_OK(cudaGetLastError() == cudaErrorInvalidResourceHandle ? cudaSuccess : cudaErrorUnknown);
-  CUDA_OK(cudaFree(late));
   CUDA_OK(cudaFree(x));
   CUDA_OK(cudaFree(y));
   CUDA_OK(cudaStreamDestroy(s));
@@ -217,6 +214,10 @@ void refused_during_capture() {
       [&] { return cudaStreamQuery(s); },
       [&] { return cudaDeviceSynchronize(); },
       [&] { return cudaFree(x); },
+      [&] {
+        float *tmp;
+        return cudaMalloc(&tmp, 64);
+      },
       [&] { return cudaMemcpy(pinned, x, n * sizeof(float), cudaMemcpyDeviceToHost); },
       [&] { return cudaMemsetAsync(pinned, 0, n * sizeof(float), s); }, // synchronous: pinned target
   };
@@ -234,7 +235,7 @@ void refused_during_capture() {
     CHECK(status(s) == cudaStreamCaptureStatusNone);
     cudaGetLastError();
   }
-  // a relaxed-mode capture leaves cudaFree to other work (it is not on the capturing stream)
+  // a relaxed-mode capture allows cudaMalloc and cudaFree (they are not on the capturing stream)
   CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
   float *tmp;
   CUDA_OK(cudaMalloc(&tmp, 64));
@@ -247,7 +248,7 @@ void refused_during_capture() {
   CUDA_OK(cudaFree(x));
   CUDA_OK(cudaFree(y));
   CUDA_OK(cudaFreeHost(pinned));
-  printf("ok   synchronisations, cudaFree and synchronous copies during a capture are refused and invalidate it\n");
+  printf("ok   synchronisations, cudaMalloc, cudaFree and synchronous copies during a capture are refused and invalidate it\n");
 }
 } // namespace
 

@@ -10,9 +10,9 @@
  * waits for them then.
  *
  * Kernel arguments are host values baked into the captured nodes (loss scales, dropout keys, sample
- * offsets, lr and step counts change every update), so every update is captured afresh and the executable graph of the
- * same shape is updated in place (cudaGraphExecUpdate: same nodes, new arguments) before it is
- * launched as one unit; a capture whose nodes differ (another shape) instantiates a new one. */
+ * offsets, lr and step counts change every update), so every update is captured afresh and the
+ * executable graph of the same shape is updated in place (cudaGraphExecUpdate: same nodes, new
+ * arguments) before it is launched as one unit; a capture whose nodes differ instantiates a new one. */
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_ops.h"

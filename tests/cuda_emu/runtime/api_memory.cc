@@ -73,6 +73,8 @@ cudaError_t fill(void *p, int value, size_t n, cudaStream_t stream, bool async) 
 
 extern "C" cudaError_t cudaMalloc(void **p, size_t n) {
   HS_EMU_API_ENTER;
+  // "potentially unsafe" during a global or thread-local capture (it may synchronise the device)
+  if (refuse_during_capture(false)) return record_error(cudaErrorStreamCaptureUnsupported);
   return record_error(device_malloc(p, n));
 }
 
@@ -85,6 +87,7 @@ extern "C" cudaError_t cudaFree(void *p) {
 
 extern "C" cudaError_t cudaMallocHost(void **p, size_t n) {
   HS_EMU_API_ENTER;
+  if (refuse_during_capture(false)) return record_error(cudaErrorStreamCaptureUnsupported);
   return record_error(pinned_malloc(p, n));
 }
 

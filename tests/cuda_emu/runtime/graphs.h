@@ -16,9 +16,10 @@
 //   - Illegal during a capture, with cudaErrorStreamCaptureUnsupported, and the capture is invalidated
 //     (its later calls fail with cudaErrorStreamCaptureInvalidated, cudaStreamEndCapture too):
 //     cudaStreamSynchronize / cudaStreamQuery of a capturing stream, a synchronous memset of pinned
-//     memory on it, cudaDeviceSynchronize (any capture), and cudaFree, cudaFreeHost and the synchronous
-//     cudaMemcpy while a capture in global or thread-local mode is active (the emulator does not tell
-//     host threads apart). cudaMalloc is allowed.
+//     memory on it, cudaDeviceSynchronize (any capture), and cudaMalloc, cudaMallocHost, cudaFree,
+//     cudaFreeHost and the synchronous cudaMemcpy while a capture in global or thread-local mode is
+//     active (CUDA's "potentially unsafe" calls; the emulator does not tell host threads apart). A
+//     relaxed-mode capture allows them, except what synchronises a capturing stream.
 //   - cudaGraphLaunch enqueues the nodes in capture order on the launch stream: the capture order is one
 //     order the graph's dependencies allow (every dependency points to earlier-issued work), so a
 //     replay computes what the eager run computes. Kernel arguments, cuBLASLt/cuDNN host scalars and
