@@ -59,7 +59,7 @@ template <class T> __global__ void tanh_backward_kernel(T *dx, const T *dy, cons
 
 extern "C" void hs_cuda_gelu_forward(const hs_backend *be, float *y, const float *x, size_t n) {
   HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), gelu_forward_kernel<float>)(y, x, n);
-  HS_CUDA_LAUNCHED("gelu_forward_kernel");
+  HS_CUDA_LAUNCHED("gelu_forward_kernel", 2 * n * sizeof(float));
 }
 
 extern "C" void hs_cuda_bias_gelu_forward(const hs_backend *be, float *y, float *x, const float *bias, int rows,
@@ -68,20 +68,20 @@ extern "C" void hs_cuda_bias_gelu_forward(const hs_backend *be, float *y, float 
   const size_t n = (size_t)rows * (size_t)cols;
   HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), bias_gelu_forward_kernel<float>)(y, x, bias, n,
                                                                                                (size_t)cols);
-  HS_CUDA_LAUNCHED("bias_gelu_forward_kernel");
+  HS_CUDA_LAUNCHED("bias_gelu_forward_kernel", (3 * n + (size_t)cols) * sizeof(float)); /* x read + written, y, bias */
 }
 
 extern "C" void hs_cuda_gelu_backward(const hs_backend *be, float *dx, const float *dy, const float *x, size_t n) {
   HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), gelu_backward_kernel<float>)(dx, dy, x, n);
-  HS_CUDA_LAUNCHED("gelu_backward_kernel");
+  HS_CUDA_LAUNCHED("gelu_backward_kernel", 3 * n * sizeof(float));
 }
 
 extern "C" void hs_cuda_tanh_forward(const hs_backend *be, float *y, const float *x, size_t n) {
   HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), tanh_forward_kernel<float>)(y, x, n);
-  HS_CUDA_LAUNCHED("tanh_forward_kernel");
+  HS_CUDA_LAUNCHED("tanh_forward_kernel", 2 * n * sizeof(float));
 }
 
 extern "C" void hs_cuda_tanh_backward(const hs_backend *be, float *dx, const float *dy, const float *y, size_t n) {
   HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), tanh_backward_kernel<float>)(dx, dy, y, n);
-  HS_CUDA_LAUNCHED("tanh_backward_kernel");
+  HS_CUDA_LAUNCHED("tanh_backward_kernel", 3 * n * sizeof(float));
 }

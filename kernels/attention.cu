@@ -12,12 +12,15 @@
  *   dP' = dC·Vᵀ;  dV = P'ᵀ·dC;  dP = keep·dP'/(1-p);  dS = P ⊙ (dP - rowsum(P ⊙ dP));
  *   dQ = dS·K/√d;  dK = dSᵀ·Q/√d     (dqkv overwritten)
  *
- * The products are strided-batched GEMMs on the compute stream (hs_cuda_gemm_strided_batched) reading
- * Q, K, V in place in qkv (leading dimension 3H, no split-heads copy) and writing ctx / dqkv in place
- * (no merge-heads copy). A unit (b, h) starts at b·stride_b + h·stride_h in every tensor, which is not
- * one linear stride over b·heads + h, so the units go in min(B, heads) calls: per head a batch over the
- * samples, or per sample a batch over the heads. The L×L scores live in probs itself; P' (forward with
- * dropout) and dP, P' (backward) live in one hs_cuda_scratch region.
+ * Each product is ONE strided-batched GEMM over the B·heads units (hs_cuda_gemm_strided_batched). In
+ * qkv[B,L,3H] and ctx[B,L,H] a unit (b, h) starts at b·L·ld + h·d, which is no single stride over
+ * b·heads + h, so Q, K, V (and dC in the backward pass) are first copied head-major, [B,heads,L,d] with
+ * unit stride L·d (one split-heads kernel per tensor), and the products that make ctx or dqkv write
+ * head-major copies that one merge-heads kernel puts back: 2 GEMMs + 2 copies forward instead of
+ * 2·min(B, heads) GEMMs (BERT-large at micro-batch 64: 32), 4 GEMMs + 3 copies backward instead of 64.
+ * The copies are exact, so the results are those of the per-unit products. The L×L scores live in
+ * probs itself; P' (forward with dropout), dP, P' (backward) and the head-major copies live in one
+ * hs_cuda_scratch region.
  *
  * The softmax and its backward are one warp per row: each lane walks columns lane, lane+32, ... in
  * order and the lanes combine by a butterfly of __shfl_xor_sync (a fixed shape, and float addition is
@@ -28,6 +31,7 @@
 
 #include "hs_cuda.h"
 #include "hs_launch.h"
+#include "heads.cuh"
 #include "warp.cuh"
 #include "math/dropout.h"
 #include "math/fast_exp_erf.h"
@@ -127,25 +131,13 @@ __global__ void softmax_dropout_backward_kernel(T *dp, const T *probs, size_t ro
 
 /* ---- host side ------------------------------------------------------------------------------------------ */
 
-/* Where unit (b, h) of a tensor starts: b·sb + h·sh elements from its base. */
-struct unit_layout {
-  int64_t sb, sh;
-};
-
-/* C_u = alpha·op(A_u)·op(B_u) + beta·C_u for every unit u = (b, h), in min(batch, heads) strided-batched
- * calls. */
+/* C_u = alpha·op(A_u)·op(B_u) for every unit u of `units`, one strided-batched call; every operand is
+ * [units, L, L] (stride L²) or head-major [units, L, d] (stride L·d), so its ld is its row length. */
 void gemm_units(const hs_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
-                unit_layout la, int lda, const float *b, unit_layout lb, int ldb, float beta, float *c,
-                unit_layout lc, int ldc, int batch, int heads) {
-  if (heads <= batch) {
-    for (int h = 0; h < heads; h++)
-      hs_cuda_gemm_strided_batched(be, trans_a, trans_b, m, n, k, alpha, a + h * la.sh, lda, la.sb, b + h * lb.sh,
-                                   ldb, lb.sb, beta, c + h * lc.sh, ldc, lc.sb, batch);
-  } else {
-    for (int s = 0; s < batch; s++)
-      hs_cuda_gemm_strided_batched(be, trans_a, trans_b, m, n, k, alpha, a + s * la.sb, lda, la.sh, b + s * lb.sb,
-                                   ldb, lb.sh, beta, c + s * lc.sb, ldc, lc.sh, heads);
-  }
+                int lda, const float *b, int ldb, float *c, int ldc, int L, size_t units) {
+  const int64_t sa = (int64_t)L * lda, sb = (int64_t)L * ldb, sc = (int64_t)L * ldc;
+  hs_cuda_gemm_strided_batched(be, trans_a, trans_b, m, n, k, alpha, a, lda, sa, b, ldb, sb, 0.0f, c, ldc, sc,
+                               (int)units);
 }
 
 /* Bytes of one [B,heads,L,L] float region of the scratch, rounded up so the next region stays aligned
@@ -164,7 +156,7 @@ template <class T> __global__ void attention_mask_bias_kernel(T *bias, const int
 
 extern "C" void hs_cuda_attention_mask_bias(const hs_backend *be, float *bias, const int32_t *mask, size_t n) {
   HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), attention_mask_bias_kernel<float>)(bias, mask, n);
-  HS_CUDA_LAUNCHED("attention_mask_bias_kernel");
+  HS_CUDA_LAUNCHED("attention_mask_bias_kernel", n * (sizeof(int32_t) + sizeof(float)));
 }
 
 /* ---- forward ------------------------------------------------------------------------------------------- */
@@ -173,26 +165,35 @@ extern "C" void hs_cuda_attention_forward(const hs_backend *be, float *ctx, floa
                                           const float *mask_bias, int batch, int seq_len, int heads, int head_dim,
                                           float p, uint64_t key, int64_t first_sample) {
   if (batch <= 0 || seq_len <= 0 || heads <= 0 || head_dim <= 0) return;
-  const int L = seq_len, d = head_dim, H = heads * head_dim, ld = 3 * H;
+  const int L = seq_len, d = head_dim, H = heads * head_dim;
   const float score_scale = 1.0f / sqrtf((float)d);
   const int dropout = p > 0.0f;
   const size_t LL = (size_t)L * (size_t)L, units = (size_t)batch * (size_t)heads, rows = units * (size_t)L;
-  const unit_layout tok = {(int64_t)L * ld, d};        /* q, k, v in qkv[B,L,3H] */
-  const unit_layout merged = {(int64_t)L * H, d};      /* ctx[B,L,H] */
-  const unit_layout square = {(int64_t)heads * (int64_t)LL, (int64_t)LL}; /* [B,heads,L,L] */
+  const size_t tokens = (size_t)batch * (size_t)L, th = region_bytes(tokens * (size_t)H);
   cudaStream_t stream = hs_cuda_stream(be);
 
+  /* scratch: q, k, v and ctx head-major [B,heads,L,d], then P' [B,heads,L,L] with dropout */
+  char *scratch = (char *)hs_cuda_scratch(be, 4 * th + (dropout ? region_bytes(units * LL) : 0));
+  float *q = (float *)scratch, *k = (float *)(scratch + th), *v = (float *)(scratch + 2 * th);
+  float *ctx_h = (float *)(scratch + 3 * th);
+  split_heads(stream, head_parts<float>{{q, k, v}}, qkv,
+              heads_shape{(size_t)batch, (size_t)L, 3 * H, 0, 3, heads, d});
+
   /* scores[L,L] = Q·Kᵀ/√d, into probs */
-  gemm_units(be, 0, 1, L, L, d, score_scale, qkv, tok, ld, qkv + H, tok, ld, 0.0f, probs, square, L, batch, heads);
+  gemm_units(be, 0, 1, L, L, d, score_scale, q, d, k, d, probs, L, L, units);
 
   /* P (and P' with dropout) */
-  float *pv = dropout ? (float *)hs_cuda_scratch(be, region_bytes(units * LL)) : probs;
+  float *pv = dropout ? (float *)(scratch + 4 * th) : probs;
   HS_LAUNCH(hs_grid_for_rows(rows), HS_BLOCK, 0, stream, softmax_dropout_forward_kernel<float>)(
       probs, dropout ? pv : nullptr, mask_bias, rows, heads, L, p, hs_dropout_keep_scale(p), key, first_sample);
-  HS_CUDA_LAUNCHED("softmax_dropout_forward_kernel");
+  /* the scores read, P written (P' too with dropout), the key mask */
+  HS_CUDA_LAUNCHED("softmax_dropout_forward_kernel",
+                   units * LL * sizeof(float) * (dropout ? 3 : 2) + (size_t)batch * (size_t)L * sizeof(float));
 
-  /* ctx[b, :, h·d:(h+1)·d] = P'·V */
-  gemm_units(be, 0, 0, L, d, L, 1.0f, pv, square, L, qkv + 2 * H, tok, ld, 0.0f, ctx, merged, H, batch, heads);
+  /* ctx[b, :, h·d:(h+1)·d] = P'·V, head-major, then merged */
+  gemm_units(be, 0, 0, L, d, L, 1.0f, pv, L, v, d, ctx_h, d, L, units);
+  merge_heads(stream, ctx, head_parts<const float>{{ctx_h, nullptr, nullptr}},
+              heads_shape{(size_t)batch, (size_t)L, H, 0, 1, heads, d});
 }
 
 /* ---- backward ------------------------------------------------------------------------------------------ */
@@ -203,39 +204,48 @@ extern "C" void hs_cuda_attention_backward(const hs_backend *be, float *dqkv, co
   (void)key;
   (void)first_sample; /* the dropout decisions are read back from the sign bits of probs, as on the CPU */
   if (batch <= 0 || seq_len <= 0 || heads <= 0 || head_dim <= 0) return;
-  const int L = seq_len, d = head_dim, H = heads * head_dim, ld = 3 * H;
+  const int L = seq_len, d = head_dim, H = heads * head_dim;
   const float score_scale = 1.0f / sqrtf((float)d);
   const int dropout = p > 0.0f;
   const float keep_scale = hs_dropout_keep_scale(p);
   const size_t LL = (size_t)L * (size_t)L, units = (size_t)batch * (size_t)heads, rows = units * (size_t)L;
-  const unit_layout tok = {(int64_t)L * ld, d};
-  const unit_layout merged = {(int64_t)L * H, d};
-  const unit_layout square = {(int64_t)heads * (int64_t)LL, (int64_t)LL};
+  const size_t tokens = (size_t)batch * (size_t)L, th = region_bytes(tokens * (size_t)H);
   cudaStream_t stream = hs_cuda_stream(be);
 
-  /* one scratch region, carved: dp[B,heads,L,L] (dP' then dS), then P'[B,heads,L,L] with dropout */
+  /* one scratch region, carved: q, k, v, dC head-major [B,heads,L,d]; dp[B,heads,L,L] (dP' then dS); then
+   * P'[B,heads,L,L] with dropout. The gradients reuse the copies once their last reader has run (the
+   * stream orders them): dV into v (after dP' = dC·Vᵀ), dQ into dc (after dV = P'ᵀ·dC), dK into k (after
+   * dQ = dS·K). */
   const size_t region = region_bytes(units * LL);
-  char *scratch = (char *)hs_cuda_scratch(be, dropout ? 2 * region : region);
-  float *dp = (float *)scratch;
+  char *scratch = (char *)hs_cuda_scratch(be, 4 * th + (dropout ? 2 * region : region));
+  float *q = (float *)scratch, *k = (float *)(scratch + th), *v = (float *)(scratch + 2 * th);
+  float *dc = (float *)(scratch + 3 * th);
+  float *dp = (float *)(scratch + 4 * th);
+  split_heads(stream, head_parts<float>{{q, k, v}}, qkv,
+              heads_shape{(size_t)batch, (size_t)L, 3 * H, 0, 3, heads, d});
+  split_heads(stream, head_parts<float>{{dc, nullptr, nullptr}}, dctx,
+              heads_shape{(size_t)batch, (size_t)L, H, 0, 1, heads, d});
   const float *pv = probs;
   if (dropout) {
-    float *kept = (float *)(scratch + region);
+    float *kept = (float *)(scratch + 4 * th + region);
     HS_LAUNCH(hs_grid_for(units * LL), HS_BLOCK, 0, stream, kept_probs_kernel<float>)(kept, probs, units * LL,
                                                                                       keep_scale);
-    HS_CUDA_LAUNCHED("kept_probs_kernel");
+    HS_CUDA_LAUNCHED("kept_probs_kernel", 2 * units * LL * sizeof(float));
     pv = kept;
   }
 
-  /* dP'[L,L] = dC·Vᵀ ;  dV[L,d] = P'ᵀ·dC */
-  gemm_units(be, 0, 1, L, L, d, 1.0f, dctx, merged, H, qkv + 2 * H, tok, ld, 0.0f, dp, square, L, batch, heads);
-  gemm_units(be, 1, 0, L, d, L, 1.0f, pv, square, L, dctx, merged, H, 0.0f, dqkv + 2 * H, tok, ld, batch, heads);
+  /* dP'[L,L] = dC·Vᵀ ;  dV[L,d] = P'ᵀ·dC (into v) */
+  gemm_units(be, 0, 1, L, L, d, 1.0f, dc, d, v, d, dp, L, L, units);
+  gemm_units(be, 1, 0, L, d, L, 1.0f, pv, L, dc, d, v, d, L, units);
 
   /* dS = P ⊙ (dP - rowsum(P ⊙ dP)), dP = keep·dP'/(1-p) */
   HS_LAUNCH(hs_grid_for_rows(rows), HS_BLOCK, 0, stream, softmax_dropout_backward_kernel<float>)(
       dp, probs, rows, L, dropout, keep_scale);
-  HS_CUDA_LAUNCHED("softmax_dropout_backward_kernel");
+  HS_CUDA_LAUNCHED("softmax_dropout_backward_kernel", 3 * units * LL * sizeof(float)); /* dp read + written, P */
 
-  /* dQ = dS·K/√d ;  dK = dSᵀ·Q/√d */
-  gemm_units(be, 0, 0, L, d, L, score_scale, dp, square, L, qkv + H, tok, ld, 0.0f, dqkv, tok, ld, batch, heads);
-  gemm_units(be, 1, 0, L, d, L, score_scale, dp, square, L, qkv, tok, ld, 0.0f, dqkv + H, tok, ld, batch, heads);
+  /* dQ = dS·K/√d (into dc) ;  dK = dSᵀ·Q/√d (into k); then dqkv[B,L,3H] = dQ | dK | dV merged */
+  gemm_units(be, 0, 0, L, d, L, score_scale, dp, L, k, d, dc, d, L, units);
+  gemm_units(be, 1, 0, L, d, L, score_scale, dp, L, q, d, k, d, L, units);
+  merge_heads(stream, dqkv, head_parts<const float>{{dc, k, v}},
+              heads_shape{(size_t)batch, (size_t)L, 3 * H, 0, 3, heads, d});
 }

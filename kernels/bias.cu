@@ -58,7 +58,7 @@ template <class T> void launch_add_bias(const hs_backend *be, T *y, int ldy, con
   if (rows <= 0 || cols <= 0) return;
   const size_t n = (size_t)rows * (size_t)cols;
   HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), add_bias_kernel<T>)(y, ldy, bias, rows, cols);
-  HS_CUDA_LAUNCHED("add_bias_kernel");
+  HS_CUDA_LAUNCHED("add_bias_kernel", (2 * n + (size_t)cols) * sizeof(T)); /* y read + written, bias */
 }
 
 template <class T> void launch_bias_grad(const hs_backend *be, T *dbias, const T *dy, int ldy, int rows, int cols) {
@@ -67,7 +67,7 @@ template <class T> void launch_bias_grad(const hs_backend *be, T *dbias, const T
    * threads, which is exactly ceil(cols / BIAS_COLS) (capped, the kernel strides over the rest) */
   const unsigned grid = hs_grid_for((size_t)cols * BIAS_SLICES);
   HS_LAUNCH(grid, HS_BLOCK, 0, hs_cuda_stream(be), bias_grad_kernel<T>)(dbias, dy, ldy, rows, cols);
-  HS_CUDA_LAUNCHED("bias_grad_kernel");
+  HS_CUDA_LAUNCHED("bias_grad_kernel", ((size_t)rows * (size_t)cols + 2 * (size_t)cols) * sizeof(T)); /* dy; dbias += */
 }
 
 } // namespace

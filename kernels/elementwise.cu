@@ -64,14 +64,17 @@ void dropout_apply(const hs_backend *be, T *out, const T *in, int batch, size_t 
   const size_t n = (size_t)(batch > 0 ? batch : 0) * per_sample;
   cudaStream_t stream = hs_cuda_stream(be);
   if (p <= 0.0f) { /* identity, as on the CPU (p < 0 would otherwise scale by 1/(1-p)) */
-    if (out != in && n) HS_CUDA_CHECK(cudaMemcpyAsync(out, in, n * sizeof(T), cudaMemcpyDeviceToDevice, stream));
+    if (out != in && n) {
+      HS_CUDA_CHECK(cudaMemcpyAsync(out, in, n * sizeof(T), cudaMemcpyDeviceToDevice, stream));
+      HS_CUDA_COPY_OP("cudaMemcpyAsync device->device", 2 * n * sizeof(T));
+    }
     return;
   }
   if (group == 0 || per_sample % group != 0)
     HS_FATAL(NULL, "dropout: group %zu does not divide the %zu values per sample", group, per_sample);
   HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, stream, dropout_kernel<T>)(out, in, n, per_sample, group, p,
                                                                     hs_dropout_keep_scale(p), key, first_sample);
-  HS_CUDA_LAUNCHED("dropout_kernel");
+  HS_CUDA_LAUNCHED("dropout_kernel", 2 * n * sizeof(T)); /* in, out (the mask is recomputed) */
 }
 
 } // namespace
@@ -81,17 +84,17 @@ void dropout_apply(const hs_backend *be, T *out, const T *in, int batch, size_t 
 extern "C" void hs_cuda_u8_to_float(const hs_backend *be, float *y, const uint8_t *x, size_t n, float scale,
                                     float shift) {
   HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), u8_to_float_kernel<float>)(y, x, n, scale, shift);
-  HS_CUDA_LAUNCHED("u8_to_float_kernel");
+  HS_CUDA_LAUNCHED("u8_to_float_kernel", n * (1 + sizeof(float)));
 }
 
 extern "C" void hs_cuda_relu_forward(const hs_backend *be, float *y, const float *x, size_t n) {
   HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), relu_forward_kernel<float>)(y, x, n);
-  HS_CUDA_LAUNCHED("relu_forward_kernel");
+  HS_CUDA_LAUNCHED("relu_forward_kernel", 2 * n * sizeof(float));
 }
 
 extern "C" void hs_cuda_relu_backward(const hs_backend *be, float *dx, const float *dy, const float *y, size_t n) {
   HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), relu_backward_kernel<float>)(dx, dy, y, n);
-  HS_CUDA_LAUNCHED("relu_backward_kernel");
+  HS_CUDA_LAUNCHED("relu_backward_kernel", 3 * n * sizeof(float));
 }
 
 extern "C" void hs_cuda_dropout_forward(const hs_backend *be, float *y, const float *x, int batch, size_t per_sample,

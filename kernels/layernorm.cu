@@ -15,7 +15,12 @@
  * blocks); one thread per (chunk, column) sums dy·x̂ and dy over the chunk's rows in row order into a
  * double partial, then one thread per column adds the chunks' partials in chunk order and rounds once.
  * This is the CPU's order exactly, so the two backends agree to the bit unless a compiler fuses a
- * multiply-add differently. */
+ * multiply-add differently.
+ *
+ * A sublayer's end (dropout_add_layernorm_forward, layernorm_dropout_backward) is the same kernels with a
+ * dropout folded in: the forward takes the input as dropout(x) + residual (the factor of dropout_kernel,
+ * kernels/math/dropout.h, drawn per element), the backward's dx kernel also writes dx times that factor
+ * (the sublayer's gradient): one pass over the rows instead of a dropout kernel more each way. */
 #include "hs_cuda.h"
 #include "hs_launch.h"
 #include "warp.cuh"
@@ -23,6 +28,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_ops.h"
+#include "math/dropout.h"
 #include "math/layernorm.h"
 
 namespace {
@@ -31,6 +37,21 @@ namespace {
 template <class T> __device__ __forceinline__ float to_float(T v) { return static_cast<float>(v); }
 template <class T> __device__ __forceinline__ T from_float(float v) { return static_cast<T>(v); }
 
+/* The dropout folded into a pass: element i of the [batch, per_sample] tensor is multiplied by
+ * hs_dropout_factor(key, first_sample + i / per_sample, (i % per_sample) / group, p, keep_scale). */
+struct ln_dropout {
+  int on; /* 0: no dropout (the plain ops) */
+  float p, keep_scale;
+  uint64_t key;
+  int64_t first_sample;
+  size_t per_sample, group;
+};
+
+__device__ __forceinline__ float dropout_factor_at(const ln_dropout &d, size_t i) {
+  return hs_dropout_factor(d.key, (uint64_t)(d.first_sample + (int64_t)(i / d.per_sample)),
+                           (i % d.per_sample) / d.group, d.p, d.keep_scale);
+}
+
 /* ---- forward ------------------------------------------------------------------------------------------ */
 
 /* y[rows,cols], x_sum[rows,cols] (only with residual), mean[rows], rstd[rows] from x[rows,cols],
@@ -38,7 +59,7 @@ template <class T> __device__ __forceinline__ T from_float(float v) { return sta
 template <class T>
 __global__ void __launch_bounds__(HS_BLOCK)
     layernorm_forward_kernel(T *y, T *x_sum, float *mean, float *rstd, const T *x, const T *residual,
-                             const float *gamma, const float *beta, int rows, int cols, float eps) {
+                             const float *gamma, const float *beta, int rows, int cols, float eps, ln_dropout drop) {
   const int lane = threadIdx.x % HS_WARP;
   const long long first = (long long)blockIdx.x * HS_ROWS_PER_BLOCK + threadIdx.x / HS_WARP;
   const long long stride = (long long)gridDim.x * HS_ROWS_PER_BLOCK;
@@ -46,8 +67,12 @@ __global__ void __launch_bounds__(HS_BLOCK)
     const size_t off = (size_t)r * (size_t)cols;
     const T *in = x + off;
     if (residual) { /* in = x + residual, kept for the backward pass */
-      for (int c = lane; c < cols; c += HS_WARP)
-        x_sum[off + c] = from_float<T>(to_float(x[off + c]) + to_float(residual[off + c]));
+      for (int c = lane; c < cols; c += HS_WARP) {
+        float a = to_float(x[off + c]);
+        if (drop.on) /* rounded to T as dropout_kernel stores it */
+          a = to_float(from_float<T>(a * dropout_factor_at(drop, off + c)));
+        x_sum[off + c] = from_float<T>(a + to_float(residual[off + c]));
+      }
       in = x_sum + off; /* each lane reads back only the columns it wrote */
     }
     double sum = 0.0;
@@ -73,8 +98,8 @@ __global__ void __launch_bounds__(HS_BLOCK)
 /* dx[rows,cols] (may alias dy) from dy, x (the forward's input), mean, rstd, gamma. One warp per row. */
 template <class T>
 __global__ void __launch_bounds__(HS_BLOCK)
-    layernorm_backward_dx_kernel(T *dx, const T *dy, const T *x, const float *mean, const float *rstd,
-                                 const float *gamma, int rows, int cols) {
+    layernorm_backward_dx_kernel(T *dx, T *da, const T *dy, const T *x, const float *mean, const float *rstd,
+                                 const float *gamma, int rows, int cols, ln_dropout drop) {
   const int lane = threadIdx.x % HS_WARP;
   const long long first = (long long)blockIdx.x * HS_ROWS_PER_BLOCK + threadIdx.x / HS_WARP;
   const long long stride = (long long)gridDim.x * HS_ROWS_PER_BLOCK;
@@ -91,7 +116,9 @@ __global__ void __launch_bounds__(HS_BLOCK)
     const float mean_g = (float)(warp_sum(sum_g) / cols), mean_gx = (float)(warp_sum(sum_gx) / cols);
     for (int c = lane; c < cols; c += HS_WARP) {
       const float xh = (to_float(x[off + c]) - m) * rs; /* the same float expression as above */
-      dx[off + c] = from_float<T>(hs_layernorm_dx(to_float(dy[off + c]) * gamma[c], xh, rs, mean_g, mean_gx));
+      const T v = from_float<T>(hs_layernorm_dx(to_float(dy[off + c]) * gamma[c], xh, rs, mean_g, mean_gx));
+      dx[off + c] = v;
+      if (drop.on) da[off + c] = from_float<T>(to_float(v) * dropout_factor_at(drop, off + c));
     }
   }
 }
@@ -138,16 +165,20 @@ __global__ void __launch_bounds__(HS_BLOCK)
 template <class T>
 void launch_layernorm_forward(const hs_backend *be, T *y, T *x_sum, float *mean, float *rstd, const T *x,
                               const T *residual, const float *gamma, const float *beta, int rows, int cols,
-                              float eps) {
+                              float eps, ln_dropout drop) {
   if (rows <= 0 || cols <= 0) return;
   HS_LAUNCH(hs_grid_for_rows((size_t)rows), HS_BLOCK, 0, hs_cuda_stream(be), layernorm_forward_kernel<T>)(
-      y, x_sum, mean, rstd, x, residual, gamma, beta, rows, cols, eps);
-  HS_CUDA_LAUNCHED("layernorm_forward_kernel");
+      y, x_sum, mean, rstd, x, residual, gamma, beta, rows, cols, eps, drop);
+  /* x (+ residual, and their sum written), y, mean and rstd, gamma and beta (the dropout's mask is
+   * recomputed from its counter, not read) */
+  HS_CUDA_LAUNCHED("layernorm_forward_kernel", (size_t)rows * (size_t)cols * sizeof(T) * (residual ? 4 : 2) +
+                                                   (size_t)rows * 2 * sizeof(float) + (size_t)cols * 2 * sizeof(float));
 }
 
 template <class T>
-void launch_layernorm_backward(const hs_backend *be, T *dx, float *dgamma, float *dbeta, const T *dy, const T *x,
-                               const float *mean, const float *rstd, const float *gamma, int rows, int cols) {
+void launch_layernorm_backward(const hs_backend *be, T *dx, T *da, float *dgamma, float *dbeta, const T *dy,
+                               const T *x, const float *mean, const float *rstd, const float *gamma, int rows,
+                               int cols, ln_dropout drop) {
   if (rows <= 0 || cols <= 0) return;
   const cudaStream_t stream = hs_cuda_stream(be);
   const int chunks = (rows + HS_LN_ROW_CHUNK - 1) / HS_LN_ROW_CHUNK;
@@ -155,14 +186,35 @@ void launch_layernorm_backward(const hs_backend *be, T *dx, float *dgamma, float
   double *partial = static_cast<double *>(hs_cuda_scratch(be, (size_t)chunks * 2 * (size_t)cols * sizeof(double)));
   const dim3 grid((unsigned)chunks, (unsigned)((cols + HS_BLOCK - 1) / HS_BLOCK));
   HS_LAUNCH(grid, HS_BLOCK, 0, stream, layernorm_param_partials_kernel<T>)(partial, dy, x, mean, rstd, rows, cols);
-  HS_CUDA_LAUNCHED("layernorm_param_partials_kernel");
+  /* dy, x, mean, rstd; the partial sums written */
+  HS_CUDA_LAUNCHED("layernorm_param_partials_kernel", (size_t)rows * (size_t)cols * 2 * sizeof(T) +
+                                                          (size_t)rows * 2 * sizeof(float) +
+                                                          (size_t)chunks * 2 * (size_t)cols * sizeof(double));
   HS_LAUNCH(hs_grid_for((size_t)cols), HS_BLOCK, 0, stream, layernorm_param_sum_kernel)(dgamma, dbeta, partial,
                                                                                          chunks, cols);
-  HS_CUDA_LAUNCHED("layernorm_param_sum_kernel");
+  /* the partial sums; dgamma, dbeta read and written */
+  HS_CUDA_LAUNCHED("layernorm_param_sum_kernel",
+                   (size_t)chunks * 2 * (size_t)cols * sizeof(double) + (size_t)cols * 4 * sizeof(float));
   /* after the partials: dx may overwrite dy */
   HS_LAUNCH(hs_grid_for_rows((size_t)rows), HS_BLOCK, 0, stream, layernorm_backward_dx_kernel<T>)(
-      dx, dy, x, mean, rstd, gamma, rows, cols);
-  HS_CUDA_LAUNCHED("layernorm_backward_dx_kernel");
+      dx, da, dy, x, mean, rstd, gamma, rows, cols, drop);
+  /* dy, x, dx (and the dropout's gradient da where it is written); mean, rstd; gamma */
+  HS_CUDA_LAUNCHED("layernorm_backward_dx_kernel", (size_t)rows * (size_t)cols * (drop.on ? 4 : 3) * sizeof(T) +
+                                                       (size_t)rows * 2 * sizeof(float) + (size_t)cols * sizeof(float));
+}
+
+/* The dropout of dropout_forward(batch, per_sample, group, p, key, first_sample); off when p <= 0 (the
+ * identity, as dropout_forward). */
+ln_dropout make_dropout(int rows, int cols, int batch, size_t per_sample, size_t group, float p, uint64_t key,
+                        int64_t first_sample) {
+  ln_dropout d = {0, p, hs_dropout_keep_scale(p), key, first_sample, per_sample, group};
+  if (p <= 0.0f || rows <= 0 || cols <= 0) return d;
+  if (group == 0 || per_sample == 0 || per_sample % group != 0 ||
+      (size_t)(batch > 0 ? batch : 0) * per_sample != (size_t)rows * (size_t)cols)
+    HS_FATAL(NULL, "dropout + LayerNorm: %d samples of %zu values in groups of %zu do not tile %d rows of %d", batch,
+             per_sample, group, rows, cols);
+  d.on = 1;
+  return d;
 }
 
 } // namespace
@@ -171,12 +223,37 @@ void launch_layernorm_backward(const hs_backend *be, T *dx, float *dgamma, float
 extern "C" void hs_cuda_layernorm_forward(const hs_backend *be, float *y, float *x_sum, float *mean, float *rstd,
                                           const float *x, const float *residual, const float *gamma,
                                           const float *beta, int rows, int cols, float eps) {
-  launch_layernorm_forward<float>(be, y, x_sum, mean, rstd, x, residual, gamma, beta, rows, cols, eps);
+  launch_layernorm_forward<float>(be, y, x_sum, mean, rstd, x, residual, gamma, beta, rows, cols, eps,
+                                  ln_dropout{});
 }
 
 /* dx[rows,cols] (may alias dy); dgamma[cols] += Σ dy·x̂, dbeta[cols] += Σ dy */
 extern "C" void hs_cuda_layernorm_backward(const hs_backend *be, float *dx, float *dgamma, float *dbeta,
                                            const float *dy, const float *x, const float *mean, const float *rstd,
                                            const float *gamma, int rows, int cols) {
-  launch_layernorm_backward<float>(be, dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols);
+  launch_layernorm_backward<float>(be, dx, nullptr, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols,
+                                   ln_dropout{});
+}
+
+/* x_sum = dropout(a) + residual, y = LayerNorm(x_sum): one kernel */
+extern "C" void hs_cuda_dropout_add_layernorm_forward(const hs_backend *be, float *y, float *x_sum, float *mean,
+                                                      float *rstd, const float *a, const float *residual,
+                                                      const float *gamma, const float *beta, int rows, int cols,
+                                                      float eps, int batch, size_t per_sample, size_t group, float p,
+                                                      uint64_t key, int64_t first_sample) {
+  const ln_dropout drop = make_dropout(rows, cols, batch, per_sample, group, p, key, first_sample);
+  launch_layernorm_forward<float>(be, y, x_sum, mean, rstd, a, residual, gamma, beta, rows, cols, eps, drop);
+}
+
+/* dx = LayerNorm backward (may alias dy), da = dx·dropout factor: the dx kernel writes both */
+extern "C" void hs_cuda_layernorm_dropout_backward(const hs_backend *be, float *dx, float *da, float *dgamma,
+                                                   float *dbeta, const float *dy, const float *x, const float *mean,
+                                                   const float *rstd, const float *gamma, int rows, int cols,
+                                                   int batch, size_t per_sample, size_t group, float p, uint64_t key,
+                                                   int64_t first_sample) {
+  const ln_dropout drop = make_dropout(rows, cols, batch, per_sample, group, p, key, first_sample);
+  launch_layernorm_backward<float>(be, dx, da, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols, drop);
+  if (!drop.on && rows > 0 && cols > 0) /* no dropout: da is a copy of dx, as dropout_backward makes it */
+    HS_CUDA_CHECK(cudaMemcpyAsync(da, dx, (size_t)rows * (size_t)cols * sizeof(float), cudaMemcpyDeviceToDevice,
+                                  hs_cuda_stream(be)));
 }

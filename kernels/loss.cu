@@ -172,7 +172,7 @@ double *row_stats_scratch(const hs_backend *be, int rows) {
 
 void launch_loss_stats(const hs_backend *be, double *stats, const double *row_stats, int rows) {
   HS_LAUNCH(1, HS_BLOCK, 0, hs_cuda_stream(be), loss_stats_kernel)(stats, row_stats, rows);
-  HS_CUDA_LAUNCHED("loss_stats_kernel");
+  HS_CUDA_LAUNCHED("loss_stats_kernel", (3 * (size_t)rows + 6) * sizeof(double)); /* row_stats; stats += */
 }
 
 template <class T>
@@ -182,7 +182,9 @@ void launch_log_softmax_nll_forward(const hs_backend *be, T *logprobs, const T *
   double *row_stats = row_stats_scratch(be, rows);
   HS_LAUNCH(hs_grid_for_rows((size_t)rows), HS_BLOCK, 0, hs_cuda_stream(be), log_softmax_nll_forward_kernel<T>)(
       logprobs, logits, labels, rows, cols, row_stats);
-  HS_CUDA_LAUNCHED("log_softmax_nll_forward_kernel");
+  /* logits, logprobs, labels, the per-row statistics */
+  HS_CUDA_LAUNCHED("log_softmax_nll_forward_kernel",
+                   2 * (size_t)rows * (size_t)cols * sizeof(T) + (size_t)rows * (sizeof(int32_t) + 3 * sizeof(double)));
   launch_loss_stats(be, stats, row_stats, rows);
 }
 
@@ -193,7 +195,7 @@ void launch_log_softmax_nll_backward(const hs_backend *be, T *dlogits, const T *
   const size_t n = (size_t)rows * (size_t)cols;
   HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), log_softmax_nll_backward_kernel<T>)(
       dlogits, logprobs, labels, cols, n, scale);
-  HS_CUDA_LAUNCHED("log_softmax_nll_backward_kernel");
+  HS_CUDA_LAUNCHED("log_softmax_nll_backward_kernel", 2 * n * sizeof(T) + (size_t)rows * sizeof(int32_t));
 }
 
 template <class T>
@@ -203,7 +205,9 @@ void launch_softmax_xent_forward(const hs_backend *be, T *probs, const T *logits
   double *row_stats = row_stats_scratch(be, rows);
   HS_LAUNCH(hs_grid_for_rows((size_t)rows), HS_BLOCK, 0, hs_cuda_stream(be), softmax_xent_forward_kernel<T>)(
       probs, logits, labels, rows, cols, row_stats);
-  HS_CUDA_LAUNCHED("softmax_xent_forward_kernel");
+  /* logits, probs, labels, the per-row statistics */
+  HS_CUDA_LAUNCHED("softmax_xent_forward_kernel",
+                   2 * (size_t)rows * (size_t)cols * sizeof(T) + (size_t)rows * (sizeof(int32_t) + 3 * sizeof(double)));
   launch_loss_stats(be, stats, row_stats, rows);
 }
 
@@ -214,7 +218,7 @@ void launch_softmax_xent_backward(const hs_backend *be, T *dlogits, const T *pro
   const size_t n = (size_t)rows * (size_t)cols;
   HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), softmax_xent_backward_kernel<T>)(dlogits, probs, labels,
                                                                                                cols, n, scale);
-  HS_CUDA_LAUNCHED("softmax_xent_backward_kernel");
+  HS_CUDA_LAUNCHED("softmax_xent_backward_kernel", 2 * n * sizeof(T) + (size_t)rows * sizeof(int32_t));
 }
 
 } // namespace

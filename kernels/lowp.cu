@@ -39,12 +39,18 @@ __global__ void round_kernel(float *y, const float *x, size_t n) {
     y[i] = BF16 ? hs_bf16_round(x[i]) : hs_fp16_round(x[i]);
 }
 
-void to_half(cudaStream_t stream, uint16_t *y, const float *x, size_t n, bool bf16) {
+/* gemm_operand: counted in the device-op ledger as its own row, "to_half_kernel (GEMM operand)": the
+ * conversions the bf16/fp16 products make of their fp32 operands (tests/cuda/test_device_ledger.sh
+ * bounds them per update) */
+void to_half(cudaStream_t stream, uint16_t *y, const float *x, size_t n, bool bf16, bool gemm_operand = false) {
   if (bf16)
     HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, stream, to_half_kernel<true>)(y, x, n);
   else
     HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, stream, to_half_kernel<false>)(y, x, n);
-  HS_CUDA_LAUNCHED("to_half_kernel");
+  if (gemm_operand)
+    HS_CUDA_LAUNCHED("to_half_kernel (GEMM operand)", n * (sizeof(float) + sizeof(uint16_t)));
+  else
+    HS_CUDA_LAUNCHED("to_half_kernel", n * (sizeof(float) + sizeof(uint16_t)));
 }
 
 void from_half(cudaStream_t stream, float *y, const uint16_t *x, size_t n, bool bf16) {
@@ -52,7 +58,7 @@ void from_half(cudaStream_t stream, float *y, const uint16_t *x, size_t n, bool 
     HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, stream, from_half_kernel<true>)(y, x, n);
   else
     HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, stream, from_half_kernel<false>)(y, x, n);
-  HS_CUDA_LAUNCHED("from_half_kernel");
+  HS_CUDA_LAUNCHED("from_half_kernel", n * (sizeof(float) + sizeof(uint16_t)));
 }
 
 } // namespace
@@ -68,7 +74,7 @@ extern "C" void hs_cuda_grad_from16(cudaStream_t stream, float *y, const uint16_
 }
 
 extern "C" void hs_cuda_to_half_bits(const hs_backend *be, int precision, uint16_t *y, const float *x, size_t n) {
-  to_half(hs_cuda_stream(be), y, x, n, precision == HS_PRECISION_BF16);
+  to_half(hs_cuda_stream(be), y, x, n, precision == HS_PRECISION_BF16, true);
 }
 
 /* The seam's to_half / from_half: the 16-bit type of the backend's precision (bfloat16 under bf16,
@@ -86,5 +92,5 @@ extern "C" void hs_cuda_round_floats(const hs_backend *be, int precision, float 
     HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), round_kernel<true>)(y, x, n);
   else
     HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), round_kernel<false>)(y, x, n);
-  HS_CUDA_LAUNCHED("round_kernel");
+  HS_CUDA_LAUNCHED("round_kernel", 2 * n * sizeof(float));
 }

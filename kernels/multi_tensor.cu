@@ -211,11 +211,12 @@ extern "C" void hs_cuda_sumsq_tensors(const hs_backend *be, double *sumsq, doubl
   if (count > 0) {
     const dim3 grid((unsigned)count, HS_TENSOR_SLICES);
     HS_LAUNCH(grid, HS_BLOCK, 0, stream, sumsq_partials_kernel)(partial, flat, table);
-    HS_CUDA_LAUNCHED("sumsq_partials_kernel");
+    HS_CUDA_LAUNCHED("sumsq_partials_kernel", /* x; the partials */
+                     hs_ledger_table_bytes(table, sizeof(float), (uint64_t)count * HS_TENSOR_SLICES * sizeof(double)));
   }
   /* also with count = 0: *total = 0, as the CPU writes it */
   HS_LAUNCH(1, HS_BLOCK, 0, stream, sumsq_finish_kernel)(sumsq, total, partial, count);
-  HS_CUDA_LAUNCHED("sumsq_finish_kernel");
+  HS_CUDA_LAUNCHED("sumsq_finish_kernel", ((size_t)count * (HS_TENSOR_SLICES + 1) + 1) * sizeof(double));
 }
 
 /* x *= a over every tensor of the table */
@@ -223,7 +224,7 @@ extern "C" void hs_cuda_scale_tensors(const hs_backend *be, float *flat, float a
                                       int count) {
   if (count <= 0) return;
   launch_for_each(be, table, count, scale_op{flat, a});
-  HS_CUDA_LAUNCHED("for_each_kernel<scale_op>");
+  HS_CUDA_LAUNCHED("for_each_kernel<scale_op>", hs_ledger_table_bytes(table, 2 * sizeof(float), 0));
 }
 
 /* Adam (HetSeq / fairseq), decoupled or L2 decay, on every tensor or the flagged ones */
@@ -237,7 +238,8 @@ extern "C" void hs_cuda_adam_update(const hs_backend *be, float *p, const float 
                                       ? hs_adam_make_coefs(h->lr, h->beta1, h->beta2, h->eps, 0.0, h->step, h->decoupled)
                                       : flagged;
   launch_for_each(be, table, count, adam_op{p, g, m, v, flagged, unflagged});
-  HS_CUDA_LAUNCHED("for_each_kernel<adam_op>");
+  /* p, m, v read and written, g read */
+  HS_CUDA_LAUNCHED("for_each_kernel<adam_op>", hs_ledger_table_bytes(table, 7 * sizeof(float), 0));
 }
 
 /* Adadelta (torch), weight decay on every tensor */
@@ -246,7 +248,8 @@ extern "C" void hs_cuda_adadelta_update(const hs_backend *be, float *p, const fl
                                         double weight_decay) {
   if (count <= 0) return;
   launch_for_each(be, table, count, adadelta_op{p, g, sq, acc, hs_adadelta_make_coefs(lr, rho, eps, weight_decay)});
-  HS_CUDA_LAUNCHED("for_each_kernel<adadelta_op>");
+  /* p, sq, acc read and written, g read */
+  HS_CUDA_LAUNCHED("for_each_kernel<adadelta_op>", hs_ledger_table_bytes(table, 7 * sizeof(float), 0));
 }
 
 /* SGD (torch) with optional momentum buffer */
@@ -256,7 +259,8 @@ extern "C" void hs_cuda_sgd_update(const hs_backend *be, float *p, const float *
   if (count <= 0) return;
   launch_for_each(be, table, count,
                   sgd_op{p, g, buf, (float)lr, (float)momentum, (float)weight_decay, first_step});
-  HS_CUDA_LAUNCHED("for_each_kernel<sgd_op>");
+  /* p read and written, g read (and the momentum buffer read and written) */
+  HS_CUDA_LAUNCHED("for_each_kernel<sgd_op>", hs_ledger_table_bytes(table, (momentum != 0.0 ? 5 : 3) * sizeof(float), 0));
 }
 
 /* LAMB (NVLAMB): stage 1 (moments and per-slice Σp², Σu²), per-tensor norms into norms[2·count], stage 2
@@ -273,10 +277,13 @@ extern "C" void hs_cuda_lamb_update(const hs_backend *be, float *p, const float 
       static_cast<double *>(hs_cuda_scratch(be, (size_t)count * HS_TENSOR_SLICES * 2 * sizeof(double)));
   const dim3 grid((unsigned)count, HS_TENSOR_SLICES);
   HS_LAUNCH(grid, HS_BLOCK, 0, stream, lamb_moments_kernel)(partial, p, g, m, v, table, decayed, undecayed);
-  HS_CUDA_LAUNCHED("lamb_moments_kernel");
+  /* p, g read, m, v read and written; the partials */
+  HS_CUDA_LAUNCHED("lamb_moments_kernel", hs_ledger_table_bytes(table, 6 * sizeof(float),
+                                                                (uint64_t)count * HS_TENSOR_SLICES * 2 * sizeof(double)));
   HS_LAUNCH(1, HS_BLOCK, 0, stream, lamb_norms_kernel)(norms, partial, count);
-  HS_CUDA_LAUNCHED("lamb_norms_kernel");
+  HS_CUDA_LAUNCHED("lamb_norms_kernel", (size_t)count * (HS_TENSOR_SLICES * 2 + 2) * sizeof(double));
   HS_LAUNCH(grid, HS_BLOCK, 0, stream, lamb_apply_kernel)(p, m, v, table, norms, decayed, undecayed, h->lr,
                                                           h->weight_decay, h->trust_ratio_on_no_decay);
-  HS_CUDA_LAUNCHED("lamb_apply_kernel");
+  /* p read and written, m, v read; the norms */
+  HS_CUDA_LAUNCHED("lamb_apply_kernel", hs_ledger_table_bytes(table, 4 * sizeof(float), (uint64_t)count * 2 * sizeof(double)));
 }

@@ -73,7 +73,8 @@ extern "C" void hs_cuda_maxpool2d_forward(const hs_backend *be, float *y, int32_
   const size_t outputs = (size_t)n * (size_t)c * (size_t)(h / k) * (size_t)(w / k);
   HS_LAUNCH(hs_grid_for(outputs), HS_BLOCK, 0, hs_cuda_stream(be), maxpool2d_forward_kernel<float>)(
       y, argmax, x, outputs, h, w, k);
-  HS_CUDA_LAUNCHED("maxpool2d_forward_kernel");
+  /* x once (the windows do not overlap), y and argmax */
+  HS_CUDA_LAUNCHED("maxpool2d_forward_kernel", outputs * ((size_t)k * (size_t)k * sizeof(float) + sizeof(float) + sizeof(int32_t)));
 }
 
 /* ---- backward ------------------------------------------------------------------------------------------ */
@@ -84,5 +85,6 @@ extern "C" void hs_cuda_maxpool2d_backward(const hs_backend *be, float *dx, cons
   const size_t inputs = (size_t)n * (size_t)c * (size_t)h * (size_t)w;
   HS_LAUNCH(hs_grid_for(inputs), HS_BLOCK, 0, hs_cuda_stream(be), maxpool2d_backward_kernel<float>)(
       dx, dy, argmax, inputs, h, w, k);
-  HS_CUDA_LAUNCHED("maxpool2d_backward_kernel");
+  /* dx, and dy and argmax of each input's window */
+  HS_CUDA_LAUNCHED("maxpool2d_backward_kernel", inputs * sizeof(float) + (inputs / ((size_t)k * (size_t)k)) * (sizeof(float) + sizeof(int32_t)));
 }

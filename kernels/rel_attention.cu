@@ -3,17 +3,23 @@
  * src/backend/backend.h; index math: kernels/math/rel_attention.h). b sequences, n heads of d, qlen
  * queries, klen = mlen + qlen keys, H = n·d, unit u = (s, h):
  *
- *   Qw = Q + r_w_bias_h, Qr = Q + r_r_bias_h      bias_kernel, into scratch [n, b, qlen, d]
- *   AC = Qw·Kᵀ -> probs [b, n, qlen, klen]         strided-batched GEMMs over the units
+ *   Qw = Q + r_w_bias_h, Qr = Q + r_r_bias_h      bias_kernel, into scratch: Qw [b, n, qlen, d] (unit
+ *                                                   order, as probs), Qr [n, b, qlen, d] (head order)
+ *   K, V head-major [b, n, klen, d]                one split-heads kernel (kernels/heads.cuh)
+ *   AC = Qw·Kᵀ -> probs [b, n, qlen, klen]         ONE strided-batched GEMM over the b·n units
  *   BDraw_h = Qr_h·R_hᵀ -> scratch [n, b·qlen, klen]  one strided-batched GEMM over the heads: R is
  *                                                     shared by the sequences, so a head's b·qlen
  *                                                     query rows make one [b·qlen, d] matrix
  *   P = softmax_j(scale·(AC[i][j] + BDraw[i][j+qlen-1-i])) over the allowed keys, 0 elsewhere; P' =
  *       keep·P/(1-p), dropped P stored with its sign bit set   score_softmax_kernel, a warp per row
- *   ctx = P'·V                                     GEMMs into ctx [b, qlen, H] at column h·d
+ *   ctx = P'·V                                     one GEMM over the units, head-major, then one
+ *                                                   merge-heads kernel into ctx [b, qlen, H]
+ * (a unit (s, h) starts at s·klen·3H + h·d in qkv, which is no single stride over s·n + h: hence the
+ * head-major copies, so that each product is one call rather than min(b, n) calls)
  *
  * Backward (dS = P ⊙ (dP - rowsum(P ⊙ dP)), dP = keep·(dC·Vᵀ)/(1-p), as the CPU):
- *   dV = P'ᵀ·dC;  dK = scale·dSᵀ·Qw;  dQw = scale·dS·K                    GEMMs over the units
+ *   dV = P'ᵀ·dC;  dK = scale·dSᵀ·Qw;  dQw = scale·dS·K    one GEMM each over the units, on head-major
+ *       copies of K, V and dC; dK and dV merged back into dqkv by one merge-heads kernel
  *   dBDraw[i][t] = dS[i][t-(qlen-1-i)] (0 for t < qlen-1-i)               shift_back_kernel
  *   dQr_h = scale·dBDraw_h·R_h;  dr[:, h·d..] = scale·dBDraw_hᵀ·Qr_h       GEMMs over the heads: the
  *       sum over the sequences is the GEMM's inner dimension b·qlen, written straight into dr
@@ -26,6 +32,7 @@
 
 #include "hs_cuda.h"
 #include "hs_launch.h"
+#include "heads.cuh"
 #include "warp.cuh"
 #include "math/dropout.h"
 #include "math/fast_exp_erf.h"
@@ -46,7 +53,8 @@ namespace {
 #define FOR_EACH_ELEMENT(e, n) \
   for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < (n); e += (size_t)gridDim.x * blockDim.x)
 
-/* qw, qr [n, b, qlen, d]: element (h, s, i, c) = qkv[s, mlen + i, h·d + c] + r_w_bias / r_r_bias[h, c] */
+/* qr [n, b, qlen, d], qw [b, n, qlen, d]: element (h, s, i, c) = qkv[s, mlen + i, h·d + c] + r_r_bias /
+ * r_w_bias[h, c] */
 template <class T>
 __global__ void bias_kernel(T *qw, T *qr, const T *qkv, const T *r_w_bias, const T *r_r_bias, int batch, int qlen,
                             int mlen, int heads, int head_dim) {
@@ -60,7 +68,7 @@ __global__ void bias_kernel(T *qw, T *qr, const T *qkv, const T *r_w_bias, const
     const int s = (int)(hs % (size_t)batch), h = (int)(hs / (size_t)batch);
     const float q = (float)qkv[((size_t)s * klen + (size_t)(mlen + i)) * (size_t)(3 * H) + (size_t)h * head_dim + c];
     const size_t bi = (size_t)h * head_dim + c;
-    qw[e] = (T)(q + (float)r_w_bias[bi]);
+    qw[(((size_t)s * heads + (size_t)h) * qlen + (size_t)i) * head_dim + c] = (T)(q + (float)r_w_bias[bi]);
     qr[e] = (T)(q + (float)r_r_bias[bi]);
   }
 }
@@ -159,7 +167,8 @@ __global__ void shift_back_kernel(T *dbd, const T *ds, int batch, int qlen, int 
   }
 }
 
-/* q columns of dqkv [b, klen, 3H]: 0 on the memory rows, dQw + dQr ([n, b, qlen, d]) on the queries */
+/* q columns of dqkv [b, klen, 3H]: 0 on the memory rows, dQw ([b, n, qlen, d]) + dQr ([n, b, qlen, d]) on the
+ * queries */
 template <class T>
 __global__ void dq_kernel(T *dqkv, const T *dqw, const T *dqr, int batch, int qlen, int mlen, int heads,
                           int head_dim) {
@@ -172,14 +181,15 @@ __global__ void dq_kernel(T *dqkv, const T *dqw, const T *dqr, int batch, int ql
     float v = 0.0f;
     if (t >= mlen) {
       const int h = col / head_dim, c = col % head_dim;
-      const size_t src = (((size_t)h * batch + s) * qlen + (size_t)(t - mlen)) * head_dim + c;
-      v = (float)dqw[src] + (float)dqr[src];
+      const size_t src_r = (((size_t)h * batch + s) * qlen + (size_t)(t - mlen)) * head_dim + c;
+      const size_t src_w = (((size_t)s * heads + h) * qlen + (size_t)(t - mlen)) * head_dim + c;
+      v = (float)dqw[src_w] + (float)dqr[src_r];
     }
     dqkv[row * (size_t)(3 * H) + col] = (T)v;
   }
 }
 
-/* dr_w_bias[h, c] += Σ_s (Σ_i dQw[h,s,i,c]), likewise dr_r_bias from dQr: queries in order per
+/* dr_w_bias[h, c] += Σ_s (Σ_i dQw[s,h,i,c]), likewise dr_r_bias from dQr[h,s,i,c]: queries in order per
  * sequence, then the sequences in order, as the CPU adds them. */
 template <class T>
 __global__ void bias_grad_kernel(T *dr_w_bias, T *dr_r_bias, const T *dqw, const T *dqr, int batch, int qlen,
@@ -189,10 +199,11 @@ __global__ void bias_grad_kernel(T *dr_w_bias, T *dr_r_bias, const T *dqw, const
     float sw = 0.0f, sr = 0.0f;
     for (int s = 0; s < batch; s++) {
       float pw = 0.0f, pr = 0.0f;
-      const size_t base = ((size_t)h * batch + s) * qlen * (size_t)head_dim + c;
+      const size_t base_r = ((size_t)h * batch + s) * qlen * (size_t)head_dim + c;
+      const size_t base_w = ((size_t)s * heads + h) * qlen * (size_t)head_dim + c;
       for (int i = 0; i < qlen; i++) {
-        pw += (float)dqw[base + (size_t)i * head_dim];
-        pr += (float)dqr[base + (size_t)i * head_dim];
+        pw += (float)dqw[base_w + (size_t)i * head_dim];
+        pr += (float)dqr[base_r + (size_t)i * head_dim];
       }
       sw += pw;
       sr += pr;
@@ -204,25 +215,13 @@ __global__ void bias_grad_kernel(T *dr_w_bias, T *dr_r_bias, const T *dqw, const
 
 /* ---- host side ------------------------------------------------------------------------------------------ */
 
-/* Where unit (s, h) of a tensor starts: s·sb + h·sh elements from its base. */
-struct unit_layout {
-  int64_t sb, sh;
-};
-
-/* C_u = alpha·op(A_u)·op(B_u) + beta·C_u for every unit u = (s, h), in min(batch, heads) strided-batched
- * calls (a unit's offset is not one linear stride over s·n + h in every tensor). */
+/* C_u = alpha·op(A_u)·op(B_u) for every unit u = s·n + h: one strided-batched call (every operand is
+ * unit-ordered with one stride). */
 void gemm_units(const hs_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
-                unit_layout la, int lda, const float *b, unit_layout lb, int ldb, float beta, float *c,
-                unit_layout lc, int ldc, int batch, int heads) {
-  if (heads <= batch) {
-    for (int h = 0; h < heads; h++)
-      hs_cuda_gemm_strided_batched(be, trans_a, trans_b, m, n, k, alpha, a + h * la.sh, lda, la.sb, b + h * lb.sh,
-                                   ldb, lb.sb, beta, c + h * lc.sh, ldc, lc.sb, batch);
-  } else {
-    for (int s = 0; s < batch; s++)
-      hs_cuda_gemm_strided_batched(be, trans_a, trans_b, m, n, k, alpha, a + s * la.sb, lda, la.sh, b + s * lb.sb,
-                                   ldb, lb.sh, beta, c + s * lc.sb, ldc, lc.sh, heads);
-  }
+                int lda, int64_t sa, const float *b, int ldb, int64_t sb, float *c, int ldc, int64_t sc,
+                size_t units) {
+  hs_cuda_gemm_strided_batched(be, trans_a, trans_b, m, n, k, alpha, a, lda, sa, b, ldb, sb, 0.0f, c, ldc, sc,
+                               (int)units);
 }
 
 /* Bytes of a float region of the scratch, rounded up so the next region stays 256-byte aligned. */
@@ -231,8 +230,9 @@ size_t region_bytes(size_t floats) { return (floats * sizeof(float) + 255) / 256
 /* The shapes both passes use. */
 struct rel_shape {
   int batch, qlen, mlen, klen, heads, d, H, ld;
-  size_t QK, units, heads_q; /* qlen·klen, b·n, b·qlen·d (one head's block of qw/qr) */
-  unit_layout tok, merged, square, hq;
+  size_t QK, units, heads_q; /* qlen·klen, b·n, b·qlen·d (one head's block of qr) */
+  int64_t sq, sk;            /* unit strides of the head-major [.., qlen, d] and [.., klen, d] tensors */
+  size_t kv;                 /* floats of one head-major [b, n, klen, d] tensor */
 };
 
 rel_shape make_shape(int batch, int qlen, int mlen, int heads, int head_dim) {
@@ -241,10 +241,8 @@ rel_shape make_shape(int batch, int qlen, int mlen, int heads, int head_dim) {
   r.H = heads * head_dim, r.ld = 3 * r.H;
   r.QK = (size_t)qlen * (size_t)r.klen, r.units = (size_t)batch * (size_t)heads;
   r.heads_q = (size_t)batch * (size_t)qlen * (size_t)head_dim;
-  r.tok = {(int64_t)r.klen * r.ld, head_dim};                              /* k, v in qkv [b, klen, 3H] */
-  r.merged = {(int64_t)qlen * r.H, head_dim};                              /* ctx [b, qlen, H] */
-  r.square = {(int64_t)heads * (int64_t)r.QK, (int64_t)r.QK};              /* [b, n, qlen, klen] */
-  r.hq = {(int64_t)qlen * head_dim, (int64_t)batch * qlen * head_dim};     /* qw, qr [n, b, qlen, d] */
+  r.sq = (int64_t)qlen * head_dim, r.sk = (int64_t)r.klen * head_dim;
+  r.kv = r.units * (size_t)r.klen * (size_t)head_dim;
   return r;
 }
 
@@ -252,7 +250,8 @@ void launch_bias(const hs_backend *be, const rel_shape &sh, float *qw, float *qr
                  const float *r_w_bias, const float *r_r_bias) {
   HS_LAUNCH(hs_grid_for((size_t)sh.heads * sh.heads_q), HS_BLOCK, 0, hs_cuda_stream(be), bias_kernel<float>)(
       qw, qr, qkv, r_w_bias, r_r_bias, sh.batch, sh.qlen, sh.mlen, sh.heads, sh.d);
-  HS_CUDA_LAUNCHED("bias_kernel");
+  /* q read, qw and qr written, the two biases */
+  HS_CUDA_LAUNCHED("rel_attention bias_kernel", (3 * (size_t)sh.heads * sh.heads_q + 2 * (size_t)sh.H) * sizeof(float));
 }
 
 } // namespace
@@ -268,16 +267,22 @@ extern "C" void hs_cuda_rel_attention_forward(const hs_backend *be, float *ctx, 
   const int dropout = p > 0.0f;
   cudaStream_t stream = hs_cuda_stream(be);
 
-  /* scratch: qw, qr [n, b, qlen, d]; BDraw [n, b, qlen, klen]; P' [b, n, qlen, klen] with dropout */
+  /* scratch: qw [b, n, qlen, d], qr [n, b, qlen, d] (and ctx head-major [b, n, qlen, d] after qw); k, v
+   * [b, n, klen, d]; BDraw [n, b, qlen, klen]; P' [b, n, qlen, klen] with dropout */
   const size_t rq = region_bytes((size_t)heads * sh.heads_q), rs = region_bytes(sh.units * sh.QK);
-  char *scratch = (char *)hs_cuda_scratch(be, 2 * rq + rs + (dropout ? rs : 0));
-  float *qw = (float *)scratch, *qr = (float *)(scratch + rq), *bd = (float *)(scratch + 2 * rq);
-  float *dropped = dropout ? (float *)(scratch + 2 * rq + rs) : nullptr;
+  const size_t rk = region_bytes(sh.kv);
+  char *scratch = (char *)hs_cuda_scratch(be, 3 * rq + 2 * rk + rs + (dropout ? rs : 0));
+  float *qw = (float *)scratch, *qr = (float *)(scratch + rq), *ctx_h = (float *)(scratch + 2 * rq);
+  float *k = (float *)(scratch + 3 * rq), *v = (float *)(scratch + 3 * rq + rk);
+  float *bd = (float *)(scratch + 3 * rq + 2 * rk);
+  float *dropped = dropout ? (float *)(scratch + 3 * rq + 2 * rk + rs) : nullptr;
 
   launch_bias(be, sh, qw, qr, qkv, r_w_bias, r_r_bias);
+  split_heads(stream, head_parts<float>{{k, v, nullptr}}, qkv,
+              heads_shape{(size_t)batch, (size_t)sh.klen, sh.ld, sh.H, 2, heads, head_dim});
   /* AC = Qw·Kᵀ into probs */
-  gemm_units(be, 0, 1, qlen, sh.klen, head_dim, 1.0f, qw, sh.hq, head_dim, qkv + sh.H, sh.tok, sh.ld, 0.0f, probs,
-             sh.square, sh.klen, batch, heads);
+  gemm_units(be, 0, 1, qlen, sh.klen, head_dim, 1.0f, qw, head_dim, sh.sq, k, head_dim, sh.sk, probs, sh.klen,
+             (int64_t)sh.QK, sh.units);
   /* BDraw_h [b·qlen, klen] = Qr_h·R_hᵀ, one batch over the heads */
   hs_cuda_gemm_strided_batched(be, 0, 1, batch * qlen, sh.klen, head_dim, 1.0f, qr, head_dim, (int64_t)sh.heads_q, r,
                                sh.H, head_dim, 0.0f, bd, sh.klen, (int64_t)batch * (int64_t)sh.QK, heads);
@@ -285,10 +290,13 @@ extern "C" void hs_cuda_rel_attention_forward(const hs_backend *be, float *ctx, 
   HS_LAUNCH(hs_grid_for_rows(rows), HS_BLOCK, 0, stream, score_softmax_kernel<float>)(
       probs, dropped, bd, batch, qlen, mlen, heads, lower_shift, scale, p, hs_dropout_keep_scale(p), key,
       first_sample);
-  HS_CUDA_LAUNCHED("score_softmax_kernel");
-  /* ctx[s, :, h·d:(h+1)·d] = P'·V */
-  gemm_units(be, 0, 0, qlen, head_dim, sh.klen, 1.0f, dropout ? dropped : probs, sh.square, sh.klen,
-             qkv + 2 * sh.H, sh.tok, sh.ld, 0.0f, ctx, sh.merged, sh.H, batch, heads);
+  /* AC read, P written over it, BDraw read (P' written with dropout) */
+  HS_CUDA_LAUNCHED("score_softmax_kernel", sh.units * sh.QK * (dropout ? 4 : 3) * sizeof(float));
+  /* ctx[s, :, h·d:(h+1)·d] = P'·V, head-major, then merged */
+  gemm_units(be, 0, 0, qlen, head_dim, sh.klen, 1.0f, dropout ? dropped : probs, sh.klen, (int64_t)sh.QK, v, head_dim,
+             sh.sk, ctx_h, head_dim, sh.sq, sh.units);
+  merge_heads(stream, ctx, head_parts<const float>{{ctx_h, nullptr, nullptr}},
+              heads_shape{(size_t)batch, (size_t)qlen, sh.H, 0, 1, heads, head_dim});
 }
 
 /* ---- backward ------------------------------------------------------------------------------------------ */
@@ -311,41 +319,51 @@ extern "C" void hs_cuda_rel_attention_backward(const hs_backend *be, float *dqkv
   const float keep_scale = hs_dropout_keep_scale(p);
   cudaStream_t stream = hs_cuda_stream(be);
 
-  /* scratch: qw, qr, dQw, dQr [n, b, qlen, d]; dP (then dS) [b, n, qlen, klen]; dBDraw [n, b, qlen, klen];
-   * P' [b, n, qlen, klen] with dropout */
+  /* scratch: qw, dQw [b, n, qlen, d], qr, dQr [n, b, qlen, d], dC [b, n, qlen, d]; k, v [b, n, klen, d];
+   * dP (then dS) [b, n, qlen, klen]; dBDraw [n, b, qlen, klen]; P' [b, n, qlen, klen] with dropout. dV
+   * goes into v once dP' = dC·Vᵀ has read it, dK into k once dQw = scale·dS·K has. */
   const size_t rq = region_bytes((size_t)heads * sh.heads_q), rs = region_bytes(sh.units * sh.QK);
-  char *scratch = (char *)hs_cuda_scratch(be, 4 * rq + 2 * rs + (dropout ? rs : 0));
+  const size_t rk = region_bytes(sh.kv);
+  char *scratch = (char *)hs_cuda_scratch(be, 5 * rq + 2 * rk + 2 * rs + (dropout ? rs : 0));
   float *qw = (float *)scratch, *qr = (float *)(scratch + rq), *dqw = (float *)(scratch + 2 * rq),
-        *dqr = (float *)(scratch + 3 * rq), *dp = (float *)(scratch + 4 * rq), *dbd = (float *)(scratch + 4 * rq + rs);
+        *dqr = (float *)(scratch + 3 * rq), *dc = (float *)(scratch + 4 * rq);
+  float *k = (float *)(scratch + 5 * rq), *v = (float *)(scratch + 5 * rq + rk);
+  float *dp = (float *)(scratch + 5 * rq + 2 * rk), *dbd = (float *)(scratch + 5 * rq + 2 * rk + rs);
   const float *pv = probs;
   if (dropout) {
-    float *kept = (float *)(scratch + 4 * rq + 2 * rs);
+    float *kept = (float *)(scratch + 5 * rq + 2 * rk + 2 * rs);
     HS_LAUNCH(hs_grid_for(sh.units * sh.QK), HS_BLOCK, 0, stream, kept_probs_kernel<float>)(kept, probs,
                                                                                           sh.units * sh.QK, keep_scale);
-    HS_CUDA_LAUNCHED("kept_probs_kernel");
+    HS_CUDA_LAUNCHED("kept_probs_kernel", 2 * sh.units * sh.QK * sizeof(float));
     pv = kept;
   }
   launch_bias(be, sh, qw, qr, qkv, r_w_bias, r_r_bias);
+  split_heads(stream, head_parts<float>{{k, v, nullptr}}, qkv,
+              heads_shape{(size_t)batch, (size_t)sh.klen, sh.ld, sh.H, 2, heads, head_dim});
+  split_heads(stream, head_parts<float>{{dc, nullptr, nullptr}}, dctx,
+              heads_shape{(size_t)batch, (size_t)qlen, sh.H, 0, 1, heads, head_dim});
 
-  /* dP' = dC·Vᵀ ;  dV = P'ᵀ·dC */
-  gemm_units(be, 0, 1, qlen, sh.klen, head_dim, 1.0f, dctx, sh.merged, sh.H, qkv + 2 * sh.H, sh.tok, sh.ld, 0.0f, dp,
-             sh.square, sh.klen, batch, heads);
-  gemm_units(be, 1, 0, sh.klen, head_dim, qlen, 1.0f, pv, sh.square, sh.klen, dctx, sh.merged, sh.H, 0.0f,
-             dqkv + 2 * sh.H, sh.tok, sh.ld, batch, heads);
+  /* dP' = dC·Vᵀ ;  dV = P'ᵀ·dC (into v) */
+  gemm_units(be, 0, 1, qlen, sh.klen, head_dim, 1.0f, dc, head_dim, sh.sq, v, head_dim, sh.sk, dp, sh.klen,
+             (int64_t)sh.QK, sh.units);
+  gemm_units(be, 1, 0, sh.klen, head_dim, qlen, 1.0f, pv, sh.klen, (int64_t)sh.QK, dc, head_dim, sh.sq, v, head_dim,
+             sh.sk, sh.units);
   /* dS */
   const size_t rows = sh.units * (size_t)qlen;
   HS_LAUNCH(hs_grid_for_rows(rows), HS_BLOCK, 0, stream, softmax_backward_kernel<float>)(dp, probs, rows, sh.klen,
                                                                                        dropout, keep_scale);
-  HS_CUDA_LAUNCHED("softmax_backward_kernel");
-  /* dQw = scale·dS·K ;  dK = scale·dSᵀ·Qw */
-  gemm_units(be, 0, 0, qlen, head_dim, sh.klen, scale, dp, sh.square, sh.klen, qkv + sh.H, sh.tok, sh.ld, 0.0f, dqw,
-             sh.hq, head_dim, batch, heads);
-  gemm_units(be, 1, 0, sh.klen, head_dim, qlen, scale, dp, sh.square, sh.klen, qw, sh.hq, head_dim, 0.0f,
-             dqkv + sh.H, sh.tok, sh.ld, batch, heads);
+  HS_CUDA_LAUNCHED("softmax_backward_kernel", 3 * sh.units * sh.QK * sizeof(float)); /* dp read + written, P */
+  /* dQw = scale·dS·K ;  dK = scale·dSᵀ·Qw (into k); dK | dV merged into dqkv's k and v columns */
+  gemm_units(be, 0, 0, qlen, head_dim, sh.klen, scale, dp, sh.klen, (int64_t)sh.QK, k, head_dim, sh.sk, dqw, head_dim,
+             sh.sq, sh.units);
+  gemm_units(be, 1, 0, sh.klen, head_dim, qlen, scale, dp, sh.klen, (int64_t)sh.QK, qw, head_dim, sh.sq, k, head_dim,
+             sh.sk, sh.units);
+  merge_heads(stream, dqkv, head_parts<const float>{{k, v, nullptr}},
+              heads_shape{(size_t)batch, (size_t)sh.klen, sh.ld, sh.H, 2, heads, head_dim});
   /* dBDraw, then per head: dQr_h = scale·dBDraw_h·R_h ; dr[:, h·d..] = scale·dBDraw_hᵀ·Qr_h (Σ over s) */
   HS_LAUNCH(hs_grid_for(sh.units * sh.QK), HS_BLOCK, 0, stream, shift_back_kernel<float>)(dbd, dp, batch, qlen,
                                                                                         sh.klen, heads);
-  HS_CUDA_LAUNCHED("shift_back_kernel");
+  HS_CUDA_LAUNCHED("shift_back_kernel", 2 * sh.units * sh.QK * sizeof(float));
   const int64_t bd_stride = (int64_t)batch * (int64_t)sh.QK;
   hs_cuda_gemm_strided_batched(be, 0, 0, batch * qlen, head_dim, sh.klen, scale, dbd, sh.klen, bd_stride, r, sh.H,
                                head_dim, 0.0f, dqr, head_dim, (int64_t)sh.heads_q, heads);
@@ -354,8 +372,10 @@ extern "C" void hs_cuda_rel_attention_backward(const hs_backend *be, float *dqkv
   /* dq, then the bias gradients */
   HS_LAUNCH(hs_grid_for((size_t)batch * sh.klen * sh.H), HS_BLOCK, 0, stream, dq_kernel<float>)(
       dqkv, dqw, dqr, batch, qlen, mlen, heads, head_dim);
-  HS_CUDA_LAUNCHED("dq_kernel");
+  /* the q columns of dqkv written, dQw and dQr read */
+  HS_CUDA_LAUNCHED("dq_kernel", ((size_t)batch * sh.klen * sh.H + 2 * (size_t)heads * sh.heads_q) * sizeof(float));
   HS_LAUNCH(hs_grid_for((size_t)sh.H), HS_BLOCK, 0, stream, bias_grad_kernel<float>)(dr_w_bias, dr_r_bias, dqw, dqr,
                                                                                    batch, qlen, heads, head_dim);
-  HS_CUDA_LAUNCHED("bias_grad_kernel");
+  /* dQw, dQr read, the two bias gradients read and written */
+  HS_CUDA_LAUNCHED("rel_attention bias_grad_kernel", (2 * (size_t)heads * sh.heads_q + 4 * (size_t)sh.H) * sizeof(float));
 }

@@ -55,7 +55,8 @@ extern "C" void hs_cuda_gather_rows(const hs_backend *be, float *y, const float 
     HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, stream, gather_rows_kernel<float, true>)(y, x, index, n, (size_t)cols);
   else
     HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, stream, gather_rows_kernel<float, false>)(y, x, index, n, (size_t)cols);
-  HS_CUDA_LAUNCHED("gather_rows_kernel");
+  /* index, the gathered rows of x, y written (and read when accumulating) */
+  HS_CUDA_LAUNCHED("gather_rows_kernel", (size_t)count * sizeof(int32_t) + (accumulate ? 3 : 2) * n * sizeof(float));
 }
 
 extern "C" void hs_cuda_scatter_add_rows(const hs_backend *be, float *dx, const float *dy, const int32_t *index,
@@ -64,5 +65,6 @@ extern "C" void hs_cuda_scatter_add_rows(const hs_backend *be, float *dx, const 
   if (count <= 0 || cols <= 0) return;
   HS_LAUNCH(hs_grid_for((size_t)cols), HS_BLOCK, 0, hs_cuda_stream(be), scatter_add_rows_kernel<float>)(
       dx, dy, index, count, (size_t)cols);
-  HS_CUDA_LAUNCHED("scatter_add_rows_kernel");
+  /* index, dy, and the indexed rows of dx read and written */
+  HS_CUDA_LAUNCHED("scatter_add_rows_kernel", (size_t)count * (sizeof(int32_t) + 3 * (size_t)cols * sizeof(float)));
 }

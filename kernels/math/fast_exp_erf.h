@@ -24,17 +24,6 @@
 
 #include "math/hs_math.h"
 
-/* Force inlining: the CPU backend calls these inside loops it compiles for several vector widths
- * (src/backend/cpu/cpu_simd.h), where GCC would otherwise keep a scalar out-of-line call and the loop
- * would not vectorise. */
-#if defined(__CUDACC__)
-#define HS_HD_INLINE __host__ __device__ __forceinline__
-#elif defined(__GNUC__)
-#define HS_HD_INLINE __attribute__((always_inline)) static inline
-#else
-#define HS_HD_INLINE static inline
-#endif
-
 HS_HD_INLINE float hs_exp_fast(float x) {
     const float log2e = 1.44269504088896341f;
     const float ln2_hi = 0.693145751953125f;     /* 12 significant bits: n·ln2_hi is exact */

@@ -12,6 +12,17 @@
 #define HS_HD
 #endif
 
+/* HS_HD_INLINE: HS_HD static inline, and forced inline: for a function the CPU backend calls inside
+ * loops it compiles for several vector widths (src/backend/cpu/cpu_simd.h), where GCC would otherwise
+ * keep a scalar out-of-line call and the loop would not vectorise. */
+#if defined(__CUDACC__)
+#define HS_HD_INLINE __host__ __device__ __forceinline__
+#elif defined(__GNUC__)
+#define HS_HD_INLINE __attribute__((always_inline)) static inline
+#else
+#define HS_HD_INLINE static inline
+#endif
+
 /* Counter-based uniform random number in [0,1): a pure function of (key, counter), so dropout masks
  * depend only on (seed, update, layer, sample index, element) — never on rank or thread — and a run
  * gives the same numbers on 1, 2 or N ranks and after a resume. splitmix64 finalizer mixing. */

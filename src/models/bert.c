@@ -573,13 +573,21 @@ static uint64_t layer_site(int layer, int which) {
     return (uint64_t)(DROP_LAYER_BASE + DROP_SITES_PER_LAYER * layer + which);
 }
 
-/* dx = dropout'(dy): the gradient through a dropout, written to `scratch` — or dy itself when the
- * dropout is off (the identity needs no copy). */
-static const float *dropout_grad(const hs_backend *be, const hs_dropout_mask *mask, float *scratch, const float *dy,
-                                 int batch, size_t per_sample) {
-    if (mask->p <= 0.0f) return dy;
-    hs_dropout_backward(be, mask, scratch, dy, batch, per_sample);
-    return scratch;
+
+/* A layer's LayerNorm backward and the dropout before it: grad_h[T,H] (in place) = ∂/∂(the LayerNorm's
+ * input), the residual's gradient; returns the sublayer output's gradient, the dropout backward of it
+ * (into grad_tmp, one op with the LayerNorm's), or grad_h itself when the dropout is off. */
+static const float *layernorm_dropout_grad(hs_bert *m, const hs_dropout_mask *mask, float *dgamma, float *dbeta,
+                                           const float *x, const float *mean, const float *rstd, const float *gamma) {
+    const int B = m->batch, T = B * m->seq_len, H = m->cfg.hidden_size;
+    const size_t per_sample = (size_t)m->seq_len * (size_t)H;
+    if (mask->p <= 0.0f) {
+        hs_layernorm_backward(m->be, m->grad_h, dgamma, dbeta, m->grad_h, x, mean, rstd, gamma, T, H);
+        return m->grad_h;
+    }
+    hs_layernorm_dropout_backward(m->be, mask, m->grad_h, m->grad_tmp, dgamma, dbeta, m->grad_h, x, mean, rstd, gamma,
+                                  T, H, B, per_sample);
+    return m->grad_tmp;
 }
 
 /* ---- forward ------------------------------------------------------------------------------------------ */
@@ -631,18 +639,16 @@ static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fir
     hs_attention_forward(be, &dims, &w, m->mask_bias, &drop_probs, x, &saved, a->ctx);
     hs_linear_forward(be, a->attn_sum, a->ctx, hs_param_data(p, l->attn_out_w), hs_param_data(p, l->attn_out_b), T, H,
                       H);
-    hs_dropout_forward(be, &drop_attn, a->attn_sum, a->attn_sum, B, per_sample);
-    hs_add_layernorm_forward(be, a->attn_out, a->attn_sum, a->attn_mean, a->attn_rstd, a->attn_sum, x,
-                             hs_param_data(p, l->attn_ln_g), hs_param_data(p, l->attn_ln_b), T, H,
-                             HS_BERT_LAYERNORM_EPS);
+    hs_dropout_add_layernorm_forward(be, &drop_attn, a->attn_out, a->attn_sum, a->attn_mean, a->attn_rstd, a->attn_sum,
+                                     x, hs_param_data(p, l->attn_ln_g), hs_param_data(p, l->attn_ln_b), T, H,
+                                     HS_BERT_LAYERNORM_EPS, B, per_sample);
     /* u[T,I] = h1·W1ᵀ (bias-less GEMM), then u += b1 and gelu in one pass */
     be->gemm(be, 0, 1, T, I, H, 1.0f, a->attn_out, H, hs_param_data(p, l->inter_w), H, 0.0f, a->ffn_pre, I);
     hs_bias_gelu_forward(be, a->ffn_act, a->ffn_pre, hs_param_data(p, l->inter_b), T, I);
     hs_linear_forward(be, a->ffn_sum, a->ffn_act, hs_param_data(p, l->out_w), hs_param_data(p, l->out_b), T, I, H);
-    hs_dropout_forward(be, &drop_ffn, a->ffn_sum, a->ffn_sum, B, per_sample);
-    hs_add_layernorm_forward(be, m->hidden[i + 1], a->ffn_sum, a->ffn_mean, a->ffn_rstd, a->ffn_sum, a->attn_out,
-                             hs_param_data(p, l->out_ln_g), hs_param_data(p, l->out_ln_b), T, H,
-                             HS_BERT_LAYERNORM_EPS);
+    hs_dropout_add_layernorm_forward(be, &drop_ffn, m->hidden[i + 1], a->ffn_sum, a->ffn_mean, a->ffn_rstd, a->ffn_sum,
+                                     a->attn_out, hs_param_data(p, l->out_ln_g), hs_param_data(p, l->out_ln_b), T, H,
+                                     HS_BERT_LAYERNORM_EPS, B, per_sample);
 }
 
 /* 16-bit storage: the sizes of the five tensors a layer keeps in 16 bits, for the staged micro-batch */
@@ -767,21 +773,21 @@ static void heads_backward(hs_bert *m, const hs_step_ctx *ctx) {
         hs_softmax_xent_backward(be, m->mlm_logits, m->mlm_logits, m->in.mlm_labels, Np, V, (float)ctx->loss_scale[0]);
         /* tied decoder: ∂word += dlogitsᵀ·t, ∂cls.predictions.bias += Σ dlogits, dt = dlogits·word */
         hs_linear_backward(be, m->grad_mlm_out, hs_param_grad(p, m->word), hs_param_grad(p, m->mlm_bias), m->mlm_logits,
-                           m->mlm_out, hs_param_data(p, m->word), Np, H, V);
+                           m->mlm_out, hs_param_data(p, m->word), Np, H, V, ctx->grads_zero);
         hs_layernorm_backward(be, m->grad_mlm_out, hs_param_grad(p, m->transform_ln_g),
                               hs_param_grad(p, m->transform_ln_b), m->grad_mlm_out, m->mlm_act, m->mlm_mean,
                               m->mlm_rstd, hs_param_data(p, m->transform_ln_g), Np, H);
         hs_gelu_backward(be, m->grad_mlm_out, m->grad_mlm_out, m->mlm_pre, (size_t)Np * (size_t)H);
         hs_linear_backward(be, m->grad_mlm_in, hs_param_grad(p, m->transform_w), hs_param_grad(p, m->transform_b),
-                           m->grad_mlm_out, m->mlm_in, hs_param_data(p, m->transform_w), Np, H, H);
+                           m->grad_mlm_out, m->mlm_in, hs_param_data(p, m->transform_w), Np, H, H, ctx->grads_zero);
         hs_gather_rows_backward(be, m->grad_h, m->grad_mlm_in, m->in.mlm_rows, Np, H, T);
     }
     hs_softmax_xent_backward(be, m->nsp_logits, m->nsp_logits, m->in.nsp_labels, B, 2, (float)ctx->loss_scale[1]);
     hs_linear_backward(be, m->grad_pool, hs_param_grad(p, m->nsp_w), hs_param_grad(p, m->nsp_b), m->nsp_logits,
-                       m->pool_out, hs_param_data(p, m->nsp_w), B, H, 2);
+                       m->pool_out, hs_param_data(p, m->nsp_w), B, H, 2, ctx->grads_zero);
     hs_tanh_backward(be, m->grad_pool, m->grad_pool, m->pool_out, (size_t)B * (size_t)H);
     hs_linear_backward(be, m->grad_pool_in, hs_param_grad(p, m->pool_w), hs_param_grad(p, m->pool_b), m->grad_pool,
-                       m->pool_in, hs_param_data(p, m->pool_w), B, H, H);
+                       m->pool_in, hs_param_data(p, m->pool_w), B, H, H, ctx->grads_zero);
     hs_gather_rows_backward(be, m->grad_h, m->grad_pool_in, m->in.cls_rows, B, H, T);
 }
 
@@ -791,8 +797,7 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
     const hs_params *p = m->params;
     const bert_layer_params *l = &m->lp[i];
     const bert_layer_acts *a = &m->acts[i];
-    const int B = m->batch, L = m->seq_len, T = B * L, H = m->cfg.hidden_size, I = m->cfg.intermediate_size;
-    const size_t per_sample = (size_t)L * (size_t)H;
+    const int T = m->batch * m->seq_len, H = m->cfg.hidden_size, I = m->cfg.intermediate_size;
     const double p_hidden = m->cfg.hidden_dropout_prob;
     const hs_dropout_mask drop_probs =
         site_mask(ctx, first_sample, layer_site(i, DROP_ATTENTION_PROBS), m->cfg.attention_probs_dropout_prob);
@@ -803,32 +808,32 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
 
     /* second LayerNorm: grad_h = ∂/∂ffn_sum, which is the gradient of both the FFN output (after
      * dropout) and the residual h1 */
-    hs_layernorm_backward(be, m->grad_h, hs_param_grad(p, l->out_ln_g), hs_param_grad(p, l->out_ln_b), m->grad_h,
-                          a->ffn_sum, a->ffn_mean, a->ffn_rstd, hs_param_data(p, l->out_ln_g), T, H);
-    const float *dout = dropout_grad(be, &drop_ffn, m->grad_tmp, m->grad_h, B, per_sample);
+    const float *dout = layernorm_dropout_grad(m, &drop_ffn, hs_param_grad(p, l->out_ln_g), hs_param_grad(p, l->out_ln_b),
+                                               a->ffn_sum, a->ffn_mean, a->ffn_rstd, hs_param_data(p, l->out_ln_g));
     /* output.dense: dffn[T,I] = dout·W2 */
     hs_linear_backward(be, dffn, hs_param_grad(p, l->out_w), hs_param_grad(p, l->out_b), dout, a->ffn_act,
-                       hs_param_data(p, l->out_w), T, I, H);
+                       hs_param_data(p, l->out_w), T, I, H, ctx->grads_zero);
     hs_gelu_backward(be, dffn, dffn, a->ffn_pre, (size_t)T * (size_t)I);
     /* intermediate.dense_act: ∂b1 += Σ du, ∂W1[I,H] += duᵀ·h1, grad_h += du·W1 (onto the residual path) */
-    be->bias_grad(be, hs_param_grad(p, l->inter_b), dffn, T, I);
-    be->gemm(be, 1, 0, I, H, T, 1.0f, dffn, I, a->attn_out, H, 1.0f, hs_param_grad(p, l->inter_w), H);
+    be->gemm_wgrad_bgrad(be, hs_param_grad(p, l->inter_w), hs_param_grad(p, l->inter_b), dffn, I, a->attn_out, T, H, I,
+                         ctx->grads_zero);
     be->gemm(be, 0, 0, T, H, I, 1.0f, dffn, I, hs_param_data(p, l->inter_w), H, 1.0f, m->grad_h, H);
     hs_grads_ready_after(&m->ready, ctx, stage_ffn(m, i));
 
     /* first LayerNorm, then attention.output.dense: grad_ctx = dattn·Wo */
-    hs_layernorm_backward(be, m->grad_h, hs_param_grad(p, l->attn_ln_g), hs_param_grad(p, l->attn_ln_b), m->grad_h,
-                          a->attn_sum, a->attn_mean, a->attn_rstd, hs_param_data(p, l->attn_ln_g), T, H);
-    const float *dattn = dropout_grad(be, &drop_attn, m->grad_tmp, m->grad_h, B, per_sample);
+    const float *dattn = layernorm_dropout_grad(m, &drop_attn, hs_param_grad(p, l->attn_ln_g),
+                                                hs_param_grad(p, l->attn_ln_b), a->attn_sum, a->attn_mean, a->attn_rstd,
+                                                hs_param_data(p, l->attn_ln_g));
     hs_linear_backward(be, m->grad_ctx, hs_param_grad(p, l->attn_out_w), hs_param_grad(p, l->attn_out_b), dattn,
-                       a->ctx, hs_param_data(p, l->attn_out_w), T, H, H);
+                       a->ctx, hs_param_data(p, l->attn_out_w), T, H, H, ctx->grads_zero);
 
     /* self-attention: grad_h (the residual's gradient) += ∂/∂x through Q, K, V */
     const hs_attention_dims dims = attention_dims(m);
     const hs_attention_params w = attention_params(m, l);
     const hs_attention_grads g = {.query_w = hs_param_grad(p, l->query_w), .query_b = hs_param_grad(p, l->query_b),
                                   .key_w = hs_param_grad(p, l->key_w), .key_b = hs_param_grad(p, l->key_b),
-                                  .value_w = hs_param_grad(p, l->value_w), .value_b = hs_param_grad(p, l->value_b)};
+                                  .value_w = hs_param_grad(p, l->value_w), .value_b = hs_param_grad(p, l->value_b),
+                                  .bias_zero = ctx->grads_zero};
     const hs_attention_saved saved = {.qkv = a->qkv, .probs = a->probs};
     hs_attention_backward(be, &dims, &w, &g, &drop_probs, m->hidden[i], &saved, m->grad_ctx, m->grad_h, 1, &m->ws);
     hs_grads_ready_after(&m->ready, ctx, stage_attention(m, i));

@@ -193,12 +193,12 @@ void hs_cnn_forward_backward(hs_cnn *m, const float *x, const int32_t *labels, i
     /* Loss = mean NLL over the update's global samples: d(sum)/d(logits) * loss_scale[0]. */
     hs_log_softmax_nll_backward(be, m->dlogits, m->logprobs, labels, batch, CNN_CLASSES, (float)ctx->loss_scale[0]);
     hs_linear_backward(be, m->ddropped2, hs_param_grad(p, m->fc2_w), hs_param_grad(p, m->fc2_b), m->dlogits,
-                       m->dropped2, hs_param_data(p, m->fc2_w), batch, CNN_HIDDEN, CNN_CLASSES);
+                       m->dropped2, hs_param_data(p, m->fc2_w), batch, CNN_HIDDEN, CNN_CLASSES, ctx->grads_zero);
     hs_grads_ready_after(&m->ready, ctx, CNN_STAGE_FC2);
     hs_dropout_backward(be, &drop_fc, m->df1, m->ddropped2, batch, CNN_HIDDEN);
     hs_relu_backward(be, m->df1, m->df1, m->f1, b * CNN_HIDDEN);
     hs_linear_backward(be, m->ddropped1, hs_param_grad(p, m->fc1_w), hs_param_grad(p, m->fc1_b), m->df1,
-                       m->dropped1, hs_param_data(p, m->fc1_w), batch, CNN_FLAT, CNN_HIDDEN);
+                       m->dropped1, hs_param_data(p, m->fc1_w), batch, CNN_FLAT, CNN_HIDDEN, ctx->grads_zero);
     hs_grads_ready_after(&m->ready, ctx, CNN_STAGE_FC1);
     hs_dropout_backward(be, &drop_conv, m->dpooled, m->ddropped1, batch, CNN_FLAT);
     hs_maxpool2d_backward(be, m->dh2, m->dpooled, m->argmax, batch, CNN_C2, CNN_H2, CNN_W2, CNN_POOL);

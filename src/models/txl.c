@@ -542,6 +542,21 @@ static hs_dropout_mask site_mask(const hs_step_ctx *ctx, int64_t first_sample, u
 
 static uint64_t layer_site(int l, int which) { return (uint64_t)(DROP_LAYER_BASE + DROP_SITES_PER_LAYER * l + which); }
 
+/* A post-LN sublayer's LayerNorm backward, dy (in place) -> ∂/∂(its input), and the gradient through the
+ * dropout before it: into scratch in the same op, or dy itself when the dropout is off. */
+static const float *layernorm_dropout_grad(const hs_backend *be, const hs_dropout_mask *mask, float *dy, float *scratch,
+                                           float *dgamma, float *dbeta, const float *x, const float *mean,
+                                           const float *rstd, const float *gamma, int rows, int cols, int batch,
+                                           size_t per_sample) {
+    if (mask->p <= 0.0f) {
+        hs_layernorm_backward(be, dy, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols);
+        return dy;
+    }
+    hs_layernorm_dropout_backward(be, mask, dy, scratch, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols, batch,
+                                  per_sample);
+    return scratch;
+}
+
 /* The gradient through a dropout into scratch, or dy itself when the dropout is off. */
 static float *dropout_grad(const hs_backend *be, const hs_dropout_mask *mask, float *scratch, float *dy, int batch,
                            size_t per_sample) {
@@ -717,14 +732,15 @@ static void layer_forward(hs_txl *m, int l, const pass *ps) {
                              d_att.p, d_att.key, ps->first);
     /* a = dropout(ctx·Woᵀ) */
     be->gemm(be, 0, 1, T, D, nd, 1.0f, a->ctx, nd, hs_param_data(p, w->o_w), nd, 0.0f, a->attn_sum, D);
-    hs_dropout_forward(be, &d_out, a->attn_sum, a->attn_sum, b, per_sample);
     if (c->pre_lnorm) {
+        hs_dropout_forward(be, &d_out, a->attn_sum, a->attn_sum, b, per_sample);
         be->add_bias(be, a->attn_sum, x, 1, T * D); /* h' = h_l + a */
         hs_layernorm_forward(be, a->ff_in, a->ln2_mean, a->ln2_rstd, a->h1, hs_param_data(p, w->ff_ln_g),
                              hs_param_data(p, w->ff_ln_b), T, D, TXL_LN_EPS);
-    } else {
-        hs_add_layernorm_forward(be, a->h1, a->attn_sum, a->ln1_mean, a->ln1_rstd, a->attn_sum, x,
-                                 hs_param_data(p, w->attn_ln_g), hs_param_data(p, w->attn_ln_b), T, D, TXL_LN_EPS);
+    } else { /* dropout, residual add and LayerNorm in one op */
+        hs_dropout_add_layernorm_forward(be, &d_out, a->h1, a->attn_sum, a->ln1_mean, a->ln1_rstd, a->attn_sum, x,
+                                         hs_param_data(p, w->attn_ln_g), hs_param_data(p, w->attn_ln_b), T, D,
+                                         TXL_LN_EPS, b, per_sample);
     }
     /* u = dropout(relu(ff_in·W1ᵀ + b1)) (relu's backward reads u: dropped entries have zero gradient anyway) */
     hs_linear_forward(be, a->ff_act, a->ff_in, hs_param_data(p, w->ff1_w), hs_param_data(p, w->ff1_b), T, D, I);
@@ -737,9 +753,9 @@ static void layer_forward(hs_txl *m, int l, const pass *ps) {
         be->add_bias(be, out, a->h1, 1, T * D);
     } else {
         hs_linear_forward(be, a->ff_sum, a->ff_act, hs_param_data(p, w->ff2_w), hs_param_data(p, w->ff2_b), T, I, D);
-        hs_dropout_forward(be, &d_ff, a->ff_sum, a->ff_sum, b, per_sample);
-        hs_add_layernorm_forward(be, out, a->ff_sum, a->ln2_mean, a->ln2_rstd, a->ff_sum, a->h1,
-                                 hs_param_data(p, w->ff_ln_g), hs_param_data(p, w->ff_ln_b), T, D, TXL_LN_EPS);
+        hs_dropout_add_layernorm_forward(be, &d_ff, out, a->ff_sum, a->ln2_mean, a->ln2_rstd, a->ff_sum, a->h1,
+                                         hs_param_data(p, w->ff_ln_g), hs_param_data(p, w->ff_ln_b), T, D, TXL_LN_EPS,
+                                         b, per_sample);
     }
 }
 
@@ -837,20 +853,25 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
     const hs_dropout_mask d_inner = site_mask(ps->ctx, ps->first, layer_site(l, DROP_FF_INNER), c->dropout);
     const hs_dropout_mask d_ff = site_mask(ps->ctx, ps->first, layer_site(l, DROP_FF_OUT), c->dropout);
     float *dh1; /* ∂/∂h' */
+    const float *da; /* ∂/∂a, a = the attention sublayer's output before its dropout */
     if (m->half) layer_load_half(m, l, ps);
 
+    const float *d2;
     if (!c->pre_lnorm) {
-        /* second LN: grad_h = ∂/∂ff_sum = ∂/∂h' (residual) = ∂/∂(dropped FF output) */
-        hs_layernorm_backward(be, m->grad_h, hs_param_grad(p, w->ff_ln_g), hs_param_grad(p, w->ff_ln_b), m->grad_h,
-                              a->ff_sum, a->ln2_mean, a->ln2_rstd, hs_param_data(p, w->ff_ln_g), T, D);
+        /* second LN: grad_h = ∂/∂ff_sum = ∂/∂h' (residual) = ∂/∂(dropped FF output); with the dropout's
+         * gradient in the same op */
+        d2 = layernorm_dropout_grad(be, &d_ff, m->grad_h, m->grad_tmp, hs_param_grad(p, w->ff_ln_g),
+                                    hs_param_grad(p, w->ff_ln_b), a->ff_sum, a->ln2_mean, a->ln2_rstd,
+                                    hs_param_data(p, w->ff_ln_g), T, D, b, per_sample);
+    } else {
+        d2 = dropout_grad(be, &d_ff, m->grad_tmp, m->grad_h, b, per_sample);
     }
-    const float *d2 = dropout_grad(be, &d_ff, m->grad_tmp, m->grad_h, b, per_sample);
     hs_linear_backward(be, m->dff, hs_param_grad(p, w->ff2_w), hs_param_grad(p, w->ff2_b), d2, a->ff_act,
-                       hs_param_data(p, w->ff2_w), T, I, D);
+                       hs_param_data(p, w->ff2_w), T, I, D, ps->ctx->grads_zero);
     if (d_inner.p > 0.0f) hs_dropout_backward(be, &d_inner, m->dff, m->dff, b, (size_t)qlen * (size_t)I);
     hs_relu_backward(be, m->dff, m->dff, a->ff_act, (size_t)T * (size_t)I);
-    be->bias_grad(be, hs_param_grad(p, w->ff1_b), m->dff, T, I);
-    be->gemm(be, 1, 0, I, D, T, 1.0f, m->dff, I, a->ff_in, D, 1.0f, hs_param_grad(p, w->ff1_w), D);
+    be->gemm_wgrad_bgrad(be, hs_param_grad(p, w->ff1_w), hs_param_grad(p, w->ff1_b), m->dff, I, a->ff_in, T, D, I,
+                         ps->ctx->grads_zero);
     if (c->pre_lnorm) {
         /* ∂LN(h') = dff·W1, through the FF LayerNorm, plus the residual */
         be->gemm(be, 0, 0, T, D, I, 1.0f, m->dff, I, hs_param_data(p, w->ff1_w), D, 0.0f, m->grad_h1, D);
@@ -858,16 +879,18 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
                               a->h1, a->ln2_mean, a->ln2_rstd, hs_param_data(p, w->ff_ln_g), T, D);
         be->add_bias(be, m->grad_h1, m->grad_h, 1, T * D);
         dh1 = m->grad_h1;
+        da = dropout_grad(be, &d_out, m->grad_tmp, dh1, b, per_sample);
     } else {
-        /* ∂h' = residual + dff·W1, then the first LN: ∂/∂attn_sum (= ∂/∂h_l and ∂/∂a) */
+        /* ∂h' = residual + dff·W1, then the first LN: ∂/∂attn_sum (= ∂/∂h_l and ∂/∂a), with the
+         * attention output dropout's gradient in the same op */
         be->gemm(be, 0, 0, T, D, I, 1.0f, m->dff, I, hs_param_data(p, w->ff1_w), D, 1.0f, m->grad_h, D);
-        hs_layernorm_backward(be, m->grad_h, hs_param_grad(p, w->attn_ln_g), hs_param_grad(p, w->attn_ln_b), m->grad_h,
-                              a->attn_sum, a->ln1_mean, a->ln1_rstd, hs_param_data(p, w->attn_ln_g), T, D);
+        da = layernorm_dropout_grad(be, &d_out, m->grad_h, m->grad_tmp, hs_param_grad(p, w->attn_ln_g),
+                                    hs_param_grad(p, w->attn_ln_b), a->attn_sum, a->ln1_mean, a->ln1_rstd,
+                                    hs_param_data(p, w->attn_ln_g), T, D, b, per_sample);
         dh1 = m->grad_h;
     }
     hs_grads_ready_after(&m->ready, ps->ctx, stage_ffn(m, l));
     /* a = dropout(ctx·Woᵀ): ∂ctx = ∂a·Wo, ∂Wo += ∂aᵀ·ctx */
-    const float *da = dropout_grad(be, &d_out, m->grad_tmp, dh1, b, per_sample);
     be->gemm(be, 1, 0, D, nd, T, 1.0f, da, D, a->ctx, nd, 1.0f, hs_param_grad(p, w->o_w), nd);
     be->gemm(be, 0, 0, T, nd, D, 1.0f, da, D, hs_param_data(p, w->o_w), nd, 0.0f, m->grad_ctx, nd);
     const float scale = (float)(1.0 / sqrt((double)c->d_head));

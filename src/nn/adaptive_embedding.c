@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "backend/ledger.h"
 #include "nn/adaptive.h"
 #include "util/check.h"
 
@@ -13,6 +14,7 @@ void hs_adaptive_scale(const hs_backend *be, hs_adaptive_emb_state *st, float *x
     if (st->span_numel != n) {
         const hs_tensor_span span = {.offset = 0, .numel = n, .decay = 0, .unused = 0};
         be->upload(be, st->span, &span, sizeof span);
+        hs_ledger_table(st->span, (uint64_t)n); /* for the device-op ledger */
         st->span_numel = n;
     }
     be->scale_tensors(be, x, a, st->span, 1);

@@ -131,7 +131,7 @@ void hs_adaptive_softmax_backward(const hs_backend *be, const hs_adaptive_dims *
         const float *hid = base + L.hid[i], *hi = proj ? base + L.ph[i] : hid;
         float *dhi = scratch;                                       /* [c, d_i] */
         float *dhid = scratch + (size_t)max_count * (size_t)d->d_embed; /* [c, d_proj] */
-        hs_linear_backward(be, dhi, g->weight[i], g->bias[i], dl, hi, w->weight[i], c, di, size);
+        hs_linear_backward(be, dhi, g->weight[i], g->bias[i], dl, hi, w->weight[i], c, di, size, 0);
         const float *rows_grad = dhi;
         if (proj) {
             be->gemm(be, 1, 0, dp, di, c, 1.0f, hid, dp, dhi, di, 1.0f, g->proj[i], di);

@@ -38,16 +38,15 @@ void hs_attention_forward(const hs_backend *be, const hs_attention_dims *d, cons
     const int T = d->batch * d->seq_len, H = d->hidden, ld = 3 * H;
     const float *weights[3] = {w->query_w, w->key_w, w->value_w}, *biases[3] = {w->query_b, w->key_b, w->value_b};
     /* qkv[T,3H] = x[T,H] · [Wq;Wk;Wv]ᵀ + [bq|bk|bv] */
-    if (adjacent(w->query_w, w->key_w, w->value_w, H)) {
-        be->gemm(be, 0, 1, T, ld, H, 1.0f, x, H, w->query_w, H, 0.0f, saved->qkv, ld);
+    const int fused_w = adjacent(w->query_w, w->key_w, w->value_w, H);
+    if (fused_w && adjacent_bias(biases[0], biases[1], biases[2], H)) {
+        be->gemm_bias(be, saved->qkv, ld, x, w->query_w, biases[0], T, H, ld); /* one GEMM, its bias fused */
+    } else if (!fused_w) {
+        for (int i = 0; i < 3; i++) be->gemm_bias(be, saved->qkv + i * H, ld, x, weights[i], biases[i], T, H, H);
     } else {
-        for (int i = 0; i < 3; i++)
-            be->gemm(be, 0, 1, T, H, H, 1.0f, x, H, weights[i], H, 0.0f, saved->qkv + i * H, ld);
-    }
-    if (adjacent_bias(biases[0], biases[1], biases[2], H))
-        be->add_bias(be, saved->qkv, biases[0], T, ld); /* one pass over [T,3H]: the same sums */
-    else
+        be->gemm(be, 0, 1, T, ld, H, 1.0f, x, H, w->query_w, H, 0.0f, saved->qkv, ld);
         for (int i = 0; i < 3; i++) be->add_bias_strided(be, saved->qkv + i * H, ld, biases[i], T, H);
+    }
     be->attention_forward(be, ctx, saved->probs, saved->qkv, mask_bias, d->batch, d->seq_len, d->heads, H / d->heads,
                           dropout_p(drop), drop ? drop->key : 0, drop ? drop->first_sample : 0);
 }
@@ -63,15 +62,16 @@ void hs_attention_backward(const hs_backend *be, const hs_attention_dims *d, con
                            dropout_p(drop), drop ? drop->key : 0, drop ? drop->first_sample : 0);
     /* ∂W[3H,H] += dqkvᵀ·x ; ∂b += column sums of dqkv */
     float *dweights[3] = {g->query_w, g->key_w, g->value_w}, *dbiases[3] = {g->query_b, g->key_b, g->value_b};
-    if (adjacent(g->query_w, g->key_w, g->value_w, H)) {
-        be->gemm(be, 1, 0, ld, H, T, 1.0f, dqkv, ld, x, H, 1.0f, g->query_w, H);
+    const int fused_g = adjacent(g->query_w, g->key_w, g->value_w, H);
+    if (fused_g && adjacent_bias(dbiases[0], dbiases[1], dbiases[2], H)) { /* one GEMM, the bias gradient fused */
+        be->gemm_wgrad_bgrad(be, g->query_w, dbiases[0], dqkv, ld, x, T, H, ld, g->bias_zero);
+    } else if (!fused_g) {
+        for (int i = 0; i < 3; i++)
+            be->gemm_wgrad_bgrad(be, dweights[i], dbiases[i], dqkv + i * H, ld, x, T, H, H, g->bias_zero);
     } else {
-        for (int i = 0; i < 3; i++) be->gemm(be, 1, 0, H, H, T, 1.0f, dqkv + i * H, ld, x, H, 1.0f, dweights[i], H);
-    }
-    if (adjacent_bias(dbiases[0], dbiases[1], dbiases[2], H))
-        be->bias_grad(be, dbiases[0], dqkv, T, ld); /* per column the same row-order sums */
-    else
+        be->gemm(be, 1, 0, ld, H, T, 1.0f, dqkv, ld, x, H, 1.0f, g->query_w, H);
         for (int i = 0; i < 3; i++) be->bias_grad_strided(be, dbiases[i], dqkv + i * H, ld, T, H);
+    }
     /* ∂x[T,H] (+)= dqkv[T,3H] · [Wq;Wk;Wv] */
     if (!dx) return;
     const float beta = accumulate_dx ? 1.0f : 0.0f;

@@ -41,9 +41,11 @@ uint16_t *hs_act_halves(const hs_backend *be, size_t *bytes, size_t n);
 /* y[B,out] = x[B,in] · W[out,in]ᵀ + b[out] */
 void hs_linear_forward(const hs_backend *be, float *y, const float *x, const float *w, const float *b, int batch,
                        int in, int out);
-/* dW[out,in] += dyᵀ·x, db[out] += colsum(dy), dx[B,in] = dy·W (skipped when dx is NULL) */
+/* dW[out,in] += dyᵀ·x, db[out] += colsum(dy), dx[B,in] = dy·W (skipped when dx is NULL). db_zero = 1
+ * promises db holds zeros (hs_step_ctx.grads_zero): the backend may then write the sum (one GEMM with
+ * its bias-gradient epilogue on CUDA); the result is the same. */
 void hs_linear_backward(const hs_backend *be, float *dx, float *dw, float *db, const float *dy, const float *x,
-                        const float *w, int batch, int in, int out);
+                        const float *w, int batch, int in, int out, int db_zero);
 
 /* ---- conv2d (stride 1, no padding; PyTorch nn.Conv2d, W[c_out,c_in,kh,kw]) ------------------------- */
 /* y[n,c_out,oh,ow] = x[n,c_in,h,w] ⋆ W + b[c_out]; ws grows to what the backend asks for. */
@@ -158,6 +160,25 @@ static inline void hs_add_layernorm_forward(const hs_backend *be, float *y, floa
                                             const float *beta, int rows, int cols, float eps) {
     be->layernorm_forward(be, y, x_sum, mean, rstd, a, residual, gamma, beta, rows, cols, eps);
 }
+/* A post-LN sublayer's end in one op: x_sum[R,C] = dropout(a) + residual (m's mask on a[batch,
+ * per_sample]; x_sum may alias a, not residual), y = LayerNorm(x_sum): hs_dropout_forward then
+ * hs_add_layernorm_forward, the same values (one kernel on CUDA). */
+static inline void hs_dropout_add_layernorm_forward(const hs_backend *be, const hs_dropout_mask *m, float *y,
+                                                    float *x_sum, float *mean, float *rstd, const float *a,
+                                                    const float *residual, const float *gamma, const float *beta,
+                                                    int rows, int cols, float eps, int batch, size_t per_sample) {
+    be->dropout_add_layernorm_forward(be, y, x_sum, mean, rstd, a, residual, gamma, beta, rows, cols, eps, batch,
+                                      per_sample, m->group, m->p, m->key, m->first_sample);
+}
+/* Its backward: dx = the LayerNorm backward of dy (may alias dy: the residual's gradient), da = the
+ * dropout backward of dx (the sublayer output's gradient; aliases neither dx nor dy). */
+static inline void hs_layernorm_dropout_backward(const hs_backend *be, const hs_dropout_mask *m, float *dx, float *da,
+                                                 float *dgamma, float *dbeta, const float *dy, const float *x,
+                                                 const float *mean, const float *rstd, const float *gamma, int rows,
+                                                 int cols, int batch, size_t per_sample) {
+    be->layernorm_dropout_backward(be, dx, da, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols, batch, per_sample,
+                                   m->group, m->p, m->key, m->first_sample);
+}
 /* With x̂ = (x - mean)·rstd and g = dy·gamma:
  *   dx[R,C] = rstd · (g - mean_C(g) - x̂ · mean_C(g·x̂))   (overwritten; dx may alias dy)
  *   dgamma[C] += Σ_R dy·x̂,  dbeta[C] += Σ_R dy
@@ -226,6 +247,7 @@ typedef struct hs_attention_params {
 } hs_attention_params;
 typedef struct hs_attention_grads {
     float *query_w, *query_b, *key_w, *key_b, *value_w, *value_b; /* accumulate (+=) */
+    int bias_zero; /* 1: the bias gradients hold zeros (hs_step_ctx.grads_zero; see hs_linear_backward) */
 } hs_attention_grads;
 /* What the forward pass keeps for the backward pass (model-owned device buffers, sizes below). */
 typedef struct hs_attention_saved {

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/ledger.h"
 #include "util/check.h"
 
 #define HS_PARAM_ALIGN 16 /* floats: 64-byte alignment of every tensor for vector loads */
@@ -43,6 +44,10 @@ void hs_params_allocate(hs_params *p, const hs_backend *be) {
                                    .decay = p->tensors[i].weight_decay ? 1 : 0};
     p->table = be->alloc(be, (p->count ? (size_t)p->count : 1) * sizeof *host);
     be->upload(be, p->table, host, (size_t)p->count * sizeof *host);
+    /* what the multi-tensor ops on this table move, for the device-op ledger */
+    uint64_t elements = 0;
+    for (int i = 0; i < p->count; i++) elements += (uint64_t)p->tensors[i].numel;
+    hs_ledger_table(p->table, elements);
     free(host);
 }
 

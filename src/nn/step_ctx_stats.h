@@ -51,6 +51,11 @@ typedef struct hs_step_ctx {
      * trainer reduces everything after backward), it just overlaps nothing. */
     void (*grads_ready)(void *arg, int64_t offset);
     void *grads_ready_arg;
+    /* 1 when every parameter gradient is zero as this forward_backward starts (the trainer sets it for the
+     * first micro-batch of an update, after zeroing them): a gradient written once per backward pass may
+     * then be written instead of added (be->gemm_wgrad_bgrad's overwrite_dbias: cuBLASLt's bias-gradient
+     * epilogue writes). 0 (a zero-initialised ctx) is always correct. */
+    int grads_zero;
 } hs_step_ctx;
 
 /* Tell the trainer that the gradients at offsets >= offset are final (see hs_step_ctx.grads_ready). */

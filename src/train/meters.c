@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/ledger.h"
 #include "train/mfu.h"
 #include "util/check.h"
 #include "util/log.h"
@@ -412,6 +413,21 @@ void hs_meters_update(hs_meters *m, hs_train_state *st, const hs_stats *global, 
 /* HetSeq logs losses in base 2 (fairseq): loss_bits = nats / ln 2, ppl = 2^loss. */
 static double bits(double nats) { return nats / M_LN2; }
 
+/* device_ops, device_bytes (per update: the mean over the updates since the previous train record,
+ * rounded) and device_peak_bytes, from the device-op ledger; nothing on a backend that keeps none (the
+ * CPU). */
+static void put_device_ledger(hs_meters *m, json_object *rec) {
+    const hs_ledger *l = &hs_ledger_state;
+    if (!l->used || l->updates <= m->ledger_updates_mark) return;
+    const double u = (double)(l->updates - m->ledger_updates_mark);
+    put_int(rec, "device_ops", (int64_t)llround((double)(l->ops - m->ledger_ops_mark) / u));
+    put_int(rec, "device_bytes", (int64_t)llround((double)(l->bytes - m->ledger_bytes_mark) / u));
+    put_int(rec, "device_peak_bytes", (int64_t)l->peak_bytes);
+    m->ledger_ops_mark = l->ops;
+    m->ledger_bytes_mark = l->bytes;
+    m->ledger_updates_mark = l->updates;
+}
+
 void hs_meters_log_train(hs_meters *m, const hs_train_state *st, int64_t index_in_epoch, int64_t updates_in_epoch,
                          double lr, int world_size) {
     if (hs_log_rank() == 0) {
@@ -472,6 +488,7 @@ void hs_meters_log_train(hs_meters *m, const hs_train_state *st, int64_t index_i
                 put_fixed(rec, "mfu", mfu, 4); /* null when the peak is unknown */
             }
             put_task_fields(m, rec, iv);
+            put_device_ledger(m, rec);
             put_int(rec, "world_size", world_size);
             put_fixed(rec, "wall", wall, 3);
             write_record(m, rec, 1);

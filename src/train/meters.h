@@ -37,6 +37,9 @@ typedef struct hs_meters {
     char peak_source[128]; /* how peak_flops was found, for the start-up line */
     int peak_ready;        /* peak_flops is for `precision` */
     int peak_remeasured;   /* the CPU peak was re-measured once (a stale peak): not again */
+    /* the device-op ledger's sums at the previous train record (src/backend/ledger.h) */
+    uint64_t ledger_ops_mark, ledger_bytes_mark;
+    int64_t ledger_updates_mark;
 } hs_meters;
 
 /* Opens the metrics file on rank 0 ("w", or "a" when resuming; a partial last record left by a run

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "backend/ledger.h"
 #include "comm/grad_buckets.h"
 #include "comm/stall.h"
 #include "train/prefetch.h"
@@ -365,6 +366,7 @@ static void skip_update(trainer *t, int64_t update) {
 static int train_update(trainer *t, hs_prefetch_slot *slot) {
     double t0 = hs_now();
     int64_t update = t->st.num_updates + 1; /* 1-based, as logged */
+    hs_ledger_update_begin(); /* the device ops from here to the end of the update count as its own */
     hs_stall_phase(HS_PHASE_COMPUTE, update, 0);
     hs_fault_update_start(update);
     hs_params *p = &t->task->params;
@@ -403,20 +405,24 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
     /* CUDA graphs (cuda_graphs): from a shape's second update on, the device work from here to the
      * gradient norm (forward, backward, the bucketed all-reduce) is captured and launched as one graph
      * per shape: the staging slot and the micro-batch sizes. Not while anything in it waits for the
-     * device: balance = auto's timing, the injected faults, host-staged all-reduces. */
+     * device: balance = auto's timing, the injected faults, host-staged all-reduces, inputs uploaded
+     * synchronously (no staging, HETSEQ_INPUT_STAGING=sync), and an ordered-stream task (Transformer-XL:
+     * its forward uploads per-step state synchronously). */
     uint64_t shape = hs_fnv1a64(HS_FNV64_OFFSET, &slot->index, sizeof slot->index);
     shape = hs_fnv1a64(shape, &slot->n, sizeof slot->n);
     for (int i = 0; i < slot->n; i++) shape = hs_fnv1a64(shape, &slot->ranges[i].count, sizeof slot->ranges[i].count);
     const int graphed = hs_update_graphs_begin(&t->graphs, shape,
-                                               !t->balance.auto_mode && !inject_nan && !inject_overflow &&
-                                                   hs_grad_buckets_capturable(t->buckets));
+                                               t->stage_inputs && !t->stream && !t->balance.auto_mode && !inject_nan &&
+                                                   !inject_overflow && hs_grad_buckets_capturable(t->buckets));
     hs_grad_buckets_start(t->buckets);
+    ctx.grads_zero = 1; /* hs_params_zero_grad above; until the first non-empty micro-batch has run */
     for (int i = 0; i < slot->n; i++)
         if (slot->ranges[i].count > 0) {
             ctx.grads_ready = i == last && overlap ? hs_grad_buckets_ready : NULL;
             ctx.grads_ready_arg = t->buckets;
             t->task->forward_backward(t->task, slot->bufs[i], slot->ranges[i].first, slot->ranges[i].count, &ctx,
                                       t->stats_dev);
+            ctx.grads_zero = 0;
             samples += slot->ranges[i].count;
         }
     double compute_seconds = 0.0, fixed_seconds = 0.0, mark = 0.0;
@@ -509,6 +515,7 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
         memcpy(&v, &bits, sizeof bits);
         p->be->upload(p->be, p->data, &v, sizeof v);
     }
+    hs_ledger_update_end();
     t->st.num_updates++;
     t->st.lr = hs_lr_step_update(&t->sched, t->st.num_updates);
     t->st.lr_base = t->sched.base_lr;
@@ -834,6 +841,17 @@ static void train_loop(trainer *t) {
     }
 }
 
+/* HETSEQ_CUDA_LEDGER=1: the device-op ledger's per-op table on rank 0 (docs/gpu.md). */
+static void print_device_ledger(void) {
+    const char *env = getenv("HETSEQ_CUDA_LEDGER");
+    if (!env || !*env || !strcmp(env, "0") || hs_log_rank() != 0) return;
+    if (!hs_ledger_state.used) {
+        hs_log("| HETSEQ_CUDA_LEDGER: this backend keeps no device-op ledger (only device = \"cuda\" does)");
+        return;
+    }
+    hs_ledger_print(stdout, hs_ledger_state.updates);
+}
+
 /* The reads stopped, the closing lines, everything freed; returns the exit status. */
 static int finish(trainer *t) {
     double stalls = hs_prefetch_stall_seconds(t->pf);
@@ -859,6 +877,7 @@ static int finish(trainer *t) {
                    (long long)t->run_updates, (long long)t->graphed_steps,
                    (long long)t->graphs.graphs_made, (long long)t->graphs.graphs_reused);
     }
+    print_device_ledger();
     if (!t->tc.no_save)
         hs_log("| checkpoints in %s/, metrics in %s", t->tc.save_dir, *t->metrics_path ? t->metrics_path : "(off)");
     hs_meters_close(&t->meters);

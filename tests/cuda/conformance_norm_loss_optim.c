@@ -179,6 +179,72 @@ static void layernorm_cases(hs_conf *t) {
     layernorm_case(t, 8197, 33, 1, 1e-12f, 0.0f);
 }
 
+/* A sublayer's end: x_sum = dropout(a) + residual, y = LayerNorm(x_sum) (x_sum over a), and its backward
+ * dx = LayerNorm'(dy) in place over dy, da = dropout'(dx). The dropout is the same pure function of (key,
+ * sample, element) on both backends, so x_sum gets the element-wise rule, y, mean, rstd and dx the
+ * LayerNorm bounds from the CPU's x_sum, and da = f·dx (f = 0 or 1/(1-p)) the bound f·bound(dx) plus the
+ * rounding of the product; a dropped element is exactly 0 on both. */
+static void dropout_layernorm_case(hs_conf *t, int batch, int rows, int cols, float p) {
+    char what[200];
+    const size_t n = (size_t)rows * (size_t)cols, per_sample = n / (size_t)batch;
+    const float eps = 1e-12f;
+    const uint64_t key = 0x5eedULL + (uint64_t)rows;
+    const int64_t first = 11;
+    float *a = hs_conf_rand(t, n, -2, 2), *res = hs_conf_rand(t, n, -1, 1);
+    float *gamma = hs_conf_rand(t, (size_t)cols, 0.5f, 1.5f), *beta = hs_conf_rand(t, (size_t)cols, -1, 1);
+    float *dy = hs_conf_rand(t, n, -1, 1);
+    float *dgamma = hs_conf_rand(t, (size_t)cols, -1, 1), *dbeta = hs_conf_rand(t, (size_t)cols, -1, 1);
+    hs_conf_pair pa = hs_conf_pair_of(t, a, n * 4), pr = hs_conf_pair_of(t, res, n * 4),
+                 pg = hs_conf_pair_of(t, gamma, (size_t)cols * 4), pb = hs_conf_pair_of(t, beta, (size_t)cols * 4),
+                 py = hs_conf_pair_of(t, NULL, n * 4), pmean = hs_conf_pair_of(t, NULL, (size_t)rows * 4),
+                 prstd = hs_conf_pair_of(t, NULL, (size_t)rows * 4), pdy = hs_conf_pair_of(t, dy, n * 4),
+                 pda = hs_conf_pair_of(t, NULL, n * 4), pdg = hs_conf_pair_of(t, dgamma, (size_t)cols * 4),
+                 pdb = hs_conf_pair_of(t, dbeta, (size_t)cols * 4);
+    snprintf(what, sizeof what, "batch=%d rows=%d cols=%d p=%g", batch, rows, cols, p);
+    t->cpu->dropout_add_layernorm_forward(t->cpu, py.cpu, pa.cpu, pmean.cpu, prstd.cpu, pa.cpu, pr.cpu, pg.cpu, pb.cpu,
+                                          rows, cols, eps, batch, per_sample, 1, p, key, first);
+    t->cuda->dropout_add_layernorm_forward(t->cuda, py.cuda, pa.cuda, pmean.cuda, prstd.cuda, pa.cuda, pr.cuda, pg.cuda,
+                                           pb.cuda, rows, cols, eps, batch, per_sample, 1, p, key, first);
+    float *v = hs_conf_download_f32(t->cpu, pa.cpu, n);
+    float *mean = hs_conf_download_f32(t->cpu, pmean.cpu, (size_t)rows), *rstd = hs_conf_download_f32(t->cpu, prstd.cpu, (size_t)rows);
+    ln_bounds lb;
+    HS_ALLOC(lb.y, n), HS_ALLOC(lb.dx, n), HS_ALLOC(lb.mean, (size_t)rows), HS_ALLOC(lb.rstd, (size_t)rows),
+        HS_ALLOC(lb.dg, (size_t)cols), HS_ALLOC(lb.db, (size_t)cols);
+    ln_bounds_compute(&lb, v, mean, rstd, gamma, beta, dy, dgamma, dbeta, rows, cols);
+    const float scale = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
+    hs_conf_check_ew(t, what, pa.cpu, pa.cuda, n, 2.0 * scale + 1.0); /* dropout(a) + residual */
+    hs_conf_check_bound(t, what, py.cpu, py.cuda, n, lb.y);
+    hs_conf_check_bound(t, what, pmean.cpu, pmean.cuda, (size_t)rows, lb.mean);
+    hs_conf_check_bound(t, what, prstd.cpu, prstd.cuda, (size_t)rows, lb.rstd);
+    t->cpu->layernorm_dropout_backward(t->cpu, pdy.cpu, pda.cpu, pdg.cpu, pdb.cpu, pdy.cpu, pa.cpu, pmean.cpu,
+                                       prstd.cpu, pg.cpu, rows, cols, batch, per_sample, 1, p, key, first);
+    t->cuda->layernorm_dropout_backward(t->cuda, pdy.cuda, pda.cuda, pdg.cuda, pdb.cuda, pdy.cuda, pa.cuda, pmean.cuda,
+                                        prstd.cuda, pg.cuda, rows, cols, batch, per_sample, 1, p, key, first);
+    hs_conf_check_bound(t, what, pdy.cpu, pdy.cuda, n, lb.dx);
+    hs_conf_check_bound(t, what, pdg.cpu, pdg.cuda, (size_t)cols, lb.dg);
+    hs_conf_check_bound(t, what, pdb.cpu, pdb.cuda, (size_t)cols, lb.db);
+    float *dx = hs_conf_download_f32(t->cpu, pdy.cpu, n), *da = hs_conf_download_f32(t->cpu, pda.cpu, n);
+    double *bda;
+    HS_ALLOC(bda, n);
+    for (size_t i = 0; i < n; i++) /* f = da/dx where dx != 0; a dropped element (da == 0) must be 0 */
+        bda[i] = da[i] == 0.0f ? 0.0 : scale * lb.dx[i] + HS_CONF_C * HS_CONF_U32 * fabs((double)da[i]);
+    hs_conf_check_bound(t, what, pda.cpu, pda.cuda, n, bda);
+    free(bda), free(dx), free(da), free(v), free(mean), free(rstd);
+    free(lb.y), free(lb.dx), free(lb.mean), free(lb.rstd), free(lb.dg), free(lb.db);
+    hs_conf_pair_free(t, pa), hs_conf_pair_free(t, pr), hs_conf_pair_free(t, pg), hs_conf_pair_free(t, pb);
+    hs_conf_pair_free(t, py), hs_conf_pair_free(t, pmean), hs_conf_pair_free(t, prstd), hs_conf_pair_free(t, pdy);
+    hs_conf_pair_free(t, pda), hs_conf_pair_free(t, pdg), hs_conf_pair_free(t, pdb);
+    free(a), free(res), free(gamma), free(beta), free(dy), free(dgamma), free(dbeta);
+}
+
+static void dropout_layernorm_cases(hs_conf *t) {
+    hs_conf_op(t, "dropout_add_layernorm_forward/layernorm_dropout_backward");
+    static const int shapes[][3] = {/* batch, rows, cols */ {1, 1, 31}, {3, 12, 33}, {3, 9, 1000}, {8, 256, 127}, {2, 64, 768}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int drop = 0; drop < 2; drop++)
+            dropout_layernorm_case(t, shapes[s][0], shapes[s][1], shapes[s][2], drop ? 0.1f : 0.0f);
+}
+
 /* ---- losses ------------------------------------------------------------------------------------------- */
 
 /* Logits: uniform in [-5, 5), or small integers (ties: the argmax must be the first maximum). */
@@ -476,6 +542,7 @@ static void lamb_cases(hs_conf *t, const table_t *tb) {
 
 void hs_conf_group_norm_loss_optim(hs_conf *t) {
     layernorm_cases(t);
+    dropout_layernorm_cases(t);
     loss_cases(t);
     table_t tb = make_table(t);
     sumsq_scale_cases(t, &tb);

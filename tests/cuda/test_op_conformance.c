@@ -72,6 +72,82 @@ static void gemm_cases(hs_conf *t) {
                 }
 }
 
+/* The GEMMs with a bias epilogue: gemm_bias (y = x·wᵀ + bias, rows ldy apart) and gemm_wgrad_bgrad
+ * (dw += dyᵀ·x accumulating onto random values; dbias accumulated, or written over random values when
+ * overwrite_dbias), dy a column slice of a wider matrix where ldy > out (the q|k|v thirds).
+ * Bounds: y and dw are dot products of in + 1 (the bias) and rows + 1 (the accumulator) terms; dbias is a
+ * sum of rows terms in [-1, 1] (+ the accumulator), whose terms a GPU may take as the 16-bit operands the
+ * GEMM reads (term error u_op). */
+static void gemm_epilogue_cases(hs_conf *t) {
+    static const int dims[][4] = {/* rows, in, out, ldy pad */
+                                  {1, 1, 1, 0}, {31, 33, 17, 0}, {33, 127, 31, 5}, {128, 64, 96, 0}, {7, 5, 300, 33}};
+    char what[160];
+    const double u_op = hs_conf_operand_roundoff(t);
+    hs_conf_op(t, "gemm_bias");
+    for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++) {
+        const int rows = dims[d][0], in = dims[d][1], out = dims[d][2], ldy = out + dims[d][3];
+        float *x = hs_conf_rand(t, (size_t)rows * in, -1, 1), *w = hs_conf_rand(t, (size_t)out * in, -1, 1);
+        float *b = hs_conf_rand(t, (size_t)out, -1, 1), *y = hs_conf_rand(t, (size_t)rows * ldy, -1, 1);
+        hs_conf_pair px = hs_conf_pair_of(t, x, (size_t)rows * in * 4), pw = hs_conf_pair_of(t, w, (size_t)out * in * 4);
+        hs_conf_pair pb = hs_conf_pair_of(t, b, (size_t)out * 4), py = hs_conf_pair_of(t, y, (size_t)rows * ldy * 4);
+        t->cpu->gemm_bias(t->cpu, py.cpu, ldy, px.cpu, pw.cpu, pb.cpu, rows, in, out);
+        t->cuda->gemm_bias(t->cuda, py.cuda, ldy, px.cuda, pw.cuda, pb.cuda, rows, in, out);
+        snprintf(what, sizeof what, "y rows=%d in=%d out=%d ldy=%d", rows, in, out, ldy);
+        /* Σ|x w| + |bias| per element; the pad columns come back unchanged (bound |y|: compared exactly by
+         * the check's relative floor is not needed, they are copies) */
+        double *absdot;
+        HS_ALLOC(absdot, (size_t)rows * ldy);
+        for (int r = 0; r < rows; r++)
+            for (int j = 0; j < ldy; j++) {
+                double sum = 0.0;
+                if (j < out)
+                    for (int q = 0; q < in; q++) sum += fabs((double)x[(size_t)r * in + q] * w[(size_t)j * in + q]);
+                absdot[(size_t)r * ldy + j] = j < out ? sum + fabs((double)b[j]) : 0.0;
+            }
+        hs_conf_check_dot(t, what, py.cpu, py.cuda, (size_t)rows * ldy, absdot, in + 1.0);
+        free(absdot);
+        if (t->precision != HS_PRECISION_FP32 && in >= 7) { /* rounded: not the fp32 product */
+            void *yf = hs_conf_dev(t->cpu_fp32, y, (size_t)rows * ldy * 4);
+            t->cpu_fp32->gemm_bias(t->cpu_fp32, yf, ldy, px.cpu, pw.cpu, pb.cpu, rows, in, out);
+            hs_conf_check_rounded(t, what, yf, py.cuda, (size_t)rows * ldy);
+            t->cpu_fp32->free(t->cpu_fp32, yf);
+        }
+        hs_conf_pair_free(t, px), hs_conf_pair_free(t, pw), hs_conf_pair_free(t, pb), hs_conf_pair_free(t, py);
+        free(x), free(w), free(b), free(y);
+    }
+    hs_conf_op(t, "gemm_wgrad_bgrad");
+    for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
+        for (int overwrite = 0; overwrite < 2; overwrite++) {
+            const int rows = dims[d][0], in = dims[d][1], out = dims[d][2], ldy = out + dims[d][3];
+            float *dy = hs_conf_rand(t, (size_t)rows * ldy, -1, 1), *x = hs_conf_rand(t, (size_t)rows * in, -1, 1);
+            float *dw = hs_conf_rand(t, (size_t)out * in, -1, 1), *db = hs_conf_rand(t, (size_t)out, -1, 1);
+            hs_conf_pair pdy = hs_conf_pair_of(t, dy, (size_t)rows * ldy * 4), px = hs_conf_pair_of(t, x, (size_t)rows * in * 4);
+            hs_conf_pair pdw = hs_conf_pair_of(t, dw, (size_t)out * in * 4), pdb = hs_conf_pair_of(t, db, (size_t)out * 4);
+            void *again = hs_conf_dev(t->cuda, db, (size_t)out * 4), *dw_again = hs_conf_dev(t->cuda, dw, (size_t)out * in * 4);
+            t->cpu->gemm_wgrad_bgrad(t->cpu, pdw.cpu, pdb.cpu, pdy.cpu, ldy, px.cpu, rows, in, out, overwrite);
+            t->cuda->gemm_wgrad_bgrad(t->cuda, pdw.cuda, pdb.cuda, pdy.cuda, ldy, px.cuda, rows, in, out, overwrite);
+            t->cuda->gemm_wgrad_bgrad(t->cuda, dw_again, again, pdy.cuda, ldy, px.cuda, rows, in, out, overwrite);
+            snprintf(what, sizeof what, "dw, dbias (%s) rows=%d in=%d out=%d ldy=%d", overwrite ? "written" : "accumulated",
+                     rows, in, out, ldy);
+            double *absdot;
+            HS_ALLOC(absdot, (size_t)out * in);
+            for (int o = 0; o < out; o++)
+                for (int i = 0; i < in; i++) {
+                    double sum = fabs((double)dw[(size_t)o * in + i]);
+                    for (int r = 0; r < rows; r++) sum += fabs((double)dy[(size_t)r * ldy + o] * x[(size_t)r * in + i]);
+                    absdot[(size_t)o * in + i] = sum;
+                }
+            hs_conf_check_dot(t, what, pdw.cpu, pdw.cuda, (size_t)out * in, absdot, rows + 1.0);
+            free(absdot);
+            hs_conf_check_sum_f32(t, what, pdb.cpu, pdb.cuda, (size_t)out, rows + 1.0, rows + 1.0, u_op);
+            hs_conf_same_bits(t, what, pdb.cuda, again, (size_t)out * 4);
+            hs_conf_same_bits(t, what, pdw.cuda, dw_again, (size_t)out * in * 4);
+            hs_conf_pair_free(t, pdy), hs_conf_pair_free(t, px), hs_conf_pair_free(t, pdw), hs_conf_pair_free(t, pdb);
+            t->cuda->free(t->cuda, again), t->cuda->free(t->cuda, dw_again);
+            free(dy), free(x), free(dw), free(db);
+        }
+}
+
 /* Σ|terms| of each conv2d output (stride 1, no padding; NCHW, weights [c_out, c_in, kh, kw]):
  * y: Σ|x w| + |b|; dx: Σ|dy w|; dw: Σ|dy x| + |dw0| (accumulates); db: Σ|dy| + |db0|. */
 static void conv_absdot(const hs_conv2d_shape *s, const float *x, const float *w, const float *b, const float *dy,
@@ -157,6 +233,7 @@ static void conv_cases(hs_conf *t) {
 
 void hs_conf_group_blas_conv(hs_conf *t) {
     gemm_cases(t);
+    gemm_epilogue_cases(t);
     conv_cases(t);
 }
 

@@ -151,7 +151,9 @@ void check_gemm(const LtEnv &env, const Gemm &g, uint64_t seed) {
   const size_t na = static_cast<size_t>(sa * g.batch), nb = static_cast<size_t>(sb * g.batch);
   const size_t nc = static_cast<size_t>(sc * g.batch), nd = static_cast<size_t>(sd * g.batch);
   const std::vector<float> ha = randoms(na, seed), hb = randoms(nb, seed + 1), hc = randoms(nc, seed + 2);
-  const std::vector<float> hbias = randoms(static_cast<size_t>(g.m * g.batch), seed + 3);
+  const bool bgrad_a = g.epilogue == CUBLASLT_EPILOGUE_BGRADA, bgrad_b = g.epilogue == CUBLASLT_EPILOGUE_BGRADB;
+  const int blen = bgrad_b ? g.n : g.m; // BGRADB: one value per column of D; BIAS and BGRADA: per row
+  const std::vector<float> hbias = randoms(static_cast<size_t>(blen * g.batch), seed + 3);
   const bool bias = (g.epilogue & CUBLASLT_EPILOGUE_BIAS) != 0;
   float *da = upload(ha), *db = upload(hb), *dbias = upload(hbias);
   // beta == 0: C stays NaN-filled (cudaMalloc's fill), which must not reach D
@@ -168,9 +170,9 @@ void check_gemm(const LtEnv &env, const Gemm &g, uint64_t seed) {
   LT_OK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
   LT_OK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
   LT_OK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &g.epilogue, sizeof g.epilogue));
-  if (bias) {
+  if (bias || bgrad_a || bgrad_b) {
     const void *bp = dbias;
-    const int64_t bstride = g.m;
+    const int64_t bstride = blen;
     LT_OK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof bp));
     LT_OK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &bstride, sizeof bstride));
   }
@@ -190,6 +192,19 @@ void check_gemm(const LtEnv &env, const Gemm &g, uint64_t seed) {
   const std::vector<float> got = download(dd, nd);
 
   int bad = 0;
+  if (bgrad_a || bgrad_b) { // the bias buffer now holds op(A) summed over k per row, or op(B) per column
+    const std::vector<float> grad = download(dbias, hbias.size());
+    for (int bi = 0; bi < g.batch; bi++)
+      for (int i = 0; i < blen; i++) {
+        double want = 0.0;
+        for (int q = 0; q < g.k; q++)
+          want += bgrad_a ? (g.ta ? ha[bi * sa + q + i * lda] : ha[bi * sa + i + q * lda])
+                          : (g.tb ? hb[bi * sb + i + q * ldb] : hb[bi * sb + q + i * ldb]);
+        const float v = grad[static_cast<size_t>(bi * blen + i)];
+        if (!approx(v, want) && bad++ < 5)
+          fprintf(stderr, "  batch %d bias gradient [%d] = %g, expected %g\n", bi, i, static_cast<double>(v), want);
+      }
+  }
   for (int bi = 0; bi < g.batch; bi++)
     for (int j = 0; j < g.n; j++)
       for (int i = 0; i < g.m; i++) {
@@ -281,6 +296,29 @@ void cublaslt_results(const LtEnv &env) {
     check_gemm(env, g, seed += 10);
   }
   printf("ok   cublasLtMatmul epilogues: BIAS, RELU, RELU_BIAS, GELU (tanh), GELU_BIAS, per-batch bias\n");
+  // the bias gradients: every transpose, batches, alpha != 1 (not applied to the sums), beta != 0 (C kept)
+  int grads = 0;
+  for (uint32_t e : {CUBLASLT_EPILOGUE_BGRADA, CUBLASLT_EPILOGUE_BGRADB})
+    for (int t = 0; t < 4; t++) {
+      Gemm g;
+      g.ta = t & 1;
+      g.tb = (t >> 1) & 1;
+      g.m = 33;
+      g.n = 17;
+      g.k = 65;
+      g.pad_a = 2;
+      g.pad_b = 3;
+      g.batch = t == 3 ? 2 : 1;
+      g.alpha = 1.5f;
+      g.beta = t % 2 ? 1.0f : 0.0f;
+      g.pad_c = t % 2 ? 0 : 1;
+      g.in_place = t % 2 != 0;
+      g.epilogue = e;
+      check_gemm(env, g, seed += 10);
+      grads++;
+    }
+  printf("ok   cublasLtMatmul epilogues: BGRADA (op(A) summed over k per row of D), BGRADB (op(B) per column): "
+         "%d cases\n", grads);
 }
 
 // ---- 16-bit inputs and TF32 compute ------------------------------------------------------------------

@@ -69,7 +69,7 @@ static void test_linear(void **unused) {
     fill_uniform(s.b, s.out, -1, 1, 3);
     fill_uniform(s.r, ny, -1, 1, 4);
     hs_linear_forward(be, s.y, s.x, s.w, s.b, s.batch, s.in, s.out);
-    hs_linear_backward(be, dx, dw, db, s.r, s.x, s.w, s.batch, s.in, s.out);
+    hs_linear_backward(be, dx, dw, db, s.r, s.x, s.w, s.batch, s.in, s.out, 1); /* db is zero-filled */
     fd_case c = {linear_loss, &s, 1e-2f};
     int bad = fd_check_gradient("linear dx", &c, s.x, dx, nx);
     bad += fd_check_gradient("linear dW", &c, s.w, dw, nw);
@@ -77,11 +77,16 @@ static void test_linear(void **unused) {
     assert_int_equal(bad, 0);
 
     /* Parameter gradients accumulate over micro-batches: a second backward doubles them. */
-    float *dw1 = buf(nw);
+    float *dw1 = buf(nw), *db1 = buf(s.out);
     memcpy(dw1, dw, nw * sizeof *dw);
-    hs_linear_backward(be, dx, dw, db, s.r, s.x, s.w, s.batch, s.in, s.out);
+    memcpy(db1, db, s.out * sizeof *db);
+    hs_linear_backward(be, dx, dw, db, s.r, s.x, s.w, s.batch, s.in, s.out, 0);
     for (size_t i = 0; i < nw; i++) assert_float_equal(dw[i], 2.0f * dw1[i], 1e-5f * (1.0f + fabsf(dw1[i])));
-    float *bufs[] = {s.x, s.w, s.b, s.y, s.r, dx, dw, db, dw1};
+    for (int i = 0; i < s.out; i++) assert_float_equal(db[i], 2.0f * db1[i], 1e-5f * (1.0f + fabsf(db1[i])));
+    /* db_zero = 1 writes the bias gradient (the caller promised zeros): a third pass leaves it single. */
+    hs_linear_backward(be, dx, dw, db, s.r, s.x, s.w, s.batch, s.in, s.out, 1);
+    for (int i = 0; i < s.out; i++) assert_true(db[i] == db1[i]);
+    float *bufs[] = {s.x, s.w, s.b, s.y, s.r, dx, dw, db, dw1, db1};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) be->free(be, bufs[i]);
 }
 

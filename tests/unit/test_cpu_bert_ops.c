@@ -92,6 +92,59 @@ static void test_strided_bias(void **unused) {
     assert_true(db[0] == 100 + 5 + 11 && db[1] == 100 + 6 + 12);
 }
 
+/* ---- fused ops = the separate ops, bit for bit (the CPU versions of the CUDA backend's fusions) ------ */
+
+static int same_bits(const float *a, const float *b, size_t n) { return memcmp(a, b, n * sizeof *a) == 0; }
+
+static void test_fused_ops_are_the_separate_ops(void **unused) {
+    (void)unused;
+    enum { R = 37, IN = 29, OUT = 23, LDY = 31, B = 37 }; /* B samples of one row each */
+    float *x = fbuf(R * IN), *w = fbuf(OUT * IN), *bias = fbuf(OUT), *dy = fbuf(R * LDY);
+    float *y1 = fbuf(R * LDY), *y2 = fbuf(R * LDY), *dw1 = fbuf(OUT * IN), *dw2 = fbuf(OUT * IN);
+    float *db1 = fbuf(OUT), *db2 = fbuf(OUT);
+    fill(x, R * IN, -1, 1, 1), fill(w, OUT * IN, -1, 1, 2), fill(bias, OUT, -1, 1, 3), fill(dy, R * LDY, -1, 1, 4);
+    fill(y1, R * LDY, -1, 1, 5), memcpy(y2, y1, R * LDY * sizeof *y1); /* the pad columns must stay */
+    /* gemm_bias = gemm + add_bias_strided */
+    be->gemm(be, 0, 1, R, OUT, IN, 1.0f, x, IN, w, IN, 0.0f, y1, LDY);
+    be->add_bias_strided(be, y1, LDY, bias, R, OUT);
+    be->gemm_bias(be, y2, LDY, x, w, bias, R, IN, OUT);
+    assert_true(same_bits(y1, y2, R * LDY));
+    /* gemm_wgrad_bgrad = gemm + bias_grad_strided: accumulating, and written over a zero dbias */
+    fill(dw1, OUT * IN, -1, 1, 6), memcpy(dw2, dw1, OUT * IN * sizeof *dw1);
+    fill(db1, OUT, -1, 1, 7), memcpy(db2, db1, OUT * sizeof *db1);
+    be->gemm(be, 1, 0, OUT, IN, R, 1.0f, dy, LDY, x, IN, 1.0f, dw1, IN);
+    be->bias_grad_strided(be, db1, dy, LDY, R, OUT);
+    be->gemm_wgrad_bgrad(be, dw2, db2, dy, LDY, x, R, IN, OUT, 0);
+    assert_true(same_bits(dw1, dw2, OUT * IN) && same_bits(db1, db2, OUT));
+    memset(db1, 0, OUT * sizeof *db1);
+    be->bias_grad_strided(be, db1, dy, LDY, R, OUT);
+    fill(db2, OUT, -1, 1, 8); /* overwrite_dbias writes whatever dbias held */
+    be->gemm_wgrad_bgrad(be, dw2, db2, dy, LDY, x, R, IN, OUT, 1);
+    assert_true(same_bits(db1, db2, OUT));
+    /* dropout_add_layernorm_forward = dropout_forward + layernorm_forward with the residual, and its backward
+     * = layernorm_backward + dropout_backward (p = 0.25, element-wise groups) */
+    const int C = LDY;
+    float *a1 = fbuf(R * C), *a2 = fbuf(R * C), *res = fbuf(R * C), *g = fbuf(C), *be_ = fbuf(C);
+    float *ln1 = fbuf(R * C), *ln2 = fbuf(R * C), *st1 = fbuf(2 * R), *st2 = fbuf(2 * R);
+    float *dg1 = fbuf(C), *dg2 = fbuf(C), *dbt1 = fbuf(C), *dbt2 = fbuf(C), *dx1 = fbuf(R * C), *dx2 = fbuf(R * C);
+    float *da1 = fbuf(R * C), *da2 = fbuf(R * C);
+    fill(a1, R * C, -2, 2, 9), memcpy(a2, a1, R * C * sizeof *a1), fill(res, R * C, -1, 1, 10);
+    fill(g, C, 0.5f, 1.5f, 11), fill(be_, C, -1, 1, 12);
+    be->dropout_forward(be, a1, a1, B, C, 1, 0.25f, 77, 5);
+    be->layernorm_forward(be, ln1, a1, st1, st1 + R, a1, res, g, be_, R, C, 1e-12f);
+    be->dropout_add_layernorm_forward(be, ln2, a2, st2, st2 + R, a2, res, g, be_, R, C, 1e-12f, B, C, 1, 0.25f, 77, 5);
+    assert_true(same_bits(a1, a2, R * C) && same_bits(ln1, ln2, R * C) && same_bits(st1, st2, 2 * R));
+    fill(dx1, R * C, -1, 1, 13), memcpy(dx2, dx1, R * C * sizeof *dx1);
+    be->layernorm_backward(be, dx1, dg1, dbt1, dx1, a1, st1, st1 + R, g, R, C);
+    be->dropout_backward(be, da1, dx1, B, C, 1, 0.25f, 77, 5);
+    be->layernorm_dropout_backward(be, dx2, da2, dg2, dbt2, dx2, a2, st2, st2 + R, g, R, C, B, C, 1, 0.25f, 77, 5);
+    assert_true(same_bits(dx1, dx2, R * C) && same_bits(da1, da2, R * C) && same_bits(dg1, dg2, C) &&
+                same_bits(dbt1, dbt2, C));
+    float *bufs[] = {x, w, bias, dy, y1, y2, dw1, dw2, db1, db2, a1, a2, res, g, be_, ln1, ln2, st1, st2,
+                     dg1, dg2, dbt1, dbt2, dx1, dx2, da1, da2};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) be->free(be, bufs[i]);
+}
+
 /* ---- LayerNorm ------------------------------------------------------------------------------------------- */
 
 /* TF-style LayerNorm in double: biased variance, eps inside the sqrt; and its backward */
@@ -378,6 +431,7 @@ int main(void) {
         cmocka_unit_test(test_exp_and_erf_accuracy),
         cmocka_unit_test(test_gather_and_scatter_rows),
         cmocka_unit_test(test_strided_bias),
+        cmocka_unit_test(test_fused_ops_are_the_separate_ops),
         cmocka_unit_test(test_layernorm_matches_float64),
         cmocka_unit_test(test_gelu_and_tanh_match_float64),
         cmocka_unit_test(test_attention_matches_float64),

@@ -2,6 +2,8 @@
  * of a wider matrix (the q|k|v thirds), and their gradients. Every gradient sum crosses rows: it is cut
  * into column blocks fixed by the shapes alone and each column is summed in row order in double, so the
  * bits do not depend on the thread count. */
+#include <string.h>
+
 #include "backend/cpu/cpu_ops.h"
 
 #define HS_PAR_MIN 32768 /* below this many values the thread pool costs more than the work */
@@ -67,4 +69,29 @@ void hs_cpu_bias_grad_strided(const hs_backend *be, float *dbias, const float *d
         }
         for (int c = 0; c < nc; c++) dbias[c0 + c] += (float)acc[c];
     }
+}
+
+/* ---- the GEMMs with a bias epilogue (the CUDA backend fuses them in cuBLASLt) ------------------------------- */
+
+/* y[rows, out] (row stride ldy) = x[rows, in] · w[out, in]ᵀ + bias[out]: gemm then the bias pass, the very
+ * calls (and bits) of the separate ops. */
+void hs_cpu_gemm_bias(const hs_backend *be, float *y, int ldy, const float *x, const float *w, const float *bias,
+                      int rows, int in, int out) {
+    hs_cpu_gemm(be, 0, 1, rows, out, in, 1.0f, x, in, w, in, 0.0f, y, ldy);
+    if (ldy == out)
+        hs_cpu_add_bias(be, y, bias, rows, out);
+    else
+        hs_cpu_add_bias_strided(be, y, ldy, bias, rows, out);
+}
+
+/* dw[out, in] += dy[rows, out]ᵀ · x[rows, in] (dy rows ldy apart), then dbias[out] (+)= Σ_r dy[r, :]
+ * (written when overwrite_dbias: zeroed first, so with a zero dbias the bits are those of the add). */
+void hs_cpu_gemm_wgrad_bgrad(const hs_backend *be, float *dw, float *dbias, const float *dy, int ldy, const float *x,
+                             int rows, int in, int out, int overwrite_dbias) {
+    hs_cpu_gemm(be, 1, 0, out, in, rows, 1.0f, dy, ldy, x, in, 1.0f, dw, in);
+    if (overwrite_dbias) memset(dbias, 0, (size_t)out * sizeof *dbias);
+    if (ldy == out)
+        hs_cpu_bias_grad(be, dbias, dy, rows, out);
+    else
+        hs_cpu_bias_grad_strided(be, dbias, dy, ldy, rows, out);
 }

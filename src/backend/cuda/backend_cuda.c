@@ -30,10 +30,12 @@ void *hs_cuda_scratch(const hs_backend *be, size_t bytes) {
     if (d->scratch) {
         HS_CUDA_CHECK(cudaDeviceSynchronize());
         HS_CUDA_CHECK(cudaFree(d->scratch));
+        hs_ledger_free(d->scratch);
     }
     size_t grown = d->scratch_bytes * 2 > bytes ? d->scratch_bytes * 2 : bytes;
     grown = (grown + 255) & ~(size_t)255;
     HS_CUDA_CHECK(cudaMalloc(&d->scratch, grown));
+    hs_ledger_alloc(d->scratch, grown);
     d->scratch_bytes = grown;
     return d->scratch;
 }

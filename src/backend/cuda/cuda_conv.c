@@ -169,7 +169,9 @@ void hs_cuda_conv2d_forward(const hs_backend *be, const hs_conv2d_shape *s, floa
     }
     HS_CUDNN_CHECK(cudnnConvolutionForward(handle(be), &one, p->x, x, p->w, w, p->conv, p->fwd, workspace,
                                            p->algo_bytes, &zero, p->y, y));
+    HS_CUDA_LIBRARY_OP("cudnnConvolutionForward");
     HS_CUDNN_CHECK(cudnnAddTensor(handle(be), &one, p->bias, b, &one, p->y, y));
+    HS_CUDA_LIBRARY_OP("cudnnAddTensor");
 }
 
 /* dx = dy ⋆ᵀ w (overwritten; skipped when NULL), dw += dy ⋆ x, db += Σ_{n,h,w} dy */
@@ -186,10 +188,14 @@ void hs_cuda_conv2d_backward(const hs_backend *be, const hs_conv2d_shape *s, flo
         w = w_copy(p, workspace);
         dy = dy_copy(p, workspace);
     }
-    if (dx)
+    if (dx) {
         HS_CUDNN_CHECK(cudnnConvolutionBackwardData(handle(be), &one, p->w, w, p->y, dy, p->conv, p->bwd_data, workspace,
                                                     p->algo_bytes, &zero, p->x, dx));
+        HS_CUDA_LIBRARY_OP("cudnnConvolutionBackwardData");
+    }
     HS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle(be), &one, p->x, x, p->y, dy, p->conv, p->bwd_filter, workspace,
                                                   p->algo_bytes, &one, p->w, dw));
+    HS_CUDA_LIBRARY_OP("cudnnConvolutionBackwardFilter");
     HS_CUDNN_CHECK(cudnnConvolutionBackwardBias(handle(be), &one, p->y, dy, &one, p->bias, db));
+    HS_CUDA_LIBRARY_OP("cudnnConvolutionBackwardBias");
 }

@@ -42,6 +42,7 @@ typedef struct gemm_shape {
     int precision; /* hs_precision: part of the cache key (another compute type and operand types) */
     int trans_a, trans_b, m, n, k, lda, ldb, ldc, batch, beta_zero;
     int64_t stride_a, stride_b, stride_c;
+    int epilogue; /* cublasLtEpilogue_t: DEFAULT, BIAS or BGRADB (the bias pointer is set per call) */
 } gemm_shape;
 
 typedef struct gemm_plan {
@@ -49,6 +50,7 @@ typedef struct gemm_plan {
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t a, b, c; /* cuBLASLt's A (our b), B (our a), C = D */
     cublasLtMatmulAlgo_t algo;
+    int usable; /* the heuristic found an algorithm (an epilogue a GPU lacks falls back to separate ops) */
 } gemm_plan;
 
 static gemm_plan cache[GEMM_CACHE_SIZE];
@@ -66,6 +68,7 @@ void hs_cuda_gemm_init(const hs_backend *be) {
     d->blas = h;
     d->gemm_workspace_bytes = GEMM_WORKSPACE_BYTES;
     HS_CUDA_CHECK(cudaMalloc(&d->gemm_workspace, d->gemm_workspace_bytes));
+    hs_ledger_alloc(d->gemm_workspace, d->gemm_workspace_bytes);
 }
 
 /* The cuBLASLt type of the A and B operands under a precision. */
@@ -85,7 +88,7 @@ static cublasLtMatrixLayout_t layout(cudaDataType_t type, int rows, int cols, in
     return l;
 }
 
-static void make_plan(const hs_backend *be, gemm_plan *p, const gemm_shape *s) {
+static void make_plan(const hs_backend *be, gemm_plan *p, const gemm_shape *s, void *bias) {
     hs_cuda_device *d = hs_cuda_dev(be);
     p->shape = *s;
     const cublasComputeType_t compute =
@@ -95,6 +98,11 @@ static void make_plan(const hs_backend *be, gemm_plan *p, const gemm_shape *s) {
     cublasOperation_t op_b = s->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     HS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
     HS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
+    if (s->epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
+        const uint32_t e = (uint32_t)s->epilogue;
+        HS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e));
+        HS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    }
     /* stored (column-major) shapes before the op: our b is [k,n] row-major = [n,k] column-major */
     const cudaDataType_t t = operand_type(s->precision);
     p->a = s->trans_b ? layout(t, s->k, s->n, s->ldb, s->batch, s->stride_b)
@@ -111,11 +119,13 @@ static void make_plan(const hs_backend *be, gemm_plan *p, const gemm_shape *s) {
     HS_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)d->blas, p->desc, p->a, p->b, p->c, p->c, pref, 1,
                                                    &result, &found));
     HS_CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
+    p->usable = found >= 1;
+    if (found >= 1) p->algo = result.algo;
+    if (found < 1 && s->epilogue != CUBLASLT_EPILOGUE_DEFAULT) return; /* the caller runs separate ops */
     if (found < 1)
         HS_FATAL("cuBLASLt has no algorithm for this GEMM: please report it with the model configuration",
                  "GEMM m=%d n=%d k=%d lda=%d ldb=%d ldc=%d batch=%d precision %d", s->m, s->n, s->k, s->lda, s->ldb,
                  s->ldc, s->batch, s->precision);
-    p->algo = result.algo;
 }
 
 static void destroy_plan(gemm_plan *p) {
@@ -150,9 +160,11 @@ static void to_half(const hs_backend *be, const gemm_shape *s, const float *a, c
         if (half_buf) { /* enqueued GEMMs may still read the old copy */
             HS_CUDA_CHECK(cudaDeviceSynchronize());
             HS_CUDA_CHECK(cudaFree(half_buf));
+            hs_ledger_free(half_buf);
         }
         const size_t grown = need > 2 * half_bytes ? need : 2 * half_bytes;
         HS_CUDA_CHECK(cudaMalloc(&half_buf, grown));
+        hs_ledger_alloc(half_buf, grown);
         half_bytes = grown;
     }
     uint16_t *ha = (uint16_t *)half_buf, *hb = (uint16_t *)((char *)half_buf + a_bytes);
@@ -162,24 +174,34 @@ static void to_half(const hs_backend *be, const gemm_shape *s, const float *a, c
     *b16 = hb - sb.lo;
 }
 
-static void run(const hs_backend *be, const gemm_shape *s, float alpha, const float *a, const float *b, float beta,
-                float *c) {
+/* Runs the GEMM of shape s (with its epilogue's bias vector `bias`, NULL for DEFAULT); returns 0, having
+ * enqueued nothing, when the heuristic has no algorithm for an epilogue. */
+static int run(const hs_backend *be, const gemm_shape *s, float alpha, const float *a, const float *b, float beta,
+               float *c, void *bias) {
     hs_cuda_device *d = hs_cuda_dev(be);
     gemm_plan *p = NULL, once;
     for (int i = 0; i < cached && !p; i++)
         if (memcmp(&cache[i].shape, s, sizeof *s) == 0) p = &cache[i];
     if (!p) {
         p = cached < GEMM_CACHE_SIZE ? &cache[cached++] : &once;
-        make_plan(be, p, s);
+        make_plan(be, p, s, bias);
     }
+    if (!p->usable) {
+        if (p == &once) destroy_plan(p);
+        return 0;
+    }
+    if (s->epilogue != CUBLASLT_EPILOGUE_DEFAULT) /* read by cublasLtMatmul itself: the cached desc can change */
+        HS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
     const void *A = a, *B = b;
     if (s->precision == HS_PRECISION_BF16 || s->precision == HS_PRECISION_FP16) to_half(be, s, a, b, &A, &B);
     HS_CUBLAS_CHECK(cublasLtMatmul((cublasLtHandle_t)d->blas, p->desc, &alpha, B, p->a, A, p->b, &beta, c, p->c, c,
                                    p->c, &p->algo, d->gemm_workspace, d->gemm_workspace_bytes, d->compute));
+    HS_CUDA_LIBRARY_OP("cublasLtMatmul");
     if (p == &once) {
         HS_CUDA_CHECK(cudaStreamSynchronize(d->compute)); /* descriptors must outlive the enqueued call */
         destroy_plan(p);
     }
+    return 1;
 }
 
 void hs_cuda_gemm_strided_batched(const hs_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha,
@@ -195,10 +217,71 @@ void hs_cuda_gemm_strided_batched(const hs_backend *be, int trans_a, int trans_b
     s.trans_a = !!trans_a, s.trans_b = !!trans_b, s.m = m, s.n = n, s.k = k, s.lda = lda, s.ldb = ldb, s.ldc = ldc;
     s.batch = batch, s.beta_zero = beta == 0.0f;
     if (batch > 1) s.stride_a = stride_a, s.stride_b = stride_b, s.stride_c = stride_c;
-    run(be, &s, alpha, a, b, beta, c);
+    s.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+    run(be, &s, alpha, a, b, beta, c, NULL);
 }
 
 void hs_cuda_gemm(const hs_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
                   int lda, const float *b, int ldb, float beta, float *c, int ldc) {
     hs_cuda_gemm_strided_batched(be, trans_a, trans_b, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, 1);
+}
+
+/* ---- GEMMs with a bias epilogue -------------------------------------------------------------------------
+ * In the column-major view (top of this file) the row-major y[rows, out] is D[out, rows]: the bias[out] of a
+ * linear layer is one value per row of D, which is what CUBLASLT_EPILOGUE_BIAS adds (broadcast over D's
+ * columns). The weight gradient dw[out, in] = dyᵀ·x is D[in, out] = op(A)·op(B) with cuBLASLt's A = x
+ * ([in, rows], not transposed) and B = dy ([out, rows] transposed to [rows, out]); the bias gradient
+ * Σ_r dy[r, :] is the sum of op(B) over the GEMM's k (= rows), one value per column of D: exactly
+ * CUBLASLT_EPILOGUE_BGRADB (BGRADA would sum x). The library WRITES the bias gradient (it does not add it),
+ * so a call that must add has it written into scratch and adds it with one small kernel; a shape for which
+ * the heuristic has no algorithm with the epilogue runs the GEMM and the bias_grad kernel. Under bf16/fp16
+ * the bias gradient is the sum of the 16-bit dy the GEMM reads. cuBLASLt's GELU epilogues are never used:
+ * they compute the tanh approximation, and hetseq's GELU is the exact erf one (docs/gpu.md, "GEMM
+ * epilogues"). */
+
+static gemm_shape epilogue_shape(const hs_backend *be, int trans_a, int trans_b, int m, int n, int k, int lda,
+                                 int ldb, int ldc, float beta, int epilogue) {
+    gemm_shape s;
+    memset(&s, 0, sizeof s);
+    s.precision = be->precision;
+    s.trans_a = trans_a, s.trans_b = trans_b, s.m = m, s.n = n, s.k = k, s.lda = lda, s.ldb = ldb, s.ldc = ldc;
+    s.batch = 1, s.beta_zero = beta == 0.0f, s.epilogue = epilogue;
+    return s;
+}
+
+void hs_cuda_gemm_bias(const hs_backend *be, float *y, int ldy, const float *x, const float *w, const float *bias,
+                       int rows, int in, int out) {
+    if (rows <= 0 || out <= 0) return;
+    const gemm_shape s = epilogue_shape(be, 0, 1, rows, out, in, in, in, ldy, 0.0f, CUBLASLT_EPILOGUE_BIAS);
+    if (in > 0 && run(be, &s, 1.0f, x, w, 0.0f, y, (void *)bias)) return;
+    hs_cuda_gemm(be, 0, 1, rows, out, in, 1.0f, x, in, w, in, 0.0f, y, ldy);
+    if (ldy == out)
+        hs_cuda_add_bias(be, y, bias, rows, out);
+    else
+        hs_cuda_add_bias_strided(be, y, ldy, bias, rows, out);
+}
+
+void hs_cuda_gemm_wgrad_bgrad(const hs_backend *be, float *dw, float *dbias, const float *dy, int ldy, const float *x,
+                              int rows, int in, int out, int overwrite_dbias) {
+    if (out <= 0) return;
+    if (rows <= 0 || in <= 0) { /* no GEMM to ride on (dw has nothing to add) */
+        if (overwrite_dbias) hs_cuda_zero(be, dbias, (size_t)out * sizeof *dbias);
+        if (rows > 0) hs_cuda_bias_grad_strided(be, dbias, dy, ldy, rows, out);
+        return;
+    }
+    /* Adding: the library's sum into scratch, then one small add, so that every micro-batch's bias
+     * gradient is the same library sum however an update's samples fall into micro-batches and ranks
+     * (world-size invariance on CUDA: written s0 then s0 + s1 on one rank = s0 + s1 summed over two). */
+    const gemm_shape s = epilogue_shape(be, 1, 0, out, in, rows, ldy, in, in, 1.0f, CUBLASLT_EPILOGUE_BGRADB);
+    float *sum = overwrite_dbias ? dbias : (float *)hs_cuda_scratch(be, (size_t)out * sizeof *dbias);
+    if (run(be, &s, 1.0f, dy, x, 1.0f, dw, sum)) {
+        if (!overwrite_dbias) hs_cuda_add_bias(be, dbias, sum, 1, out);
+        return;
+    }
+    if (overwrite_dbias) hs_cuda_zero(be, dbias, (size_t)out * sizeof *dbias);
+    hs_cuda_gemm(be, 1, 0, out, in, rows, 1.0f, dy, ldy, x, in, 1.0f, dw, in);
+    if (ldy == out)
+        hs_cuda_bias_grad(be, dbias, dy, rows, out);
+    else
+        hs_cuda_bias_grad_strided(be, dbias, dy, ldy, rows, out);
 }

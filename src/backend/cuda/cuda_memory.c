@@ -22,34 +22,45 @@ void *hs_cuda_alloc(const hs_backend *be, size_t bytes) {
                     "%s: %zu bytes requested, %zu of %zu bytes free on GPU %d", cudaGetErrorString(rc), bytes,
                     free_b, total_b, hs_cuda_dev(be)->ordinal);
     }
+    hs_ledger_alloc(p, bytes ? bytes : 1);
     HS_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes ? bytes : 1, hs_cuda_stream(be))); /* CUDA does not zero */
+    HS_CUDA_COPY_OP("cudaMemsetAsync", bytes);
     return p;
 }
 
 void hs_cuda_free(const hs_backend *be, void *p) {
     (void)be;
     if (p) HS_CUDA_CHECK(cudaFree(p)); /* cudaFree waits for the work that may still use p */
+    hs_ledger_free(p);
 }
 
 void hs_cuda_upload(const hs_backend *be, void *dst, const void *src_host, size_t bytes) {
     if (!bytes) return;
     cudaStream_t s = hs_cuda_stream(be);
     HS_CUDA_CHECK(cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice, s));
+    HS_CUDA_COPY_OP("cudaMemcpyAsync host->device", bytes);
     HS_CUDA_CHECK(cudaStreamSynchronize(s)); /* src_host may be reused when this returns */
 }
 
 void hs_cuda_download(const hs_backend *be, void *dst_host, const void *src, size_t bytes) {
     cudaStream_t s = hs_cuda_stream(be);
-    if (bytes) HS_CUDA_CHECK(cudaMemcpyAsync(dst_host, src, bytes, cudaMemcpyDeviceToHost, s));
+    if (bytes) {
+        HS_CUDA_CHECK(cudaMemcpyAsync(dst_host, src, bytes, cudaMemcpyDeviceToHost, s));
+        HS_CUDA_COPY_OP("cudaMemcpyAsync device->host", bytes);
+    }
     HS_CUDA_CHECK(cudaStreamSynchronize(s));
 }
 
 void hs_cuda_copy(const hs_backend *be, void *dst, const void *src, size_t bytes) {
-    if (bytes) HS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, hs_cuda_stream(be)));
+    if (!bytes) return;
+    HS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, hs_cuda_stream(be)));
+    HS_CUDA_COPY_OP("cudaMemcpyAsync device->device", 2 * (uint64_t)bytes); /* read + write */
 }
 
 void hs_cuda_zero(const hs_backend *be, void *p, size_t bytes) {
-    if (bytes) HS_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, hs_cuda_stream(be)));
+    if (!bytes) return;
+    HS_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, hs_cuda_stream(be)));
+    HS_CUDA_COPY_OP("cudaMemsetAsync", bytes);
 }
 
 /* Every stream of the device: the host may then read anything and make blocking MPI calls. */
@@ -101,7 +112,9 @@ void hs_cuda_event_destroy(const hs_backend *be, void *event) {
 /* From pinned memory cudaMemcpyAsync returns at once and the DMA engine reads src_host when the copy
  * runs: hence the caller's event before src_host is reused. */
 void hs_cuda_upload_async(const hs_backend *be, void *dst, const void *src_host, size_t bytes) {
-    if (bytes) HS_CUDA_CHECK(cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice, hs_cuda_dev(be)->copy));
+    if (!bytes) return;
+    HS_CUDA_CHECK(cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice, hs_cuda_dev(be)->copy));
+    HS_CUDA_COPY_OP("cudaMemcpyAsync host->device", bytes);
 }
 
 void hs_cuda_event_record(const hs_backend *be, void *event, int stream) {

@@ -54,6 +54,7 @@ void hs_cuda_broadcast(const hs_backend *be, void *buf, size_t bytes, int root) 
     hs_cuda_device *d = hs_cuda_dev(be);
     comm_after_compute(d);
     HS_NCCL_CHECK(ncclBroadcast(buf, buf, bytes, ncclUint8, root, (ncclComm_t)d->nccl, d->comm));
+    HS_CUDA_LIBRARY_OP("ncclBroadcast");
     compute_after_comm(d);
 }
 
@@ -64,6 +65,7 @@ void hs_cuda_allreduce_sum_async(const hs_backend *be, float *buf, size_t n, int
     comm_after_compute(d);
     if (dtype == HS_ALLREDUCE_FP32) {
         HS_NCCL_CHECK(ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, (ncclComm_t)d->nccl, d->comm));
+        HS_CUDA_LIBRARY_OP("ncclAllReduce");
         return;
     }
     /* 16-bit transit: round, sum (NCCL adds 16-bit values pairwise, each sum rounded to 16 bits), widen;
@@ -72,6 +74,7 @@ void hs_cuda_allreduce_sum_async(const hs_backend *be, float *buf, size_t n, int
     uint16_t *low = tmp16;
     hs_cuda_grad_to16(d->comm, low, buf, n, bf16);
     HS_NCCL_CHECK(ncclAllReduce(low, low, n, bf16 ? ncclBfloat16 : ncclFloat16, ncclSum, (ncclComm_t)d->nccl, d->comm));
+    HS_CUDA_LIBRARY_OP("ncclAllReduce");
     hs_cuda_grad_from16(d->comm, buf, low, n, bf16);
 }
 

@@ -2,7 +2,12 @@
 // Follows NVIDIA's cuBLAS documentation, "Using the cuBLASLt API":
 //   - cublasLtMatmul computes D = alpha * op(A) * op(B) + beta * C, then the epilogue (bias added to
 //     every column, bias[i] for row i of D, then ReLU or GELU), column-major with leading dimensions,
-//     for every matrix of a strided batch. Scale type CUDA_R_32F, alpha and beta host pointers read at
+//     for every matrix of a strided batch. The bias-gradient epilogues leave D as DEFAULT does and WRITE
+//     (never add) a vector into the bias buffer (CUBLASLT_MATMUL_DESC_BIAS_POINTER, fp32, one per batch
+//     entry BIAS_BATCH_STRIDE apart): BGRADA the sum of op(A) over the GEMM's k, one value per row of D
+//     (bias[i] = sum_q op(A)[i,q]); BGRADB the sum of op(B) over k, one value per column of D
+//     (bias[j] = sum_q op(B)[q,j]). The input matrix itself is summed, as stored (16-bit elements
+//     widened, fp32 ones not rounded to TF32), unscaled by alpha, in the blocked order of the products. Scale type CUDA_R_32F, alpha and beta host pointers read at
 //     the call (CUBLASLT_POINTER_MODE_HOST). The type combinations computed are rows of NVIDIA's table
 //     of cublasLtMatmul's supported types:
 //       CUBLAS_COMPUTE_32F(_PEDANTIC)  A, B CUDA_R_32F, CUDA_R_16F or CUDA_R_16BF (both the same); C, D
@@ -157,11 +162,14 @@ float bf16_to_float(uint16_t h) {
 }
 bool known_compute(int32_t c) { return (c >= 64 && c <= 75) || c == 77 || c == 78 || c == 79; }
 
-enum : uint32_t { kEpiRelu = 2, kEpiBias = 4, kEpiGelu = 32 };
+enum : uint32_t { kEpiRelu = 2, kEpiBias = 4, kEpiGelu = 32, kEpiBgradA = 256, kEpiBgradB = 512 };
 bool epilogue_supported(uint32_t e) {
   return e == CUBLASLT_EPILOGUE_DEFAULT || e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_RELU ||
-         e == CUBLASLT_EPILOGUE_RELU_BIAS || e == CUBLASLT_EPILOGUE_GELU || e == CUBLASLT_EPILOGUE_GELU_BIAS;
+         e == CUBLASLT_EPILOGUE_RELU_BIAS || e == CUBLASLT_EPILOGUE_GELU || e == CUBLASLT_EPILOGUE_GELU_BIAS ||
+         e == CUBLASLT_EPILOGUE_BGRADA || e == CUBLASLT_EPILOGUE_BGRADB;
 }
+// The epilogue uses the bias buffer: reads it (BIAS) or writes it (BGRADA, BGRADB).
+bool uses_bias(uint32_t e) { return (e & (kEpiBias | kEpiBgradA | kEpiBgradB)) != 0; }
 bool epilogue_known(uint32_t e) {
   switch (e) {
   case CUBLASLT_EPILOGUE_RELU_AUX: case CUBLASLT_EPILOGUE_RELU_AUX_BIAS: case CUBLASLT_EPILOGUE_DRELU:
@@ -233,7 +241,7 @@ cublasStatus_t check_problem(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t A
   p->epilogue = md->epilogue;
   p->bias = static_cast<const float *>(md->bias);
   p->bias_stride = md->bias_stride;
-  if ((md->epilogue & kEpiBias) && md->bias == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  if (uses_bias(md->epilogue) && md->bias == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -336,6 +344,20 @@ void run_gemm(const Problem &p, float alpha, float beta, const void *A, const vo
           opb[j * k + q] = element(B, p.b.type, b0 + (p.tb ? j + q * p.b.ld : q + j * p.b.ld), p.tf32);
     }
     const float *bias = p.bias == nullptr ? nullptr : p.bias + bi * p.bias_stride;
+    if (p.epilogue & (kEpiBgradA | kEpiBgradB)) { // the bias gradient: op(A)'s rows or op(B)'s columns summed
+      const bool a_side = (p.epilogue & kEpiBgradA) != 0;
+      const int64_t len = a_side ? m : n;
+      const std::vector<float> ones(static_cast<size_t>(k), 1.0f);
+      const int64_t a0 = bi * p.a.stride, b0 = bi * p.b.stride;
+      std::vector<float> raw(static_cast<size_t>(k));
+      float *grad = const_cast<float *>(bias);
+      for (int64_t i = 0; i < len; i++) {
+        for (int64_t q = 0; q < k; q++)
+          raw[q] = a_side ? element(A, p.a.type, a0 + (p.ta ? q + i * p.a.ld : i + q * p.a.ld), false)
+                          : element(B, p.b.type, b0 + (p.tb ? i + q * p.b.ld : q + i * p.b.ld), false);
+        grad[i] = blocked_dot(raw.data(), ones.data(), k, order); // 1 * x is exact: a blocked sum
+      }
+    }
     for (int64_t j = 0; j < n; j++) {
       for (int64_t i = 0; i < m; i++) {
         const float *x = opa.data() + i * k, *y = opb.data() + j * k;
@@ -672,9 +694,9 @@ extern "C" cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtM
   }
   if (read_c) check_memory("C", C, span_of(p.c, p.batch), sizeof(float)); // ld 0: one column, broadcast
   check_memory("D", D, span_of(p.d, p.batch), sizeof(float));
-  if (p.epilogue & kEpiBias) {
-    const Layout bias{CUDA_R_32F, 0, static_cast<uint64_t>(p.m), 1, static_cast<int64_t>(p.m), static_cast<int32_t>(p.batch),
-                      p.bias_stride};
+  if (uses_bias(p.epilogue)) { // BGRADB's vector has one value per column of D, the others one per row
+    const uint64_t len = static_cast<uint64_t>(p.epilogue & kEpiBgradB ? p.n : p.m);
+    const Layout bias{CUDA_R_32F, 0, len, 1, static_cast<int64_t>(len), static_cast<int32_t>(p.batch), p.bias_stride};
     check_memory("the bias vector (CUBLASLT_MATMUL_DESC_BIAS_POINTER)", p.bias, span_of(bias, p.batch), sizeof(float));
   }
   if (p.workspace_needed != 0)

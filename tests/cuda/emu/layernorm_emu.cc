@@ -1,2 +1,0 @@
-// kernels/layernorm.cu compiled with the host C++ compiler for the emulated CUDA device (tests/cuda.am).
-#include "layernorm.cu"

@@ -1,2 +1,0 @@
-// kernels/loss.cu compiled with the host C++ compiler for the emulated CUDA device (tests/cuda.am).
-#include "loss.cu"

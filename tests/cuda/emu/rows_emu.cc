@@ -1,2 +1,0 @@
-// kernels/rows.cu compiled with the host C++ compiler for the emulated CUDA device (tests/cuda.am).
-#include "rows.cu"
