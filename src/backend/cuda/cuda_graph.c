@@ -1,8 +1,9 @@
 /* CUDA graphs of the update's device work (ops.def, "CUDA graphs"; docs/gpu.md, "CUDA graphs"); the
  * trainer decides what is captured (src/train/update_graphs.c).
  *
- * graph_begin puts the compute stream in capture mode (thread-local: the prefetch thread's copies and
- * event waits stay outside it); every op enqueued until graph_end_launch becomes a node: kernels,
+ * graph_begin puts the compute stream in capture mode (relaxed: a grow-only buffer that grows inside a
+ * capture may cudaMalloc its new block; its old block is freed after the launch, hs_cuda_free_later;
+ * nothing in a capture waits for the device); every op enqueued until graph_end_launch becomes a node: kernels,
  * cuBLASLt and cuDNN calls, async copies and memsets, and the NCCL all-reduces, whose comm stream joins
  * the capture through the compute_done event and leaves it through comm_done (cuda_nccl.c). The seam's
  * own events (input staging) cross the capture boundary: while capturing, event_record and stream_wait
@@ -19,7 +20,7 @@
 
 void hs_cuda_graph_begin(const hs_backend *be) {
     hs_cuda_device *d = hs_cuda_dev(be);
-    HS_CUDA_CHECK(cudaStreamBeginCapture(d->compute, cudaStreamCaptureModeThreadLocal));
+    HS_CUDA_CHECK(cudaStreamBeginCapture(d->compute, cudaStreamCaptureModeRelaxed));
     d->capturing = 1;
 }
 
@@ -44,6 +45,10 @@ int hs_cuda_graph_end_launch(const hs_backend *be, void **exec) {
     HS_CUDA_CHECK(cudaGraphDestroy(graph));
     HS_CUDA_CHECK(cudaGraphLaunch(x, d->compute));
     *exec = x;
+    /* buffers replaced during the capture: the graph's earlier nodes read them, so only now (cudaFree
+     * waits for the device: a growing buffer costs that update its overlap, once) */
+    for (int i = 0; i < d->n_deferred; i++) hs_cuda_free_later(be, d->deferred_free[i]);
+    d->n_deferred = 0;
     return reused;
 }
 

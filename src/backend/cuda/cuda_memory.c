@@ -29,9 +29,7 @@ void *hs_cuda_alloc(const hs_backend *be, size_t bytes) {
 }
 
 void hs_cuda_free(const hs_backend *be, void *p) {
-    (void)be;
-    if (p) HS_CUDA_CHECK(cudaFree(p)); /* cudaFree waits for the work that may still use p */
-    hs_ledger_free(p);
+    hs_cuda_free_later(be, p); /* cudaFree waits for the work that may still use p */
 }
 
 void hs_cuda_upload(const hs_backend *be, void *dst, const void *src_host, size_t bytes) {
