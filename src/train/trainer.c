@@ -431,8 +431,8 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
         if (!t->be->memory_is_host) t->be->synchronize(t->be);
         compute_seconds = hs_now() - compute_start;
     }
-    /* the next update's inputs, while this one computes (after the launch when captured: staging may
-     * allocate input sets, which a capture does not allow) */
+    /* the next update's inputs, while this one computes (after the launch when captured: staging waits
+     * for host events and may allocate input sets, which stay out of the capture) */
     if (!graphed) stage_ahead(t);
     if (inject_nan) {
         float nan = NAN;
