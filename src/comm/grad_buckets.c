@@ -298,6 +298,8 @@ void hs_grad_buckets_finish(hs_grad_buckets *b) {
     b->started = b->gathered = 0;
 }
 
+int hs_grad_buckets_capturable(const hs_grad_buckets *b) { return b->path == PATH_NONE || b->path == PATH_DEVICE; }
+
 void hs_grad_buckets_free(hs_grad_buckets *b) {
     if (!b) return;
     for (int k = 0; k < b->nb; k++) {

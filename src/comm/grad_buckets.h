@@ -34,5 +34,7 @@ void hs_grad_buckets_ready(void *b, int64_t offset);
  * device's stream: the ops after it see the sum). */
 void hs_grad_buckets_finish(hs_grad_buckets *b);
 void hs_grad_buckets_free(hs_grad_buckets *b);
+/* 1 when start..finish only enqueue device work (no sum, or NCCL): what a CUDA graph may capture. */
+int hs_grad_buckets_capturable(const hs_grad_buckets *b);
 
 #endif

@@ -59,6 +59,9 @@ void hs_train_config_read(const hs_config *cfg, hs_train_config *tc) {
     ts->seed = (uint64_t)hs_cfg_int(cfg, "seed");
     tc->device = hs_cfg_string(cfg, "device");
     tc->precision = hs_cfg_string(cfg, "precision");
+    tc->cuda_graphs = hs_cfg_bool(cfg, "cuda_graphs");
+    char origin[256];
+    tc->cuda_graphs_set = strcmp(hs_cfg_origin(cfg, "cuda_graphs", origin, (int)sizeof origin), "default") != 0;
 
     tc->max_epoch = hs_cfg_int(cfg, "training.max_epoch");
     tc->max_update = hs_cfg_int(cfg, "training.max_update");

@@ -21,6 +21,8 @@
 typedef struct hs_train_config {
     hs_task_settings task;  /* task, data.*, the model, training.max_sentences, seed */
     const char *device;     /* device */
+    int cuda_graphs;        /* cuda_graphs (update_graphs.h); cuda_graphs_set: not the default */
+    int cuda_graphs_set;
     const char *precision; /* "fp32" | "tf32" | "bf16" | "fp16": the backend refuses what it cannot run
                             * (hs_backend_with_precision) */
     /* training */

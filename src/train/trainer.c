@@ -28,6 +28,7 @@
 #include "train/setup.h"
 #include "train/train_config.h"
 #include "train/trainer.h"
+#include "train/update_graphs.h"
 #include "util/check.h"
 #include "util/fault.h"
 #include "util/hash.h"
@@ -65,6 +66,9 @@ typedef struct trainer {
     int may_stage_ahead;
     hs_prefetch_slot *ahead;
     int64_t staged_ahead; /* updates whose inputs were staged during the update before */
+    hs_update_graphs graphs; /* cuda_graphs: the update's device work as CUDA graphs */
+    /* this run's updates; of them, those whose forward..norm / optimizer step was launched as a graph */
+    int64_t run_updates, graphed_updates, graphed_steps;
     /* the run */
     double start_time;
     char metrics_path[4096]; /* "" = no metrics file */
@@ -331,6 +335,10 @@ static void stage_ahead(trainer *t) {
  * whether the rank's summed gradient holds a NaN/Inf (summed: the loss scaler's decision is global). */
 enum { SYNC_STOP = HS_STATS_NDOUBLE, SYNC_OVERFLOW, SYNC_LEN };
 
+/* The optimizer step's graph key (update_graphs.h), + 1 for a clipped step; the forward/backward keys
+ * are hashes of the shape. */
+#define STEP_GRAPH_KEY 0x5354455000000000ull
+
 /* The scaler's state into st (what checkpoints save and the meters log); all zero when it is off. */
 static void scaler_to_state(trainer *t) {
     const int on = t->scaler.cfg.enabled;
@@ -394,6 +402,18 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
     const int inject_nan = hs_fault_fires(HS_FAULT_NAN, update);
     const int inject_overflow = hs_fault_fires(HS_FAULT_OVERFLOW, update);
     const int overlap = !inject_nan && !inject_overflow && (!t->balance.auto_mode || t->be->memory_is_host);
+    /* CUDA graphs (cuda_graphs): from a shape's second update on, the device work from here to the
+     * gradient norm (forward, backward, the bucketed all-reduce) is captured and launched as one graph
+     * per shape: the staging slot and the micro-batch sizes. Not while anything in it waits for the
+     * device: balance = auto's timing, the injected faults, host-staged all-reduces, inputs uploaded
+     * synchronously (no staging, HETSEQ_INPUT_STAGING=sync), and an ordered-stream task (Transformer-XL:
+     * its forward uploads per-step state synchronously). */
+    uint64_t shape = hs_fnv1a64(HS_FNV64_OFFSET, &slot->index, sizeof slot->index);
+    shape = hs_fnv1a64(shape, &slot->n, sizeof slot->n);
+    for (int i = 0; i < slot->n; i++) shape = hs_fnv1a64(shape, &slot->ranges[i].count, sizeof slot->ranges[i].count);
+    const int graphed = hs_update_graphs_begin(&t->graphs, shape,
+                                               t->stage_inputs && !t->stream && !t->balance.auto_mode && !inject_nan &&
+                                                   !inject_overflow && hs_grad_buckets_capturable(t->buckets));
     hs_grad_buckets_start(t->buckets);
     ctx.grads_zero = 1; /* hs_params_zero_grad above; until the first non-empty micro-batch has run */
     for (int i = 0; i < slot->n; i++)
@@ -411,7 +431,9 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
         if (!t->be->memory_is_host) t->be->synchronize(t->be);
         compute_seconds = hs_now() - compute_start;
     }
-    stage_ahead(t); /* the next update's inputs, while this one computes */
+    /* the next update's inputs, while this one computes (after the launch when captured: staging waits
+     * for host events and may allocate input sets, which stay out of the capture) */
+    if (!graphed) stage_ahead(t);
     if (inject_nan) {
         float nan = NAN;
         p->be->upload(p->be, p->grad, &nan, sizeof nan);
@@ -425,6 +447,12 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
     if (t->balance.auto_mode) mark = hs_now();
     /* ||g||² of the summed gradients into the stats buffer, then its one download of this update. */
     hs_grad_sumsq(p, t->stats_dev + DEV_TENSOR_SUMSQ, t->stats_dev + DEV_GRAD_SUMSQ);
+    t->run_updates++;
+    if (graphed) { /* launched: the download below waits for it */
+        hs_update_graphs_end(&t->graphs);
+        t->graphed_updates++;
+        stage_ahead(t);
+    }
     double head[DEV_HEAD];
     t->be->download(t->be, head, t->stats_dev, sizeof head);
     /* the norm of the unscaled gradient (with the scaler on, the gradient is S times it) */
@@ -457,11 +485,19 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
                (long long)update, hs_meters_loss(&t->meters, &stats), gnorm,
                bad ? bad : "(none: the loss itself overflowed)", t->tc.save_dir);
     } else {
+        /* The step as a second graph (cuda_graphs): its host scalars (1/S, the clip factor, lr, the step
+         * count) are known only now, after the download; the key tells clipped steps apart (another node). */
+        const int clipped = t->tc.optim.clip_norm > 0 && gnorm > t->tc.optim.clip_norm;
+        const int step_graphed = hs_update_graphs_begin(&t->graphs, STEP_GRAPH_KEY + (uint64_t)clipped, !inject_nan && !inject_overflow);
         /* Unscale the summed gradients (g / S) before clipping and the step; then the scale may grow. */
         if (t->scaler.cfg.enabled) p->be->scale_tensors(p->be, p->grad, (float)(1.0 / grad_scale), p->table, p->count);
         /* LAMB clips inside its step (before the moments, as apex FusedLAMB); the others clip here. */
         if (!hs_optimizer_clips_internally(t->opt)) hs_clip_grad_scale(p, gnorm, t->tc.optim.clip_norm);
         hs_optimizer_step_with_grad_norm(t->opt, t->st.lr, gnorm);
+        if (step_graphed) {
+            hs_update_graphs_end(&t->graphs);
+            t->graphed_steps++;
+        }
         if (t->scaler.cfg.enabled) hs_loss_scaler_update(&t->scaler, 0);
     }
     scaler_to_state(t);
@@ -697,6 +733,10 @@ static void build_model(trainer *t) {
     t->buckets =
         hs_grad_buckets_create(t->comm, t->be, &t->task->params, (double)t->tc.bucket_cap_mb, t->tc.allreduce_dtype);
     t->stats_dev = t->be->alloc(t->be, ((size_t)DEV_TENSOR_SUMSQ + (size_t)t->task->params.count) * sizeof(double));
+    hs_update_graphs_init(&t->graphs, t->be, t->tc.cuda_graphs);
+    if (t->be->memory_is_host && t->tc.cuda_graphs && t->tc.cuda_graphs_set)
+        hs_log("| note: cuda_graphs = true is ignored on the %s backend (CUDA graphs are a device = \"cuda\" feature)",
+               t->be->name);
     hs_lr_init(&t->sched, &t->tc.lr);
     t->st.epoch = 1;
     t->st.lr = hs_lr_step_update(&t->sched, 0);
@@ -831,6 +871,11 @@ static int finish(trainer *t) {
                (long long)t->st.num_updates, stalls);
         if (t->stage_inputs)
             hs_log("| inputs of %lld update(s) were staged while the update before computed", (long long)t->staged_ahead);
+        if (t->graphs.enabled)
+            hs_log("| CUDA graphs: %lld of %lld update(s) launched as a graph, %lld optimizer step(s) as a graph (%lld "
+                   "graph(s) instantiated, %lld launch(es) of an updated graph)", (long long)t->graphed_updates,
+                   (long long)t->run_updates, (long long)t->graphed_steps,
+                   (long long)t->graphs.graphs_made, (long long)t->graphs.graphs_reused);
     }
     print_device_ledger();
     if (!t->tc.no_save)
@@ -840,6 +885,7 @@ static int finish(trainer *t) {
     free(t->update_ranges);
     hs_optimizer_free(t->opt);
     hs_grad_buckets_free(t->buckets);
+    hs_update_graphs_free(&t->graphs);
     t->be->free(t->be, t->stats_dev);
     hs_task_destroy(t->task);
     free(t->config_text);

@@ -10,6 +10,7 @@
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_internal.h"
 #include "backend/cuda/cuda_ops.h"
+#include "util/check.h"
 #include "util/log.h"
 
 static hs_cuda_device device;
@@ -23,15 +24,25 @@ static hs_backend cuda_backend = {
 #include "backend/ops.def"
 };
 
+void hs_cuda_free_later(const hs_backend *be, void *p) {
+    hs_cuda_device *d = hs_cuda_dev(be);
+    if (!p) return;
+    if (d->capturing) {
+        if (d->n_deferred == HS_CUDA_DEFERRED_FREES)
+            HS_FATAL("set cuda_graphs = false and report it", "more than %d device buffers freed during one CUDA graph capture",
+                     HS_CUDA_DEFERRED_FREES);
+        d->deferred_free[d->n_deferred++] = p;
+        return;
+    }
+    HS_CUDA_CHECK(cudaFree(p)); /* waits for the work that may still read p */
+    hs_ledger_free(p);
+}
+
 void *hs_cuda_scratch(const hs_backend *be, size_t bytes) {
     hs_cuda_device *d = hs_cuda_dev(be);
     if (bytes <= d->scratch_bytes && d->scratch) return d->scratch;
     /* grow: the old block may still be read by enqueued kernels */
-    if (d->scratch) {
-        HS_CUDA_CHECK(cudaDeviceSynchronize());
-        HS_CUDA_CHECK(cudaFree(d->scratch));
-        hs_ledger_free(d->scratch);
-    }
+    if (d->scratch) hs_cuda_free_later(be, d->scratch);
     size_t grown = d->scratch_bytes * 2 > bytes ? d->scratch_bytes * 2 : bytes;
     grown = (grown + 255) & ~(size_t)255;
     HS_CUDA_CHECK(cudaMalloc(&d->scratch, grown));

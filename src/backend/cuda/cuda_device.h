@@ -20,6 +20,8 @@
 extern "C" {
 #endif
 
+#define HS_CUDA_DEFERRED_FREES 64
+
 typedef struct hs_cuda_device {
     int ordinal;        /* the GPU this rank uses (local_rank % device count) */
     int sm_count;       /* multiprocessors, for grid sizes */
@@ -32,6 +34,9 @@ typedef struct hs_cuda_device {
     void *scratch;      /* grow-only device scratch (hs_cuda_scratch) */
     size_t scratch_bytes;
     void *nccl;         /* ncclComm_t once hs_comm has made one (comm.c), else NULL */
+    int capturing;      /* between graph_begin and graph_end_launch (cuda_graph.c) */
+    void *deferred_free[HS_CUDA_DEFERRED_FREES]; /* freed after the capture's launch (hs_cuda_free_later) */
+    int n_deferred;
 } hs_cuda_device;
 
 static inline hs_cuda_device *hs_cuda_dev(const hs_backend *be) { return (hs_cuda_device *)be->impl; }
@@ -41,6 +46,11 @@ static inline cudaStream_t hs_cuda_stream(const hs_backend *be) { return hs_cuda
  * valid until the next call. Grows only (synchronising the device before it frees the old block), so
  * after the first update the training loop allocates nothing. */
 void *hs_cuda_scratch(const hs_backend *be, size_t bytes);
+
+/* Frees device memory that enqueued work may still read: at once (cudaFree waits for the device), or,
+ * during a graph capture, where nothing may wait for the device, after the capture's launch
+ * (cuda_graph.c). The grow-only buffers call it when they grow. */
+void hs_cuda_free_later(const hs_backend *be, void *p);
 
 #ifdef __cplusplus
 }

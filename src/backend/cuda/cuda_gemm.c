@@ -166,11 +166,7 @@ static void to_half(const hs_backend *be, const gemm_shape *s, const float *a, c
     const size_t a_bytes = (na * sizeof(uint16_t) + 255) & ~(size_t)255; /* B starts 256-byte aligned */
     const size_t need = a_bytes + nb * sizeof(uint16_t);
     if (need > half_bytes) {
-        if (half_buf) { /* enqueued GEMMs may still read the old copy */
-            HS_CUDA_CHECK(cudaDeviceSynchronize());
-            HS_CUDA_CHECK(cudaFree(half_buf));
-            hs_ledger_free(half_buf);
-        }
+        if (half_buf) hs_cuda_free_later(be, half_buf); /* enqueued GEMMs may still read the old copy */
         const size_t grown = need > 2 * half_bytes ? need : 2 * half_bytes;
         HS_CUDA_CHECK(cudaMalloc(&half_buf, grown));
         hs_ledger_alloc(half_buf, grown);

@@ -30,10 +30,8 @@ void *hs_cuda_alloc(const hs_backend *be, size_t bytes) {
 }
 
 void hs_cuda_free(const hs_backend *be, void *p) {
-    (void)be;
     hs_cuda_shadow_forget(p); /* a parameter arena's 16-bit copy goes with it (cuda_shadow.c) */
-    if (p) HS_CUDA_CHECK(cudaFree(p)); /* cudaFree waits for the work that may still use p */
-    hs_ledger_free(p);
+    hs_cuda_free_later(be, p); /* cudaFree waits for the work that may still use p (after a capture's launch) */
 }
 
 void hs_cuda_upload(const hs_backend *be, void *dst, const void *src_host, size_t bytes) {
@@ -124,11 +122,15 @@ void hs_cuda_upload_async(const hs_backend *be, void *dst, const void *src_host,
 }
 
 void hs_cuda_event_record(const hs_backend *be, void *event, int stream) {
-    HS_CUDA_CHECK(cudaEventRecord((cudaEvent_t)event, stream_of(be, stream)));
+    /* while capturing (cuda_graph.c): recorded by each launch of the graph */
+    const unsigned flags = hs_cuda_dev(be)->capturing && stream == HS_STREAM_COMPUTE ? cudaEventRecordExternal : cudaEventRecordDefault;
+    HS_CUDA_CHECK(cudaEventRecordWithFlags((cudaEvent_t)event, stream_of(be, stream), flags));
 }
 
 void hs_cuda_stream_wait(const hs_backend *be, int stream, void *event) {
-    HS_CUDA_CHECK(cudaStreamWaitEvent(stream_of(be, stream), (cudaEvent_t)event, cudaEventWaitDefault));
+    /* while capturing (cuda_graph.c): each launch waits for the event's record at that time */
+    const unsigned flags = hs_cuda_dev(be)->capturing && stream == HS_STREAM_COMPUTE ? cudaEventWaitExternal : cudaEventWaitDefault;
+    HS_CUDA_CHECK(cudaStreamWaitEvent(stream_of(be, stream), (cudaEvent_t)event, flags));
 }
 
 /* Called from the prefetch thread too: the runtime initialises a thread's first call on its current

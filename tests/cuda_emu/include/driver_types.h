@@ -18,10 +18,20 @@ enum cudaError {
   cudaErrorNoDevice = 100,
   cudaErrorInvalidDevice = 101,
   cudaErrorInvalidResourceHandle = 400,
+  cudaErrorIllegalState = 401,
   cudaErrorNotReady = 600,
   cudaErrorIllegalAddress = 700,
   cudaErrorLaunchFailure = 719,
   cudaErrorNotSupported = 801,
+  /* stream capture (CUDA Programming Guide, "CUDA Graphs", "Prohibited and Unhandled Operations") */
+  cudaErrorStreamCaptureUnsupported = 900,
+  cudaErrorStreamCaptureInvalidated = 901,
+  cudaErrorStreamCaptureMerge = 902,
+  cudaErrorStreamCaptureUnmatched = 903,
+  cudaErrorStreamCaptureUnjoined = 904,
+  cudaErrorStreamCaptureIsolation = 905,
+  cudaErrorCapturedEvent = 907,
+  cudaErrorGraphExecUpdateFailure = 910,
   cudaErrorUnknown = 999
 };
 typedef enum cudaError cudaError_t;
@@ -66,6 +76,36 @@ enum cudaDeviceAttr {
 #define cudaEventDisableTiming 0x02
 #define cudaEventInterprocess 0x04
 #define cudaEventWaitDefault 0x00
+#define cudaEventWaitExternal 0x01
+#define cudaEventRecordDefault 0x00
+#define cudaEventRecordExternal 0x01
+
+/* Stream capture and graphs (CUDA Runtime API, "Graph Management"; CUDA Programming Guide, "CUDA Graphs") */
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal = 0,
+  cudaStreamCaptureModeThreadLocal = 1,
+  cudaStreamCaptureModeRelaxed = 2
+};
+enum cudaStreamCaptureStatus {
+  cudaStreamCaptureStatusNone = 0,
+  cudaStreamCaptureStatusActive = 1,
+  cudaStreamCaptureStatusInvalidated = 2
+};
+enum cudaGraphExecUpdateResult {
+  cudaGraphExecUpdateSuccess = 0,
+  cudaGraphExecUpdateError = 1,
+  cudaGraphExecUpdateErrorTopologyChanged = 2,
+  cudaGraphExecUpdateErrorNodeTypeChanged = 3,
+  cudaGraphExecUpdateErrorFunctionChanged = 4
+};
+typedef struct CUgraph_st *cudaGraph_t;
+typedef struct CUgraphExec_st *cudaGraphExec_t;
+typedef struct CUgraphNode_st *cudaGraphNode_t;
+typedef struct cudaGraphExecUpdateResultInfo_st {
+  enum cudaGraphExecUpdateResult result;
+  cudaGraphNode_t errorNode;
+  cudaGraphNode_t errorFromNode;
+} cudaGraphExecUpdateResultInfo;
 
 typedef struct CUstream_st *cudaStream_t;
 typedef struct CUevent_st *cudaEvent_t;

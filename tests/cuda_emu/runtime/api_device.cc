@@ -8,6 +8,7 @@
 #include "memory.h"
 #include "shared_memory.h"
 #include "state.h"
+#include "graphs.h"
 #include "streams.h"
 
 using namespace hs_emu;
@@ -117,6 +118,7 @@ extern "C" cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, i
 // and events).
 extern "C" cudaError_t cudaDeviceSynchronize(void) {
   HS_EMU_API_ENTER;
+  if (refuse_during_capture()) return record_error(cudaErrorStreamCaptureUnsupported);
   run_until(device_idle);
   return cudaSuccess;
 }
@@ -156,6 +158,15 @@ const ErrorText kErrors[] = {
     {cudaErrorIllegalAddress, "cudaErrorIllegalAddress", "an illegal memory access was encountered"},
     {cudaErrorLaunchFailure, "cudaErrorLaunchFailure", "unspecified launch failure"},
     {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
+    {cudaErrorIllegalState, "cudaErrorIllegalState", "the operation cannot be performed in the present state"},
+    {cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported", "operation not permitted when stream is capturing"},
+    {cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated", "operation failed due to a previous error during capture"},
+    {cudaErrorStreamCaptureMerge, "cudaErrorStreamCaptureMerge", "operation would result in a merge of separate capture sequences"},
+    {cudaErrorStreamCaptureUnmatched, "cudaErrorStreamCaptureUnmatched", "capture was not ended in the same stream as it began"},
+    {cudaErrorStreamCaptureUnjoined, "cudaErrorStreamCaptureUnjoined", "capturing stream has unjoined work"},
+    {cudaErrorStreamCaptureIsolation, "cudaErrorStreamCaptureIsolation", "dependency created on uncaptured work in another stream"},
+    {cudaErrorCapturedEvent, "cudaErrorCapturedEvent", "operation not permitted on an event last recorded in a capturing stream"},
+    {cudaErrorGraphExecUpdateFailure, "cudaErrorGraphExecUpdateFailure", "the graph update was not performed because it included changes which violated constraints specific to instantiated graph update"},
     {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
 };
 const ErrorText *find_error(cudaError_t e) {

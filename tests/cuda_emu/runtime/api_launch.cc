@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include "block.h"
+#include "graphs.h"
 #include "memory.h"
 #include "shared_memory.h"
 #include "state.h"
@@ -59,6 +60,10 @@ void launch_kernel(const void *func, const LaunchSite &site, dim3 grid, dim3 blo
   CUstream_st *s = resolve_stream(stream, &err);
   if (s == nullptr) {
     record_error(err);
+    return;
+  }
+  if (s->capture && s->capture->invalid) {
+    record_error(cudaErrorStreamCaptureInvalidated);
     return;
   }
   auto launch = std::make_shared<KernelLaunch>();

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <string>
 #include "memory.h"
+#include "graphs.h"
 #include "state.h"
 #include "streams.h"
 
@@ -42,8 +43,11 @@ cudaError_t copy(void *dst, const void *src, size_t n, cudaMemcpyKind kind, cuda
   if (kind != cudaMemcpyDefault && kind != actual) return cudaErrorInvalidValue;
   char label[96];
   snprintf(label, sizeof label, "%s %s, %zu bytes", async ? "cudaMemcpyAsync" : "cudaMemcpy", kind_name(actual), n);
-  const uint64_t seq = enqueue(s, label, [dst, src, n] { memcpy(dst, src, n); });
   const bool wait = actual == cudaMemcpyHostToHost || (!async && actual != cudaMemcpyDeviceToDevice);
+  if (s->capture && s->capture->invalid) return cudaErrorStreamCaptureInvalidated;
+  if (s->capture && wait) return invalidate_capture(s, cudaErrorStreamCaptureUnsupported);
+  if (!async && refuse_during_capture(false)) return cudaErrorStreamCaptureUnsupported; // synchronous cudaMemcpy
+  const uint64_t seq = enqueue(s, label, [dst, src, n] { memcpy(dst, src, n); });
   if (wait) run_until([s, seq] { return s->done >= seq; });
   return cudaSuccess;
 }
@@ -58,6 +62,8 @@ cudaError_t fill(void *p, int value, size_t n, cudaStream_t stream, bool async) 
   if (k == MemKind::Pageable || !range_valid(k, p, n)) return cudaErrorInvalidValue;
   char label[64];
   snprintf(label, sizeof label, "%s %zu bytes", async ? "cudaMemsetAsync" : "cudaMemset", n);
+  if (s->capture && s->capture->invalid) return cudaErrorStreamCaptureInvalidated;
+  if (s->capture && k == MemKind::Pinned) return invalidate_capture(s, cudaErrorStreamCaptureUnsupported);
   const uint64_t seq = enqueue(s, label, [p, value, n] { memset(p, value, n); });
   if (k == MemKind::Pinned) run_until([s, seq] { return s->done >= seq; });
   return cudaSuccess;
@@ -67,17 +73,21 @@ cudaError_t fill(void *p, int value, size_t n, cudaStream_t stream, bool async) 
 
 extern "C" cudaError_t cudaMalloc(void **p, size_t n) {
   HS_EMU_API_ENTER;
+  // "potentially unsafe" during a global or thread-local capture (it may synchronise the device)
+  if (refuse_during_capture(false)) return record_error(cudaErrorStreamCaptureUnsupported);
   return record_error(device_malloc(p, n));
 }
 
 extern "C" cudaError_t cudaFree(void *p) {
   HS_EMU_API_ENTER;
+  if (refuse_during_capture(false)) return record_error(cudaErrorStreamCaptureUnsupported); // it waits for the device
   run_until(device_idle);
   return record_error(device_free(p));
 }
 
 extern "C" cudaError_t cudaMallocHost(void **p, size_t n) {
   HS_EMU_API_ENTER;
+  if (refuse_during_capture(false)) return record_error(cudaErrorStreamCaptureUnsupported);
   return record_error(pinned_malloc(p, n));
 }
 
@@ -90,6 +100,7 @@ extern "C" cudaError_t cudaHostAlloc(void **p, size_t n, unsigned int flags) {
 
 extern "C" cudaError_t cudaFreeHost(void *p) {
   HS_EMU_API_ENTER;
+  if (refuse_during_capture(false)) return record_error(cudaErrorStreamCaptureUnsupported);
   run_until(device_idle);
   return record_error(pinned_free(p));
 }

@@ -63,6 +63,7 @@
 #include <set>
 #include <string>
 #include <vector>
+#include "graphs.h"
 #include "memory.h"
 #include "nccl.h"
 #include "state.h"
@@ -302,6 +303,14 @@ void run_broadcast(ncclComm *c, const void *send, void *recv, size_t count, nccl
 
 // Queues a collective; the item does nothing if the communicator was aborted meanwhile.
 void enqueue_collective(CUstream_st *s, ncclComm *c, const std::string &label, std::function<void()> run) {
+  if (s->capture) { // a node of a graph: counted as queued at each launch (ncclCommDestroy flushes them)
+    enqueue(s, label, [c, run] {
+      if (!c->aborted) run();
+      c->pending--;
+    });
+    capture_launch_hook(s, [c] { c->pending++; });
+    return;
+  }
   c->pending++;
   enqueue(s, label, [c, run] {
     if (!c->aborted) run();

@@ -9,10 +9,20 @@
 //     it is not GPU time.
 //   - cudaStreamDestroy with work pending returns at once; the work still runs.
 #include <chrono>
+#include "graphs.h"
 #include "state.h"
 #include "streams.h"
 
 using namespace hs_emu;
+
+namespace {
+// Querying or synchronising an event last recorded in a capture: the capture (if still active) is
+// invalidated, as the query would synchronise a capturing stream.
+cudaError_t captured_event_error(CUevent_st *e) {
+  if (!e->capture->ended) e->capture->invalid = true;
+  return record_error(cudaErrorCapturedEvent);
+}
+} // namespace
 
 extern "C" cudaError_t cudaStreamCreate(cudaStream_t *s) { return cudaStreamCreateWithFlags(s, cudaStreamDefault); }
 
@@ -38,6 +48,7 @@ extern "C" cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   cudaError_t err;
   CUstream_st *s = resolve_stream(stream, &err);
   if (s == nullptr) return record_error(err);
+  if (s->capture) return invalidate_capture(s, cudaErrorStreamCaptureUnsupported);
   const uint64_t target = s->enqueued;
   run_until([s, target] { return s->done >= target; });
   return cudaSuccess;
@@ -48,10 +59,66 @@ extern "C" cudaError_t cudaStreamQuery(cudaStream_t stream) {
   cudaError_t err;
   CUstream_st *s = resolve_stream(stream, &err);
   if (s == nullptr) return record_error(err);
+  if (s->capture) return invalidate_capture(s, cudaErrorStreamCaptureUnsupported);
   if (s->done >= s->enqueued) return cudaSuccess;
   run_one();                // progress for a polling loop; the answer is the state before it
   return cudaErrorNotReady; // not an error: not recorded for cudaGetLastError
 }
+
+namespace hs_emu {
+cudaError_t wait_event(CUstream_st *s, CUevent_st *e, unsigned flags) {
+  Capture *c = s->capture;
+  if (c && c->invalid) return record_error(cudaErrorStreamCaptureInvalidated);
+  if (c && (flags & cudaEventWaitExternal)) { // waits, at each launch, for the event's record then
+    capture_event_node(s, Node::EventWait, e);
+    return cudaSuccess;
+  }
+  if (e->capture) { // last recorded in a capture
+    Capture *ec = e->capture;
+    if (ec->ended) return c ? invalidate_capture(s, cudaErrorCapturedEvent) : record_error(cudaErrorCapturedEvent);
+    if (c == nullptr) { // fork: s joins the capture
+      s->capture = ec;
+      ec->streams.push_back(s);
+    } else if (c != ec) {
+      ec->invalid = true;
+      return invalidate_capture(s, cudaErrorStreamCaptureMerge);
+    } else if (s == ec->origin && e->cap_count > ec->joined[e->cap_stream]) {
+      ec->joined[e->cap_stream] = e->cap_count; // join back
+    }
+    return cudaSuccess;
+  }
+  if (e->stream == nullptr) return cudaSuccess; // never recorded: complete
+  if (c) return invalidate_capture(s, cudaErrorStreamCaptureIsolation); // uncaptured work, no External flag
+  enqueue(s, "cudaStreamWaitEvent", [] {}, {Dep{e->stream, e->seq}});
+  return cudaSuccess;
+}
+
+cudaError_t record_event(CUevent_st *e, CUstream_st *s, unsigned flags) {
+  Capture *c = s->capture;
+  if (c && c->invalid) return record_error(cudaErrorStreamCaptureInvalidated);
+  if (c && (flags & cudaEventRecordExternal)) { // records at each launch
+    capture_event_node(s, Node::EventRecord, e);
+    return cudaSuccess;
+  }
+  const uint64_t generation = ++e->generation;
+  e->timed = false;
+  if (c) { // a captured event: it stands for the stream's nodes so far
+    e->capture = c;
+    e->cap_stream = s;
+    e->cap_count = c->issued[s];
+    e->stream = nullptr;
+    return cudaSuccess;
+  }
+  e->capture = nullptr;
+  e->stream = s;
+  e->seq = enqueue(s, "cudaEventRecord", [e, generation] {
+    if (e->generation != generation) return; // recorded again since
+    e->when = std::chrono::steady_clock::now();
+    e->timed = true;
+  });
+  return cudaSuccess;
+}
+} // namespace hs_emu
 
 extern "C" cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
   HS_EMU_API_ENTER;
@@ -60,10 +127,8 @@ extern "C" cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t even
   if (s == nullptr) return record_error(err);
   CUevent_st *e = resolve_event(event);
   if (e == nullptr) return record_error(cudaErrorInvalidResourceHandle);
-  if (flags != cudaEventWaitDefault) return record_error(cudaErrorInvalidValue);
-  if (e->stream == nullptr) return cudaSuccess;
-  enqueue(s, "cudaStreamWaitEvent", [] {}, {Dep{e->stream, e->seq}});
-  return cudaSuccess;
+  if ((flags & ~static_cast<unsigned>(cudaEventWaitExternal)) != 0) return record_error(cudaErrorInvalidValue);
+  return wait_event(s, e, flags);
 }
 
 extern "C" cudaError_t cudaEventCreate(cudaEvent_t *e) { return cudaEventCreateWithFlags(e, cudaEventDefault); }
@@ -78,27 +143,25 @@ extern "C" cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int fla
 }
 
 extern "C" cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  return cudaEventRecordWithFlags(event, stream, cudaEventRecordDefault);
+}
+
+extern "C" cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
   HS_EMU_API_ENTER;
   CUevent_st *e = resolve_event(event);
   if (e == nullptr) return record_error(cudaErrorInvalidResourceHandle);
   cudaError_t err;
   CUstream_st *s = resolve_stream(stream, &err);
   if (s == nullptr) return record_error(err);
-  const uint64_t generation = ++e->generation;
-  e->timed = false;
-  e->stream = s;
-  e->seq = enqueue(s, "cudaEventRecord", [e, generation] {
-    if (e->generation != generation) return; // recorded again since
-    e->when = std::chrono::steady_clock::now();
-    e->timed = true;
-  });
-  return cudaSuccess;
+  if ((flags & ~static_cast<unsigned>(cudaEventRecordExternal)) != 0) return record_error(cudaErrorInvalidValue);
+  return record_event(e, s, flags);
 }
 
 extern "C" cudaError_t cudaEventQuery(cudaEvent_t event) {
   HS_EMU_API_ENTER;
   CUevent_st *e = resolve_event(event);
   if (e == nullptr) return record_error(cudaErrorInvalidResourceHandle);
+  if (e->capture) return captured_event_error(e);
   if (e->stream == nullptr) return cudaSuccess;
   const Dep d{e->stream, e->seq};
   if (complete(d)) return cudaSuccess;
@@ -110,6 +173,7 @@ extern "C" cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   HS_EMU_API_ENTER;
   CUevent_st *e = resolve_event(event);
   if (e == nullptr) return record_error(cudaErrorInvalidResourceHandle);
+  if (e->capture) return captured_event_error(e);
   if (e->stream == nullptr) return cudaSuccess;
   const Dep d{e->stream, e->seq};
   run_until([d] { return complete(d); });

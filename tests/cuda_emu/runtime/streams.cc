@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include "graphs.h"
 #include "memory.h"
 #include "state.h"
 
@@ -21,7 +22,7 @@ struct Registry {
 Registry &registry() {
   static Registry *r = [] {
     Registry *g = new Registry; // never freed, like the objects it lists
-    g->legacy = new CUstream_st{g->next_id++, true, false, false, 0, 0, {}};
+    g->legacy = new CUstream_st{g->next_id++, true, false, false, 0, 0, {}, nullptr};
     g->streams.push_back(g->legacy);
     return g;
   }();
@@ -75,7 +76,7 @@ CUstream_st *resolve_stream(cudaStream_t s, cudaError_t *err) {
 
 CUstream_st *new_stream(unsigned flags) {
   Registry &r = registry();
-  CUstream_st *s = new CUstream_st{r.next_id++, false, (flags & cudaStreamNonBlocking) == 0, false, 0, 0, {}};
+  CUstream_st *s = new CUstream_st{r.next_id++, false, (flags & cudaStreamNonBlocking) == 0, false, 0, 0, {}, nullptr};
   r.streams.push_back(s);
   r.known_streams.insert(s);
   return s;
@@ -88,13 +89,17 @@ CUevent_st *resolve_event(cudaEvent_t e) {
 }
 
 CUevent_st *new_event(unsigned flags) {
-  CUevent_st *e = new CUevent_st{flags, false, nullptr, 0, 0, false, {}};
+  CUevent_st *e = new CUevent_st{flags, false, nullptr, 0, 0, false, {}, nullptr, nullptr, 0};
   registry().known_events.insert(e);
   return e;
 }
 
 uint64_t enqueue(CUstream_st *s, std::string label, std::function<void()> run, std::vector<Dep> deps) {
   Registry &r = registry();
+  if (s->capture) { // recorded, not run: the capture's order stands for the dependencies
+    capture_node(s, std::move(label), std::move(run));
+    return 0;
+  }
   if (s->legacy) { // waits for all earlier work of every blocking stream
     for (CUstream_st *t : r.streams)
       if (t != s && t->blocking && t->enqueued > t->done) deps.push_back(Dep{t, t->enqueued});

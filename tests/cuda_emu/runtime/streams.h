@@ -28,6 +28,7 @@
 #include "cuda_runtime_api.h"
 
 namespace hs_emu {
+struct Capture; // graphs.h
 struct Dep { // complete when stream->done >= seq
   CUstream_st *stream;
   uint64_t seq;
@@ -47,6 +48,7 @@ struct CUstream_st {
   bool legacy, blocking, destroyed;
   uint64_t enqueued, done; // sequence numbers: items 1..enqueued issued, 1..done complete
   std::deque<hs_emu::WorkItem> queue;
+  hs_emu::Capture *capture; // the capture sequence the stream is in (graphs.h), or nullptr
 };
 
 struct CUevent_st {
@@ -57,6 +59,11 @@ struct CUevent_st {
   uint64_t generation;  // counts records, so an old record's completion does not set the time
   bool timed;           // the most recent record has completed and set `when`
   std::chrono::steady_clock::time_point when;
+  // Last recorded inside a capture sequence (graphs.h): that capture, the stream and how many of the
+  // stream's nodes the record follows; capture == nullptr after a record outside any capture.
+  hs_emu::Capture *capture;
+  CUstream_st *cap_stream;
+  uint64_t cap_count;
 };
 
 namespace hs_emu {
@@ -69,6 +76,7 @@ CUevent_st *resolve_event(cudaEvent_t e); // nullptr if unknown or destroyed
 CUevent_st *new_event(unsigned flags);
 
 // Appends an item to the stream (with the legacy-stream dependencies); returns its sequence number.
+// On a stream that is capturing (graphs.h) the item becomes a node of the capture instead (returns 0).
 uint64_t enqueue(CUstream_st *s, std::string label, std::function<void()> run, std::vector<Dep> deps = {});
 
 bool complete(const Dep &d);

@@ -29,6 +29,9 @@ struct hs_emu_stats {
   uint64_t loop_blocks;    // blocks run on the fast path as a loop, no thread of them having waited
   uint64_t chained_threads; // threads started by the fiber of the thread that exited before them
   uint64_t work_items;     // stream work items executed (kernels, copies, memsets, records, waits)
+  uint64_t graph_launches; // cudaGraphLaunch calls
+  uint64_t graph_nodes;    // work items those launches enqueued
+  uint64_t graph_captures; // capture sequences ended with a graph (cudaStreamEndCapture)
 };
 void hs_emu_get_stats(struct hs_emu_stats *out);
 

@@ -1,0 +1,63 @@
+# CUDA graphs (cuda_graphs = true, the default; docs/gpu.md "CUDA graphs") on the emulated device: the
+# update's forward, backward, NCCL all-reduce and gradient norm captured and launched as one graph per
+# shape, and the optimizer step (unscale, clip, step) as a second graph, give the same bits as the eager run (cuda_graphs = false): the checkpoints compare equal with
+# tolerance 0 and the loss/gnorm trajectories are identical. The CNN recipe (dropout on: per-update
+# dropout keys in the kernel arguments) on 1 rank and on 2 ranks (the all-reduce inside the graph), a
+# small BERT (LAMB, dropout on; per-update loss normalisation) on 2 ranks; the log says how many
+# updates ran as graphs, so a run that silently stopped capturing fails too. On the CPU the key is
+# ignored with a note. The emulator refuses what CUDA refuses during a capture (a synchronisation, a
+# cudaFree), so device code that would break a capture on a GPU fails here.
+. "$top_srcdir/tests/lib.sh"
+EMU="${HETSEQ_EMU:-$top_builddir/tests/cuda/hetseq_emu}"
+[ -x "$EMU" ] || skip "hetseq_emu (the emulated CUDA build) is not built"
+CMP="$top_builddir/tests/tools/h5compare"
+export HS_CUDA_EMU_SEED="${HS_CUDA_EMU_SEED:-5}"
+export HS_CUDA_EMU_DEVICES="${HS_CUDA_EMU_DEVICES:-2}"
+
+traj() { grep '"type": "train"' "$1" | sed 's/.*"num_updates": \([0-9]*\), "loss": \([^,]*\),.*"gnorm": \([^,]*\),.*/\1 \2 \3/'; }
+run() {
+  local bin=$1 np=$2 dir=$3; shift 3
+  mpi "$np" "$bin" train "$@" -o checkpoint.save_dir=\"$dir\" > "$dir.log" 2>&1 || { cat "$dir.log"; fail "training into $dir failed"; }
+}
+# same NAME RANKS UPDATES MIN ARGS...: graphs on = off bit for bit; at least MIN updates and MIN
+# optimizer steps as graphs (a
+# shape's first update runs eagerly: the shape is the staging slot and the micro-batch sizes), some of
+# them launches of an updated graph
+same() {
+  local name=$1 np=$2 n=$3 min=$4; shift 4
+  run "$EMU" "$np" "${name}_on" "$@" -o device=\"cuda\" -o training.max_update=$n
+  run "$EMU" "$np" "${name}_off" "$@" -o device=\"cuda\" -o training.max_update=$n -o cuda_graphs=false
+  "$CMP" "${name}_on/checkpoint_last.h5" "${name}_off/checkpoint_last.h5" 0 || fail "$name: graphs on != off"
+  traj "${name}_on/metrics.jsonl" > on.traj; traj "${name}_off/metrics.jsonl" > off.traj
+  [ "$(wc -l < on.traj)" -eq "$n" ] && diff on.traj off.traj > /dev/null || fail "$name: the trajectories differ"
+  line=$(grep "| CUDA graphs: " "${name}_on.log" | head -1)
+  [ -n "$line" ] || { cat "${name}_on.log"; fail "$name: no CUDA graphs line in the log"; }
+  graphed=$(echo "$line" | sed 's/.*CUDA graphs: \([0-9]*\) of.*/\1/')
+  steps=$(echo "$line" | sed 's/.*, \([0-9]*\) optimizer step(s) as a graph.*/\1/')
+  reused=$(echo "$line" | sed 's/.*, \([0-9]*\) launch(es) of an updated graph.*/\1/')
+  [ "$graphed" -ge "$min" ] && [ "$steps" -ge "$min" ] && [ "$reused" -ge 1 ] || fail "$name: only $graphed of $n updates ran as graphs ($line)"
+  ! grep -q "| CUDA graphs: " "${name}_off.log" || fail "$name: cuda_graphs = false still launched graphs"
+  echo "ok: $name on $np rank(s): $line; = cuda_graphs = false bit for bit"
+}
+
+make_tiny_mnist mnist.h5
+CNN="$top_srcdir/tests/e2e/small.cfg"
+cnn="-o data.path=\"mnist.h5\" -o training.max_epoch=0 -o training.max_sentences=8"
+same cnn1 1 8 6 "$CNN" $cnn -o training.update_freq=2
+same cnn2 2 8 6 "$CNN" $cnn -o training.update_freq=2
+
+if [ -n "${PYTHON_TORCH:-}" ]; then
+  "$PYTHON_TORCH" "$top_srcdir/tests/ref/make_bert_shards.py" shards --prefix wiki --split training \
+    --rows 37,50,13 --seq-len 32 --max-pred 5 --vocab 1000 --seed 3 || fail "writing training shards"
+  "$PYTHON_TORCH" "$top_srcdir/tests/ref/make_bert_shards.py" shards --prefix wiki --split test \
+    --rows 24 --seq-len 32 --max-pred 5 --vocab 1000 --seed 4 || fail "writing test shards"
+  # (the last micro-batch of a shard is smaller: 4 of the 8 updates have a shape seen before)
+  same bert2 2 8 4 "$top_srcdir/tests/e2e/bert_small.cfg" -o training.update_freq=2
+else
+  echo "BERT part skipped: no Python with h5py to write the test shards"
+fi
+
+# the CPU ignores the key, and says so when it is set
+run "$HETSEQ" 1 cpu_note "$CNN" $cnn -o training.max_update=1 -o cuda_graphs=true
+grep -q "note: cuda_graphs = true is ignored on the cpu backend" cpu_note.log || { cat cpu_note.log; fail "no note on the CPU"; }
+pass
