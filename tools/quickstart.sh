@@ -32,10 +32,11 @@ PACKAGES="build-essential autoconf automake libtool pkg-config libopenmpi-dev op
 # HTTPS); fortunes (corpus); valgrind; clang-14 + libclang-rt-14-dev (libFuzzer) and llvm-14 (its
 # llvm-symbolizer: LeakSanitizer's suppressions name functions); Boost.Context (the emulated CUDA
 # device's fibers); slurm-wlm + its plugins (pmix) + munge; lmod; procps (pkill, ps), iproute2 (ip)
-# and util-linux (unshare) for the stop-signal and multi-host tests; hostname.
+# and util-linux (unshare) for the stop-signal and multi-host tests; hostname; git (the op-recipe test
+# applies docs/gpu.md's recipe to a scratch copy and counts the files it changed).
 [ "$mode" = test ] && PACKAGES="$PACKAGES python3 python3-torch python3-h5py python3-numpy python3-venv ca-certificates
  fortunes valgrind clang-14 libclang-rt-14-dev llvm-14 libboost-context-dev slurm-wlm slurm-wlm-basic-plugins munge lmod
- procps iproute2 util-linux hostname"
+ procps iproute2 util-linux hostname git"
 [ "$mode" = demo ] && PACKAGES="$PACKAGES fortunes gnuplot-nox"
 
 install_packages() {
