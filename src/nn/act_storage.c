@@ -33,3 +33,8 @@ int hs_activations_16bit(const hs_backend *be) {
     const int reduced = be->precision == HS_PRECISION_BF16 || be->precision == HS_PRECISION_FP16;
     return reduced && !(env && strcmp(env, "fp32") == 0);
 }
+
+int hs_attention_fused(const hs_backend *be, const char *mode) {
+    if (!mode || strcmp(mode, "auto") == 0) return !be->memory_is_host;
+    return strcmp(mode, "fused") == 0;
+}

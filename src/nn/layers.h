@@ -34,6 +34,10 @@ void hs_workspace_release(const hs_backend *be, hs_workspace *ws);
  * HETSEQ_ACTIVATION_STORAGE=fp32, which exists to compare the two). Any other value of the variable
  * ends every rank with a message. Read when a model sets up its buffers. */
 int hs_activations_16bit(const hs_backend *be);
+/* The experiment file's `attention` ("auto" | "fused" | "unfused") on backend be: 1 for the fused
+ * attention (no L x L tensor kept), 0 for the unfused reference. auto = fused where the backend's memory
+ * is not host memory (CUDA), unfused on the CPU. */
+int hs_attention_fused(const hs_backend *be, const char *mode);
 /* A zeroed device buffer of n floats / n 16-bit values (at least one) for a model's activations; its
  * bytes are added to *bytes, the model's activation count (hs_bert_activation_bytes, ...). */
 float *hs_act_floats(const hs_backend *be, size_t *bytes, size_t n);
