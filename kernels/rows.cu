@@ -3,6 +3,7 @@
  *
  *   gather_rows       y[i, :] (+)= x[index[i], :]          forward of a lookup
  *   scatter_add_rows  dx[index[i], :] += dy[i, :], i in order   its backward
+ *   copy_rows         dst[r, :cols] = src[r, :cols], rows ld apart  pitched copies (Transformer-XL memory)
  *
  * The scatter-add is deterministic for repeated indices without float atomics: the ids are sorted by
  * (destination row, source row) inside the op (a bitonic sort of unique integer keys in shared memory:
@@ -16,6 +17,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_internal.h"
 #include "backend/cuda/cuda_ops.h"
 
 namespace {
@@ -210,6 +212,25 @@ __global__ void scatter_add_sorted_kernel(float *dx, const float *dy, const uint
   sum_segments(dx, dy, keys, count, ibits, cols);
 }
 
+/* ---- pitched row copies ----------------------------------------------------------------------------- */
+
+/* dst[r·dst_ld + c] = src[r·src_ld + c]; grid (column blocks, rows) both grid-strided; V = 4 moves 16 bytes
+ * per thread step (cols, both ld multiples of 4 and both pointers 16-byte aligned: the host checked). */
+template <int V>
+__global__ void copy_rows_kernel(float *dst, size_t dst_ld, const float *src, size_t src_ld, size_t cols, int rows) {
+  const size_t groups = cols / V;
+  for (size_t r = blockIdx.y; r < (size_t)rows; r += gridDim.y) {
+    const float *s = src + r * src_ld;
+    float *d = dst + r * dst_ld;
+    for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < groups; k += (size_t)gridDim.x * blockDim.x) {
+      if constexpr (V == 4)
+        reinterpret_cast<float4 *>(d)[k] = reinterpret_cast<const float4 *>(s)[k];
+      else
+        d[k] = s[k];
+    }
+  }
+}
+
 } // namespace
 
 extern "C" void hs_cuda_gather_rows(const hs_backend *be, float *y, const float *x, const int32_t *index, int count,
@@ -273,4 +294,18 @@ extern "C" void hs_cuda_scatter_add_rows(const hs_backend *be, float *dx, const 
     HS_LAUNCH(grid, kSortBlock, 0, stream, scatter_add_sorted_kernel)(dx, dy, keys, count, ibits, (size_t)cols);
     HS_CUDA_LAUNCHED("scatter_add_sorted_kernel", (size_t)count * sizeof(uint64_t) + sum_bytes);
   }
+}
+
+extern "C" void hs_cuda_copy_rows(const hs_backend *be, float *dst, size_t dst_ld, const float *src, size_t src_ld,
+                                  size_t cols, int rows) {
+  if (rows <= 0 || cols == 0) return;
+  hs_cuda_shadow_written(dst, ((size_t)(rows - 1) * dst_ld + cols) * sizeof(float));
+  cudaStream_t stream = hs_cuda_stream(be);
+  const bool vec = cols % 4 == 0 && dst_ld % 4 == 0 && src_ld % 4 == 0 && hs_aligned(dst, 16) && hs_aligned(src, 16);
+  const dim3 grid(hs_grid_cols(vec ? cols / 4 : cols), hs_grid_rows_y((size_t)rows));
+  if (vec)
+    HS_LAUNCH(grid, HS_BLOCK, 0, stream, copy_rows_kernel<4>)(dst, dst_ld, src, src_ld, cols, rows);
+  else
+    HS_LAUNCH(grid, HS_BLOCK, 0, stream, copy_rows_kernel<1>)(dst, dst_ld, src, src_ld, cols, rows);
+  HS_CUDA_LAUNCHED("copy_rows_kernel", 2 * (size_t)rows * cols * sizeof(float)); /* read + write */
 }

@@ -424,12 +424,10 @@ static void memory_update(hs_txl *m, const hs_txl_segment *seg, int mlen) {
     const hs_backend *be = m->be;
     const int b = m->batch, klen = mlen + m->qlen, keep = klen < mem->mem_len ? klen : mem->mem_len;
     const size_t D = (size_t)m->cfg.d_model;
-    for (int l = 0; l < m->cfg.n_layer; l++) {
-        const float *src = m->acts[l].cat_used;
-        for (int s = 0; s < b; s++)
-            be->copy(be, mem->mem[l] + ((size_t)(seg->col0 + s) * (size_t)mem->mem_len) * D,
-                     src + ((size_t)s * (size_t)klen + (size_t)(klen - keep)) * D, (size_t)keep * D * sizeof(float));
-    }
+    /* column s: its keep rows of D from src[s, klen - keep:, :] to mem_l[col0 + s, 0:keep, :] */
+    for (int l = 0; l < m->cfg.n_layer; l++)
+        be->copy_rows(be, mem->mem[l] + (size_t)seg->col0 * (size_t)mem->mem_len * D, (size_t)mem->mem_len * D,
+                      m->acts[l].cat_used + (size_t)(klen - keep) * D, (size_t)klen * D, (size_t)keep * D, b);
     for (int s = 0; s < b; s++) mem->mlen[seg->col0 + s] = keep;
 }
 
@@ -685,12 +683,11 @@ static void layer_forward(hs_txl *m, int l, const pass *ps) {
     /* c = cat(mem_l, h_l) per column */
     if (mlen > 0) {
         const hs_txl_memory *mem = ps->seg->mem;
-        for (int s = 0; s < b; s++) {
-            float *dst = a->cat + (size_t)s * (size_t)klen * (size_t)D;
-            be->copy(be, dst, mem->mem[l] + (size_t)(ps->seg->col0 + s) * (size_t)mem->mem_len * (size_t)D,
-                     (size_t)mlen * (size_t)D * sizeof(float));
-            be->copy(be, dst + (size_t)mlen * (size_t)D, x + (size_t)s * per_sample, per_sample * sizeof(float));
-        }
+        /* cat[s] = mem_l[col0 + s, 0:mlen, :] then x[s]: two pitched copies over the b columns */
+        const size_t cat_ld = (size_t)klen * (size_t)D, mem_ld = (size_t)mem->mem_len * (size_t)D;
+        be->copy_rows(be, a->cat, cat_ld, mem->mem[l] + (size_t)ps->seg->col0 * mem_ld, mem_ld, (size_t)mlen * (size_t)D,
+                      b);
+        be->copy_rows(be, a->cat + (size_t)mlen * (size_t)D, cat_ld, x, per_sample, per_sample, b);
         a->cat_used = a->cat;
     } else {
         a->cat_used = x;

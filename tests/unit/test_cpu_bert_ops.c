@@ -78,6 +78,17 @@ static void test_gather_and_scatter_rows(void **unused) {
     for (int i = 0; i < 8; i++) assert_true(dx[i] == expect[i]);
 }
 
+/* Transformer-XL's memory concatenation: 2 rows of 3 values from a source with rows 4 apart into a
+ * destination with rows 5 apart; the gaps between destination rows keep their values. */
+static void test_copy_rows(void **unused) {
+    (void)unused;
+    const float src[2 * 4] = {1, 2, 3, 4, 5, 6, 7, 8};
+    float dst[2 * 5] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
+    be->copy_rows(be, dst, 5, src + 1, 4, 3, 2);
+    const float expect[10] = {2, 3, 4, -1, -1, 6, 7, 8, -1, -1};
+    for (int i = 0; i < 10; i++) assert_true(dst[i] == expect[i]);
+}
+
 /* q|k|v slices of a [rows, 3·cols] matrix: bias into one slice only; its gradient from that slice only */
 static void test_strided_bias(void **unused) {
     (void)unused;
@@ -430,6 +441,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exp_and_erf_accuracy),
         cmocka_unit_test(test_gather_and_scatter_rows),
+        cmocka_unit_test(test_copy_rows),
         cmocka_unit_test(test_strided_bias),
         cmocka_unit_test(test_fused_ops_are_the_separate_ops),
         cmocka_unit_test(test_layernorm_matches_float64),
