@@ -12,18 +12,52 @@
  *   hs_tile_bf16  bfloat16 bit patterns; hs_tile_fp16 IEEE half bit patterns: a product of two 16-bit
  *                 values is exact in fp32 and the sums are fp32 — the tensor cores' arithmetic
  *                 (precision bf16 / fp16: the operands the unfused path's GEMMs would round).
- * Rules a caller keeps so a tensor-core (WMMA) form can take the same calls: k is a multiple of 16
- * (pad tiles with zeros), lda and ldb are multiples of 8 elements, a, b and c start 32-byte aligned,
- * and every lane of the warp calls it with the same arguments (warp-collective; the lanes __syncwarp()
- * before reading C). Sums over k in increasing order, per element. */
+ *
+ * Which path runs where:
+ *   16-bit operands on tensor cores through nvcuda::wmma (m16n16k16, fp32 accumulator): fp16 where
+ *   __CUDA_ARCH__ >= 700, bf16 where __CUDA_ARCH__ >= 800, and always on the emulated device (its
+ *   mma.h, docs/gpu-emulation.md). Elsewhere (bf16 on sm_75) and for float: the scalar loop
+ *   (warp_tile_mma_scalar), lane l computing the elements e = l + 32 t of C in k order. The two paths
+ *   compute the same exact products and fp32 sums and differ only in the order of the sums (the
+ *   tensor cores' order is unspecified; the emulator's is pairwise within each 16-wide k step, the
+ *   steps in k order): compare results within a gamma_k bound, never bit for bit.
+ *
+ * Rules a caller keeps (the WMMA path needs them; the scalar path takes the same calls): k is a multiple
+ * of 16 (pad tiles with zeros); lda and ldb are multiples of 8 elements and ldc a multiple of 4 (16
+ * bytes); a, b and c start 32-byte aligned (declare shared tiles __align__(32) / alignas(32), and keep
+ * every tile's offset a multiple of 32 bytes); every lane of the warp calls it with the same arguments
+ * (warp-collective: never in lane-divergent code, never with a partial warp); A, B and, accumulating,
+ * C are visible to all lanes before the call (__syncwarp after lanes wrote them, __syncthreads after
+ * other warps did), and the lanes __syncwarp() before reading C. */
 #ifndef HS_KERNELS_TILE_MMA_CUH
 #define HS_KERNELS_TILE_MMA_CUH
 
 #include <stdint.h>
 
+#include <type_traits>
+
 #include "hs_cuda.h"
 #include "hs_launch.h"
 #include "util/lowp.h"
+
+#if defined(HS_CUDA_EMU)
+#define HS_TILE_WMMA_FP16 1
+#define HS_TILE_WMMA_BF16 1
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define HS_TILE_WMMA_FP16 1
+#define HS_TILE_WMMA_BF16 1
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+#define HS_TILE_WMMA_FP16 1
+#define HS_TILE_WMMA_BF16 0
+#else
+#define HS_TILE_WMMA_FP16 0
+#define HS_TILE_WMMA_BF16 0
+#endif
+#if HS_TILE_WMMA_FP16 || HS_TILE_WMMA_BF16
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <mma.h>
+#endif
 
 namespace {
 
@@ -44,10 +78,11 @@ __device__ __forceinline__ void tile_store(float &dst, float v) { dst = v; }
 __device__ __forceinline__ void tile_store(hs_tile_bf16 &dst, float v) { dst.bits = hs_bf16_bits(v); }
 __device__ __forceinline__ void tile_store(hs_tile_fp16 &dst, float v) { dst.bits = hs_fp16_bits(v); }
 
-/* Lane l computes the 8 elements e = l + 32·t (t = 0..7) of C, row e / 16, column e % 16. */
+/* The scalar path: lane l computes the 8 elements e = l + 32·t (t = 0..7) of C, row e / 16, column
+ * e % 16, each a chain of fmaf in k order. */
 template <class T>
-__device__ __forceinline__ void warp_tile_mma(float *c, int ldc, const T *a, int lda, const T *b, int ldb, int k,
-                                              bool b_transposed, bool accumulate) {
+__device__ __forceinline__ void warp_tile_mma_scalar(float *c, int ldc, const T *a, int lda, const T *b, int ldb, int k,
+                                                     bool b_transposed, bool accumulate) {
   const int lane = threadIdx.x % HS_WARP;
   for (int t = 0; t < kTile * kTile / HS_WARP; t++) {
     const int e = lane + HS_WARP * t, row = e / kTile, col = e % kTile;
@@ -61,6 +96,71 @@ __device__ __forceinline__ void warp_tile_mma(float *c, int ldc, const T *a, int
     }
     c[row * ldc + col] = s;
   }
+}
+
+#if HS_TILE_WMMA_FP16 || HS_TILE_WMMA_BF16
+/* The WMMA path: C's fragment is loaded (or zeroed), k / 16 steps of mma_sync add A[:, kk:kk+16] ·
+ * B[kk:kk+16, :], and C is stored back. B row-major [k][ldb] is a row_major matrix_b; Bᵀ row-major
+ * [16][ldb] is B column-major with the same ldb, a col_major matrix_b. W is the CUDA type of the bit
+ * patterns (__nv_bfloat16 / __half: the same 16-bit storage as hs_tile_bf16 / hs_tile_fp16). */
+template <class W, class BLayout>
+__device__ __forceinline__ void warp_tile_wmma(float *c, int ldc, const W *a, int lda, const W *b, int ldb, int k,
+                                               bool accumulate) {
+  namespace wmma = nvcuda::wmma;
+  const bool col = std::is_same<BLayout, wmma::col_major>::value;
+  wmma::fragment<wmma::accumulator, kTile, kTile, kTile, float> acc;
+  if (accumulate) {
+    wmma::load_matrix_sync(acc, c, ldc, wmma::mem_row_major);
+  } else {
+    wmma::fill_fragment(acc, 0.0f);
+  }
+  wmma::fragment<wmma::matrix_a, kTile, kTile, kTile, W, wmma::row_major> fa;
+  wmma::fragment<wmma::matrix_b, kTile, kTile, kTile, W, BLayout> fb;
+  for (int kk = 0; kk < k; kk += kTile) {
+    wmma::load_matrix_sync(fa, a + kk, lda);
+    wmma::load_matrix_sync(fb, col ? b + kk : b + static_cast<size_t>(kk) * ldb, ldb);
+    wmma::mma_sync(acc, fa, fb, acc);
+  }
+  wmma::store_matrix_sync(c, acc, ldc, wmma::mem_row_major);
+}
+
+template <class W, class T>
+__device__ __forceinline__ void warp_tile_wmma(float *c, int ldc, const T *a, int lda, const T *b, int ldb, int k,
+                                               bool b_transposed, bool accumulate) {
+  static_assert(sizeof(W) == sizeof(T), "the tile type and the CUDA type share the 16-bit storage");
+  const W *aw = reinterpret_cast<const W *>(a), *bw = reinterpret_cast<const W *>(b);
+  if (b_transposed) {
+    warp_tile_wmma<W, nvcuda::wmma::col_major>(c, ldc, aw, lda, bw, ldb, k, accumulate);
+  } else {
+    warp_tile_wmma<W, nvcuda::wmma::row_major>(c, ldc, aw, lda, bw, ldb, k, accumulate);
+  }
+}
+#endif
+
+/* The tile product (contract above): WMMA for 16-bit operands where the architecture has it, the
+ * scalar loop otherwise. */
+template <class T>
+__device__ __forceinline__ void warp_tile_mma(float *c, int ldc, const T *a, int lda, const T *b, int ldb, int k,
+                                              bool b_transposed, bool accumulate) {
+  warp_tile_mma_scalar(c, ldc, a, lda, b, ldb, k, b_transposed, accumulate);
+}
+template <>
+__device__ __forceinline__ void warp_tile_mma(float *c, int ldc, const hs_tile_bf16 *a, int lda, const hs_tile_bf16 *b,
+                                              int ldb, int k, bool b_transposed, bool accumulate) {
+#if HS_TILE_WMMA_BF16
+  warp_tile_wmma<__nv_bfloat16>(c, ldc, a, lda, b, ldb, k, b_transposed, accumulate);
+#else
+  warp_tile_mma_scalar(c, ldc, a, lda, b, ldb, k, b_transposed, accumulate);
+#endif
+}
+template <>
+__device__ __forceinline__ void warp_tile_mma(float *c, int ldc, const hs_tile_fp16 *a, int lda, const hs_tile_fp16 *b,
+                                              int ldb, int k, bool b_transposed, bool accumulate) {
+#if HS_TILE_WMMA_FP16
+  warp_tile_wmma<__half>(c, ldc, a, lda, b, ldb, k, b_transposed, accumulate);
+#else
+  warp_tile_mma_scalar(c, ldc, a, lda, b, ldb, k, b_transposed, accumulate);
+#endif
 }
 
 } // namespace

@@ -1,0 +1,224 @@
+// Stand-in for CUDA's mma.h on the emulated device (tests only; tests/cuda_emu/, docs/gpu-emulation.md):
+// the subset of nvcuda::wmma (CUDA C++ Programming Guide, "Warp Matrix Functions") hetseq kernels use.
+//
+//   fragment<matrix_a | matrix_b, 16, 16, 16, __nv_bfloat16 | __half, row_major | col_major>
+//   fragment<accumulator, 16, 16, 16, float>
+//   fill_fragment, load_matrix_sync, store_matrix_sync (mem_row_major | mem_col_major), mma_sync
+//
+// As on a GPU, the _sync functions are warp-collective: all 32 lanes of the warp call them together,
+// at the same place, with the same arguments. The emulator checks that (runtime/block.cc,
+// warp_collective) and reports a lane that is missing (returned, partial warp), lanes that diverge
+// (another call site, another warp-level function) or that pass other arguments; it also reports a
+// pointer that is not 256-bit (32-byte) aligned and an ldm that is not a multiple of 16 bytes (8
+// elements of a 16-bit type, 4 of float) - the Guide's preconditions.
+//
+// The fragment's element layout is opaque on a GPU; here lane l holds in x[t] (t < num_elements = 8)
+// the element e = l + 32 t of the 16 x 16 matrix in row-major order: row e / 16, column e % 16 of A
+// [m][k], B [k][n] or C [m][n]. A fragment starts with all-ones bytes (NaN), like an unwritten
+// register, so an accumulator used before fill_fragment or a load gives NaN.
+//
+// mma_sync computes D = C + A B in fp32: each product of two 16-bit values is exact in fp32 (11 x 11
+// significant bits at most; barring fp32 overflow or underflow), each element's 16 products are summed
+// pairwise ((p0 + p1) + (p2 + p3)) + ..., p_k = A[m][k] B[k][n], in fp32 with rounding to nearest,
+// and the sum is added to C[m][n] last. Tensor cores' order (and internal width) is unspecified;
+// this order differs from a plain loop over k on purpose, so tests must compare within bounds.
+#ifndef HS_EMU_MMA_H
+#define HS_EMU_MMA_H
+#include <stdio.h>
+#include <stdint.h>
+#include <string.h>
+#include <type_traits>
+#include "cuda_bf16.h"
+#include "cuda_fp16.h"
+#include "hs_emu/device_builtins.h"
+
+namespace nvcuda {
+namespace wmma {
+
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+struct row_major {};
+struct col_major {};
+enum layout_t { mem_row_major, mem_col_major };
+
+template <class Use, int M, int N, int K, class T, class Layout = void> class fragment {
+  static_assert(M == 16 && N == 16 && K == 16, "the emulated nvcuda::wmma has the m16n16k16 shape only");
+  static_assert(std::is_same<Use, accumulator>::value
+                    ? std::is_same<T, float>::value && std::is_void<Layout>::value
+                    : (std::is_same<Use, matrix_a>::value || std::is_same<Use, matrix_b>::value) &&
+                          (std::is_same<T, __half>::value || std::is_same<T, __nv_bfloat16>::value) &&
+                          (std::is_same<Layout, row_major>::value || std::is_same<Layout, col_major>::value),
+                "the emulated nvcuda::wmma has matrix_a / matrix_b of __half or __nv_bfloat16 (row_major or "
+                "col_major) and float accumulators (no layout)");
+
+public:
+  enum { num_elements = 8 };
+  T x[num_elements];
+  fragment() { memset(x, 0xff, sizeof x); }
+};
+
+namespace emu {
+
+constexpr int kLanes = 32, kPerLane = 8;
+using Acc = fragment<accumulator, 16, 16, 16, float>;
+
+inline float value(float v) { return v; }
+inline float value(__half v) { return __half2float(v); }
+inline float value(__nv_bfloat16 v) { return __bfloat162float(v); }
+inline void assign(float &d, float v) { d = v; }
+inline void assign(__half &d, float v) { d = __float2half(v); } // exact: v was read from a __half
+inline void assign(__nv_bfloat16 &d, float v) { d = __float2bfloat16(v); }
+
+inline char *message() {
+  static thread_local char buf[512];
+  return buf;
+}
+
+// The element (r, c) of a 16 x 16 matrix at p: row-major p[r ldm + c], column-major p[c ldm + r].
+// Memory is read and written with memcpy: the caller's pointer may alias storage of another type.
+inline size_t offset(int r, int c, unsigned ldm, bool col) {
+  return col ? static_cast<size_t>(c) * ldm + r : static_cast<size_t>(r) * ldm + c;
+}
+
+// One lane's arguments to a load or store (its own fragment, the shared pointer and stride).
+struct MemArgs {
+  void *frag;
+  const void *ptr;
+  unsigned ldm;
+  int layout; // 0 row-major, 1 column-major
+};
+
+template <class T> const char *check_mem(void *const *args, const char *what) {
+  const MemArgs &a0 = *static_cast<const MemArgs *>(args[0]);
+  for (int l = 1; l < kLanes; l++) {
+    const MemArgs &a = *static_cast<const MemArgs *>(args[l]);
+    if (a.ptr != a0.ptr || a.ldm != a0.ldm || a.layout != a0.layout) {
+      snprintf(message(), 512,
+               "lane %d passes (%p, ldm %u, %s) but lane 0 (%p, ldm %u, %s): every lane of the warp must pass "
+               "the same arguments (it is warp-collective)",
+               l, a.ptr, a.ldm, a.layout ? "col-major" : "row-major", a0.ptr, a0.ldm,
+               a0.layout ? "col-major" : "row-major");
+      return message();
+    }
+  }
+  if (reinterpret_cast<uintptr_t>(a0.ptr) % 32 != 0) {
+    snprintf(message(), 512, "%s pointer %p is not 256-bit (32-byte) aligned (CUDA Programming Guide, \"Warp "
+             "Matrix Functions\": mptr must be a 256-bit aligned pointer)", what, a0.ptr);
+    return message();
+  }
+  const unsigned mult = 16 / sizeof(T);
+  if (a0.ldm % mult != 0) {
+    snprintf(message(), 512, "ldm %u is not a multiple of %u elements (16 bytes) of the %zu-byte element type "
+             "(CUDA Programming Guide, \"Warp Matrix Functions\")", a0.ldm, mult, sizeof(T));
+    return message();
+  }
+  return nullptr;
+}
+
+template <class T> const char *complete_load(void *const *args) {
+  if (const char *err = check_mem<T>(args, "the source")) return err;
+  const MemArgs &a0 = *static_cast<const MemArgs *>(args[0]);
+  const unsigned char *p = static_cast<const unsigned char *>(a0.ptr);
+  for (int l = 0; l < kLanes; l++) {
+    T *x = static_cast<T *>(static_cast<const MemArgs *>(args[l])->frag);
+    for (int t = 0; t < kPerLane; t++) {
+      const int e = l + kLanes * t;
+      memcpy(&x[t], p + offset(e / 16, e % 16, a0.ldm, a0.layout != 0) * sizeof(T), sizeof(T));
+    }
+  }
+  return nullptr;
+}
+
+inline const char *complete_store(void *const *args) {
+  if (const char *err = check_mem<float>(args, "the destination")) return err;
+  const MemArgs &a0 = *static_cast<const MemArgs *>(args[0]);
+  unsigned char *p = static_cast<unsigned char *>(const_cast<void *>(a0.ptr));
+  for (int l = 0; l < kLanes; l++) {
+    const float *x = static_cast<const float *>(static_cast<const MemArgs *>(args[l])->frag);
+    for (int t = 0; t < kPerLane; t++) {
+      const int e = l + kLanes * t;
+      memcpy(p + offset(e / 16, e % 16, a0.ldm, a0.layout != 0) * sizeof(float), &x[t], sizeof(float));
+    }
+  }
+  return nullptr;
+}
+
+struct MmaArgs {
+  void *d;
+  const void *a, *b, *c;
+};
+
+// D = C + A B for the warp: gathers A, B, C from all lanes' fragments first (a lane's d may be its c).
+template <class T> const char *complete_mma(void *const *args) {
+  float A[16][16], B[16][16], C[16][16];
+  for (int l = 0; l < kLanes; l++) {
+    const MmaArgs &m = *static_cast<const MmaArgs *>(args[l]);
+    for (int t = 0; t < kPerLane; t++) {
+      const int e = l + kLanes * t;
+      A[e / 16][e % 16] = value(static_cast<const T *>(m.a)[t]);
+      B[e / 16][e % 16] = value(static_cast<const T *>(m.b)[t]);
+      C[e / 16][e % 16] = static_cast<const float *>(m.c)[t];
+    }
+  }
+  float D[16][16];
+  for (int i = 0; i < 16; i++)
+    for (int j = 0; j < 16; j++) {
+      float s[16];
+      for (int k = 0; k < 16; k++) s[k] = A[i][k] * B[k][j]; // exact in fp32
+      for (int w = 1; w < 16; w *= 2)                          // pairwise: ((p0 + p1) + (p2 + p3)) + ...
+        for (int k = 0; k < 16; k += 2 * w) s[k] = s[k] + s[k + w];
+      D[i][j] = C[i][j] + s[0];
+    }
+  for (int l = 0; l < kLanes; l++) {
+    float *d = static_cast<float *>(static_cast<const MmaArgs *>(args[l])->d);
+    for (int t = 0; t < kPerLane; t++) {
+      const int e = l + kLanes * t;
+      d[t] = D[e / 16][e % 16];
+    }
+  }
+  return nullptr;
+}
+
+template <class L> constexpr int layout_of() { return std::is_same<L, col_major>::value ? 1 : 0; }
+
+} // namespace emu
+
+// Sets every element this lane holds (not warp-collective on the emulator; call it from every lane
+// with the same value, as the Guide says one ordinarily does).
+template <class Use, int M, int N, int K, class T, class L, class V> inline void fill_fragment(fragment<Use, M, N, K, T, L> &f, const V &v) {
+  for (int t = 0; t < f.num_elements; t++) emu::assign(f.x[t], static_cast<float>(v));
+}
+
+template <class Use, class T, class L>
+inline void load_matrix_sync(fragment<Use, 16, 16, 16, T, L> &f, const T *mptr, unsigned ldm,
+                             const char *file = __builtin_FILE(), int line = __builtin_LINE()) {
+  static_assert(!std::is_same<Use, accumulator>::value, "an accumulator load takes a layout_t");
+  emu::MemArgs args{f.x, mptr, ldm, emu::layout_of<L>()};
+  ::hs_emu::warp_collective("nvcuda::wmma::load_matrix_sync", emu::complete_load<T>, &args, file, line);
+}
+
+inline void load_matrix_sync(emu::Acc &f, const float *mptr, unsigned ldm, layout_t layout,
+                             const char *file = __builtin_FILE(), int line = __builtin_LINE()) {
+  emu::MemArgs args{f.x, mptr, ldm, layout == mem_col_major ? 1 : 0};
+  ::hs_emu::warp_collective("nvcuda::wmma::load_matrix_sync", emu::complete_load<float>, &args, file, line);
+}
+
+inline void store_matrix_sync(float *mptr, const emu::Acc &f, unsigned ldm, layout_t layout,
+                              const char *file = __builtin_FILE(), int line = __builtin_LINE()) {
+  emu::MemArgs args{const_cast<float *>(f.x), mptr, ldm, layout == mem_col_major ? 1 : 0};
+  ::hs_emu::warp_collective("nvcuda::wmma::store_matrix_sync", emu::complete_store, &args, file, line);
+}
+
+template <class T, class LA, class LB>
+inline void mma_sync(emu::Acc &d, const fragment<matrix_a, 16, 16, 16, T, LA> &a,
+                     const fragment<matrix_b, 16, 16, 16, T, LB> &b, const emu::Acc &c,
+                     const char *file = __builtin_FILE(), int line = __builtin_LINE()) {
+  emu::MmaArgs args{d.x, a.x, b.x, c.x};
+  ::hs_emu::warp_collective("nvcuda::wmma::mma_sync", emu::complete_mma<T>, &args, file, line);
+}
+
+} // namespace wmma
+} // namespace nvcuda
+
+#endif
