@@ -205,9 +205,15 @@ __global__ void warp_deadlock(int *out) {
 // One warp: C[16,16] (+)= A[16,k] B[k,16] with nvcuda::wmma from global memory, W = __half or
 // __nv_bfloat16 bit patterns; A row-major (lda = k), B row-major [k][16] or column-major (Bᵀ
 // row-major [16][k]); C loaded and stored row- or column-major with ldc = 16.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+constexpr bool kBf16Wmma = false; // bf16 fragments need sm_80
+#else
+constexpr bool kBf16Wmma = true;
+#endif
+
 template <class W, class BL>
-__global__ void wmma_product(const unsigned short *a, const unsigned short *b, float *c, int k, int accumulate,
-                             int c_col) {
+__device__ void wmma_product_body(const unsigned short *a, const unsigned short *b, float *c, int k, int accumulate,
+                                  int c_col) {
   namespace wmma = nvcuda::wmma;
   const wmma::layout_t cl = c_col ? wmma::mem_col_major : wmma::mem_row_major;
   const bool bcol = std::is_same<BL, wmma::col_major>::value;
@@ -226,6 +232,13 @@ __global__ void wmma_product(const unsigned short *a, const unsigned short *b, f
     wmma::mma_sync(acc, fa, fb, acc);
   }
   wmma::store_matrix_sync(c, acc, 16, cl);
+}
+
+template <class W, class BL>
+__global__ void wmma_product(const unsigned short *a, const unsigned short *b, float *c, int k, int accumulate,
+                             int c_col) {
+  if constexpr (!std::is_same<W, __nv_bfloat16>::value || kBf16Wmma)
+    wmma_product_body<W, BL>(a, b, c, k, accumulate, c_col);
 }
 
 // Misuse of nvcuda::wmma (a: 16 x 64 halves, c: 16 x 16 floats), by mode:

@@ -1,0 +1,158 @@
+// kernels/tile_mma.cuh on the emulated CUDA device: warp_tile_mma for float, hs_tile_bf16 and
+// hs_tile_fp16 operands (16-bit ones on the emulator's nvcuda::wmma, and on the scalar loop, which a
+// GPU without WMMA for the type runs), both B forms, accumulate on and off, k = 16..128, leading
+// dimensions with and without padding, two warps of a block on tiles of their own. Each element is
+// compared with a double-precision reference computed from the stored operand values.
+//
+// The bound (Higham, "Accuracy and Stability of Numerical Algorithms", 4.2; tests/cuda/conformance.h):
+// every product of two stored operands is exact in fp32 (16-bit products have at most 22 significant
+// bits; fp32 ones are exact inside fmaf), so the only errors are the fp32 additions. A sum of n terms
+// in any order (k order for the scalar loop, pairwise within each 16-wide step for the emulator's
+// WMMA) is within gamma_{n-1} sum |t_i| of the exact sum, gamma_n = n u / (1 - n u), u = 2^-24; the
+// terms are the k products and, accumulating, C: n = k + 1, else n = k. The reference's own error
+// (double: k u_64 relative) is far below. Prints the worst err/bound per type and path (<= 1 passes).
+//
+// Source nvcc compiles too (nvcc -x cu, kernels/hs_cuda.h): the same test can run on a GPU.
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vector>
+
+#include "tile_mma.cuh"
+
+namespace {
+
+constexpr int kMaxK = 128, kPad = 8, kWarps = 2;
+constexpr int kMaxA = kTile * (kMaxK + kPad);                                   // A [16][lda], lda <= k + 8
+constexpr int kMaxB = kMaxK * (kTile + kPad) > kMaxA ? kMaxK * (kTile + kPad) : kMaxA; // B [k][ldb] or Bᵀ [16][ldb]
+constexpr int kMaxC = kTile * (kTile + kPad);                                   // C [16][ldc]
+
+// Each warp's tiles, 32-byte aligned (every array's size is a multiple of 32 bytes).
+template <class T> struct alignas(32) Tiles {
+  T a[kWarps][kMaxA];
+  T b[kWarps][kMaxB];
+  float c[kWarps][kMaxC];
+};
+
+struct Shape {
+  int k, lda, ldb, ldc;
+  bool b_transposed, accumulate;
+};
+
+// Warp w of the block: C_w (+)= A_w · B_w from shared memory, operands copied from global memory
+// (a: [warps][kMaxA], b: [warps][kMaxB], c: [warps][kMaxC] at the same offsets).
+template <class T, bool SCALAR> __global__ void tile_mma_kernel(const T *a, const T *b, float *c, Shape s) {
+  HS_SHARED(Tiles<T>, t);
+  for (int i = threadIdx.x; i < kWarps * kMaxA; i += blockDim.x) t.a[i / kMaxA][i % kMaxA] = a[i];
+  for (int i = threadIdx.x; i < kWarps * kMaxB; i += blockDim.x) t.b[i / kMaxB][i % kMaxB] = b[i];
+  for (int i = threadIdx.x; i < kWarps * kMaxC; i += blockDim.x) t.c[i / kMaxC][i % kMaxC] = c[i];
+  __syncthreads();
+  const int w = threadIdx.x / HS_WARP;
+  if (SCALAR) {
+    warp_tile_mma_scalar(t.c[w], s.ldc, t.a[w], s.lda, t.b[w], s.ldb, s.k, s.b_transposed, s.accumulate);
+  } else {
+    warp_tile_mma(t.c[w], s.ldc, t.a[w], s.lda, t.b[w], s.ldb, s.k, s.b_transposed, s.accumulate);
+  }
+  __syncwarp();
+  for (int i = threadIdx.x % HS_WARP; i < kMaxC; i += HS_WARP) c[w * kMaxC + i] = t.c[w][i];
+}
+
+#define CUDA_OK(call)                                                                                   \
+  do {                                                                                                  \
+    const cudaError_t e_ = (call);                                                                      \
+    if (e_ != cudaSuccess) {                                                                            \
+      fprintf(stderr, "%s:%d: %s returned %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));    \
+      exit(1);                                                                                          \
+    }                                                                                                   \
+  } while (0)
+
+uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+double uniform() { // [-1, 1)
+  g_rng ^= g_rng << 13;
+  g_rng ^= g_rng >> 7;
+  g_rng ^= g_rng << 17;
+  return static_cast<double>(g_rng >> 11) * 0x1p-52 - 1.0;
+}
+
+template <class T> T stored(float v);
+template <> float stored(float v) { return v; }
+template <> hs_tile_bf16 stored(float v) { return hs_tile_bf16{hs_bf16_bits(v)}; }
+template <> hs_tile_fp16 stored(float v) { return hs_tile_fp16{hs_fp16_bits(v)}; }
+double value(float v) { return v; }
+double value(hs_tile_bf16 v) { return hs_bf16_to_float(v.bits); }
+double value(hs_tile_fp16 v) { return hs_fp16_to_float(v.bits); }
+
+double gamma(int n) { return n * 0x1p-24 / (1.0 - n * 0x1p-24); }
+
+// Runs every shape for operand type T on one path; returns the worst err/bound (fails past 1).
+template <class T, bool SCALAR> double run_all(const char *name, int *failures) {
+  std::vector<T> a(kWarps * kMaxA), b(kWarps * kMaxB);
+  std::vector<float> c0(kWarps * kMaxC), c(kWarps * kMaxC);
+  T *da = nullptr, *db = nullptr;
+  float *dc = nullptr;
+  CUDA_OK(cudaMalloc(&da, a.size() * sizeof(T)));
+  CUDA_OK(cudaMalloc(&db, b.size() * sizeof(T)));
+  CUDA_OK(cudaMalloc(&dc, c.size() * sizeof(float)));
+  double worst = 0.0;
+  int cases = 0;
+  for (int k = kTile; k <= kMaxK; k += kTile)
+    for (int tr = 0; tr < 2; tr++)
+      for (int acc = 0; acc < 2; acc++)
+        for (int pad = 0; pad <= kPad; pad += kPad) {
+          const Shape s{k, k + pad, tr ? k + pad : kTile + pad, pad ? kTile + 4 : kTile, tr != 0, acc != 0};
+          for (T &x : a) x = stored<T>(static_cast<float>(uniform()));
+          for (T &x : b) x = stored<T>(static_cast<float>(uniform()));
+          for (float &x : c0) x = static_cast<float>(uniform());
+          CUDA_OK(cudaMemcpy(da, a.data(), a.size() * sizeof(T), cudaMemcpyHostToDevice));
+          CUDA_OK(cudaMemcpy(db, b.data(), b.size() * sizeof(T), cudaMemcpyHostToDevice));
+          CUDA_OK(cudaMemcpy(dc, c0.data(), c0.size() * sizeof(float), cudaMemcpyHostToDevice));
+          HS_LAUNCH(1, kWarps * HS_WARP, 0, 0, tile_mma_kernel<T, SCALAR>)(da, db, dc, s);
+          CUDA_OK(cudaGetLastError());
+          CUDA_OK(cudaMemcpy(c.data(), dc, c.size() * sizeof(float), cudaMemcpyDeviceToHost));
+          for (int w = 0; w < kWarps; w++)
+            for (int i = 0; i < kTile; i++)
+              for (int j = 0; j < kTile; j++) {
+                const float c_in = c0[w * kMaxC + i * s.ldc + j];
+                double ref = acc ? c_in : 0.0, mag = acc ? fabs(c_in) : 0.0;
+                for (int kk = 0; kk < k; kk++) {
+                  const double bv = tr ? value(b[w * kMaxB + j * s.ldb + kk]) : value(b[w * kMaxB + kk * s.ldb + j]);
+                  const double p = value(a[w * kMaxA + i * s.lda + kk]) * bv;
+                  ref += p;
+                  mag += fabs(p);
+                }
+                const double bound = gamma(acc ? k : k - 1) * mag;
+                const double err = fabs(c[w * kMaxC + i * s.ldc + j] - ref);
+                const double ratio = bound > 0.0 ? err / bound : (err > 0.0 ? INFINITY : 0.0);
+                if (!(ratio <= 1.0)) {
+                  if (*failures < 10)
+                    fprintf(stderr, "FAIL %s k=%d b_transposed=%d accumulate=%d pad=%d warp %d C[%d][%d] = %.9g, "
+                                    "reference %.9g, err %.3g > bound %.3g\n",
+                            name, k, tr, acc, pad, w, i, j, c[w * kMaxC + i * s.ldc + j], ref, err, bound);
+                  (*failures)++;
+                }
+                if (ratio > worst || ratio != ratio) worst = ratio;
+              }
+          cases++;
+        }
+  CUDA_OK(cudaFree(da));
+  CUDA_OK(cudaFree(db));
+  CUDA_OK(cudaFree(dc));
+  printf("%s %-28s %3d shapes x %d warps: worst err/bound %.3f\n", worst <= 1.0 ? "ok  " : "FAIL", name, cases, kWarps,
+         worst);
+  return worst;
+}
+
+} // namespace
+
+int main() {
+  int failures = 0;
+  run_all<float, false>("float (scalar)", &failures);
+  run_all<hs_tile_bf16, false>("bf16 (warp_tile_mma)", &failures);
+  run_all<hs_tile_bf16, true>("bf16 (scalar loop)", &failures);
+  run_all<hs_tile_fp16, false>("fp16 (warp_tile_mma)", &failures);
+  run_all<hs_tile_fp16, true>("fp16 (scalar loop)", &failures);
+  return failures == 0 ? 0 : 1;
+}
