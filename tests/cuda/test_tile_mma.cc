@@ -30,13 +30,6 @@ constexpr int kMaxA = kTile * (kMaxK + kPad);                                   
 constexpr int kMaxB = kMaxK * (kTile + kPad) > kMaxA ? kMaxK * (kTile + kPad) : kMaxA; // B [k][ldb] or Bᵀ [16][ldb]
 constexpr int kMaxC = kTile * (kTile + kPad);                                   // C [16][ldc]
 
-// Each warp's tiles, 32-byte aligned (every array's size is a multiple of 32 bytes).
-template <class T> struct alignas(32) Tiles {
-  T a[kWarps][kMaxA];
-  T b[kWarps][kMaxB];
-  float c[kWarps][kMaxC];
-};
-
 struct Shape {
   int k, lda, ldb, ldc;
   bool b_transposed, accumulate;
@@ -45,19 +38,22 @@ struct Shape {
 // Warp w of the block: C_w (+)= A_w · B_w from shared memory, operands copied from global memory
 // (a: [warps][kMaxA], b: [warps][kMaxB], c: [warps][kMaxC] at the same offsets).
 template <class T, bool SCALAR> __global__ void tile_mma_kernel(const T *a, const T *b, float *c, Shape s) {
-  HS_SHARED(Tiles<T>, t);
-  for (int i = threadIdx.x; i < kWarps * kMaxA; i += blockDim.x) t.a[i / kMaxA][i % kMaxA] = a[i];
-  for (int i = threadIdx.x; i < kWarps * kMaxB; i += blockDim.x) t.b[i / kMaxB][i % kMaxB] = b[i];
-  for (int i = threadIdx.x; i < kWarps * kMaxC; i += blockDim.x) t.c[i / kMaxC][i % kMaxC] = c[i];
+  // each warp's tiles 32-byte aligned: the arrays are, and every row of them is a multiple of 32 bytes
+  HS_SHARED_ALIGNED(32, T[kWarps][kMaxA], sa);
+  HS_SHARED_ALIGNED(32, T[kWarps][kMaxB], sb);
+  HS_SHARED_ALIGNED(32, float[kWarps][kMaxC], sc);
+  for (int i = threadIdx.x; i < kWarps * kMaxA; i += blockDim.x) sa[i / kMaxA][i % kMaxA] = a[i];
+  for (int i = threadIdx.x; i < kWarps * kMaxB; i += blockDim.x) sb[i / kMaxB][i % kMaxB] = b[i];
+  for (int i = threadIdx.x; i < kWarps * kMaxC; i += blockDim.x) sc[i / kMaxC][i % kMaxC] = c[i];
   __syncthreads();
   const int w = threadIdx.x / HS_WARP;
   if (SCALAR) {
-    warp_tile_mma_scalar(t.c[w], s.ldc, t.a[w], s.lda, t.b[w], s.ldb, s.k, s.b_transposed, s.accumulate);
+    warp_tile_mma_scalar(sc[w], s.ldc, sa[w], s.lda, sb[w], s.ldb, s.k, s.b_transposed, s.accumulate);
   } else {
-    warp_tile_mma(t.c[w], s.ldc, t.a[w], s.lda, t.b[w], s.ldb, s.k, s.b_transposed, s.accumulate);
+    warp_tile_mma(sc[w], s.ldc, sa[w], s.lda, sb[w], s.ldb, s.k, s.b_transposed, s.accumulate);
   }
   __syncwarp();
-  for (int i = threadIdx.x % HS_WARP; i < kMaxC; i += HS_WARP) c[w * kMaxC + i] = t.c[w][i];
+  for (int i = threadIdx.x % HS_WARP; i < kMaxC; i += HS_WARP) c[w * kMaxC + i] = sc[w][i];
 }
 
 #define CUDA_OK(call)                                                                                   \

@@ -244,7 +244,8 @@ __global__ void wmma_product(const unsigned short *a, const unsigned short *b, f
 // Misuse of nvcuda::wmma (a: 16 x 64 halves, c: 16 x 16 floats), by mode:
 //   0 correct; 1 lanes 0..15 and 16..31 load at different call sites; 2 lane 31 returns first;
 //   3 the pointer is 16 bytes past a 32-byte boundary; 4 ldm 20 (not a multiple of 8 halves);
-//   5 lanes pass different pointers; 6 the accumulator is stored before it was filled (NaN, no report)
+//   5 lanes pass different pointers; 6 the accumulator is stored before it was filled (NaN, no report);
+//   7 a shared array declared with HS_SHARED (2-byte alignment), not HS_SHARED_ALIGNED(32, ...)
 __global__ void wmma_misuse(const unsigned short *a, float *c, int mode) {
   namespace wmma = nvcuda::wmma;
   const __half *h = reinterpret_cast<const __half *>(a);
@@ -257,7 +258,12 @@ __global__ void wmma_misuse(const unsigned short *a, float *c, int mode) {
   if (mode == 1 && lane < 16) {
     wmma::load_matrix_sync(fa, h, 64);
   } else {
-    const __half *p = mode == 3 ? h + 8 : mode == 5 ? h + 16 * (lane % 2) : h;
+    HS_SHARED(__half[16 * 64], plain); // declared without HS_SHARED_ALIGNED: 2-byte alignment only
+    if (mode == 7) {
+      for (int i = lane; i < 16 * 64; i += 32) plain[i] = h[i];
+      __syncwarp();
+    }
+    const __half *p = mode == 3 ? h + 8 : mode == 5 ? h + 16 * (lane % 2) : mode == 7 ? plain : h;
     wmma::load_matrix_sync(fa, p, mode == 4 ? 20 : 64);
   }
   wmma::load_matrix_sync(fb, h + 16, 64);

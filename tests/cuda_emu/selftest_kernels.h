@@ -68,7 +68,8 @@ void st_shfl_from_exited(const float *x, float *y, cudaStream_t s);
 void st_warp_deadlock(int *out, cudaStream_t s);
 // nvcuda::wmma misuse on a (16 x 64 __half bit patterns) into c (16 x 16 floats), by mode: 0 none; 1 lanes
 // at two call sites; 2 lane 31 returns first; 3 a pointer 16 bytes off 32-byte alignment; 4 ldm 20;
-// 5 lanes pass different pointers; 6 an accumulator used unfilled. block threads (48: a partial warp)
+// 5 lanes pass different pointers; 6 an accumulator used unfilled; 7 a shared array not declared 32-byte
+// aligned. block threads (48: a partial warp)
 void st_wmma_misuse(const unsigned short *a, float *c, int mode, int block, cudaStream_t s);
 
 #endif

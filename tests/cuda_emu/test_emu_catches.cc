@@ -214,7 +214,8 @@ void missing_event() {
 }
 
 // (g) nvcuda::wmma misuse (mma.h): warp-collective calls that diverge, miss a lane or get different
-// arguments, a misaligned pointer, a bad ldm, a partial warp; an unfilled accumulator gives NaN
+// arguments, a misaligned pointer (also a shared array that is not declared 32-byte aligned, which the
+// emulator places 16 bytes off), a bad ldm, a partial warp; an unfilled accumulator gives NaN
 void wmma_misuse() {
   unsigned short *a = nullptr;
   CUDA_OK(cudaMalloc(&a, 16 * 64 * 2));
@@ -240,6 +241,8 @@ void wmma_misuse() {
   dies("wmma lanes with different pointers", 5, 32,
        {"error in kernel wmma_misuse", "every lane of the warp must pass the same arguments"});
   dies("wmma by a partial warp", 0, 48, {"error in kernel wmma_misuse", "partial warp", "only 16 lanes"});
+  dies("wmma on a shared array declared without HS_SHARED_ALIGNED", 7, 32,
+       {"error in kernel wmma_misuse", "not 256-bit (32-byte) aligned"});
   st_wmma_misuse(a, c, 6, 32, 0);
   CUDA_OK(cudaMemcpy(h.data(), c, sizeof(float) * 256, cudaMemcpyDeviceToHost));
   for (int i = 0; i < 256; i++) CHECK(std::isnan(h[i]));
