@@ -1,6 +1,6 @@
 // kernels/tile_mma.cuh on the emulated CUDA device: warp_tile_mma for float, hs_tile_bf16 and
 // hs_tile_fp16 operands (16-bit ones on the emulator's nvcuda::wmma, and on the scalar loop, which a
-// GPU without WMMA for the type runs), both B forms, accumulate on and off, k = 16..128, leading
+// GPU without WMMA for the type runs), float with TF32 permitted (the emulator's m16n16k8), both B forms, accumulate on and off, k = 16..128, leading
 // dimensions with and without padding, two warps of a block on tiles of their own. Each element is
 // compared with a double-precision reference computed from the stored operand values.
 //
@@ -37,7 +37,7 @@ struct Shape {
 
 // Warp w of the block: C_w (+)= A_w · B_w from shared memory, operands copied from global memory
 // (a: [warps][kMaxA], b: [warps][kMaxB], c: [warps][kMaxC] at the same offsets).
-template <class T, bool SCALAR> __global__ void tile_mma_kernel(const T *a, const T *b, float *c, Shape s) {
+template <class T, bool SCALAR, bool TF32> __global__ void tile_mma_kernel(const T *a, const T *b, float *c, Shape s) {
   // each warp's tiles 32-byte aligned: the arrays are, and every row of them is a multiple of 32 bytes
   HS_SHARED_ALIGNED(32, T[kWarps][kMaxA], sa);
   HS_SHARED_ALIGNED(32, T[kWarps][kMaxB], sb);
@@ -50,7 +50,7 @@ template <class T, bool SCALAR> __global__ void tile_mma_kernel(const T *a, cons
   if (SCALAR) {
     warp_tile_mma_scalar(sc[w], s.ldc, sa[w], s.lda, sb[w], s.ldb, s.k, s.b_transposed, s.accumulate);
   } else {
-    warp_tile_mma(sc[w], s.ldc, sa[w], s.lda, sb[w], s.ldb, s.k, s.b_transposed, s.accumulate);
+    warp_tile_mma<T, TF32>(sc[w], s.ldc, sa[w], s.lda, sb[w], s.ldb, s.k, s.b_transposed, s.accumulate);
   }
   __syncwarp();
   for (int i = threadIdx.x % HS_WARP; i < kMaxC; i += HS_WARP) c[w * kMaxC + i] = sc[w][i];
@@ -84,7 +84,10 @@ double value(hs_tile_fp16 v) { return hs_fp16_to_float(v.bits); }
 double gamma(int n) { return n * 0x1p-24 / (1.0 - n * 0x1p-24); }
 
 // Runs every shape for operand type T on one path; returns the worst err/bound (fails past 1).
-template <class T, bool SCALAR> double run_all(const char *name, int *failures) {
+// TF32: the operands are rounded to 11 significant bits first (u_op = 2^-11 each), so the bound gains
+// (2 u_op + u_op^2) sum |a b| (as tests/cuda/conformance.h's), and some element must exceed the fp32
+// bound (the rounding happened).
+template <class T, bool SCALAR, bool TF32 = false> double run_all(const char *name, int *failures) {
   std::vector<T> a(kWarps * kMaxA), b(kWarps * kMaxB);
   std::vector<float> c0(kWarps * kMaxC), c(kWarps * kMaxC);
   T *da = nullptr, *db = nullptr;
@@ -92,8 +95,9 @@ template <class T, bool SCALAR> double run_all(const char *name, int *failures) 
   CUDA_OK(cudaMalloc(&da, a.size() * sizeof(T)));
   CUDA_OK(cudaMalloc(&db, b.size() * sizeof(T)));
   CUDA_OK(cudaMalloc(&dc, c.size() * sizeof(float)));
-  double worst = 0.0;
+  double worst = 0.0, worst_fp32 = 0.0;
   int cases = 0;
+  const double u_op = TF32 ? 0x1p-11 : 0.0;
   for (int k = kTile; k <= kMaxK; k += kTile)
     for (int tr = 0; tr < 2; tr++)
       for (int acc = 0; acc < 2; acc++)
@@ -105,22 +109,25 @@ template <class T, bool SCALAR> double run_all(const char *name, int *failures) 
           CUDA_OK(cudaMemcpy(da, a.data(), a.size() * sizeof(T), cudaMemcpyHostToDevice));
           CUDA_OK(cudaMemcpy(db, b.data(), b.size() * sizeof(T), cudaMemcpyHostToDevice));
           CUDA_OK(cudaMemcpy(dc, c0.data(), c0.size() * sizeof(float), cudaMemcpyHostToDevice));
-          HS_LAUNCH(1, kWarps * HS_WARP, 0, 0, tile_mma_kernel<T, SCALAR>)(da, db, dc, s);
+          HS_LAUNCH(1, kWarps * HS_WARP, 0, 0, tile_mma_kernel<T, SCALAR, TF32>)(da, db, dc, s);
           CUDA_OK(cudaGetLastError());
           CUDA_OK(cudaMemcpy(c.data(), dc, c.size() * sizeof(float), cudaMemcpyDeviceToHost));
           for (int w = 0; w < kWarps; w++)
             for (int i = 0; i < kTile; i++)
               for (int j = 0; j < kTile; j++) {
                 const float c_in = c0[w * kMaxC + i * s.ldc + j];
-                double ref = acc ? c_in : 0.0, mag = acc ? fabs(c_in) : 0.0;
+                double ref = acc ? c_in : 0.0, mag = acc ? fabs(c_in) : 0.0, prod_mag = 0.0;
                 for (int kk = 0; kk < k; kk++) {
                   const double bv = tr ? value(b[w * kMaxB + j * s.ldb + kk]) : value(b[w * kMaxB + kk * s.ldb + j]);
                   const double p = value(a[w * kMaxA + i * s.lda + kk]) * bv;
                   ref += p;
                   mag += fabs(p);
+                  prod_mag += fabs(p);
                 }
-                const double bound = gamma(acc ? k : k - 1) * mag;
+                const double g = gamma(acc ? k : k - 1), op = 2 * u_op + u_op * u_op;
+                const double bound = g * mag + (op + g * op) * prod_mag;
                 const double err = fabs(c[w * kMaxC + i * s.ldc + j] - ref);
+                if (g * mag > 0.0 && err / (g * mag) > worst_fp32) worst_fp32 = err / (g * mag);
                 const double ratio = bound > 0.0 ? err / bound : (err > 0.0 ? INFINITY : 0.0);
                 if (!(ratio <= 1.0)) {
                   if (*failures < 10)
@@ -136,8 +143,13 @@ template <class T, bool SCALAR> double run_all(const char *name, int *failures) 
   CUDA_OK(cudaFree(da));
   CUDA_OK(cudaFree(db));
   CUDA_OK(cudaFree(dc));
-  printf("%s %-28s %3d shapes x %d warps: worst err/bound %.3f\n", worst <= 1.0 ? "ok  " : "FAIL", name, cases, kWarps,
+  printf("%s %-28s %3d shapes x %d warps: worst err/bound %.3f", worst <= 1.0 ? "ok  " : "FAIL", name, cases, kWarps,
          worst);
+  if (TF32) {
+    printf(" (against the fp32 bound: %.1f, %s)", worst_fp32, worst_fp32 > 1.0 ? "rounded" : "FAIL: not rounded");
+    if (!(worst_fp32 > 1.0)) (*failures)++;
+  }
+  printf("\n");
   return worst;
 }
 
@@ -146,6 +158,7 @@ template <class T, bool SCALAR> double run_all(const char *name, int *failures) 
 int main() {
   int failures = 0;
   run_all<float, false>("float (scalar)", &failures);
+  run_all<float, false, true>("float TF32 (warp_tile_mma)", &failures);
   run_all<hs_tile_bf16, false>("bf16 (warp_tile_mma)", &failures);
   run_all<hs_tile_bf16, true>("bf16 (scalar loop)", &failures);
   run_all<hs_tile_fp16, false>("fp16 (warp_tile_mma)", &failures);

@@ -8,6 +8,7 @@
 #include <vector>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <mma.h>
 #include "hs_emu/control.h"
 #include "selftest.h"
 #include "selftest_kernels.h"
@@ -410,6 +411,11 @@ void test_wmma() {
   const std::vector<float> c = to_host(dc, 256);
   CHECK(c[0] == 16777230.0f); // 2^24 + 14
   CHECK(c[1] == 0.0f);
+  // __float_to_tf32 rounds to nearest at 2^-10, ties away from zero (cvt.rna.tf32.f32)
+  CHECK(nvcuda::wmma::__float_to_tf32(1.0f + 0x1p-11f) == 1.0f + 0x1p-10f);
+  CHECK(nvcuda::wmma::__float_to_tf32(-(1.0f + 0x1p-11f)) == -(1.0f + 0x1p-10f));
+  CHECK(nvcuda::wmma::__float_to_tf32(1.0f + 0x1p-11f - 0x1p-23f) == 1.0f);
+  CHECK(nvcuda::wmma::__float_to_tf32(1.0f + 0x1p-10f + 0x1p-11f) == 1.0f + 0x1p-9f);
   CUDA_OK(cudaFree(da));
   CUDA_OK(cudaFree(db));
   CUDA_OK(cudaFree(dc));
