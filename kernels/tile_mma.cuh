@@ -31,7 +31,8 @@
  * of 16 (pad tiles with zeros); lda and ldb are multiples of 8 elements and ldc a multiple of 4 (16
  * bytes); a, b and c start 32-byte aligned (declare shared tiles with HS_SHARED_ALIGNED(32, ...), or
  * carve them from dynamic shared memory, which starts 32-byte aligned, at offsets that are multiples of
- * 32 bytes; the emulator reports a tile aligned only by chance); every lane of the warp calls it with the same arguments
+ * 32 bytes; the emulator reports a tile aligned only by chance); every lane of the warp calls it with
+ * the same arguments
  * (warp-collective: never in lane-divergent code, never with a partial warp); A, B and, accumulating,
  * C are visible to all lanes before the call (__syncwarp after lanes wrote them, __syncthreads after
  * other warps did), and the lanes __syncwarp() before reading C. */

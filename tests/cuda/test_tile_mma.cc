@@ -1,7 +1,8 @@
 // kernels/tile_mma.cuh on the emulated CUDA device: warp_tile_mma for float, hs_tile_bf16 and
 // hs_tile_fp16 operands (16-bit ones on the emulator's nvcuda::wmma, and on the scalar loop, which a
-// GPU without WMMA for the type runs), float with TF32 permitted (the emulator's m16n16k8), both B forms, accumulate on and off, k = 16..128, leading
-// dimensions with and without padding, two warps of a block on tiles of their own. Each element is
+// GPU without WMMA for the type runs), float with TF32 permitted (the emulator's m16n16k8), both B
+// forms, accumulate on and off, k = 16..128, leading dimensions with and without padding, two warps of
+// a block on tiles of their own. Each element is
 // compared with a double-precision reference computed from the stored operand values.
 //
 // The bound (Higham, "Accuracy and Stability of Numerical Algorithms", 4.2; tests/cuda/conformance.h):

@@ -348,11 +348,13 @@ void st_shfl_from_exited(const float *x, float *y, cudaStream_t s) {
 void st_warp_deadlock(int *out, cudaStream_t s) { HS_LAUNCH(1, 64, 0, s, warp_deadlock)(out); }
 void st_wmma_product(const unsigned short *a, const unsigned short *b, float *c, int k, bool bf16, bool b_col,
                      bool accumulate, bool c_col, cudaStream_t s) {
-  namespace wmma = nvcuda::wmma;
-  if (bf16 && b_col) HS_LAUNCH(1, 32, 0, s, wmma_product<__nv_bfloat16, wmma::col_major>)(a, b, c, k, accumulate, c_col);
-  if (bf16 && !b_col) HS_LAUNCH(1, 32, 0, s, wmma_product<__nv_bfloat16, wmma::row_major>)(a, b, c, k, accumulate, c_col);
-  if (!bf16 && b_col) HS_LAUNCH(1, 32, 0, s, wmma_product<__half, wmma::col_major>)(a, b, c, k, accumulate, c_col);
-  if (!bf16 && !b_col) HS_LAUNCH(1, 32, 0, s, wmma_product<__half, wmma::row_major>)(a, b, c, k, accumulate, c_col);
+  using nvcuda::wmma::col_major;
+  using nvcuda::wmma::row_major;
+  const int acc = accumulate, ccol = c_col;
+  if (bf16 && b_col) HS_LAUNCH(1, 32, 0, s, wmma_product<__nv_bfloat16, col_major>)(a, b, c, k, acc, ccol);
+  if (bf16 && !b_col) HS_LAUNCH(1, 32, 0, s, wmma_product<__nv_bfloat16, row_major>)(a, b, c, k, acc, ccol);
+  if (!bf16 && b_col) HS_LAUNCH(1, 32, 0, s, wmma_product<__half, col_major>)(a, b, c, k, acc, ccol);
+  if (!bf16 && !b_col) HS_LAUNCH(1, 32, 0, s, wmma_product<__half, row_major>)(a, b, c, k, acc, ccol);
 }
 void st_wmma_misuse(const unsigned short *a, float *c, int mode, int block, cudaStream_t s) {
   HS_LAUNCH(1, block, 0, s, wmma_misuse)(a, c, mode);

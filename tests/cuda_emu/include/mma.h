@@ -15,8 +15,9 @@
 //
 // The fragment's element layout is opaque on a GPU; here lane l holds in x[t] (t < num_elements: 8,
 // or 4 for the 16 x 8 and 8 x 16 TF32 operands) the element e = l + 32 t of the matrix in row-major
-// order: row e / cols, column e % cols of A [m][k], B [k][n] or C [m][n]. A fragment starts with all-ones bytes (NaN), like an unwritten
-// register, so an accumulator used before fill_fragment or a load gives NaN.
+// order: row e / cols, column e % cols of A [m][k], B [k][n] or C [m][n]. A fragment starts with
+// all-ones bytes (NaN), like an unwritten register, so an accumulator used before fill_fragment or a
+// load gives NaN.
 //
 // mma_sync computes D = C + A B in fp32: each product of two 16-bit values is exact in fp32 (11 x 11
 // significant bits at most; barring fp32 overflow or underflow), each element's 16 products are summed
@@ -227,13 +228,15 @@ template <class L> constexpr int layout_of() { return std::is_same<L, col_major>
 
 // Sets every element this lane holds (not warp-collective on the emulator; call it from every lane
 // with the same value, as the Guide says one ordinarily does).
-template <class Use, int M, int N, int K, class T, class L, class V> inline void fill_fragment(fragment<Use, M, N, K, T, L> &f, const V &v) {
+template <class Use, int M, int N, int K, class T, class L, class V>
+inline void fill_fragment(fragment<Use, M, N, K, T, L> &f, const V &v) {
   for (int t = 0; t < f.num_elements; t++) emu::assign(f.x[t], static_cast<float>(v));
 }
 
 template <class Use, int K, class T, class L>
-inline void load_matrix_sync(fragment<Use, 16, 16, K, T, L> &f, const typename fragment<Use, 16, 16, K, T, L>::element_type *mptr,
-                             unsigned ldm, const char *file = __builtin_FILE(), int line = __builtin_LINE()) {
+inline void load_matrix_sync(fragment<Use, 16, 16, K, T, L> &f,
+                             const typename fragment<Use, 16, 16, K, T, L>::element_type *mptr, unsigned ldm,
+                             const char *file = __builtin_FILE(), int line = __builtin_LINE()) {
   static_assert(!std::is_same<Use, accumulator>::value, "an accumulator load takes a layout_t");
   emu::MemArgs args{f.x, mptr, ldm, emu::layout_of<L>()};
   ::hs_emu::warp_collective("nvcuda::wmma::load_matrix_sync", emu::complete_load<fragment<Use, 16, 16, K, T, L>>, &args,

@@ -332,7 +332,8 @@ void Executor::on_exit(EmuThread &t) {
                  "__syncthreads in conditional code only if the condition is the same in the whole block)",
                  barrier_waiters_.size(), w.file, w.line);
   }
-  for (int l = 0; l < 32 && warp_waiters_[t.warp] > 0; l++) { // lanes in a warp-level function no longer wait for this one
+  // lanes in a warp-level function no longer wait for this one (a warp-collective one cannot go on)
+  for (int l = 0; l < 32 && warp_waiters_[t.warp] > 0; l++) {
     const int i = t.warp * 32 + l;
     if (i >= n_ || threads_[i].state != State::AtWarp) continue;
     if (threads_[i].op == WarpOp::Collective) {

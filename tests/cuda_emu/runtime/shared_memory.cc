@@ -33,7 +33,8 @@ void SharedMemory::begin_block(size_t dynamic_bytes, size_t limit) {
   used_ = 0;
   limit_ = limit;
   dynamic_bytes_ = dynamic_bytes;
-  dynamic_ = dynamic_end_ - (dynamic_bytes + 31) / 32 * 32; // 32-byte aligned (kernels/hs_cuda.h), ends at the guard page
+  // 32-byte aligned (as kernels/hs_cuda.h declares it on a GPU), ending at the guard page
+  dynamic_ = dynamic_end_ - (dynamic_bytes + 31) / 32 * 32;
   memset(dynamic_, kFillByte, dynamic_bytes);
 }
 
