@@ -35,7 +35,8 @@
  * the same arguments
  * (warp-collective: never in lane-divergent code, never with a partial warp); A, B and, accumulating,
  * C are visible to all lanes before the call (__syncwarp after lanes wrote them, __syncthreads after
- * other warps did), and the lanes __syncwarp() before reading C. */
+ * other warps did), and the lanes __syncwarp() before reading C. The emulated device checks these rules
+ * on every path (tile_rules_check). */
 #ifndef HS_KERNELS_TILE_MMA_CUH
 #define HS_KERNELS_TILE_MMA_CUH
 
@@ -192,12 +193,55 @@ template <> struct TileMma<float, true> {
   }
 };
 
+#if defined(HS_CUDA_EMU)
+/* The emulated device checks the caller rules above on every path (the scalar loop would not need
+ * them, a GPU's WMMA would fault or compute garbage without them): one warp-collective step before the
+ * product, which also reports lanes that are missing or pass other arguments (tests/cuda_emu/include/
+ * hs_emu/device_builtins.h, warp_collective). */
+struct TileRules {
+  const void *c, *a, *b;
+  int ldc, lda, ldb, k;
+  bool b_transposed, accumulate;
+};
+inline const char *tile_rules_check(void *const *args) {
+  static thread_local char msg[400];
+  const TileRules &r = *static_cast<const TileRules *>(args[0]);
+  for (int l = 1; l < HS_WARP; l++) {
+    const TileRules &o = *static_cast<const TileRules *>(args[l]);
+    if (o.c != r.c || o.a != r.a || o.b != r.b || o.ldc != r.ldc || o.lda != r.lda || o.ldb != r.ldb || o.k != r.k ||
+        o.b_transposed != r.b_transposed || o.accumulate != r.accumulate) {
+      snprintf(msg, sizeof msg, "lane %d passes other arguments than lane 0: every lane of the warp must pass the same "
+               "(kernels/tile_mma.cuh)", l);
+      return msg;
+    }
+  }
+  if (r.k <= 0 || r.k % kTile != 0) {
+    snprintf(msg, sizeof msg, "k = %d is not a positive multiple of 16 (pad the tiles with zeros; kernels/tile_mma.cuh)",
+             r.k);
+  } else if (r.lda % 8 != 0 || r.ldb % 8 != 0 || r.ldc % 4 != 0) {
+    snprintf(msg, sizeof msg, "lda = %d, ldb = %d, ldc = %d: lda and ldb must be multiples of 8 elements, ldc of 4 "
+             "(kernels/tile_mma.cuh)", r.lda, r.ldb, r.ldc);
+  } else if (reinterpret_cast<uintptr_t>(r.a) % 32 != 0 || reinterpret_cast<uintptr_t>(r.b) % 32 != 0 ||
+             reinterpret_cast<uintptr_t>(r.c) % 32 != 0) {
+    snprintf(msg, sizeof msg, "a = %p, b = %p, c = %p: every tile must start 32-byte aligned (HS_SHARED_ALIGNED(32, "
+             "...); kernels/tile_mma.cuh)", r.a, r.b, r.c);
+  } else {
+    return nullptr;
+  }
+  return msg;
+}
+#endif
+
 /* The tile product (contract above): WMMA where the architecture has it for the operands, the scalar
  * loop otherwise. TF32 (float operands only) permits TF32 tensor cores; it is a permission, as the
  * precision tf32 is for the libraries: without them (sm_75) the product is fp32. */
 template <class T, bool TF32 = false>
 __device__ __forceinline__ void warp_tile_mma(float *c, int ldc, const T *a, int lda, const T *b, int ldb, int k,
                                               bool b_transposed, bool accumulate) {
+#if defined(HS_CUDA_EMU)
+  TileRules rules{c, a, b, ldc, lda, ldb, k, b_transposed, accumulate};
+  ::hs_emu::warp_collective("warp_tile_mma", tile_rules_check, &rules, __FILE__, __LINE__);
+#endif
   TileMma<T, TF32>::run(c, ldc, a, lda, b, ldb, k, b_transposed, accumulate);
 }
 

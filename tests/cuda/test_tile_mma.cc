@@ -23,6 +23,9 @@
 #include <vector>
 
 #include "tile_mma.cuh"
+#if defined(HS_CUDA_EMU)
+#include "selftest.h" /* expect_death (tests/cuda_emu) */
+#endif
 
 namespace {
 
@@ -57,6 +60,22 @@ template <class T, bool SCALAR, bool TF32> __global__ void tile_mma_kernel(const
   for (int i = threadIdx.x % HS_WARP; i < kMaxC; i += HS_WARP) c[w * kMaxC + i] = sc[w][i];
 }
 
+#if defined(HS_CUDA_EMU)
+// The caller rules, which the emulated device checks on every path (here float's scalar loop), by
+// mode: 0 kept; 1 k = 24; 2 lda = 20; 3 a 16 bytes off alignment; 4 lanes disagree on b_transposed.
+__global__ void tile_rules_kernel(float *out, int mode) {
+  HS_SHARED_ALIGNED(32, float[kTile * 32], a);
+  HS_SHARED_ALIGNED(32, float[kTile * 32], b);
+  HS_SHARED_ALIGNED(32, float[kTile * kTile], c);
+  for (int i = threadIdx.x; i < kTile * 32; i += HS_WARP) a[i] = b[i] = 1.0f;
+  __syncwarp();
+  const int lane = threadIdx.x % HS_WARP;
+  warp_tile_mma(c, kTile, mode == 3 ? a + 4 : a, mode == 2 ? 20 : 32, b, 32, mode == 1 ? 24 : 32,
+                mode == 4 ? lane < 8 : true, false);
+  __syncwarp();
+  for (int i = lane; i < kTile * kTile; i += HS_WARP) out[i] = c[i];
+}
+#else
 #define CUDA_OK(call)                                                                                   \
   do {                                                                                                  \
     const cudaError_t e_ = (call);                                                                      \
@@ -65,6 +84,7 @@ template <class T, bool SCALAR, bool TF32> __global__ void tile_mma_kernel(const
       exit(1);                                                                                          \
     }                                                                                                   \
   } while (0)
+#endif
 
 uint64_t g_rng = 0x9e3779b97f4a7c15ull;
 double uniform() { // [-1, 1)
@@ -154,10 +174,35 @@ template <class T, bool SCALAR, bool TF32 = false> double run_all(const char *na
   return worst;
 }
 
+#if defined(HS_CUDA_EMU)
+void rules_reported() {
+  float *out = nullptr;
+  CUDA_OK(cudaMalloc(&out, kTile * kTile * sizeof(float)));
+  HS_LAUNCH(1, HS_WARP, 0, 0, tile_rules_kernel)(out, 0);
+  std::vector<float> h(kTile * kTile);
+  CUDA_OK(cudaMemcpy(h.data(), out, h.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  for (float v : h) CHECK(v == 32.0f);
+  auto dies = [out](const char *name, int mode, const char *needle) {
+    expect_death(name, [out, mode] {
+      HS_LAUNCH(1, HS_WARP, 0, 0, tile_rules_kernel)(out, mode);
+      cudaDeviceSynchronize();
+    }, SIGABRT, {"error in kernel tile_rules_kernel", "warp_tile_mma", needle});
+  };
+  dies("warp_tile_mma with k = 24", 1, "k = 24 is not a positive multiple of 16");
+  dies("warp_tile_mma with lda = 20", 2, "lda and ldb must be multiples of 8 elements");
+  dies("warp_tile_mma on a misaligned tile", 3, "every tile must start 32-byte aligned");
+  dies("warp_tile_mma with lanes disagreeing", 4, "passes other arguments than lane 0");
+  CUDA_OK(cudaFree(out));
+}
+#endif
+
 } // namespace
 
 int main() {
   int failures = 0;
+#if defined(HS_CUDA_EMU)
+  rules_reported();
+#endif
   run_all<float, false>("float (scalar)", &failures);
   run_all<float, false, true>("float TF32 (warp_tile_mma)", &failures);
   run_all<hs_tile_bf16, false>("bf16 (warp_tile_mma)", &failures);
