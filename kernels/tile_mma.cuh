@@ -216,8 +216,8 @@ inline const char *tile_rules_check(void *const *args) {
     }
   }
   if (r.k <= 0 || r.k % kTile != 0) {
-    snprintf(msg, sizeof msg, "k = %d is not a positive multiple of 16 (pad the tiles with zeros; kernels/tile_mma.cuh)",
-             r.k);
+    snprintf(msg, sizeof msg, "k = %d is not a positive multiple of 16 (pad the tiles with zeros; "
+             "kernels/tile_mma.cuh)", r.k);
   } else if (r.lda % 8 != 0 || r.ldb % 8 != 0 || r.ldc % 4 != 0) {
     snprintf(msg, sizeof msg, "lda = %d, ldb = %d, ldc = %d: lda and ldb must be multiples of 8 elements, ldc of 4 "
              "(kernels/tile_mma.cuh)", r.lda, r.ldb, r.ldc);
