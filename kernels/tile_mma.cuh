@@ -115,8 +115,8 @@ __device__ __forceinline__ void warp_tile_mma_scalar(float *c, int ldc, const T 
  * precision::tf32 (E = float, STEP 8), whose loaded operands are rounded to TF32 (to nearest, ties away
  * from zero: the tensor core itself would drop the 13 low bits). */
 template <class W, class E, int STEP, class BLayout>
-__device__ __forceinline__ void warp_tile_wmma(float *c, int ldc, const E *a, int lda, const E *b, int ldb, int k,
-                                               bool accumulate) {
+__device__ __forceinline__ void warp_tile_wmma_steps(float *c, int ldc, const E *a, int lda, const E *b, int ldb, int k,
+                                                     bool accumulate) {
   namespace wmma = nvcuda::wmma;
   const bool col = std::is_same<BLayout, wmma::col_major>::value;
   wmma::fragment<wmma::accumulator, kTile, kTile, STEP, float> acc;
@@ -141,15 +141,16 @@ __device__ __forceinline__ void warp_tile_wmma(float *c, int ldc, const E *a, in
   wmma::store_matrix_sync(c, acc, ldc, wmma::mem_row_major);
 }
 
+/* The tile storage type T read as WMMA's element type E, B's layout chosen. */
 template <class W, class E, int STEP, class T>
 __device__ __forceinline__ void warp_tile_wmma(float *c, int ldc, const T *a, int lda, const T *b, int ldb, int k,
                                                bool b_transposed, bool accumulate) {
   static_assert(sizeof(E) == sizeof(T), "the tile type and the CUDA type share the storage");
   const E *ae = reinterpret_cast<const E *>(a), *be = reinterpret_cast<const E *>(b);
   if (b_transposed) {
-    warp_tile_wmma<W, E, STEP, nvcuda::wmma::col_major>(c, ldc, ae, lda, be, ldb, k, accumulate);
+    warp_tile_wmma_steps<W, E, STEP, nvcuda::wmma::col_major>(c, ldc, ae, lda, be, ldb, k, accumulate);
   } else {
-    warp_tile_wmma<W, E, STEP, nvcuda::wmma::row_major>(c, ldc, ae, lda, be, ldb, k, accumulate);
+    warp_tile_wmma_steps<W, E, STEP, nvcuda::wmma::row_major>(c, ldc, ae, lda, be, ldb, k, accumulate);
   }
 }
 #endif
