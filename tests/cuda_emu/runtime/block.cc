@@ -153,6 +153,7 @@ private:
   std::vector<int> ready_;           // runnable threads; the next one is drawn at random
   std::vector<int> barrier_waiters_; // threads at __syncthreads
   std::vector<int> warp_waiters_;    // per warp: threads in a warp-level function
+  std::vector<int> collective_waiters_; // per warp: those of them in a warp-collective one
   StackPool stacks_;
   std::deque<Worker> workers_; // stable addresses
   std::vector<Worker *> idle_;
@@ -262,6 +263,7 @@ void Executor::run_block(uint3 bid) {
   waited_ = false;
   barrier_waiters_.clear();
   warp_waiters_.assign((n_ + 31) / 32, 0);
+  collective_waiters_.assign((n_ + 31) / 32, 0);
   shared_.begin_block(launch_->dynamic_shared, launch_->shared_limit);
   while (pending_ >= 0 || !ready_.empty()) {
     int id = pending_;
@@ -388,6 +390,7 @@ void Executor::on_warp(EmuThread &t) {
     kernel_error(&t, "%s at %s:%d: width %d is not a power of two in [1, 32]", op_name(t.op), t.file, t.line, t.width);
   warp_waiters_[t.warp]++;
   if (t.op == WarpOp::Collective) {
+    collective_waiters_[t.warp]++;
     try_collective(t);
   } else {
     try_complete(t.warp, t.mask, t.op);
@@ -426,13 +429,14 @@ void Executor::try_collective(const EmuThread &t) {
     ready_.push_back(base + l);
     warp_waiters_[t.warp]--;
   }
+  collective_waiters_[t.warp] -= 32;
 }
 
 // When every lane of a warp that is still running waits in a warp-level function and some wait in a
 // warp-collective one, none of them can go on: lanes called the collective function in divergent code
 // (at different call sites, or some in another warp-level function). Reported at once, naming both.
 void Executor::check_collective_divergence(int warp) {
-  if (warp_waiters_[warp] == 0) return;
+  if (collective_waiters_[warp] == 0) return; // (the common case: costs nothing for shuffles)
   const EmuThread *coll = nullptr, *other = nullptr;
   for (int l = 0; l < 32; l++) {
     const int i = warp * 32 + l;
