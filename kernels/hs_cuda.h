@@ -13,8 +13,12 @@
  *       instance (HS_LAUNCH(g, b, 0, s, reduce<float, 256>)(...)). Errors arrive at cudaGetLastError.
  *   HS_SHARED(float[256], tile);
  *       instead of __shared__ float tile[256];  (any type: HS_SHARED(int, count); HS_SHARED(T[N][M], t))
+ *   HS_SHARED_ALIGNED(32, float[16][16], tile);
+ *       instead of __shared__ __align__(32) float tile[16][16];  (an alignment attribute inside HS_SHARED's
+ *       type would be dropped by the host compiler; WMMA tiles, kernels/tile_mma.cuh, need 32 bytes)
  *   HS_DYNAMIC_SHARED(float, buf);
- *       instead of extern __shared__ float buf[];  (buf is a float *; the size is the launch's shmem)
+ *       instead of extern __shared__ float buf[];  (buf is a float *, 32-byte aligned; the size is the
+ *       launch's shmem)
  * Plain __shared__ does not compile under the emulator, on purpose: a per-block variable that starts
  * undefined needs the macro.
  */
@@ -28,8 +32,9 @@ template <class T> using hs_cuda_type = T; /* lets HS_SHARED take array types */
 
 #define HS_LAUNCH(grid, block, shmem, stream, ...) __VA_ARGS__<<<(grid), (block), (shmem), (stream)>>>
 #define HS_SHARED(type, name) __shared__ hs_cuda_type<type> name
+#define HS_SHARED_ALIGNED(align, type, name) __shared__ __align__(align) hs_cuda_type<type> name
 #define HS_DYNAMIC_SHARED(type, name)                               \
-  extern __shared__ __align__(16) unsigned char hs_dynamic_shared_[]; \
+  extern __shared__ __align__(32) unsigned char hs_dynamic_shared_[]; \
   type *name = reinterpret_cast<type *>(hs_dynamic_shared_)
 
 #elif defined(HS_CUDA_EMU)
@@ -48,6 +53,11 @@ template <class T> using hs_cuda_type = T;
   static char hs_shared_tag_##name;                                                                       \
   hs_cuda_type<type> &name = *static_cast<hs_cuda_type<type> *>(::hs_emu::block_shared(                  \
       &hs_shared_tag_##name, sizeof(hs_cuda_type<type>), alignof(hs_cuda_type<type>), #name))
+#define HS_SHARED_ALIGNED(align, type, name)                                                                \
+  static char hs_shared_tag_##name;                                                                       \
+  hs_cuda_type<type> &name = *static_cast<hs_cuda_type<type> *>(::hs_emu::block_shared(                  \
+      &hs_shared_tag_##name, sizeof(hs_cuda_type<type>),                                                  \
+      (align) > alignof(hs_cuda_type<type>) ? (align) : alignof(hs_cuda_type<type>), #name))
 #define HS_DYNAMIC_SHARED(type, name) type *name = static_cast<type *>(::hs_emu::dynamic_shared())
 
 #else

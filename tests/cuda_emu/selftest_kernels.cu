@@ -1,6 +1,10 @@
 // Self-test kernels of the emulated CUDA device: correct kernels and kernels with the bugs the
 // emulator must expose. Written the way hetseq kernels are (kernels/hs_cuda.h), so that this file
 // compiles unchanged with nvcc (tests/cuda_emu/test_emu_nvcc.sh) and with the host compiler.
+#include <type_traits>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <mma.h>
 #include "hs_cuda.h"
 #include "selftest_kernels.h"
 
@@ -198,6 +202,75 @@ __global__ void warp_deadlock(int *out) {
   out[threadIdx.x] = 1;
 }
 
+// One warp: C[16,16] (+)= A[16,k] B[k,16] with nvcuda::wmma from global memory, W = __half or
+// __nv_bfloat16 bit patterns; A row-major (lda = k), B row-major [k][16] or column-major (Bᵀ
+// row-major [16][k]); C loaded and stored row- or column-major with ldc = 16.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+constexpr bool kBf16Wmma = false; // bf16 fragments need sm_80
+#else
+constexpr bool kBf16Wmma = true;
+#endif
+
+template <class W, class BL>
+__device__ void wmma_product_body(const unsigned short *a, const unsigned short *b, float *c, int k, int accumulate,
+                                  int c_col) {
+  namespace wmma = nvcuda::wmma;
+  const wmma::layout_t cl = c_col ? wmma::mem_col_major : wmma::mem_row_major;
+  const bool bcol = std::is_same<BL, wmma::col_major>::value;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+  if (accumulate) {
+    wmma::load_matrix_sync(acc, c, 16, cl);
+  } else {
+    wmma::fill_fragment(acc, 0.0f);
+  }
+  const W *aw = reinterpret_cast<const W *>(a), *bw = reinterpret_cast<const W *>(b);
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, W, wmma::row_major> fa;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, W, BL> fb;
+  for (int kk = 0; kk < k; kk += 16) {
+    wmma::load_matrix_sync(fa, aw + kk, k);
+    wmma::load_matrix_sync(fb, bcol ? bw + kk : bw + kk * 16, bcol ? k : 16);
+    wmma::mma_sync(acc, fa, fb, acc);
+  }
+  wmma::store_matrix_sync(c, acc, 16, cl);
+}
+
+template <class W, class BL>
+__global__ void wmma_product(const unsigned short *a, const unsigned short *b, float *c, int k, int accumulate,
+                             int c_col) {
+  if constexpr (!std::is_same<W, __nv_bfloat16>::value || kBf16Wmma)
+    wmma_product_body<W, BL>(a, b, c, k, accumulate, c_col);
+}
+
+// Misuse of nvcuda::wmma (a: 16 x 64 halves, c: 16 x 16 floats), by mode:
+//   0 correct; 1 lanes 0..15 and 16..31 load at different call sites; 2 lane 31 returns first;
+//   3 the pointer is 16 bytes past a 32-byte boundary; 4 ldm 20 (not a multiple of 8 halves);
+//   5 lanes pass different pointers; 6 the accumulator is stored before it was filled (NaN, no report);
+//   7 a shared array declared with HS_SHARED (2-byte alignment), not HS_SHARED_ALIGNED(32, ...)
+__global__ void wmma_misuse(const unsigned short *a, float *c, int mode) {
+  namespace wmma = nvcuda::wmma;
+  const __half *h = reinterpret_cast<const __half *>(a);
+  const int lane = threadIdx.x % 32;
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+  if (mode != 6) wmma::fill_fragment(acc, 0.0f);
+  if (mode == 2 && lane == 31) return;
+  if (mode == 1 && lane < 16) {
+    wmma::load_matrix_sync(fa, h, 64);
+  } else {
+    HS_SHARED(__half[16 * 64], plain); // declared without HS_SHARED_ALIGNED: 2-byte alignment only
+    if (mode == 7) {
+      for (int i = lane; i < 16 * 64; i += 32) plain[i] = h[i];
+      __syncwarp();
+    }
+    const __half *p = mode == 3 ? h + 8 : mode == 5 ? h + 16 * (lane % 2) : mode == 7 ? plain : h;
+    wmma::load_matrix_sync(fa, p, mode == 4 ? 20 : 64);
+  }
+  wmma::load_matrix_sync(fb, h + 16, 64);
+  wmma::mma_sync(acc, fa, fb, acc);
+  wmma::store_matrix_sync(c, acc, 16, wmma::mem_row_major);
+}
+
 int blocks_for(int n, int block) { return (n + block - 1) / block; }
 
 } // namespace
@@ -273,3 +346,16 @@ void st_shfl_from_exited(const float *x, float *y, cudaStream_t s) {
   HS_LAUNCH(1, 32, 0, s, shfl_from_exited)(x, y);
 }
 void st_warp_deadlock(int *out, cudaStream_t s) { HS_LAUNCH(1, 64, 0, s, warp_deadlock)(out); }
+void st_wmma_product(const unsigned short *a, const unsigned short *b, float *c, int k, bool bf16, bool b_col,
+                     bool accumulate, bool c_col, cudaStream_t s) {
+  using nvcuda::wmma::col_major;
+  using nvcuda::wmma::row_major;
+  const int acc = accumulate, ccol = c_col;
+  if (bf16 && b_col) HS_LAUNCH(1, 32, 0, s, wmma_product<__nv_bfloat16, col_major>)(a, b, c, k, acc, ccol);
+  if (bf16 && !b_col) HS_LAUNCH(1, 32, 0, s, wmma_product<__nv_bfloat16, row_major>)(a, b, c, k, acc, ccol);
+  if (!bf16 && b_col) HS_LAUNCH(1, 32, 0, s, wmma_product<__half, col_major>)(a, b, c, k, acc, ccol);
+  if (!bf16 && !b_col) HS_LAUNCH(1, 32, 0, s, wmma_product<__half, row_major>)(a, b, c, k, acc, ccol);
+}
+void st_wmma_misuse(const unsigned short *a, float *c, int mode, int block, cudaStream_t s) {
+  HS_LAUNCH(1, block, 0, s, wmma_misuse)(a, c, mode);
+}

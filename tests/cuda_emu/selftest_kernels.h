@@ -43,6 +43,11 @@ void st_maybe_sync_reverse(const float *x, float *y, int nblocks, int sync_from,
 // per warp (block a multiple of 32, nblocks * block elements): y = the warp's sum of x
 // (__shfl_xor_sync) where the warp's first x is positive, else y = x
 void st_maybe_warp_sum(const float *x, float *y, int nblocks, int block, cudaStream_t s);
+// one warp: C[16,16] (+)= A[16,k] B[k,16] by nvcuda::wmma (k a multiple of 16) from global memory: A
+// row-major [16][k] of __half (bf16: __nv_bfloat16) bit patterns; B row-major [k][16] or, b_col,
+// Bᵀ row-major [16][k]; C (ldc 16) row-major or, c_col, column-major; accumulate: C += A B
+void st_wmma_product(const unsigned short *a, const unsigned short *b, float *c, int k, bool bf16, bool b_col,
+                     bool accumulate, bool c_col, cudaStream_t s);
 // whether the self-test kernels were compiled where a*b+c can contract to a fused multiply-add
 bool st_kernels_contract();
 
@@ -61,5 +66,10 @@ void st_write_past_end(float *x, int n, cudaStream_t s);
 void st_shfl_from_exited(const float *x, float *y, cudaStream_t s);
 // lanes 0..15 wait at __syncwarp(full mask) while lanes 16..31 wait at __syncthreads
 void st_warp_deadlock(int *out, cudaStream_t s);
+// nvcuda::wmma misuse on a (16 x 64 __half bit patterns) into c (16 x 16 floats), by mode: 0 none; 1 lanes
+// at two call sites; 2 lane 31 returns first; 3 a pointer 16 bytes off 32-byte alignment; 4 ldm 20;
+// 5 lanes pass different pointers; 6 an accumulator used unfilled; 7 a shared array not declared 32-byte
+// aligned. block threads (48: a partial warp)
+void st_wmma_misuse(const unsigned short *a, float *c, int mode, int block, cudaStream_t s);
 
 #endif

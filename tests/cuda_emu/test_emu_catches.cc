@@ -213,6 +213,44 @@ void missing_event() {
   CUDA_OK(cudaFree(y));
 }
 
+// (g) nvcuda::wmma misuse (mma.h): warp-collective calls that diverge, miss a lane or get different
+// arguments, a misaligned pointer (also a shared array that is not declared 32-byte aligned, which the
+// emulator places 16 bytes off), a bad ldm, a partial warp; an unfilled accumulator gives NaN
+void wmma_misuse() {
+  unsigned short *a = nullptr;
+  CUDA_OK(cudaMalloc(&a, 16 * 64 * 2));
+  CUDA_OK(cudaMemset(a, 0, 16 * 64 * 2));
+  float *c = device_floats(256);
+  st_wmma_misuse(a, c, 0, 32, 0); // control
+  std::vector<float> h(256);
+  CUDA_OK(cudaMemcpy(h.data(), c, sizeof(float) * 256, cudaMemcpyDeviceToHost));
+  for (int i = 0; i < 256; i++) CHECK(h[i] == 0.0f);
+  auto dies = [a, c](const char *name, int mode, int block, std::initializer_list<const char *> needles) {
+    expect_death(name, [a, c, mode, block] {
+      st_wmma_misuse(a, c, mode, block, 0);
+      cudaDeviceSynchronize();
+    }, SIGABRT, needles);
+  };
+  dies("wmma load at two call sites (divergent lanes)", 1, 32,
+       {"error in kernel wmma_misuse", "divergent warp-collective call", "nvcuda::wmma::load_matrix_sync"});
+  dies("wmma with a lane that returned", 2, 32,
+       {"error in kernel wmma_misuse", "lane 31, which returned from the kernel", "warp-collective"});
+  dies("wmma pointer not 32-byte aligned", 3, 32,
+       {"error in kernel wmma_misuse", "nvcuda::wmma::load_matrix_sync", "not 256-bit (32-byte) aligned"});
+  dies("wmma ldm not a multiple of 8 halves", 4, 32, {"error in kernel wmma_misuse", "ldm 20 is not a multiple of 8"});
+  dies("wmma lanes with different pointers", 5, 32,
+       {"error in kernel wmma_misuse", "every lane of the warp must pass the same arguments"});
+  dies("wmma by a partial warp", 0, 48, {"error in kernel wmma_misuse", "partial warp", "only 16 lanes"});
+  dies("wmma on a shared array declared without HS_SHARED_ALIGNED", 7, 32,
+       {"error in kernel wmma_misuse", "not 256-bit (32-byte) aligned"});
+  st_wmma_misuse(a, c, 6, 32, 0);
+  CUDA_OK(cudaMemcpy(h.data(), c, sizeof(float) * 256, cudaMemcpyDeviceToHost));
+  for (int i = 0; i < 256; i++) CHECK(std::isnan(h[i]));
+  printf("ok   wmma accumulator used before fill_fragment or a load: NaN\n");
+  CUDA_OK(cudaFree(a));
+  CUDA_OK(cudaFree(c));
+}
+
 } // namespace
 
 int main() {
@@ -222,5 +260,6 @@ int main() {
   undefined_values();
   missing_host_sync();
   missing_event();
+  wmma_misuse();
   return 0;
 }

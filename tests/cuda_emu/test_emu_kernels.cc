@@ -2,9 +2,13 @@
 // (thread, block and stream orders differ per seed): a shared-memory block reduction with
 // __syncthreads, warp-shuffle reductions, atomics, grids of many blocks with odd block sizes, the
 // warp functions' exact lane semantics, dynamic shared memory, and a spin lock within a block; and a*b + c
-// in a kernel is one fused multiply-add, as nvcc's default --fmad=true compiles it.
+// in a kernel is one fused multiply-add, as nvcc's default --fmad=true compiles it; and nvcuda::wmma
+// tile products (every fragment layout, __half and __nv_bfloat16) with mma.h's stated summation order.
 #include <cstdint>
 #include <vector>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <mma.h>
 #include "hs_emu/control.h"
 #include "selftest.h"
 #include "selftest_kernels.h"
@@ -352,6 +356,72 @@ std::vector<float> run_mixed(uint64_t seed, int fast) {
   return out;
 }
 
+// nvcuda::wmma (mma.h): C (+)= A B for small integers (exact in any order) over every combination of
+// type, B layout, C layout and accumulate; then one row whose sum shows the stated order: products
+// 2^24, 1, ..., 1 sum pairwise to 2^24 + 14 (a loop in k order gives 2^24, the exact sum 2^24 + 15).
+void test_wmma() {
+  const int k = 48;
+  std::vector<unsigned short> a(16 * k), b(k * 16);
+  std::vector<float> av(16 * k), bv(k * 16), c0(256);
+  for (int i = 0; i < 16 * k; i++) av[i] = static_cast<float>(static_cast<int>((i * 7 + 3) % 17) - 8);
+  for (int i = 0; i < k * 16; i++) bv[i] = static_cast<float>(static_cast<int>((i * 5 + 1) % 13) - 6);
+  for (int i = 0; i < 256; i++) c0[i] = static_cast<float>(i % 9) - 4.0f;
+  unsigned short *da = nullptr, *db = nullptr;
+  CUDA_OK(cudaMalloc(&da, a.size() * 2));
+  CUDA_OK(cudaMalloc(&db, b.size() * 2));
+  float *dc = nullptr;
+  CUDA_OK(cudaMalloc(&dc, 256 * sizeof(float)));
+  int cases = 0;
+  for (int bf16 = 0; bf16 < 2; bf16++)
+    for (int b_col = 0; b_col < 2; b_col++)
+      for (int acc = 0; acc < 2; acc++)
+        for (int c_col = 0; c_col < 2; c_col++) {
+          auto bits = [bf16](float v) {
+            return bf16 ? hs_emu_float_to_bf16_bits(v) : hs_emu_float_to_half_bits(v);
+          };
+          for (int i = 0; i < 16 * k; i++) a[i] = bits(av[i]);
+          // B[kk][n] = bv[kk * 16 + n]; b_col stores Bᵀ row-major [16][k]
+          for (int kk = 0; kk < k; kk++)
+            for (int n = 0; n < 16; n++) b[b_col ? n * k + kk : kk * 16 + n] = bits(bv[kk * 16 + n]);
+          CUDA_OK(cudaMemcpy(da, a.data(), a.size() * 2, cudaMemcpyHostToDevice));
+          CUDA_OK(cudaMemcpy(db, b.data(), b.size() * 2, cudaMemcpyHostToDevice));
+          CUDA_OK(cudaMemcpy(dc, c0.data(), 256 * sizeof(float), cudaMemcpyHostToDevice));
+          st_wmma_product(da, db, dc, k, bf16, b_col, acc, c_col, 0);
+          const std::vector<float> c = to_host(dc, 256);
+          for (int m = 0; m < 16; m++)
+            for (int n = 0; n < 16; n++) {
+              const int ci = c_col ? n * 16 + m : m * 16 + n; // where C[m][n] is stored
+              double want = acc ? c0[ci] : 0.0;
+              for (int kk = 0; kk < k; kk++) want += static_cast<double>(av[m * k + kk]) * bv[kk * 16 + n];
+              CHECK(c[ci] == want);
+            }
+          cases++;
+        }
+  std::fill(a.begin(), a.end(), 0);
+  std::fill(b.begin(), b.end(), 0);
+  a[0] = hs_emu_float_to_half_bits(4096.0f); // A[0][0] B[0][0] = 2^24
+  b[0] = hs_emu_float_to_half_bits(4096.0f);
+  for (int kk = 1; kk < 16; kk++) {
+    a[kk] = hs_emu_float_to_half_bits(1.0f);
+    b[kk * 16] = hs_emu_float_to_half_bits(1.0f);
+  }
+  CUDA_OK(cudaMemcpy(da, a.data(), a.size() * 2, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(db, b.data(), b.size() * 2, cudaMemcpyHostToDevice));
+  st_wmma_product(da, db, dc, 16, false, false, false, false, 0);
+  const std::vector<float> c = to_host(dc, 256);
+  CHECK(c[0] == 16777230.0f); // 2^24 + 14
+  CHECK(c[1] == 0.0f);
+  // __float_to_tf32 rounds to nearest at 2^-10, ties away from zero (cvt.rna.tf32.f32)
+  CHECK(nvcuda::wmma::__float_to_tf32(1.0f + 0x1p-11f) == 1.0f + 0x1p-10f);
+  CHECK(nvcuda::wmma::__float_to_tf32(-(1.0f + 0x1p-11f)) == -(1.0f + 0x1p-10f));
+  CHECK(nvcuda::wmma::__float_to_tf32(1.0f + 0x1p-11f - 0x1p-23f) == 1.0f);
+  CHECK(nvcuda::wmma::__float_to_tf32(1.0f + 0x1p-10f + 0x1p-11f) == 1.0f + 0x1p-9f);
+  CUDA_OK(cudaFree(da));
+  CUDA_OK(cudaFree(db));
+  CUDA_OK(cudaFree(dc));
+  CHECK(cases == 16);
+}
+
 void test_fast_path_same_results() {
   for (uint64_t seed : {1ull, 7ull, 1000003ull}) {
     const std::vector<float> on = run_mixed(seed, 1), off = run_mixed(seed, 0);
@@ -380,9 +450,10 @@ int main() {
     test_dynamic_reverse();
     test_spin_lock();
     test_barrier_votes();
+    test_wmma();
     shuffled += test_block_order();
     printf("ok   seed %llu: block reduction, warp reductions, atomics, odd grids, warp functions, dynamic "
-           "shared memory, spin lock, barrier votes\n",
+           "shared memory, spin lock, barrier votes, wmma tile products\n",
            static_cast<unsigned long long>(seed));
   }
   CHECK(shuffled == 4);

@@ -38,6 +38,9 @@ struct EmuThread : ThreadCoords {
   unsigned mask = 0;
   int b = 0, width = 32;
   uint64_t value = 0, result = 0;
+  const char *collective = nullptr; // WarpOp::Collective: its name, completion and this lane's arguments
+  CollectiveFn complete = nullptr;
+  void *args = nullptr;
 };
 
 // A fiber that runs emulated threads one after another. A thread keeps its worker while it waits;
@@ -64,6 +67,7 @@ const char *op_name(WarpOp op) {
   case WarpOp::Ballot: return "__ballot_sync";
   case WarpOp::Any: return "__any_sync";
   case WarpOp::All: return "__all_sync";
+  case WarpOp::Collective: return "a warp-collective function";
   }
   return "?";
 }
@@ -134,6 +138,8 @@ private:
   void on_barrier(EmuThread &t);
   void on_warp(EmuThread &t);
   void try_complete(int warp, unsigned mask, WarpOp op);
+  void try_collective(const EmuThread &t);
+  void check_collective_divergence(int warp);
   [[noreturn]] void report_deadlock();
   static void worker_main(void *worker);
 
@@ -147,6 +153,7 @@ private:
   std::vector<int> ready_;           // runnable threads; the next one is drawn at random
   std::vector<int> barrier_waiters_; // threads at __syncthreads
   std::vector<int> warp_waiters_;    // per warp: threads in a warp-level function
+  std::vector<int> collective_waiters_; // per warp: those of them in a warp-collective one
   StackPool stacks_;
   std::deque<Worker> workers_; // stable addresses
   std::vector<Worker *> idle_;
@@ -256,6 +263,7 @@ void Executor::run_block(uint3 bid) {
   waited_ = false;
   barrier_waiters_.clear();
   warp_waiters_.assign((n_ + 31) / 32, 0);
+  collective_waiters_.assign((n_ + 31) / 32, 0);
   shared_.begin_block(launch_->dynamic_shared, launch_->shared_limit);
   while (pending_ >= 0 || !ready_.empty()) {
     int id = pending_;
@@ -326,9 +334,15 @@ void Executor::on_exit(EmuThread &t) {
                  "__syncthreads in conditional code only if the condition is the same in the whole block)",
                  barrier_waiters_.size(), w.file, w.line);
   }
-  for (int l = 0; l < 32 && warp_waiters_[t.warp] > 0; l++) { // lanes in a warp-level function no longer wait for this one
+  // lanes in a warp-level function no longer wait for this one (a warp-collective one cannot go on)
+  for (int l = 0; l < 32 && warp_waiters_[t.warp] > 0; l++) {
     const int i = t.warp * 32 + l;
-    if (i < n_ && threads_[i].state == State::AtWarp) try_complete(t.warp, threads_[i].mask, threads_[i].op);
+    if (i >= n_ || threads_[i].state != State::AtWarp) continue;
+    if (threads_[i].op == WarpOp::Collective) {
+      try_collective(threads_[i]);
+    } else {
+      try_complete(t.warp, threads_[i].mask, threads_[i].op);
+    }
   }
 }
 
@@ -375,7 +389,77 @@ void Executor::on_warp(EmuThread &t) {
   if (is_shuffle(t.op) && (t.width < 1 || t.width > 32 || (t.width & (t.width - 1)) != 0))
     kernel_error(&t, "%s at %s:%d: width %d is not a power of two in [1, 32]", op_name(t.op), t.file, t.line, t.width);
   warp_waiters_[t.warp]++;
-  try_complete(t.warp, t.mask, t.op);
+  if (t.op == WarpOp::Collective) {
+    collective_waiters_[t.warp]++;
+    try_collective(t);
+  } else {
+    try_complete(t.warp, t.mask, t.op);
+  }
+  check_collective_divergence(t.warp);
+}
+
+// A warp-collective function (device_builtins.h, warp_collective) completes when all 32 lanes of the
+// warp wait at the same call site; a lane that returned, or a partial last warp, can never join.
+void Executor::try_collective(const EmuThread &t) {
+  const int base = t.warp * 32;
+  if (base + 32 > n_)
+    kernel_error(&t,
+                 "%s at %s:%d called by a partial warp: the block has %d threads, so warp %d has only %d lanes; it "
+                 "is warp-collective and needs all 32 lanes of the warp (CUDA Programming Guide, \"Warp Matrix "
+                 "Functions\")",
+                 t.collective, t.file, t.line, n_, t.warp, n_ - base);
+  for (int l = 0; l < 32; l++) {
+    const EmuThread &u = threads_[base + l];
+    if (u.state == State::Exited)
+      kernel_error(&t,
+                   "%s at %s:%d is waited for by lane %d, which returned from the kernel: it is warp-collective, "
+                   "every lane of the warp must call it (CUDA Programming Guide, \"Warp Matrix Functions\")",
+                   t.collective, t.file, t.line, l);
+    if (u.state != State::AtWarp || u.op != WarpOp::Collective || u.complete != t.complete || u.line != t.line ||
+        (u.file != t.file && strcmp(u.file, t.file) != 0))
+      return; // still to come (or elsewhere: check_collective_divergence reports it)
+  }
+  void *args[32];
+  for (int l = 0; l < 32; l++) args[l] = threads_[base + l].args;
+  if (const char *err = t.complete(args))
+    kernel_error(&threads_[base], "%s at %s:%d: %s", t.collective, t.file, t.line, err);
+  for (int l = 0; l < 32; l++) {
+    EmuThread &u = threads_[base + l];
+    u.state = State::Ready;
+    ready_.push_back(base + l);
+    warp_waiters_[t.warp]--;
+  }
+  collective_waiters_[t.warp] -= 32;
+}
+
+// When every lane of a warp that is still running waits in a warp-level function and some wait in a
+// warp-collective one, none of them can go on: lanes called the collective function in divergent code
+// (at different call sites, or some in another warp-level function). Reported at once, naming both.
+void Executor::check_collective_divergence(int warp) {
+  if (collective_waiters_[warp] == 0) return; // (the common case: costs nothing for shuffles)
+  const EmuThread *coll = nullptr, *other = nullptr;
+  for (int l = 0; l < 32; l++) {
+    const int i = warp * 32 + l;
+    if (i >= n_) break;
+    const EmuThread &u = threads_[i];
+    if (u.state == State::Exited) continue;
+    if (u.state != State::AtWarp) return; // a lane that can still arrive
+    if (u.op == WarpOp::Collective && coll == nullptr) {
+      coll = &u;
+    } else if (other == nullptr && (coll == nullptr || u.op != WarpOp::Collective || u.line != coll->line ||
+                                    strcmp(u.file, coll->file) != 0 || u.complete != coll->complete)) {
+      other = &u;
+    }
+  }
+  if (coll == nullptr) return;
+  if (other == nullptr) return; // cannot happen: a complete collective was released
+  const char *other_name = other->op == WarpOp::Collective ? other->collective : op_name(other->op);
+  kernel_error(coll,
+               "divergent warp-collective call: lane %d waits in %s at %s:%d while lane %d waits in %s at %s:%d; "
+               "every lane of the warp must call it together, at the same place (CUDA Programming Guide, \"Warp "
+               "Matrix Functions\")",
+               coll->lane, coll->collective, coll->file, coll->line, other->lane, other_name, other->file,
+               other->line);
 }
 
 void Executor::try_complete(int warp, unsigned mask, WarpOp op) {
@@ -448,7 +532,8 @@ void Executor::report_deadlock() {
                groups[k].count, f.tid.x, f.tid.y, f.tid.z, f.file, f.line);
     else
       snprintf(line, sizeof line, "\n  %d thread(s) of warp %d (first: lane %d) wait at %s(mask 0x%08x) at %s:%d",
-               groups[k].count, f.warp, f.lane, op_name(f.op), f.mask, f.file, f.line);
+               groups[k].count, f.warp, f.lane, f.op == WarpOp::Collective ? f.collective : op_name(f.op), f.mask,
+               f.file, f.line);
     text += line;
   }
   if (exited_ > 0) {
@@ -504,6 +589,19 @@ uint64_t warp_op(WarpOp op, unsigned mask, uint64_t value, int b, int width, con
   t.line = line;
   executor().wait(t);
   return t.result;
+}
+
+void warp_collective(const char *name, CollectiveFn complete, void *args, const char *file, int line) {
+  EmuThread &t = current(name);
+  t.state = State::AtWarp;
+  t.op = WarpOp::Collective;
+  t.mask = 0xffffffffu;
+  t.collective = name;
+  t.complete = complete;
+  t.args = args;
+  t.file = file;
+  t.line = line;
+  executor().wait(t);
 }
 
 void yield_point() {

@@ -33,7 +33,8 @@ void SharedMemory::begin_block(size_t dynamic_bytes, size_t limit) {
   used_ = 0;
   limit_ = limit;
   dynamic_bytes_ = dynamic_bytes;
-  dynamic_ = dynamic_end_ - (dynamic_bytes + 15) / 16 * 16; // 16-byte aligned, ends at the guard page
+  // 32-byte aligned (as kernels/hs_cuda.h declares it on a GPU), ending at the guard page
+  dynamic_ = dynamic_end_ - (dynamic_bytes + 31) / 32 * 32;
   memset(dynamic_, kFillByte, dynamic_bytes);
 }
 
@@ -41,7 +42,12 @@ void *SharedMemory::static_var(const void *key, size_t size, size_t align) {
   for (const auto &v : vars_)
     if (v.first == key) return static_base_ + v.second;
   if (size > kStaticSharedLimit - used_) return nullptr;
-  const size_t off = (kStaticSharedLimit - used_ - size) / align * align;
+  size_t off = (kStaticSharedLimit - used_ - size) / align * align;
+  // A variable declared with less than 32-byte alignment starts 16 bytes past a 32-byte boundary where
+  // that still fits: CUDA places it at its declared alignment only, so a kernel that needs more (the
+  // 256-bit pointers of nvcuda::wmma) must declare it (HS_SHARED_ALIGNED), not find it by chance here.
+  if (align < 32 && off % 32 == 0 && off >= 16 && kStaticSharedLimit - (off - 16) + dynamic_bytes_ <= limit_)
+    off -= 16;
   if (kStaticSharedLimit - off + dynamic_bytes_ > limit_) return nullptr;
   used_ = kStaticSharedLimit - off;
   vars_.emplace_back(key, off);

@@ -46,10 +46,18 @@ inline const ThreadCoords &coords(const char *what) {
 // ---- entry points into the block scheduler (runtime/block.cc) ----------------------------------
 enum class BarrierKind { Plain, Count, And, Or };
 int syncthreads(BarrierKind kind, int predicate, const char *file, int line);
-enum class WarpOp : unsigned char { SyncWarp, ShflIdx, ShflUp, ShflDown, ShflXor, Ballot, Any, All };
+enum class WarpOp : unsigned char { SyncWarp, ShflIdx, ShflUp, ShflDown, ShflXor, Ballot, Any, All, Collective };
 // Waits until every non-exited lane named in mask has called the same warp function with the same
 // mask, then returns this lane's result (8 bytes; an undefined result is all ones = NaN / -1).
 uint64_t warp_op(WarpOp op, unsigned mask, uint64_t value, int b, int width, const char *file, int line);
+// A warp-collective operation computed once for the whole warp (the nvcuda::wmma functions, mma.h):
+// all 32 lanes of the warp, none exited, must call it at the same call site (file, line) with the same
+// complete function. When the last lane arrives, complete(args) runs once, while every lane waits, with
+// args[l] the args pointer lane l passed (its arguments, on its stack); it computes every lane's
+// result and returns nullptr, or a message that is reported as an error in the kernel. A lane that
+// returned from the kernel, a partial last warp, or lanes at different call sites are reported too.
+using CollectiveFn = const char *(*)(void *const *args);
+void warp_collective(const char *name, CollectiveFn complete, void *args, const char *file, int line);
 void yield_point();                                                   // lets another thread of the block run
 void *block_shared(const void *key, size_t size, size_t align, const char *name); // HS_SHARED
 void *dynamic_shared();                                               // HS_DYNAMIC_SHARED

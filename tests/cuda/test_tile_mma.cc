@@ -1,0 +1,213 @@
+// kernels/tile_mma.cuh on the emulated CUDA device: warp_tile_mma for float, hs_tile_bf16 and
+// hs_tile_fp16 operands (16-bit ones on the emulator's nvcuda::wmma, and on the scalar loop, which a
+// GPU without WMMA for the type runs), float with TF32 permitted (the emulator's m16n16k8), both B
+// forms, accumulate on and off, k = 16..128, leading dimensions with and without padding, two warps of
+// a block on tiles of their own. Each element is
+// compared with a double-precision reference computed from the stored operand values.
+//
+// The bound (Higham, "Accuracy and Stability of Numerical Algorithms", 4.2; tests/cuda/conformance.h):
+// every product of two stored operands is exact in fp32 (16-bit products have at most 22 significant
+// bits; fp32 ones are exact inside fmaf), so the only errors are the fp32 additions. A sum of n terms
+// in any order (k order for the scalar loop, pairwise within each 16-wide step for the emulator's
+// WMMA) is within gamma_{n-1} sum |t_i| of the exact sum, gamma_n = n u / (1 - n u), u = 2^-24; the
+// terms are the k products and, accumulating, C: n = k + 1, else n = k. The reference's own error
+// (double: k u_64 relative) is far below. Prints the worst err/bound per type and path (<= 1 passes).
+//
+// Source nvcc compiles too (nvcc -x cu, kernels/hs_cuda.h): the same test can run on a GPU.
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vector>
+
+#include "tile_mma.cuh"
+#if defined(HS_CUDA_EMU)
+#include "selftest.h" /* expect_death (tests/cuda_emu) */
+#endif
+
+namespace {
+
+constexpr int kMaxK = 128, kPad = 8, kWarps = 2;
+constexpr int kMaxA = kTile * (kMaxK + kPad);                                   // A [16][lda], lda <= k + 8
+constexpr int kMaxB = kMaxK * (kTile + kPad) > kMaxA ? kMaxK * (kTile + kPad) : kMaxA; // B [k][ldb] or Bᵀ [16][ldb]
+constexpr int kMaxC = kTile * (kTile + kPad);                                   // C [16][ldc]
+
+struct Shape {
+  int k, lda, ldb, ldc;
+  bool b_transposed, accumulate;
+};
+
+// Warp w of the block: C_w (+)= A_w · B_w from shared memory, operands copied from global memory
+// (a: [warps][kMaxA], b: [warps][kMaxB], c: [warps][kMaxC] at the same offsets).
+template <class T, bool SCALAR, bool TF32> __global__ void tile_mma_kernel(const T *a, const T *b, float *c, Shape s) {
+  // each warp's tiles 32-byte aligned: the arrays are, and every row of them is a multiple of 32 bytes
+  HS_SHARED_ALIGNED(32, T[kWarps][kMaxA], sa);
+  HS_SHARED_ALIGNED(32, T[kWarps][kMaxB], sb);
+  HS_SHARED_ALIGNED(32, float[kWarps][kMaxC], sc);
+  for (int i = threadIdx.x; i < kWarps * kMaxA; i += blockDim.x) sa[i / kMaxA][i % kMaxA] = a[i];
+  for (int i = threadIdx.x; i < kWarps * kMaxB; i += blockDim.x) sb[i / kMaxB][i % kMaxB] = b[i];
+  for (int i = threadIdx.x; i < kWarps * kMaxC; i += blockDim.x) sc[i / kMaxC][i % kMaxC] = c[i];
+  __syncthreads();
+  const int w = threadIdx.x / HS_WARP;
+  if (SCALAR) {
+    warp_tile_mma_scalar(sc[w], s.ldc, sa[w], s.lda, sb[w], s.ldb, s.k, s.b_transposed, s.accumulate);
+  } else {
+    warp_tile_mma<T, TF32>(sc[w], s.ldc, sa[w], s.lda, sb[w], s.ldb, s.k, s.b_transposed, s.accumulate);
+  }
+  __syncwarp();
+  for (int i = threadIdx.x % HS_WARP; i < kMaxC; i += HS_WARP) c[w * kMaxC + i] = sc[w][i];
+}
+
+#if defined(HS_CUDA_EMU)
+// The caller rules, which the emulated device checks on every path (here float's scalar loop), by
+// mode: 0 kept; 1 k = 24; 2 lda = 20; 3 a 16 bytes off alignment; 4 lanes disagree on b_transposed.
+__global__ void tile_rules_kernel(float *out, int mode) {
+  HS_SHARED_ALIGNED(32, float[kTile * 32], a);
+  HS_SHARED_ALIGNED(32, float[kTile * 32], b);
+  HS_SHARED_ALIGNED(32, float[kTile * kTile], c);
+  for (int i = threadIdx.x; i < kTile * 32; i += HS_WARP) a[i] = b[i] = 1.0f;
+  __syncwarp();
+  const int lane = threadIdx.x % HS_WARP;
+  warp_tile_mma(c, kTile, mode == 3 ? a + 4 : a, mode == 2 ? 20 : 32, b, 32, mode == 1 ? 24 : 32,
+                mode == 4 ? lane < 8 : true, false);
+  __syncwarp();
+  for (int i = lane; i < kTile * kTile; i += HS_WARP) out[i] = c[i];
+}
+#else
+#define CUDA_OK(call)                                                                                   \
+  do {                                                                                                  \
+    const cudaError_t e_ = (call);                                                                      \
+    if (e_ != cudaSuccess) {                                                                            \
+      fprintf(stderr, "%s:%d: %s returned %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));    \
+      exit(1);                                                                                          \
+    }                                                                                                   \
+  } while (0)
+#endif
+
+uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+double uniform() { // [-1, 1)
+  g_rng ^= g_rng << 13;
+  g_rng ^= g_rng >> 7;
+  g_rng ^= g_rng << 17;
+  return static_cast<double>(g_rng >> 11) * 0x1p-52 - 1.0;
+}
+
+template <class T> T stored(float v);
+template <> float stored(float v) { return v; }
+template <> hs_tile_bf16 stored(float v) { return hs_tile_bf16{hs_bf16_bits(v)}; }
+template <> hs_tile_fp16 stored(float v) { return hs_tile_fp16{hs_fp16_bits(v)}; }
+double value(float v) { return v; }
+double value(hs_tile_bf16 v) { return hs_bf16_to_float(v.bits); }
+double value(hs_tile_fp16 v) { return hs_fp16_to_float(v.bits); }
+
+double gamma(int n) { return n * 0x1p-24 / (1.0 - n * 0x1p-24); }
+
+// Runs every shape for operand type T on one path; returns the worst err/bound (fails past 1).
+// TF32: the operands are rounded to 11 significant bits first (u_op = 2^-11 each), so the bound gains
+// (2 u_op + u_op^2) sum |a b| (as tests/cuda/conformance.h's), and some element must exceed the fp32
+// bound (the rounding happened).
+template <class T, bool SCALAR, bool TF32 = false> double run_all(const char *name, int *failures) {
+  std::vector<T> a(kWarps * kMaxA), b(kWarps * kMaxB);
+  std::vector<float> c0(kWarps * kMaxC), c(kWarps * kMaxC);
+  T *da = nullptr, *db = nullptr;
+  float *dc = nullptr;
+  CUDA_OK(cudaMalloc(&da, a.size() * sizeof(T)));
+  CUDA_OK(cudaMalloc(&db, b.size() * sizeof(T)));
+  CUDA_OK(cudaMalloc(&dc, c.size() * sizeof(float)));
+  double worst = 0.0, worst_fp32 = 0.0;
+  int cases = 0;
+  const double u_op = TF32 ? 0x1p-11 : 0.0;
+  for (int k = kTile; k <= kMaxK; k += kTile)
+    for (int tr = 0; tr < 2; tr++)
+      for (int acc = 0; acc < 2; acc++)
+        for (int pad = 0; pad <= kPad; pad += kPad) {
+          const Shape s{k, k + pad, tr ? k + pad : kTile + pad, pad ? kTile + 4 : kTile, tr != 0, acc != 0};
+          for (T &x : a) x = stored<T>(static_cast<float>(uniform()));
+          for (T &x : b) x = stored<T>(static_cast<float>(uniform()));
+          for (float &x : c0) x = static_cast<float>(uniform());
+          CUDA_OK(cudaMemcpy(da, a.data(), a.size() * sizeof(T), cudaMemcpyHostToDevice));
+          CUDA_OK(cudaMemcpy(db, b.data(), b.size() * sizeof(T), cudaMemcpyHostToDevice));
+          CUDA_OK(cudaMemcpy(dc, c0.data(), c0.size() * sizeof(float), cudaMemcpyHostToDevice));
+          HS_LAUNCH(1, kWarps * HS_WARP, 0, 0, tile_mma_kernel<T, SCALAR, TF32>)(da, db, dc, s);
+          CUDA_OK(cudaGetLastError());
+          CUDA_OK(cudaMemcpy(c.data(), dc, c.size() * sizeof(float), cudaMemcpyDeviceToHost));
+          for (int w = 0; w < kWarps; w++)
+            for (int i = 0; i < kTile; i++)
+              for (int j = 0; j < kTile; j++) {
+                const float c_in = c0[w * kMaxC + i * s.ldc + j];
+                double ref = acc ? c_in : 0.0, mag = acc ? fabs(c_in) : 0.0, prod_mag = 0.0;
+                for (int kk = 0; kk < k; kk++) {
+                  const double bv = tr ? value(b[w * kMaxB + j * s.ldb + kk]) : value(b[w * kMaxB + kk * s.ldb + j]);
+                  const double p = value(a[w * kMaxA + i * s.lda + kk]) * bv;
+                  ref += p;
+                  mag += fabs(p);
+                  prod_mag += fabs(p);
+                }
+                const double g = gamma(acc ? k : k - 1), op = 2 * u_op + u_op * u_op;
+                const double bound = g * mag + (op + g * op) * prod_mag;
+                const double err = fabs(c[w * kMaxC + i * s.ldc + j] - ref);
+                if (g * mag > 0.0 && err / (g * mag) > worst_fp32) worst_fp32 = err / (g * mag);
+                const double ratio = bound > 0.0 ? err / bound : (err > 0.0 ? INFINITY : 0.0);
+                if (!(ratio <= 1.0)) {
+                  if (*failures < 10)
+                    fprintf(stderr, "FAIL %s k=%d b_transposed=%d accumulate=%d pad=%d warp %d C[%d][%d] = %.9g, "
+                                    "reference %.9g, err %.3g > bound %.3g\n",
+                            name, k, tr, acc, pad, w, i, j, c[w * kMaxC + i * s.ldc + j], ref, err, bound);
+                  (*failures)++;
+                }
+                if (ratio > worst || ratio != ratio) worst = ratio;
+              }
+          cases++;
+        }
+  CUDA_OK(cudaFree(da));
+  CUDA_OK(cudaFree(db));
+  CUDA_OK(cudaFree(dc));
+  printf("%s %-28s %3d shapes x %d warps: worst err/bound %.3f", worst <= 1.0 ? "ok  " : "FAIL", name, cases, kWarps,
+         worst);
+  if (TF32) {
+    printf(" (against the fp32 bound: %.1f, %s)", worst_fp32, worst_fp32 > 1.0 ? "rounded" : "FAIL: not rounded");
+    if (!(worst_fp32 > 1.0)) (*failures)++;
+  }
+  printf("\n");
+  return worst;
+}
+
+#if defined(HS_CUDA_EMU)
+void rules_reported() {
+  float *out = nullptr;
+  CUDA_OK(cudaMalloc(&out, kTile * kTile * sizeof(float)));
+  HS_LAUNCH(1, HS_WARP, 0, 0, tile_rules_kernel)(out, 0);
+  std::vector<float> h(kTile * kTile);
+  CUDA_OK(cudaMemcpy(h.data(), out, h.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  for (float v : h) CHECK(v == 32.0f);
+  auto dies = [out](const char *name, int mode, const char *needle) {
+    expect_death(name, [out, mode] {
+      HS_LAUNCH(1, HS_WARP, 0, 0, tile_rules_kernel)(out, mode);
+      cudaDeviceSynchronize();
+    }, SIGABRT, {"error in kernel tile_rules_kernel", "warp_tile_mma", needle});
+  };
+  dies("warp_tile_mma with k = 24", 1, "k = 24 is not a positive multiple of 16");
+  dies("warp_tile_mma with lda = 20", 2, "lda and ldb must be multiples of 8 elements");
+  dies("warp_tile_mma on a misaligned tile", 3, "every tile must start 32-byte aligned");
+  dies("warp_tile_mma with lanes disagreeing", 4, "passes other arguments than lane 0");
+  CUDA_OK(cudaFree(out));
+}
+#endif
+
+} // namespace
+
+int main() {
+  int failures = 0;
+#if defined(HS_CUDA_EMU)
+  rules_reported();
+#endif
+  run_all<float, false>("float (scalar)", &failures);
+  run_all<float, false, true>("float TF32 (warp_tile_mma)", &failures);
+  run_all<hs_tile_bf16, false>("bf16 (warp_tile_mma)", &failures);
+  run_all<hs_tile_bf16, true>("bf16 (scalar loop)", &failures);
+  run_all<hs_tile_fp16, false>("fp16 (warp_tile_mma)", &failures);
+  run_all<hs_tile_fp16, true>("fp16 (scalar loop)", &failures);
+  return failures == 0 ? 0 : 1;
+}
