@@ -59,7 +59,8 @@ typedef struct txl_layer_acts {
     float *ln1_mean, *ln1_rstd;  /* post: [T] of the first LN; pre: [K] of LN(cat) */
     float *qkv;                  /* [K, 3nd] */
     float *r;                    /* [klen, nd] */
-    float *probs;                /* [b, n, qlen, klen] */
+    float *probs;                /* unfused attention: [b, n, qlen, klen]; fused: NULL */
+    float *lse;                  /* fused attention: [b, n, qlen] each query row's log-sum-exp (fp32) */
     float *ctx;                  /* [T, nd] */
     float *attn_sum;             /* [T, D] h_l + dropout(ctx·Woᵀ): post: the first LN's input; pre: h' */
     float *h1;                   /* post: [T, D] LN(attn_sum) = h'; pre: = attn_sum */
@@ -71,7 +72,7 @@ typedef struct txl_layer_acts {
 
 /* The 16-bit copies of one layer's tensors (16-bit storage only), shapes as in txl_layer_acts. */
 typedef struct txl_layer_half {
-    uint16_t *qkv, *r, *probs, *ctx, *ff_act;
+    uint16_t *qkv, *r, *probs, *ctx, *ff_act; /* probs: unfused attention only */
 } txl_layer_half;
 
 struct hs_txl {
@@ -107,6 +108,7 @@ struct hs_txl {
                             * working set shared by every layer */
     txl_layer_half *half;  /* [N] 16-bit copies, or NULL: fp32 storage */
     size_t activation_bytes; /* bytes of the buffers above (hs_txl_activation_bytes) */
+    int fused;               /* attention = fused (rel_flash_attention: lse kept, no probabilities) */
 
     /* backward scratch */
     float *grad_h, *grad_tmp, *grad_h1; /* [T, D] */
@@ -283,7 +285,11 @@ void hs_txl_setup(hs_txl *m) {
     HS_ALLOC(m->acts, c->n_layer);
     const int half = hs_activations_16bit(be);
     if (half) HS_ALLOC(m->half, c->n_layer);
-    const size_t n_probs = b * (size_t)c->n_head * q * klen;
+    /* attention = auto picks the fused op where the backend's kernels take the head size (CUDA: d_head
+     * <= 64); "fused" asks for it anyway */
+    m->fused = hs_attention_fused(be, c->attention[0] ? c->attention : NULL) &&
+               (strcmp(c->attention, "fused") == 0 || be->memory_is_host || c->d_head <= 64);
+    const size_t n_probs = b * (size_t)c->n_head * q * klen, n_lse = b * (size_t)c->n_head * q;
     for (int l = 0; l < c->n_layer; l++) {
         txl_layer_acts *a = &m->acts[l];
         /* the five tensors kept in 16 bits: fp32 storage gives every layer its own; 16-bit storage
@@ -295,7 +301,10 @@ void hs_txl_setup(hs_txl *m) {
         a->ln1_rstd = alloc_act(m, K);
         a->qkv = w ? w->qkv : alloc_act(m, K * 3 * nd);
         a->r = w ? w->r : alloc_act(m, klen * nd);
-        a->probs = w ? w->probs : alloc_act(m, n_probs);
+        if (m->fused)
+            a->lse = alloc_act(m, n_lse); /* fp32 in every storage: small, and every layer its own */
+        else
+            a->probs = w ? w->probs : alloc_act(m, n_probs);
         a->ctx = w ? w->ctx : alloc_act(m, T * nd);
         a->attn_sum = alloc_act(m, T * D);
         if (c->pre_lnorm) {
@@ -313,7 +322,7 @@ void hs_txl_setup(hs_txl *m) {
             txl_layer_half *h = &m->half[l];
             h->qkv = alloc_half(m, K * 3 * nd);
             h->r = alloc_half(m, klen * nd);
-            h->probs = alloc_half(m, n_probs);
+            if (!m->fused) h->probs = alloc_half(m, n_probs);
             h->ctx = alloc_half(m, T * nd);
             h->ff_act = alloc_half(m, T * I);
         }
@@ -702,9 +711,14 @@ static void layer_forward(hs_txl *m, int l, const pass *ps) {
     be->gemm(be, 0, 1, K, 3 * nd, D, 1.0f, in, D, hs_param_data(p, w->qkv_w), D, 0.0f, a->qkv, 3 * nd);
     be->gemm(be, 0, 1, klen, nd, D, 1.0f, m->pos_drop, D, hs_param_data(p, w->r_w), D, 0.0f, a->r, nd);
     const float scale = (float)(1.0 / sqrt((double)c->d_head));
-    hs_rel_attention_forward(be, a->ctx, a->probs, a->qkv, a->r, hs_param_data(p, m->r_w_bias),
-                             hs_param_data(p, m->r_r_bias), b, qlen, mlen, c->n_head, c->d_head, ps->lower_shift, scale,
-                             d_att.p, d_att.key, ps->first);
+    if (m->fused)
+        hs_rel_flash_attention_forward(be, a->ctx, a->lse, a->qkv, a->r, hs_param_data(p, m->r_w_bias),
+                                       hs_param_data(p, m->r_r_bias), b, qlen, mlen, c->n_head, c->d_head,
+                                       ps->lower_shift, scale, d_att.p, d_att.key, ps->first);
+    else
+        hs_rel_attention_forward(be, a->ctx, a->probs, a->qkv, a->r, hs_param_data(p, m->r_w_bias),
+                                 hs_param_data(p, m->r_r_bias), b, qlen, mlen, c->n_head, c->d_head, ps->lower_shift,
+                                 scale, d_att.p, d_att.key, ps->first);
     /* a = dropout(ctx·Woᵀ) */
     be->gemm(be, 0, 1, T, D, nd, 1.0f, a->ctx, nd, hs_param_data(p, w->o_w), nd, 0.0f, a->attn_sum, D);
     if (c->pre_lnorm) {
@@ -748,37 +762,40 @@ static pass make_pass(const hs_txl *m, const hs_txl_segment *seg, const hs_step_
     return ps;
 }
 
-/* 16-bit storage: the five tensors a layer keeps in 16 bits, with their element counts for this pass */
+/* 16-bit storage: the tensors a layer keeps in 16 bits (five; four with the fused attention, which keeps
+ * no probabilities), with their element counts for this pass; returns how many */
 enum { N_SAVED = 5 };
-static void layer_saved(const hs_txl *m, int l, const pass *ps, hs_act16 t[N_SAVED]) {
+static int layer_saved(const hs_txl *m, int l, const pass *ps, hs_act16 t[N_SAVED]) {
     const size_t b = (size_t)m->batch, q = (size_t)m->qlen, klen = (size_t)ps->klen;
     const size_t nd = (size_t)m->cfg.n_head * (size_t)m->cfg.d_head;
     const txl_layer_acts *a = &m->acts[l];
     const txl_layer_half *h = &m->half[l];
     t[0] = (hs_act16){a->qkv, h->qkv, b * klen * 3 * nd};
     t[1] = (hs_act16){a->r, h->r, klen * nd};
-    t[2] = (hs_act16){a->probs, h->probs, b * (size_t)m->cfg.n_head * q * klen};
-    t[3] = (hs_act16){a->ctx, h->ctx, b * q * nd};
-    t[4] = (hs_act16){a->ff_act, h->ff_act, b * q * (size_t)m->cfg.d_inner};
+    t[2] = (hs_act16){a->ctx, h->ctx, b * q * nd};
+    t[3] = (hs_act16){a->ff_act, h->ff_act, b * q * (size_t)m->cfg.d_inner};
+    if (m->fused) return 4;
+    t[4] = (hs_act16){a->probs, h->probs, b * (size_t)m->cfg.n_head * q * klen};
+    return 5;
 }
 
 /* Layer l's working set (fp32) -> its 16-bit copies (rounded) */
 static void layer_store_half(hs_txl *m, int l, const pass *ps) {
     hs_act16 t[N_SAVED];
-    layer_saved(m, l, ps, t);
-    hs_act16_store(m->be, t, N_SAVED);
+    hs_act16_store(m->be, t, layer_saved(m, l, ps, t));
 }
 
 /* Layer l's 16-bit copies -> the working set, widened (exact), before its backward */
 static void layer_load_half(hs_txl *m, int l, const pass *ps) {
     hs_act16 t[N_SAVED];
-    layer_saved(m, l, ps, t);
-    hs_act16_load(m->be, t, N_SAVED);
+    hs_act16_load(m->be, t, layer_saved(m, l, ps, t));
 }
 
 size_t hs_txl_activation_bytes(const hs_txl *m) { return m->activation_bytes; }
 
 int hs_txl_activations_16bit(const hs_txl *m) { return m->half != NULL; }
+
+int hs_txl_attention_fused(const hs_txl *m) { return m->fused; }
 
 static void forward(hs_txl *m, const pass *ps, double *stats) {
     const hs_backend *be = m->be;
@@ -859,10 +876,17 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
     be->gemm(be, 1, 0, D, nd, T, 1.0f, da, D, a->ctx, nd, 1.0f, hs_param_grad(p, w->o_w), nd);
     be->gemm(be, 0, 0, T, nd, D, 1.0f, da, D, hs_param_data(p, w->o_w), nd, 0.0f, m->grad_ctx, nd);
     const float scale = (float)(1.0 / sqrt((double)c->d_head));
-    hs_rel_attention_backward(be, m->dqkv, m->dr, hs_param_grad(p, m->r_w_bias), hs_param_grad(p, m->r_r_bias),
-                              m->grad_ctx, a->qkv, a->r, hs_param_data(p, m->r_w_bias), hs_param_data(p, m->r_r_bias),
-                              a->probs, b, qlen, mlen, c->n_head, c->d_head, ps->lower_shift, scale, d_att.p, d_att.key,
-                              ps->first);
+    if (m->fused)
+        hs_rel_flash_attention_backward(be, m->dqkv, m->dr, hs_param_grad(p, m->r_w_bias),
+                                        hs_param_grad(p, m->r_r_bias), m->grad_ctx, a->qkv, a->r,
+                                        hs_param_data(p, m->r_w_bias), hs_param_data(p, m->r_r_bias), a->ctx, a->lse, b,
+                                        qlen, mlen, c->n_head, c->d_head, ps->lower_shift, scale, d_att.p, d_att.key,
+                                        ps->first);
+    else
+        hs_rel_attention_backward(be, m->dqkv, m->dr, hs_param_grad(p, m->r_w_bias), hs_param_grad(p, m->r_r_bias),
+                                  m->grad_ctx, a->qkv, a->r, hs_param_data(p, m->r_w_bias),
+                                  hs_param_data(p, m->r_r_bias), a->probs, b, qlen, mlen, c->n_head, c->d_head,
+                                  ps->lower_shift, scale, d_att.p, d_att.key, ps->first);
     /* r = pos'·Wrᵀ: ∂Wr += ∂rᵀ·pos' (the positions need no gradient) */
     be->gemm(be, 1, 0, nd, D, klen, 1.0f, m->dr, nd, m->pos_drop, D, 1.0f, hs_param_grad(p, w->r_w), D);
     /* qkv = c'·Wqkvᵀ: ∂Wqkv += ∂qkvᵀ·c', ∂c' = ∂qkv·Wqkv */
@@ -939,7 +963,7 @@ void hs_txl_free(hs_txl *m) {
             txl_layer_acts *a = &m->acts[l];
             const int shared = m->half && l > 0; /* qkv, r, probs, ctx, ff_act: layer 0's working set */
             float *lb[] = {a->cat, a->catn, a->ln1_mean, a->ln1_rstd, shared ? NULL : a->qkv, shared ? NULL : a->r,
-                           shared ? NULL : a->probs, shared ? NULL : a->ctx, a->attn_sum,
+                           shared ? NULL : a->probs, a->lse, shared ? NULL : a->ctx, a->attn_sum,
                            m->cfg.pre_lnorm ? NULL : a->h1, m->cfg.pre_lnorm ? a->ff_in : NULL, a->ln2_mean,
                            a->ln2_rstd, shared ? NULL : a->ff_act, a->ff_sum};
             for (size_t k = 0; k < sizeof lb / sizeof lb[0]; k++)
@@ -947,7 +971,8 @@ void hs_txl_free(hs_txl *m) {
             if (m->half) {
                 txl_layer_half *h = &m->half[l];
                 uint16_t *hb[] = {h->qkv, h->r, h->probs, h->ctx, h->ff_act};
-                for (size_t k = 0; k < sizeof hb / sizeof hb[0]; k++) be->free(be, hb[k]);
+                for (size_t k = 0; k < sizeof hb / sizeof hb[0]; k++)
+                    if (hb[k]) be->free(be, hb[k]);
             }
         }
     }

@@ -103,6 +103,9 @@ void hs_txl_evaluate(hs_txl *m, const hs_txl_segment *seg, double *stats);
 size_t hs_txl_activation_bytes(const hs_txl *m);
 /* 1 if the layers keep those tensors in 16 bits, 0 for fp32 storage. */
 int hs_txl_activations_16bit(const hs_txl *m);
+/* 1 when the attention is the fused op (rel_flash_attention_*: each layer keeps the rows' log-sum-exp
+ * [b, n, qlen] instead of the probabilities [b, n, qlen, klen]); from the experiment's `attention`. */
+int hs_txl_attention_fused(const hs_txl *m);
 void hs_txl_free(hs_txl *m);
 
 /* What a PyTorch state_dict of this model holds besides the parameter table: alias[k] names a second

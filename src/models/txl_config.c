@@ -80,6 +80,7 @@ void hs_txl_config_read(const hs_config *cfg, hs_txl_config *c, char *n_token_or
     c->eval_clamp_len = eval_clamp >= 0 ? eval_clamp : c->clamp_len;
     c->eval_same_length = hs_cfg_bool(cfg, "txl.eval_same_length");
     c->pre_lnorm = hs_cfg_bool(cfg, "txl.pre_lnorm");
+    snprintf(c->attention, sizeof c->attention, "%s", hs_cfg_string(cfg, "attention"));
     c->adaptive = hs_cfg_bool(cfg, "txl.adaptive");
     if (c->adaptive) {
         const int n = hs_cfg_list_len(cfg, "txl.cutoffs");

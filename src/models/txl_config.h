@@ -29,6 +29,7 @@ typedef struct hs_txl_config {
     int batch_size, eval_batch_size; /* GLOBAL columns the token stream is cut into */
     int varlen;                  /* NVIDIA's variable-length training segments */
     double init_std, proj_init_std;
+    char attention[12];          /* the experiment's `attention`: "auto" ("" too), "fused" or "unfused" */
 } hs_txl_config;
 
 /* The experiment file's txl.* keys as given (n_token 0: from the data), eval defaults resolved;

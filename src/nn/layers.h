@@ -353,5 +353,25 @@ static inline void hs_rel_attention_backward(const hs_backend *be, float *dqkv, 
     be->rel_attention_backward(be, dqkv, dr, dr_w_bias, dr_r_bias, dctx, qkv, r, r_w_bias, r_r_bias, probs, batch,
                                qlen, mlen, heads, head_dim, lower_shift, scale, p, key, first_sample);
 }
+/* The same attention fused (attention = "fused"): the forward keeps lse[b,n,qlen] (each query row's
+ * log-sum-exp) instead of probs, the backward recomputes the probabilities from it and the context
+ * (rel_flash_attention_forward/backward in ops.def). Same outputs and gradients up to rounding. */
+static inline void hs_rel_flash_attention_forward(const hs_backend *be, float *ctx, float *lse, const float *qkv,
+                                                  const float *r, const float *r_w_bias, const float *r_r_bias,
+                                                  int batch, int qlen, int mlen, int heads, int head_dim,
+                                                  int lower_shift, float scale, float p, uint64_t key,
+                                                  int64_t first_sample) {
+    be->rel_flash_attention_forward(be, ctx, lse, qkv, r, r_w_bias, r_r_bias, batch, qlen, mlen, heads, head_dim,
+                                    lower_shift, scale, p, key, first_sample);
+}
+static inline void hs_rel_flash_attention_backward(const hs_backend *be, float *dqkv, float *dr, float *dr_w_bias,
+                                                   float *dr_r_bias, const float *dctx, const float *qkv,
+                                                   const float *r, const float *r_w_bias, const float *r_r_bias,
+                                                   const float *ctx, const float *lse, int batch, int qlen, int mlen,
+                                                   int heads, int head_dim, int lower_shift, float scale, float p,
+                                                   uint64_t key, int64_t first_sample) {
+    be->rel_flash_attention_backward(be, dqkv, dr, dr_w_bias, dr_r_bias, dctx, qkv, r, r_w_bias, r_r_bias, ctx, lse,
+                                     batch, qlen, mlen, heads, head_dim, lower_shift, scale, p, key, first_sample);
+}
 
 #endif

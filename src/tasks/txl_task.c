@@ -572,8 +572,12 @@ hs_task *hs_txl_task_create(const hs_task_settings *s, const hs_comm *comm, cons
     hs_log("| activations: %.2f MB for a micro-batch of %d columns x %d tokens (+ %d memory), %s",
            hs_txl_activation_bytes(x->model) / 1e6, max_batch, x->max_qlen, max_mlen,
            hs_txl_activations_16bit(x->model)
-               ? "q|k|v, r, attention probabilities, context and FFN activation kept in 16 bits (docs/gpu.md)"
-               : "kept in fp32");
+               ? (hs_txl_attention_fused(x->model)
+                      ? "q|k|v, r, context and FFN activation kept in 16 bits, fused attention (row log-sum-exps, "
+                        "no probabilities) (docs/gpu.md)"
+                      : "q|k|v, r, attention probabilities, context and FFN activation kept in 16 bits (docs/gpu.md)")
+               : (hs_txl_attention_fused(x->model) ? "kept in fp32, fused attention (row log-sum-exps, no probabilities)"
+                                                   : "kept in fp32"));
     /* Checkpoints carry the state_dict keys PyTorch lists besides the table (tied tail projections under
      * their crit.* name, pos_emb.inv_freq), so MemTransformerLM.load_state_dict(strict=True) reads /model. */
     {

@@ -216,6 +216,96 @@ static void rel_attention_case(hs_conf *t, rel_case c) {
     free(qkv), free(r), free(rwb), free(rrb), free(dctx), free(gw), free(gr), free(junk);
 }
 
+/* The fused op (rel_flash_attention_*, kernels/rel_flash_attention.cu) against the CPU's unfused
+ * rel_attention, within the unfused op's bounds (derived from the CPU's probabilities): the fused op
+ * computes the same sums in another order (tiles, an online softmax, P recomputed from lse, D from
+ * dC·ctx). The CPU's own fused op (cpu_rel_flash_attention.c) must meet the same bounds, and the CUDA
+ * op run twice give the same bits. */
+static void rel_flash_case(hs_conf *t, rel_case c) {
+    char what[200];
+    const int klen = c.mlen + c.qlen, H = c.heads * c.d;
+    const size_t nqkv = (size_t)c.batch * klen * 3 * H, nr = (size_t)klen * H, nb = (size_t)H,
+                 nctx = (size_t)c.batch * c.qlen * H, nprobs = (size_t)c.batch * c.heads * c.qlen * klen,
+                 nlse = (size_t)c.batch * c.heads * c.qlen;
+    const uint64_t key = 0x5be1f0c2a7d3e419ULL;
+    const int64_t first_sample = 5;
+    const float scale = 1.0f / sqrtf((float)c.d);
+    float *qkv = hs_conf_rand(t, nqkv, -2, 2), *r = hs_conf_rand(t, nr, -1, 1);
+    float *rwb = hs_conf_rand(t, nb, -0.5f, 0.5f), *rrb = hs_conf_rand(t, nb, -0.5f, 0.5f);
+    float *dctx = hs_conf_rand(t, nctx, -1, 1), *gw = hs_conf_rand(t, nb, -1, 1), *gr = hs_conf_rand(t, nb, -1, 1);
+    float *junk = hs_conf_rand(t, nqkv > nprobs ? nqkv : nprobs, -1, 1);
+    hs_conf_pair d_qkv = hs_conf_pair_of(t, qkv, nqkv * 4), d_r = hs_conf_pair_of(t, r, nr * 4),
+                 d_rwb = hs_conf_pair_of(t, rwb, nb * 4), d_rrb = hs_conf_pair_of(t, rrb, nb * 4),
+                 d_dctx = hs_conf_pair_of(t, dctx, nctx * 4);
+    /* .cpu: the CPU's unfused op; .cuda: the fused CUDA op */
+    hs_conf_pair d_ctx = hs_conf_pair_of(t, junk, nctx * 4), d_dqkv = hs_conf_pair_of(t, junk, nqkv * 4),
+                 d_dr = hs_conf_pair_of(t, junk, nr * 4), d_gw = hs_conf_pair_of(t, gw, nb * 4),
+                 d_gr = hs_conf_pair_of(t, gr, nb * 4);
+    float *probs = hs_conf_dev(t->cpu, junk, nprobs * 4);
+    /* the CPU's fused op, and the second CUDA run */
+    void *f_ctx = hs_conf_dev(t->cpu, junk, nctx * 4), *f_lse = hs_conf_dev(t->cpu, junk, nlse * 4),
+         *f_dqkv = hs_conf_dev(t->cpu, junk, nqkv * 4), *f_dr = hs_conf_dev(t->cpu, junk, nr * 4),
+         *f_gw = hs_conf_dev(t->cpu, gw, nb * 4), *f_gr = hs_conf_dev(t->cpu, gr, nb * 4);
+    void *lse1 = hs_conf_dev(t->cuda, junk, nlse * 4), *ctx2 = hs_conf_dev(t->cuda, junk, nctx * 4),
+         *lse2 = hs_conf_dev(t->cuda, NULL, nlse * 4), *dqkv2 = hs_conf_dev(t->cuda, junk, nqkv * 4),
+         *dr2 = hs_conf_dev(t->cuda, NULL, nr * 4), *gw2 = hs_conf_dev(t->cuda, gw, nb * 4),
+         *gr2 = hs_conf_dev(t->cuda, gr, nb * 4);
+
+    t->cpu->rel_attention_forward(t->cpu, d_ctx.cpu, probs, d_qkv.cpu, d_r.cpu, d_rwb.cpu, d_rrb.cpu, c.batch,
+                                  c.qlen, c.mlen, c.heads, c.d, c.lower_shift, scale, c.p, key, first_sample);
+    t->cpu->rel_attention_backward(t->cpu, d_dqkv.cpu, d_dr.cpu, d_gw.cpu, d_gr.cpu, d_dctx.cpu, d_qkv.cpu, d_r.cpu,
+                                   d_rwb.cpu, d_rrb.cpu, probs, c.batch, c.qlen, c.mlen, c.heads, c.d, c.lower_shift,
+                                   scale, c.p, key, first_sample);
+    const hs_backend *be[3] = {t->cpu, t->cuda, t->cuda};
+    const hs_conf_pair *ins[5] = {&d_qkv, &d_r, &d_rwb, &d_rrb, &d_dctx};
+    void *ctx[3] = {f_ctx, d_ctx.cuda, ctx2}, *lse[3] = {f_lse, lse1, lse2}, *dqkv[3] = {f_dqkv, d_dqkv.cuda, dqkv2};
+    void *dr[3] = {f_dr, d_dr.cuda, dr2}, *gwv[3] = {f_gw, d_gw.cuda, gw2}, *grv[3] = {f_gr, d_gr.cuda, gr2};
+    for (int k = 0; k < 3; k++) {
+        const float *in[5];
+        for (int i = 0; i < 5; i++) in[i] = k == 0 ? ins[i]->cpu : ins[i]->cuda;
+        be[k]->rel_flash_attention_forward(be[k], ctx[k], lse[k], in[0], in[1], in[2], in[3], c.batch, c.qlen,
+                                           c.mlen, c.heads, c.d, c.lower_shift, scale, c.p, key, first_sample);
+        be[k]->rel_flash_attention_backward(be[k], dqkv[k], dr[k], gwv[k], grv[k], in[4], in[0], in[1], in[2], in[3],
+                                            ctx[k], lse[k], c.batch, c.qlen, c.mlen, c.heads, c.d, c.lower_shift,
+                                            scale, c.p, key, first_sample);
+    }
+
+    float *probs_cpu = hs_conf_fetch(t->cpu, probs, nprobs * 4);
+    rel_bounds bd;
+    HS_ALLOC(bd.probs, nprobs), HS_ALLOC(bd.ctx, nctx), HS_ALLOC(bd.dqkv, nqkv), HS_ALLOC(bd.dr, nr),
+        HS_ALLOC(bd.dgw, nb), HS_ALLOC(bd.dgr, nb);
+    rel_attention_bounds(t, &bd, qkv, r, rwb, rrb, dctx, probs_cpu, gw, gr, c.batch, c.qlen, c.mlen, c.heads, c.d,
+                         c.lower_shift, scale, c.p);
+    const double *bounds[5] = {bd.ctx, bd.dqkv, bd.dr, bd.dgw, bd.dgr};
+    const char *names[5] = {"ctx", "dqkv", "dr", "dr_w_bias", "dr_r_bias"};
+    const hs_conf_pair outs[5] = {d_ctx, d_dqkv, d_dr, d_gw, d_gr};
+    void *cpu_fused[5] = {f_ctx, f_dqkv, f_dr, f_gw, f_gr}, *seconds[5] = {ctx2, dqkv2, dr2, gw2, gr2};
+    const size_t counts[5] = {nctx, nqkv, nr, nb, nb};
+    for (int o = 0; o < 5; o++) {
+        snprintf(what, sizeof what, "fused %s b=%d qlen=%d mlen=%d heads=%d d=%d lower_shift=%d p=%g", names[o],
+                 c.batch, c.qlen, c.mlen, c.heads, c.d, c.lower_shift, (double)c.p);
+        hs_conf_check_bound(t, what, outs[o].cpu, outs[o].cuda, counts[o], bounds[o]);
+        hs_conf_same_bits(t, what, outs[o].cuda, seconds[o], counts[o] * 4);
+        snprintf(what, sizeof what, "CPU fused %s b=%d qlen=%d mlen=%d heads=%d d=%d lower_shift=%d p=%g", names[o],
+                 c.batch, c.qlen, c.mlen, c.heads, c.d, c.lower_shift, (double)c.p);
+        void *up = hs_conf_dev(t->cuda, cpu_fused[o], counts[o] * 4); /* CPU memory is host memory */
+        hs_conf_check_bound(t, what, outs[o].cpu, up, counts[o], bounds[o]);
+        t->cuda->free(t->cuda, up);
+    }
+    snprintf(what, sizeof what, "fused lse b=%d qlen=%d mlen=%d", c.batch, c.qlen, c.mlen);
+    hs_conf_same_bits(t, what, lse1, lse2, nlse * 4);
+
+    hs_conf_pair_free(t, d_qkv), hs_conf_pair_free(t, d_r), hs_conf_pair_free(t, d_rwb), hs_conf_pair_free(t, d_rrb),
+        hs_conf_pair_free(t, d_dctx);
+    hs_conf_pair_free(t, d_ctx), hs_conf_pair_free(t, d_dqkv), hs_conf_pair_free(t, d_dr), hs_conf_pair_free(t, d_gw),
+        hs_conf_pair_free(t, d_gr);
+    t->cpu->free(t->cpu, probs), t->cpu->free(t->cpu, f_lse);
+    for (int o = 0; o < 5; o++) t->cpu->free(t->cpu, cpu_fused[o]), t->cuda->free(t->cuda, seconds[o]);
+    t->cuda->free(t->cuda, lse1), t->cuda->free(t->cuda, lse2);
+    free(probs_cpu), free(bd.probs), free(bd.ctx), free(bd.dqkv), free(bd.dr), free(bd.dgw), free(bd.dgr);
+    free(qkv), free(r), free(rwb), free(rrb), free(dctx), free(gw), free(gr), free(junk);
+}
+
 void hs_conf_group_rel_attention(hs_conf *t) {
     static const rel_case cases[] = {
         /* batch qlen mlen heads d lower_shift p */
@@ -231,4 +321,15 @@ void hs_conf_group_rel_attention(hs_conf *t) {
     };
     hs_conf_op(t, "rel_attention_forward/backward");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) rel_attention_case(t, cases[i]);
+    /* the fused op: qlen 1, 7, 33, 129 (one query, under a tile, a tile and a row over, many tiles),
+     * memory from none to qlen, same_length on and off, head sizes 8..64 (padded to 16 and not) */
+    static const rel_case fused[] = {
+        /* batch qlen mlen heads d lower_shift p */
+        {2, 1, 0, 2, 8, 0, 0.0f},     {2, 1, 1, 3, 12, 0, 0.1f},   {2, 7, 0, 2, 16, 0, 0.0f},
+        {2, 7, 4, 2, 8, 3, 0.1f},     {3, 7, 7, 1, 24, 0, 0.1f},   {1, 33, 0, 2, 32, 0, 0.1f},
+        {2, 33, 17, 2, 16, 9, 0.0f},  {1, 33, 33, 1, 64, 0, 0.0f}, {1, 33, 20, 2, 40, 12, 0.1f},
+        {1, 129, 0, 1, 64, 0, 0.1f},  {1, 129, 64, 2, 16, 20, 0.0f}, {2, 129, 129, 1, 8, 0, 0.0f},
+    };
+    hs_conf_op(t, "rel_flash_attention_forward/backward");
+    for (size_t i = 0; i < sizeof fused / sizeof fused[0]; i++) rel_flash_case(t, fused[i]);
 }

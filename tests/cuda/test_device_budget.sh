@@ -38,16 +38,19 @@ BERT_BF16_TARGET="30 per layer, 100 per micro-batch"
 BERT_TF32_PER_LAYER=38
 BERT_TF32_PER_MICRO_BATCH=62
 BERT_TF32_TARGET="30 per layer, 100 per micro-batch"
-# Transformer-XL bf16 (measured 127 per layer, 126 per micro-batch; it was 265 + 148). Target, derived as
+# Transformer-XL bf16 (measured 91 per layer, 126 per micro-batch with the fused relative attention,
+# attention = "auto" on CUDA: one kernel forward and five backward for what the unfused op did in 40
+# launches; it was 127 + 126 unfused, 265 + 148 before that). Target, derived as
 # BERT's: one fused op per GEMM with its epilogue (qkv, r, o, 2 FFN: 5 forward, 10 backward), the relative
 # attention as one strided-batched call per product (4 forward, 8 backward), LayerNorm/dropout fused
 # (2 + 2): about 35 per layer; the adaptive softmax's clusters and the memory update in the
 # per-micro-batch part: 150.
-TXL_BF16_PER_LAYER=130
+TXL_BF16_PER_LAYER=93
 TXL_BF16_PER_MICRO_BATCH=130
 TXL_BF16_TARGET="35 per layer, 150 per micro-batch"
-# Transformer-XL tf32 (measured 80 per layer, 86 per micro-batch; it was 125 + 88)
-TXL_TF32_PER_LAYER=82
+# Transformer-XL tf32 (measured 64 per layer, 86 per micro-batch with the fused relative attention; it was
+# 80 + 86 unfused, 125 + 88 before that)
+TXL_TF32_PER_LAYER=66
 TXL_TF32_PER_MICRO_BATCH=90
 TXL_TF32_TARGET="35 per layer, 150 per micro-batch"
 

@@ -10,7 +10,8 @@
  * is ≲ 1e-4 relative, far inside fd_check.h's bound, while a wrong shift, mask or head offset fails by
  * orders of magnitude. Also checked: masked probabilities are exactly 0, rows sum to 1 (no dropout),
  * the memory rows' q gradient is exactly 0, dqkv/dr are overwritten, the bias gradients accumulate,
- * and results are bit-identical with 1 and 3 OpenMP threads. */
+ * and results are bit-identical with 1 and 3 OpenMP threads. The same for the fused op
+ * (rel_flash_attention_forward/backward: lse kept instead of the probabilities). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,6 +44,7 @@ typedef struct rel_state {
     float scale;
     uint64_t key;
     float *qkv, *r, *rwb, *rrb, *ctx, *probs, *proj; /* proj: the fixed projection of ctx */
+    int fused; /* the fused op: probs holds lse [b, n, qlen] */
 } rel_state;
 
 static size_t n_qkv(const rel_state *s) { return (size_t)s->c.batch * s->klen * 3 * s->H; }
@@ -51,8 +53,24 @@ static size_t n_ctx(const rel_state *s) { return (size_t)s->c.batch * s->c.qlen 
 static size_t n_probs(const rel_state *s) { return (size_t)s->c.batch * s->c.heads * s->c.qlen * s->klen; }
 
 static void forward(rel_state *s) {
-    hs_rel_attention_forward(s->be, s->ctx, s->probs, s->qkv, s->r, s->rwb, s->rrb, s->c.batch, s->c.qlen,
-                             s->c.mlen, s->c.heads, s->c.head_dim, s->c.lower_shift, s->scale, s->c.p, s->key, 5);
+    if (s->fused)
+        hs_rel_flash_attention_forward(s->be, s->ctx, s->probs, s->qkv, s->r, s->rwb, s->rrb, s->c.batch, s->c.qlen,
+                                       s->c.mlen, s->c.heads, s->c.head_dim, s->c.lower_shift, s->scale, s->c.p, s->key,
+                                       5);
+    else
+        hs_rel_attention_forward(s->be, s->ctx, s->probs, s->qkv, s->r, s->rwb, s->rrb, s->c.batch, s->c.qlen,
+                                 s->c.mlen, s->c.heads, s->c.head_dim, s->c.lower_shift, s->scale, s->c.p, s->key, 5);
+}
+
+static void backward(const rel_state *s, float *dqkv, float *dr, float *dwb, float *drb) {
+    const rel_case c = s->c;
+    if (s->fused)
+        hs_rel_flash_attention_backward(s->be, dqkv, dr, dwb, drb, s->proj, s->qkv, s->r, s->rwb, s->rrb, s->ctx,
+                                        s->probs, c.batch, c.qlen, c.mlen, c.heads, c.head_dim, c.lower_shift, s->scale,
+                                        c.p, s->key, 5);
+    else
+        hs_rel_attention_backward(s->be, dqkv, dr, dwb, drb, s->proj, s->qkv, s->r, s->rwb, s->rrb, s->probs, c.batch,
+                                  c.qlen, c.mlen, c.heads, c.head_dim, c.lower_shift, s->scale, c.p, s->key, 5);
 }
 
 static double rel_loss(void *state) {
@@ -64,6 +82,7 @@ static double rel_loss(void *state) {
 /* Probabilities: exactly 0 outside [lo, hi] of each row; rows sum to 1 without dropout. */
 static int check_probs(const rel_state *s) {
     int bad = 0;
+    if (s->fused) return 0; /* no probabilities */
     for (int u = 0; u < s->c.batch * s->c.heads; u++)
         for (int i = 0; i < s->c.qlen; i++) {
             const float *row = s->probs + ((size_t)u * s->c.qlen + i) * s->klen;
@@ -79,11 +98,11 @@ static int check_probs(const rel_state *s) {
     return bad;
 }
 
-static int run_case(const hs_backend *be, rel_case c) {
+static int run_case(const hs_backend *be, rel_case c, int fused) {
     rel_state s = {.be = be, .c = c, .klen = c.mlen + c.qlen, .H = c.heads * c.head_dim,
-                   .scale = 1.0f / sqrtf((float)c.head_dim), .key = 0xfeedULL + (uint64_t)c.mlen};
-    fprintf(stderr, "batch %d qlen %d mlen %d heads %d head_dim %d lower_shift %d p %g\n", c.batch, c.qlen, c.mlen,
-            c.heads, c.head_dim, c.lower_shift, (double)c.p);
+                   .scale = 1.0f / sqrtf((float)c.head_dim), .key = 0xfeedULL + (uint64_t)c.mlen, .fused = fused};
+    fprintf(stderr, "%s: batch %d qlen %d mlen %d heads %d head_dim %d lower_shift %d p %g\n",
+            fused ? "fused" : "unfused", c.batch, c.qlen, c.mlen, c.heads, c.head_dim, c.lower_shift, (double)c.p);
     const size_t nd = (size_t)c.heads * c.head_dim;
     HS_ALLOC(s.qkv, n_qkv(&s));
     HS_ALLOC(s.r, n_r(&s));
@@ -111,8 +130,7 @@ static int run_case(const hs_backend *be, rel_case c) {
 
     forward(&s);
     int bad = check_probs(&s);
-    hs_rel_attention_backward(be, dqkv, dr, dwb, drb, s.proj, s.qkv, s.r, s.rwb, s.rrb, s.probs, c.batch, c.qlen,
-                              c.mlen, c.heads, c.head_dim, c.lower_shift, s.scale, c.p, s.key, 5);
+    backward(&s, dqkv, dr, dwb, drb);
     for (size_t i = 0; i < nd; i++) dwb[i] -= acc0, drb[i] -= acc0;
     /* the memory rows' q columns: exactly 0 */
     for (int b = 0; b < c.batch; b++)
@@ -140,9 +158,7 @@ static int run_case(const hs_backend *be, rel_case c) {
             forward(&s);
             memcpy(out[v][0], s.ctx, n_ctx(&s) * sizeof(float));
             memcpy(out[v][0] + n_ctx(&s), s.probs, n_probs(&s) * sizeof(float));
-            hs_rel_attention_backward(be, out[v][1], out[v][2], out[v][3], out[v][3] + nd, s.proj, s.qkv, s.r,
-                                      s.rwb, s.rrb, s.probs, c.batch, c.qlen, c.mlen, c.heads, c.head_dim,
-                                      c.lower_shift, s.scale, c.p, s.key, 5);
+            backward(&s, out[v][1], out[v][2], out[v][3], out[v][3] + nd);
         }
         const size_t sizes[4] = {n_ctx(&s) + n_probs(&s), n_qkv(&s), n_r(&s), 2 * nd};
         for (int k = 0; k < 4; k++) {
@@ -174,7 +190,8 @@ int main(void) {
         {1, 4, 2, 2, 3, 3, 0.25f}, /* dropout and same_length */
     };
     int bad = 0;
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) bad += run_case(be, cases[i]);
+    for (int fused = 0; fused <= 1; fused++)
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) bad += run_case(be, cases[i], fused);
     if (bad) {
         fprintf(stderr, "FAILED: %d mismatches\n", bad);
         return 1;

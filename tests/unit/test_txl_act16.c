@@ -84,12 +84,14 @@ static void destroy(model *m) {
  * the positions and their dropout [klen,D]; per layer cat [K,D] (and LN(cat) pre-LN), the first
  * LayerNorm's statistics [2K], attn_sum [T,D], h1 and ff_sum (post-LN) or LN(h') (pre-LN) [T,D], the
  * second LayerNorm's statistics [2T]; and the five kept tensors (q|k|v [K,3nd], r [klen,nd], probs
- * [B,n,Q,klen], ctx [T,nd], u [T,I]) in fp32 per layer, or in 16 bits per layer plus ONE fp32 set. */
-static size_t expected_bytes(int half, int pre_lnorm) {
+ * [B,n,Q,klen], ctx [T,nd], u [T,I]) in fp32 per layer, or in 16 bits per layer plus ONE fp32 set. The
+ * fused attention (attention = auto on the emulated CUDA device) keeps no probabilities but each
+ * layer's row log-sum-exps [B,n,Q] in fp32. */
+static size_t expected_bytes(int half, int pre_lnorm, int fused) {
     const size_t T = (size_t)B * Q, klen = Q + MEM, K = (size_t)B * klen, nd = (size_t)HEADS * DH;
-    const size_t kept = K * 3 * nd + klen * nd + (size_t)B * HEADS * Q * klen + T * nd + T * DI;
+    const size_t kept = K * 3 * nd + klen * nd + (fused ? 0 : (size_t)B * HEADS * Q * klen) + T * nd + T * DI;
     const size_t fp32_layer = K * D + (pre_lnorm ? K * D : 0) + 2 * K + T * D + 2 * T * D - (pre_lnorm ? T * D : 0) +
-                              2 * T;
+                              2 * T + (fused ? (size_t)B * HEADS * Q : 0);
     const size_t other = T * D + (LAYERS + 1) * T * D + T * D + 2 * klen * D;
     if (!half) return 4 * (other + LAYERS * (fp32_layer + kept));
     return 4 * (other + LAYERS * fp32_layer + kept) + 2 * LAYERS * kept;
@@ -114,12 +116,15 @@ static void test_activation_bytes(void **state) {
             build(&f, be, "fp32", pre);
             assert_int_equal(hs_txl_activations_16bit(m.model), half);
             assert_int_equal(hs_txl_activations_16bit(f.model), 0);
-            assert_int_equal(hs_txl_activation_bytes(m.model), expected_bytes(half, pre));
-            assert_int_equal(hs_txl_activation_bytes(f.model), expected_bytes(0, pre));
+            const int fused = hs_txl_attention_fused(m.model);
+            assert_int_equal(hs_txl_attention_fused(f.model), fused);
+            assert_int_equal(hs_txl_activation_bytes(m.model), expected_bytes(half, pre, fused));
+            assert_int_equal(hs_txl_activation_bytes(f.model), expected_bytes(0, pre, fused));
             if (half) {
-                const double ratio = (double)expected_bytes(1, pre) / (double)expected_bytes(0, pre);
-                printf("precision %d, pre_lnorm %d: activations %zu bytes, fp32 storage %zu (ratio %.3f)\n", precs[k],
-                       pre, expected_bytes(1, pre), expected_bytes(0, pre), ratio);
+                const double ratio = (double)expected_bytes(1, pre, fused) / (double)expected_bytes(0, pre, fused);
+                printf("precision %d, pre_lnorm %d, fused attention %d: activations %zu bytes, fp32 storage %zu "
+                       "(ratio %.3f)\n",
+                       precs[k], pre, fused, expected_bytes(1, pre, fused), expected_bytes(0, pre, fused), ratio);
                 assert_true(ratio < 0.85);
             }
             destroy(&m);
