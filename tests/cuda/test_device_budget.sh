@@ -38,7 +38,7 @@ BERT_BF16_TARGET="30 per layer, 100 per micro-batch"
 BERT_TF32_PER_LAYER=38
 BERT_TF32_PER_MICRO_BATCH=62
 BERT_TF32_TARGET="30 per layer, 100 per micro-batch"
-# Transformer-XL bf16 (measured 127 per layer, 126 per micro-batch; it was 265 + 148). Target, derived as
+# Transformer-XL bf16 (measured 127 per layer, 125 per micro-batch; it was 265 + 148). Target, derived as
 # BERT's: one fused op per GEMM with its epilogue (qkv, r, o, 2 FFN: 5 forward, 10 backward), the relative
 # attention as one strided-batched call per product (4 forward, 8 backward), LayerNorm/dropout fused
 # (2 + 2): about 35 per layer; the adaptive softmax's clusters and the memory update in the
@@ -46,7 +46,7 @@ BERT_TF32_TARGET="30 per layer, 100 per micro-batch"
 TXL_BF16_PER_LAYER=130
 TXL_BF16_PER_MICRO_BATCH=130
 TXL_BF16_TARGET="35 per layer, 150 per micro-batch"
-# Transformer-XL tf32 (measured 80 per layer, 86 per micro-batch; it was 125 + 88)
+# Transformer-XL tf32 (measured 80 per layer, 85 per micro-batch; it was 125 + 88)
 TXL_TF32_PER_LAYER=82
 TXL_TF32_PER_MICRO_BATCH=90
 TXL_TF32_TARGET="35 per layer, 150 per micro-batch"
