@@ -5,7 +5,8 @@
  *   embedding   e = sqrt(D)·adaptive_emb(ids)              hs_adaptive_embedding_forward
  *               h_0 = dropout(e)                          (the memory of layer 0 is h_0)
  *   positions   pos[klen, D] = [sin(p·f), cos(p·f)], p = klen-1..0 clamped at clamp_len, f = inv_freq
- *               (computed on the host, uploaded); pos' = dropout(pos) (one mask for all columns)
+ *               (the last klen rows of a table made on the host and uploaded once per clamp_len: a pass
+ *               uploads nothing, so it can be captured); pos' = dropout(pos) (one mask for all columns)
  *   layer l     c = cat(mem_l, h_l) per column [b, klen, D]   (pre_lnorm: c' = LN(c), else c' = c)
  *               qkv = c'·Wqkvᵀ, r = pos'·Wrᵀ                (no biases)
  *               ctx = rel_attention(qkv, r, r_w_bias, r_r_bias; causal (+ same_length) mask, dropatt)
@@ -46,6 +47,8 @@
 /* Dropout sites: masks from hs_rng_key(seed, update, site). */
 enum { DROP_EMB = 1, DROP_POS = 2, DROP_FINAL = 3, DROP_LAYER_BASE = 16, DROP_SITES_PER_LAYER = 4 };
 enum { DROP_ATT = 0, DROP_ATTN_OUT = 1, DROP_FF_INNER = 2, DROP_FF_OUT = 3 };
+
+#define TXL_POS_TABLES 4 /* clamp_len values with a sinusoid table: training's, evaluation's, spares */
 
 typedef struct txl_layer_params {
     int qkv_w, r_w, o_w, attn_ln_g, attn_ln_b, ff1_w, ff1_b, ff2_w, ff2_b, ff_ln_g, ff_ln_b;
@@ -101,9 +104,15 @@ struct hs_txl {
     float *emb;       /* [T, D] sqrt(D)·emb(ids) */
     float **hidden;   /* [N+1] of [T, D] */
     float *final;     /* [T, D] dropout(hidden[N]) */
-    float *pos_host;  /* host [klen, D] */
+    float *pos_host;  /* host [max klen, D] */
     float *inv_freq;  /* host [D/2] */
-    float *pos, *pos_drop; /* [klen, D] */
+    float *pos, *pos_drop; /* [max klen, D]: pos is the first sinusoid table (pos_table) */
+    /* The sinusoid tables, one per clamp_len (<= 0 stored as 0), each for the largest klen: a segment's
+     * pos[klen, D] is the last klen rows of its table (positions_forward), so a forward pass uploads
+     * nothing and can be captured into a CUDA graph. */
+    int pos_clamp[TXL_POS_TABLES];
+    float *pos_tab[TXL_POS_TABLES];
+    int n_pos_tables;
     txl_layer_acts *acts;  /* [N]; with 16-bit storage their qkv, r, probs, ctx and ff_act are one fp32
                             * working set shared by every layer */
     txl_layer_half *half;  /* [N] 16-bit copies, or NULL: fp32 storage */
@@ -260,6 +269,8 @@ static float *falloc(const hs_backend *be, size_t n) { return be->alloc(be, (n ?
 static float *alloc_act(hs_txl *m, size_t n) { return hs_act_floats(m->be, &m->activation_bytes, n); }
 static uint16_t *alloc_half(hs_txl *m, size_t n) { return hs_act_halves(m->be, &m->activation_bytes, n); }
 
+static const float *pos_table(hs_txl *m, int clamp_len);
+
 void hs_txl_setup(hs_txl *m) {
     const hs_backend *be = m->params->be;
     if (!be) HS_FATAL(NULL, "hs_txl_setup before hs_params_allocate");
@@ -282,6 +293,9 @@ void hs_txl_setup(hs_txl *m) {
     hs_txl_inv_freq(c->d_model, m->inv_freq);
     m->pos = alloc_act(m, klen * D);
     m->pos_drop = alloc_act(m, klen * D);
+    m->n_pos_tables = 0;
+    pos_table(m, c->clamp_len); /* before any update: a capture must not upload */
+    pos_table(m, c->eval_clamp_len);
     HS_ALLOC(m->acts, c->n_layer);
     const int half = hs_activations_16bit(be);
     if (half) HS_ALLOC(m->half, c->n_layer);
@@ -656,22 +670,40 @@ static void grads_ready_plan(hs_txl *m) {
     hs_grads_ready_build(g, p);
 }
 
-/* pos[klen, D] = [sin(p·f) | cos(p·f)], p = klen-1-t clamped at clamp_len (> 0), then dropout. */
-static void positions_forward(hs_txl *m, const pass *ps, int clamp_len) {
-    const int D = m->cfg.d_model, klen = ps->klen, half = D / 2;
-    const float *inv_freq = m->inv_freq;
+/* The sinusoid table of clamp_len for the largest klen (max_qlen + max_mlen):
+ * row t = [sin(p·f) | cos(p·f)], p = max_klen-1-t clamped at clamp_len (> 0). Row t of a segment of klen
+ * keys is row t + max_klen - klen here (its p = klen-1-t: the same float, so the same bits). Made and
+ * uploaded once per clamp_len (setup makes training's and evaluation's). */
+static const float *pos_table(hs_txl *m, int clamp_len) {
+    const int clamp = clamp_len > 0 ? clamp_len : 0;
+    for (int i = 0; i < m->n_pos_tables; i++)
+        if (m->pos_clamp[i] == clamp) return m->pos_tab[i];
+    if (m->n_pos_tables == TXL_POS_TABLES)
+        HS_FATAL(NULL, "more than %d clamp_len values for one Transformer-XL model", TXL_POS_TABLES);
+    const int D = m->cfg.d_model, klen = m->max_qlen + m->max_mlen, half = D / 2;
     for (int t = 0; t < klen; t++) {
         float pos = (float)(klen - 1 - t);
-        if (clamp_len > 0 && pos > (float)clamp_len) pos = (float)clamp_len;
+        if (clamp > 0 && pos > (float)clamp) pos = (float)clamp;
         for (int k = 0; k < half; k++) {
-            const float x = pos * inv_freq[k];
+            const float x = pos * m->inv_freq[k];
             m->pos_host[(size_t)t * (size_t)D + (size_t)k] = sinf(x);
             m->pos_host[(size_t)t * (size_t)D + (size_t)(half + k)] = cosf(x);
         }
     }
-    m->be->upload(m->be, m->pos, m->pos_host, (size_t)klen * (size_t)D * sizeof(float));
+    const size_t bytes = (size_t)klen * (size_t)D * sizeof(float);
+    float *dev = m->n_pos_tables == 0 ? m->pos : falloc(m->be, (size_t)klen * (size_t)D);
+    m->be->upload(m->be, dev, m->pos_host, bytes);
+    m->pos_clamp[m->n_pos_tables] = clamp;
+    m->pos_tab[m->n_pos_tables++] = dev;
+    return dev;
+}
+
+/* pos'[klen, D] = dropout(pos): the last klen rows of the clamp_len's table, then dropout. */
+static void positions_forward(hs_txl *m, const pass *ps, int clamp_len) {
+    const size_t D = (size_t)m->cfg.d_model, klen = (size_t)ps->klen;
+    const float *pos = pos_table(m, clamp_len) + ((size_t)(m->max_qlen + m->max_mlen) - klen) * D;
     const hs_dropout_mask drop = hs_dropout_site_mask(ps->ctx, 0, DROP_POS, m->cfg.dropout);
-    hs_dropout_forward(m->be, &drop, m->pos_drop, m->pos, 1, (size_t)klen * (size_t)D);
+    hs_dropout_forward(m->be, &drop, m->pos_drop, pos, 1, klen * D);
 }
 
 static void layer_forward(hs_txl *m, int l, const pass *ps) {
@@ -955,6 +987,7 @@ void hs_txl_free(hs_txl *m) {
         hs_adaptive_plan_free(be, &m->plan_tgt);
         hs_adaptive_emb_state_free(be, &m->emb_state);
         hs_adaptive_softmax_state_free(be, &m->sm_state);
+        for (int i = 1; i < m->n_pos_tables; i++) be->free(be, m->pos_tab[i]); /* [0] is m->pos */
         float *bufs[] = {m->emb, m->final, m->pos, m->pos_drop, m->grad_h, m->grad_tmp, m->grad_h1,
                          m->grad_ctx, m->dqkv, m->dcat, m->dr, m->dff};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) be->free(be, bufs[i]);

@@ -76,8 +76,10 @@ typedef struct hs_adaptive_emb_grads {
 typedef struct hs_adaptive_emb_state {
     hs_workspace saved;   /* gathered embedding rows (the projections' input) */
     hs_workspace scratch; /* per-cluster projected rows / gradients */
-    hs_tensor_span *span; /* device [1]: the scale op's tensor table */
-    int64_t span_numel;
+    hs_tensor_span *span;  /* device [1]: the scale op's tensor table */
+    int64_t span_numel;    /* the element count span holds */
+    hs_tensor_span *spans; /* device [span_rows]: {0, r·span_cols} for r = 1..span_rows, copied into span */
+    int span_rows, span_cols;
 } hs_adaptive_emb_state;
 /* y[n, d_proj] = sqrt(d_proj) · emb(ids): row r = table_i[id - e_i]·proj_iᵀ for the cluster i of id
  * (no projection: the table row itself). */
@@ -87,8 +89,11 @@ void hs_adaptive_embedding_forward(const hs_backend *be, const hs_adaptive_dims 
 void hs_adaptive_embedding_backward(const hs_backend *be, const hs_adaptive_dims *d, const hs_adaptive_emb_weights *w,
                                     const hs_adaptive_emb_grads *g, const hs_adaptive_plan *plan,
                                     hs_adaptive_emb_state *st, const float *dy);
-/* x[n] *= a (a one-tensor scale through the backend's multi-tensor op; st holds its table). */
-void hs_adaptive_scale(const hs_backend *be, hs_adaptive_emb_state *st, float *x, int64_t n, float a);
+/* x[rows, cols] *= a (a one-tensor scale through the backend's multi-tensor op; st holds its table).
+ * rows <= max_rows; the first call uploads a table for every row count (cols fixed), later ones copy
+ * their entry on the device: no upload, so the op can be captured into a CUDA graph. */
+void hs_adaptive_scale(const hs_backend *be, hs_adaptive_emb_state *st, float *x, int rows, int cols, int max_rows,
+                       float a);
 
 /* ---- projected adaptive log-softmax (ProjectedAdaptiveLogSoftmax) ------------------------------- */
 typedef struct hs_adaptive_softmax_weights {

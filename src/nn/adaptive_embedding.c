@@ -2,18 +2,34 @@
  * emb_scale = sqrt(d_proj) is folded into the projection GEMMs (alpha); without a projection it is one
  * scale op on the gathered rows. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/ledger.h"
 #include "nn/adaptive.h"
 #include "util/check.h"
 
-void hs_adaptive_scale(const hs_backend *be, hs_adaptive_emb_state *st, float *x, int64_t n, float a) {
-    if (n <= 0) return;
-    if (!st->span) st->span = be->alloc(be, sizeof *st->span);
-    if (st->span_numel != n) {
-        const hs_tensor_span span = {.offset = 0, .numel = n, .decay = 0, .unused = 0};
-        be->upload(be, st->span, &span, sizeof span);
+void hs_adaptive_scale(const hs_backend *be, hs_adaptive_emb_state *st, float *x, int rows, int cols, int max_rows,
+                       float a) {
+    if (rows <= 0) return;
+    if (!st->spans) { /* once, in the first (eager) pass: a table for every row count */
+        hs_tensor_span *host;
+        HS_ALLOC(host, max_rows);
+        for (int r = 0; r < max_rows; r++)
+            host[r] = (hs_tensor_span){.offset = 0, .numel = (int64_t)(r + 1) * cols, .decay = 0, .unused = 0};
+        st->spans = be->alloc(be, (size_t)max_rows * sizeof *st->spans);
+        be->upload(be, st->spans, host, (size_t)max_rows * sizeof *host);
+        free(host);
+        st->span = be->alloc(be, sizeof *st->span);
+        st->span_cols = cols;
+        st->span_rows = max_rows;
+    }
+    if (cols != st->span_cols || rows > st->span_rows)
+        HS_FATAL(NULL, "hs_adaptive_scale of [%d, %d]; its span table is for [%d, %d]", rows, cols, st->span_rows,
+                 st->span_cols);
+    const int64_t n = (int64_t)rows * cols;
+    if (st->span_numel != n) { /* a device copy: no upload inside a CUDA graph capture */
+        be->copy(be, st->span, st->spans + (rows - 1), sizeof *st->span);
         hs_ledger_table(st->span, (uint64_t)n); /* for the device-op ledger */
         st->span_numel = n;
     }
@@ -37,7 +53,7 @@ void hs_adaptive_embedding_forward(const hs_backend *be, const hs_adaptive_dims 
         if (!hs_adaptive_has_proj(d, 0)) {
             /* y[n, d_embed] = sqrt(d)·table[ids] */
             be->gather_rows(be, y, w->table[0], plan->ids, n, de, d->n_token, 0);
-            hs_adaptive_scale(be, st, y, (int64_t)n * dp, scale);
+            hs_adaptive_scale(be, st, y, n, dp, plan->max_tokens, scale);
             return;
         }
         /* e[n, d_embed] = table[ids] (kept); y = sqrt(d)·e·P_0ᵀ */
@@ -79,7 +95,7 @@ void hs_adaptive_embedding_backward(const hs_backend *be, const hs_adaptive_dims
         float *de_rows = st->scratch.ptr; /* [n, d_embed] = ∂/∂table[ids] */
         if (!hs_adaptive_has_proj(d, 0)) {
             be->copy(be, de_rows, dy, (size_t)n * (size_t)de * sizeof(float));
-            hs_adaptive_scale(be, st, de_rows, (int64_t)n * de, scale);
+            hs_adaptive_scale(be, st, de_rows, n, de, plan->max_tokens, scale);
         } else {
             /* ∂P_0[d_proj, d_embed] += s·dyᵀ·e;  ∂e = s·dy·P_0 */
             be->gemm(be, 1, 0, dp, de, n, scale, dy, dp, st->saved.ptr, de, 1.0f, g->proj[0], de);
@@ -110,5 +126,6 @@ void hs_adaptive_emb_state_free(const hs_backend *be, hs_adaptive_emb_state *st)
     hs_workspace_release(be, &st->saved);
     hs_workspace_release(be, &st->scratch);
     if (st->span) be->free(be, st->span);
+    if (st->spans) be->free(be, st->spans);
     memset(st, 0, sizeof *st);
 }

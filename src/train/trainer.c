@@ -405,14 +405,13 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
     /* CUDA graphs (cuda_graphs): from a shape's second update on, the device work from here to the
      * gradient norm (forward, backward, the bucketed all-reduce) is captured and launched as one graph
      * per shape: the staging slot and the micro-batch sizes. Not while anything in it waits for the
-     * device: balance = auto's timing, the injected faults, host-staged all-reduces, inputs uploaded
-     * synchronously (no staging, HETSEQ_INPUT_STAGING=sync), and an ordered-stream task (Transformer-XL:
-     * its forward uploads per-step state synchronously). */
+     * device: balance = auto's timing, the injected faults, host-staged all-reduces, and inputs uploaded
+     * synchronously (no staging, HETSEQ_INPUT_STAGING=sync). */
     uint64_t shape = hs_fnv1a64(HS_FNV64_OFFSET, &slot->index, sizeof slot->index);
     shape = hs_fnv1a64(shape, &slot->n, sizeof slot->n);
     for (int i = 0; i < slot->n; i++) shape = hs_fnv1a64(shape, &slot->ranges[i].count, sizeof slot->ranges[i].count);
     const int graphed = hs_update_graphs_begin(&t->graphs, shape,
-                                               t->stage_inputs && !t->stream && !t->balance.auto_mode && !inject_nan &&
+                                               t->stage_inputs && !t->balance.auto_mode && !inject_nan &&
                                                    !inject_overflow && hs_grad_buckets_capturable(t->buckets));
     hs_grad_buckets_start(t->buckets);
     ctx.grads_zero = 1; /* hs_params_zero_grad above; until the first non-empty micro-batch has run */

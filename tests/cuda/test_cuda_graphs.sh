@@ -3,11 +3,16 @@
 # shape, and the optimizer step (unscale, clip, step) as a second graph, give the same bits as the eager run (cuda_graphs = false): the checkpoints compare equal with
 # tolerance 0 and the loss/gnorm trajectories are identical. The CNN recipe (dropout on: per-update
 # dropout keys in the kernel arguments) on 1 rank and on 2 ranks (the all-reduce inside the graph), a
-# small BERT (LAMB, dropout on; per-update loss normalisation) on 2 ranks; the log says how many
-# updates ran as graphs, so a run that silently stopped capturing fails too. On the CPU the key is
+# small BERT (LAMB, dropout on; per-update loss normalisation) on 2 ranks, a small Transformer-XL
+# (LAMB, dropout and dropatt on, adaptive embedding and softmax, the memories carried from update to
+# update; fixed and variable segment lengths) on 1 and 2 ranks: for it the optimizer moments and the
+# memories (/task_state) compare equal too. The log says how many updates ran as graphs, so a run
+# that silently stopped capturing fails too. On the CPU the key is
 # ignored with a note. The emulator refuses what CUDA refuses during a capture (a synchronisation, a
 # cudaFree), so device code that would break a capture on a GPU fails here.
 . "$top_srcdir/tests/lib.sh"
+need_cmd h5diff hdf5-tools
+need_cmd h5dump hdf5-tools
 EMU="${HETSEQ_EMU:-$top_builddir/tests/cuda/hetseq_emu}"
 [ -x "$EMU" ] || skip "hetseq_emu (the emulated CUDA build) is not built"
 CMP="$top_builddir/tests/tools/h5compare"
@@ -28,6 +33,12 @@ same() {
   run "$EMU" "$np" "${name}_on" "$@" -o device=\"cuda\" -o training.max_update=$n
   run "$EMU" "$np" "${name}_off" "$@" -o device=\"cuda\" -o training.max_update=$n -o cuda_graphs=false
   "$CMP" "${name}_on/checkpoint_last.h5" "${name}_off/checkpoint_last.h5" 0 || fail "$name: graphs on != off"
+  # the optimizer state and the task's carried state (Transformer-XL's memories), where the checkpoint has them
+  for g in optimizer task_state; do
+    h5dump -n "${name}_on/checkpoint_last.h5" | grep -q "group *\/$g\$" || continue
+    h5diff -q "${name}_on/checkpoint_last.h5" "${name}_off/checkpoint_last.h5" "/$g" "/$g" ||
+      fail "$name: graphs on != off in the checkpoint's /$g"
+  done
   traj "${name}_on/metrics.jsonl" > on.traj; traj "${name}_off/metrics.jsonl" > off.traj
   [ "$(wc -l < on.traj)" -eq "$n" ] && diff on.traj off.traj > /dev/null || fail "$name: the trajectories differ"
   line=$(grep "| CUDA graphs: " "${name}_on.log" | head -1)
@@ -56,6 +67,18 @@ if [ -n "${PYTHON_TORCH:-}" ]; then
 else
   echo "BERT part skipped: no Python with h5py to write the test shards"
 fi
+
+# Transformer-XL: the sinusoid tables and the embedding's scale table are uploaded once, so its update
+# is captured as BERT's; 12 updates of one micro-batch (2 ranks: 2 columns each) with a validation
+# and a save in between (the memories of evaluation and training are separate). varlen: every update
+# has another segment length (the graph's kernels change their shapes, not their kinds), div_val = 1
+# without projections (the embedding's scale op); the shapes' first updates run eagerly.
+. "$top_srcdir/tests/ref/txl_corpus.sh"
+make_txl_corpus txl_data 600
+HS_TEST_DEVICE=cuda txl_experiment txl.cfg txl_data ""
+same txl1 1 12 8 txl.cfg -o log.interval=1
+same txl2 2 12 8 txl.cfg -o log.interval=1
+same txl1_varlen 1 12 8 txl.cfg -o log.interval=1 -o txl.varlen=true -o txl.div_val=1
 
 # the CPU ignores the key, and says so when it is set
 run "$HETSEQ" 1 cpu_note "$CNN" $cnn -o training.max_update=1 -o cuda_graphs=true

@@ -28,14 +28,22 @@ void hs_cuda_free_later(const hs_backend *be, void *p) {
     hs_cuda_device *d = hs_cuda_dev(be);
     if (!p) return;
     if (d->capturing) {
-        if (d->n_deferred == HS_CUDA_DEFERRED_FREES)
-            HS_FATAL("set cuda_graphs = false and report it", "more than %d device buffers freed during one CUDA graph capture",
-                     HS_CUDA_DEFERRED_FREES);
+        if (d->n_deferred == d->cap_deferred) {
+            d->cap_deferred = d->cap_deferred ? 2 * d->cap_deferred : 64;
+            HS_REALLOC(d->deferred_free, d->cap_deferred);
+        }
         d->deferred_free[d->n_deferred++] = p;
         return;
     }
     HS_CUDA_CHECK(cudaFree(p)); /* waits for the work that may still read p */
     hs_ledger_free(p);
+}
+
+void hs_cuda_free_deferred(const hs_backend *be) {
+    hs_cuda_device *d = hs_cuda_dev(be);
+    if (d->capturing) HS_FATAL(NULL, "hs_cuda_free_deferred during a capture");
+    for (size_t i = 0; i < d->n_deferred; i++) hs_cuda_free_later(be, d->deferred_free[i]);
+    d->n_deferred = 0; /* the array stays for the next capture */
 }
 
 void *hs_cuda_scratch(const hs_backend *be, size_t bytes) {

@@ -20,8 +20,6 @@
 extern "C" {
 #endif
 
-#define HS_CUDA_DEFERRED_FREES 64
-
 typedef struct hs_cuda_device {
     int ordinal;        /* the GPU this rank uses (local_rank % device count) */
     int sm_count;       /* multiprocessors, for grid sizes */
@@ -35,8 +33,10 @@ typedef struct hs_cuda_device {
     size_t scratch_bytes;
     void *nccl;         /* ncclComm_t once hs_comm has made one (comm.c), else NULL */
     int capturing;      /* between graph_begin and graph_end_launch (cuda_graph.c) */
-    void *deferred_free[HS_CUDA_DEFERRED_FREES]; /* freed after the capture's launch (hs_cuda_free_later) */
-    int n_deferred;
+    /* Blocks freed during a capture, freed after its launch (hs_cuda_free_later): a host array that
+     * doubles when full, so any number of frees may fall inside one capture. */
+    void **deferred_free;
+    size_t n_deferred, cap_deferred;
 } hs_cuda_device;
 
 static inline hs_cuda_device *hs_cuda_dev(const hs_backend *be) { return (hs_cuda_device *)be->impl; }
@@ -49,8 +49,11 @@ void *hs_cuda_scratch(const hs_backend *be, size_t bytes);
 
 /* Frees device memory that enqueued work may still read: at once (cudaFree waits for the device), or,
  * during a graph capture, where nothing may wait for the device, after the capture's launch
- * (cuda_graph.c). The grow-only buffers call it when they grow. */
+ * (cuda_graph.c: hs_cuda_free_deferred). The grow-only buffers call it when they grow. */
 void hs_cuda_free_later(const hs_backend *be, void *p);
+/* Frees what hs_cuda_free_later deferred during the capture that just ended (cudaFree: after the
+ * launch, which the graph's nodes that read the blocks belong to). */
+void hs_cuda_free_deferred(const hs_backend *be);
 
 #ifdef __cplusplus
 }

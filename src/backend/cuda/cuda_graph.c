@@ -47,8 +47,7 @@ int hs_cuda_graph_end_launch(const hs_backend *be, void **exec) {
     *exec = x;
     /* buffers replaced during the capture: the graph's earlier nodes read them, so only now (cudaFree
      * waits for the device: a growing buffer costs that update its overlap, once) */
-    for (int i = 0; i < d->n_deferred; i++) hs_cuda_free_later(be, d->deferred_free[i]);
-    d->n_deferred = 0;
+    hs_cuda_free_deferred(be);
     return reused;
 }
 
