@@ -531,7 +531,7 @@ static const float *layernorm_dropout_grad(const hs_backend *be, const hs_dropou
         return dy;
     }
     hs_layernorm_dropout_backward(be, mask, dy, scratch, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols, batch,
-                                  per_sample);
+                                  per_sample, NULL);
     return scratch;
 }
 
@@ -718,7 +718,7 @@ static void layer_forward(hs_txl *m, int l, const pass *ps) {
     } else { /* dropout, residual add and LayerNorm in one op */
         hs_dropout_add_layernorm_forward(be, &d_out, a->h1, a->attn_sum, a->ln1_mean, a->ln1_rstd, a->attn_sum, x,
                                          hs_param_data(p, w->attn_ln_g), hs_param_data(p, w->attn_ln_b), T, D,
-                                         TXL_LN_EPS, b, per_sample);
+                                         TXL_LN_EPS, b, per_sample, NULL);
     }
     /* u = dropout(relu(ff_in·W1ᵀ + b1)) (relu's backward reads u: dropped entries have zero gradient anyway) */
     hs_linear_forward(be, a->ff_act, a->ff_in, hs_param_data(p, w->ff1_w), hs_param_data(p, w->ff1_b), T, D, I);
@@ -733,7 +733,7 @@ static void layer_forward(hs_txl *m, int l, const pass *ps) {
         hs_linear_forward(be, a->ff_sum, a->ff_act, hs_param_data(p, w->ff2_w), hs_param_data(p, w->ff2_b), T, I, D);
         hs_dropout_add_layernorm_forward(be, &d_ff, out, a->ff_sum, a->ln2_mean, a->ln2_rstd, a->ff_sum, a->h1,
                                          hs_param_data(p, w->ff_ln_g), hs_param_data(p, w->ff_ln_b), T, D, TXL_LN_EPS,
-                                         b, per_sample);
+                                         b, per_sample, NULL);
     }
 }
 
