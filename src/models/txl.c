@@ -72,6 +72,8 @@ typedef struct txl_layer_acts {
 /* The 16-bit copies of one layer's tensors (16-bit storage only), shapes as in txl_layer_acts. */
 typedef struct txl_layer_half {
     uint16_t *qkv, *r, *probs, *ctx, *ff_act;
+    uint16_t *ff_in; /* post-LN only: [T, D] the FFN input h1 rounded, written by the op that makes h1; the
+                      * twin (bind_half) its product reads, forward and in the weight gradient */
 } txl_layer_half;
 
 struct hs_txl {
@@ -318,6 +320,7 @@ void hs_txl_setup(hs_txl *m) {
             h->probs = alloc_half(m, n_probs);
             h->ctx = alloc_half(m, T * nd);
             h->ff_act = alloc_half(m, T * I);
+            h->ff_in = c->pre_lnorm ? NULL : alloc_half(m, T * D);
         }
     }
     m->grad_h = falloc(be, T * D);
@@ -722,12 +725,15 @@ static void layer_forward(hs_txl *m, int l, const pass *ps) {
         hs_layernorm_forward(be, a->ff_in, a->ln2_mean, a->ln2_rstd, a->h1, hs_param_data(p, w->ff_ln_g),
                              hs_param_data(p, w->ff_ln_b), T, D, TXL_LN_EPS);
     } else { /* dropout, residual add and LayerNorm in one op */
+        uint16_t *h1_16 = m->half ? m->half[l].ff_in : NULL;
         hs_dropout_add_layernorm_forward(be, &d_out, a->h1, a->attn_sum, a->ln1_mean, a->ln1_rstd, a->attn_sum, x,
                                          hs_param_data(p, w->attn_ln_g), hs_param_data(p, w->attn_ln_b), T, D,
-                                         TXL_LN_EPS, b, per_sample, NULL);
+                                         TXL_LN_EPS, b, per_sample, h1_16);
+        if (h1_16) be->bind_half(be, a->h1, h1_16, (size_t)T * (size_t)D);
     }
     /* u = dropout(relu(ff_in·W1ᵀ + b1)) (relu's backward reads u: dropped entries have zero gradient anyway) */
     hs_linear_forward(be, a->ff_act, a->ff_in, hs_param_data(p, w->ff1_w), hs_param_data(p, w->ff1_b), T, D, I);
+    be->unbind_half(be, a->ff_in); /* bound above (post-LN, 16-bit storage), or nothing */
     hs_relu_forward(be, a->ff_act, a->ff_act, (size_t)T * (size_t)I);
     hs_dropout_forward(be, &d_inner, a->ff_act, a->ff_act, b, (size_t)qlen * (size_t)I);
     float *out = m->hidden[l + 1];
@@ -833,6 +839,7 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
         layer_load_half(m, l, ps);
         be->bind_half(be, a->ctx, h16->ctx, (size_t)T * (size_t)nd);
         be->bind_half(be, a->ff_act, h16->ff_act, (size_t)T * (size_t)I);
+        if (h16->ff_in) be->bind_half(be, a->ff_in, h16->ff_in, (size_t)T * (size_t)D);
     }
 
     const float *d2;
@@ -852,6 +859,7 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
     hs_relu_backward(be, m->dff, m->dff, a->ff_act, (size_t)T * (size_t)I);
     be->gemm_wgrad_bgrad(be, hs_param_grad(p, w->ff1_w), hs_param_grad(p, w->ff1_b), m->dff, I, a->ff_in, T, D, I,
                          ps->ctx->grads_zero);
+    if (h16) be->unbind_half(be, a->ff_in);
     if (c->pre_lnorm) {
         /* ∂LN(h') = dff·W1, through the FF LayerNorm, plus the residual */
         be->gemm(be, 0, 0, T, D, I, 1.0f, m->dff, I, hs_param_data(p, w->ff1_w), D, 0.0f, m->grad_h1, D);
@@ -963,8 +971,9 @@ void hs_txl_free(hs_txl *m) {
                 if (lb[k]) be->free(be, lb[k]);
             if (m->half) {
                 txl_layer_half *h = &m->half[l];
-                uint16_t *hb[] = {h->qkv, h->r, h->probs, h->ctx, h->ff_act};
-                for (size_t k = 0; k < sizeof hb / sizeof hb[0]; k++) be->free(be, hb[k]);
+                uint16_t *hb[] = {h->qkv, h->r, h->probs, h->ctx, h->ff_act, h->ff_in};
+                for (size_t k = 0; k < sizeof hb / sizeof hb[0]; k++)
+                    if (hb[k]) be->free(be, hb[k]);
             }
         }
     }

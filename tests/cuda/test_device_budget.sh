@@ -38,13 +38,14 @@ BERT_BF16_TARGET="30 per layer, 100 per micro-batch"
 BERT_TF32_PER_LAYER=38
 BERT_TF32_PER_MICRO_BATCH=62
 BERT_TF32_TARGET="30 per layer, 100 per micro-batch"
-# Transformer-XL bf16 (measured 127 per layer, 126 per micro-batch; it was 265 + 148). Target, derived as
+# Transformer-XL bf16 (measured 119 per layer, 126 per micro-batch; it was 127 + 126 before the 16-bit twins
+# of the FFN input, the sublayer gradients, the context and the FFN activation (bind_half), 265 + 148). Target, derived as
 # BERT's: one fused op per GEMM with its epilogue (qkv, r, o, 2 FFN: 5 forward, 10 backward), the relative
 # attention as one strided-batched call per product (4 forward, 8 backward), LayerNorm/dropout fused
 # (2 + 2): about 35 per layer; the adaptive softmax's clusters and the memory update in the
 # per-micro-batch part: 150.
-TXL_BF16_PER_LAYER=130
-TXL_BF16_PER_MICRO_BATCH=130
+TXL_BF16_PER_LAYER=119
+TXL_BF16_PER_MICRO_BATCH=126
 TXL_BF16_TARGET="35 per layer, 150 per micro-batch"
 # Transformer-XL tf32 (measured 80 per layer, 86 per micro-batch; it was 125 + 88)
 TXL_TF32_PER_LAYER=82
