@@ -241,39 +241,7 @@ static int cpu_has_bf16(void) {
     return isa == dnnl_cpu_isa_avx512_core_bf16 || isa == dnnl_cpu_isa_avx512_core_amx;
 }
 
-/* Whether this oneDNN has a bf16 matmul on this CPU at all: oneDNN 2.x implements (or emulates) bf16
- * only from avx512_core up, and answers dnnl_unimplemented on an AVX2-only CPU (many AMD EPYC and older
- * Intel nodes) — there the products must take the SGEMM path, never stop the run. Asked once, with a
- * small product's descriptor; the status is kept for the log. */
-static dnnl_status_t dnnl_bf16_status = dnnl_success;
-
-static int dnnl_bf16_usable(void) {
-    static int usable = -1;
-    if (usable >= 0) return usable;
-    dnnl_engine_t engine;
-    dnnl_status_t st = dnnl_engine_create(&engine, dnnl_cpu, 0);
-    if (st == dnnl_success) {
-        dnnl_dims_t dims = {8, 8}, strides = {8, 1};
-        dnnl_memory_desc_t a, b, c;
-        dnnl_matmul_desc_t desc;
-        dnnl_primitive_desc_t pd = NULL;
-        st = dnnl_memory_desc_init_by_strides(&a, 2, dims, dnnl_bf16, strides);
-        if (st == dnnl_success) st = dnnl_memory_desc_init_by_strides(&b, 2, dims, dnnl_bf16, strides);
-        if (st == dnnl_success) st = dnnl_memory_desc_init_by_strides(&c, 2, dims, dnnl_f32, strides);
-        if (st == dnnl_success) st = dnnl_matmul_desc_init(&desc, &a, &b, NULL, &c);
-        if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &desc, NULL, engine, NULL);
-        if (pd) dnnl_primitive_desc_destroy(pd);
-        dnnl_engine_destroy(engine);
-    }
-    dnnl_bf16_status = st;
-    usable = st == dnnl_success;
-    return usable;
-}
-
-int hs_cpu_bf16_set_path(int dnnl) {
-    use_dnnl = dnnl && dnnl_bf16_usable();
-    return use_dnnl;
-}
+void hs_cpu_bf16_set_path(int dnnl) { use_dnnl = dnnl; }
 
 static const char *isa_name(dnnl_cpu_isa_t isa) {
     switch (isa) {
@@ -298,15 +266,6 @@ void hs_cpu_bf16_report(void) {
     if (done) return;
     done = 1;
     const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-    if (!dnnl_bf16_usable()) {
-        use_dnnl = 0;
-        hs_log("| precision bf16 on the CPU: CPU ISA %s, for which oneDNN %d.%d has no bf16 matmul (status %d), so "
-               "the products run as bf16-rounded operands through OpenBLAS SGEMM (the same arithmetic)",
-               isa_name(isa), dnnl_version()->major, dnnl_version()->minor, (int)dnnl_bf16_status);
-        hs_warn_node("this CPU has no BF16 instructions (no avx512_bf16 or amx_bf16 in lscpu): bf16 is computed "
-                     "correctly but no faster than fp32 (slightly slower: the operands are rounded first)");
-        return;
-    }
     /* Build one plan of a typical shape to learn oneDNN's implementation name (brg:avx512_core_bf16,
      * gemm:jit, ...); it may differ for other shapes. */
     enum { PROBE = 256 };
@@ -335,17 +294,14 @@ int hs_cpu_bf16_available(char *why, size_t why_len) {
 }
 
 void hs_cpu_bf16_report(void) {}
-int hs_cpu_bf16_set_path(int dnnl) {
-    (void)dnnl;
-    return 0;
-}
+void hs_cpu_bf16_set_path(int dnnl) { (void)dnnl; }
 #endif
 
 void hs_cpu_gemm_bf16(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
                       const float *b, int ldb, float beta, float *c, int ldc) {
     if (m <= 0 || n <= 0) return;
 #ifdef HAVE_DNNL
-    if (use_dnnl < 0) use_dnnl = cpu_has_bf16() && dnnl_bf16_usable();
+    if (use_dnnl < 0) use_dnnl = cpu_has_bf16();
     if (use_dnnl && k > 0 && !omp_in_parallel()) {
         gemm_dnnl(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;

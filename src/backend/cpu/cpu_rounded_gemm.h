@@ -69,10 +69,9 @@ const float *hs_lowp_rounded_copy(int p, int slot, const float *x, size_t n);
 int hs_cpu_bf16_available(char *why, size_t why_len);
 
 /* Chooses the path of the products outside parallel regions: 1 = oneDNN's bf16 matmul, 0 = rounded
- * operands + SGEMM (by default: oneDNN where the CPU has BF16 instructions). For tests and benchmarks.
- * Returns the path in effect: 0 when asked for oneDNN where it has no bf16 matmul for this CPU (oneDNN
- * 2.x on an AVX2-only CPU) or is not linked. */
-int hs_cpu_bf16_set_path(int dnnl);
+ * operands + SGEMM (by default: oneDNN where the CPU has BF16 instructions). For tests and benchmarks;
+ * no effect without oneDNN. */
+void hs_cpu_bf16_set_path(int dnnl);
 
 /* Logs once which code oneDNN runs the bf16 products with (its CPU ISA and implementation) and warns
  * when the CPU has no BF16 instructions (oneDNN then emulates them: correct, but slow). */
