@@ -10,6 +10,7 @@
 #include "hs_launch.h"
 #include "math/activations.h"
 #include "math/gelu.h"
+#include "util/lowp.h"
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
@@ -20,6 +21,17 @@
 
 namespace {
 
+/* An optional 16-bit output (the seam's x16 / y16 / dx16): p[i] = to_half's rounding (src/util/lowp.h) of
+ * the fp32 value written at i; p == NULL: none. */
+struct half_out {
+  uint16_t *p;
+  int bf16; /* 1: bfloat16, 0: IEEE half */
+};
+
+__device__ __forceinline__ void put_half(const half_out &o, size_t i, float v) {
+  if (o.p) o.p[i] = o.bf16 ? hs_bf16_bits(v) : hs_fp16_bits(v);
+}
+
 /* ---- GELU (exact erf form): forward, fused bias + forward, backward ------------------------------------ */
 
 /* y = 0.5·x·(1 + erf(x/√2)) */
@@ -28,17 +40,26 @@ template <class T> __global__ void gelu_forward_kernel(T *y, const T *x, size_t 
 }
 
 /* x[rows,cols] += bias[cols] (kept: it is the pre-activation the backward needs), y = gelu(x); one pass */
-template <class T> __global__ void bias_gelu_forward_kernel(T *y, T *x, const T *bias, size_t n, size_t cols) {
+template <class T>
+__global__ void bias_gelu_forward_kernel(T *y, T *x, const T *bias, size_t n, size_t cols, half_out x16,
+                                         half_out y16) {
   GRID_STRIDE_LOOP(i, n) {
     const float u = (float)x[i] + (float)bias[i % cols];
     x[i] = (T)u;
-    y[i] = (T)hs_gelu(u);
+    const T g = (T)hs_gelu(u);
+    y[i] = g;
+    put_half(x16, i, (float)(T)u);
+    put_half(y16, i, (float)g);
   }
 }
 
 /* dx = dy·gelu'(x) = dy·(Φ(x) + x·φ(x)) from the pre-activation x; dx may alias dy */
-template <class T> __global__ void gelu_backward_kernel(T *dx, const T *dy, const T *x, size_t n) {
-  GRID_STRIDE_LOOP(i, n) dx[i] = (T)hs_gelu_grad((float)dy[i], (float)x[i]);
+template <class T> __global__ void gelu_backward_kernel(T *dx, const T *dy, const T *x, size_t n, half_out dx16) {
+  GRID_STRIDE_LOOP(i, n) {
+    const T d = (T)hs_gelu_grad((float)dy[i], (float)x[i]);
+    dx[i] = d;
+    put_half(dx16, i, (float)d);
+  }
 }
 
 /* ---- tanh: forward and backward ------------------------------------------------------------------------ */
@@ -63,17 +84,22 @@ extern "C" void hs_cuda_gelu_forward(const hs_backend *be, float *y, const float
 }
 
 extern "C" void hs_cuda_bias_gelu_forward(const hs_backend *be, float *y, float *x, const float *bias, int rows,
-                                          int cols) {
+                                          int cols, uint16_t *x16, uint16_t *y16) {
   if (rows <= 0 || cols <= 0) return;
   const size_t n = (size_t)rows * (size_t)cols;
-  HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), bias_gelu_forward_kernel<float>)(y, x, bias, n,
-                                                                                               (size_t)cols);
-  HS_CUDA_LAUNCHED("bias_gelu_forward_kernel", (3 * n + (size_t)cols) * sizeof(float)); /* x read + written, y, bias */
+  const int bf16 = be->precision == HS_PRECISION_BF16;
+  HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), bias_gelu_forward_kernel<float>)(
+      y, x, bias, n, (size_t)cols, half_out{x16, bf16}, half_out{y16, bf16});
+  /* x read + written, y, bias, the 16-bit outputs */
+  HS_CUDA_LAUNCHED("bias_gelu_forward_kernel", (3 * n + (size_t)cols) * sizeof(float) +
+                                                   ((x16 ? n : 0) + (y16 ? n : 0)) * sizeof(uint16_t));
 }
 
-extern "C" void hs_cuda_gelu_backward(const hs_backend *be, float *dx, const float *dy, const float *x, size_t n) {
-  HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), gelu_backward_kernel<float>)(dx, dy, x, n);
-  HS_CUDA_LAUNCHED("gelu_backward_kernel", 3 * n * sizeof(float));
+extern "C" void hs_cuda_gelu_backward(const hs_backend *be, float *dx, const float *dy, const float *x, size_t n,
+                                      uint16_t *dx16) {
+  const half_out o = {dx16, be->precision == HS_PRECISION_BF16};
+  HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), gelu_backward_kernel<float>)(dx, dy, x, n, o);
+  HS_CUDA_LAUNCHED("gelu_backward_kernel", 3 * n * sizeof(float) + (dx16 ? n * sizeof(uint16_t) : 0));
 }
 
 extern "C" void hs_cuda_tanh_forward(const hs_backend *be, float *y, const float *x, size_t n) {

@@ -30,6 +30,7 @@
 #include "backend/cuda/cuda_ops.h"
 #include "math/dropout.h"
 #include "math/layernorm.h"
+#include "util/lowp.h"
 
 namespace {
 
@@ -47,6 +48,21 @@ struct ln_dropout {
   size_t per_sample, group;
 };
 
+/* An optional 16-bit output (the seam's y16 / da16): p[i] = the rounding of to_half (src/util/lowp.h) of
+ * the fp32 value written at i, in the type of the precision; p == NULL: none. */
+struct half_out {
+  uint16_t *p;
+  int bf16; /* 1: bfloat16, 0: IEEE half */
+};
+
+__device__ __forceinline__ void put_half(const half_out &o, size_t i, float v) {
+  if (o.p) o.p[i] = o.bf16 ? hs_bf16_bits(v) : hs_fp16_bits(v);
+}
+
+static half_out half_out_for(const hs_backend *be, uint16_t *p) {
+  return half_out{p, be->precision == HS_PRECISION_BF16};
+}
+
 __device__ __forceinline__ float dropout_factor_at(const ln_dropout &d, size_t i) {
   return hs_dropout_factor(d.key, (uint64_t)(d.first_sample + (int64_t)(i / d.per_sample)),
                            (i % d.per_sample) / d.group, d.p, d.keep_scale);
@@ -59,7 +75,8 @@ __device__ __forceinline__ float dropout_factor_at(const ln_dropout &d, size_t i
 template <class T>
 __global__ void __launch_bounds__(HS_BLOCK)
     layernorm_forward_kernel(T *y, T *x_sum, float *mean, float *rstd, const T *x, const T *residual,
-                             const float *gamma, const float *beta, int rows, int cols, float eps, ln_dropout drop) {
+                             const float *gamma, const float *beta, int rows, int cols, float eps, ln_dropout drop,
+                             half_out y16) {
   const int lane = threadIdx.x % HS_WARP;
   const long long first = (long long)blockIdx.x * HS_ROWS_PER_BLOCK + threadIdx.x / HS_WARP;
   const long long stride = (long long)gridDim.x * HS_ROWS_PER_BLOCK;
@@ -84,8 +101,11 @@ __global__ void __launch_bounds__(HS_BLOCK)
       sq += dv * dv;
     }
     const float m = (float)mu, rs = hs_layernorm_rstd(warp_sum(sq) / cols, eps);
-    for (int c = lane; c < cols; c += HS_WARP)
-      y[off + c] = from_float<T>(hs_layernorm_out(to_float(in[c]), m, rs, gamma[c], beta[c]));
+    for (int c = lane; c < cols; c += HS_WARP) {
+      const T v = from_float<T>(hs_layernorm_out(to_float(in[c]), m, rs, gamma[c], beta[c]));
+      y[off + c] = v;
+      put_half(y16, off + c, to_float(v));
+    }
     if (lane == 0) {
       mean[r] = m;
       rstd[r] = rs;
@@ -99,7 +119,7 @@ __global__ void __launch_bounds__(HS_BLOCK)
 template <class T>
 __global__ void __launch_bounds__(HS_BLOCK)
     layernorm_backward_dx_kernel(T *dx, T *da, const T *dy, const T *x, const float *mean, const float *rstd,
-                                 const float *gamma, int rows, int cols, ln_dropout drop) {
+                                 const float *gamma, int rows, int cols, ln_dropout drop, half_out da16) {
   const int lane = threadIdx.x % HS_WARP;
   const long long first = (long long)blockIdx.x * HS_ROWS_PER_BLOCK + threadIdx.x / HS_WARP;
   const long long stride = (long long)gridDim.x * HS_ROWS_PER_BLOCK;
@@ -118,7 +138,13 @@ __global__ void __launch_bounds__(HS_BLOCK)
       const float xh = (to_float(x[off + c]) - m) * rs; /* the same float expression as above */
       const T v = from_float<T>(hs_layernorm_dx(to_float(dy[off + c]) * gamma[c], xh, rs, mean_g, mean_gx));
       dx[off + c] = v;
-      if (drop.on) da[off + c] = from_float<T>(to_float(v) * dropout_factor_at(drop, off + c));
+      if (drop.on) {
+        const T d = from_float<T>(to_float(v) * dropout_factor_at(drop, off + c));
+        da[off + c] = d;
+        put_half(da16, off + c, to_float(d));
+      } else {
+        put_half(da16, off + c, to_float(v)); /* da is a copy of dx */
+      }
     }
   }
 }
@@ -165,20 +191,21 @@ __global__ void __launch_bounds__(HS_BLOCK)
 template <class T>
 void launch_layernorm_forward(const hs_backend *be, T *y, T *x_sum, float *mean, float *rstd, const T *x,
                               const T *residual, const float *gamma, const float *beta, int rows, int cols,
-                              float eps, ln_dropout drop) {
+                              float eps, ln_dropout drop, half_out y16 = half_out{}) {
   if (rows <= 0 || cols <= 0) return;
   HS_LAUNCH(hs_grid_for_rows((size_t)rows), HS_BLOCK, 0, hs_cuda_stream(be), layernorm_forward_kernel<T>)(
-      y, x_sum, mean, rstd, x, residual, gamma, beta, rows, cols, eps, drop);
+      y, x_sum, mean, rstd, x, residual, gamma, beta, rows, cols, eps, drop, y16);
   /* x (+ residual, and their sum written), y, mean and rstd, gamma and beta (the dropout's mask is
    * recomputed from its counter, not read) */
   HS_CUDA_LAUNCHED("layernorm_forward_kernel", (size_t)rows * (size_t)cols * sizeof(T) * (residual ? 4 : 2) +
+                                                   (y16.p ? (size_t)rows * (size_t)cols * sizeof(uint16_t) : 0) +
                                                    (size_t)rows * 2 * sizeof(float) + (size_t)cols * 2 * sizeof(float));
 }
 
 template <class T>
 void launch_layernorm_backward(const hs_backend *be, T *dx, T *da, float *dgamma, float *dbeta, const T *dy,
                                const T *x, const float *mean, const float *rstd, const float *gamma, int rows,
-                               int cols, ln_dropout drop) {
+                               int cols, ln_dropout drop, half_out da16 = half_out{}) {
   if (rows <= 0 || cols <= 0) return;
   const cudaStream_t stream = hs_cuda_stream(be);
   const int chunks = (rows + HS_LN_ROW_CHUNK - 1) / HS_LN_ROW_CHUNK;
@@ -197,9 +224,10 @@ void launch_layernorm_backward(const hs_backend *be, T *dx, T *da, float *dgamma
                    (size_t)chunks * 2 * (size_t)cols * sizeof(double) + (size_t)cols * 4 * sizeof(float));
   /* after the partials: dx may overwrite dy */
   HS_LAUNCH(hs_grid_for_rows((size_t)rows), HS_BLOCK, 0, stream, layernorm_backward_dx_kernel<T>)(
-      dx, da, dy, x, mean, rstd, gamma, rows, cols, drop);
+      dx, da, dy, x, mean, rstd, gamma, rows, cols, drop, da16);
   /* dy, x, dx (and the dropout's gradient da where it is written); mean, rstd; gamma */
   HS_CUDA_LAUNCHED("layernorm_backward_dx_kernel", (size_t)rows * (size_t)cols * (drop.on ? 4 : 3) * sizeof(T) +
+                                                       (da16.p ? (size_t)rows * (size_t)cols * sizeof(uint16_t) : 0) +
                                                        (size_t)rows * 2 * sizeof(float) + (size_t)cols * sizeof(float));
 }
 
@@ -240,9 +268,10 @@ extern "C" void hs_cuda_dropout_add_layernorm_forward(const hs_backend *be, floa
                                                       float *rstd, const float *a, const float *residual,
                                                       const float *gamma, const float *beta, int rows, int cols,
                                                       float eps, int batch, size_t per_sample, size_t group, float p,
-                                                      uint64_t key, int64_t first_sample) {
+                                                      uint64_t key, int64_t first_sample, uint16_t *y16) {
   const ln_dropout drop = make_dropout(rows, cols, batch, per_sample, group, p, key, first_sample);
-  launch_layernorm_forward<float>(be, y, x_sum, mean, rstd, a, residual, gamma, beta, rows, cols, eps, drop);
+  launch_layernorm_forward<float>(be, y, x_sum, mean, rstd, a, residual, gamma, beta, rows, cols, eps, drop,
+                                  half_out_for(be, y16));
 }
 
 /* dx = LayerNorm backward (may alias dy), da = dx·dropout factor: the dx kernel writes both */
@@ -250,9 +279,10 @@ extern "C" void hs_cuda_layernorm_dropout_backward(const hs_backend *be, float *
                                                    float *dbeta, const float *dy, const float *x, const float *mean,
                                                    const float *rstd, const float *gamma, int rows, int cols,
                                                    int batch, size_t per_sample, size_t group, float p, uint64_t key,
-                                                   int64_t first_sample) {
+                                                   int64_t first_sample, uint16_t *da16) {
   const ln_dropout drop = make_dropout(rows, cols, batch, per_sample, group, p, key, first_sample);
-  launch_layernorm_backward<float>(be, dx, da, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols, drop);
+  launch_layernorm_backward<float>(be, dx, da, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols, drop,
+                                   half_out_for(be, da16));
   if (!drop.on && rows > 0 && cols > 0) /* no dropout: da is a copy of dx, as dropout_backward makes it */
     HS_CUDA_CHECK(cudaMemcpyAsync(da, dx, (size_t)rows * (size_t)cols * sizeof(float), cudaMemcpyDeviceToDevice,
                                   hs_cuda_stream(be)));

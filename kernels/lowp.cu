@@ -88,7 +88,7 @@ static unsigned grid_for(size_t n, bool vec) { return hs_grid_for(vec ? n / HS_V
  * (tests/cuda/test_device_budget.sh bounds them per update); PARAMETER_COPY "to_half_kernel (parameter
  * copy)", a whole parameter arena's 16-bit copy made again after a write other than the optimizer's
  * (src/backend/cuda/cuda_shadow.c: at the start, after a broadcast or a checkpoint load, not per update). */
-enum conversion { OTHER, GEMM_OPERAND, PARAMETER_COPY };
+enum conversion { OTHER, GEMM_OPERAND, PARAMETER_COPY, TWIN_CHECK };
 
 void to_half(cudaStream_t stream, uint16_t *y, const float *x, size_t n, bool bf16, conversion what = OTHER) {
   const bool vec = vec_ok(x, y);
@@ -100,6 +100,8 @@ void to_half(cudaStream_t stream, uint16_t *y, const float *x, size_t n, bool bf
     HS_CUDA_LAUNCHED("to_half_kernel (GEMM operand)", n * (sizeof(float) + sizeof(uint16_t)));
   else if (what == PARAMETER_COPY)
     HS_CUDA_LAUNCHED("to_half_kernel (parameter copy)", n * (sizeof(float) + sizeof(uint16_t)));
+  else if (what == TWIN_CHECK) /* HETSEQ_CHECK_HALF_TWINS only (src/backend/cuda/cuda_twins.c) */
+    HS_CUDA_LAUNCHED("to_half_kernel (twin check)", n * (sizeof(float) + sizeof(uint16_t)));
   else
     HS_CUDA_LAUNCHED("to_half_kernel", n * (sizeof(float) + sizeof(uint16_t)));
 }
@@ -127,6 +129,10 @@ extern "C" void hs_cuda_grad_from16(cudaStream_t stream, float *y, const uint16_
 
 extern "C" void hs_cuda_to_half_bits(const hs_backend *be, int precision, uint16_t *y, const float *x, size_t n) {
   to_half(hs_cuda_stream(be), y, x, n, precision == HS_PRECISION_BF16, GEMM_OPERAND);
+}
+
+extern "C" void hs_cuda_to_half_check(const hs_backend *be, int precision, uint16_t *y, const float *x, size_t n) {
+  to_half(hs_cuda_stream(be), y, x, n, precision == HS_PRECISION_BF16, TWIN_CHECK);
 }
 
 extern "C" void hs_cuda_params_to_half(const hs_backend *be, int precision, uint16_t *y, const float *x, size_t n) {

@@ -82,9 +82,12 @@ typedef struct bert_layer_acts {
     float *ffn_mean, *ffn_rstd;  /* [T] */
 } bert_layer_acts;
 
-/* The 16-bit copies of one layer's tensors (16-bit storage only), shapes as in bert_layer_acts. */
+/* The 16-bit copies of one layer's tensors (16-bit storage only), shapes as in bert_layer_acts; input
+ * [T,H] is hidden[i] rounded (written by the op that makes hidden[i]). input, attn_out, ctx and ffn_act
+ * are also the twins (be->bind_half) the layer's GEMMs read instead of converting those operands. */
 typedef struct bert_layer_half {
     uint16_t *qkv, *probs, *ctx, *ffn_pre, *ffn_act;
+    uint16_t *input, *attn_out;
 } bert_layer_half;
 
 /* The inputs of a micro-batch on the device and the host arrays derived from it (staging memory,
@@ -120,6 +123,8 @@ struct hs_bert {
     bert_layer_acts *acts;                /* [N]; with 16-bit storage their qkv, probs, ctx, ffn_pre and
                                            * ffn_act are one fp32 working set shared by every layer */
     bert_layer_half *half;                /* [N] 16-bit copies, or NULL: fp32 storage */
+    uint16_t *grad16_h, *grad16_ffn;      /* [T,H], [T,I]: the 16-bit twins of the dense layers' output
+                                           * gradients in the backward pass (16-bit storage only) */
     size_t activation_bytes;              /* bytes of the buffers above (hs_bert_activation_bytes) */
     float *pool_in, *pool_out;            /* [B,H] h[:,0]; tanh(pool_in·Wᵀ + b) */
     float *nsp_logits;                    /* [B,2], softmax in place */
@@ -334,7 +339,13 @@ void hs_bert_setup(hs_bert *m) {
             h->ctx = alloc_half(m, T * H);
             h->ffn_pre = alloc_half(m, T * I);
             h->ffn_act = alloc_half(m, T * I);
+            h->input = alloc_half(m, T * H);
+            h->attn_out = alloc_half(m, T * H);
         }
+    }
+    if (half) {
+        m->grad16_h = alloc_half(m, T * H);
+        m->grad16_ffn = alloc_half(m, T * I);
     }
     m->pool_in = alloc_act(m, B * H);
     m->pool_out = alloc_act(m, B * H);
@@ -553,17 +564,26 @@ static layer_masks layer_dropout(const hs_bert *m, int i, const hs_step_ctx *ctx
 
 /* A layer's LayerNorm backward and the dropout before it: grad_h[T,H] (in place) = ∂/∂(the LayerNorm's
  * input), the residual's gradient; returns the sublayer output's gradient, the dropout backward of it
- * (into grad_tmp, one op with the LayerNorm's), or grad_h itself when the dropout is off. */
+ * (into grad_tmp, one op with the LayerNorm's), or grad_h itself when the dropout is off. With 16-bit
+ * storage the result's rounding goes to grad16_h (written by the same op, or converted when the dropout is
+ * off) and is bound as its twin: the two products that read it (data and weight gradient) then convert
+ * nothing. The caller unbinds it (be->unbind_half) after them. */
 static const float *layernorm_dropout_grad(hs_bert *m, const hs_dropout_mask *mask, float *dgamma, float *dbeta,
                                            const float *x, const float *mean, const float *rstd, const float *gamma) {
+    const hs_backend *be = m->be;
     const int B = m->batch, T = B * m->seq_len, H = m->cfg.hidden_size;
-    const size_t per_sample = (size_t)m->seq_len * (size_t)H;
+    const size_t per_sample = (size_t)m->seq_len * (size_t)H, n = (size_t)T * (size_t)H;
     if (mask->p <= 0.0f) {
-        hs_layernorm_backward(m->be, m->grad_h, dgamma, dbeta, m->grad_h, x, mean, rstd, gamma, T, H);
+        hs_layernorm_backward(be, m->grad_h, dgamma, dbeta, m->grad_h, x, mean, rstd, gamma, T, H);
+        if (m->grad16_h) {
+            be->to_half(be, m->grad16_h, m->grad_h, n);
+            be->bind_half(be, m->grad_h, m->grad16_h, n);
+        }
         return m->grad_h;
     }
-    hs_layernorm_dropout_backward(m->be, mask, m->grad_h, m->grad_tmp, dgamma, dbeta, m->grad_h, x, mean, rstd, gamma,
-                                  T, H, B, per_sample);
+    hs_layernorm_dropout_backward(be, mask, m->grad_h, m->grad_tmp, dgamma, dbeta, m->grad_h, x, mean, rstd, gamma, T,
+                                  H, B, per_sample, m->grad16_h);
+    if (m->grad16_h) be->bind_half(be, m->grad_tmp, m->grad16_h, n);
     return m->grad_tmp;
 }
 
@@ -592,6 +612,10 @@ static void embeddings_forward(hs_bert *m, const hs_dropout_mask *drop) {
     hs_layernorm_forward(be, m->hidden[0], m->emb_mean, m->emb_rstd, m->emb_sum, hs_param_data(p, m->emb_ln_g),
                          hs_param_data(p, m->emb_ln_b), T, H, HS_BERT_LAYERNORM_EPS);
     hs_dropout_forward(be, drop, m->hidden[0], m->hidden[0], B, (size_t)L * (size_t)H);
+    if (m->half) { /* layer 0's input in 16 bits: its q|k|v product's operand, forward and backward */
+        be->to_half(be, m->half[0].input, m->hidden[0], (size_t)T * (size_t)H);
+        be->bind_half(be, m->hidden[0], m->half[0].input, (size_t)T * (size_t)H);
+    }
 }
 
 /* hidden[i+1] = layer i (hidden[i]):
@@ -608,20 +632,39 @@ static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fir
 
     const hs_attention_dims dims = attention_dims(m);
     const hs_attention_params w = attention_params(m, l);
+    /* 16-bit storage: x (hidden[i]) is bound to its twin h->input, written with it by the op that made
+     * it (embeddings_forward or the previous layer): the q|k|v product reads it, no conversion */
+    bert_layer_half *h = m->half ? &m->half[i] : NULL;
+    const size_t TH = (size_t)T * (size_t)H, TI = (size_t)T * (size_t)I;
     const hs_attention_saved saved = {.qkv = a->qkv, .probs = a->probs};
     hs_attention_forward(be, &dims, &w, m->mask_bias, &drop.probs, x, &saved, a->ctx);
+    if (h) { /* the context's 16-bit copy: kept for the backward pass, and attention.output.dense's operand */
+        be->to_half(be, h->ctx, a->ctx, TH);
+        be->bind_half(be, a->ctx, h->ctx, TH);
+    }
     hs_linear_forward(be, a->attn_sum, a->ctx, hs_param_data(p, l->attn_out_w), hs_param_data(p, l->attn_out_b), T, H,
                       H);
     hs_dropout_add_layernorm_forward(be, &drop.attn, a->attn_out, a->attn_sum, a->attn_mean, a->attn_rstd, a->attn_sum,
                                      x, hs_param_data(p, l->attn_ln_g), hs_param_data(p, l->attn_ln_b), T, H,
-                                     HS_BERT_LAYERNORM_EPS, B, per_sample);
-    /* u[T,I] = h1·W1ᵀ (bias-less GEMM), then u += b1 and gelu in one pass */
+                                     HS_BERT_LAYERNORM_EPS, B, per_sample, h ? h->attn_out : NULL);
+    if (h) be->bind_half(be, a->attn_out, h->attn_out, TH);
+    /* u[T,I] = h1·W1ᵀ (bias-less GEMM), then u += b1 and gelu in one pass (their 16-bit copies with them) */
     be->gemm(be, 0, 1, T, I, H, 1.0f, a->attn_out, H, hs_param_data(p, l->inter_w), H, 0.0f, a->ffn_pre, I);
-    hs_bias_gelu_forward(be, a->ffn_act, a->ffn_pre, hs_param_data(p, l->inter_b), T, I);
+    hs_bias_gelu_forward(be, a->ffn_act, a->ffn_pre, hs_param_data(p, l->inter_b), T, I, h ? h->ffn_pre : NULL,
+                         h ? h->ffn_act : NULL);
+    if (h) be->bind_half(be, a->ffn_act, h->ffn_act, TI);
     hs_linear_forward(be, a->ffn_sum, a->ffn_act, hs_param_data(p, l->out_w), hs_param_data(p, l->out_b), T, I, H);
+    const int last = i + 1 == m->cfg.num_hidden_layers;
     hs_dropout_add_layernorm_forward(be, &drop.ffn, m->hidden[i + 1], a->ffn_sum, a->ffn_mean, a->ffn_rstd, a->ffn_sum,
                                      a->attn_out, hs_param_data(p, l->out_ln_g), hs_param_data(p, l->out_ln_b), T, H,
-                                     HS_BERT_LAYERNORM_EPS, B, per_sample);
+                                     HS_BERT_LAYERNORM_EPS, B, per_sample, h && !last ? m->half[i + 1].input : NULL);
+    if (h) { /* the working set is the next layer's: no binding outlives the layer (backward binds again) */
+        be->unbind_half(be, a->ctx);
+        be->unbind_half(be, a->attn_out);
+        be->unbind_half(be, a->ffn_act);
+        be->unbind_half(be, x);
+        if (!last) be->bind_half(be, m->hidden[i + 1], m->half[i + 1].input, TH);
+    }
 }
 
 /* 16-bit storage: the five tensors a layer keeps in 16 bits, in HS_BERT_SAVED_* order: each working
@@ -642,11 +685,12 @@ static void layer_saved(const hs_bert *m, int i, hs_act16 t[N_SAVED]) {
     t[HS_BERT_SAVED_FFN_ACT] = (hs_act16){a->ffn_act, h ? h->ffn_act : NULL, ffn};
 }
 
-/* Layer i's working set (fp32) -> its 16-bit copies (rounded) */
+/* Layer i's working set (fp32) -> its 16-bit copies (rounded): q|k|v and the probabilities; layer_forward
+ * wrote the context's (to_half), the FFN pre-activation's and its GELU's (bias_gelu_forward) already */
 static void layer_store_half(hs_bert *m, int i) {
     hs_act16 t[N_SAVED];
     layer_saved(m, i, t);
-    hs_act16_store(m->be, t, N_SAVED);
+    hs_act16_store(m->be, t, HS_BERT_SAVED_PROBS + 1);
 }
 
 /* Layer i's 16-bit copies -> the working set, widened (exact), before its backward */
@@ -699,7 +743,7 @@ static void heads_forward(hs_bert *m, double *stats) {
     /* t[Np,H] = LN(gelu(h[rows]·Wtᵀ + bt)); logits[Np,V] = t·Wordᵀ + cls.predictions.bias (tied decoder) */
     hs_gather_rows_forward(be, m->mlm_in, h, m->in.mlm_rows, Np, H, T);
     be->gemm(be, 0, 1, Np, H, H, 1.0f, m->mlm_in, H, hs_param_data(p, m->transform_w), H, 0.0f, m->mlm_pre, H);
-    hs_bias_gelu_forward(be, m->mlm_act, m->mlm_pre, hs_param_data(p, m->transform_b), Np, H);
+    hs_bias_gelu_forward(be, m->mlm_act, m->mlm_pre, hs_param_data(p, m->transform_b), Np, H, NULL, NULL);
     hs_layernorm_forward(be, m->mlm_out, m->mlm_mean, m->mlm_rstd, m->mlm_act, hs_param_data(p, m->transform_ln_g),
                          hs_param_data(p, m->transform_ln_b), Np, H, HS_BERT_LAYERNORM_EPS);
     hs_linear_forward(be, m->mlm_logits, m->mlm_out, hs_param_data(p, m->word), hs_param_data(p, m->mlm_bias), Np, H,
@@ -738,7 +782,7 @@ static void heads_backward(hs_bert *m, const hs_step_ctx *ctx) {
         hs_layernorm_backward(be, m->grad_mlm_out, hs_param_grad(p, m->transform_ln_g),
                               hs_param_grad(p, m->transform_ln_b), m->grad_mlm_out, m->mlm_act, m->mlm_mean,
                               m->mlm_rstd, hs_param_data(p, m->transform_ln_g), Np, H);
-        hs_gelu_backward(be, m->grad_mlm_out, m->grad_mlm_out, m->mlm_pre, (size_t)Np * (size_t)H);
+        hs_gelu_backward(be, m->grad_mlm_out, m->grad_mlm_out, m->mlm_pre, (size_t)Np * (size_t)H, NULL);
         hs_linear_backward(be, m->grad_mlm_in, hs_param_grad(p, m->transform_w), hs_param_grad(p, m->transform_b),
                            m->grad_mlm_out, m->mlm_in, hs_param_data(p, m->transform_w), Np, H, H, ctx->grads_zero);
         hs_gather_rows_backward(be, m->grad_h, m->grad_mlm_in, m->in.mlm_rows, Np, H, T);
@@ -761,7 +805,15 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
     const int T = m->batch * m->seq_len, H = m->cfg.hidden_size, I = m->cfg.intermediate_size;
     const layer_masks drop = layer_dropout(m, i, ctx, first_sample);
     float *dffn = m->ws.ptr; /* [T,I] */
-    if (m->half) layer_load_half(m, i);
+    const bert_layer_half *h = m->half ? &m->half[i] : NULL;
+    const size_t TH = (size_t)T * (size_t)H, TI = (size_t)T * (size_t)I;
+    if (h) { /* the working set widened back (exact), and the 16-bit copies bound as the GEMMs' operands */
+        layer_load_half(m, i);
+        be->bind_half(be, a->ctx, h->ctx, TH);
+        be->bind_half(be, a->ffn_act, h->ffn_act, TI);
+        be->bind_half(be, a->attn_out, h->attn_out, TH);
+        be->bind_half(be, m->hidden[i], h->input, TH);
+    }
 
     /* second LayerNorm: grad_h = ∂/∂ffn_sum, which is the gradient of both the FFN output (after
      * dropout) and the residual h1 */
@@ -770,11 +822,14 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
     /* output.dense: dffn[T,I] = dout·W2 */
     hs_linear_backward(be, dffn, hs_param_grad(p, l->out_w), hs_param_grad(p, l->out_b), dout, a->ffn_act,
                        hs_param_data(p, l->out_w), T, I, H, ctx->grads_zero);
-    hs_gelu_backward(be, dffn, dffn, a->ffn_pre, (size_t)T * (size_t)I);
+    if (h) be->unbind_half(be, dout);
+    hs_gelu_backward(be, dffn, dffn, a->ffn_pre, TI, m->grad16_ffn);
+    if (h) be->bind_half(be, dffn, m->grad16_ffn, TI);
     /* intermediate.dense_act: ∂b1 += Σ du, ∂W1[I,H] += duᵀ·h1, grad_h += du·W1 (onto the residual path) */
     be->gemm_wgrad_bgrad(be, hs_param_grad(p, l->inter_w), hs_param_grad(p, l->inter_b), dffn, I, a->attn_out, T, H, I,
                          ctx->grads_zero);
     be->gemm(be, 0, 0, T, H, I, 1.0f, dffn, I, hs_param_data(p, l->inter_w), H, 1.0f, m->grad_h, H);
+    if (h) be->unbind_half(be, dffn); /* the workspace holds dqkv next */
     hs_grads_ready_after(&m->ready, ctx, stage_ffn(m, i));
 
     /* first LayerNorm, then attention.output.dense: grad_ctx = dattn·Wo */
@@ -783,6 +838,7 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
                                                 hs_param_data(p, l->attn_ln_g));
     hs_linear_backward(be, m->grad_ctx, hs_param_grad(p, l->attn_out_w), hs_param_grad(p, l->attn_out_b), dattn,
                        a->ctx, hs_param_data(p, l->attn_out_w), T, H, H, ctx->grads_zero);
+    if (h) be->unbind_half(be, dattn);
 
     /* self-attention: grad_h (the residual's gradient) += ∂/∂x through Q, K, V */
     const hs_attention_dims dims = attention_dims(m);
@@ -793,6 +849,12 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
                                   .bias_zero = ctx->grads_zero};
     const hs_attention_saved saved = {.qkv = a->qkv, .probs = a->probs};
     hs_attention_backward(be, &dims, &w, &g, &drop.probs, m->hidden[i], &saved, m->grad_ctx, m->grad_h, 1, &m->ws);
+    if (h) {
+        be->unbind_half(be, a->ctx);
+        be->unbind_half(be, a->ffn_act);
+        be->unbind_half(be, a->attn_out);
+        be->unbind_half(be, m->hidden[i]);
+    }
     hs_grads_ready_after(&m->ready, ctx, stage_attention(m, i));
 }
 
@@ -851,10 +913,12 @@ void hs_bert_free(hs_bert *m) {
             for (size_t k = 0; k < own; k++) be->free(be, layer_bufs[k]);
             if (m->half) {
                 bert_layer_half *h = &m->half[i];
-                uint16_t *half_bufs[] = {h->qkv, h->probs, h->ctx, h->ffn_pre, h->ffn_act};
+                uint16_t *half_bufs[] = {h->qkv, h->probs, h->ctx, h->ffn_pre, h->ffn_act, h->input, h->attn_out};
                 for (size_t k = 0; k < sizeof half_bufs / sizeof half_bufs[0]; k++) be->free(be, half_bufs[k]);
             }
         }
+        if (m->grad16_h) be->free(be, m->grad16_h);
+        if (m->grad16_ffn) be->free(be, m->grad16_ffn);
         hs_workspace_release(be, &m->ws);
     }
     hs_grads_ready_free(&m->ready);

@@ -76,6 +76,8 @@ typedef struct txl_layer_acts {
 /* The 16-bit copies of one layer's tensors (16-bit storage only), shapes as in txl_layer_acts. */
 typedef struct txl_layer_half {
     uint16_t *qkv, *r, *probs, *ctx, *ff_act; /* probs: unfused attention only */
+    uint16_t *ff_in; /* post-LN only: [T, D] the FFN input h1 rounded, written by the op that makes h1; the
+                      * twin (bind_half) its product reads, forward and in the weight gradient */
 } txl_layer_half;
 
 struct hs_txl {
@@ -121,6 +123,8 @@ struct hs_txl {
 
     /* backward scratch */
     float *grad_h, *grad_tmp, *grad_h1; /* [T, D] */
+    uint16_t *grad16;                   /* [T, D]: the 16-bit twin of a sublayer output's gradient (16-bit
+                                         * storage only; bind_half), which two products read */
     float *grad_ctx;                    /* [T, nd] */
     float *dqkv;                        /* [K, 3nd] */
     float *dcat;                        /* [K, D] */
@@ -339,10 +343,12 @@ void hs_txl_setup(hs_txl *m) {
             if (!m->fused) h->probs = alloc_half(m, n_probs);
             h->ctx = alloc_half(m, T * nd);
             h->ff_act = alloc_half(m, T * I);
+            h->ff_in = c->pre_lnorm ? NULL : alloc_half(m, T * D);
         }
     }
     m->grad_h = falloc(be, T * D);
     m->grad_tmp = falloc(be, T * D);
+    if (half) m->grad16 = be->alloc(be, T * D * sizeof(uint16_t));
     m->grad_h1 = falloc(be, T * D);
     m->grad_ctx = falloc(be, T * nd);
     m->dqkv = falloc(be, K * 3 * nd);
@@ -542,17 +548,20 @@ void hs_txl_take_inputs(hs_txl *m, const hs_txl_inputs *in) {
 static uint64_t layer_site(int l, int which) { return (uint64_t)(DROP_LAYER_BASE + DROP_SITES_PER_LAYER * l + which); }
 
 /* A post-LN sublayer's LayerNorm backward, dy (in place) -> ∂/∂(its input), and the gradient through the
- * dropout before it: into scratch in the same op, or dy itself when the dropout is off. */
+ * dropout before it: into scratch in the same op, or dy itself when the dropout is off. With the dropout
+ * and a 16-bit twin buffer d16 (16-bit storage), the same op writes scratch's rounding there and it is
+ * bound as scratch's twin (bind_half): the caller unbinds it after the two products that read it. */
 static const float *layernorm_dropout_grad(const hs_backend *be, const hs_dropout_mask *mask, float *dy, float *scratch,
                                            float *dgamma, float *dbeta, const float *x, const float *mean,
                                            const float *rstd, const float *gamma, int rows, int cols, int batch,
-                                           size_t per_sample) {
+                                           size_t per_sample, uint16_t *d16) {
     if (mask->p <= 0.0f) {
         hs_layernorm_backward(be, dy, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols);
         return dy;
     }
     hs_layernorm_dropout_backward(be, mask, dy, scratch, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols, batch,
-                                  per_sample);
+                                  per_sample, d16);
+    if (d16) be->bind_half(be, scratch, d16, (size_t)rows * (size_t)cols);
     return scratch;
 }
 
@@ -759,12 +768,15 @@ static void layer_forward(hs_txl *m, int l, const pass *ps) {
         hs_layernorm_forward(be, a->ff_in, a->ln2_mean, a->ln2_rstd, a->h1, hs_param_data(p, w->ff_ln_g),
                              hs_param_data(p, w->ff_ln_b), T, D, TXL_LN_EPS);
     } else { /* dropout, residual add and LayerNorm in one op */
+        uint16_t *h1_16 = m->half ? m->half[l].ff_in : NULL;
         hs_dropout_add_layernorm_forward(be, &d_out, a->h1, a->attn_sum, a->ln1_mean, a->ln1_rstd, a->attn_sum, x,
                                          hs_param_data(p, w->attn_ln_g), hs_param_data(p, w->attn_ln_b), T, D,
-                                         TXL_LN_EPS, b, per_sample);
+                                         TXL_LN_EPS, b, per_sample, h1_16);
+        if (h1_16) be->bind_half(be, a->h1, h1_16, (size_t)T * (size_t)D);
     }
     /* u = dropout(relu(ff_in·W1ᵀ + b1)) (relu's backward reads u: dropped entries have zero gradient anyway) */
     hs_linear_forward(be, a->ff_act, a->ff_in, hs_param_data(p, w->ff1_w), hs_param_data(p, w->ff1_b), T, D, I);
+    be->unbind_half(be, a->ff_in); /* bound above (post-LN, 16-bit storage), or nothing */
     hs_relu_forward(be, a->ff_act, a->ff_act, (size_t)T * (size_t)I);
     hs_dropout_forward(be, &d_inner, a->ff_act, a->ff_act, b, (size_t)qlen * (size_t)I);
     float *out = m->hidden[l + 1];
@@ -776,7 +788,7 @@ static void layer_forward(hs_txl *m, int l, const pass *ps) {
         hs_linear_forward(be, a->ff_sum, a->ff_act, hs_param_data(p, w->ff2_w), hs_param_data(p, w->ff2_b), T, I, D);
         hs_dropout_add_layernorm_forward(be, &d_ff, out, a->ff_sum, a->ln2_mean, a->ln2_rstd, a->ff_sum, a->h1,
                                          hs_param_data(p, w->ff_ln_g), hs_param_data(p, w->ff_ln_b), T, D, TXL_LN_EPS,
-                                         b, per_sample);
+                                         b, per_sample, NULL);
     }
 }
 
@@ -868,7 +880,13 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
     const hs_dropout_mask d_ff = hs_dropout_site_mask(ps->ctx, ps->first, layer_site(l, DROP_FF_OUT), c->dropout);
     float *dh1; /* ∂/∂h' */
     const float *da; /* ∂/∂a, a = the attention sublayer's output before its dropout */
-    if (m->half) layer_load_half(m, l, ps);
+    const txl_layer_half *h16 = m->half ? &m->half[l] : NULL;
+    if (h16) { /* widened back (exact); the copies of the products' operands bound as their twins */
+        layer_load_half(m, l, ps);
+        be->bind_half(be, a->ctx, h16->ctx, (size_t)T * (size_t)nd);
+        be->bind_half(be, a->ff_act, h16->ff_act, (size_t)T * (size_t)I);
+        if (h16->ff_in) be->bind_half(be, a->ff_in, h16->ff_in, (size_t)T * (size_t)D);
+    }
 
     const float *d2;
     if (!c->pre_lnorm) {
@@ -876,16 +894,18 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
          * gradient in the same op */
         d2 = layernorm_dropout_grad(be, &d_ff, m->grad_h, m->grad_tmp, hs_param_grad(p, w->ff_ln_g),
                                     hs_param_grad(p, w->ff_ln_b), a->ff_sum, a->ln2_mean, a->ln2_rstd,
-                                    hs_param_data(p, w->ff_ln_g), T, D, b, per_sample);
+                                    hs_param_data(p, w->ff_ln_g), T, D, b, per_sample, m->grad16);
     } else {
         d2 = dropout_grad(be, &d_ff, m->grad_tmp, m->grad_h, b, per_sample);
     }
     hs_linear_backward(be, m->dff, hs_param_grad(p, w->ff2_w), hs_param_grad(p, w->ff2_b), d2, a->ff_act,
                        hs_param_data(p, w->ff2_w), T, I, D, ps->ctx->grads_zero);
+    if (h16) be->unbind_half(be, d2), be->unbind_half(be, a->ff_act);
     if (d_inner.p > 0.0f) hs_dropout_backward(be, &d_inner, m->dff, m->dff, b, (size_t)qlen * (size_t)I);
     hs_relu_backward(be, m->dff, m->dff, a->ff_act, (size_t)T * (size_t)I);
     be->gemm_wgrad_bgrad(be, hs_param_grad(p, w->ff1_w), hs_param_grad(p, w->ff1_b), m->dff, I, a->ff_in, T, D, I,
                          ps->ctx->grads_zero);
+    if (h16) be->unbind_half(be, a->ff_in);
     if (c->pre_lnorm) {
         /* ∂LN(h') = dff·W1, through the FF LayerNorm, plus the residual */
         be->gemm(be, 0, 0, T, D, I, 1.0f, m->dff, I, hs_param_data(p, w->ff1_w), D, 0.0f, m->grad_h1, D);
@@ -900,13 +920,14 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
         be->gemm(be, 0, 0, T, D, I, 1.0f, m->dff, I, hs_param_data(p, w->ff1_w), D, 1.0f, m->grad_h, D);
         da = layernorm_dropout_grad(be, &d_out, m->grad_h, m->grad_tmp, hs_param_grad(p, w->attn_ln_g),
                                     hs_param_grad(p, w->attn_ln_b), a->attn_sum, a->ln1_mean, a->ln1_rstd,
-                                    hs_param_data(p, w->attn_ln_g), T, D, b, per_sample);
+                                    hs_param_data(p, w->attn_ln_g), T, D, b, per_sample, m->grad16);
         dh1 = m->grad_h;
     }
     hs_grads_ready_after(&m->ready, ps->ctx, stage_ffn(m, l));
     /* a = dropout(ctx·Woᵀ): ∂ctx = ∂a·Wo, ∂Wo += ∂aᵀ·ctx */
     be->gemm(be, 1, 0, D, nd, T, 1.0f, da, D, a->ctx, nd, 1.0f, hs_param_grad(p, w->o_w), nd);
     be->gemm(be, 0, 0, T, nd, D, 1.0f, da, D, hs_param_data(p, w->o_w), nd, 0.0f, m->grad_ctx, nd);
+    if (h16) be->unbind_half(be, da), be->unbind_half(be, a->ctx);
     const float scale = (float)(1.0 / sqrt((double)c->d_head));
     if (m->fused)
         hs_rel_flash_attention_backward(be, m->dqkv, m->dr, hs_param_grad(p, m->r_w_bias),
@@ -988,6 +1009,7 @@ void hs_txl_free(hs_txl *m) {
         hs_adaptive_emb_state_free(be, &m->emb_state);
         hs_adaptive_softmax_state_free(be, &m->sm_state);
         for (int i = 1; i < m->n_pos_tables; i++) be->free(be, m->pos_tab[i]); /* [0] is m->pos */
+        if (m->grad16) be->free(be, m->grad16);
         float *bufs[] = {m->emb, m->final, m->pos, m->pos_drop, m->grad_h, m->grad_tmp, m->grad_h1,
                          m->grad_ctx, m->dqkv, m->dcat, m->dr, m->dff};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) be->free(be, bufs[i]);
@@ -1003,7 +1025,7 @@ void hs_txl_free(hs_txl *m) {
                 if (lb[k]) be->free(be, lb[k]);
             if (m->half) {
                 txl_layer_half *h = &m->half[l];
-                uint16_t *hb[] = {h->qkv, h->r, h->probs, h->ctx, h->ff_act};
+                uint16_t *hb[] = {h->qkv, h->r, h->probs, h->ctx, h->ff_act, h->ff_in};
                 for (size_t k = 0; k < sizeof hb / sizeof hb[0]; k++)
                     if (hb[k]) be->free(be, hb[k]);
             }

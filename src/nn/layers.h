@@ -193,18 +193,19 @@ static inline void hs_add_layernorm_forward(const hs_backend *be, float *y, floa
 static inline void hs_dropout_add_layernorm_forward(const hs_backend *be, const hs_dropout_mask *m, float *y,
                                                     float *x_sum, float *mean, float *rstd, const float *a,
                                                     const float *residual, const float *gamma, const float *beta,
-                                                    int rows, int cols, float eps, int batch, size_t per_sample) {
+                                                    int rows, int cols, float eps, int batch, size_t per_sample,
+                                                    uint16_t *y16) {
     be->dropout_add_layernorm_forward(be, y, x_sum, mean, rstd, a, residual, gamma, beta, rows, cols, eps, batch,
-                                      per_sample, m->group, m->p, m->key, m->first_sample);
+                                      per_sample, m->group, m->p, m->key, m->first_sample, y16);
 }
 /* Its backward: dx = the LayerNorm backward of dy (may alias dy: the residual's gradient), da = the
  * dropout backward of dx (the sublayer output's gradient; aliases neither dx nor dy). */
 static inline void hs_layernorm_dropout_backward(const hs_backend *be, const hs_dropout_mask *m, float *dx, float *da,
                                                  float *dgamma, float *dbeta, const float *dy, const float *x,
                                                  const float *mean, const float *rstd, const float *gamma, int rows,
-                                                 int cols, int batch, size_t per_sample) {
+                                                 int cols, int batch, size_t per_sample, uint16_t *da16) {
     be->layernorm_dropout_backward(be, dx, da, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols, batch, per_sample,
-                                   m->group, m->p, m->key, m->first_sample);
+                                   m->group, m->p, m->key, m->first_sample, da16);
 }
 /* With x̂ = (x - mean)·rstd and g = dy·gamma:
  *   dx[R,C] = rstd · (g - mean_C(g) - x̂ · mean_C(g·x̂))   (overwritten; dx may alias dy)
@@ -228,13 +229,14 @@ static inline void hs_gelu_forward(const hs_backend *be, float *y, const float *
 /* Fused bias + GELU (BertIntermediate's LinearActivation): x[R,C] += bias[C] in place (x becomes the
  * pre-activation the backward needs), y[R,C] = gelu(x). Use after a bias-less GEMM. */
 static inline void hs_bias_gelu_forward(const hs_backend *be, float *y, float *x, const float *bias, int rows,
-                                        int cols) {
-    be->bias_gelu_forward(be, y, x, bias, rows, cols);
+                                        int cols, uint16_t *x16, uint16_t *y16) {
+    be->bias_gelu_forward(be, y, x, bias, rows, cols, x16, y16);
 }
 /* dx[n] = dy · gelu'(x),  gelu'(x) = Φ(x) + x·φ(x); x is the pre-activation; dx may alias dy. For the
  * fused form the bias gradient is then be->bias_grad(be, dbias, dx, rows, cols). */
-static inline void hs_gelu_backward(const hs_backend *be, float *dx, const float *dy, const float *x, size_t count) {
-    be->gelu_backward(be, dx, dy, x, count);
+static inline void hs_gelu_backward(const hs_backend *be, float *dx, const float *dy, const float *x, size_t count,
+                                    uint16_t *dx16) {
+    be->gelu_backward(be, dx, dy, x, count, dx16);
 }
 
 /* ---- tanh (e.g. BERT's pooler) ----------------------------------------------------------------------- */

@@ -211,9 +211,149 @@ static void shadow_cases(hs_conf *t) {
     free(w0), free(g), free(xh), free(dyh);
 }
 
+/* ---- the producers' optional 16-bit outputs and the GEMMs' 16-bit twins (bind_half) ---------------------
+ * On each backend: an op run with its 16-bit outputs writes the same fp32 bits as without them, and each
+ * 16-bit output is to_half of the fp32 output it goes with, bit for bit. On CUDA: a GEMM whose operands
+ * are bound to such twins converts nothing and gives the bits of the GEMM that converts them; a write by a
+ * memory op ends the binding (the next GEMM converts again). */
+
+/* bytes of two buffers of one backend, equal or a failure naming what */
+static void same_on(hs_conf *t, const hs_backend *be, const char *what, const void *a_dev, const void *b_dev,
+                    size_t bytes) {
+    unsigned char *a = hs_conf_fetch(be, a_dev, bytes), *b = hs_conf_fetch(be, b_dev, bytes);
+    t->checks++;
+    if (memcmp(a, b, bytes)) {
+        hs_conf_fail(t);
+        printf("FAIL %s: %s on %s: not the same bits\n", t->op, what, be->name);
+    }
+    free(a), free(b);
+}
+
+/* round(f[n]) by to_half equals h[n] */
+static void is_rounding(hs_conf *t, const hs_backend *be, const char *what, const uint16_t *h, const float *f,
+                        size_t n) {
+    uint16_t *r = be->alloc(be, n * sizeof *r);
+    be->to_half(be, r, f, n);
+    same_on(t, be, what, h, r, n * sizeof *r);
+    be->free(be, r);
+}
+
+static void outputs16_on(hs_conf *t, const hs_backend *be, int rows, int cols) {
+    const size_t n = (size_t)rows * (size_t)cols;
+    float *hx = hs_conf_rand(t, n, -3, 3), *hr = hs_conf_rand(t, n, -3, 3), *hg = hs_conf_rand(t, (size_t)cols, 0.5f, 1.5f);
+    float *hb = hs_conf_rand(t, (size_t)cols, -1, 1);
+    float *x = hs_conf_dev(be, hx, n * 4), *res = hs_conf_dev(be, hr, n * 4), *gamma = hs_conf_dev(be, hg, (size_t)cols * 4);
+    float *beta = hs_conf_dev(be, hb, (size_t)cols * 4);
+    float *y[2], *sum[2], *mean[2], *rstd[2], *da[2], *dx[2], *dg[2], *db[2], *u[2], *g[2];
+    uint16_t *y16 = be->alloc(be, n * 2), *da16 = be->alloc(be, n * 2), *u16 = be->alloc(be, n * 2),
+             *g16 = be->alloc(be, n * 2), *d16 = be->alloc(be, n * 2);
+    for (int k = 0; k < 2; k++) {
+        y[k] = be->alloc(be, n * 4), sum[k] = hs_conf_dev(be, hx, n * 4), mean[k] = be->alloc(be, (size_t)rows * 4);
+        rstd[k] = be->alloc(be, (size_t)rows * 4), da[k] = be->alloc(be, n * 4), dx[k] = hs_conf_dev(be, hr, n * 4);
+        dg[k] = be->alloc(be, (size_t)cols * 4), db[k] = be->alloc(be, (size_t)cols * 4);
+        u[k] = hs_conf_dev(be, hx, n * 4), g[k] = be->alloc(be, n * 4);
+    }
+    for (int drop = 0; drop < 2; drop++) {
+        const float p = drop ? 0.1f : 0.0f;
+        char what[160];
+        for (int k = 0; k < 2; k++) { /* k = 1 with the 16-bit outputs */
+            be->copy(be, sum[k], x, n * 4);
+            be->copy(be, dx[k], res, n * 4);
+            be->dropout_add_layernorm_forward(be, y[k], sum[k], mean[k], rstd[k], sum[k], res, gamma, beta, rows, cols,
+                                              1e-12f, rows, (size_t)cols, 1, p, 99, 3, k ? y16 : NULL);
+            be->layernorm_dropout_backward(be, dx[k], da[k], dg[k], db[k], dx[k], sum[k], mean[k], rstd[k], gamma,
+                                           rows, cols, rows, (size_t)cols, 1, p, 99, 3, k ? da16 : NULL);
+            be->copy(be, u[k], x, n * 4);
+            be->bias_gelu_forward(be, g[k], u[k], beta, rows, cols, k ? u16 : NULL, k ? g16 : NULL);
+            be->gelu_backward(be, dx[k], dx[k], u[k], n, k ? d16 : NULL);
+        }
+        snprintf(what, sizeof what, "rows=%d cols=%d p=%g", rows, cols, p);
+        const char *names[] = {"dropout_add_layernorm_forward y", "layernorm_dropout_backward da",
+                               "bias_gelu_forward x", "bias_gelu_forward y", "gelu_backward dx"};
+        float *f0[] = {y[0], da[0], u[0], g[0], dx[0]}, *f1[] = {y[1], da[1], u[1], g[1], dx[1]};
+        uint16_t *h[] = {y16, da16, u16, g16, d16};
+        for (int o = 0; o < 5; o++) {
+            char w[256];
+            snprintf(w, sizeof w, "%s (fp32, with and without the 16-bit output) %s", names[o], what);
+            same_on(t, be, w, f0[o], f1[o], n * 4);
+            snprintf(w, sizeof w, "%s16 = to_half(%s) %s", names[o], names[o], what);
+            is_rounding(t, be, w, h[o], f1[o], n);
+        }
+    }
+    for (int k = 0; k < 2; k++) {
+        be->free(be, y[k]), be->free(be, sum[k]), be->free(be, mean[k]), be->free(be, rstd[k]), be->free(be, da[k]);
+        be->free(be, dx[k]), be->free(be, dg[k]), be->free(be, db[k]), be->free(be, u[k]), be->free(be, g[k]);
+    }
+    be->free(be, y16), be->free(be, da16), be->free(be, u16), be->free(be, g16), be->free(be, d16);
+    be->free(be, x), be->free(be, res), be->free(be, gamma), be->free(be, beta);
+    free(hx), free(hr), free(hg), free(hb);
+}
+
+/* CUDA: products of operands bound to twins convert nothing and give the converting products' bits */
+static void twin_products(hs_conf *t) {
+    const hs_backend *be = t->cuda;
+    enum { M = 37, N = 29, K = 45 };
+    float *ha = hs_conf_rand(t, (size_t)M * K, -2, 2), *hb = hs_conf_rand(t, (size_t)N * K, -2, 2);
+    float *a = hs_conf_dev(be, ha, (size_t)M * K * 4), *b = hs_conf_dev(be, hb, (size_t)N * K * 4);
+    float *bias = hs_conf_dev(be, hb, (size_t)N * 4);
+    uint16_t *a16 = be->alloc(be, (size_t)M * K * 2), *b16 = be->alloc(be, (size_t)N * K * 2);
+    float *c[2], *dw[2], *dbias[2];
+    for (int k = 0; k < 2; k++)
+        c[k] = be->alloc(be, (size_t)M * N * 4), dw[k] = be->alloc(be, (size_t)N * K * 4),
+        dbias[k] = be->alloc(be, (size_t)N * 4);
+    be->to_half(be, a16, a, (size_t)M * K);
+    be->to_half(be, b16, b, (size_t)N * K);
+    for (int k = 0; k < 2; k++) { /* k = 1: both operands bound */
+        if (k) be->bind_half(be, a, a16, (size_t)M * K), be->bind_half(be, b, b16, (size_t)N * K);
+        const size_t before = hs_cuda_gemm_conversions();
+        be->gemm(be, 0, 1, M, N, K, 1.0f, a, K, b, K, 0.0f, c[k], N);        /* x·wᵀ: a and b */
+        be->gemm_bias(be, c[k], N, a, b, bias, M, K, N);                      /* a, b, bias epilogue */
+        be->gemm_wgrad_bgrad(be, dw[k], dbias[k], c[k], N, a, M, K, N, 1); /* c is not bound: converted */
+        const size_t made = hs_cuda_gemm_conversions() - before, want = k ? 1 : 6;
+        t->checks++;
+        if (made != want) {
+            hs_conf_fail(t);
+            printf("FAIL %s: %zu operand conversions %s twins, expected %zu\n", t->op, made, k ? "with" : "without",
+                   want);
+        }
+    }
+    same_on(t, be, "gemm_bias with twins", c[0], c[1], (size_t)M * N * 4);
+    same_on(t, be, "gemm_wgrad_bgrad with twins", dw[0], dw[1], (size_t)N * K * 4);
+    same_on(t, be, "gemm_wgrad_bgrad's bias gradient with twins", dbias[0], dbias[1], (size_t)N * 4);
+    /* a memory op writing the fp32 range ends its binding: converted again */
+    be->zero(be, a + 5, 4);
+    size_t before = hs_cuda_gemm_conversions();
+    be->gemm(be, 0, 1, M, N, K, 1.0f, a, K, b, K, 0.0f, c[1], N);
+    t->checks++;
+    if (hs_cuda_gemm_conversions() - before != 1) {
+        hs_conf_fail(t);
+        printf("FAIL %s: a twin is still read after zero() wrote its fp32 range\n", t->op);
+    }
+    be->unbind_half(be, b);
+    before = hs_cuda_gemm_conversions();
+    be->gemm(be, 0, 1, M, N, K, 1.0f, a, K, b, K, 0.0f, c[1], N);
+    t->checks++;
+    if (hs_cuda_gemm_conversions() - before != 2) {
+        hs_conf_fail(t);
+        printf("FAIL %s: a twin is still read after unbind_half\n", t->op);
+    }
+    be->synchronize(be);
+    for (int k = 0; k < 2; k++) be->free(be, c[k]), be->free(be, dw[k]), be->free(be, dbias[k]);
+    be->free(be, a), be->free(be, b), be->free(be, bias), be->free(be, a16), be->free(be, b16);
+    free(ha), free(hb);
+}
+
 void hs_conf_group_half(hs_conf *t) {
     if (t->precision == HS_PRECISION_BF16 || t->precision == HS_PRECISION_FP16) {
         half_cases(t);
         shadow_cases(t);
+        hs_conf_op(t, "16-bit outputs (y16, da16, x16, dx16)");
+        static const int shapes[][2] = {{1, 31}, {12, 33}, {64, 768}};
+        for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+            outputs16_on(t, t->cpu, shapes[k][0], shapes[k][1]);
+            outputs16_on(t, t->cuda, shapes[k][0], shapes[k][1]);
+        }
+        hs_conf_op(t, "bind_half (GEMM operands read from 16-bit twins)");
+        twin_products(t);
     }
 }

@@ -202,9 +202,9 @@ static void dropout_layernorm_case(hs_conf *t, int batch, int rows, int cols, fl
                  pdb = hs_conf_pair_of(t, dbeta, (size_t)cols * 4);
     snprintf(what, sizeof what, "batch=%d rows=%d cols=%d p=%g", batch, rows, cols, p);
     t->cpu->dropout_add_layernorm_forward(t->cpu, py.cpu, pa.cpu, pmean.cpu, prstd.cpu, pa.cpu, pr.cpu, pg.cpu, pb.cpu,
-                                          rows, cols, eps, batch, per_sample, 1, p, key, first);
+                                          rows, cols, eps, batch, per_sample, 1, p, key, first, NULL);
     t->cuda->dropout_add_layernorm_forward(t->cuda, py.cuda, pa.cuda, pmean.cuda, prstd.cuda, pa.cuda, pr.cuda, pg.cuda,
-                                           pb.cuda, rows, cols, eps, batch, per_sample, 1, p, key, first);
+                                           pb.cuda, rows, cols, eps, batch, per_sample, 1, p, key, first, NULL);
     float *v = hs_conf_download_f32(t->cpu, pa.cpu, n);
     float *mean = hs_conf_download_f32(t->cpu, pmean.cpu, (size_t)rows), *rstd = hs_conf_download_f32(t->cpu, prstd.cpu, (size_t)rows);
     ln_bounds lb;
@@ -217,9 +217,9 @@ static void dropout_layernorm_case(hs_conf *t, int batch, int rows, int cols, fl
     hs_conf_check_bound(t, what, pmean.cpu, pmean.cuda, (size_t)rows, lb.mean);
     hs_conf_check_bound(t, what, prstd.cpu, prstd.cuda, (size_t)rows, lb.rstd);
     t->cpu->layernorm_dropout_backward(t->cpu, pdy.cpu, pda.cpu, pdg.cpu, pdb.cpu, pdy.cpu, pa.cpu, pmean.cpu,
-                                       prstd.cpu, pg.cpu, rows, cols, batch, per_sample, 1, p, key, first);
+                                       prstd.cpu, pg.cpu, rows, cols, batch, per_sample, 1, p, key, first, NULL);
     t->cuda->layernorm_dropout_backward(t->cuda, pdy.cuda, pda.cuda, pdg.cuda, pdb.cuda, pdy.cuda, pa.cuda, pmean.cuda,
-                                        prstd.cuda, pg.cuda, rows, cols, batch, per_sample, 1, p, key, first);
+                                        prstd.cuda, pg.cuda, rows, cols, batch, per_sample, 1, p, key, first, NULL);
     hs_conf_check_bound(t, what, pdy.cpu, pdy.cuda, n, lb.dx);
     hs_conf_check_bound(t, what, pdg.cpu, pdg.cuda, (size_t)cols, lb.dg);
     hs_conf_check_bound(t, what, pdb.cpu, pdb.cuda, (size_t)cols, lb.db);

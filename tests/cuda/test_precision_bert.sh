@@ -23,6 +23,8 @@
 # load average (the emulator runs kernels on one core).
 . "$top_srcdir/tests/lib.sh"
 EMU="${HETSEQ_EMU:-$top_builddir/tests/cuda/hetseq_emu}"
+# (no HETSEQ_CHECK_HALF_TWINS here: its check waits for the device at every product, too slow for 200
+# updates; test_cuda_training.sh, test_act16_cuda.sh and test_cuda_graphs.sh run with it)
 [ -x "$EMU" ] || skip "hetseq_emu (the emulated CUDA build) is not built"
 need_python h5py numpy
 CFG="$top_srcdir/tests/e2e/bert_small.cfg"

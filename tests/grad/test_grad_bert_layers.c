@@ -159,7 +159,7 @@ static double activation_loss(void *p) {
     if (s->kind == 0) hs_gelu_forward(be, s->y, s->x, n);
     if (s->kind == 1) {
         memcpy(s->u, s->x, n * sizeof *s->u); /* the fused op overwrites its input with x + bias */
-        hs_bias_gelu_forward(be, s->y, s->u, s->bias, ACT_ROWS, ACT_COLS);
+        hs_bias_gelu_forward(be, s->y, s->u, s->bias, ACT_ROWS, ACT_COLS, NULL, NULL);
     }
     if (s->kind == 2) hs_tanh_forward(be, s->y, s->x, n);
     return fd_project(s->y, s->r, n);
@@ -174,9 +174,9 @@ static void check_activation(int kind) {
     fill_uniform(s.bias, ACT_COLS, -0.5f, 0.5f, 24);
     fill_uniform(s.r, n, -1, 1, 25);
     activation_loss(&s);
-    if (kind == 0) hs_gelu_backward(be, dx, s.r, s.x, n);
+    if (kind == 0) hs_gelu_backward(be, dx, s.r, s.x, n, NULL);
     if (kind == 1) {
-        hs_gelu_backward(be, dx, s.r, s.u, n);
+        hs_gelu_backward(be, dx, s.r, s.u, n, NULL);
         be->bias_grad(be, dbias, dx, ACT_ROWS, ACT_COLS);
     }
     if (kind == 2) hs_tanh_backward(be, dx, s.r, s.y, n);

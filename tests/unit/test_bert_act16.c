@@ -77,7 +77,9 @@ static size_t expected_bytes(int half, size_t layers) {
     const size_t other =
         T * H + 2 * T + (layers + 1) * T * H + 2 * (size_t)B * H + 2 * (size_t)B + NP * (4 * H + 2 + V);
     if (!half) return 4 * (other + layers * (fp32_layer + kept));
-    return 4 * (other + layers * fp32_layer + kept) + 2 * layers * kept;
+    /* 16 bits: also each layer's input and attention output ([T,H] each, the twins its products read
+     * forward and backward) and the twins of the output gradients ([T,H] and [T,I], one set) */
+    return 4 * (other + layers * fp32_layer + kept) + 2 * layers * (kept + 2 * T * H) + 2 * (T * H + T * I);
 }
 
 static const hs_backend *backend(int precision) { return act16_backend("cpu", precision); }
@@ -100,12 +102,14 @@ static void test_activation_bytes(void **state) {
         assert_int_equal(hs_bert_activations_16bit(f.model), 0);
         assert_int_equal(hs_bert_activation_bytes(m.model), expected_bytes(half, LAYERS));
         assert_int_equal(hs_bert_activation_bytes(f.model), expected_bytes(0, LAYERS));
-        if (half) { /* the kept tensors are ~3/4 of a layer's fp32 bytes here: 16 bits save about a fifth
-                     * of the whole (0.786 by the count above; the MLM logits [B·P,V] stay fp32) */
+        if (half) { /* the kept tensors are ~3/4 of a layer's fp32 bytes here: 16 bits save about a sixth
+                     * of the whole at these tiny widths (0.875 by the count above, 0.786 before each layer
+                     * kept the 16-bit twins of its input and attention output; the MLM logits [B·P,V] stay
+                     * fp32). At BERT-large's shapes the twins add 4 of ~52 bytes per T·H: 0.57 -> 0.61. */
             const double ratio = (double)hs_bert_activation_bytes(m.model) / (double)expected_bytes(0, LAYERS);
             printf("precision %d: activations %zu bytes, fp32 storage %zu (ratio %.3f)\n", precs[k],
                    hs_bert_activation_bytes(m.model), expected_bytes(0, LAYERS), ratio);
-            assert_true(ratio < 0.8);
+            assert_true(ratio < 0.9);
         }
         destroy(&m);
         destroy(&f);

@@ -143,12 +143,12 @@ static void test_fused_ops_are_the_separate_ops(void **unused) {
     fill(g, C, 0.5f, 1.5f, 11), fill(be_, C, -1, 1, 12);
     be->dropout_forward(be, a1, a1, B, C, 1, 0.25f, 77, 5);
     be->layernorm_forward(be, ln1, a1, st1, st1 + R, a1, res, g, be_, R, C, 1e-12f);
-    be->dropout_add_layernorm_forward(be, ln2, a2, st2, st2 + R, a2, res, g, be_, R, C, 1e-12f, B, C, 1, 0.25f, 77, 5);
+    be->dropout_add_layernorm_forward(be, ln2, a2, st2, st2 + R, a2, res, g, be_, R, C, 1e-12f, B, C, 1, 0.25f, 77, 5, NULL);
     assert_true(same_bits(a1, a2, R * C) && same_bits(ln1, ln2, R * C) && same_bits(st1, st2, 2 * R));
     fill(dx1, R * C, -1, 1, 13), memcpy(dx2, dx1, R * C * sizeof *dx1);
     be->layernorm_backward(be, dx1, dg1, dbt1, dx1, a1, st1, st1 + R, g, R, C);
     be->dropout_backward(be, da1, dx1, B, C, 1, 0.25f, 77, 5);
-    be->layernorm_dropout_backward(be, dx2, da2, dg2, dbt2, dx2, a2, st2, st2 + R, g, R, C, B, C, 1, 0.25f, 77, 5);
+    be->layernorm_dropout_backward(be, dx2, da2, dg2, dbt2, dx2, a2, st2, st2 + R, g, R, C, B, C, 1, 0.25f, 77, 5, NULL);
     assert_true(same_bits(dx1, dx2, R * C) && same_bits(da1, da2, R * C) && same_bits(dg1, dg2, C) &&
                 same_bits(dbt1, dbt2, C));
     float *bufs[] = {x, w, bias, dy, y1, y2, dw1, dw2, db1, db2, a1, a2, res, g, be_, ln1, ln2, st1, st2,
@@ -225,7 +225,7 @@ static void test_gelu_and_tanh_match_float64(void **unused) {
     for (int i = 0; i < N; i++) x[i] = -8.0f + 16.0f * (float)i / (N - 1);
     fill(dy, N, -1, 1, 9);
     be->gelu_forward(be, y, x, N);
-    be->gelu_backward(be, dx, dy, x, N);
+    be->gelu_backward(be, dx, dy, x, N, NULL);
     for (int i = 0; i < N; i++) {
         const double xd = x[i], cdf = 0.5 * (1.0 + erf(xd / sqrt(2.0)));
         const double pdf = exp(-0.5 * xd * xd) / sqrt(2.0 * M_PI);
@@ -237,7 +237,7 @@ static void test_gelu_and_tanh_match_float64(void **unused) {
     float u[R * C], u0[R * C], bias[C], yb[R * C];
     fill(u, R * C, -3, 3, 10), fill(bias, C, -1, 1, 11);
     memcpy(u0, u, sizeof u);
-    be->bias_gelu_forward(be, yb, u, bias, R, C);
+    be->bias_gelu_forward(be, yb, u, bias, R, C, NULL, NULL);
     for (int i = 0; i < R * C; i++) {
         float single;
         const float pre = u0[i] + bias[i % C];

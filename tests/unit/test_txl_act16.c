@@ -94,7 +94,8 @@ static size_t expected_bytes(int half, int pre_lnorm, int fused) {
                               2 * T + (fused ? (size_t)B * HEADS * Q : 0);
     const size_t other = T * D + (LAYERS + 1) * T * D + T * D + 2 * klen * D;
     if (!half) return 4 * (other + LAYERS * (fp32_layer + kept));
-    return 4 * (other + LAYERS * fp32_layer + kept) + 2 * LAYERS * kept;
+    /* post-LN also keeps each layer's FFN input h1 [T,D] in 16 bits: the twin its products read */
+    return 4 * (other + LAYERS * fp32_layer + kept) + 2 * LAYERS * (kept + (pre_lnorm ? 0 : T * D));
 }
 
 #ifndef TXL_ACT16_DEVICE
@@ -223,6 +224,9 @@ static void test_fp16_storage(void **state) {
 }
 
 int main(void) {
+    /* on the emulated device: every 16-bit twin a product reads is compared with a fresh conversion
+     * (bind_half; a stale one stops the run naming the op) */
+    setenv("HETSEQ_CHECK_HALF_TWINS", "1", 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_activation_bytes),
         cmocka_unit_test(test_bf16_storage),

@@ -49,20 +49,23 @@ void hs_cpu_gelu_forward(const hs_backend *be, float *y, const float *x, size_t 
     }
 }
 
-void hs_cpu_bias_gelu_forward(const hs_backend *be, float *y, float *x, const float *bias, int rows, int cols) {
-    (void)be;
+void hs_cpu_bias_gelu_forward(const hs_backend *be, float *y, float *x, const float *bias, int rows, int cols,
+                              uint16_t *x16, uint16_t *y16) {
 #pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > HS_PAR_MIN)
     for (int r = 0; r < rows; r++) bias_gelu_row(y + (size_t)r * (size_t)cols, x + (size_t)r * (size_t)cols, bias, cols);
+    /* the 16-bit outputs: to_half's bits of the values just written */
+    if (x16 && rows > 0 && cols > 0) hs_cpu_to_half(be, x16, x, (size_t)rows * (size_t)cols);
+    if (y16 && rows > 0 && cols > 0) hs_cpu_to_half(be, y16, y, (size_t)rows * (size_t)cols);
 }
 
-void hs_cpu_gelu_backward(const hs_backend *be, float *dx, const float *dy, const float *x, size_t n) {
-    (void)be;
+void hs_cpu_gelu_backward(const hs_backend *be, float *dx, const float *dy, const float *x, size_t n, uint16_t *dx16) {
     const size_t spans = (n + HS_SPAN - 1) / HS_SPAN;
 #pragma omp parallel for schedule(static) if (n > HS_PAR_MIN)
     for (size_t s = 0; s < spans; s++) {
         const size_t lo = s * HS_SPAN;
         gelu_grad_span(dx + lo, dy + lo, x + lo, n - lo < HS_SPAN ? n - lo : HS_SPAN);
     }
+    if (dx16) hs_cpu_to_half(be, dx16, dx, n);
 }
 
 /* libm tanhf: only the pooler uses it (B·H values), so exactness beats speed here */

@@ -129,16 +129,18 @@ void hs_cpu_dropout_add_layernorm_forward(const hs_backend *be, float *y, float 
                                           const float *a, const float *residual, const float *gamma,
                                           const float *beta, int rows, int cols, float eps, int batch,
                                           size_t per_sample, size_t group, float p, uint64_t key,
-                                          int64_t first_sample) {
+                                          int64_t first_sample, uint16_t *y16) {
     hs_cpu_dropout_forward(be, x_sum, a, batch, per_sample, group, p, key, first_sample);
     hs_cpu_layernorm_forward(be, y, x_sum, mean, rstd, x_sum, residual, gamma, beta, rows, cols, eps);
+    if (y16) hs_cpu_to_half(be, y16, y, (size_t)rows * (size_t)cols); /* to_half's bits */
 }
 
 /* dx = LayerNorm backward (may alias dy), da = dropout backward of dx */
 void hs_cpu_layernorm_dropout_backward(const hs_backend *be, float *dx, float *da, float *dgamma, float *dbeta,
                                        const float *dy, const float *x, const float *mean, const float *rstd,
                                        const float *gamma, int rows, int cols, int batch, size_t per_sample,
-                                       size_t group, float p, uint64_t key, int64_t first_sample) {
+                                       size_t group, float p, uint64_t key, int64_t first_sample, uint16_t *da16) {
     hs_cpu_layernorm_backward(be, dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols);
     hs_cpu_dropout_backward(be, da, dx, batch, per_sample, group, p, key, first_sample);
+    if (da16) hs_cpu_to_half(be, da16, da, (size_t)rows * (size_t)cols);
 }

@@ -40,3 +40,10 @@ void hs_cpu_register_params(const hs_backend *be, const float *data, size_t n) {
     (void)data;
     (void)n;
 }
+
+/* 16-bit twins (bind_half): the CPU's products round every operand themselves, so it keeps none. */
+void hs_cpu_bind_half(const hs_backend *be, const float *f, const uint16_t *h, size_t n) {
+    (void)be, (void)f, (void)h, (void)n;
+}
+
+void hs_cpu_unbind_half(const hs_backend *be, const float *f) { (void)be, (void)f; }

@@ -29,6 +29,14 @@ typedef struct hs_cuda_device {
     void *dnn;          /* cudnnHandle_t (cuda_conv.c) */
     void *gemm_workspace; /* cuBLASLt workspace, gemm_workspace_bytes */
     size_t gemm_workspace_bytes;
+    /* cuda_gemm.c: the cached plans (struct gemm_plan[gemm_plan_capacity], gemm_plans_used of them; every
+     * precision's table shares them, the precision is part of the key), the grow-only buffer the
+     * bf16/fp16 GEMMs convert operands into, and how many conversions they launched */
+    void *gemm_plans;
+    int gemm_plans_used, gemm_plan_capacity;
+    void *gemm_half;
+    size_t gemm_half_bytes;
+    size_t gemm_conversions;
     void *scratch;      /* grow-only device scratch (hs_cuda_scratch) */
     size_t scratch_bytes;
     void *nccl;         /* ncclComm_t once hs_comm has made one (comm.c), else NULL */

@@ -4,8 +4,9 @@
  *   tf32  the same data, CUBLAS_COMPUTE_32F_FAST_TF32: the library may round A and B to TF32 and use
  *         tensor cores; products and sums in fp32.
  *   bf16, fp16  A and B as CUDA_R_16BF / CUDA_R_16F: an operand inside a parameter arena is read from
- *         the arena's 16-bit copy (cuda_shadow.c), any other converted (kernels/lowp.cu, nearest-even, the
- *         bits of src/util/lowp.h) into a grow-only device workspace; C and D CUDA_R_32F, CUBLAS_COMPUTE_32F
+ *         the arena's 16-bit copy (cuda_shadow.c), one inside a range bound to a 16-bit twin (bind_half,
+ *         cuda_twins.c) from the twin, any other converted (kernels/lowp.cu, nearest-even, the bits of
+ *         src/util/lowp.h) into a grow-only device workspace; C and D CUDA_R_32F, CUBLAS_COMPUTE_32F
  *         (fp32 accumulation), scale type CUDA_R_32F — a combination cuBLASLt's type table lists for
  *         CUBLAS_COMPUTE_32F. The outputs stay fp32, so nothing downstream changes type.
  *
@@ -54,18 +55,13 @@ typedef struct gemm_plan {
     int usable; /* the heuristic found an algorithm (an epilogue a GPU lacks falls back to separate ops) */
 } gemm_plan;
 
-/* Per process, like the device object (one GPU per rank, docs/gpu.md "The device object"): the tables of
- * every precision share these plans and the 16-bit buffer below. */
-static gemm_plan cache[GEMM_CACHE_SIZE];
-static int cached;
+/* State in the device object (docs/gpu.md "The device object"): the plan cache (the tables of every
+ * precision share it), and the 16-bit copies of A and B under bf16/fp16 in d->gemm_half: grow-only, so
+ * after the first update nothing is allocated; the conversions and the GEMMs that read them are all on
+ * the compute stream, in order. */
+static const hs_backend *conversions_of; /* the device hs_cuda_gemm_conversions reports (one per process) */
 
-/* The 16-bit copies of A and B under bf16/fp16: grow-only, so after the first update nothing is
- * allocated; the conversions and the GEMMs that read them are all on the compute stream, in order. */
-static void *half_buf;
-static size_t half_bytes;
-static size_t conversions; /* operand conversions launched (hs_cuda_gemm_conversions) */
-
-size_t hs_cuda_gemm_conversions(void) { return conversions; }
+size_t hs_cuda_gemm_conversions(void) { return conversions_of ? hs_cuda_dev(conversions_of)->gemm_conversions : 0; }
 
 void hs_cuda_gemm_init(const hs_backend *be) {
     hs_cuda_device *d = hs_cuda_dev(be);
@@ -75,6 +71,11 @@ void hs_cuda_gemm_init(const hs_backend *be) {
     d->gemm_workspace_bytes = GEMM_WORKSPACE_BYTES;
     HS_CUDA_CHECK(cudaMalloc(&d->gemm_workspace, d->gemm_workspace_bytes));
     hs_ledger_alloc(d->gemm_workspace, d->gemm_workspace_bytes);
+    gemm_plan *plans;
+    HS_ALLOC(plans, GEMM_CACHE_SIZE);
+    d->gemm_plans = plans;
+    d->gemm_plans_used = 0, d->gemm_plan_capacity = GEMM_CACHE_SIZE;
+    conversions_of = be;
 }
 
 /* The cuBLASLt type of the A and B operands under a precision. */
@@ -154,35 +155,40 @@ static span span_of(int rows, int cols, int ld, int batch, int64_t stride) {
 
 /* The operands as 16-bit copies under bf16/fp16; *a16 / *b16 point where a / b would point in the copy.
  * An operand whose span lies in a parameter arena is read from the arena's copy (cuda_shadow.c: written
- * by the optimizer, no conversion here); any other operand's whole span (gaps between rows and batch
- * entries included, so leading dimensions and strides stay as they are) is converted into the workspace. */
+ * by the optimizer, no conversion here), one whose span lies in a range bound to a twin from the twin
+ * (cuda_twins.c: written by the op that produced the activation); any other operand's whole span (gaps
+ * between rows and batch entries included, so leading dimensions and strides stay as they are) is
+ * converted into the workspace. op names the seam's op and its operands a and b, for the twin check. */
 static void to_half(const hs_backend *be, const gemm_shape *s, const float *a, const float *b, const void **a16,
-                    const void **b16) {
+                    const void **b16, const char *op) {
+    hs_cuda_device *d = hs_cuda_dev(be);
     const span sa = span_of(s->trans_a ? s->k : s->m, s->trans_a ? s->m : s->k, s->lda, s->batch, s->stride_a);
     const span sb = span_of(s->trans_b ? s->n : s->k, s->trans_b ? s->k : s->n, s->ldb, s->batch, s->stride_b);
     const uint16_t *pa = hs_cuda_shadow_operand(be, a, sa.lo, sa.hi, s->precision);
     const uint16_t *pb = hs_cuda_shadow_operand(be, b, sb.lo, sb.hi, s->precision);
+    if (!pa) pa = hs_cuda_twin_operand(be, a, sa.lo, sa.hi, s->precision, op, "a");
+    if (!pb) pb = hs_cuda_twin_operand(be, b, sb.lo, sb.hi, s->precision, op, "b");
     const size_t na = pa ? 0 : (size_t)(sa.hi - sa.lo), nb = pb ? 0 : (size_t)(sb.hi - sb.lo);
     const size_t a_bytes = (na * sizeof(uint16_t) + 255) & ~(size_t)255; /* B starts 256-byte aligned */
     const size_t need = a_bytes + nb * sizeof(uint16_t);
-    if (need > half_bytes) {
-        if (half_buf) hs_cuda_free_later(be, half_buf); /* enqueued GEMMs may still read the old copy */
-        const size_t grown = need > 2 * half_bytes ? need : 2 * half_bytes;
-        HS_CUDA_CHECK(cudaMalloc(&half_buf, grown));
-        hs_ledger_alloc(half_buf, grown);
-        half_bytes = grown;
+    if (need > d->gemm_half_bytes) {
+        if (d->gemm_half) hs_cuda_free_later(be, d->gemm_half); /* enqueued GEMMs may still read the old copy */
+        const size_t grown = need > 2 * d->gemm_half_bytes ? need : 2 * d->gemm_half_bytes;
+        HS_CUDA_CHECK(cudaMalloc(&d->gemm_half, grown));
+        hs_ledger_alloc(d->gemm_half, grown);
+        d->gemm_half_bytes = grown;
     }
     if (!pa) {
-        uint16_t *ha = (uint16_t *)half_buf;
+        uint16_t *ha = (uint16_t *)d->gemm_half;
         hs_cuda_to_half_bits(be, s->precision, ha, a + sa.lo, na);
         pa = ha - sa.lo;
-        conversions++;
+        d->gemm_conversions++;
     }
     if (!pb) {
-        uint16_t *hb = (uint16_t *)((char *)half_buf + a_bytes);
+        uint16_t *hb = (uint16_t *)((char *)d->gemm_half + a_bytes);
         hs_cuda_to_half_bits(be, s->precision, hb, b + sb.lo, nb);
         pb = hb - sb.lo;
-        conversions++;
+        d->gemm_conversions++;
     }
     *a16 = pa;
     *b16 = pb;
@@ -191,13 +197,14 @@ static void to_half(const hs_backend *be, const gemm_shape *s, const float *a, c
 /* Runs the GEMM of shape s (with its epilogue's bias vector `bias`, NULL for DEFAULT); returns 0, having
  * enqueued nothing, when the heuristic has no algorithm for an epilogue. */
 static int run(const hs_backend *be, const gemm_shape *s, float alpha, const float *a, const float *b, float beta,
-               float *c, void *bias) {
+               float *c, void *bias, const char *op) {
     hs_cuda_device *d = hs_cuda_dev(be);
+    gemm_plan *cache = (gemm_plan *)d->gemm_plans;
     gemm_plan *p = NULL, once;
-    for (int i = 0; i < cached && !p; i++)
+    for (int i = 0; i < d->gemm_plans_used && !p; i++)
         if (memcmp(&cache[i].shape, s, sizeof *s) == 0) p = &cache[i];
     if (!p) {
-        p = cached < GEMM_CACHE_SIZE ? &cache[cached++] : &once;
+        p = d->gemm_plans_used < d->gemm_plan_capacity ? &cache[d->gemm_plans_used++] : &once;
         make_plan(be, p, s, bias);
     }
     if (!p->usable) {
@@ -207,7 +214,7 @@ static int run(const hs_backend *be, const gemm_shape *s, float alpha, const flo
     if (s->epilogue != CUBLASLT_EPILOGUE_DEFAULT) /* read by cublasLtMatmul itself: the cached desc can change */
         HS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
     const void *A = a, *B = b;
-    if (s->precision == HS_PRECISION_BF16 || s->precision == HS_PRECISION_FP16) to_half(be, s, a, b, &A, &B);
+    if (s->precision == HS_PRECISION_BF16 || s->precision == HS_PRECISION_FP16) to_half(be, s, a, b, &A, &B, op);
     HS_CUBLAS_CHECK(cublasLtMatmul((cublasLtHandle_t)d->blas, p->desc, &alpha, B, p->a, A, p->b, &beta, c, p->c, c,
                                    p->c, &p->algo, d->gemm_workspace, d->gemm_workspace_bytes, d->compute));
     HS_CUDA_LIBRARY_OP("cublasLtMatmul");
@@ -232,7 +239,7 @@ void hs_cuda_gemm_strided_batched(const hs_backend *be, int trans_a, int trans_b
     s.batch = batch, s.beta_zero = beta == 0.0f;
     if (batch > 1) s.stride_a = stride_a, s.stride_b = stride_b, s.stride_c = stride_c;
     s.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-    run(be, &s, alpha, a, b, beta, c, NULL);
+    run(be, &s, alpha, a, b, beta, c, NULL, "gemm (a, b)");
 }
 
 void hs_cuda_gemm(const hs_backend *be, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
@@ -267,7 +274,7 @@ void hs_cuda_gemm_bias(const hs_backend *be, float *y, int ldy, const float *x, 
                        int rows, int in, int out) {
     if (rows <= 0 || out <= 0) return;
     const gemm_shape s = epilogue_shape(be, 0, 1, rows, out, in, in, in, ldy, 0.0f, CUBLASLT_EPILOGUE_BIAS);
-    if (in > 0 && run(be, &s, 1.0f, x, w, 0.0f, y, (void *)bias)) return;
+    if (in > 0 && run(be, &s, 1.0f, x, w, 0.0f, y, (void *)bias, "gemm_bias (a = x, b = w)")) return;
     hs_cuda_gemm(be, 0, 1, rows, out, in, 1.0f, x, in, w, in, 0.0f, y, ldy);
     if (ldy == out)
         hs_cuda_add_bias(be, y, bias, rows, out);
@@ -288,7 +295,7 @@ void hs_cuda_gemm_wgrad_bgrad(const hs_backend *be, float *dw, float *dbias, con
      * (world-size invariance on CUDA: written s0 then s0 + s1 on one rank = s0 + s1 summed over two). */
     const gemm_shape s = epilogue_shape(be, 1, 0, out, in, rows, ldy, in, in, 1.0f, CUBLASLT_EPILOGUE_BGRADB);
     float *sum = overwrite_dbias ? dbias : (float *)hs_cuda_scratch(be, (size_t)out * sizeof *dbias);
-    if (run(be, &s, 1.0f, dy, x, 1.0f, dw, sum)) {
+    if (run(be, &s, 1.0f, dy, x, 1.0f, dw, sum, "gemm_wgrad_bgrad (a = dy, b = x)")) {
         if (!overwrite_dbias) hs_cuda_add_bias(be, dbias, sum, 1, out);
         return;
     }

@@ -37,6 +37,17 @@ void hs_cuda_shadow_written(const void *dst, size_t bytes);
 /* p is being freed: the registration of the arena starting at p (if any) ends and its copy is freed. */
 void hs_cuda_shadow_forget(const void *p);
 
+/* cuda_twins.c: the 16-bit twins of activations (bind_half / unbind_half). */
+/* Where x would point in the twin bound to a range holding the operand's elements x[lo, hi), or NULL
+ * (none, or the precision is not bf16/fp16). Under HETSEQ_CHECK_HALF_TWINS=1 the twin is first compared
+ * with a fresh conversion; a mismatch stops the run naming op and operand. */
+const uint16_t *hs_cuda_twin_operand(const hs_backend *be, const float *x, int64_t lo, int64_t hi, int precision,
+                                     const char *op, const char *operand);
+/* dst[bytes] is written by a memory op: the bindings whose fp32 range or twin it overlaps end. */
+void hs_cuda_twins_written(const void *dst, size_t bytes);
+/* p is being freed: the bindings whose fp32 range or twin starts at p end. */
+void hs_cuda_twins_forget(const void *p);
+
 /* cuda_gemm.c: the operand conversions the bf16/fp16 GEMMs have launched so far (a parameter operand
  * read from its arena's copy is not one), for the tests that check weights are not converted per GEMM. */
 size_t hs_cuda_gemm_conversions(void);

@@ -19,6 +19,8 @@ extern "C" {
 /* kernels/lowp.cu: operands of the bf16/fp16 products (precision = HS_PRECISION_BF16 or _FP16; src/util/lowp.h):
  * y[n] = the 16-bit patterns of x[n] (CUDA_R_16BF / CUDA_R_16F), or x[n] rounded and kept in fp32 (y may alias x) */
 void hs_cuda_to_half_bits(const hs_backend *be, int precision, uint16_t *y, const float *x, size_t n);
+/* the same conversion for the 16-bit twins' check (cuda_twins.c, HETSEQ_CHECK_HALF_TWINS) */
+void hs_cuda_to_half_check(const hs_backend *be, int precision, uint16_t *y, const float *x, size_t n);
 /* the same conversion of a parameter arena into its 16-bit copy (src/backend/cuda/cuda_shadow.c) */
 void hs_cuda_params_to_half(const hs_backend *be, int precision, uint16_t *y, const float *x, size_t n);
 void hs_cuda_round_floats(const hs_backend *be, int precision, float *y, const float *x, size_t n);
