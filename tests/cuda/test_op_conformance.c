@@ -276,6 +276,7 @@ int main(int argc, char **argv) {
             hs_conf_group_half(&t);
         }
         if (!only || !strcmp(only, "rel_attention")) hs_conf_group_rel_attention(&t);
+        if (only && !strcmp(only, "flash_attention")) hs_conf_group_flash_attention(&t); /* alone, every precision */
         hs_conf_finish(&t);
         printf("precision %s: %d checks, %d failed\n", names[i], t.checks, t.failures);
         checks += t.checks, failures += t.failures;
