@@ -93,6 +93,9 @@ void hs_bert_forward_backward(hs_bert *m, int64_t first_sample, const hs_step_ct
  * FFN pre-activation and GELU output [T,I] in 16 bits and shares one fp32 working set of them;
  * HETSEQ_ACTIVATION_STORAGE=fp32 (read by hs_bert_setup) keeps fp32 storage, as fp32 and tf32 do. */
 size_t hs_bert_activation_bytes(const hs_bert *m);
+/* 1 if the attention is fused (the experiment file's `attention` on this backend, hs_attention_fused):
+ * each layer keeps its row log-sum-exp [B,heads,L] (fp32) instead of the probabilities [B,heads,L,L]. */
+int hs_bert_attention_fused(const hs_bert *m);
 /* 1 if the layers keep those tensors in 16 bits, 0 for fp32 storage. */
 int hs_bert_activations_16bit(const hs_bert *m);
 /* For tests: the tensor `which` that layer `layer` kept for its backward pass in the last
