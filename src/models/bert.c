@@ -19,6 +19,11 @@
  * probabilities; the sign bit that marks a dropped one survives, -0.0 too) see rounded values: the
  * documented cost (docs/gpu.md, "Mixed precision"). The forward and the loss are unchanged.
  *
+ * Fused attention (the experiment file's attention = "fused", or "auto" on CUDA; hs_attention_fused):
+ * the layer keeps lse[B,heads,L] (fp32, its own per layer) instead of probs[B,heads,L,L], and the
+ * backward recomputes the probabilities from q|k|v, the mask bias and lse (flash_attention_backward,
+ * which also reads the context: under 16-bit storage its widened 16-bit copy).
+ *
  * How the BERT model composes them (post-LN encoder, NVIDIA/HetSeq BertForPreTraining):
  *   embeddings   h = LN(word[ids] + position[arange(L)] + token_type[segment]) → dropout
  *                  hs_embedding_forward (accumulate 0, then 1), hs_position_embedding_forward,
@@ -71,7 +76,10 @@ typedef struct bert_layer_params {
 /* What one encoder layer keeps for its backward pass (its input is hidden[i]). T = B·L tokens. */
 typedef struct bert_layer_acts {
     float *qkv;                  /* [T,3H] projected q | k | v */
-    float *probs;                /* [B,heads,L,L] attention probabilities (dropped ones negated) */
+    float *probs;                /* [B,heads,L,L] attention probabilities (dropped ones negated); NULL when
+                                  * the attention is fused */
+    float *lse;                  /* [B,heads,L] the fused attention's row log-sum-exp (fp32 under every
+                                  * storage: B·heads·L floats), or NULL (unfused) */
     float *ctx;                  /* [T,H] attention context (input of attention.output.dense) */
     float *attn_sum;             /* [T,H] dropout(ctx·Woᵀ + bo) + input: the first LayerNorm's input */
     float *attn_mean, *attn_rstd; /* [T] */
@@ -126,6 +134,7 @@ struct hs_bert {
     uint16_t *grad16_h, *grad16_ffn;      /* [T,H], [T,I]: the 16-bit twins of the dense layers' output
                                            * gradients in the backward pass (16-bit storage only) */
     size_t activation_bytes;              /* bytes of the buffers above (hs_bert_activation_bytes) */
+    int fused_attention;                  /* hs_attention_fused(cfg.attention): lse kept, not probs */
     float *pool_in, *pool_out;            /* [B,H] h[:,0]; tanh(pool_in·Wᵀ + b) */
     float *nsp_logits;                    /* [B,2], softmax in place */
     float *mlm_in, *mlm_pre, *mlm_act;    /* [Np,H] gathered rows; transform pre-activation; GELU */
@@ -315,13 +324,15 @@ void hs_bert_setup(hs_bert *m) {
     HS_ALLOC(m->acts, N);
     const int half = hs_activations_16bit(be);
     if (half) HS_ALLOC(m->half, N);
+    const int fused = m->fused_attention = hs_attention_fused(be, m->cfg.attention);
     for (int i = 0; i < N; i++) {
         bert_layer_acts *a = &m->acts[i];
         /* the five tensors kept in 16 bits: fp32 storage gives every layer its own; 16-bit storage
          * allocates them once (layer 0) as the working set every layer shares (same order as fp32) */
         const bert_layer_acts *w = half && i > 0 ? &m->acts[0] : NULL;
         a->qkv = w ? w->qkv : alloc_act(m, T * 3 * H);
-        a->probs = w ? w->probs : alloc_act(m, B * heads * LL);
+        a->probs = fused ? NULL : w ? w->probs : alloc_act(m, B * heads * LL);
+        a->lse = fused ? alloc_act(m, B * heads * (size_t)m->max_seq) : NULL; /* per layer, fp32 */
         a->ctx = w ? w->ctx : alloc_act(m, T * H);
         a->attn_sum = alloc_act(m, T * H);
         a->attn_mean = alloc_act(m, T);
@@ -335,7 +346,7 @@ void hs_bert_setup(hs_bert *m) {
         if (half) {
             bert_layer_half *h = &m->half[i];
             h->qkv = alloc_half(m, T * 3 * H);
-            h->probs = alloc_half(m, B * heads * LL);
+            h->probs = fused ? NULL : alloc_half(m, B * heads * LL);
             h->ctx = alloc_half(m, T * H);
             h->ffn_pre = alloc_half(m, T * I);
             h->ffn_act = alloc_half(m, T * I);
@@ -370,6 +381,8 @@ void hs_bert_setup(hs_bert *m) {
 }
 
 size_t hs_bert_activation_bytes(const hs_bert *m) { return m->activation_bytes; }
+
+int hs_bert_attention_fused(const hs_bert *m) { return m->fused_attention; }
 
 int hs_bert_activations_16bit(const hs_bert *m) { return m->half != NULL; }
 
@@ -636,7 +649,8 @@ static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fir
      * it (embeddings_forward or the previous layer): the q|k|v product reads it, no conversion */
     bert_layer_half *h = m->half ? &m->half[i] : NULL;
     const size_t TH = (size_t)T * (size_t)H, TI = (size_t)T * (size_t)I;
-    const hs_attention_saved saved = {.qkv = a->qkv, .probs = a->probs};
+    const hs_attention_saved saved = {
+        .qkv = a->qkv, .probs = a->probs, .lse = a->lse, .ctx = a->ctx, .mask_bias = m->mask_bias};
     hs_attention_forward(be, &dims, &w, m->mask_bias, &drop.probs, x, &saved, a->ctx);
     if (h) { /* the context's 16-bit copy: kept for the backward pass, and attention.output.dense's operand */
         be->to_half(be, h->ctx, a->ctx, TH);
@@ -678,7 +692,7 @@ static void layer_saved(const hs_bert *m, int i, hs_act16 t[N_SAVED]) {
     const bert_layer_acts *a = &m->acts[i];
     const bert_layer_half *h = m->half ? &m->half[i] : NULL;
     t[HS_BERT_SAVED_QKV] = (hs_act16){a->qkv, h ? h->qkv : NULL, T * 3 * H};
-    const size_t probs = B * (size_t)m->cfg.num_attention_heads * L * L;
+    const size_t probs = a->probs ? B * (size_t)m->cfg.num_attention_heads * L * L : 0; /* none when fused */
     t[HS_BERT_SAVED_PROBS] = (hs_act16){a->probs, h ? h->probs : NULL, probs};
     t[HS_BERT_SAVED_CTX] = (hs_act16){a->ctx, h ? h->ctx : NULL, T * H};
     t[HS_BERT_SAVED_FFN_PRE] = (hs_act16){a->ffn_pre, h ? h->ffn_pre : NULL, ffn};
@@ -847,7 +861,8 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
                                   .key_w = hs_param_grad(p, l->key_w), .key_b = hs_param_grad(p, l->key_b),
                                   .value_w = hs_param_grad(p, l->value_w), .value_b = hs_param_grad(p, l->value_b),
                                   .bias_zero = ctx->grads_zero};
-    const hs_attention_saved saved = {.qkv = a->qkv, .probs = a->probs};
+    const hs_attention_saved saved = {
+        .qkv = a->qkv, .probs = a->probs, .lse = a->lse, .ctx = a->ctx, .mask_bias = m->mask_bias};
     hs_attention_backward(be, &dims, &w, &g, &drop.probs, m->hidden[i], &saved, m->grad_ctx, m->grad_h, 1, &m->ws);
     if (h) {
         be->unbind_half(be, a->ctx);
@@ -910,11 +925,14 @@ void hs_bert_free(hs_bert *m) {
                                    a->ffn_rstd, a->qkv,       a->probs,     a->ctx,    a->ffn_pre, a->ffn_act};
             /* the last five are one working set shared by every layer under 16-bit storage */
             const size_t own = m->half && i > 0 ? 7 : sizeof layer_bufs / sizeof layer_bufs[0];
-            for (size_t k = 0; k < own; k++) be->free(be, layer_bufs[k]);
+            for (size_t k = 0; k < own; k++)
+                if (layer_bufs[k]) be->free(be, layer_bufs[k]); /* probs is NULL when the attention is fused */
+            if (a->lse) be->free(be, a->lse);
             if (m->half) {
                 bert_layer_half *h = &m->half[i];
                 uint16_t *half_bufs[] = {h->qkv, h->probs, h->ctx, h->ffn_pre, h->ffn_act, h->input, h->attn_out};
-                for (size_t k = 0; k < sizeof half_bufs / sizeof half_bufs[0]; k++) be->free(be, half_bufs[k]);
+                for (size_t k = 0; k < sizeof half_bufs / sizeof half_bufs[0]; k++)
+                    if (half_bufs[k]) be->free(be, half_bufs[k]); /* probs is NULL when the attention is fused */
             }
         }
         if (m->grad16_h) be->free(be, m->grad16_h);

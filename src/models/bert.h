@@ -89,15 +89,19 @@ void hs_bert_forward_backward(hs_bert *m, int64_t first_sample, const hs_step_ct
 /* Bytes of the device buffers that hold the activations of a micro-batch of the sizes given to
  * hs_bert_create (what the forward writes and the backward reads, the 16-bit copies and the fp32
  * working set included; not the backward's gradient scratch). Under precision bf16 | fp16 each
- * encoder layer keeps q|k|v [T,3H], the attention probabilities [B,heads,L,L], the context [T,H], the
- * FFN pre-activation and GELU output [T,I] in 16 bits and shares one fp32 working set of them;
+ * encoder layer keeps q|k|v [T,3H], the attention probabilities [B,heads,L,L] (unfused attention only), the
+ * context [T,H], the FFN pre-activation and GELU output [T,I] in 16 bits and shares one fp32 working set of them;
  * HETSEQ_ACTIVATION_STORAGE=fp32 (read by hs_bert_setup) keeps fp32 storage, as fp32 and tf32 do. */
 size_t hs_bert_activation_bytes(const hs_bert *m);
 /* 1 if the layers keep those tensors in 16 bits, 0 for fp32 storage. */
 int hs_bert_activations_16bit(const hs_bert *m);
+/* 1 if the attention is fused (the experiment file's `attention` on this backend, hs_attention_fused):
+ * each layer keeps its row log-sum-exp [B,heads,L] (fp32) instead of the probabilities [B,heads,L,L]. */
+int hs_bert_attention_fused(const hs_bert *m);
 /* For tests: the tensor `which` that layer `layer` kept for its backward pass in the last
  * hs_bert_forward_backward, as fp32 into host[] (the 16-bit copy widened under 16-bit storage); returns
- * the element count (for the staged micro-batch's B, L). Waits for the device. */
+ * the element count (for the staged micro-batch's B, L; 0 for the probabilities when the attention is
+ * fused: none are kept). Waits for the device. */
 enum { HS_BERT_SAVED_QKV, HS_BERT_SAVED_PROBS, HS_BERT_SAVED_CTX, HS_BERT_SAVED_FFN_PRE, HS_BERT_SAVED_FFN_ACT };
 size_t hs_bert_saved_tensor(const hs_bert *m, int layer, int which, float *host);
 /* Forward only, no dropout, into the device stats. */

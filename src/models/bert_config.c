@@ -21,7 +21,8 @@ void hs_bert_config_defaults(hs_bert_config *c) {
                           .hidden_dropout_prob = 0.1,
                           .attention_probs_dropout_prob = 0.1,
                           .initializer_range = 0.02,
-                          .hidden_act = "gelu"};
+                          .hidden_act = "gelu",
+                          .attention = "auto"};
     c->padded_vocab_size = c->vocab_size;
 }
 
@@ -175,6 +176,7 @@ void hs_bert_config_load(const hs_config *cfg, hs_bert_config *out) {
         out->type_vocab_size = (int)hs_cfg_int(cfg, "model.type_vocab_size");
         out->initializer_range = hs_cfg_float(cfg, "model.initializer_range");
     }
+    snprintf(out->attention, sizeof out->attention, "%s", hs_cfg_string(cfg, "attention"));
     out->padded_vocab_size = hs_bert_padded_vocab(out->vocab_size, multiple);
     out->from_file = *file != 0;
     hs_bert_config_check(out, where, key_prefix);

@@ -17,6 +17,8 @@ typedef struct hs_bert_config {
     double hidden_dropout_prob, attention_probs_dropout_prob, initializer_range;
     char hidden_act[HS_BERT_ACT_MAX]; /* "gelu" (the only activation hetseq implements) */
     int from_file;         /* hs_bert_config_load: 1 if the shape came from model.config_file (for messages) */
+    char attention[HS_BERT_ACT_MAX]; /* the experiment file's `attention`: "auto" | "fused" | "unfused"
+                                      * (hs_attention_fused decides per backend) */
 } hs_bert_config;
 
 /* NVIDIA's BertConfig defaults (BERT-base with Google's uncased vocabulary). */

@@ -17,11 +17,13 @@ uint16_t *hs_act_halves(const hs_backend *be, size_t *bytes, size_t n) {
 }
 
 void hs_act16_store(const hs_backend *be, const hs_act16 *t, int n) {
-    for (int k = 0; k < n; k++) be->to_half(be, t[k].u, t[k].f, t[k].count);
+    for (int k = 0; k < n; k++)
+        if (t[k].count) be->to_half(be, t[k].u, t[k].f, t[k].count); /* 0: not kept (fused attention's probs) */
 }
 
 void hs_act16_load(const hs_backend *be, const hs_act16 *t, int n) {
-    for (int k = 0; k < n; k++) be->from_half(be, t[k].f, t[k].u, t[k].count);
+    for (int k = 0; k < n; k++)
+        if (t[k].count) be->from_half(be, t[k].f, t[k].u, t[k].count);
 }
 
 int hs_activations_16bit(const hs_backend *be) {

@@ -1,7 +1,8 @@
 /* BERT self-attention (BertSelfAttention): Q, K, V projections, scaled dot-product attention with the
  * additive padding mask, attention-probability dropout, merged heads. The projections are GEMMs
  * writing into one token-major qkv[B,L,3H] buffer (q | k | v per token), which the backend's attention
- * op reads per (sample, head) without any split/merge copies. The output projection
+ * op reads per (sample, head) without any split/merge copies; the fused ops (saved->lse set) keep a
+ * row statistic instead of the L×L probabilities. The output projection
  * (attention.output.dense) is a plain linear layer the model applies to ctx. */
 #include "nn/layers.h"
 
@@ -11,6 +12,10 @@ size_t hs_attention_qkv_floats(const hs_attention_dims *d) {
 
 size_t hs_attention_probs_floats(const hs_attention_dims *d) {
     return (size_t)d->batch * (size_t)d->heads * (size_t)d->seq_len * (size_t)d->seq_len;
+}
+
+size_t hs_attention_lse_floats(const hs_attention_dims *d) {
+    return (size_t)d->batch * (size_t)d->heads * (size_t)d->seq_len;
 }
 
 /* mask_bias[B,L] = (1 - input_mask)·(-10000) */
@@ -47,8 +52,12 @@ void hs_attention_forward(const hs_backend *be, const hs_attention_dims *d, cons
         be->gemm(be, 0, 1, T, ld, H, 1.0f, x, H, w->query_w, H, 0.0f, saved->qkv, ld);
         for (int i = 0; i < 3; i++) be->add_bias_strided(be, saved->qkv + i * H, ld, biases[i], T, H);
     }
-    be->attention_forward(be, ctx, saved->probs, saved->qkv, mask_bias, d->batch, d->seq_len, d->heads, H / d->heads,
-                          dropout_p(drop), drop ? drop->key : 0, drop ? drop->first_sample : 0);
+    if (saved->lse) /* fused: lse[B,heads,L] kept instead of probs[B,heads,L,L] */
+        be->flash_attention_forward(be, ctx, saved->lse, saved->qkv, mask_bias, d->batch, d->seq_len, d->heads,
+                                    H / d->heads, dropout_p(drop), drop ? drop->key : 0, drop ? drop->first_sample : 0);
+    else
+        be->attention_forward(be, ctx, saved->probs, saved->qkv, mask_bias, d->batch, d->seq_len, d->heads,
+                              H / d->heads, dropout_p(drop), drop ? drop->key : 0, drop ? drop->first_sample : 0);
 }
 
 void hs_attention_backward(const hs_backend *be, const hs_attention_dims *d, const hs_attention_params *w,
@@ -58,8 +67,13 @@ void hs_attention_backward(const hs_backend *be, const hs_attention_dims *d, con
     const int T = d->batch * d->seq_len, H = d->hidden, ld = 3 * H;
     hs_workspace_reserve(be, ws, hs_attention_qkv_floats(d) * sizeof(float));
     float *dqkv = ws->ptr; /* [T,3H] */
-    be->attention_backward(be, dqkv, dctx, saved->qkv, saved->probs, d->batch, d->seq_len, d->heads, H / d->heads,
-                           dropout_p(drop), drop ? drop->key : 0, drop ? drop->first_sample : 0);
+    if (saved->lse) /* fused: P recomputed from lse, the dropout redrawn */
+        be->flash_attention_backward(be, dqkv, dctx, saved->qkv, saved->mask_bias, saved->ctx, saved->lse, d->batch,
+                                     d->seq_len, d->heads, H / d->heads, dropout_p(drop), drop ? drop->key : 0,
+                                     drop ? drop->first_sample : 0);
+    else
+        be->attention_backward(be, dqkv, dctx, saved->qkv, saved->probs, d->batch, d->seq_len, d->heads,
+                               H / d->heads, dropout_p(drop), drop ? drop->key : 0, drop ? drop->first_sample : 0);
     /* ∂W[3H,H] += dqkvᵀ·x ; ∂b += column sums of dqkv */
     float *dweights[3] = {g->query_w, g->key_w, g->value_w}, *dbiases[3] = {g->query_b, g->key_b, g->value_b};
     const int fused_g = adjacent(g->query_w, g->key_w, g->value_w, H);

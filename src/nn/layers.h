@@ -278,15 +278,20 @@ typedef struct hs_attention_grads {
     float *query_w, *query_b, *key_w, *key_b, *value_w, *value_b; /* accumulate (+=) */
     int bias_zero; /* 1: the bias gradients hold zeros (hs_step_ctx.grads_zero; see hs_linear_backward) */
 } hs_attention_grads;
-/* What the forward pass keeps for the backward pass (model-owned device buffers, sizes below). */
+/* What the forward pass keeps for the backward pass (model-owned device buffers, sizes below). Unfused
+ * (the reference): probs. Fused (lse != NULL: flash_attention_forward/backward, no L×L tensor): lse,
+ * and the backward reads the forward's context and mask bias (ctx, mask_bias) to recompute P. */
 typedef struct hs_attention_saved {
     float *qkv;   /* [B,L,3H]: per token q | k | v, head h at columns h·d..(h+1)·d of each third */
-    float *probs; /* [B,heads,L,L]: softmax probabilities BEFORE attention dropout; with dropout on, a
-                   * dropped one is stored negated (sign bit set), which is how the backward pass knows
-                   * the mask without a mask buffer: use fabsf to read a probability */
+    float *probs; /* [B,heads,L,L] (unfused): softmax probabilities BEFORE attention dropout; with dropout
+                   * on, a dropped one is stored negated (sign bit set), which is how the backward pass
+                   * knows the mask without a mask buffer: use fabsf to read a probability */
+    float *lse;   /* [B,heads,L] (fused): each row's log-sum-exp of its masked scaled scores */
+    const float *ctx, *mask_bias; /* fused: the forward's ctx output [B,L,H] and mask_bias [B,L] */
 } hs_attention_saved;
 size_t hs_attention_qkv_floats(const hs_attention_dims *d);   /* B·L·3H */
 size_t hs_attention_probs_floats(const hs_attention_dims *d); /* B·heads·L·L */
+size_t hs_attention_lse_floats(const hs_attention_dims *d);   /* B·heads·L */
 
 /* mask_bias[B,L] = (1 - input_mask)·(-10000): BERT's extended attention mask, computed once per batch
  * and shared by every layer. input_mask is device int32 [B,L] (1 = real token, 0 = padding). */

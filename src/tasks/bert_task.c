@@ -185,11 +185,14 @@ hs_task *hs_bert_task_create(const hs_task_settings *s, const hs_comm *comm, con
     b->model = hs_bert_create(&t->params, &b->cfg, b->max_batch, b->seq_len, b->max_pred);
     hs_params_allocate(&t->params, be);
     hs_bert_setup(b->model);
-    hs_log("| activations: %.1f MB for a micro-batch of %d x %d tokens, %s", hs_bert_activation_bytes(b->model) / 1e6,
-           b->max_batch, b->seq_len,
+    const int fused = hs_bert_attention_fused(b->model);
+    hs_log("| activations: %.1f MB for a micro-batch of %d x %d tokens, %s; attention %s",
+           hs_bert_activation_bytes(b->model) / 1e6, b->max_batch, b->seq_len,
            hs_bert_activations_16bit(b->model)
-               ? "q|k|v, attention probabilities, context and FFN activations kept in 16 bits (docs/gpu.md)"
-               : "kept in fp32");
+               ? (fused ? "q|k|v, context and FFN activations kept in 16 bits (docs/gpu.md)"
+                        : "q|k|v, attention probabilities, context and FFN activations kept in 16 bits (docs/gpu.md)")
+               : "kept in fp32",
+           fused ? "fused (row log-sum-exp kept, no L x L probabilities)" : "unfused (L x L probabilities kept)");
 
     t->num_samples = bert_num_samples;
     t->batch_bytes = bert_batch_bytes;

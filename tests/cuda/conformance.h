@@ -138,6 +138,7 @@ void hs_conf_group_elementwise_attention(hs_conf *t); /* bias, element-wise, poo
 void hs_conf_group_norm_loss_optim(hs_conf *t);       /* layernorm, losses, multi-tensor norms and optimizers */
 void hs_conf_group_rel_attention(hs_conf *t);         /* Transformer-XL relative-position attention */
 void hs_conf_group_attention(hs_conf *t);             /* BERT attention alone (conformance_elementwise_attention.c) */
+void hs_conf_group_flash_attention(hs_conf *t);       /* the fused attention (in elementwise_attention's, too) */
 void hs_conf_group_half(hs_conf *t);                  /* to_half / from_half under bf16 and fp16 (conformance_half.c) */
 
 #endif

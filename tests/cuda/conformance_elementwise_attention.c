@@ -1,5 +1,6 @@
 /* Conformance cases of the bias passes, element-wise ops, pooling, row gathers/scatter-adds and attention
- * (kernels/bias.cu, elementwise.cu, activations.cu, pool.cu, rows.cu, attention.cu) against the CPU backend.
+ * (kernels/bias.cu, elementwise.cu, activations.cu, pool.cu, rows.cu, attention.cu, flash_attention.cu)
+ * against the CPU backend.
  *
  * Besides CPU agreement (conformance.h's bounds), the ops that sum across threads (bias gradients,
  * scatter-add, attention) are run twice on the CUDA backend and must give the same bits: on the emulated
@@ -355,8 +356,8 @@ static void rows_cases(hs_conf *t) {
 /* The input-gradient bounds of one (sample b, head h) unit (see attention_bounds): P the CPU's stored
  * probabilities [L,L], dp their bounds, writes the unit's columns of bdqkv [B,L,3H]. */
 static void attention_backward_bounds(hs_conf *t, const float *qkv, const float *P, const double *dp,
-                                      const float *dctx, int b, int h, int L, int heads, int d, float p,
-                                      double *bdqkv) {
+                                      const float *dctx, const double *bctx, int b, int h, int L, int heads, int d,
+                                      float p, double *bdqkv) {
     const int H = heads * d;
     const double u = HS_CONF_U32, c = HS_CONF_C, scale = 1.0 / sqrt((double)d), fd = hs_conf_dot_factor(t, d),
                  fl = hs_conf_dot_factor(t, L), ks = 1.0 / (1.0 - p), gl = hs_conf_gamma(L, u);
@@ -382,6 +383,14 @@ static void attention_backward_bounds(hs_conf *t, const float *qkv, const float 
             RG += pij * G[ij];
         }
         dR += c * gl * RG;
+        if (bctx) { /* fused: R_i = dctx_i·ctx_i, ctx off by bctx, |ctx_ie| <= sum_j |p'_ij v_je| */
+            const double gd = hs_conf_gamma(d, u);
+            for (int e = 0; e < d; e++) {
+                double cmag = 0.0;
+                for (int j = 0; j < L; j++) cmag += KEEP((size_t)i * L + j) * fabs((double)P[(size_t)i * L + j] * V(j, e));
+                dR += fabs(DC(i, e)) * (bctx[((size_t)b * L + i) * H + h * d + e] + c * gd * cmag);
+            }
+        }
         for (int j = 0; j < L; j++) {
             const size_t ij = (size_t)i * L + j;
             const double pij = fabs((double)P[ij]);
@@ -430,8 +439,8 @@ static void attention_backward_bounds(hs_conf *t, const float *qkv, const float 
  *   dQ_i = scale sum_j dS_ij k_j, dK_j = scale sum_i dS_ij q_i:  scale (sum |d dS| |k| + f_L sum |dS| |k|).
  * bdqkv may be NULL (forward only). */
 static void attention_bounds(hs_conf *t, const float *qkv, const float *mask_bias, const float *probs,
-                             const float *dctx, int batch, int L, int heads, int d, float p, double *bp, double *bctx,
-                             double *bdqkv) {
+                             const float *dctx, int batch, int L, int heads, int d, float p, int fused_tiles,
+                             double *bp, double *bctx, double *bdqkv, double *blse) {
     const int H = heads * d;
     const double u = HS_CONF_U32, c = HS_CONF_C, scale = 1.0 / sqrt((double)d), fd = hs_conf_dot_factor(t, d),
                  fl = hs_conf_dot_factor(t, L), keep_scale = 1.0 / (1.0 - p);
@@ -442,18 +451,27 @@ static void attention_bounds(hs_conf *t, const float *qkv, const float *mask_bia
             const float *P = probs + ((size_t)b * heads + h) * L * L;
             for (int i = 0; i < L; i++) {
                 const float *q = qkv + ((size_t)b * L + i) * 3 * H + h * d;
-                double wsum = 0.0;
+                double wsum = 0.0, smax = 0.0; /* smax: max |s_ij + mask_j| over the keys with P_ij != 0 */
                 for (int j = 0; j < L; j++) {
                     const float *k = qkv + ((size_t)b * L + j) * 3 * H + H + h * d;
                     double sabs = 0.0, sval = 0.0;
                     for (int e = 0; e < d; e++) sabs += fabs((double)q[e] * k[e]), sval += (double)q[e] * k[e];
                     ds[j] = fd * scale * sabs + 2.0 * c * u * (fabs(sval * scale) + fabs((double)mask_bias[b * L + j]));
                     wsum += fabs((double)P[(size_t)i * L + j]) * ds[j];
+                    if (P[(size_t)i * L + j] != 0.0f) smax = fmax(smax, fabs(sval * scale + mask_bias[b * L + j]));
                 }
+                /* fused (online softmax over fused_tiles key tiles): each tile rescales l and the output
+                 * by alpha = e^{m_old - m_new} (an exp and a subtraction: 3 roundings, relative), the
+                 * final O/l one more; the backward recomputes P = e^{s - lse} with lse = m + log l
+                 * (|lse| <= smax + log L: the log, the add and the subtraction cost u (|lse| + |s|)
+                 * absolute each, relative in P after the exp). A relative error of P, carried by dp. */
+                const double lmag = smax + log((double)L),
+                             rel = fused_tiles ? c * u * (3.0 * fused_tiles + 8.0 + 4.0 * lmag + 2.0 * smax) : 0.0;
+                if (blse) blse[((size_t)b * heads + h) * L + i] = wsum + rel + 1e-30;
                 for (int j = 0; j < L; j++) {
                     const double pij = fabs((double)P[(size_t)i * L + j]);
-                    dp[(size_t)i * L + j] = pij * (ds[j] + wsum) + c * HS_CONF_EW_ULPS * u * pij + 1e-30;
-                    bp[(((size_t)b * heads + h) * L + i) * L + j] = dp[(size_t)i * L + j];
+                    dp[(size_t)i * L + j] = pij * (ds[j] + wsum + rel) + c * HS_CONF_EW_ULPS * u * pij + 1e-30;
+                    if (bp) bp[(((size_t)b * heads + h) * L + i) * L + j] = dp[(size_t)i * L + j];
                 }
             }
             for (int i = 0; i < L; i++)
@@ -468,7 +486,8 @@ static void attention_bounds(hs_conf *t, const float *qkv, const float *mask_bia
                     }
                     bctx[((size_t)b * L + i) * H + h * d + e] = prop + fl * mag + 1e-30;
                 }
-            if (bdqkv) attention_backward_bounds(t, qkv, P, dp, dctx, b, h, L, heads, d, p, bdqkv);
+            if (bdqkv)
+                attention_backward_bounds(t, qkv, P, dp, dctx, fused_tiles ? bctx : NULL, b, h, L, heads, d, p, bdqkv);
         }
     free(ds), free(dp);
 }
@@ -509,7 +528,7 @@ static void attention_case(hs_conf *t, int batch, int L, int heads, int d, float
     float *probs_cpu = hs_conf_download_f32(t->cpu, d_probs.cpu, nprobs);
     double *bp, *bctx, *bdqkv;
     HS_ALLOC(bp, nprobs), HS_ALLOC(bctx, nctx), HS_ALLOC(bdqkv, nqkv);
-    attention_bounds(t, qkv, mask_bias, probs_cpu, dctx, batch, L, heads, d, p, bp, bctx, bdqkv);
+    attention_bounds(t, qkv, mask_bias, probs_cpu, dctx, batch, L, heads, d, p, 0, bp, bctx, bdqkv, NULL);
     hs_conf_check_bound(t, what, d_probs.cpu, d_probs.cuda, nprobs, bp);
     hs_conf_same_signs(t, what, d_probs.cpu, d_probs.cuda, nprobs);
     hs_conf_same_bits(t, what, d_probs.cuda, probs2, nprobs * 4);
@@ -539,6 +558,96 @@ static void attention_cases(hs_conf *t) {
     attention_case(t, 3, 7, 2, 8, 0.5f);
 }
 
+/* The fused attention (flash_attention_forward/backward): CUDA's ctx and dqkv against the CPU's UNFUSED
+ * attention_forward/backward (the reference; its probabilities give the bounds), the CPU's fused op
+ * against the same reference and the same bounds, CUDA's lse against the CPU fused op's; two CUDA runs
+ * bit-identical. The bounds are attention_bounds' with the online softmax's extra roundings
+ * (fused_tiles: the number of key tiles a row's softmax is rescaled over, L/16 rounded up covers every
+ * tile size of kernels/flash_attention.cu). */
+static void flash_attention_case(hs_conf *t, int batch, int L, int heads, int d, float p) {
+    char what[200];
+    const int H = heads * d;
+    const size_t nqkv = (size_t)batch * L * 3 * H, nctx = (size_t)batch * L * H,
+                 nprobs = (size_t)batch * heads * L * L, nlse = (size_t)batch * heads * L;
+    const uint64_t key = 0x243f6a8885a308d3ULL;
+    const int64_t first_sample = 5;
+    float *qkv = hs_conf_rand(t, nqkv, -2, 2), *dctx = hs_conf_rand(t, nctx, -1, 1);
+    float *junk = hs_conf_rand(t, nqkv, -1, 1); /* outputs start non-zero: they are overwritten */
+    int32_t *mask = hs_conf_rand_int(t, (size_t)batch * L, 0, 4);
+    float *mask_bias;
+    HS_ALLOC(mask_bias, (size_t)batch * L);
+    for (size_t i = 0; i < (size_t)batch * L; i++) mask_bias[i] = mask[i] == 0 ? -10000.0f : 0.0f; /* 1/4 masked */
+    hs_conf_pair d_qkv = hs_conf_pair_of(t, qkv, nqkv * 4), d_mb = hs_conf_pair_of(t, mask_bias, (size_t)batch * L * 4);
+    hs_conf_pair d_ctx = hs_conf_pair_of(t, junk, nctx * 4), d_dctx = hs_conf_pair_of(t, dctx, nctx * 4);
+    hs_conf_pair d_dqkv = hs_conf_pair_of(t, junk, nqkv * 4), d_lse = hs_conf_pair_of(t, junk, nlse * 4);
+    void *probs = hs_conf_dev(t->cpu, NULL, nprobs * 4), *fctx = hs_conf_dev(t->cpu, junk, nctx * 4),
+         *fdqkv = hs_conf_dev(t->cpu, junk, nqkv * 4);
+    void *ctx2 = cuda_copy_of(t, junk, nctx * 4), *lse2 = cuda_copy_of(t, junk, nlse * 4),
+         *dqkv2 = cuda_copy_of(t, junk, nqkv * 4);
+
+    /* the reference: the CPU's unfused op (d_ctx.cpu, d_dqkv.cpu); the CPU's fused op (fctx, d_lse.cpu, fdqkv) */
+    t->cpu->attention_forward(t->cpu, d_ctx.cpu, probs, d_qkv.cpu, d_mb.cpu, batch, L, heads, d, p, key, first_sample);
+    t->cpu->attention_backward(t->cpu, d_dqkv.cpu, d_dctx.cpu, d_qkv.cpu, probs, batch, L, heads, d, p, key,
+                               first_sample);
+    t->cpu->flash_attention_forward(t->cpu, fctx, d_lse.cpu, d_qkv.cpu, d_mb.cpu, batch, L, heads, d, p, key,
+                                    first_sample);
+    t->cpu->flash_attention_backward(t->cpu, fdqkv, d_dctx.cpu, d_qkv.cpu, d_mb.cpu, fctx, d_lse.cpu, batch, L, heads,
+                                     d, p, key, first_sample);
+    for (int run = 0; run < 2; run++) {
+        float *c = run ? ctx2 : d_ctx.cuda, *l = run ? lse2 : d_lse.cuda, *g = run ? dqkv2 : d_dqkv.cuda;
+        t->cuda->flash_attention_forward(t->cuda, c, l, d_qkv.cuda, d_mb.cuda, batch, L, heads, d, p, key,
+                                         first_sample);
+        t->cuda->flash_attention_backward(t->cuda, g, d_dctx.cuda, d_qkv.cuda, d_mb.cuda, c, l, batch, L, heads, d, p,
+                                          key, first_sample);
+    }
+
+    float *probs_cpu = hs_conf_download_f32(t->cpu, probs, nprobs);
+    double *bctx, *bdqkv, *blse;
+    HS_ALLOC(bctx, nctx), HS_ALLOC(bdqkv, nqkv), HS_ALLOC(blse, nlse);
+    attention_bounds(t, qkv, mask_bias, probs_cpu, dctx, batch, L, heads, d, p, (L + 15) / 16, NULL, bctx, bdqkv,
+                     blse);
+    snprintf(what, sizeof what, "ctx B=%d L=%d heads=%d d=%d p=%g", batch, L, heads, d, p);
+    hs_conf_check_bound(t, what, d_ctx.cpu, d_ctx.cuda, nctx, bctx);
+    hs_conf_same_bits(t, what, d_ctx.cuda, ctx2, nctx * 4);
+    snprintf(what, sizeof what, "lse B=%d L=%d heads=%d d=%d p=%g", batch, L, heads, d, p);
+    hs_conf_check_bound(t, what, d_lse.cpu, d_lse.cuda, nlse, blse);
+    hs_conf_same_bits(t, what, d_lse.cuda, lse2, nlse * 4);
+    snprintf(what, sizeof what, "dqkv B=%d L=%d heads=%d d=%d p=%g", batch, L, heads, d, p);
+    hs_conf_check_bound(t, what, d_dqkv.cpu, d_dqkv.cuda, nqkv, bdqkv);
+    hs_conf_same_bits(t, what, d_dqkv.cuda, dqkv2, nqkv * 4);
+    /* the CPU's fused op against the CPU's unfused one, the same bounds (compared as CPU buffers) */
+    const hs_backend *cuda = t->cuda;
+    t->cuda = t->cpu;
+    snprintf(what, sizeof what, "cpu fused ctx B=%d L=%d heads=%d d=%d p=%g", batch, L, heads, d, p);
+    hs_conf_check_bound(t, what, d_ctx.cpu, fctx, nctx, bctx);
+    snprintf(what, sizeof what, "cpu fused dqkv B=%d L=%d heads=%d d=%d p=%g", batch, L, heads, d, p);
+    hs_conf_check_bound(t, what, d_dqkv.cpu, fdqkv, nqkv, bdqkv);
+    t->cuda = cuda;
+    free(probs_cpu), free(bctx), free(bdqkv), free(blse);
+
+    hs_conf_pair_free(t, d_qkv), hs_conf_pair_free(t, d_mb), hs_conf_pair_free(t, d_ctx), hs_conf_pair_free(t, d_dctx),
+        hs_conf_pair_free(t, d_dqkv), hs_conf_pair_free(t, d_lse);
+    t->cpu->free(t->cpu, probs), t->cpu->free(t->cpu, fctx), t->cpu->free(t->cpu, fdqkv);
+    t->cuda->free(t->cuda, ctx2), t->cuda->free(t->cuda, lse2), t->cuda->free(t->cuda, dqkv2);
+    free(qkv), free(dctx), free(junk), free(mask), free(mask_bias);
+}
+
+static void flash_attention_cases(hs_conf *t) {
+    static const int lens[] = {1, 7, 33, 129}, dims[] = {8, 64};
+    hs_conf_op(t, "flash_attention_forward/backward");
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+        for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++)
+            for (int pi = 0; pi < 2; pi++) flash_attention_case(t, 2, lens[li], 2, dims[di], pi ? 0.1f : 0.0f);
+    /* head_dim not a multiple of 16 (zero padding), the DMAX = 128 tiles, long rows with a small batch */
+    flash_attention_case(t, 2, 33, 3, 40, 0.1f);
+    flash_attention_case(t, 1, 20, 2, 72, 0.0f);
+    flash_attention_case(t, 1, 9, 1, 128, 0.1f);
+    flash_attention_case(t, 1, 512, 1, 16, 0.1f);
+    flash_attention_case(t, 1, 512, 1, 64, 0.0f);
+}
+
+void hs_conf_group_flash_attention(hs_conf *t) { flash_attention_cases(t); }
+
 void hs_conf_group_attention(hs_conf *t) { attention_cases(t); }
 
 void hs_conf_group_elementwise_attention(hs_conf *t) {
@@ -549,4 +658,5 @@ void hs_conf_group_elementwise_attention(hs_conf *t) {
     pool_cases(t);
     rows_cases(t);
     attention_cases(t);
+    flash_attention_cases(t);
 }

@@ -12,7 +12,9 @@
 #     figure and the SAME first loss (storage changes only the backward), then a trajectory within
 #     1e-3 of the 16-bit one (measured: 4e-5).
 # 4 layers instead of the config's 2: with 2, one fp32 working set and two 16-bit copies weigh what two
-# fp32 layers do.
+# fp32 layers do. The attention is the unfused one on both backends (attention = "unfused"), whose
+# probabilities are among the 16-bit tensors; the fused one under 16-bit storage is
+# tests/cuda/test_fused_attention.sh's.
 # bf16 needs the CPU reference's oneDNN; without it only fp16 runs.
 . "$top_srcdir/tests/lib.sh"
 EMU="${HETSEQ_EMU:-$top_builddir/tests/cuda/hetseq_emu}"
@@ -41,6 +43,7 @@ same_traj() {
 run() {
   local bin=$1 dir=$2 p=$3; shift 3
   OMP_NUM_THREADS=1 mpi 1 "$bin" train "$BERT" -o precision=\"$p\" -o training.max_update=4 -o model.num_hidden_layers=4 \
+    -o attention=\"unfused\" \
     -o training.disable_validation=true -o checkpoint.no_save=true -o checkpoint.save_dir=\"$dir\" "$@" \
     > "$dir.log" 2>&1
 }

@@ -273,9 +273,11 @@ int main(int argc, char **argv) {
             if (!only || !strcmp(only, "norm_loss_optim")) hs_conf_group_norm_loss_optim(&t);
         } else if (!only || !strcmp(only, "elementwise_attention")) {
             hs_conf_group_attention(&t);
+            hs_conf_group_flash_attention(&t);
             hs_conf_group_half(&t);
         }
         if (!only || !strcmp(only, "rel_attention")) hs_conf_group_rel_attention(&t);
+        if (only && !strcmp(only, "flash_attention")) hs_conf_group_flash_attention(&t); /* alone */
         hs_conf_finish(&t);
         printf("precision %s: %d checks, %d failed\n", names[i], t.checks, t.failures);
         checks += t.checks, failures += t.failures;

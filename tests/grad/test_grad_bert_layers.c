@@ -302,8 +302,9 @@ static double attention_loss(void *p) {
     return fd_project(s->ctx, s->r, (size_t)ATT_B * ATT_L * ATT_H);
 }
 
-/* adjacent: the three weight matrices one [3H,H] block (one GEMM) or three allocations (three GEMMs) */
-static void check_attention(float p, int adjacent) {
+/* adjacent: the three weight matrices one [3H,H] block (one GEMM) or three allocations (three GEMMs);
+ * fused: the fused ops (flash_attention_forward/backward: lse kept, P recomputed) instead of probs */
+static void check_attention(float p, int adjacent, int fused) {
     const size_t hh = (size_t)ATT_H * ATT_H, nx = (size_t)ATT_B * ATT_L * ATT_H;
     attention_state s = {.d = {ATT_B, ATT_L, ATT_H, ATT_HEADS},
                          .drop = {.p = p, .group = 1, .key = hs_rng_key(TEST_SEED, 5, 3), .first_sample = 11}};
@@ -318,7 +319,12 @@ static void check_attention(float p, int adjacent) {
     s.w = (hs_attention_params){s.wq, s.bq, s.wk, s.bk, s.wv, s.bv};
     s.x = buf(nx), s.ctx = buf(nx), s.r = buf(nx), s.mask_bias = buf((size_t)ATT_B * ATT_L);
     s.saved.qkv = buf(hs_attention_qkv_floats(&s.d));
-    s.saved.probs = buf(hs_attention_probs_floats(&s.d));
+    if (fused) {
+        s.saved.lse = buf(hs_attention_lse_floats(&s.d));
+        s.saved.ctx = s.ctx, s.saved.mask_bias = s.mask_bias;
+    } else {
+        s.saved.probs = buf(hs_attention_probs_floats(&s.d));
+    }
     fill_uniform(s.x, nx, -1, 1, 50);
     fill_uniform(s.wq, hh, -0.5f, 0.5f, 51), fill_uniform(s.wk, hh, -0.5f, 0.5f, 52), fill_uniform(s.wv, hh, -0.5f, 0.5f, 53);
     fill_uniform(s.bq, ATT_H, -0.5f, 0.5f, 54), fill_uniform(s.bk, ATT_H, -0.5f, 0.5f, 55), fill_uniform(s.bv, ATT_H, -0.5f, 0.5f, 56);
@@ -347,13 +353,13 @@ static void check_attention(float p, int adjacent) {
 
     /* Padding keys get no attention: their probabilities are exactly 0 (e^-10000 underflows). */
     attention_loss(&s);
-    for (int h = 0; h < ATT_HEADS; h++)
+    for (int h = 0; h < ATT_HEADS && !fused; h++)
         for (int i = 0; i < ATT_L; i++)
             for (int j = 3; j < ATT_L; j++)
                 assert_true(fabsf(s.saved.probs[(((size_t)1 * ATT_HEADS + h) * ATT_L + i) * ATT_L + j]) == 0.0f);
 
     /* With dropout on, some probabilities were dropped (stored with the sign bit set), not all. */
-    if (p > 0.0f) {
+    if (p > 0.0f && !fused) {
         size_t dropped = 0;
         const size_t np = hs_attention_probs_floats(&s.d);
         for (size_t i = 0; i < np; i++) dropped += signbit(s.saved.probs[i]) != 0;
@@ -374,25 +380,31 @@ static void check_attention(float p, int adjacent) {
     } else {
         be->free(be, s.wq), be->free(be, s.wk), be->free(be, s.wv);
     }
-    float *bufs[] = {s.bq, s.bk, s.bv, s.x, s.ctx, s.r, s.mask_bias, s.saved.qkv, s.saved.probs, g_block, g.query_b,
-                     g.key_b, g.value_b, dx, dx_acc};
+    float *bufs[] = {s.bq, s.bk, s.bv, s.x, s.ctx, s.r, s.mask_bias, s.saved.qkv, fused ? s.saved.lse : s.saved.probs,
+                     g_block, g.query_b, g.key_b, g.value_b, dx, dx_acc};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) be->free(be, bufs[i]);
     be->free(be, input_mask);
 }
 
 static void test_attention_no_dropout(void **unused) {
     (void)unused;
-    check_attention(0.0f, 1);
+    check_attention(0.0f, 1, 0);
 }
 
 static void test_attention_dropout(void **unused) {
     (void)unused;
-    check_attention(0.3f, 1);
+    check_attention(0.3f, 1, 0);
 }
 
 static void test_attention_separate_weights(void **unused) {
     (void)unused;
-    check_attention(0.3f, 0);
+    check_attention(0.3f, 0, 0);
+}
+
+static void test_attention_fused(void **unused) {
+    (void)unused;
+    check_attention(0.0f, 1, 1);
+    check_attention(0.3f, 1, 1);
 }
 
 int main(void) {
@@ -410,6 +422,7 @@ int main(void) {
         cmocka_unit_test(test_attention_no_dropout),
         cmocka_unit_test(test_attention_dropout),
         cmocka_unit_test(test_attention_separate_weights),
+        cmocka_unit_test(test_attention_fused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

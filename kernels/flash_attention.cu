@@ -1,0 +1,444 @@
+/* Fused (flash-style) scaled-dot-product attention on the CUDA backend (ops.def: flash_attention_forward
+ * / _backward; the CPU's reference is src/backend/cpu/cpu_flash_attention.c). No L×L tensor is ever in
+ * device memory: the scores of a tile of query rows against a tile of keys live in shared memory only.
+ *
+ *   qkv[B,L,3H]   per token q | k | v; head h of each third at columns h·d (H = heads·d), read in place
+ *   ctx[B,L,H]    head h at columns h·d, written in place;  lse[B,heads,L] fp32 log-sum-exp per row
+ *   dqkv[B,L,3H]  overwritten by the backward, written in place (no split/merge-heads copies)
+ *
+ * Forward, one block per (query tile of BQ rows, unit (b, h)): the Q tile stays in shared memory while
+ * the K and V tiles of BK keys stream through one buffer. Online softmax (Milakov & Gimelshein 2018;
+ * Dao et al. 2022), per row: s_j = q·k_j/√d + mask_bias[b,j]; m' = max(m, max_j s_j); α = e^{m - m'};
+ * l ← α·l + Σ_j e^{s_j - m'}; O ← α·O + Σ_j e^{s_j - m'}·f_j·v_j (f_j the dropout factor keep/(1-p) or
+ * 0, drawn from the same counters as the unfused op); at the end ctx = O/l and lse = m + log l.
+ *
+ * Backward (D_i = dctx_i·ctx_i = Σ_j P_ij dP_ij first, one thread per row):
+ *   P_ij = e^{s_ij - lse_i};  dP'_ij = dctx_i·v_j;  dP_ij = f_ij·dP'_ij;  dS_ij = P_ij (dP_ij - D_i)
+ *   dQ_i = Σ_j dS_ij k_j/√d   (one block per query tile, streaming K, V tiles)
+ *   dK_j = Σ_i dS_ij q_i/√d,  dV_j = Σ_i P_ij f_ij dctx_i   (one block per key tile, streaming Q, dctx)
+ * Each block owns its outputs and sums over the streamed tiles in increasing order: deterministic, no
+ * atomics. P and the dropout are recomputed in both backward kernels (no mask buffer).
+ *
+ * Tile products are kernels/tile_mma.cuh's warp_tile_mma, a warp per 16×16 output tile. Operands are
+ * stored in T: float under fp32/tf32, hs_tile_bf16/hs_tile_fp16 under bf16/fp16 — the values the unfused
+ * path's GEMMs would round (Q, K; P', V; dctx, V; P', dctx; dS, K; dS, Q), P' and dS rounded from fp32 as
+ * they are stored. Tiles keep warp_tile_mma's rules: head_dim padded with zeros to DP (a multiple of 16),
+ * key/query padding rows zero, row lengths DMAX, BQ, BK (multiples of 16), every tile 32-byte aligned.
+ * Shared memory (static, under 48 KiB): DMAX = 64 or 128 picks the tile sizes (head_dim up to 128). */
+#include <math.h>
+
+#include "hs_cuda.h"
+#include "hs_launch.h"
+#include "tile_mma.cuh"
+#include "math/dropout.h"
+#include "math/fast_exp_erf.h"
+#include "math/softmax.h"
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_ops.h"
+#include "util/check.h"
+
+namespace {
+
+constexpr int kWarps = 4, kThreads = kWarps * HS_WARP;
+
+/* The shape of one call, as the kernels read it. */
+struct flash_shape {
+  int L, heads, d, dp; /* dp: d rounded up to 16 (the products' k, zero padded) */
+  float scale, p, keep_scale;
+  uint64_t key;
+  int64_t first_sample;
+};
+
+/* dst[rows][DMAX] (T) = rows r0.. of a [L, ·] matrix with row stride ld (columns 0..d-1), zero padded */
+template <class T, int DMAX>
+__device__ void load_tile(T *dst, int rows, const float *src, int r0, int L, size_t ld, int d) {
+  for (int idx = threadIdx.x; idx < rows * DMAX; idx += blockDim.x) {
+    const int r = idx / DMAX, e = idx % DMAX;
+    tile_store(dst[idx], r0 + r < L && e < d ? src[(size_t)(r0 + r) * ld + e] : 0.0f);
+  }
+}
+
+/* The dropout factor of element (i, j) of unit (b, h): keep/(1-p), or 1 without dropout */
+__device__ __forceinline__ float drop_factor(const flash_shape &s, int b, int h, int i, int j) {
+  if (s.p <= 0.0f) return 1.0f;
+  return hs_dropout_factor(s.key, (uint64_t)(s.first_sample + b), hs_attention_dropout_elem(h, i, j, s.L), s.p,
+                           s.keep_scale);
+}
+
+/* ---- forward ------------------------------------------------------------------------------------------- */
+
+template <class T, int DMAX, int BQ, int BK> struct fwd_smem {
+  alignas(32) T q[BQ * DMAX];  /* the query tile */
+  alignas(32) T kv[BK * DMAX]; /* a K tile, then the V tile of the same keys */
+  alignas(32) T p[BQ * BK];    /* e^{s - m}·f, the P'·V operand */
+  alignas(32) float s[BQ * BK];
+  alignas(32) float o[BQ * DMAX]; /* the unnormalised output */
+  float m[BQ], l[BQ], alpha[BQ];
+};
+
+template <class T, int DMAX, int BQ, int BK>
+__global__ void flash_attention_forward_kernel(float *ctx, float *lse, const float *qkv, const float *mask_bias,
+                                               flash_shape sh) {
+  typedef fwd_smem<T, DMAX, BQ, BK> smem_t;
+  HS_SHARED(smem_t, sm);
+  const int unit = blockIdx.y, b = unit / sh.heads, h = unit % sh.heads, i0 = blockIdx.x * BQ;
+  const int L = sh.L, d = sh.d, H = sh.heads * d, warp = threadIdx.x / HS_WARP;
+  const size_t ld = 3 * (size_t)H;
+  const float *q = qkv + (size_t)b * (size_t)L * ld + (size_t)h * (size_t)d, *k = q + H, *v = q + 2 * H;
+  const float *mb = mask_bias + (size_t)b * (size_t)L;
+  load_tile<T, DMAX>(sm.q, BQ, q, i0, L, ld, d);
+  for (int idx = threadIdx.x; idx < BQ * DMAX; idx += blockDim.x) sm.o[idx] = 0.0f;
+  if (threadIdx.x < BQ) sm.m[threadIdx.x] = -INFINITY, sm.l[threadIdx.x] = 0.0f;
+  for (int j0 = 0; j0 < L; j0 += BK) {
+    load_tile<T, DMAX>(sm.kv, BK, k, j0, L, ld, d);
+    __syncthreads();
+    /* S[BQ,BK] = Q·Kᵀ */
+    for (int t = warp; t < (BQ / kTile) * (BK / kTile); t += kWarps) {
+      const int ti = t / (BK / kTile), tj = t % (BK / kTile);
+      warp_tile_mma(sm.s + ti * kTile * BK + tj * kTile, BK, sm.q + ti * kTile * DMAX, DMAX,
+                    sm.kv + tj * kTile * DMAX, DMAX, sh.dp, true, false);
+    }
+    __syncthreads();
+    /* the online softmax, one thread per row */
+    if (threadIdx.x < BQ) {
+      const int r = threadIdx.x, i = i0 + r, n = L - j0 < BK ? L - j0 : BK;
+      float *s = sm.s + r * BK;
+      const float m_old = sm.m[r];
+      float m = m_old;
+      for (int j = 0; j < n; j++) {
+        s[j] = s[j] * sh.scale + mb[j0 + j];
+        m = s[j] > m ? s[j] : m;
+      }
+      const float alpha = hs_exp_fast(m_old - m); /* 0 on the first tile (e^{-inf}) */
+      float sum = 0.0f;
+      for (int j = 0; j < BK; j++) {
+        float pj = 0.0f;
+        if (j < n) {
+          const float e = hs_exp_fast(s[j] - m);
+          sum += e;
+          pj = i < L ? e * drop_factor(sh, b, h, i, j0 + j) : 0.0f;
+        }
+        tile_store(sm.p[r * BK + j], pj);
+      }
+      sm.l[r] = sm.l[r] * alpha + sum;
+      sm.m[r] = m;
+      sm.alpha[r] = alpha;
+    }
+    __syncthreads();
+    /* O ← α·O; the V tile into the K tile's buffer (S is computed) */
+    for (int idx = threadIdx.x; idx < BQ * DMAX; idx += blockDim.x) sm.o[idx] *= sm.alpha[idx / DMAX];
+    load_tile<T, DMAX>(sm.kv, BK, v, j0, L, ld, d);
+    __syncthreads();
+    /* O[BQ,dp] += P'·V */
+    for (int t = warp; t < (BQ / kTile) * (sh.dp / kTile); t += kWarps) {
+      const int ti = t / (sh.dp / kTile), tn = t % (sh.dp / kTile);
+      warp_tile_mma(sm.o + ti * kTile * DMAX + tn * kTile, DMAX, sm.p + ti * kTile * BK, BK, sm.kv + tn * kTile,
+                    DMAX, BK, false, true);
+    }
+    __syncthreads();
+  }
+  for (int idx = threadIdx.x; idx < BQ * d; idx += blockDim.x) {
+    const int r = idx / d, e = idx % d;
+    if (i0 + r < L) ctx[((size_t)b * L + i0 + r) * H + (size_t)h * d + e] = sm.o[r * DMAX + e] / sm.l[r];
+  }
+  if (threadIdx.x < BQ && i0 + (int)threadIdx.x < L)
+    lse[(size_t)unit * L + i0 + threadIdx.x] = sm.m[threadIdx.x] + logf(sm.l[threadIdx.x]);
+}
+
+/* ---- backward ------------------------------------------------------------------------------------------ */
+
+/* D[unit, i] = dctx_i·ctx_i (head h's columns), one thread per row, e in order */
+__global__ void flash_attention_rowdot_kernel(float *D, const float *dctx, const float *ctx, int batch, int L,
+                                              int heads, int d) {
+  const size_t rows = (size_t)batch * heads * L, H = (size_t)heads * d;
+  for (size_t r = (size_t)blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += (size_t)gridDim.x * blockDim.x) {
+    const size_t unit = r / L, i = r % L, b = unit / heads, h = unit % heads;
+    const size_t off = (b * L + i) * H + h * d;
+    float s = 0.0f;
+    for (int e = 0; e < d; e++) s += dctx[off + e] * ctx[off + e];
+    D[r] = s;
+  }
+}
+
+template <class T, int DMAX, int BQ, int BK> struct dq_smem {
+  alignas(32) T q[BQ * DMAX];
+  alignas(32) T dc[BQ * DMAX];
+  alignas(32) T k[BK * DMAX];
+  alignas(32) T v[BK * DMAX];
+  alignas(32) T ds[BQ * BK];
+  alignas(32) float dq[BQ * DMAX];
+  alignas(32) float s[BQ * BK];
+  alignas(32) float dp[BQ * BK];
+  float lse[BQ], D[BQ];
+};
+
+/* dQ of a tile of BQ query rows: Σ over key tiles of dS·K, times 1/√d at the end */
+template <class T, int DMAX, int BQ, int BK>
+__global__ void flash_attention_dq_kernel(float *dqkv, const float *dctx, const float *qkv, const float *mask_bias,
+                                          const float *lse, const float *D, flash_shape sh) {
+  typedef dq_smem<T, DMAX, BQ, BK> smem_t;
+  HS_SHARED(smem_t, sm);
+  const int unit = blockIdx.y, b = unit / sh.heads, h = unit % sh.heads, i0 = blockIdx.x * BQ;
+  const int L = sh.L, d = sh.d, H = sh.heads * d, warp = threadIdx.x / HS_WARP;
+  const size_t ld = 3 * (size_t)H;
+  const float *q = qkv + (size_t)b * (size_t)L * ld + (size_t)h * (size_t)d, *k = q + H, *v = q + 2 * H;
+  const float *dc = dctx + (size_t)b * (size_t)L * (size_t)H + (size_t)h * (size_t)d;
+  const float *mb = mask_bias + (size_t)b * (size_t)L;
+  load_tile<T, DMAX>(sm.q, BQ, q, i0, L, ld, d);
+  load_tile<T, DMAX>(sm.dc, BQ, dc, i0, L, (size_t)H, d);
+  for (int idx = threadIdx.x; idx < BQ * DMAX; idx += blockDim.x) sm.dq[idx] = 0.0f;
+  if (threadIdx.x < BQ) {
+    const int i = i0 + threadIdx.x;
+    sm.lse[threadIdx.x] = i < L ? lse[(size_t)unit * L + i] : 0.0f;
+    sm.D[threadIdx.x] = i < L ? D[(size_t)unit * L + i] : 0.0f;
+  }
+  for (int j0 = 0; j0 < L; j0 += BK) {
+    load_tile<T, DMAX>(sm.k, BK, k, j0, L, ld, d);
+    load_tile<T, DMAX>(sm.v, BK, v, j0, L, ld, d);
+    __syncthreads();
+    /* S = Q·Kᵀ and dP' = dC·Vᵀ, [BQ,BK] each */
+    constexpr int nt = (BQ / kTile) * (BK / kTile);
+    for (int t = warp; t < 2 * nt; t += kWarps) {
+      const int u = t % nt, ti = u / (BK / kTile), tj = u % (BK / kTile);
+      if (t < nt)
+        warp_tile_mma(sm.s + ti * kTile * BK + tj * kTile, BK, sm.q + ti * kTile * DMAX, DMAX,
+                      sm.k + tj * kTile * DMAX, DMAX, sh.dp, true, false);
+      else
+        warp_tile_mma(sm.dp + ti * kTile * BK + tj * kTile, BK, sm.dc + ti * kTile * DMAX, DMAX,
+                      sm.v + tj * kTile * DMAX, DMAX, sh.dp, true, false);
+    }
+    __syncthreads();
+    /* dS = P (f·dP' - D) */
+    for (int idx = threadIdx.x; idx < BQ * BK; idx += blockDim.x) {
+      const int r = idx / BK, c = idx % BK, i = i0 + r, j = j0 + c;
+      float ds = 0.0f;
+      if (i < L && j < L) {
+        const float pij = hs_exp_fast((sm.s[idx] * sh.scale + mb[j]) - sm.lse[r]);
+        ds = pij * (sm.dp[idx] * drop_factor(sh, b, h, i, j) - sm.D[r]);
+      }
+      tile_store(sm.ds[idx], ds);
+    }
+    __syncthreads();
+    /* dQ[BQ,dp] += dS·K */
+    for (int t = warp; t < (BQ / kTile) * (sh.dp / kTile); t += kWarps) {
+      const int ti = t / (sh.dp / kTile), tn = t % (sh.dp / kTile);
+      warp_tile_mma(sm.dq + ti * kTile * DMAX + tn * kTile, DMAX, sm.ds + ti * kTile * BK, BK, sm.k + tn * kTile,
+                    DMAX, BK, false, true);
+    }
+    __syncthreads();
+  }
+  for (int idx = threadIdx.x; idx < BQ * d; idx += blockDim.x) {
+    const int r = idx / d, e = idx % d;
+    if (i0 + r < L) dqkv[((size_t)b * L + i0 + r) * ld + (size_t)h * d + e] = sm.dq[r * DMAX + e] * sh.scale;
+  }
+}
+
+template <class T, int DMAX, int BQ, int BK> struct dkv_smem {
+  alignas(32) T kv[BK * DMAX]; /* the block's K tile, then its V tile (reloaded per query tile) */
+  alignas(32) T q[BQ * DMAX];
+  alignas(32) T dc[BQ * DMAX];
+  alignas(32) T pt[BK * BQ];  /* P'ᵀ */
+  alignas(32) T dst[BK * BQ]; /* dSᵀ */
+  alignas(32) float dk[BK * DMAX];
+  alignas(32) float dv[BK * DMAX];
+  alignas(32) float st[BK * BQ];  /* Sᵀ, then ±P (sign bit: dropped) */
+  alignas(32) float dpt[BK * BQ]; /* dP'ᵀ */
+  float lse[BQ], D[BQ];
+};
+
+/* dK, dV of a tile of BK keys, key-major (transposed) tiles throughout: Sᵀ = K·Qᵀ, dP'ᵀ = V·dCᵀ,
+ * dV += P'ᵀ·dC, dK += dSᵀ·Q over the query tiles in order; dK times 1/√d at the end */
+template <class T, int DMAX, int BQ, int BK>
+__global__ void flash_attention_dkv_kernel(float *dqkv, const float *dctx, const float *qkv, const float *mask_bias,
+                                           const float *lse, const float *D, flash_shape sh) {
+  typedef dkv_smem<T, DMAX, BQ, BK> smem_t;
+  HS_SHARED(smem_t, sm);
+  const int unit = blockIdx.y, b = unit / sh.heads, h = unit % sh.heads, j0 = blockIdx.x * BK;
+  const int L = sh.L, d = sh.d, H = sh.heads * d, warp = threadIdx.x / HS_WARP;
+  const size_t ld = 3 * (size_t)H;
+  const float *q = qkv + (size_t)b * (size_t)L * ld + (size_t)h * (size_t)d, *k = q + H, *v = q + 2 * H;
+  const float *dc = dctx + (size_t)b * (size_t)L * (size_t)H + (size_t)h * (size_t)d;
+  const float *mb = mask_bias + (size_t)b * (size_t)L;
+  for (int idx = threadIdx.x; idx < BK * DMAX; idx += blockDim.x) sm.dk[idx] = 0.0f, sm.dv[idx] = 0.0f;
+  constexpr int nt = (BK / kTile) * (BQ / kTile);
+  for (int i0 = 0; i0 < L; i0 += BQ) {
+    load_tile<T, DMAX>(sm.kv, BK, k, j0, L, ld, d);
+    load_tile<T, DMAX>(sm.q, BQ, q, i0, L, ld, d);
+    load_tile<T, DMAX>(sm.dc, BQ, dc, i0, L, (size_t)H, d);
+    if (threadIdx.x < BQ) {
+      const int i = i0 + threadIdx.x;
+      sm.lse[threadIdx.x] = i < L ? lse[(size_t)unit * L + i] : 0.0f;
+      sm.D[threadIdx.x] = i < L ? D[(size_t)unit * L + i] : 0.0f;
+    }
+    __syncthreads();
+    /* Sᵀ[BK,BQ] = K·Qᵀ */
+    for (int t = warp; t < nt; t += kWarps) {
+      const int tk = t / (BQ / kTile), tq = t % (BQ / kTile);
+      warp_tile_mma(sm.st + tk * kTile * BQ + tq * kTile, BQ, sm.kv + tk * kTile * DMAX, DMAX,
+                    sm.q + tq * kTile * DMAX, DMAX, sh.dp, true, false);
+    }
+    __syncthreads();
+    /* P (sign bit set where dropped) and P'ᵀ; the V tile into the K tile's buffer */
+    for (int idx = threadIdx.x; idx < BK * BQ; idx += blockDim.x) {
+      const int c = idx / BQ, r = idx % BQ, i = i0 + r, j = j0 + c;
+      float pij = 0.0f, f = 1.0f;
+      if (i < L && j < L) {
+        pij = hs_exp_fast((sm.st[idx] * sh.scale + mb[j]) - sm.lse[r]);
+        f = drop_factor(sh, b, h, i, j);
+      }
+      sm.st[idx] = f == 0.0f ? -pij : pij;
+      tile_store(sm.pt[idx], pij * f);
+    }
+    load_tile<T, DMAX>(sm.kv, BK, v, j0, L, ld, d);
+    __syncthreads();
+    /* dP'ᵀ[BK,BQ] = V·dCᵀ;  dV[BK,dp] += P'ᵀ·dC */
+    const int nv = (BK / kTile) * (sh.dp / kTile);
+    for (int t = warp; t < nt + nv; t += kWarps) {
+      if (t < nt) {
+        const int tk = t / (BQ / kTile), tq = t % (BQ / kTile);
+        warp_tile_mma(sm.dpt + tk * kTile * BQ + tq * kTile, BQ, sm.kv + tk * kTile * DMAX, DMAX,
+                      sm.dc + tq * kTile * DMAX, DMAX, sh.dp, true, false);
+      } else {
+        const int u = t - nt, tk = u / (sh.dp / kTile), tn = u % (sh.dp / kTile);
+        warp_tile_mma(sm.dv + tk * kTile * DMAX + tn * kTile, DMAX, sm.pt + tk * kTile * BQ, BQ, sm.dc + tn * kTile,
+                      DMAX, BQ, false, true);
+      }
+    }
+    __syncthreads();
+    /* dSᵀ = |P| (keep·dP'/(1-p) - D) */
+    for (int idx = threadIdx.x; idx < BK * BQ; idx += blockDim.x) {
+      const int r = idx % BQ;
+      const float pij = sm.st[idx];
+      const float g = sh.p > 0.0f ? (signbit(pij) ? 0.0f : sm.dpt[idx] * sh.keep_scale) : sm.dpt[idx];
+      tile_store(sm.dst[idx], fabsf(pij) * (g - sm.D[r]));
+    }
+    __syncthreads();
+    /* dK[BK,dp] += dSᵀ·Q */
+    for (int t = warp; t < (BK / kTile) * (sh.dp / kTile); t += kWarps) {
+      const int tk = t / (sh.dp / kTile), tn = t % (sh.dp / kTile);
+      warp_tile_mma(sm.dk + tk * kTile * DMAX + tn * kTile, DMAX, sm.dst + tk * kTile * BQ, BQ, sm.q + tn * kTile,
+                    DMAX, BQ, false, true);
+    }
+    __syncthreads();
+  }
+  for (int idx = threadIdx.x; idx < BK * d; idx += blockDim.x) {
+    const int c = idx / d, e = idx % d;
+    if (j0 + c < L) {
+      float *row = dqkv + ((size_t)b * L + j0 + c) * ld + (size_t)h * d + e;
+      row[H] = sm.dk[c * DMAX + e] * sh.scale;
+      row[2 * H] = sm.dv[c * DMAX + e];
+    }
+  }
+}
+
+/* ---- host side ------------------------------------------------------------------------------------------ */
+
+flash_shape shape_of(int L, int heads, int d, float p, uint64_t key, int64_t first_sample) {
+  return flash_shape{L, heads, d, (d + kTile - 1) / kTile * kTile, 1.0f / sqrtf((float)d), p,
+                     hs_dropout_keep_scale(p), key, first_sample};
+}
+
+unsigned tiles(int L, int t) { return (unsigned)((L + t - 1) / t); }
+
+/* Tile sizes by DMAX (each kernel's shared memory under 48 KiB with T = float): forward BQ×BK, dQ BQ×BK,
+ * dK/dV BK keys × BQ queries. */
+template <int DMAX> struct flash_tiles;
+template <> struct flash_tiles<64> {
+  static constexpr int fq = 32, fk = 32, qq = 32, qk = 16, kk = 32, kq = 16;
+};
+template <> struct flash_tiles<128> {
+  static constexpr int fq = 16, fk = 32, qq = 16, qk = 16, kk = 16, kq = 16;
+};
+
+template <class T, int DMAX>
+void forward(const hs_backend *be, float *ctx, float *lse, const float *qkv, const float *mask_bias, int batch,
+             const flash_shape &sh) {
+  typedef flash_tiles<DMAX> tl;
+  const dim3 grid(tiles(sh.L, tl::fq), (unsigned)(batch * sh.heads));
+  HS_LAUNCH(grid, kThreads, 0, hs_cuda_stream(be), flash_attention_forward_kernel<T, DMAX, tl::fq, tl::fk>)(
+      ctx, lse, qkv, mask_bias, sh);
+  /* q once, k and v once per query tile, the mask per query tile; ctx and lse written */
+  const size_t tokh = (size_t)batch * sh.L * sh.heads * sh.d, nq = tiles(sh.L, tl::fq);
+  HS_CUDA_LAUNCHED("flash_attention_forward_kernel",
+                   sizeof(float) * (tokh * (2 + 2 * nq) + (size_t)batch * sh.L * (nq + sh.heads)));
+}
+
+template <class T, int DMAX>
+void backward(const hs_backend *be, float *dqkv, const float *dctx, const float *qkv, const float *mask_bias,
+              const float *lse, const float *D, int batch, const flash_shape &sh) {
+  typedef flash_tiles<DMAX> tl;
+  cudaStream_t stream = hs_cuda_stream(be);
+  const unsigned units = (unsigned)(batch * sh.heads);
+  const size_t tokh = (size_t)batch * sh.L * sh.heads * sh.d, rows = (size_t)units * sh.L;
+  const size_t nq = tiles(sh.L, tl::qq), nk = tiles(sh.L, tl::kk);
+  HS_LAUNCH(dim3((unsigned)nq, units), kThreads, 0, stream, flash_attention_dq_kernel<T, DMAX, tl::qq, tl::qk>)(
+      dqkv, dctx, qkv, mask_bias, lse, D, sh);
+  /* q, dctx, lse, D once; k, v and the mask once per query tile; dq written */
+  HS_CUDA_LAUNCHED("flash_attention_dq_kernel",
+                   sizeof(float) * (tokh * (3 + 2 * nq) + 2 * rows + (size_t)batch * sh.L * nq));
+  HS_LAUNCH(dim3((unsigned)nk, units), kThreads, 0, stream, flash_attention_dkv_kernel<T, DMAX, tl::kq, tl::kk>)(
+      dqkv, dctx, qkv, mask_bias, lse, D, sh);
+  /* k, v once per query tile; q, dctx, lse, D and the mask once per key tile; dk, dv written */
+  const size_t nkq = tiles(sh.L, tl::kq);
+  HS_CUDA_LAUNCHED("flash_attention_dkv_kernel",
+                   sizeof(float) * (tokh * (2 * nkq + 2 * nk + 2) + 2 * rows * nk + (size_t)batch * sh.L * nk));
+}
+
+/* head_dim > 128 has no tile configuration */
+void check_head_dim(int d) {
+  if (d > 128) hs_die("flash attention: head_dim %d is above the fused kernels' 128 (use attention = \"unfused\")", d);
+}
+
+} // namespace
+
+extern "C" void hs_cuda_flash_attention_forward(const hs_backend *be, float *ctx, float *lse, const float *qkv,
+                                                const float *mask_bias, int batch, int seq_len, int heads,
+                                                int head_dim, float p, uint64_t key, int64_t first_sample) {
+  if (batch <= 0 || seq_len <= 0 || heads <= 0 || head_dim <= 0) return;
+  check_head_dim(head_dim);
+  const flash_shape sh = shape_of(seq_len, heads, head_dim, p, key, first_sample);
+  const int big = head_dim > 64;
+  switch (be->precision) {
+  case HS_PRECISION_BF16:
+    big ? forward<hs_tile_bf16, 128>(be, ctx, lse, qkv, mask_bias, batch, sh)
+        : forward<hs_tile_bf16, 64>(be, ctx, lse, qkv, mask_bias, batch, sh);
+    break;
+  case HS_PRECISION_FP16:
+    big ? forward<hs_tile_fp16, 128>(be, ctx, lse, qkv, mask_bias, batch, sh)
+        : forward<hs_tile_fp16, 64>(be, ctx, lse, qkv, mask_bias, batch, sh);
+    break;
+  default:
+    big ? forward<float, 128>(be, ctx, lse, qkv, mask_bias, batch, sh)
+        : forward<float, 64>(be, ctx, lse, qkv, mask_bias, batch, sh);
+  }
+}
+
+extern "C" void hs_cuda_flash_attention_backward(const hs_backend *be, float *dqkv, const float *dctx, const float *qkv,
+                                                 const float *mask_bias, const float *ctx, const float *lse, int batch,
+                                                 int seq_len, int heads, int head_dim, float p, uint64_t key,
+                                                 int64_t first_sample) {
+  if (batch <= 0 || seq_len <= 0 || heads <= 0 || head_dim <= 0) return;
+  check_head_dim(head_dim);
+  const flash_shape sh = shape_of(seq_len, heads, head_dim, p, key, first_sample);
+  const size_t rows = (size_t)batch * heads * seq_len;
+  float *D = (float *)hs_cuda_scratch(be, rows * sizeof(float)); /* [B,heads,L] */
+  HS_LAUNCH(hs_grid_for(rows), HS_BLOCK, 0, hs_cuda_stream(be), flash_attention_rowdot_kernel)(
+      D, dctx, ctx, batch, seq_len, heads, head_dim);
+  HS_CUDA_LAUNCHED("flash_attention_rowdot_kernel", sizeof(float) * (2 * rows * head_dim + rows));
+  const int big = head_dim > 64;
+  switch (be->precision) {
+  case HS_PRECISION_BF16:
+    big ? backward<hs_tile_bf16, 128>(be, dqkv, dctx, qkv, mask_bias, lse, D, batch, sh)
+        : backward<hs_tile_bf16, 64>(be, dqkv, dctx, qkv, mask_bias, lse, D, batch, sh);
+    break;
+  case HS_PRECISION_FP16:
+    big ? backward<hs_tile_fp16, 128>(be, dqkv, dctx, qkv, mask_bias, lse, D, batch, sh)
+        : backward<hs_tile_fp16, 64>(be, dqkv, dctx, qkv, mask_bias, lse, D, batch, sh);
+    break;
+  default:
+    big ? backward<float, 128>(be, dqkv, dctx, qkv, mask_bias, lse, D, batch, sh)
+        : backward<float, 64>(be, dqkv, dctx, qkv, mask_bias, lse, D, batch, sh);
+  }
+}
