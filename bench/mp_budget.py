@@ -11,11 +11,16 @@ What is counted (bytes):
                   (16 in fp32 training; the copy is kept between updates, written by the optimizer)
   per sample      the activations the backward pass reads, the backward scratch that grows with the
                   micro-batch, and the 16-bit copies of the largest product's two activation operands.
-                  BERT under bf16/fp16 keeps q|k|v, the attention probabilities, the context and the FFN
-                  pre-activation and GELU output of every layer in 16 bits plus one fp32 working set of
-                  them (src/models/bert.c); the residual stream, LayerNorm tensors and heads stay fp32.
-                  Transformer-XL the same with q|k|v, the attention probabilities, the context and
-                  the FFN activation (src/models/txl.c; r is per segment, not per column: left out).
+                  BERT under bf16/fp16 keeps q|k|v, the context and the FFN pre-activation and GELU
+                  output of every layer in 16 bits plus one fp32 working set of them, and the 16-bit
+                  twins of each layer's input and attention output (the products' operands, written by
+                  the ops that make them) and of the output gradients (src/models/bert.c); the residual
+                  stream, LayerNorm tensors and heads stay fp32. The fused attention (attention = auto on
+                  CUDA) keeps each row's log-sum-exp (heads·T fp32 per layer) where the unfused one keeps
+                  the heads·T·T probabilities (in 16 bits under bf16/fp16).
+                  Transformer-XL the same with q|k|v, the context and the FFN activation (and the
+                  probabilities when unfused; src/models/txl.c; r is per segment, not per column: left
+                  out).
   per GPU         1 GiB reserved for the CUDA context, cuBLASLt/cuDNN workspaces and allocator slack
 Model FLOPs: src/tasks/model_flops.c for BERT (MLM head on the labelled positions only); for
 Transformer-XL the same accounting (multiply-add = 2, training = 3 x forward, GEMMs only) per target
@@ -65,28 +70,33 @@ def bert_flops(layers, hidden, heads, inter, seq, pred):
     return 6.0 * T * L * (4 * H * H + 2 * H * I) + 12.0 * L * T * T * H + 6.0 * P * (H * H + V * H) + 6.0 * (H * H + 2 * H)
 
 
-def bert_kept_16(hidden, heads, inter, seq, **_):
-    """Elements per layer and sequence that bf16/fp16 keep in 16 bits (src/models/bert.c): q|k|v, the
-    attention probabilities, the context, the FFN pre-activation and GELU output."""
+def bert_kept_16(hidden, heads, inter, seq, fused=True, **_):
+    """Elements per layer and sequence that bf16/fp16 keep in 16 bits with one fp32 working set
+    (src/models/bert.c): q|k|v, the context, the FFN pre-activation and GELU output, and the attention
+    probabilities when the attention is unfused."""
     H, I, T, n = hidden, inter, seq, heads
-    return 3 * T * H + n * T * T + T * H + 2 * T * I
+    return 3 * T * H + (0 if fused else n * T * T) + T * H + 2 * T * I
 
 
-def bert_act_bytes(layers, hidden, heads, inter, seq, pred):
+def bert_act_bytes(layers, hidden, heads, inter, seq, pred, fused=True):
     """(floats one sequence keeps in fp32 storage: src/models/bert.c's bert_layer_acts and the model's
     buffers, bytes of 16-bit operand copies, bytes one sequence keeps under bf16/fp16: the kept tensors in
-    16 bits per layer plus one fp32 working set of them)"""
+    16 bits per layer plus one fp32 working set of them, and the 16-bit twins)"""
     L, H, I, V, T, P, n = layers, hidden, inter, VOCAB, seq, pred, heads
-    kept = bert_kept_16(hidden, heads, inter, seq)
-    per_layer = T * H + T * H + T * H + T * H + 4 * T + kept
-    # input, attn_sum, attn_out, ffn_sum, 4 LayerNorm statistics; qkv, probs, ctx, ffn_pre + ffn_act
+    kept = bert_kept_16(hidden, heads, inter, seq, fused)
+    per_layer = T * H + T * H + T * H + T * H + 4 * T + kept + (n * T if fused else 0)
+    # input, attn_sum, attn_out, ffn_sum, 4 LayerNorm statistics; qkv, (probs,) ctx, ffn_pre + ffn_act;
+    # the fused attention's log-sum-exp per row
     other = T * H + 2 * T + T * H + T + P * (4 * H + 2 + V) + 2 * H + 2
     # emb_sum + stats, encoder output, mask bias, MLM rows/pre/act/out + stats + logits, pooler, NSP
     scratch = 3 * T * H + T * max(I, 3 * H) + 2 * P * H + 2 * H
     # grad_h, grad_tmp, grad_ctx; workspace (dgelu, then dqkv); MLM and pooler gradients
     floats = L * per_layer + other + scratch
-    half = 2 * max(T * I + T * H, n * T * T + T * H)  # 16-bit copies of the largest product's activation operands
-    mixed = 4 * (floats - L * kept + kept) + 2 * L * kept  # fp32 tensors + one working set; 16-bit copies
+    # 16-bit copies of the largest product's converted operands: the q|k|v gradient (the dense layers'
+    # other operands are twins their producers write; the unfused attention converts its own operands)
+    half = 2 * (3 * T * H if fused else max(3 * T * H, n * T * T + T * H))
+    twins = L * 2 * T * H + T * H + T * I  # input, attn_out per layer; the output gradients' twins
+    mixed = 4 * (floats - L * kept + kept) + 2 * L * kept + 2 * twins  # fp32 + one working set; 16-bit
     return floats, half, mixed
 
 
@@ -118,21 +128,23 @@ def txl_flops_per_token(layers, d, heads, dh, inter, tgt, mem, batch, div_val, *
     return layers * flops_layer + flops_head
 
 
-def txl_act_bytes(layers, d, heads, dh, inter, tgt, mem, **_):
+def txl_act_bytes(layers, d, heads, dh, inter, tgt, mem, fused=True, **_):
     """(floats one batch column keeps in fp32 storage: src/models/txl.c's txl_layer_acts, post-LN as
     NVIDIA's, bytes of 16-bit operand copies, bytes one column keeps under bf16/fp16: the kept tensors in
     16 bits per layer plus one fp32 working set of them)"""
     nd, T, K, n = heads * dh, tgt, tgt + mem, heads
-    kept = 3 * K * nd + n * T * K + T * nd + T * inter  # qkv, probs, ctx, ff_act
-    per_layer = K * d + 2 * T + kept + T * d + T * d + 2 * T + T * d + T * d
-    # cat(mem, h), LN1 stats, qkv, probs, ctx, attn_sum, h1, LN2 stats, ff_act, ff_sum, layer input
+    kept = 3 * K * nd + (0 if fused else n * T * K) + T * nd + T * inter  # qkv, (probs,) ctx, ff_act
+    per_layer = K * d + 2 * T + kept + T * d + T * d + 2 * T + T * d + T * d + (n * T if fused else 0)
+    # cat(mem, h), LN1 stats, qkv, (probs,) ctx, attn_sum, h1, LN2 stats, ff_act, ff_sum, layer input;
+    # the fused attention's log-sum-exp per row
     mems = layers * mem * d  # the memory carried to the next segment
     head = T * (TXL_CUTOFFS[0] + len(TXL_CUTOFFS))  # head logits (softmax in place)
     other = 3 * T * d
     scratch = 3 * T * d + T * nd + 3 * K * nd + K * d + T * inter
     floats = layers * per_layer + mems + head + other + scratch
-    half = 2 * max(T * inter + T * d, n * T * K + K * nd)
-    mixed = 4 * (floats - layers * kept + kept) + 2 * layers * kept  # fp32 tensors + one working set; copies
+    half = 2 * max(T * inter + T * d, K * nd if fused else n * T * K + K * nd)
+    twins = layers * T * d + T * d  # post-LN: the FFN input per layer; a sublayer gradient's twin
+    mixed = 4 * (floats - layers * kept + kept) + 2 * layers * kept + 2 * twins  # fp32 + working set; 16-bit
     return floats, half, mixed
 
 
@@ -270,13 +282,18 @@ def check():
     assert abs(f1 - (231.928e9 + 4.832e9 + 3.877e9 + 6.3e6)) < 0.01e9, f1
     assert abs(100 * mfu(f1, 3231, 8, 312) - 31.2) < 0.1, mfu(f1, 3231, 8, 312)
     assert abs(100 * mfu(f1, 1777, 8, 156) - 34.3) < 0.1, mfu(f1, 1777, 8, 156)
-    # BERT-large phase 1 activations: per layer per token 8H + 2I + 4 + heads·T = 18436 floats
+    # BERT-large phase 1 activations, unfused attention: per layer per token 8H + 2I + 4 + heads·T = 18436
+    # floats; fused: the probabilities' heads·T replaced by the log-sum-exp's heads/T per token: 16324
     per_layer = 128 * (8 * 1024 + 2 * 4096 + 4) + 16 * 128 * 128
     assert per_layer == 128 * 18436
     # of which kept in 16 bits under bf16/fp16: q|k|v, ctx (4H), ffn_pre + GELU (2I), probs (heads·T)
-    assert bert_kept_16(**bl, seq=128) == 128 * (4 * 1024 + 2 * 4096 + 16 * 128)
+    assert bert_kept_16(**bl, seq=128, fused=False) == 128 * (4 * 1024 + 2 * 4096 + 16 * 128)
+    assert bert_kept_16(**bl, seq=128) == 128 * (4 * 1024 + 2 * 4096)
+    floats_u, _, _ = bert_act_bytes(**bl, seq=128, pred=20, fused=False)
     floats, _, mixed = bert_act_bytes(**bl, seq=128, pred=20)
-    assert mixed == 4 * (floats - 23 * 128 * 14336) + 2 * 24 * 128 * 14336, (floats, mixed)
+    assert floats_u - floats == 24 * (16 * 128 * 128 - 16 * 128), (floats_u, floats)
+    twins = 24 * 2 * 128 * 1024 + 128 * 1024 + 128 * 4096
+    assert mixed == 4 * (floats - 23 * 128 * 12288) + 2 * 24 * 128 * 12288 + 2 * twins, (floats, mixed)
     # TXL base per token and layer: the segment's Q, K, V 6·3·512² + the memory's 4·3·512² (mem = tgt) +
     # 18·384·512 + 6·(512² + 2·512·2048); head 6·512·20000 (= src/tasks/model_flops.c: 0.470 GFLOP)
     tb = TXL["TXL base"]
