@@ -33,6 +33,7 @@
 #include "math/dropout.h"
 #include "math/fast_exp_erf.h"
 #include "math/softmax.h"
+#include "util/lowp.h"
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
@@ -49,7 +50,15 @@ struct flash_shape {
   float scale, p, keep_scale;
   uint64_t key;
   int64_t first_sample;
+  uint16_t *out16; /* NULL, or the 16-bit twin of the output (ctx16 / dqkv16, same layout): to_half's bits */
+  int bf16;        /* out16's type: 1 bfloat16, 0 IEEE half */
 };
+
+/* out[i] = v, and its 16-bit twin when the call asked for one (the rounding of src/util/lowp.h, as to_half) */
+__device__ __forceinline__ void put(const flash_shape &s, float *out, size_t i, float v) {
+  out[i] = v;
+  if (s.out16) s.out16[i] = s.bf16 ? hs_bf16_bits(v) : hs_fp16_bits(v);
+}
 
 /* dst[rows][DMAX] (T) = rows r0.. of a [L, ·] matrix with row stride ld (columns 0..d-1), zero padded */
 template <class T, int DMAX>
@@ -141,7 +150,7 @@ __global__ void flash_attention_forward_kernel(float *ctx, float *lse, const flo
   }
   for (int idx = threadIdx.x; idx < BQ * d; idx += blockDim.x) {
     const int r = idx / d, e = idx % d;
-    if (i0 + r < L) ctx[((size_t)b * L + i0 + r) * H + (size_t)h * d + e] = sm.o[r * DMAX + e] / sm.l[r];
+    if (i0 + r < L) put(sh, ctx, ((size_t)b * L + i0 + r) * H + (size_t)h * d + e, sm.o[r * DMAX + e] / sm.l[r]);
   }
   if (threadIdx.x < BQ && i0 + (int)threadIdx.x < L)
     lse[(size_t)unit * L + i0 + threadIdx.x] = sm.m[threadIdx.x] + logf(sm.l[threadIdx.x]);
@@ -231,7 +240,7 @@ __global__ void flash_attention_dq_kernel(float *dqkv, const float *dctx, const 
   }
   for (int idx = threadIdx.x; idx < BQ * d; idx += blockDim.x) {
     const int r = idx / d, e = idx % d;
-    if (i0 + r < L) dqkv[((size_t)b * L + i0 + r) * ld + (size_t)h * d + e] = sm.dq[r * DMAX + e] * sh.scale;
+    if (i0 + r < L) put(sh, dqkv, ((size_t)b * L + i0 + r) * ld + (size_t)h * d + e, sm.dq[r * DMAX + e] * sh.scale);
   }
 }
 
@@ -326,18 +335,19 @@ __global__ void flash_attention_dkv_kernel(float *dqkv, const float *dctx, const
   for (int idx = threadIdx.x; idx < BK * d; idx += blockDim.x) {
     const int c = idx / d, e = idx % d;
     if (j0 + c < L) {
-      float *row = dqkv + ((size_t)b * L + j0 + c) * ld + (size_t)h * d + e;
-      row[H] = sm.dk[c * DMAX + e] * sh.scale;
-      row[2 * H] = sm.dv[c * DMAX + e];
+      const size_t row = ((size_t)b * L + j0 + c) * ld + (size_t)h * d + e;
+      put(sh, dqkv, row + H, sm.dk[c * DMAX + e] * sh.scale);
+      put(sh, dqkv, row + 2 * (size_t)H, sm.dv[c * DMAX + e]);
     }
   }
 }
 
 /* ---- host side ------------------------------------------------------------------------------------------ */
 
-flash_shape shape_of(int L, int heads, int d, float p, uint64_t key, int64_t first_sample) {
+flash_shape shape_of(const hs_backend *be, int L, int heads, int d, float p, uint64_t key, int64_t first_sample,
+                     uint16_t *out16) {
   return flash_shape{L, heads, d, (d + kTile - 1) / kTile * kTile, 1.0f / sqrtf((float)d), p,
-                     hs_dropout_keep_scale(p), key, first_sample};
+                     hs_dropout_keep_scale(p), key, first_sample, out16, be->precision == HS_PRECISION_BF16};
 }
 
 unsigned tiles(int L, int t) { return (unsigned)((L + t - 1) / t); }
@@ -359,10 +369,11 @@ void forward(const hs_backend *be, float *ctx, float *lse, const float *qkv, con
   const dim3 grid(tiles(sh.L, tl::fq), (unsigned)(batch * sh.heads));
   HS_LAUNCH(grid, kThreads, 0, hs_cuda_stream(be), flash_attention_forward_kernel<T, DMAX, tl::fq, tl::fk>)(
       ctx, lse, qkv, mask_bias, sh);
-  /* q once, k and v once per query tile, the mask per query tile; ctx and lse written */
+  /* q once, k and v once per query tile, the mask per query tile; ctx (and its 16-bit twin) and lse written */
   const size_t tokh = (size_t)batch * sh.L * sh.heads * sh.d, nq = tiles(sh.L, tl::fq);
   HS_CUDA_LAUNCHED("flash_attention_forward_kernel",
-                   sizeof(float) * (tokh * (2 + 2 * nq) + (size_t)batch * sh.L * (nq + sh.heads)));
+                   sizeof(float) * (tokh * (2 + 2 * nq) + (size_t)batch * sh.L * (nq + sh.heads)) +
+                       (sh.out16 ? tokh * sizeof(uint16_t) : 0));
 }
 
 template <class T, int DMAX>
@@ -375,15 +386,18 @@ void backward(const hs_backend *be, float *dqkv, const float *dctx, const float 
   const size_t nq = tiles(sh.L, tl::qq), nk = tiles(sh.L, tl::kk);
   HS_LAUNCH(dim3((unsigned)nq, units), kThreads, 0, stream, flash_attention_dq_kernel<T, DMAX, tl::qq, tl::qk>)(
       dqkv, dctx, qkv, mask_bias, lse, D, sh);
-  /* q, dctx, lse, D once; k, v and the mask once per query tile; dq written */
+  /* q, dctx, lse, D once; k, v and the mask once per query tile; dq (and its 16-bit twin) written */
   HS_CUDA_LAUNCHED("flash_attention_dq_kernel",
-                   sizeof(float) * (tokh * (3 + 2 * nq) + 2 * rows + (size_t)batch * sh.L * nq));
+                   sizeof(float) * (tokh * (3 + 2 * nq) + 2 * rows + (size_t)batch * sh.L * nq) +
+                       (sh.out16 ? tokh * sizeof(uint16_t) : 0));
   HS_LAUNCH(dim3((unsigned)nk, units), kThreads, 0, stream, flash_attention_dkv_kernel<T, DMAX, tl::kq, tl::kk>)(
       dqkv, dctx, qkv, mask_bias, lse, D, sh);
-  /* k, v once per query tile; q, dctx, lse, D and the mask once per key tile; dk, dv written */
+  /* k, v once per query tile; q, dctx, lse, D and the mask once per key tile; dk, dv (and their 16-bit
+   * twins) written */
   const size_t nkq = tiles(sh.L, tl::kq);
   HS_CUDA_LAUNCHED("flash_attention_dkv_kernel",
-                   sizeof(float) * (tokh * (2 * nkq + 2 * nk + 2) + 2 * rows * nk + (size_t)batch * sh.L * nk));
+                   sizeof(float) * (tokh * (2 * nkq + 2 * nk + 2) + 2 * rows * nk + (size_t)batch * sh.L * nk) +
+                       (sh.out16 ? 2 * tokh * sizeof(uint16_t) : 0));
 }
 
 /* head_dim > 128 has no tile configuration */
@@ -395,10 +409,11 @@ void check_head_dim(int d) {
 
 extern "C" void hs_cuda_flash_attention_forward(const hs_backend *be, float *ctx, float *lse, const float *qkv,
                                                 const float *mask_bias, int batch, int seq_len, int heads,
-                                                int head_dim, float p, uint64_t key, int64_t first_sample) {
+                                                int head_dim, float p, uint64_t key, int64_t first_sample,
+                                                uint16_t *ctx16) {
   if (batch <= 0 || seq_len <= 0 || heads <= 0 || head_dim <= 0) return;
   check_head_dim(head_dim);
-  const flash_shape sh = shape_of(seq_len, heads, head_dim, p, key, first_sample);
+  const flash_shape sh = shape_of(be, seq_len, heads, head_dim, p, key, first_sample, ctx16);
   const int big = head_dim > 64;
   switch (be->precision) {
   case HS_PRECISION_BF16:
@@ -418,10 +433,10 @@ extern "C" void hs_cuda_flash_attention_forward(const hs_backend *be, float *ctx
 extern "C" void hs_cuda_flash_attention_backward(const hs_backend *be, float *dqkv, const float *dctx, const float *qkv,
                                                  const float *mask_bias, const float *ctx, const float *lse, int batch,
                                                  int seq_len, int heads, int head_dim, float p, uint64_t key,
-                                                 int64_t first_sample) {
+                                                 int64_t first_sample, uint16_t *dqkv16) {
   if (batch <= 0 || seq_len <= 0 || heads <= 0 || head_dim <= 0) return;
   check_head_dim(head_dim);
-  const flash_shape sh = shape_of(seq_len, heads, head_dim, p, key, first_sample);
+  const flash_shape sh = shape_of(be, seq_len, heads, head_dim, p, key, first_sample, dqkv16);
   const size_t rows = (size_t)batch * heads * seq_len;
   float *D = (float *)hs_cuda_scratch(be, rows * sizeof(float)); /* [B,heads,L] */
   HS_LAUNCH(hs_grid_for(rows), HS_BLOCK, 0, hs_cuda_stream(be), flash_attention_rowdot_kernel)(

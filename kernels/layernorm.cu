@@ -12,8 +12,9 @@
  * its columns in order, then a fixed xor butterfly over the 32 lanes gives every lane the same row sum.
  *
  * dgamma/dbeta: never float atomics. Rows are cut into chunks of HS_LN_ROW_CHUNK rows (the CPU's row
- * blocks); one thread per (chunk, column) sums dy·x̂ and dy over the chunk's rows in row order into a
- * double partial, then one thread per column adds the chunks' partials in chunk order and rounds once.
+ * blocks); the backward's dx kernel runs one block per chunk, whose threads first sum dy·x̂ and dy over
+ * the chunk's rows in row order into a double partial per column, then compute the chunk's dx (so dx may
+ * still alias dy); then one thread per column adds the chunks' partials in chunk order and rounds once.
  * This is the CPU's order exactly, so the two backends agree to the bit unless a compiler fuses a
  * multiply-add differently.
  *
@@ -115,15 +116,36 @@ __global__ void __launch_bounds__(HS_BLOCK)
 
 /* ---- backward ----------------------------------------------------------------------------------------- */
 
-/* dx[rows,cols] (may alias dy) from dy, x (the forward's input), mean, rstd, gamma. One warp per row. */
+/* One chunk of HS_LN_ROW_CHUNK rows per block (grid: chunks), in two phases separated by __syncthreads:
+ *   1. partial[chunk][0][c] = Σ dy·x̂, partial[chunk][1][c] = Σ dy over the chunk's rows in row order
+ *      (double), one thread per column (a warp reads 32 consecutive columns of a row);
+ *   2. dx[rows,cols] (may alias dy: only this block reads the chunk's rows, and phase 1 has read them)
+ *      from dy, x (the forward's input), mean, rstd, gamma; one warp per row.
+ * One launch where a partials kernel and a dx kernel were two: the same expressions in the same order,
+ * so the same bits. */
 template <class T>
 __global__ void __launch_bounds__(HS_BLOCK)
-    layernorm_backward_dx_kernel(T *dx, T *da, const T *dy, const T *x, const float *mean, const float *rstd,
-                                 const float *gamma, int rows, int cols, ln_dropout drop, half_out da16) {
+    layernorm_backward_dx_kernel(double *partial, T *dx, T *da, const T *dy, const T *x, const float *mean,
+                                 const float *rstd, const float *gamma, int rows, int cols, ln_dropout drop,
+                                 half_out da16) {
+  const long long r0 = (long long)blockIdx.x * HS_LN_ROW_CHUNK;
+  const long long r1 = r0 + HS_LN_ROW_CHUNK < rows ? r0 + HS_LN_ROW_CHUNK : rows;
+  double *pg = partial + (size_t)blockIdx.x * 2 * (size_t)cols;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+    double sg = 0.0, sb = 0.0;
+    for (long long r = r0; r < r1; r++) {
+      const size_t i = (size_t)r * (size_t)cols + (size_t)c;
+      const float xh = (to_float(x[i]) - mean[r]) * rstd[r];
+      const float d = to_float(dy[i]);
+      sg += (double)d * (double)xh;
+      sb += (double)d;
+    }
+    pg[c] = sg;
+    pg[cols + c] = sb;
+  }
+  __syncthreads(); /* dx may overwrite dy below */
   const int lane = threadIdx.x % HS_WARP;
-  const long long first = (long long)blockIdx.x * HS_ROWS_PER_BLOCK + threadIdx.x / HS_WARP;
-  const long long stride = (long long)gridDim.x * HS_ROWS_PER_BLOCK;
-  for (long long r = first; r < rows; r += stride) {
+  for (long long r = r0 + threadIdx.x / HS_WARP; r < r1; r += HS_ROWS_PER_BLOCK) {
     const size_t off = (size_t)r * (size_t)cols;
     const float m = mean[r], rs = rstd[r];
     double sum_g = 0.0, sum_gx = 0.0;
@@ -147,30 +169,6 @@ __global__ void __launch_bounds__(HS_BLOCK)
       }
     }
   }
-}
-
-/* partial[chunk][0][c] = Σ dy·x̂, partial[chunk][1][c] = Σ dy over the chunk's rows in row order (double).
- * Grid (chunks, ceil(cols / HS_BLOCK)): one thread per (chunk, column); a warp reads 32 consecutive
- * columns of a row. Runs before the dx kernel, which may overwrite dy. */
-template <class T>
-__global__ void __launch_bounds__(HS_BLOCK)
-    layernorm_param_partials_kernel(double *partial, const T *dy, const T *x, const float *mean,
-                                    const float *rstd, int rows, int cols) {
-  const int c = blockIdx.y * HS_BLOCK + threadIdx.x;
-  if (c >= cols) return;
-  const long long r0 = (long long)blockIdx.x * HS_LN_ROW_CHUNK;
-  const long long r1 = r0 + HS_LN_ROW_CHUNK < rows ? r0 + HS_LN_ROW_CHUNK : rows;
-  double sg = 0.0, sb = 0.0;
-  for (long long r = r0; r < r1; r++) {
-    const size_t i = (size_t)r * (size_t)cols + (size_t)c;
-    const float xh = (to_float(x[i]) - mean[r]) * rstd[r];
-    const float d = to_float(dy[i]);
-    sg += (double)d * (double)xh;
-    sb += (double)d;
-  }
-  double *pg = partial + (size_t)blockIdx.x * 2 * (size_t)cols;
-  pg[c] = sg;
-  pg[cols + c] = sb;
 }
 
 /* dgamma[c] += (float)Σ_chunks partial[chunk][0][c], dbeta[c] += (float)Σ_chunks partial[chunk][1][c],
@@ -211,24 +209,20 @@ void launch_layernorm_backward(const hs_backend *be, T *dx, T *da, float *dgamma
   const int chunks = (rows + HS_LN_ROW_CHUNK - 1) / HS_LN_ROW_CHUNK;
   /* scratch: partial[chunks][2][cols] doubles */
   double *partial = static_cast<double *>(hs_cuda_scratch(be, (size_t)chunks * 2 * (size_t)cols * sizeof(double)));
-  const dim3 grid((unsigned)chunks, (unsigned)((cols + HS_BLOCK - 1) / HS_BLOCK));
-  HS_LAUNCH(grid, HS_BLOCK, 0, stream, layernorm_param_partials_kernel<T>)(partial, dy, x, mean, rstd, rows, cols);
-  /* dy, x, mean, rstd; the partial sums written */
-  HS_CUDA_LAUNCHED("layernorm_param_partials_kernel", (size_t)rows * (size_t)cols * 2 * sizeof(T) +
-                                                          (size_t)rows * 2 * sizeof(float) +
-                                                          (size_t)chunks * 2 * (size_t)cols * sizeof(double));
+  HS_LAUNCH(dim3((unsigned)chunks), HS_BLOCK, 0, stream, layernorm_backward_dx_kernel<T>)(
+      partial, dx, da, dy, x, mean, rstd, gamma, rows, cols, drop, da16);
+  /* dy and x (counted once: the partials' rereads of a chunk just read), dx (and the dropout's gradient da
+   * where it is written); mean, rstd; gamma; the partial sums written */
+  HS_CUDA_LAUNCHED("layernorm_backward_dx_kernel", (size_t)rows * (size_t)cols * (drop.on ? 4 : 3) * sizeof(T) +
+                                                       (da16.p ? (size_t)rows * (size_t)cols * sizeof(uint16_t) : 0) +
+                                                       (size_t)rows * 2 * sizeof(float) + (size_t)cols * sizeof(float) +
+                                                       (size_t)chunks * 2 * (size_t)cols * sizeof(double));
+  /* after every chunk's partials */
   HS_LAUNCH(hs_grid_for((size_t)cols), HS_BLOCK, 0, stream, layernorm_param_sum_kernel)(dgamma, dbeta, partial,
                                                                                          chunks, cols);
   /* the partial sums; dgamma, dbeta read and written */
   HS_CUDA_LAUNCHED("layernorm_param_sum_kernel",
                    (size_t)chunks * 2 * (size_t)cols * sizeof(double) + (size_t)cols * 4 * sizeof(float));
-  /* after the partials: dx may overwrite dy */
-  HS_LAUNCH(hs_grid_for_rows((size_t)rows), HS_BLOCK, 0, stream, layernorm_backward_dx_kernel<T>)(
-      dx, da, dy, x, mean, rstd, gamma, rows, cols, drop, da16);
-  /* dy, x, dx (and the dropout's gradient da where it is written); mean, rstd; gamma */
-  HS_CUDA_LAUNCHED("layernorm_backward_dx_kernel", (size_t)rows * (size_t)cols * (drop.on ? 4 : 3) * sizeof(T) +
-                                                       (da16.p ? (size_t)rows * (size_t)cols * sizeof(uint16_t) : 0) +
-                                                       (size_t)rows * 2 * sizeof(float) + (size_t)cols * sizeof(float));
 }
 
 /* The dropout of dropout_forward(batch, per_sample, group, p, key, first_sample); off when p <= 0 (the

@@ -133,6 +133,8 @@ struct hs_bert {
     bert_layer_half *half;                /* [N] 16-bit copies, or NULL: fp32 storage */
     uint16_t *grad16_h, *grad16_ffn;      /* [T,H], [T,I]: the 16-bit twins of the dense layers' output
                                            * gradients in the backward pass (16-bit storage only) */
+    uint16_t *grad16_qkv;                 /* [T,3H]: dqkv's twin (the attention backward writes it); the
+                                           * same buffer as grad16_ffn when that holds T·3H (I >= 3H) */
     size_t activation_bytes;              /* bytes of the buffers above (hs_bert_activation_bytes) */
     int fused_attention;                  /* hs_attention_fused(cfg.attention): lse kept, not probs */
     float *pool_in, *pool_out;            /* [B,H] h[:,0]; tanh(pool_in·Wᵀ + b) */
@@ -357,6 +359,8 @@ void hs_bert_setup(hs_bert *m) {
     if (half) {
         m->grad16_h = alloc_half(m, T * H);
         m->grad16_ffn = alloc_half(m, T * I);
+        /* dqkv's twin is written after the FFN's is read (the layer's backward order) */
+        m->grad16_qkv = I >= 3 * H ? m->grad16_ffn : alloc_half(m, T * 3 * H);
     }
     m->pool_in = alloc_act(m, B * H);
     m->pool_out = alloc_act(m, B * H);
@@ -649,13 +653,12 @@ static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fir
      * it (embeddings_forward or the previous layer): the q|k|v product reads it, no conversion */
     bert_layer_half *h = m->half ? &m->half[i] : NULL;
     const size_t TH = (size_t)T * (size_t)H, TI = (size_t)T * (size_t)I;
-    const hs_attention_saved saved = {
-        .qkv = a->qkv, .probs = a->probs, .lse = a->lse, .ctx = a->ctx, .mask_bias = m->mask_bias};
+    /* the context's 16-bit copy, written by the attention with it: kept for the backward pass, and
+     * attention.output.dense's operand */
+    const hs_attention_saved saved = {.qkv = a->qkv, .probs = a->probs, .lse = a->lse, .ctx = a->ctx,
+                                      .mask_bias = m->mask_bias, .ctx16 = h ? h->ctx : NULL};
     hs_attention_forward(be, &dims, &w, m->mask_bias, &drop.probs, x, &saved, a->ctx);
-    if (h) { /* the context's 16-bit copy: kept for the backward pass, and attention.output.dense's operand */
-        be->to_half(be, h->ctx, a->ctx, TH);
-        be->bind_half(be, a->ctx, h->ctx, TH);
-    }
+    if (h) be->bind_half(be, a->ctx, h->ctx, TH);
     hs_linear_forward(be, a->attn_sum, a->ctx, hs_param_data(p, l->attn_out_w), hs_param_data(p, l->attn_out_b), T, H,
                       H);
     hs_dropout_add_layernorm_forward(be, &drop.attn, a->attn_out, a->attn_sum, a->attn_mean, a->attn_rstd, a->attn_sum,
@@ -700,7 +703,7 @@ static void layer_saved(const hs_bert *m, int i, hs_act16 t[N_SAVED]) {
 }
 
 /* Layer i's working set (fp32) -> its 16-bit copies (rounded): q|k|v and the probabilities; layer_forward
- * wrote the context's (to_half), the FFN pre-activation's and its GELU's (bias_gelu_forward) already */
+ * had the context's written by the attention, the FFN pre-activation's and its GELU's by bias_gelu_forward */
 static void layer_store_half(hs_bert *m, int i) {
     hs_act16 t[N_SAVED];
     layer_saved(m, i, t);
@@ -860,7 +863,7 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
     const hs_attention_grads g = {.query_w = hs_param_grad(p, l->query_w), .query_b = hs_param_grad(p, l->query_b),
                                   .key_w = hs_param_grad(p, l->key_w), .key_b = hs_param_grad(p, l->key_b),
                                   .value_w = hs_param_grad(p, l->value_w), .value_b = hs_param_grad(p, l->value_b),
-                                  .bias_zero = ctx->grads_zero};
+                                  .bias_zero = ctx->grads_zero, .dqkv16 = m->grad16_qkv};
     const hs_attention_saved saved = {
         .qkv = a->qkv, .probs = a->probs, .lse = a->lse, .ctx = a->ctx, .mask_bias = m->mask_bias};
     hs_attention_backward(be, &dims, &w, &g, &drop.probs, m->hidden[i], &saved, m->grad_ctx, m->grad_h, 1, &m->ws);
@@ -937,6 +940,7 @@ void hs_bert_free(hs_bert *m) {
         }
         if (m->grad16_h) be->free(be, m->grad16_h);
         if (m->grad16_ffn) be->free(be, m->grad16_ffn);
+        if (m->grad16_qkv && m->grad16_qkv != m->grad16_ffn) be->free(be, m->grad16_qkv);
         hs_workspace_release(be, &m->ws);
     }
     hs_grads_ready_free(&m->ready);

@@ -54,10 +54,13 @@ void hs_attention_forward(const hs_backend *be, const hs_attention_dims *d, cons
     }
     if (saved->lse) /* fused: lse[B,heads,L] kept instead of probs[B,heads,L,L] */
         be->flash_attention_forward(be, ctx, saved->lse, saved->qkv, mask_bias, d->batch, d->seq_len, d->heads,
-                                    H / d->heads, dropout_p(drop), drop ? drop->key : 0, drop ? drop->first_sample : 0);
-    else
+                                    H / d->heads, dropout_p(drop), drop ? drop->key : 0, drop ? drop->first_sample : 0,
+                                    saved->ctx16);
+    else {
         be->attention_forward(be, ctx, saved->probs, saved->qkv, mask_bias, d->batch, d->seq_len, d->heads,
                               H / d->heads, dropout_p(drop), drop ? drop->key : 0, drop ? drop->first_sample : 0);
+        if (saved->ctx16) be->to_half(be, saved->ctx16, ctx, (size_t)T * (size_t)H);
+    }
 }
 
 void hs_attention_backward(const hs_backend *be, const hs_attention_dims *d, const hs_attention_params *w,
@@ -70,10 +73,14 @@ void hs_attention_backward(const hs_backend *be, const hs_attention_dims *d, con
     if (saved->lse) /* fused: P recomputed from lse, the dropout redrawn */
         be->flash_attention_backward(be, dqkv, dctx, saved->qkv, saved->mask_bias, saved->ctx, saved->lse, d->batch,
                                      d->seq_len, d->heads, H / d->heads, dropout_p(drop), drop ? drop->key : 0,
-                                     drop ? drop->first_sample : 0);
-    else
+                                     drop ? drop->first_sample : 0, g->dqkv16);
+    else {
         be->attention_backward(be, dqkv, dctx, saved->qkv, saved->probs, d->batch, d->seq_len, d->heads,
                                H / d->heads, dropout_p(drop), drop ? drop->key : 0, drop ? drop->first_sample : 0);
+        if (g->dqkv16) be->to_half(be, g->dqkv16, dqkv, hs_attention_qkv_floats(d));
+    }
+    /* dqkv's twin: the two products below read it instead of converting dqkv each */
+    if (g->dqkv16) be->bind_half(be, dqkv, g->dqkv16, hs_attention_qkv_floats(d));
     /* ∂W[3H,H] += dqkvᵀ·x ; ∂b += column sums of dqkv */
     float *dweights[3] = {g->query_w, g->key_w, g->value_w}, *dbiases[3] = {g->query_b, g->key_b, g->value_b};
     const int fused_g = adjacent(g->query_w, g->key_w, g->value_w, H);
@@ -87,7 +94,10 @@ void hs_attention_backward(const hs_backend *be, const hs_attention_dims *d, con
         for (int i = 0; i < 3; i++) be->bias_grad_strided(be, dbiases[i], dqkv + i * H, ld, T, H);
     }
     /* ∂x[T,H] (+)= dqkv[T,3H] · [Wq;Wk;Wv] */
-    if (!dx) return;
+    if (!dx) {
+        if (g->dqkv16) be->unbind_half(be, dqkv);
+        return;
+    }
     const float beta = accumulate_dx ? 1.0f : 0.0f;
     if (adjacent(w->query_w, w->key_w, w->value_w, H)) {
         be->gemm(be, 0, 0, T, H, ld, 1.0f, dqkv, ld, w->query_w, H, beta, dx, H);
@@ -96,4 +106,5 @@ void hs_attention_backward(const hs_backend *be, const hs_attention_dims *d, con
         for (int i = 0; i < 3; i++)
             be->gemm(be, 0, 0, T, H, H, 1.0f, dqkv + i * H, ld, weights[i], H, i == 0 ? beta : 1.0f, dx, H);
     }
+    if (g->dqkv16) be->unbind_half(be, dqkv); /* the workspace is the caller's next */
 }

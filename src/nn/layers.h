@@ -277,6 +277,9 @@ typedef struct hs_attention_params {
 typedef struct hs_attention_grads {
     float *query_w, *query_b, *key_w, *key_b, *value_w, *value_b; /* accumulate (+=) */
     int bias_zero; /* 1: the bias gradients hold zeros (hs_step_ctx.grads_zero; see hs_linear_backward) */
+    uint16_t *dqkv16; /* NULL, or [B,L,3H] scratch for dqkv's 16-bit twin (16-bit storage): written with dqkv
+                       * and bound to it (be->bind_half) for the weight- and data-gradient products, which
+                       * then convert nothing; unbound before returning */
 } hs_attention_grads;
 /* What the forward pass keeps for the backward pass (model-owned device buffers, sizes below). Unfused
  * (the reference): probs. Fused (lse != NULL: flash_attention_forward/backward, no L×L tensor): lse,
@@ -288,6 +291,8 @@ typedef struct hs_attention_saved {
                    * knows the mask without a mask buffer: use fabsf to read a probability */
     float *lse;   /* [B,heads,L] (fused): each row's log-sum-exp of its masked scaled scores */
     const float *ctx, *mask_bias; /* fused: the forward's ctx output [B,L,H] and mask_bias [B,L] */
+    uint16_t *ctx16; /* NULL, or [B,L,H]: the forward writes round(ctx) (to_half's bits) here too (fused: in
+                      * the same kernel; unfused: converted after it) */
 } hs_attention_saved;
 size_t hs_attention_qkv_floats(const hs_attention_dims *d);   /* B·L·3H */
 size_t hs_attention_probs_floats(const hs_attention_dims *d); /* B·heads·L·L */

@@ -289,6 +289,45 @@ static void outputs16_on(hs_conf *t, const hs_backend *be, int rows, int cols) {
     free(hx), free(hr), free(hg), free(hb);
 }
 
+/* The fused attention's 16-bit outputs (flash_attention_forward's ctx16, _backward's dqkv16): ctx, lse and
+ * dqkv the same bits with and without them, ctx16 = to_half(ctx) and dqkv16 = to_half(dqkv) */
+static void flash_outputs16_on(hs_conf *t, const hs_backend *be, int batch, int L, int heads, int d, float p) {
+    const int H = heads * d;
+    const size_t nqkv = (size_t)batch * L * 3 * H, nctx = (size_t)batch * L * H, nlse = (size_t)batch * heads * L;
+    float *hqkv = hs_conf_rand(t, nqkv, -2, 2), *hdctx = hs_conf_rand(t, nctx, -1, 1), *hmb;
+    HS_ALLOC(hmb, (size_t)batch * L);
+    for (int i = 0; i < batch * L; i++) hmb[i] = i % 5 == 4 ? -10000.0f : 0.0f;
+    float *qkv = hs_conf_dev(be, hqkv, nqkv * 4), *dctx = hs_conf_dev(be, hdctx, nctx * 4);
+    float *mb = hs_conf_dev(be, hmb, (size_t)batch * L * 4);
+    float *ctx[2], *lse[2], *dqkv[2];
+    uint16_t *ctx16 = be->alloc(be, nctx * 2), *dqkv16 = be->alloc(be, nqkv * 2);
+    for (int k = 0; k < 2; k++) { /* k = 1 with the 16-bit outputs */
+        ctx[k] = be->alloc(be, nctx * 4), lse[k] = be->alloc(be, nlse * 4), dqkv[k] = be->alloc(be, nqkv * 4);
+        be->flash_attention_forward(be, ctx[k], lse[k], qkv, mb, batch, L, heads, d, p, 77, 2, k ? ctx16 : NULL);
+        be->flash_attention_backward(be, dqkv[k], dctx, qkv, mb, ctx[k], lse[k], batch, L, heads, d, p, 77, 2,
+                                     k ? dqkv16 : NULL);
+    }
+    char what[200];
+    snprintf(what, sizeof what, "flash_attention ctx (fp32, with and without ctx16) B=%d L=%d heads=%d d=%d p=%g",
+             batch, L, heads, d, p);
+    same_on(t, be, what, ctx[0], ctx[1], nctx * 4);
+    snprintf(what, sizeof what, "flash_attention lse (with and without ctx16) B=%d L=%d heads=%d d=%d p=%g", batch,
+             L, heads, d, p);
+    same_on(t, be, what, lse[0], lse[1], nlse * 4);
+    snprintf(what, sizeof what, "flash_attention dqkv (fp32, with and without dqkv16) B=%d L=%d heads=%d d=%d p=%g",
+             batch, L, heads, d, p);
+    same_on(t, be, what, dqkv[0], dqkv[1], nqkv * 4);
+    snprintf(what, sizeof what, "flash_attention ctx16 = to_half(ctx) B=%d L=%d heads=%d d=%d p=%g", batch, L,
+             heads, d, p);
+    is_rounding(t, be, what, ctx16, ctx[1], nctx);
+    snprintf(what, sizeof what, "flash_attention dqkv16 = to_half(dqkv) B=%d L=%d heads=%d d=%d p=%g", batch, L,
+             heads, d, p);
+    is_rounding(t, be, what, dqkv16, dqkv[1], nqkv);
+    for (int k = 0; k < 2; k++) be->free(be, ctx[k]), be->free(be, lse[k]), be->free(be, dqkv[k]);
+    be->free(be, ctx16), be->free(be, dqkv16), be->free(be, qkv), be->free(be, dctx), be->free(be, mb);
+    free(hqkv), free(hdctx), free(hmb);
+}
+
 /* CUDA: products of operands bound to twins convert nothing and give the converting products' bits */
 static void twin_products(hs_conf *t) {
     const hs_backend *be = t->cuda;
@@ -353,6 +392,14 @@ void hs_conf_group_half(hs_conf *t) {
             outputs16_on(t, t->cpu, shapes[k][0], shapes[k][1]);
             outputs16_on(t, t->cuda, shapes[k][0], shapes[k][1]);
         }
+        hs_conf_op(t, "16-bit outputs of the fused attention (ctx16, dqkv16)");
+        static const int flash[][4] = {{2, 7, 2, 8}, {2, 33, 3, 40}, {1, 20, 2, 72}}; /* B, L, heads, head_dim */
+        for (size_t k = 0; k < sizeof flash / sizeof flash[0]; k++)
+            for (int drop = 0; drop < 2; drop++) {
+                const float p = drop ? 0.1f : 0.0f;
+                flash_outputs16_on(t, t->cpu, flash[k][0], flash[k][1], flash[k][2], flash[k][3], p);
+                flash_outputs16_on(t, t->cuda, flash[k][0], flash[k][1], flash[k][2], flash[k][3], p);
+            }
         hs_conf_op(t, "bind_half (GEMM operands read from 16-bit twins)");
         twin_products(t);
     }

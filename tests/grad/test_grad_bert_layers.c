@@ -336,7 +336,7 @@ static void check_attention(float p, int adjacent, int fused) {
 
     float *g_block = buf(3 * hh);
     /* the bias gradients start zero-filled: the first backward may write them (bias_zero) */
-    hs_attention_grads g = {g_block, buf(ATT_H), g_block + hh, buf(ATT_H), g_block + 2 * hh, buf(ATT_H), 1};
+    hs_attention_grads g = {g_block, buf(ATT_H), g_block + hh, buf(ATT_H), g_block + 2 * hh, buf(ATT_H), 1, NULL};
     float *dx = buf(nx), *dx_acc = buf(nx);
     hs_workspace ws = {0};
     attention_loss(&s);

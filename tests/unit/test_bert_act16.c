@@ -78,8 +78,10 @@ static size_t expected_bytes(int half, size_t layers) {
         T * H + 2 * T + (layers + 1) * T * H + 2 * (size_t)B * H + 2 * (size_t)B + NP * (4 * H + 2 + V);
     if (!half) return 4 * (other + layers * (fp32_layer + kept));
     /* 16 bits: also each layer's input and attention output ([T,H] each, the twins its products read
-     * forward and backward) and the twins of the output gradients ([T,H] and [T,I], one set) */
-    return 4 * (other + layers * fp32_layer + kept) + 2 * layers * (kept + 2 * T * H) + 2 * (T * H + T * I);
+     * forward and backward) and the twins of the output gradients ([T,H] and [T,I], one set; the q|k|v
+     * gradient's [T,3H] shares the [T,I] one when I >= 3H, else is one more) */
+    const size_t dqkv16 = I >= 3 * H ? 0 : 3 * T * H;
+    return 4 * (other + layers * fp32_layer + kept) + 2 * layers * (kept + 2 * T * H) + 2 * (T * H + T * I + dqkv16);
 }
 
 static const hs_backend *backend(int precision) { return act16_backend("cpu", precision); }

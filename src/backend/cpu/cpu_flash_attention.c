@@ -66,7 +66,7 @@ static void rank1_update(int precision, float *c, int ld, const float *x, const 
 
 void hs_cpu_flash_attention_forward(const hs_backend *be, float *ctx, float *lse, const float *qkv,
                                     const float *mask_bias, int batch, int seq_len, int heads, int head_dim, float p,
-                                    uint64_t key, int64_t first_sample) {
+                                    uint64_t key, int64_t first_sample, uint16_t *ctx16) {
     const int L = seq_len, d = head_dim, H = heads * head_dim, ld = 3 * H;
     const float scale = 1.0f / sqrtf((float)d), keep_scale = hs_dropout_keep_scale(p);
     const int pr = be->precision;
@@ -104,12 +104,14 @@ void hs_cpu_flash_attention_forward(const hs_backend *be, float *ctx, float *lse
         }
         free(s);
     }
+    /* the 16-bit output: to_half's bits of the context just written */
+    if (ctx16 && batch > 0 && L > 0) hs_cpu_to_half(be, ctx16, ctx, (size_t)batch * (size_t)L * (size_t)H);
 }
 
 void hs_cpu_flash_attention_backward(const hs_backend *be, float *dqkv, const float *dctx, const float *qkv,
                                      const float *mask_bias, const float *ctx, const float *lse, int batch,
                                      int seq_len, int heads, int head_dim, float p, uint64_t key,
-                                     int64_t first_sample) {
+                                     int64_t first_sample, uint16_t *dqkv16) {
     const int L = seq_len, d = head_dim, H = heads * head_dim, ld = 3 * H;
     const float scale = 1.0f / sqrtf((float)d), keep_scale = hs_dropout_keep_scale(p);
     const int pr = be->precision;
@@ -152,4 +154,6 @@ void hs_cpu_flash_attention_backward(const hs_backend *be, float *dqkv, const fl
         }
         free(P), free(ds), free(pd);
     }
+    /* the 16-bit output: to_half's bits of the gradient just written */
+    if (dqkv16 && batch > 0 && L > 0) hs_cpu_to_half(be, dqkv16, dqkv, (size_t)batch * (size_t)L * (size_t)ld);
 }
