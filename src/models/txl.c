@@ -952,13 +952,11 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
         be->copy(be, m->grad_h, m->grad_h1, (size_t)T * (size_t)D * sizeof(float));
     }
     /* ∂h_l = residual (grad_h) + the h_l rows of ∂c */
-    if (mlen == 0) {
+    if (mlen == 0)
         be->add_bias(be, m->grad_h, m->dcat, 1, T * D);
-    } else {
-        for (int s = 0; s < b; s++)
-            be->add_bias(be, m->grad_h + (size_t)s * per_sample,
-                         m->dcat + ((size_t)s * (size_t)klen + (size_t)mlen) * (size_t)D, 1, (int)per_sample);
-    }
+    else /* one pitched add over the b columns: dcat's rows are klen·D apart, grad_h's qlen·D */
+        be->add_rows(be, m->grad_h, per_sample, m->dcat + (size_t)mlen * (size_t)D, (size_t)klen * (size_t)D,
+                     per_sample, b);
     hs_grads_ready_after(&m->ready, ps->ctx, stage_attention(m, l));
 }
 

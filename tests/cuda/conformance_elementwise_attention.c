@@ -333,21 +333,30 @@ static void rows_cases(hs_conf *t) {
     /* pitched row copies: the vector path (cols and both ld multiples of 4), the scalar one, one row, an
      * offset start; the destination's gaps between rows keep their values. The CPU's bits exactly. */
     static const int copy_shapes[][4] = {{8, 64, 64, 96}, {8, 33, 40, 35}, {1, 5, 5, 5}, {300, 12, 16, 20}, {3, 4, 7, 4}};
-    hs_conf_op(t, "copy_rows");
-    for (size_t c = 0; c < sizeof copy_shapes / sizeof copy_shapes[0]; c++) {
-        const int rows = copy_shapes[c][0], cols = copy_shapes[c][1], dld = copy_shapes[c][2], sld = copy_shapes[c][3];
-        const size_t nd = (size_t)rows * dld + 4, ns = (size_t)rows * sld + 4;
-        float *dst = hs_conf_rand(t, nd, -1, 1), *src = hs_conf_rand(t, ns, -1, 1);
-        hs_conf_pair dd = hs_conf_pair_of(t, dst, nd * 4), ds = hs_conf_pair_of(t, src, ns * 4);
-        const size_t off = c % 2 ? 1 : 0; /* an unaligned start takes the scalar path */
-        t->cpu->copy_rows(t->cpu, (float *)dd.cpu + off, (size_t)dld, (const float *)ds.cpu + off, (size_t)sld,
-                          (size_t)cols, rows);
-        t->cuda->copy_rows(t->cuda, (float *)dd.cuda + off, (size_t)dld, (const float *)ds.cuda + off, (size_t)sld,
-                           (size_t)cols, rows);
-        snprintf(what, sizeof what, "dst rows=%d cols=%d dst_ld=%d src_ld=%d offset=%zu", rows, cols, dld, sld, off);
-        hs_conf_check_i32(t, what, dd.cpu, dd.cuda, nd); /* every element of dst, gaps included: the same bits */
-        hs_conf_pair_free(t, dd), hs_conf_pair_free(t, ds);
-        free(dst), free(src);
+    for (int add = 0; add < 2; add++) { /* copy_rows, then add_rows (dst += src: one float add each) */
+        hs_conf_op(t, add ? "add_rows" : "copy_rows");
+        for (size_t c = 0; c < sizeof copy_shapes / sizeof copy_shapes[0]; c++) {
+            const int rows = copy_shapes[c][0], cols = copy_shapes[c][1], dld = copy_shapes[c][2],
+                      sld = copy_shapes[c][3];
+            const size_t nd = (size_t)rows * dld + 4, ns = (size_t)rows * sld + 4;
+            float *dst = hs_conf_rand(t, nd, -1, 1), *src = hs_conf_rand(t, ns, -1, 1);
+            hs_conf_pair dd = hs_conf_pair_of(t, dst, nd * 4), ds = hs_conf_pair_of(t, src, ns * 4);
+            const size_t off = c % 2 ? 1 : 0; /* an unaligned start takes the scalar path */
+            float *dc = (float *)dd.cpu + off, *dg = (float *)dd.cuda + off;
+            const float *sc = (const float *)ds.cpu + off, *sg = (const float *)ds.cuda + off;
+            if (add) {
+                t->cpu->add_rows(t->cpu, dc, (size_t)dld, sc, (size_t)sld, (size_t)cols, rows);
+                t->cuda->add_rows(t->cuda, dg, (size_t)dld, sg, (size_t)sld, (size_t)cols, rows);
+            } else {
+                t->cpu->copy_rows(t->cpu, dc, (size_t)dld, sc, (size_t)sld, (size_t)cols, rows);
+                t->cuda->copy_rows(t->cuda, dg, (size_t)dld, sg, (size_t)sld, (size_t)cols, rows);
+            }
+            snprintf(what, sizeof what, "dst rows=%d cols=%d dst_ld=%d src_ld=%d offset=%zu", rows, cols, dld, sld,
+                     off);
+            hs_conf_check_i32(t, what, dd.cpu, dd.cuda, nd); /* every element of dst, gaps included: the same bits */
+            hs_conf_pair_free(t, dd), hs_conf_pair_free(t, ds);
+            free(dst), free(src);
+        }
     }
 }
 
