@@ -39,17 +39,20 @@ BERT_BF16_TARGET="30 per layer, 100 per micro-batch"
 BERT_TF32_PER_LAYER=28
 BERT_TF32_PER_MICRO_BATCH=62
 BERT_TF32_TARGET="30 per layer, 100 per micro-batch"
-# Transformer-XL bf16 (measured 55 per layer, 125 per micro-batch: the fused relative attention,
+# Transformer-XL bf16 (measured 49 per layer, 126 per micro-batch: the fused relative attention,
 # attention = "auto" on CUDA, one kernel forward and five backward for what the unfused op did in 40
 # launches; the memory concatenation as two pitched copies (copy_rows) and ∂h_l's memory-shifted rows as
-# one pitched add (add_rows) where per-column loops made 2b and b ops; it was 62 + 125 before add_rows,
-# 91 + 126 before copy_rows, 127 + 126 unfused, 265 + 148 before that). Target, derived as
+# one pitched add (add_rows) where per-column loops made 2b and b ops; the 16-bit twins of ctx and u
+# (rounded into their stored copies before the o and FFN2 products instead of after the layer), of pos'
+# (once per pass for every layer's r products: the +1 per micro-batch) and of ∂u, ∂qkv (once for their
+# two products each). It was 55 + 125 before the twins, 62 + 125 before add_rows, 91 + 126 before
+# copy_rows, 127 + 126 unfused, 265 + 148 before that). Target, derived as
 # BERT's: one fused op per GEMM with its epilogue (qkv, r, o, 2 FFN: 5 forward, 10 backward), the relative
 # attention as one strided-batched call per product (4 forward, 8 backward), LayerNorm/dropout fused
 # (2 + 2): about 35 per layer; the adaptive softmax's clusters and the memory update in the
 # per-micro-batch part: 150.
-TXL_BF16_PER_LAYER=55
-TXL_BF16_PER_MICRO_BATCH=125
+TXL_BF16_PER_LAYER=49
+TXL_BF16_PER_MICRO_BATCH=126
 TXL_BF16_TARGET="35 per layer, 150 per micro-batch"
 # Transformer-XL tf32 (measured 36 per layer, 85 per micro-batch; 43 + 85 before add_rows, 64 + 86 before
 # copy_rows, 80 + 86 unfused, 125 + 88 before that)
