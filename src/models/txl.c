@@ -798,12 +798,9 @@ static void layer_forward(hs_txl *m, int l, const pass *ps) {
     /* u = dropout(relu(ff_in·W1ᵀ + b1)) (relu's backward reads u: dropped entries have zero gradient anyway) */
     hs_linear_forward(be, a->ff_act, a->ff_in, hs_param_data(p, w->ff1_w), hs_param_data(p, w->ff1_b), T, D, I);
     be->unbind_half(be, a->ff_in); /* bound above (post-LN, 16-bit storage), or nothing */
-    hs_relu_forward(be, a->ff_act, a->ff_act, (size_t)T * (size_t)I);
-    hs_dropout_forward(be, &d_inner, a->ff_act, a->ff_act, b, (size_t)qlen * (size_t)I);
-    if (h16) {
-        be->to_half(be, h16->ff_act, a->ff_act, (size_t)T * (size_t)I);
-        be->bind_half(be, a->ff_act, h16->ff_act, (size_t)T * (size_t)I);
-    }
+    be->relu_dropout_forward(be, a->ff_act, a->ff_act, b, (size_t)qlen * (size_t)I, d_inner.p, d_inner.key,
+                             d_inner.first_sample, h16 ? h16->ff_act : NULL);
+    if (h16) be->bind_half(be, a->ff_act, h16->ff_act, (size_t)T * (size_t)I);
     float *out = m->hidden[l + 1];
     if (c->pre_lnorm) {
         hs_linear_forward(be, out, a->ff_act, hs_param_data(p, w->ff2_w), hs_param_data(p, w->ff2_b), T, I, D);
@@ -932,12 +929,10 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
     hs_linear_backward(be, m->dff, hs_param_grad(p, w->ff2_w), hs_param_grad(p, w->ff2_b), d2, a->ff_act,
                        hs_param_data(p, w->ff2_w), T, I, D, ps->ctx->grads_zero);
     if (h16) be->unbind_half(be, d2), be->unbind_half(be, a->ff_act);
-    if (d_inner.p > 0.0f) hs_dropout_backward(be, &d_inner, m->dff, m->dff, b, (size_t)qlen * (size_t)I);
-    hs_relu_backward(be, m->dff, m->dff, a->ff_act, (size_t)T * (size_t)I);
-    if (h16) { /* dff, read by two products: rounded once into u's copy (widened already, free now) */
-        be->to_half(be, h16->ff_act, m->dff, (size_t)T * (size_t)I);
-        be->bind_half(be, m->dff, h16->ff_act, (size_t)T * (size_t)I);
-    }
+    /* dff, read by two products: its 16-bit twin into u's copy (widened already, free now) */
+    be->relu_dropout_backward(be, m->dff, m->dff, a->ff_act, b, (size_t)qlen * (size_t)I, d_inner.p, d_inner.key,
+                              d_inner.first_sample, h16 ? h16->ff_act : NULL);
+    if (h16) be->bind_half(be, m->dff, h16->ff_act, (size_t)T * (size_t)I);
     be->gemm_wgrad_bgrad(be, hs_param_grad(p, w->ff1_w), hs_param_grad(p, w->ff1_b), m->dff, I, a->ff_in, T, D, I,
                          ps->ctx->grads_zero);
     if (h16) be->unbind_half(be, a->ff_in);
