@@ -14,6 +14,7 @@
 #include "hs_launch.h"
 #include "math/activations.h"
 #include "math/dropout.h"
+#include "util/lowp.h"
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
@@ -41,6 +42,24 @@ template <class T> __global__ void relu_forward_kernel(T *y, const T *x, size_t 
 /* dx = dy·1[y > 0] from the forward output y (y > 0 exactly where x > 0) */
 template <class T> __global__ void relu_backward_kernel(T *dx, const T *dy, const T *y, size_t n) {
   GRID_STRIDE_LOOP(i, n) dx[i] = (T)hs_relu_grad((float)dy[i], (float)y[i]);
+}
+
+/* ---- ReLU and dropout in one pass (Transformer-XL's FFN activation) ---------------------------------- */
+
+/* BACKWARD = false: out = relu(in)·m; true: out = relu_grad(in·m, y). m as dropout_kernel (1 when p <= 0),
+ * the formulas of the two separate kernels in their order, so the same bits; o16 = round(out) if set. */
+template <bool BACKWARD>
+__global__ void relu_dropout_kernel(float *out, const float *in, const float *y, size_t n, size_t per_sample, float p,
+                                    float keep_scale, uint64_t key, int64_t first_sample, uint16_t *o16, int bf16) {
+  GRID_STRIDE_LOOP(i, n) {
+    const size_t sample = i / per_sample, e = i % per_sample;
+    float v = in[i];
+    if (!BACKWARD) v = hs_relu(v);
+    if (p > 0.0f) v = v * hs_dropout_factor(key, (uint64_t)(first_sample + (int64_t)sample), e, p, keep_scale);
+    if (BACKWARD) v = hs_relu_grad(v, y[i]);
+    out[i] = v;
+    if (o16) o16[i] = bf16 ? hs_bf16_bits(v) : hs_fp16_bits(v);
+  }
 }
 
 /* ---- dropout: forward and backward are the same multiplication ---------------------------------------- */
@@ -135,4 +154,32 @@ extern "C" void hs_cuda_dropout_backward(const hs_backend *be, float *dx, const 
                                          size_t per_sample, size_t group, float p, uint64_t key,
                                          int64_t first_sample) {
   dropout_apply<float>(be, dx, dy, batch, per_sample, group, p, key, first_sample);
+}
+
+template <bool BACKWARD>
+static void relu_dropout(const hs_backend *be, float *out, const float *in, const float *y, int batch,
+                         size_t per_sample, float p, uint64_t key, int64_t first_sample, uint16_t *o16) {
+  const size_t n = (size_t)(batch > 0 ? batch : 0) * per_sample;
+  if (n == 0) return;
+  const int bf16 = be->precision == HS_PRECISION_BF16;
+  HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), relu_dropout_kernel<BACKWARD>)(
+      out, in, y, n, per_sample, p, hs_dropout_keep_scale(p), key, first_sample, o16, bf16);
+  /* in, out (and y backward; the mask is recomputed), the 16-bit output */
+  const size_t bytes = (BACKWARD ? 3 : 2) * n * sizeof(float) + (o16 ? n * sizeof(uint16_t) : 0);
+  if (BACKWARD)
+    HS_CUDA_LAUNCHED("relu_dropout_backward_kernel", bytes);
+  else
+    HS_CUDA_LAUNCHED("relu_dropout_forward_kernel", bytes);
+}
+
+extern "C" void hs_cuda_relu_dropout_forward(const hs_backend *be, float *y, const float *x, int batch,
+                                             size_t per_sample, float p, uint64_t key, int64_t first_sample,
+                                             uint16_t *y16) {
+  relu_dropout<false>(be, y, x, nullptr, batch, per_sample, p, key, first_sample, y16);
+}
+
+extern "C" void hs_cuda_relu_dropout_backward(const hs_backend *be, float *dx, const float *dy, const float *y,
+                                              int batch, size_t per_sample, float p, uint64_t key,
+                                              int64_t first_sample, uint16_t *dx16) {
+  relu_dropout<true>(be, dx, dy, y, batch, per_sample, p, key, first_sample, dx16);
 }

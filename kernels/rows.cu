@@ -4,6 +4,7 @@
  *   gather_rows       y[i, :] (+)= x[index[i], :]          forward of a lookup
  *   scatter_add_rows  dx[index[i], :] += dy[i, :], i in order   its backward
  *   copy_rows         dst[r, :cols] = src[r, :cols], rows ld apart  pitched copies (Transformer-XL memory)
+ *   add_rows          dst[r, :cols] += src[r, :cols], rows ld apart pitched adds (its memory's gradient rows)
  *
  * The scatter-add is deterministic for repeated indices without float atomics: the ids are sorted by
  * (destination row, source row) inside the op (a bitonic sort of unique integer keys in shared memory:
@@ -214,21 +215,43 @@ __global__ void scatter_add_sorted_kernel(float *dx, const float *dy, const uint
 
 /* ---- pitched row copies ----------------------------------------------------------------------------- */
 
-/* dst[r·dst_ld + c] = src[r·src_ld + c]; grid (column blocks, rows) both grid-strided; V = 4 moves 16 bytes
- * per thread step (cols, both ld multiples of 4 and both pointers 16-byte aligned: the host checked). */
-template <int V>
+/* dst[r·dst_ld + c] = src[r·src_ld + c] (ADD: +=, one float add: add_bias' bits); grid (column blocks,
+ * rows) both grid-strided; V = 4 moves 16 bytes per thread step (cols, both ld multiples of 4 and both
+ * pointers 16-byte aligned: the host checked). */
+template <int V, bool ADD>
 __global__ void copy_rows_kernel(float *dst, size_t dst_ld, const float *src, size_t src_ld, size_t cols, int rows) {
   const size_t groups = cols / V;
   for (size_t r = blockIdx.y; r < (size_t)rows; r += gridDim.y) {
     const float *s = src + r * src_ld;
     float *d = dst + r * dst_ld;
     for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < groups; k += (size_t)gridDim.x * blockDim.x) {
-      if constexpr (V == 4)
+      if constexpr (V == 4 && ADD) {
+        const float4 a = reinterpret_cast<const float4 *>(s)[k];
+        float4 y = reinterpret_cast<float4 *>(d)[k];
+        y.x += a.x, y.y += a.y, y.z += a.z, y.w += a.w;
+        reinterpret_cast<float4 *>(d)[k] = y;
+      } else if constexpr (V == 4) {
         reinterpret_cast<float4 *>(d)[k] = reinterpret_cast<const float4 *>(s)[k];
-      else
+      } else if constexpr (ADD) {
+        d[k] += s[k];
+      } else {
         d[k] = s[k];
+      }
     }
   }
+}
+
+/* copy_rows / add_rows: the vector path where the shapes and pointers allow it */
+template <bool ADD>
+void launch_copy_rows(const hs_backend *be, float *dst, size_t dst_ld, const float *src, size_t src_ld, size_t cols,
+                      int rows) {
+  cudaStream_t stream = hs_cuda_stream(be);
+  const bool vec = cols % 4 == 0 && dst_ld % 4 == 0 && src_ld % 4 == 0 && hs_aligned(dst, 16) && hs_aligned(src, 16);
+  const dim3 grid(hs_grid_cols(vec ? cols / 4 : cols), hs_grid_rows_y((size_t)rows));
+  if (vec)
+    HS_LAUNCH(grid, HS_BLOCK, 0, stream, copy_rows_kernel<4, ADD>)(dst, dst_ld, src, src_ld, cols, rows);
+  else
+    HS_LAUNCH(grid, HS_BLOCK, 0, stream, copy_rows_kernel<1, ADD>)(dst, dst_ld, src, src_ld, cols, rows);
 }
 
 } // namespace
@@ -300,12 +323,14 @@ extern "C" void hs_cuda_copy_rows(const hs_backend *be, float *dst, size_t dst_l
                                   size_t cols, int rows) {
   if (rows <= 0 || cols == 0) return;
   hs_cuda_shadow_written(dst, ((size_t)(rows - 1) * dst_ld + cols) * sizeof(float));
-  cudaStream_t stream = hs_cuda_stream(be);
-  const bool vec = cols % 4 == 0 && dst_ld % 4 == 0 && src_ld % 4 == 0 && hs_aligned(dst, 16) && hs_aligned(src, 16);
-  const dim3 grid(hs_grid_cols(vec ? cols / 4 : cols), hs_grid_rows_y((size_t)rows));
-  if (vec)
-    HS_LAUNCH(grid, HS_BLOCK, 0, stream, copy_rows_kernel<4>)(dst, dst_ld, src, src_ld, cols, rows);
-  else
-    HS_LAUNCH(grid, HS_BLOCK, 0, stream, copy_rows_kernel<1>)(dst, dst_ld, src, src_ld, cols, rows);
+  launch_copy_rows<false>(be, dst, dst_ld, src, src_ld, cols, rows);
   HS_CUDA_LAUNCHED("copy_rows_kernel", 2 * (size_t)rows * cols * sizeof(float)); /* read + write */
+}
+
+extern "C" void hs_cuda_add_rows(const hs_backend *be, float *dst, size_t dst_ld, const float *src, size_t src_ld,
+                                 size_t cols, int rows) {
+  if (rows <= 0 || cols == 0) return;
+  hs_cuda_shadow_written(dst, ((size_t)(rows - 1) * dst_ld + cols) * sizeof(float));
+  launch_copy_rows<true>(be, dst, dst_ld, src, src_ld, cols, rows);
+  HS_CUDA_LAUNCHED("add_rows_kernel", 3 * (size_t)rows * cols * sizeof(float)); /* src read, dst read + write */
 }

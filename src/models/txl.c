@@ -109,6 +109,8 @@ struct hs_txl {
     float *pos_host;  /* host [max klen, D] */
     float *inv_freq;  /* host [D/2] */
     float *pos, *pos_drop; /* [max klen, D]: pos is the first sinusoid table (pos_table) */
+    uint16_t *pos16;       /* [max klen, D]: pos_drop's 16-bit twin (16-bit storage only; bind_half), which
+                            * every layer's r product reads, forward and in its weight gradient */
     /* The sinusoid tables, one per clamp_len (<= 0 stored as 0), each for the largest klen: a segment's
      * pos[klen, D] is the last klen rows of its table (positions_forward), so a forward pass uploads
      * nothing and can be captured into a CUDA graph. */
@@ -349,6 +351,7 @@ void hs_txl_setup(hs_txl *m) {
     m->grad_h = falloc(be, T * D);
     m->grad_tmp = falloc(be, T * D);
     if (half) m->grad16 = be->alloc(be, T * D * sizeof(uint16_t));
+    if (half) m->pos16 = be->alloc(be, klen * D * sizeof(uint16_t));
     m->grad_h1 = falloc(be, T * D);
     m->grad_ctx = falloc(be, T * nd);
     m->dqkv = falloc(be, K * 3 * nd);
@@ -713,6 +716,16 @@ static void positions_forward(hs_txl *m, const pass *ps, int clamp_len) {
     const float *pos = pos_table(m, clamp_len) + ((size_t)(m->max_qlen + m->max_mlen) - klen) * D;
     const hs_dropout_mask drop = hs_dropout_site_mask(ps->ctx, 0, DROP_POS, m->cfg.dropout);
     hs_dropout_forward(m->be, &drop, m->pos_drop, pos, 1, klen * D);
+    if (m->pos16) { /* rounded once for the N layers' r products (each would convert it): bound until the
+                     * forward's end, again in the backward (bind_pos16) */
+        m->be->to_half(m->be, m->pos16, m->pos_drop, klen * D);
+        m->be->bind_half(m->be, m->pos_drop, m->pos16, klen * D);
+    }
+}
+
+/* pos_drop's twin again for the backward's r weight gradients (nothing wrote either since the forward) */
+static void bind_pos16(const hs_txl *m, const pass *ps) {
+    if (m->pos16) m->be->bind_half(m->be, m->pos_drop, m->pos16, (size_t)ps->klen * (size_t)m->cfg.d_model);
 }
 
 static void layer_forward(hs_txl *m, int l, const pass *ps) {
@@ -760,8 +773,16 @@ static void layer_forward(hs_txl *m, int l, const pass *ps) {
         hs_rel_attention_forward(be, a->ctx, a->probs, a->qkv, a->r, hs_param_data(p, m->r_w_bias),
                                  hs_param_data(p, m->r_r_bias), b, qlen, mlen, c->n_head, c->d_head, ps->lower_shift,
                                  scale, d_att.p, d_att.key, ps->first);
+    /* 16-bit storage: ctx and u are rounded into their layer's copies here, where the o and FFN2
+     * products read them as twins (no conversion in the product), not after the layer (layer_store_half) */
+    const txl_layer_half *h16 = m->half ? &m->half[l] : NULL;
+    if (h16) {
+        be->to_half(be, h16->ctx, a->ctx, (size_t)T * (size_t)nd);
+        be->bind_half(be, a->ctx, h16->ctx, (size_t)T * (size_t)nd);
+    }
     /* a = dropout(ctx·Woᵀ) */
     be->gemm(be, 0, 1, T, D, nd, 1.0f, a->ctx, nd, hs_param_data(p, w->o_w), nd, 0.0f, a->attn_sum, D);
+    if (h16) be->unbind_half(be, a->ctx);
     if (c->pre_lnorm) {
         hs_dropout_forward(be, &d_out, a->attn_sum, a->attn_sum, b, per_sample);
         be->add_bias(be, a->attn_sum, x, 1, T * D); /* h' = h_l + a */
@@ -777,15 +798,18 @@ static void layer_forward(hs_txl *m, int l, const pass *ps) {
     /* u = dropout(relu(ff_in·W1ᵀ + b1)) (relu's backward reads u: dropped entries have zero gradient anyway) */
     hs_linear_forward(be, a->ff_act, a->ff_in, hs_param_data(p, w->ff1_w), hs_param_data(p, w->ff1_b), T, D, I);
     be->unbind_half(be, a->ff_in); /* bound above (post-LN, 16-bit storage), or nothing */
-    hs_relu_forward(be, a->ff_act, a->ff_act, (size_t)T * (size_t)I);
-    hs_dropout_forward(be, &d_inner, a->ff_act, a->ff_act, b, (size_t)qlen * (size_t)I);
+    be->relu_dropout_forward(be, a->ff_act, a->ff_act, b, (size_t)qlen * (size_t)I, d_inner.p, d_inner.key,
+                             d_inner.first_sample, h16 ? h16->ff_act : NULL);
+    if (h16) be->bind_half(be, a->ff_act, h16->ff_act, (size_t)T * (size_t)I);
     float *out = m->hidden[l + 1];
     if (c->pre_lnorm) {
         hs_linear_forward(be, out, a->ff_act, hs_param_data(p, w->ff2_w), hs_param_data(p, w->ff2_b), T, I, D);
+        be->unbind_half(be, a->ff_act);
         hs_dropout_forward(be, &d_ff, out, out, b, per_sample);
         be->add_bias(be, out, a->h1, 1, T * D);
     } else {
         hs_linear_forward(be, a->ff_sum, a->ff_act, hs_param_data(p, w->ff2_w), hs_param_data(p, w->ff2_b), T, I, D);
+        be->unbind_half(be, a->ff_act);
         hs_dropout_add_layernorm_forward(be, &d_ff, out, a->ff_sum, a->ln2_mean, a->ln2_rstd, a->ff_sum, a->h1,
                                          hs_param_data(p, w->ff_ln_g), hs_param_data(p, w->ff_ln_b), T, D, TXL_LN_EPS,
                                          b, per_sample, NULL);
@@ -823,10 +847,13 @@ static int layer_saved(const hs_txl *m, int l, const pass *ps, hs_act16 t[N_SAVE
     return 5;
 }
 
-/* Layer l's working set (fp32) -> its 16-bit copies (rounded) */
+/* Layer l's working set (fp32) -> its 16-bit copies (rounded); ctx and u were rounded in layer_forward
+ * already (their products read the copies as twins) */
 static void layer_store_half(hs_txl *m, int l, const pass *ps) {
     hs_act16 t[N_SAVED];
-    hs_act16_store(m->be, t, layer_saved(m, l, ps, t));
+    const int n = layer_saved(m, l, ps, t);
+    t[2].count = t[3].count = 0;
+    hs_act16_store(m->be, t, n);
 }
 
 /* Layer l's 16-bit copies -> the working set, widened (exact), before its backward */
@@ -855,6 +882,7 @@ static void forward(hs_txl *m, const pass *ps, double *stats) {
         layer_forward(m, l, ps);
         if (m->half && ps->ctx) layer_store_half(m, l, ps); /* a backward pass follows (evaluation keeps nothing) */
     }
+    be->unbind_half(be, m->pos_drop); /* bound by positions_forward, or nothing */
     const hs_dropout_mask d_final = hs_dropout_site_mask(ps->ctx, ps->first, DROP_FINAL, c->dropout);
     hs_dropout_forward(be, &d_final, m->final, m->hidden[c->n_layer], b, per_sample);
     const hs_adaptive_softmax_weights sw = sm_weights(m);
@@ -901,8 +929,10 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
     hs_linear_backward(be, m->dff, hs_param_grad(p, w->ff2_w), hs_param_grad(p, w->ff2_b), d2, a->ff_act,
                        hs_param_data(p, w->ff2_w), T, I, D, ps->ctx->grads_zero);
     if (h16) be->unbind_half(be, d2), be->unbind_half(be, a->ff_act);
-    if (d_inner.p > 0.0f) hs_dropout_backward(be, &d_inner, m->dff, m->dff, b, (size_t)qlen * (size_t)I);
-    hs_relu_backward(be, m->dff, m->dff, a->ff_act, (size_t)T * (size_t)I);
+    /* dff, read by two products: its 16-bit twin into u's copy (widened already, free now) */
+    be->relu_dropout_backward(be, m->dff, m->dff, a->ff_act, b, (size_t)qlen * (size_t)I, d_inner.p, d_inner.key,
+                              d_inner.first_sample, h16 ? h16->ff_act : NULL);
+    if (h16) be->bind_half(be, m->dff, h16->ff_act, (size_t)T * (size_t)I);
     be->gemm_wgrad_bgrad(be, hs_param_grad(p, w->ff1_w), hs_param_grad(p, w->ff1_b), m->dff, I, a->ff_in, T, D, I,
                          ps->ctx->grads_zero);
     if (h16) be->unbind_half(be, a->ff_in);
@@ -923,6 +953,7 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
                                     hs_param_data(p, w->attn_ln_g), T, D, b, per_sample, m->grad16);
         dh1 = m->grad_h;
     }
+    if (h16) be->unbind_half(be, m->dff);
     hs_grads_ready_after(&m->ready, ps->ctx, stage_ffn(m, l));
     /* a = dropout(ctx·Woᵀ): ∂ctx = ∂a·Wo, ∂Wo += ∂aᵀ·ctx */
     be->gemm(be, 1, 0, D, nd, T, 1.0f, da, D, a->ctx, nd, 1.0f, hs_param_grad(p, w->o_w), nd);
@@ -940,25 +971,28 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
                                   m->grad_ctx, a->qkv, a->r, hs_param_data(p, m->r_w_bias),
                                   hs_param_data(p, m->r_r_bias), a->probs, b, qlen, mlen, c->n_head, c->d_head,
                                   ps->lower_shift, scale, d_att.p, d_att.key, ps->first);
-    /* r = pos'·Wrᵀ: ∂Wr += ∂rᵀ·pos' (the positions need no gradient) */
+    if (h16) { /* ∂qkv, read by two products: rounded once into q|k|v's copy (widened already, free now) */
+        be->to_half(be, h16->qkv, m->dqkv, (size_t)K * 3 * (size_t)nd);
+        be->bind_half(be, m->dqkv, h16->qkv, (size_t)K * 3 * (size_t)nd);
+    }
+    /* r = pos'·Wrᵀ: ∂Wr += ∂rᵀ·pos' (the positions need no gradient; pos' read from its twin, bind_pos16) */
     be->gemm(be, 1, 0, nd, D, klen, 1.0f, m->dr, nd, m->pos_drop, D, 1.0f, hs_param_grad(p, w->r_w), D);
     /* qkv = c'·Wqkvᵀ: ∂Wqkv += ∂qkvᵀ·c', ∂c' = ∂qkv·Wqkv */
     const float *in = c->pre_lnorm ? a->catn : a->cat_used;
     be->gemm(be, 1, 0, 3 * nd, D, K, 1.0f, m->dqkv, 3 * nd, in, D, 1.0f, hs_param_grad(p, w->qkv_w), D);
     be->gemm(be, 0, 0, K, D, 3 * nd, 1.0f, m->dqkv, 3 * nd, hs_param_data(p, w->qkv_w), D, 0.0f, m->dcat, D);
+    if (h16) be->unbind_half(be, m->dqkv);
     if (c->pre_lnorm) {
         hs_layernorm_backward(be, m->dcat, hs_param_grad(p, w->attn_ln_g), hs_param_grad(p, w->attn_ln_b), m->dcat,
                               a->cat_used, a->ln1_mean, a->ln1_rstd, hs_param_data(p, w->attn_ln_g), K, D);
         be->copy(be, m->grad_h, m->grad_h1, (size_t)T * (size_t)D * sizeof(float));
     }
     /* ∂h_l = residual (grad_h) + the h_l rows of ∂c */
-    if (mlen == 0) {
+    if (mlen == 0)
         be->add_bias(be, m->grad_h, m->dcat, 1, T * D);
-    } else {
-        for (int s = 0; s < b; s++)
-            be->add_bias(be, m->grad_h + (size_t)s * per_sample,
-                         m->dcat + ((size_t)s * (size_t)klen + (size_t)mlen) * (size_t)D, 1, (int)per_sample);
-    }
+    else /* one pitched add over the b columns: dcat's rows are klen·D apart, grad_h's qlen·D */
+        be->add_rows(be, m->grad_h, per_sample, m->dcat + (size_t)mlen * (size_t)D, (size_t)klen * (size_t)D,
+                     per_sample, b);
     hs_grads_ready_after(&m->ready, ps->ctx, stage_attention(m, l));
 }
 
@@ -974,7 +1008,9 @@ static void backward(hs_txl *m, const pass *ps) {
     hs_grads_ready_after(&m->ready, ps->ctx, STAGE_SOFTMAX);
     const hs_dropout_mask d_final = hs_dropout_site_mask(ps->ctx, ps->first, DROP_FINAL, c->dropout);
     if (d_final.p > 0.0f) hs_dropout_backward(be, &d_final, m->grad_h, m->grad_h, b, per_sample);
+    bind_pos16(m, ps);
     for (int l = c->n_layer - 1; l >= 0; l--) layer_backward(m, l, ps);
+    be->unbind_half(be, m->pos_drop);
     const hs_dropout_mask d_emb = hs_dropout_site_mask(ps->ctx, ps->first, DROP_EMB, c->dropout);
     const float *demb = dropout_grad(be, &d_emb, m->grad_tmp, m->grad_h, b, per_sample);
     const hs_adaptive_emb_weights ew = emb_weights(m);
@@ -1010,6 +1046,7 @@ void hs_txl_free(hs_txl *m) {
         hs_adaptive_softmax_state_free(be, &m->sm_state);
         for (int i = 1; i < m->n_pos_tables; i++) be->free(be, m->pos_tab[i]); /* [0] is m->pos */
         if (m->grad16) be->free(be, m->grad16);
+        if (m->pos16) be->free(be, m->pos16);
         float *bufs[] = {m->emb, m->final, m->pos, m->pos_drop, m->grad_h, m->grad_tmp, m->grad_h1,
                          m->grad_ctx, m->dqkv, m->dcat, m->dr, m->dff};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) be->free(be, bufs[i]);

@@ -237,6 +237,54 @@ static void dropout_cases(hs_conf *t) {
             }
 }
 
+/* ReLU and element-wise dropout in one op (Transformer-XL's FFN activation), p = 0 and 0.1: the CPU's bits
+ * on CUDA, and on each backend the bits of relu_forward then dropout_forward (backward: dropout_backward
+ * then relu_backward), the separate ops it replaces */
+static void relu_dropout_cases(hs_conf *t) {
+    char what[200];
+    const uint64_t key = 0x13198a2e03707344ULL;
+    const int64_t first_sample = 5;
+    const int batch = 3;
+    hs_conf_op(t, "relu_dropout_forward/backward");
+    for (int s = 0; s < hs_conf_nsizes; s++)
+        for (int pi = 0; pi < 2; pi++) {
+            const float p = pi ? 0.1f : 0.0f;
+            const size_t per_sample = hs_conf_sizes[s], n = (size_t)batch * per_sample;
+            float *x = hs_conf_rand(t, n, -1, 1), *g = hs_conf_rand(t, n, -1, 1);
+            hs_conf_pair dx = hs_conf_pair_of(t, x, n * 4), dg = hs_conf_pair_of(t, g, n * 4);
+            hs_conf_pair fy = hs_conf_pair_of(t, NULL, n * 4), sy = hs_conf_pair_of(t, NULL, n * 4);
+            hs_conf_pair fd = hs_conf_pair_of(t, NULL, n * 4), sd = hs_conf_pair_of(t, NULL, n * 4);
+            const hs_backend *be[2] = {t->cpu, t->cuda};
+            for (int k = 0; k < 2; k++) {
+                float *X = k ? dx.cuda : dx.cpu, *G = k ? dg.cuda : dg.cpu, *FY = k ? fy.cuda : fy.cpu;
+                float *SY = k ? sy.cuda : sy.cpu, *FD = k ? fd.cuda : fd.cpu, *SD = k ? sd.cuda : sd.cpu;
+                be[k]->relu_dropout_forward(be[k], FY, X, batch, per_sample, p, key, first_sample, NULL);
+                be[k]->relu_forward(be[k], SY, X, n);
+                be[k]->dropout_forward(be[k], SY, SY, batch, per_sample, 1, p, key, first_sample);
+                be[k]->relu_dropout_backward(be[k], FD, G, FY, batch, per_sample, p, key, first_sample, NULL);
+                be[k]->dropout_backward(be[k], SD, G, batch, per_sample, 1, p, key, first_sample);
+                be[k]->relu_backward(be[k], SD, SD, SY, n);
+            }
+            snprintf(what, sizeof what, "batch=%d per_sample=%zu p=%g: CUDA vs CPU", batch, per_sample, p);
+            hs_conf_check_i32(t, what, fy.cpu, fy.cuda, n);
+            hs_conf_check_i32(t, what, fd.cpu, fd.cuda, n);
+            /* the CPU backend's buffers are host memory */
+            if (memcmp(fy.cpu, sy.cpu, n * 4) || memcmp(fd.cpu, sd.cpu, n * 4)) {
+                hs_conf_fail(t);
+                printf("FAIL relu_dropout_forward/backward: batch=%d per_sample=%zu p=%g: the fused op's bits differ "
+                       "from relu then dropout's on the CPU\n", batch, per_sample, p);
+            } else {
+                t->checks++;
+            }
+            snprintf(what, sizeof what, "batch=%d per_sample=%zu p=%g: fused vs separate (CUDA)", batch, per_sample, p);
+            hs_conf_same_bits(t, what, fy.cuda, sy.cuda, n * 4);
+            hs_conf_same_bits(t, what, fd.cuda, sd.cuda, n * 4);
+            hs_conf_pair_free(t, dx), hs_conf_pair_free(t, dg), hs_conf_pair_free(t, fy), hs_conf_pair_free(t, sy);
+            hs_conf_pair_free(t, fd), hs_conf_pair_free(t, sd);
+            free(x), free(g);
+        }
+}
+
 /* ---- max pooling ------------------------------------------------------------------------------------------ */
 
 static void pool_cases(hs_conf *t) {
@@ -333,21 +381,30 @@ static void rows_cases(hs_conf *t) {
     /* pitched row copies: the vector path (cols and both ld multiples of 4), the scalar one, one row, an
      * offset start; the destination's gaps between rows keep their values. The CPU's bits exactly. */
     static const int copy_shapes[][4] = {{8, 64, 64, 96}, {8, 33, 40, 35}, {1, 5, 5, 5}, {300, 12, 16, 20}, {3, 4, 7, 4}};
-    hs_conf_op(t, "copy_rows");
-    for (size_t c = 0; c < sizeof copy_shapes / sizeof copy_shapes[0]; c++) {
-        const int rows = copy_shapes[c][0], cols = copy_shapes[c][1], dld = copy_shapes[c][2], sld = copy_shapes[c][3];
-        const size_t nd = (size_t)rows * dld + 4, ns = (size_t)rows * sld + 4;
-        float *dst = hs_conf_rand(t, nd, -1, 1), *src = hs_conf_rand(t, ns, -1, 1);
-        hs_conf_pair dd = hs_conf_pair_of(t, dst, nd * 4), ds = hs_conf_pair_of(t, src, ns * 4);
-        const size_t off = c % 2 ? 1 : 0; /* an unaligned start takes the scalar path */
-        t->cpu->copy_rows(t->cpu, (float *)dd.cpu + off, (size_t)dld, (const float *)ds.cpu + off, (size_t)sld,
-                          (size_t)cols, rows);
-        t->cuda->copy_rows(t->cuda, (float *)dd.cuda + off, (size_t)dld, (const float *)ds.cuda + off, (size_t)sld,
-                           (size_t)cols, rows);
-        snprintf(what, sizeof what, "dst rows=%d cols=%d dst_ld=%d src_ld=%d offset=%zu", rows, cols, dld, sld, off);
-        hs_conf_check_i32(t, what, dd.cpu, dd.cuda, nd); /* every element of dst, gaps included: the same bits */
-        hs_conf_pair_free(t, dd), hs_conf_pair_free(t, ds);
-        free(dst), free(src);
+    for (int add = 0; add < 2; add++) { /* copy_rows, then add_rows (dst += src: one float add each) */
+        hs_conf_op(t, add ? "add_rows" : "copy_rows");
+        for (size_t c = 0; c < sizeof copy_shapes / sizeof copy_shapes[0]; c++) {
+            const int rows = copy_shapes[c][0], cols = copy_shapes[c][1], dld = copy_shapes[c][2],
+                      sld = copy_shapes[c][3];
+            const size_t nd = (size_t)rows * dld + 4, ns = (size_t)rows * sld + 4;
+            float *dst = hs_conf_rand(t, nd, -1, 1), *src = hs_conf_rand(t, ns, -1, 1);
+            hs_conf_pair dd = hs_conf_pair_of(t, dst, nd * 4), ds = hs_conf_pair_of(t, src, ns * 4);
+            const size_t off = c % 2 ? 1 : 0; /* an unaligned start takes the scalar path */
+            float *dc = (float *)dd.cpu + off, *dg = (float *)dd.cuda + off;
+            const float *sc = (const float *)ds.cpu + off, *sg = (const float *)ds.cuda + off;
+            if (add) {
+                t->cpu->add_rows(t->cpu, dc, (size_t)dld, sc, (size_t)sld, (size_t)cols, rows);
+                t->cuda->add_rows(t->cuda, dg, (size_t)dld, sg, (size_t)sld, (size_t)cols, rows);
+            } else {
+                t->cpu->copy_rows(t->cpu, dc, (size_t)dld, sc, (size_t)sld, (size_t)cols, rows);
+                t->cuda->copy_rows(t->cuda, dg, (size_t)dld, sg, (size_t)sld, (size_t)cols, rows);
+            }
+            snprintf(what, sizeof what, "dst rows=%d cols=%d dst_ld=%d src_ld=%d offset=%zu", rows, cols, dld, sld,
+                     off);
+            hs_conf_check_i32(t, what, dd.cpu, dd.cuda, nd); /* every element of dst, gaps included: the same bits */
+            hs_conf_pair_free(t, dd), hs_conf_pair_free(t, ds);
+            free(dst), free(src);
+        }
     }
 }
 
@@ -655,6 +712,7 @@ void hs_conf_group_elementwise_attention(hs_conf *t) {
     convert_cases(t);
     activation_cases(t);
     dropout_cases(t);
+    relu_dropout_cases(t);
     pool_cases(t);
     rows_cases(t);
     attention_cases(t);

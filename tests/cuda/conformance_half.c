@@ -244,14 +244,16 @@ static void outputs16_on(hs_conf *t, const hs_backend *be, int rows, int cols) {
     float *hb = hs_conf_rand(t, (size_t)cols, -1, 1);
     float *x = hs_conf_dev(be, hx, n * 4), *res = hs_conf_dev(be, hr, n * 4), *gamma = hs_conf_dev(be, hg, (size_t)cols * 4);
     float *beta = hs_conf_dev(be, hb, (size_t)cols * 4);
-    float *y[2], *sum[2], *mean[2], *rstd[2], *da[2], *dx[2], *dg[2], *db[2], *u[2], *g[2];
+    float *y[2], *sum[2], *mean[2], *rstd[2], *da[2], *dx[2], *dg[2], *db[2], *u[2], *g[2], *ru[2], *rd[2];
     uint16_t *y16 = be->alloc(be, n * 2), *da16 = be->alloc(be, n * 2), *u16 = be->alloc(be, n * 2),
-             *g16 = be->alloc(be, n * 2), *d16 = be->alloc(be, n * 2);
+             *g16 = be->alloc(be, n * 2), *d16 = be->alloc(be, n * 2), *ru16 = be->alloc(be, n * 2),
+             *rd16 = be->alloc(be, n * 2);
     for (int k = 0; k < 2; k++) {
         y[k] = be->alloc(be, n * 4), sum[k] = hs_conf_dev(be, hx, n * 4), mean[k] = be->alloc(be, (size_t)rows * 4);
         rstd[k] = be->alloc(be, (size_t)rows * 4), da[k] = be->alloc(be, n * 4), dx[k] = hs_conf_dev(be, hr, n * 4);
         dg[k] = be->alloc(be, (size_t)cols * 4), db[k] = be->alloc(be, (size_t)cols * 4);
         u[k] = hs_conf_dev(be, hx, n * 4), g[k] = be->alloc(be, n * 4);
+        ru[k] = be->alloc(be, n * 4), rd[k] = be->alloc(be, n * 4);
     }
     for (int drop = 0; drop < 2; drop++) {
         const float p = drop ? 0.1f : 0.0f;
@@ -266,13 +268,16 @@ static void outputs16_on(hs_conf *t, const hs_backend *be, int rows, int cols) {
             be->copy(be, u[k], x, n * 4);
             be->bias_gelu_forward(be, g[k], u[k], beta, rows, cols, k ? u16 : NULL, k ? g16 : NULL);
             be->gelu_backward(be, dx[k], dx[k], u[k], n, k ? d16 : NULL);
+            be->relu_dropout_forward(be, ru[k], x, rows, (size_t)cols, p, 99, 3, k ? ru16 : NULL);
+            be->relu_dropout_backward(be, rd[k], res, ru[k], rows, (size_t)cols, p, 99, 3, k ? rd16 : NULL);
         }
         snprintf(what, sizeof what, "rows=%d cols=%d p=%g", rows, cols, p);
         const char *names[] = {"dropout_add_layernorm_forward y", "layernorm_dropout_backward da",
-                               "bias_gelu_forward x", "bias_gelu_forward y", "gelu_backward dx"};
-        float *f0[] = {y[0], da[0], u[0], g[0], dx[0]}, *f1[] = {y[1], da[1], u[1], g[1], dx[1]};
-        uint16_t *h[] = {y16, da16, u16, g16, d16};
-        for (int o = 0; o < 5; o++) {
+                               "bias_gelu_forward x", "bias_gelu_forward y", "gelu_backward dx",
+                               "relu_dropout_forward y", "relu_dropout_backward dx"};
+        float *f0[] = {y[0], da[0], u[0], g[0], dx[0], ru[0], rd[0]}, *f1[] = {y[1], da[1], u[1], g[1], dx[1], ru[1], rd[1]};
+        uint16_t *h[] = {y16, da16, u16, g16, d16, ru16, rd16};
+        for (int o = 0; o < 7; o++) {
             char w[256];
             snprintf(w, sizeof w, "%s (fp32, with and without the 16-bit output) %s", names[o], what);
             same_on(t, be, w, f0[o], f1[o], n * 4);
@@ -283,8 +288,10 @@ static void outputs16_on(hs_conf *t, const hs_backend *be, int rows, int cols) {
     for (int k = 0; k < 2; k++) {
         be->free(be, y[k]), be->free(be, sum[k]), be->free(be, mean[k]), be->free(be, rstd[k]), be->free(be, da[k]);
         be->free(be, dx[k]), be->free(be, dg[k]), be->free(be, db[k]), be->free(be, u[k]), be->free(be, g[k]);
+        be->free(be, ru[k]), be->free(be, rd[k]);
     }
     be->free(be, y16), be->free(be, da16), be->free(be, u16), be->free(be, g16), be->free(be, d16);
+    be->free(be, ru16), be->free(be, rd16);
     be->free(be, x), be->free(be, res), be->free(be, gamma), be->free(be, beta);
     free(hx), free(hr), free(hg), free(hb);
 }
@@ -386,7 +393,7 @@ void hs_conf_group_half(hs_conf *t) {
     if (t->precision == HS_PRECISION_BF16 || t->precision == HS_PRECISION_FP16) {
         half_cases(t);
         shadow_cases(t);
-        hs_conf_op(t, "16-bit outputs (y16, da16, x16, dx16)");
+        hs_conf_op(t, "16-bit outputs (y16, da16, x16, dx16)"); /* relu_dropout_forward/backward's too */
         static const int shapes[][2] = {{1, 31}, {12, 33}, {64, 768}};
         for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
             outputs16_on(t, t->cpu, shapes[k][0], shapes[k][1]);

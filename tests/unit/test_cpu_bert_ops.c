@@ -89,6 +89,16 @@ static void test_copy_rows(void **unused) {
     for (int i = 0; i < 10; i++) assert_true(dst[i] == expect[i]);
 }
 
+/* its accumulating twin: the same rows added, the gaps untouched */
+static void test_add_rows(void **unused) {
+    (void)unused;
+    const float src[2 * 4] = {1, 2, 3, 4, 5, 6, 7, 8};
+    float dst[2 * 5] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    be->add_rows(be, dst, 5, src + 1, 4, 3, 2);
+    const float expect[10] = {3, 4, 5, 1, 1, 7, 8, 9, 1, 1};
+    for (int i = 0; i < 10; i++) assert_true(dst[i] == expect[i]);
+}
+
 /* q|k|v slices of a [rows, 3·cols] matrix: bias into one slice only; its gradient from that slice only */
 static void test_strided_bias(void **unused) {
     (void)unused;
@@ -442,6 +452,7 @@ int main(void) {
         cmocka_unit_test(test_exp_and_erf_accuracy),
         cmocka_unit_test(test_gather_and_scatter_rows),
         cmocka_unit_test(test_copy_rows),
+        cmocka_unit_test(test_add_rows),
         cmocka_unit_test(test_strided_bias),
         cmocka_unit_test(test_fused_ops_are_the_separate_ops),
         cmocka_unit_test(test_layernorm_matches_float64),

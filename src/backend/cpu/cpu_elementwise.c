@@ -96,3 +96,44 @@ void hs_cpu_dropout_backward(const hs_backend *be, float *dx, const float *dy, i
     (void)be;
     dropout_apply(dx, dy, batch, per_sample, group, p, key, first_sample);
 }
+
+/* y[batch, per_sample] = relu(x)·mask (element-wise mask; none when p <= 0): relu_forward then
+ * dropout_forward's formulas per element, the same bits; y16 = to_half(y) */
+void hs_cpu_relu_dropout_forward(const hs_backend *be, float *y, const float *x, int batch, size_t per_sample,
+                                 float p, uint64_t key, int64_t first_sample, uint16_t *y16) {
+    const size_t total = (size_t)(batch > 0 ? batch : 0) * per_sample;
+    if (p <= 0.0f) {
+        hs_cpu_relu_forward(be, y, x, total);
+    } else {
+        const float keep_scale = hs_dropout_keep_scale(p);
+#pragma omp parallel for schedule(static) if (total > HS_PAR_MIN)
+        for (int s = 0; s < batch; s++) {
+            const size_t off = (size_t)s * per_sample;
+#pragma omp simd
+            for (size_t e = 0; e < per_sample; e++)
+                y[off + e] = hs_relu(x[off + e]) *
+                             hs_dropout_factor(key, (uint64_t)(first_sample + s), e, p, keep_scale);
+        }
+    }
+    if (y16 && total) hs_cpu_to_half(be, y16, y, total);
+}
+
+/* dx = relu_grad(dy·mask, y): dropout_backward then relu_backward per element; dx16 = to_half(dx) */
+void hs_cpu_relu_dropout_backward(const hs_backend *be, float *dx, const float *dy, const float *y, int batch,
+                                  size_t per_sample, float p, uint64_t key, int64_t first_sample, uint16_t *dx16) {
+    const size_t total = (size_t)(batch > 0 ? batch : 0) * per_sample;
+    if (p <= 0.0f) {
+        hs_cpu_relu_backward(be, dx, dy, y, total);
+    } else {
+        const float keep_scale = hs_dropout_keep_scale(p);
+#pragma omp parallel for schedule(static) if (total > HS_PAR_MIN)
+        for (int s = 0; s < batch; s++) {
+            const size_t off = (size_t)s * per_sample;
+#pragma omp simd
+            for (size_t e = 0; e < per_sample; e++)
+                dx[off + e] = hs_relu_grad(
+                    dy[off + e] * hs_dropout_factor(key, (uint64_t)(first_sample + s), e, p, keep_scale), y[off + e]);
+        }
+    }
+    if (dx16 && total) hs_cpu_to_half(be, dx16, dx, total);
+}

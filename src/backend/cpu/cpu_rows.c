@@ -43,6 +43,20 @@ void hs_cpu_copy_rows(const hs_backend *be, float *dst, size_t dst_ld, const flo
     for (int r = 0; r < rows; r++) memcpy(dst + (size_t)r * dst_ld, src + (size_t)r * src_ld, cols * sizeof *dst);
 }
 
+/* dst rows r < rows of cols floats += the src rows, dst_ld / src_ld apart (one add each, as add_bias) */
+void hs_cpu_add_rows(const hs_backend *be, float *dst, size_t dst_ld, const float *src, size_t src_ld, size_t cols,
+                     int rows) {
+    (void)be;
+    if (cols == 0) return;
+#pragma omp parallel for schedule(static) if ((size_t)rows * cols > HS_PAR_MIN)
+    for (int r = 0; r < rows; r++) {
+        float *d = dst + (size_t)r * dst_ld;
+        const float *s = src + (size_t)r * src_ld;
+#pragma omp simd
+        for (size_t c = 0; c < cols; c++) d[c] += s[c];
+    }
+}
+
 /* dx[index[i], :] += dy[i, :]. Threads own column blocks and walk i in order, so repeated indices add
  * up in the same order whatever the thread count (no atomics, no sort). */
 void hs_cpu_scatter_add_rows(const hs_backend *be, float *dx, const float *dy, const int32_t *index, int count,
