@@ -44,25 +44,27 @@ BERT_BF16_TARGET="30 per layer, 100 per micro-batch"
 BERT_TF32_PER_LAYER=24
 BERT_TF32_PER_MICRO_BATCH=57
 BERT_TF32_TARGET="30 per layer, 100 per micro-batch"
-# Transformer-XL bf16 (measured 45 per layer, 126 per micro-batch: the fused relative attention,
+# Transformer-XL bf16 (measured 43 per layer, 126 per micro-batch: the fused relative attention,
 # attention = "auto" on CUDA, one kernel forward and five backward for what the unfused op did in 40
 # launches; the memory concatenation as two pitched copies (copy_rows) and ∂h_l's memory-shifted rows as
 # one pitched add (add_rows) where per-column loops made 2b and b ops; the 16-bit twins of ctx and u
 # (rounded into their stored copies before the o and FFN2 products instead of after the layer), of pos'
 # (once per pass for every layer's r products: the +1 per micro-batch) and of ∂u, ∂qkv (once for their
 # two products each); ReLU and the FFN dropout as one op each way (relu_dropout_forward/backward, which
-# write u's and ∂u's twins). It was 49 + 126 before relu_dropout, 55 + 125 before the twins, 62 + 125 before add_rows, 91 + 126 before
+# write u's and ∂u's twins); the LayerNorm backward in two kernels, not three. It was 45 + 126 before that,
+# 49 + 126 before relu_dropout, 55 + 125 before the twins, 62 + 125 before add_rows, 91 + 126 before
 # copy_rows, 127 + 126 unfused, 265 + 148 before that). Target, derived as
 # BERT's: one fused op per GEMM with its epilogue (qkv, r, o, 2 FFN: 5 forward, 10 backward), the relative
 # attention as one strided-batched call per product (4 forward, 8 backward), LayerNorm/dropout fused
 # (2 + 2): about 35 per layer; the adaptive softmax's clusters and the memory update in the
 # per-micro-batch part: 150.
-TXL_BF16_PER_LAYER=45
+TXL_BF16_PER_LAYER=43
 TXL_BF16_PER_MICRO_BATCH=126
 TXL_BF16_TARGET="35 per layer, 150 per micro-batch"
-# Transformer-XL tf32 (measured 34 per layer, 85 per micro-batch; 36 + 85 before relu_dropout, 43 + 85 before add_rows, 64 + 86 before
+# Transformer-XL tf32 (measured 32 per layer, 85 per micro-batch; 34 + 85 with the LayerNorm backward in
+# three kernels, 36 + 85 before relu_dropout, 43 + 85 before add_rows, 64 + 86 before
 # copy_rows, 80 + 86 unfused, 125 + 88 before that)
-TXL_TF32_PER_LAYER=34
+TXL_TF32_PER_LAYER=32
 TXL_TF32_PER_MICRO_BATCH=85
 TXL_TF32_TARGET="35 per layer, 150 per micro-batch"
 
