@@ -99,7 +99,10 @@ static void probe_main(const char *which) {
         const double rate = 2.0 * n * n * (double)n / (hs_now() - t) / 1e9;
         if (rate > best) best = rate;
     }
+    /* test hooks: the outcome of the timing made certain (a test may not depend on how fast this
+     * machine's kernels are, or on its load): "slower" the candidate 10x slower, "faster" 10x faster */
     if (candidate && test_hook("slower")) best /= 10;
+    if (candidate && test_hook("faster")) best *= 10;
     printf("%.6g\n", best);
     free(a);
     free(b);

@@ -4,7 +4,9 @@
 # (OPENBLAS_CORETYPE=Prescott with the test hook that makes hetseq take it for OpenBLAS's own choice), so
 # the test does not depend on which kernels this machine's OpenBLAS would pick. Also: a user's own
 # OPENBLAS_CORETYPE wins, HETSEQ_OPENBLAS_AUTOFIX=0 turns the switch off, kernels that do not run
-# (SIGILL, simulated) or are not faster keep the detected ones with the reason, no exec loop.
+# (SIGILL, simulated) or are not faster keep the detected ones with the reason, no exec loop. Whether the
+# candidate kernels are faster is decided by a timing; the test fixes its outcome with the hooks
+# "faster" / "slower" (10x), so a loaded machine cannot flip it (the real gain is docs/performance.md's).
 . "$top_srcdir/tests/lib.sh"
 export OMP_NUM_THREADS=1
 unset HETSEQ_OPENBLAS_AUTOFIX HETSEQ_OPENBLAS_AUTOFIXED HETSEQ_OPENBLAS_AUTOFIX_TEST
@@ -59,7 +61,7 @@ grep -q "OPENBLAS_CORETYPE=Prescott in the environment (kept as set).*$user_warn
 # The misdetected case: re-executed with OPENBLAS_CORETYPE=$want, said once, the same losses as a run
 # started with that setting (the same kernels: equal up to rounding noise of nothing).
 train right OPENBLAS_CORETYPE=$want
-train fixed OPENBLAS_CORETYPE=Prescott HETSEQ_OPENBLAS_AUTOFIX_TEST=detected
+train fixed OPENBLAS_CORETYPE=Prescott HETSEQ_OPENBLAS_AUTOFIX_TEST=detected,faster
 [ "$(grep -c "$NOTE $want kernels" fixed.log)" = 1 ] || { cat fixed.log; fail "the switch was not said exactly once"; }
 blas_line fixed | grep -q "OPENBLAS_CORETYPE=$want" || { cat fixed.log; fail "not re-executed with OPENBLAS_CORETYPE=$want"; }
 grep -q 'warning' fixed.log && { cat fixed.log; fail "a warning although the kernels were switched"; }
@@ -74,10 +76,10 @@ grep -q "HETSEQ_OPENBLAS_AUTOFIX=0 keeps hetseq from switching. Set OPENBLAS_COR
 same_losses right off 1e-3
 
 # 2 ranks (one node): the note once, not once per rank; hetseq prep re-executes too.
-out=$(OPENBLAS_CORETYPE=Prescott HETSEQ_OPENBLAS_AUTOFIX_TEST=detected mpi 2 "$HETSEQ" --version 2>&1) ||
+out=$(OPENBLAS_CORETYPE=Prescott HETSEQ_OPENBLAS_AUTOFIX_TEST=detected,faster mpi 2 "$HETSEQ" --version 2>&1) ||
   fail "2 ranks: hetseq --version failed: $out"
 [ "$(printf '%s\n' "$out" | grep -c "$NOTE $want kernels")" = 1 ] || fail "2 ranks: the note is not printed once: $out"
-OPENBLAS_CORETYPE=Prescott HETSEQ_OPENBLAS_AUTOFIX_TEST=detected "$HETSEQ" prep mnist \
+OPENBLAS_CORETYPE=Prescott HETSEQ_OPENBLAS_AUTOFIX_TEST=detected,faster "$HETSEQ" prep mnist \
   --in "${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}" --limit-train 64 --limit-test 8 --out p.h5 > prep.log 2>&1 ||
   { cat prep.log; fail "hetseq prep failed"; }
 grep -q "$NOTE $want kernels" prep.log || { cat prep.log; fail "hetseq prep did not switch kernels"; }
