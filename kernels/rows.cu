@@ -322,7 +322,7 @@ extern "C" void hs_cuda_scatter_add_rows(const hs_backend *be, float *dx, const 
 extern "C" void hs_cuda_copy_rows(const hs_backend *be, float *dst, size_t dst_ld, const float *src, size_t src_ld,
                                   size_t cols, int rows) {
   if (rows <= 0 || cols == 0) return;
-  hs_cuda_shadow_written(dst, ((size_t)(rows - 1) * dst_ld + cols) * sizeof(float));
+  hs_cuda_memory_written(dst, ((size_t)(rows - 1) * dst_ld + cols) * sizeof(float));
   launch_copy_rows<false>(be, dst, dst_ld, src, src_ld, cols, rows);
   HS_CUDA_LAUNCHED("copy_rows_kernel", 2 * (size_t)rows * cols * sizeof(float)); /* read + write */
 }
@@ -330,7 +330,7 @@ extern "C" void hs_cuda_copy_rows(const hs_backend *be, float *dst, size_t dst_l
 extern "C" void hs_cuda_add_rows(const hs_backend *be, float *dst, size_t dst_ld, const float *src, size_t src_ld,
                                  size_t cols, int rows) {
   if (rows <= 0 || cols == 0) return;
-  hs_cuda_shadow_written(dst, ((size_t)(rows - 1) * dst_ld + cols) * sizeof(float));
+  hs_cuda_memory_written(dst, ((size_t)(rows - 1) * dst_ld + cols) * sizeof(float));
   launch_copy_rows<true>(be, dst, dst_ld, src, src_ld, cols, rows);
   HS_CUDA_LAUNCHED("add_rows_kernel", 3 * (size_t)rows * cols * sizeof(float)); /* src read, dst read + write */
 }

@@ -36,6 +36,10 @@ uint16_t *hs_cuda_shadow_target(const float *p, int *bf16);
 void hs_cuda_shadow_written(const void *dst, size_t bytes);
 /* p is being freed: the registration of the arena starting at p (if any) ends and its copy is freed. */
 void hs_cuda_shadow_forget(const void *p);
+/* dst[bytes] is written by an op other than the ones that keep the 16-bit copies current (the memory
+ * ops, copy_rows, add_rows): the parameter copies (hs_cuda_shadow_written) and the activations' twins
+ * (hs_cuda_twins_written) that overlap it end. The one call every such op makes (cuda_memory.c). */
+void hs_cuda_memory_written(const void *dst, size_t bytes);
 
 /* cuda_twins.c: the 16-bit twins of activations (bind_half / unbind_half). */
 /* Where x would point in the twin bound to a range holding the operand's elements x[lo, hi), or NULL

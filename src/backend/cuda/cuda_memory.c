@@ -35,10 +35,14 @@ void hs_cuda_free(const hs_backend *be, void *p) {
     hs_cuda_free_later(be, p); /* cudaFree waits for the work that may still use p (after a capture's launch) */
 }
 
+void hs_cuda_memory_written(const void *dst, size_t bytes) {
+    hs_cuda_shadow_written(dst, bytes); /* a parameter arena's 16-bit copy: cuda_shadow.c */
+    hs_cuda_twins_written(dst, bytes);  /* an activation's 16-bit twin: cuda_twins.c */
+}
+
 void hs_cuda_upload(const hs_backend *be, void *dst, const void *src_host, size_t bytes) {
     if (!bytes) return;
-    hs_cuda_shadow_written(dst, bytes); /* every write into a parameter arena: cuda_shadow.c */
-    hs_cuda_twins_written(dst, bytes);
+    hs_cuda_memory_written(dst, bytes);
     cudaStream_t s = hs_cuda_stream(be);
     HS_CUDA_CHECK(cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice, s));
     HS_CUDA_COPY_OP("cudaMemcpyAsync host->device", bytes);
@@ -56,16 +60,14 @@ void hs_cuda_download(const hs_backend *be, void *dst_host, const void *src, siz
 
 void hs_cuda_copy(const hs_backend *be, void *dst, const void *src, size_t bytes) {
     if (!bytes) return;
-    hs_cuda_shadow_written(dst, bytes);
-    hs_cuda_twins_written(dst, bytes);
+    hs_cuda_memory_written(dst, bytes);
     HS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, hs_cuda_stream(be)));
     HS_CUDA_COPY_OP("cudaMemcpyAsync device->device", 2 * (uint64_t)bytes); /* read + write */
 }
 
 void hs_cuda_zero(const hs_backend *be, void *p, size_t bytes) {
     if (!bytes) return;
-    hs_cuda_shadow_written(p, bytes);
-    hs_cuda_twins_written(p, bytes);
+    hs_cuda_memory_written(p, bytes);
     HS_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, hs_cuda_stream(be)));
     HS_CUDA_COPY_OP("cudaMemsetAsync", bytes);
 }
@@ -120,8 +122,7 @@ void hs_cuda_event_destroy(const hs_backend *be, void *event) {
  * runs: hence the caller's event before src_host is reused. */
 void hs_cuda_upload_async(const hs_backend *be, void *dst, const void *src_host, size_t bytes) {
     if (!bytes) return;
-    hs_cuda_shadow_written(dst, bytes);
-    hs_cuda_twins_written(dst, bytes);
+    hs_cuda_memory_written(dst, bytes);
     HS_CUDA_CHECK(cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice, hs_cuda_dev(be)->copy));
     HS_CUDA_COPY_OP("cudaMemcpyAsync host->device", bytes);
 }

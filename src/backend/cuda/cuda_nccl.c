@@ -52,8 +52,7 @@ static void compute_after_comm(hs_cuda_device *d) {
 
 void hs_cuda_broadcast(const hs_backend *be, void *buf, size_t bytes, int root) {
     hs_cuda_device *d = hs_cuda_dev(be);
-    hs_cuda_shadow_written(buf, bytes); /* rank 0's weights: a parameter arena's copy is reconverted */
-    hs_cuda_twins_written(buf, bytes);
+    hs_cuda_memory_written(buf, bytes); /* rank 0's values: 16-bit copies of what it overwrites end */
     comm_after_compute(d);
     HS_NCCL_CHECK(ncclBroadcast(buf, buf, bytes, ncclUint8, root, (ncclComm_t)d->nccl, d->comm));
     HS_CUDA_LIBRARY_OP("ncclBroadcast");
