@@ -7,9 +7,11 @@
  * template argument (BF16: bfloat16, else IEEE half). HS_VEC elements per thread step of a
  * grid-stride loop (16-byte fp32 loads) where the pointers are aligned for it; nothing crosses elements. */
 #include <stdint.h>
+#include <string.h>
 
 #include "hs_cuda.h"
 #include "hs_launch.h"
+#include "util/check.h"
 #include "util/lowp.h"
 
 #include "backend/cuda/cuda_check.h"
@@ -34,25 +36,27 @@ template <bool BF16> __device__ __forceinline__ float half_round(float v) {
   return BF16 ? hs_bf16_round(v) : hs_fp16_round(v);
 }
 
-/* y[n] = the 16-bit patterns of x[n] (element 2j in the low half of 32-bit word j: little-endian) */
+/* y[n] = the 16-bit patterns of x[n] (element 2j in the low half of 32-bit word j: little-endian); first,
+ * stride: the thread's place in the grid-stride loop */
 template <bool BF16>
-__global__ void to_half_kernel(uint16_t *y, const float *x, size_t n, bool vec) {
+__device__ __forceinline__ void to_half_span(uint16_t *y, const float *x, size_t n, bool vec, size_t first, size_t stride) {
   const size_t n4 = vec ? n / HS_VEC : 0;
-  for (size_t k = THREAD_FIRST; k < n4; k += THREAD_STRIDE) {
+  for (size_t k = first; k < n4; k += stride) {
     const float4 v = reinterpret_cast<const float4 *>(x)[k];
     uint2 o;
     o.x = (uint32_t)half_bits<BF16>(v.x) | (uint32_t)half_bits<BF16>(v.y) << 16;
     o.y = (uint32_t)half_bits<BF16>(v.z) | (uint32_t)half_bits<BF16>(v.w) << 16;
     reinterpret_cast<uint2 *>(y)[k] = o;
   }
-  for (size_t i = n4 * HS_VEC + THREAD_FIRST; i < n; i += THREAD_STRIDE) y[i] = half_bits<BF16>(x[i]);
+  for (size_t i = n4 * HS_VEC + first; i < n; i += stride) y[i] = half_bits<BF16>(x[i]);
 }
 
 /* y[n] = x[n] widened to fp32 (exact) */
 template <bool BF16>
-__global__ void from_half_kernel(float *y, const uint16_t *x, size_t n, bool vec) {
+__device__ __forceinline__ void from_half_span(float *y, const uint16_t *x, size_t n, bool vec, size_t first,
+                                               size_t stride) {
   const size_t n4 = vec ? n / HS_VEC : 0;
-  for (size_t k = THREAD_FIRST; k < n4; k += THREAD_STRIDE) {
+  for (size_t k = first; k < n4; k += stride) {
     const uint2 h = reinterpret_cast<const uint2 *>(x)[k];
     float4 o;
     o.x = half_value<BF16>((uint16_t)(h.x & 0xffffu));
@@ -61,7 +65,34 @@ __global__ void from_half_kernel(float *y, const uint16_t *x, size_t n, bool vec
     o.w = half_value<BF16>((uint16_t)(h.y >> 16));
     reinterpret_cast<float4 *>(y)[k] = o;
   }
-  for (size_t i = n4 * HS_VEC + THREAD_FIRST; i < n; i += THREAD_STRIDE) y[i] = half_value<BF16>(x[i]);
+  for (size_t i = n4 * HS_VEC + first; i < n; i += stride) y[i] = half_value<BF16>(x[i]);
+}
+
+template <bool BF16>
+__global__ void to_half_kernel(uint16_t *y, const float *x, size_t n, bool vec) {
+  to_half_span<BF16>(y, x, n, vec, THREAD_FIRST, THREAD_STRIDE);
+}
+
+template <bool BF16>
+__global__ void from_half_kernel(float *y, const uint16_t *x, size_t n, bool vec) {
+  from_half_span<BF16>(y, x, n, vec, THREAD_FIRST, THREAD_STRIDE);
+}
+
+/* convert_halves: conversion blockIdx.y of the batch, a grid-stride loop over its elements in x */
+struct conversions {
+  float *f[HS_HALF_CONVERSIONS_MAX];
+  uint16_t *h[HS_HALF_CONVERSIONS_MAX];
+  size_t n[HS_HALF_CONVERSIONS_MAX];
+  unsigned char to_half[HS_HALF_CONVERSIONS_MAX], vec[HS_HALF_CONVERSIONS_MAX];
+};
+
+template <bool BF16>
+__global__ void convert_halves_kernel(conversions c) {
+  const int k = blockIdx.y;
+  if (c.to_half[k])
+    to_half_span<BF16>(c.h[k], c.f[k], c.n[k], c.vec[k] != 0, THREAD_FIRST, THREAD_STRIDE);
+  else
+    from_half_span<BF16>(c.f[k], c.h[k], c.n[k], c.vec[k] != 0, THREAD_FIRST, THREAD_STRIDE);
 }
 
 /* y[n] = x[n] rounded and kept as fp32 (y may alias x): the operands of a convolution under bf16 or fp16 */
@@ -147,6 +178,36 @@ extern "C" void hs_cuda_to_half(const hs_backend *be, uint16_t *dst, const float
 
 extern "C" void hs_cuda_from_half(const hs_backend *be, float *dst, const uint16_t *src, size_t n) {
   from_half(hs_cuda_stream(be), dst, src, n, be->precision == HS_PRECISION_BF16);
+}
+
+/* The conversions of t[count] in one launch: a row of blocks per conversion, as many blocks as the largest
+ * needs (the smaller ones' extra blocks find no elements); each conversion's elements as to_half_kernel /
+ * from_half_kernel take them, so the same bits. */
+extern "C" void hs_cuda_convert_halves(const hs_backend *be, const hs_half_conversion *t, int count) {
+  if (count > HS_HALF_CONVERSIONS_MAX)
+    HS_FATAL(NULL, "convert_halves: %d conversions, at most %d", count, HS_HALF_CONVERSIONS_MAX);
+  conversions c;
+  memset(&c, 0, sizeof c);
+  int live = 0;
+  unsigned blocks = 0;
+  size_t bytes = 0;
+  for (int k = 0; k < count; k++) {
+    if (!t[k].n) continue;
+    c.f[live] = t[k].f, c.h[live] = t[k].h, c.n[live] = t[k].n, c.to_half[live] = t[k].to_half != 0;
+    const bool vec = vec_ok(t[k].f, t[k].h);
+    c.vec[live] = vec;
+    const unsigned g = grid_for(t[k].n, vec);
+    if (g > blocks) blocks = g;
+    bytes += t[k].n * (sizeof(float) + sizeof(uint16_t));
+    live++;
+  }
+  if (!live) return;
+  const dim3 grid(blocks, (unsigned)live);
+  if (be->precision == HS_PRECISION_BF16)
+    HS_LAUNCH(grid, HS_BLOCK, 0, hs_cuda_stream(be), convert_halves_kernel<true>)(c);
+  else
+    HS_LAUNCH(grid, HS_BLOCK, 0, hs_cuda_stream(be), convert_halves_kernel<false>)(c);
+  HS_CUDA_LAUNCHED("convert_halves_kernel", bytes); /* each element read in one width, written in the other */
 }
 
 extern "C" void hs_cuda_round_floats(const hs_backend *be, int precision, float *y, const float *x, size_t n) {

@@ -36,6 +36,9 @@
  * Determinism: every output element is written by one block (no atomics); each block's sums run over
  * tiles in an order fixed by the shapes, and the sum over sequences of dr runs inside one block.
  *
+ * 16-bit outputs (optional): ctx16, dqkv16, dr16 get to_half's bits of each value as it is written (the
+ * 16-bit type of the precision: bfloat16 under bf16, IEEE half otherwise), the twins the products read.
+ *
  * Operand storage: float under fp32 / tf32 (fp32 products), bf16 / fp16 tiles under bf16 / fp16, the
  * operands the unfused path's GEMMs round (q + bias, k, v, r, P', dC, dS, the shifted dS). Sums,
  * softmax, lse and D stay fp32. head_dim <= 64 (the shared memory of one block stays under 48 KiB). */
@@ -47,6 +50,7 @@
 #include "math/dropout.h"
 #include "math/fast_exp_erf.h"
 #include "math/rel_attention.h"
+#include "util/lowp.h"
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
@@ -67,7 +71,13 @@ struct rf_args {
   float scale, p, keep_scale;
   uint64_t key;
   int64_t first_sample;
+  int bf16; /* the 16-bit outputs' type (ctx16, dqkv16, dr16): 1 bfloat16, 0 IEEE half */
 };
+
+/* to_half's bits of v in the 16-bit type of the precision */
+__device__ __forceinline__ uint16_t half_bits(const rf_args &g, float v) {
+  return g.bf16 ? hs_bf16_bits(v) : hs_fp16_bits(v);
+}
 
 /* Shared-memory carving: count elements of X, every region 32-byte aligned (tile_mma's rule). */
 template <class X>
@@ -161,7 +171,7 @@ __device__ void ds_tile(const rf_args &g, float *S, float *dpp, T *pt, bool pt_t
 
 /* grid (query tiles, b·n), one warp: ctx [b, qlen, H] and lse [b, n, qlen] of one query tile */
 template <class T>
-__global__ void rel_flash_forward_kernel(float *ctx, float *lse, rf_args g) {
+__global__ void rel_flash_forward_kernel(float *ctx, float *lse, uint16_t *ctx16, rf_args g) {
   const int dp = g.dp, i0 = blockIdx.x * kTile;
   const size_t unit = blockIdx.y;
   const int s = (int)(unit / (size_t)g.heads), h = (int)(unit % (size_t)g.heads);
@@ -210,7 +220,11 @@ __global__ void rel_flash_forward_kernel(float *ctx, float *lse, rf_args g) {
   __syncthreads();
   for (int e = threadIdx.x; e < kTile * g.d; e += blockDim.x) {
     const int a = e / g.d, c = e % g.d, i = i0 + a;
-    if (i < g.qlen) ctx[((size_t)s * g.qlen + i) * g.H + (size_t)h * g.d + c] = o[a * dp + c] / l[a];
+    if (i >= g.qlen) continue;
+    const size_t o_at = ((size_t)s * g.qlen + i) * g.H + (size_t)h * g.d + c;
+    const float v = o[a * dp + c] / l[a];
+    ctx[o_at] = v;
+    if (ctx16) ctx16[o_at] = half_bits(g, v);
   }
   for (int a = threadIdx.x; a < kTile; a += blockDim.x)
     if (i0 + a < g.qlen) lse[unit * g.qlen + i0 + a] = m[a] + logf(l[a]);
@@ -234,8 +248,8 @@ __global__ void d_kernel(float *D, const float *dctx, const float *ctx, int batc
 
 /* grid (query tiles, b·n): dq into dqkv's q columns, dQw and dQr [b, qlen, H] for the bias gradients */
 template <class T>
-__global__ void rel_flash_dq_kernel(float *dqkv, float *dqw_out, float *dqr_out, const float *dctx, const float *lse,
-                                    const float *D, rf_args g) {
+__global__ void rel_flash_dq_kernel(float *dqkv, uint16_t *dqkv16, float *dqw_out, float *dqr_out, const float *dctx,
+                                    const float *lse, const float *D, rf_args g) {
   const int dp = g.dp, i0 = blockIdx.x * kTile;
   const size_t unit = blockIdx.y;
   const int s = (int)(unit / (size_t)g.heads), h = (int)(unit % (size_t)g.heads);
@@ -285,7 +299,9 @@ __global__ void rel_flash_dq_kernel(float *dqkv, float *dqw_out, float *dqr_out,
     const int a = e / g.d, c = e % g.d, i = i0 + a;
     if (i >= g.qlen) continue;
     const float w = g.scale * accw[a * dp + c], rr = g.scale * accr[a * dp + c];
-    dqkv[((size_t)s * g.klen + g.mlen + i) * g.ld + (size_t)h * g.d + c] = w + rr;
+    const size_t q_at = ((size_t)s * g.klen + g.mlen + i) * g.ld + (size_t)h * g.d + c;
+    dqkv[q_at] = w + rr;
+    if (dqkv16) dqkv16[q_at] = half_bits(g, w + rr);
     const size_t o = ((size_t)s * g.qlen + i) * g.H + (size_t)h * g.d + c;
     dqw_out[o] = w;
     dqr_out[o] = rr;
@@ -294,7 +310,8 @@ __global__ void rel_flash_dq_kernel(float *dqkv, float *dqw_out, float *dqr_out,
 
 /* grid (key tiles, b·n): dk, dv into dqkv (and 0 in the q columns of memory rows) */
 template <class T>
-__global__ void rel_flash_dkv_kernel(float *dqkv, const float *dctx, const float *lse, const float *D, rf_args g) {
+__global__ void rel_flash_dkv_kernel(float *dqkv, uint16_t *dqkv16, const float *dctx, const float *lse, const float *D,
+                                     rf_args g) {
   const int dp = g.dp, j0 = blockIdx.x * kTile;
   const size_t unit = blockIdx.y;
   const int s = (int)(unit / (size_t)g.heads), h = (int)(unit % (size_t)g.heads);
@@ -339,17 +356,26 @@ __global__ void rel_flash_dkv_kernel(float *dqkv, const float *dctx, const float
   for (int e = threadIdx.x; e < kTile * g.d; e += blockDim.x) {
     const int b = e / g.d, c = e % g.d, j = j0 + b;
     if (j >= g.klen) continue;
-    float *row = dqkv + ((size_t)s * g.klen + j) * g.ld + (size_t)h * g.d + c;
-    row[g.H] = g.scale * acck[b * dp + c];
-    row[2 * g.H] = accv[b * dp + c];
+    const size_t at = ((size_t)s * g.klen + j) * g.ld + (size_t)h * g.d + c;
+    float *row = dqkv + at;
+    const float dk = g.scale * acck[b * dp + c], dv = accv[b * dp + c];
+    row[g.H] = dk;
+    row[2 * g.H] = dv;
     if (j < g.mlen) row[0] = 0.0f;
+    if (dqkv16) {
+      uint16_t *row16 = dqkv16 + at;
+      row16[g.H] = half_bits(g, dk);
+      row16[2 * g.H] = half_bits(g, dv);
+      if (j < g.mlen) row16[0] = half_bits(g, 0.0f);
+    }
   }
 }
 
 /* grid (r-row tiles, n): dr[t, h·d..] = scale·Σ_s Σ_i dS[s,h,i, t-(qlen-1-i)]·Qr_i, sequences and query
  * tiles in order */
 template <class T>
-__global__ void rel_flash_dr_kernel(float *dr, const float *dctx, const float *lse, const float *D, rf_args g) {
+__global__ void rel_flash_dr_kernel(float *dr, uint16_t *dr16, const float *dctx, const float *lse, const float *D,
+                                    rf_args g) {
   const int dp = g.dp, t0 = blockIdx.x * kTile, h = blockIdx.y;
   HS_DYNAMIC_SHARED(unsigned char, smem);
   unsigned char *at = smem;
@@ -409,7 +435,10 @@ __global__ void rel_flash_dr_kernel(float *dr, const float *dctx, const float *l
   __syncthreads();
   for (int e = threadIdx.x; e < kTile * g.d; e += blockDim.x) {
     const int tt = e / g.d, c = e % g.d, t = t0 + tt;
-    if (t < g.klen) dr[(size_t)t * g.H + (size_t)h * g.d + c] = g.scale * acc[tt * dp + c];
+    if (t >= g.klen) continue;
+    const float v = g.scale * acc[tt * dp + c];
+    dr[(size_t)t * g.H + (size_t)h * g.d + c] = v;
+    if (dr16) dr16[(size_t)t * g.H + (size_t)h * g.d + c] = half_bits(g, v);
   }
 }
 
@@ -438,7 +467,7 @@ __global__ void flash_bias_grad_kernel(float *dr_w_bias, float *dr_r_bias, const
 
 rf_args make_args(const float *qkv, const float *r, const float *rwb, const float *rrb, int batch, int qlen, int mlen,
                   int heads, int head_dim, int lower_shift, float scale, float p, uint64_t key,
-                  int64_t first_sample) {
+                  int64_t first_sample, int bf16) {
   if (head_dim > kMaxHeadDim)
     HS_FATAL("attention = \"unfused\" takes any head size", "fused relative attention: head_dim %d > %d", head_dim,
              kMaxHeadDim);
@@ -447,7 +476,7 @@ rf_args make_args(const float *qkv, const float *r, const float *rwb, const floa
   g.batch = batch, g.qlen = qlen, g.mlen = mlen, g.klen = mlen + qlen, g.heads = heads, g.d = head_dim;
   g.dp = (head_dim + kTile - 1) / kTile * kTile, g.H = heads * head_dim, g.ld = 3 * g.H;
   g.lower_shift = lower_shift, g.scale = scale, g.p = p, g.keep_scale = hs_dropout_keep_scale(p);
-  g.key = key, g.first_sample = first_sample;
+  g.key = key, g.first_sample = first_sample, g.bf16 = bf16;
   return g;
 }
 
@@ -486,17 +515,18 @@ size_t pair_bytes(const rf_args &g, int tensors) { return (size_t)tensors * kTil
 size_t tile_pairs(const rf_args &g) { return (size_t)tiles(g.qlen) * tiles(g.klen) * (size_t)g.batch * g.heads; }
 
 template <class T>
-void forward_t(const hs_backend *be, float *ctx, float *lse, const rf_args &g) {
+void forward_t(const hs_backend *be, float *ctx, float *lse, uint16_t *ctx16, const rf_args &g) {
   HS_LAUNCH(dim3(tiles(g.qlen), (unsigned)(g.batch * g.heads)), HS_WARP, forward_smem<T>(g.dp), hs_cuda_stream(be),
-            rel_flash_forward_kernel<T>)(ctx, lse, g);
-  /* q read twice per query tile, k, v and two r tiles per pair; ctx and lse written */
+            rel_flash_forward_kernel<T>)(ctx, lse, ctx16, g);
+  /* q read twice per query tile, k, v and two r tiles per pair; ctx and lse written (and ctx16) */
   HS_CUDA_LAUNCHED("rel_flash_forward_kernel",
-                   tile_pairs(g) * pair_bytes(g, 4) + (size_t)g.batch * g.qlen * (g.H + g.heads) * 3 * sizeof(float));
+                   tile_pairs(g) * pair_bytes(g, 4) + (size_t)g.batch * g.qlen * (g.H + g.heads) * 3 * sizeof(float) +
+                       (ctx16 ? (size_t)g.batch * g.qlen * g.H * sizeof(uint16_t) : 0));
 }
 
 template <class T>
 void backward_t(const hs_backend *be, float *dqkv, float *dr, float *dr_w_bias, float *dr_r_bias, const float *dctx,
-                const float *ctx, const float *lse, const rf_args &g) {
+                const float *ctx, const float *lse, uint16_t *dqkv16, uint16_t *dr16, const rf_args &g) {
   cudaStream_t stream = hs_cuda_stream(be);
   const size_t rows = (size_t)g.batch * g.heads * g.qlen, qh = (size_t)g.batch * g.qlen * g.H;
   /* scratch: D [b, n, qlen], dQw and dQr [b, qlen, H] */
@@ -506,17 +536,22 @@ void backward_t(const hs_backend *be, float *dqkv, float *dr, float *dr_w_bias, 
   HS_LAUNCH(hs_grid_for(rows), HS_BLOCK, 0, stream, d_kernel)(D, dctx, ctx, g.batch, g.qlen, g.heads, g.d);
   HS_CUDA_LAUNCHED("rel_flash d_kernel", (2 * qh + rows) * sizeof(float)); /* dctx, ctx read, D written */
   const dim3 units_q(tiles(g.qlen), (unsigned)(g.batch * g.heads)), units_k(tiles(g.klen), (unsigned)(g.batch * g.heads));
-  HS_LAUNCH(units_q, HS_WARP, dq_smem<T>(g.dp), stream, rel_flash_dq_kernel<T>)(dqkv, dqw, dqr, dctx, lse, D, g);
-  /* per pair k, v, two r tiles; q, dC once per query tile; dq, dQw, dQr written */
-  HS_CUDA_LAUNCHED("rel_flash_dq_kernel", tile_pairs(g) * pair_bytes(g, 4) + 5 * qh * sizeof(float));
-  HS_LAUNCH(units_k, HS_WARP, dkv_smem<T>(g.dp), stream, rel_flash_dkv_kernel<T>)(dqkv, dctx, lse, D, g);
-  /* per pair q, dC, two r tiles; k, v once per key tile; dk, dv (and memory rows' dq) written */
+  HS_LAUNCH(units_q, HS_WARP, dq_smem<T>(g.dp), stream, rel_flash_dq_kernel<T>)(dqkv, dqkv16, dqw, dqr, dctx, lse, D,
+                                                                                       g);
+  /* per pair k, v, two r tiles; q, dC once per query tile; dq, dQw, dQr written (and dq's 16 bits) */
+  HS_CUDA_LAUNCHED("rel_flash_dq_kernel",
+                   tile_pairs(g) * pair_bytes(g, 4) + 5 * qh * sizeof(float) + (dqkv16 ? qh * sizeof(uint16_t) : 0));
+  HS_LAUNCH(units_k, HS_WARP, dkv_smem<T>(g.dp), stream, rel_flash_dkv_kernel<T>)(dqkv, dqkv16, dctx, lse, D, g);
+  /* per pair q, dC, two r tiles; k, v once per key tile; dk, dv (and memory rows' dq) written (and their
+   * 16 bits) */
+  const size_t kvh = (size_t)g.batch * g.klen * g.H;
   HS_CUDA_LAUNCHED("rel_flash_dkv_kernel",
-                   tile_pairs(g) * pair_bytes(g, 5) + (size_t)g.batch * g.klen * g.H * 5 * sizeof(float));
+                   tile_pairs(g) * pair_bytes(g, 5) + kvh * 5 * sizeof(float) + (dqkv16 ? 3 * kvh * sizeof(uint16_t) : 0));
   HS_LAUNCH(dim3(tiles(g.klen), (unsigned)g.heads), HS_WARP, dr_smem<T>(g.dp), stream, rel_flash_dr_kernel<T>)(
-      dr, dctx, lse, D, g);
-  /* per (r tile, query tile, sequence): q, dC, the 32-row k and v windows, the 48-row r window */
-  HS_CUDA_LAUNCHED("rel_flash_dr_kernel", tile_pairs(g) * pair_bytes(g, 10) + (size_t)g.klen * g.H * sizeof(float));
+      dr, dr16, dctx, lse, D, g);
+  /* per (r tile, query tile, sequence): q, dC, the 32-row k and v windows, the 48-row r window; dr (dr16) */
+  HS_CUDA_LAUNCHED("rel_flash_dr_kernel", tile_pairs(g) * pair_bytes(g, 10) + (size_t)g.klen * g.H * sizeof(float) +
+                                              (dr16 ? (size_t)g.klen * g.H * sizeof(uint16_t) : 0));
   HS_LAUNCH(hs_grid_for((size_t)g.H), HS_BLOCK, 0, stream, flash_bias_grad_kernel)(dr_w_bias, dr_r_bias, dqw, dqr,
                                                                                   g.batch, g.qlen, g.H);
   /* dQw, dQr read, the two bias gradients read and written */
@@ -529,16 +564,16 @@ extern "C" void hs_cuda_rel_flash_attention_forward(const hs_backend *be, float 
                                                     const float *r, const float *r_w_bias, const float *r_r_bias,
                                                     int batch, int qlen, int mlen, int heads, int head_dim,
                                                     int lower_shift, float scale, float p, uint64_t key,
-                                                    int64_t first_sample) {
+                                                    int64_t first_sample, uint16_t *ctx16) {
   if (batch <= 0 || qlen <= 0 || heads <= 0 || head_dim <= 0) return;
   const rf_args g = make_args(qkv, r, r_w_bias, r_r_bias, batch, qlen, mlen, heads, head_dim, lower_shift, scale, p,
-                              key, first_sample);
+                              key, first_sample, be->precision == HS_PRECISION_BF16);
   if (be->precision == HS_PRECISION_BF16)
-    forward_t<hs_tile_bf16>(be, ctx, lse, g);
+    forward_t<hs_tile_bf16>(be, ctx, lse, ctx16, g);
   else if (be->precision == HS_PRECISION_FP16)
-    forward_t<hs_tile_fp16>(be, ctx, lse, g);
+    forward_t<hs_tile_fp16>(be, ctx, lse, ctx16, g);
   else
-    forward_t<float>(be, ctx, lse, g);
+    forward_t<float>(be, ctx, lse, ctx16, g);
 }
 
 extern "C" void hs_cuda_rel_flash_attention_backward(const hs_backend *be, float *dqkv, float *dr, float *dr_w_bias,
@@ -546,18 +581,21 @@ extern "C" void hs_cuda_rel_flash_attention_backward(const hs_backend *be, float
                                                      const float *r, const float *r_w_bias, const float *r_r_bias,
                                                      const float *ctx, const float *lse, int batch, int qlen, int mlen,
                                                      int heads, int head_dim, int lower_shift, float scale, float p,
-                                                     uint64_t key, int64_t first_sample) {
+                                                     uint64_t key, int64_t first_sample, uint16_t *dqkv16,
+                                                     uint16_t *dr16) {
   if (qlen <= 0 || heads <= 0 || head_dim <= 0) return;
-  if (batch <= 0) { /* dr is a sum over no sequences */
-    be->zero(be, dr, (size_t)(mlen + qlen) * (size_t)heads * (size_t)head_dim * sizeof(float));
+  if (batch <= 0) { /* dr is a sum over no sequences: +0, whose 16 bits are 0 in both types */
+    const size_t n = (size_t)(mlen + qlen) * (size_t)heads * (size_t)head_dim;
+    be->zero(be, dr, n * sizeof(float));
+    if (dr16) be->zero(be, dr16, n * sizeof(uint16_t));
     return;
   }
   const rf_args g = make_args(qkv, r, r_w_bias, r_r_bias, batch, qlen, mlen, heads, head_dim, lower_shift, scale, p,
-                              key, first_sample);
+                              key, first_sample, be->precision == HS_PRECISION_BF16);
   if (be->precision == HS_PRECISION_BF16)
-    backward_t<hs_tile_bf16>(be, dqkv, dr, dr_w_bias, dr_r_bias, dctx, ctx, lse, g);
+    backward_t<hs_tile_bf16>(be, dqkv, dr, dr_w_bias, dr_r_bias, dctx, ctx, lse, dqkv16, dr16, g);
   else if (be->precision == HS_PRECISION_FP16)
-    backward_t<hs_tile_fp16>(be, dqkv, dr, dr_w_bias, dr_r_bias, dctx, ctx, lse, g);
+    backward_t<hs_tile_fp16>(be, dqkv, dr, dr_w_bias, dr_r_bias, dctx, ctx, lse, dqkv16, dr16, g);
   else
-    backward_t<float>(be, dqkv, dr, dr_w_bias, dr_r_bias, dctx, ctx, lse, g);
+    backward_t<float>(be, dqkv, dr, dr_w_bias, dr_r_bias, dctx, ctx, lse, dqkv16, dr16, g);
 }

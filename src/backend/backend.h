@@ -63,6 +63,16 @@ typedef struct hs_tensor_span {
     int32_t unused;
 } hs_tensor_span;
 
+/* One conversion of convert_halves (ops.def): f[n] rounded into h[n] (to_half = 1) or h[n] widened
+ * into f[n] (to_half = 0), in the 16-bit type of the backend's precision. */
+typedef struct hs_half_conversion {
+    float *f;
+    uint16_t *h;
+    size_t n;
+    int to_half;
+} hs_half_conversion;
+#define HS_HALF_CONVERSIONS_MAX 8
+
 typedef struct hs_backend hs_backend;
 
 /* The device's streams as the input-staging members name them (CUDA: hs_cuda_device's compute and

@@ -127,6 +127,9 @@ struct hs_txl {
     float *grad_h, *grad_tmp, *grad_h1; /* [T, D] */
     uint16_t *grad16;                   /* [T, D]: the 16-bit twin of a sublayer output's gradient (16-bit
                                          * storage only; bind_half), which two products read */
+    uint16_t *cat16;                    /* [K, D]: the twin of the layer's q|k|v product input c' (16-bit
+                                         * storage only), rounded for the forward product and again for
+                                         * its weight gradient */
     float *grad_ctx;                    /* [T, nd] */
     float *dqkv;                        /* [K, 3nd] */
     float *dcat;                        /* [K, D] */
@@ -352,6 +355,7 @@ void hs_txl_setup(hs_txl *m) {
     m->grad_tmp = falloc(be, T * D);
     if (half) m->grad16 = be->alloc(be, T * D * sizeof(uint16_t));
     if (half) m->pos16 = be->alloc(be, klen * D * sizeof(uint16_t));
+    if (half) m->cat16 = be->alloc(be, K * D * sizeof(uint16_t));
     m->grad_h1 = falloc(be, T * D);
     m->grad_ctx = falloc(be, T * nd);
     m->dqkv = falloc(be, K * 3 * nd);
@@ -716,16 +720,47 @@ static void positions_forward(hs_txl *m, const pass *ps, int clamp_len) {
     const float *pos = pos_table(m, clamp_len) + ((size_t)(m->max_qlen + m->max_mlen) - klen) * D;
     const hs_dropout_mask drop = hs_dropout_site_mask(ps->ctx, 0, DROP_POS, m->cfg.dropout);
     hs_dropout_forward(m->be, &drop, m->pos_drop, pos, 1, klen * D);
-    if (m->pos16) { /* rounded once for the N layers' r products (each would convert it): bound until the
-                     * forward's end, again in the backward (bind_pos16) */
-        m->be->to_half(m->be, m->pos16, m->pos_drop, klen * D);
-        m->be->bind_half(m->be, m->pos_drop, m->pos16, klen * D);
-    }
+    /* 16-bit storage: rounded into pos16 once for the N layers' r products (each would convert it), in
+     * layer 0's convert_halves; bound until the forward's end, again in the backward (bind_pos16) */
 }
 
 /* pos_drop's twin again for the backward's r weight gradients (nothing wrote either since the forward) */
 static void bind_pos16(const hs_txl *m, const pass *ps) {
     if (m->pos16) m->be->bind_half(m->be, m->pos_drop, m->pos16, (size_t)ps->klen * (size_t)m->cfg.d_model);
+}
+
+/* 16-bit storage: the tensors a layer keeps in 16 bits (five; four with the fused attention, which keeps
+ * no probabilities), with their element counts for this pass; returns how many */
+enum { N_SAVED = 5 };
+static int layer_saved(const hs_txl *m, int l, const pass *ps, hs_act16 t[N_SAVED]) {
+    const size_t b = (size_t)m->batch, q = (size_t)m->qlen, klen = (size_t)ps->klen;
+    const size_t nd = (size_t)m->cfg.n_head * (size_t)m->cfg.d_head;
+    const txl_layer_acts *a = &m->acts[l];
+    const txl_layer_half *h = &m->half[l];
+    t[0] = (hs_act16){a->qkv, h->qkv, b * klen * 3 * nd};
+    t[1] = (hs_act16){a->r, h->r, klen * nd};
+    t[2] = (hs_act16){a->ctx, h->ctx, b * q * nd};
+    t[3] = (hs_act16){a->ff_act, h->ff_act, b * q * (size_t)m->cfg.d_inner};
+    if (m->fused) return 4;
+    t[4] = (hs_act16){a->probs, h->probs, b * (size_t)m->cfg.n_head * q * klen};
+    return 5;
+}
+
+/* Layer l's saved tensors as convert_halves conversions, appended to cv[n..]; returns the new count.
+ * to_half: the working set (fp32) rounded into the 16-bit copies (the store: q|k|v, r and the unfused
+ * probabilities; ctx and u were rounded in layer_forward already, where their products read the copies as
+ * twins); else the copies widened back (exact) into the working set before the layer's backward. */
+static int layer_conversions(const hs_txl *m, int l, const pass *ps, int to_half, hs_half_conversion *cv, int n) {
+    hs_act16 t[N_SAVED];
+    const int k = layer_saved(m, l, ps, t);
+    for (int i = 0; i < k; i++)
+        if (!(to_half && (i == 2 || i == 3))) cv[n++] = (hs_half_conversion){t[i].f, t[i].u, t[i].count, to_half};
+    return n;
+}
+
+/* The input c' [K, D] of layer l's q|k|v product: cat(mem_l, h_l), or LN of it (pre_lnorm) */
+static const float *qkv_input(const hs_txl *m, int l) {
+    return m->cfg.pre_lnorm ? m->acts[l].catn : m->acts[l].cat_used;
 }
 
 static void layer_forward(hs_txl *m, int l, const pass *ps) {
@@ -761,23 +796,37 @@ static void layer_forward(hs_txl *m, int l, const pass *ps) {
                              hs_param_data(p, w->attn_ln_b), K, D, TXL_LN_EPS);
         in = a->catn;
     }
+    /* 16-bit storage, one op: the layer before's q|k|v and r rounded into its copies (when a backward pass
+     * follows; evaluation keeps nothing) before this layer's products overwrite the working set they share,
+     * and c' rounded into cat16, the twin the q|k|v product reads */
+    if (m->half) { /* layer 0's also rounds pos' into pos16 (positions_forward) */
+        hs_half_conversion cv[N_SAVED + 2];
+        int n = l > 0 && ps->ctx ? layer_conversions(m, l - 1, ps, 1, cv, 0) : 0;
+        cv[n++] = (hs_half_conversion){(float *)in, m->cat16, (size_t)K * (size_t)D, 1};
+        if (l == 0) cv[n++] = (hs_half_conversion){m->pos_drop, m->pos16, (size_t)klen * (size_t)D, 1};
+        be->convert_halves(be, cv, n);
+        be->bind_half(be, in, m->cat16, (size_t)K * (size_t)D);
+        if (l == 0) bind_pos16(m, ps);
+    }
     /* qkv[K, 3nd] = c'·Wqkvᵀ; r[klen, nd] = pos'·Wrᵀ (no biases) */
     be->gemm(be, 0, 1, K, 3 * nd, D, 1.0f, in, D, hs_param_data(p, w->qkv_w), D, 0.0f, a->qkv, 3 * nd);
+    be->unbind_half(be, in); /* bound above (16-bit storage), or nothing */
     be->gemm(be, 0, 1, klen, nd, D, 1.0f, m->pos_drop, D, hs_param_data(p, w->r_w), D, 0.0f, a->r, nd);
     const float scale = (float)(1.0 / sqrt((double)c->d_head));
-    if (m->fused)
+    const txl_layer_half *h16 = m->half ? &m->half[l] : NULL;
+    if (m->fused) /* writes ctx's 16-bit copy itself (16-bit storage) */
         hs_rel_flash_attention_forward(be, a->ctx, a->lse, a->qkv, a->r, hs_param_data(p, m->r_w_bias),
                                        hs_param_data(p, m->r_r_bias), b, qlen, mlen, c->n_head, c->d_head,
-                                       ps->lower_shift, scale, d_att.p, d_att.key, ps->first);
+                                       ps->lower_shift, scale, d_att.p, d_att.key, ps->first, h16 ? h16->ctx : NULL);
     else
         hs_rel_attention_forward(be, a->ctx, a->probs, a->qkv, a->r, hs_param_data(p, m->r_w_bias),
                                  hs_param_data(p, m->r_r_bias), b, qlen, mlen, c->n_head, c->d_head, ps->lower_shift,
                                  scale, d_att.p, d_att.key, ps->first);
-    /* 16-bit storage: ctx and u are rounded into their layer's copies here, where the o and FFN2
-     * products read them as twins (no conversion in the product), not after the layer (layer_store_half) */
-    const txl_layer_half *h16 = m->half ? &m->half[l] : NULL;
+    /* 16-bit storage: ctx and u are rounded into their layer's copies here (ctx by the fused attention,
+     * u by relu_dropout_forward), where the o and FFN2 products read them as twins (no conversion in the
+     * product), not after the layer (layer_conversions) */
     if (h16) {
-        be->to_half(be, h16->ctx, a->ctx, (size_t)T * (size_t)nd);
+        if (!m->fused) be->to_half(be, h16->ctx, a->ctx, (size_t)T * (size_t)nd);
         be->bind_half(be, a->ctx, h16->ctx, (size_t)T * (size_t)nd);
     }
     /* a = dropout(ctx·Woᵀ) */
@@ -830,38 +879,6 @@ static pass make_pass(const hs_txl *m, const hs_txl_segment *seg, const hs_step_
     return ps;
 }
 
-/* 16-bit storage: the tensors a layer keeps in 16 bits (five; four with the fused attention, which keeps
- * no probabilities), with their element counts for this pass; returns how many */
-enum { N_SAVED = 5 };
-static int layer_saved(const hs_txl *m, int l, const pass *ps, hs_act16 t[N_SAVED]) {
-    const size_t b = (size_t)m->batch, q = (size_t)m->qlen, klen = (size_t)ps->klen;
-    const size_t nd = (size_t)m->cfg.n_head * (size_t)m->cfg.d_head;
-    const txl_layer_acts *a = &m->acts[l];
-    const txl_layer_half *h = &m->half[l];
-    t[0] = (hs_act16){a->qkv, h->qkv, b * klen * 3 * nd};
-    t[1] = (hs_act16){a->r, h->r, klen * nd};
-    t[2] = (hs_act16){a->ctx, h->ctx, b * q * nd};
-    t[3] = (hs_act16){a->ff_act, h->ff_act, b * q * (size_t)m->cfg.d_inner};
-    if (m->fused) return 4;
-    t[4] = (hs_act16){a->probs, h->probs, b * (size_t)m->cfg.n_head * q * klen};
-    return 5;
-}
-
-/* Layer l's working set (fp32) -> its 16-bit copies (rounded); ctx and u were rounded in layer_forward
- * already (their products read the copies as twins) */
-static void layer_store_half(hs_txl *m, int l, const pass *ps) {
-    hs_act16 t[N_SAVED];
-    const int n = layer_saved(m, l, ps, t);
-    t[2].count = t[3].count = 0;
-    hs_act16_store(m->be, t, n);
-}
-
-/* Layer l's 16-bit copies -> the working set, widened (exact), before its backward */
-static void layer_load_half(hs_txl *m, int l, const pass *ps) {
-    hs_act16 t[N_SAVED];
-    hs_act16_load(m->be, t, layer_saved(m, l, ps, t));
-}
-
 size_t hs_txl_activation_bytes(const hs_txl *m) { return m->activation_bytes; }
 
 int hs_txl_activations_16bit(const hs_txl *m) { return m->half != NULL; }
@@ -878,9 +895,10 @@ static void forward(hs_txl *m, const pass *ps, double *stats) {
     hs_adaptive_embedding_forward(be, &m->ad, &ew, &m->plan_in, &m->emb_state, m->emb);
     const hs_dropout_mask d_emb = hs_dropout_site_mask(ps->ctx, ps->first, DROP_EMB, c->dropout);
     hs_dropout_forward(be, &d_emb, m->hidden[0], m->emb, b, per_sample);
-    for (int l = 0; l < c->n_layer; l++) {
-        layer_forward(m, l, ps);
-        if (m->half && ps->ctx) layer_store_half(m, l, ps); /* a backward pass follows (evaluation keeps nothing) */
+    for (int l = 0; l < c->n_layer; l++) layer_forward(m, l, ps);
+    if (m->half && ps->ctx) { /* the last layer's store (layer_forward makes the others') */
+        hs_half_conversion cv[N_SAVED];
+        be->convert_halves(be, cv, layer_conversions(m, c->n_layer - 1, ps, 1, cv, 0));
     }
     be->unbind_half(be, m->pos_drop); /* bound by positions_forward, or nothing */
     const hs_dropout_mask d_final = hs_dropout_site_mask(ps->ctx, ps->first, DROP_FINAL, c->dropout);
@@ -909,8 +927,12 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
     float *dh1; /* ∂/∂h' */
     const float *da; /* ∂/∂a, a = the attention sublayer's output before its dropout */
     const txl_layer_half *h16 = m->half ? &m->half[l] : NULL;
-    if (h16) { /* widened back (exact); the copies of the products' operands bound as their twins */
-        layer_load_half(m, l, ps);
+    if (h16) { /* widened back (exact), c' rounded again into cat16 (its weight gradient's twin), one op; the
+                * copies of the products' operands bound as their twins */
+        hs_half_conversion cv[N_SAVED + 1];
+        const int n = layer_conversions(m, l, ps, 0, cv, 0);
+        cv[n] = (hs_half_conversion){(float *)qkv_input(m, l), m->cat16, (size_t)K * (size_t)D, 1};
+        be->convert_halves(be, cv, n + 1);
         be->bind_half(be, a->ctx, h16->ctx, (size_t)T * (size_t)nd);
         be->bind_half(be, a->ff_act, h16->ff_act, (size_t)T * (size_t)I);
         if (h16->ff_in) be->bind_half(be, a->ff_in, h16->ff_in, (size_t)T * (size_t)D);
@@ -960,26 +982,31 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
     be->gemm(be, 0, 0, T, nd, D, 1.0f, da, D, hs_param_data(p, w->o_w), nd, 0.0f, m->grad_ctx, nd);
     if (h16) be->unbind_half(be, da), be->unbind_half(be, a->ctx);
     const float scale = (float)(1.0 / sqrt((double)c->d_head));
-    if (m->fused)
+    if (m->fused) /* 16-bit storage: ∂qkv and ∂r also rounded into q|k|v's and r's copies (widened already,
+                   * free now), the twins of their products */
         hs_rel_flash_attention_backward(be, m->dqkv, m->dr, hs_param_grad(p, m->r_w_bias),
                                         hs_param_grad(p, m->r_r_bias), m->grad_ctx, a->qkv, a->r,
                                         hs_param_data(p, m->r_w_bias), hs_param_data(p, m->r_r_bias), a->ctx, a->lse, b,
                                         qlen, mlen, c->n_head, c->d_head, ps->lower_shift, scale, d_att.p, d_att.key,
-                                        ps->first);
+                                        ps->first, h16 ? h16->qkv : NULL, h16 ? h16->r : NULL);
     else
         hs_rel_attention_backward(be, m->dqkv, m->dr, hs_param_grad(p, m->r_w_bias), hs_param_grad(p, m->r_r_bias),
                                   m->grad_ctx, a->qkv, a->r, hs_param_data(p, m->r_w_bias),
                                   hs_param_data(p, m->r_r_bias), a->probs, b, qlen, mlen, c->n_head, c->d_head,
                                   ps->lower_shift, scale, d_att.p, d_att.key, ps->first);
-    if (h16) { /* ∂qkv, read by two products: rounded once into q|k|v's copy (widened already, free now) */
-        be->to_half(be, h16->qkv, m->dqkv, (size_t)K * 3 * (size_t)nd);
+    if (h16) { /* ∂qkv, read by two products: the unfused op's rounded once into q|k|v's copy */
+        if (!m->fused) be->to_half(be, h16->qkv, m->dqkv, (size_t)K * 3 * (size_t)nd);
         be->bind_half(be, m->dqkv, h16->qkv, (size_t)K * 3 * (size_t)nd);
+        if (m->fused) be->bind_half(be, m->dr, h16->r, (size_t)klen * (size_t)nd);
     }
     /* r = pos'·Wrᵀ: ∂Wr += ∂rᵀ·pos' (the positions need no gradient; pos' read from its twin, bind_pos16) */
     be->gemm(be, 1, 0, nd, D, klen, 1.0f, m->dr, nd, m->pos_drop, D, 1.0f, hs_param_grad(p, w->r_w), D);
-    /* qkv = c'·Wqkvᵀ: ∂Wqkv += ∂qkvᵀ·c', ∂c' = ∂qkv·Wqkv */
-    const float *in = c->pre_lnorm ? a->catn : a->cat_used;
+    if (h16) be->unbind_half(be, m->dr);
+    /* qkv = c'·Wqkvᵀ: ∂Wqkv += ∂qkvᵀ·c' (c' from cat16, rounded at the layer's load), ∂c' = ∂qkv·Wqkv */
+    const float *in = qkv_input(m, l);
+    if (h16) be->bind_half(be, in, m->cat16, (size_t)K * (size_t)D);
     be->gemm(be, 1, 0, 3 * nd, D, K, 1.0f, m->dqkv, 3 * nd, in, D, 1.0f, hs_param_grad(p, w->qkv_w), D);
+    if (h16) be->unbind_half(be, in);
     be->gemm(be, 0, 0, K, D, 3 * nd, 1.0f, m->dqkv, 3 * nd, hs_param_data(p, w->qkv_w), D, 0.0f, m->dcat, D);
     if (h16) be->unbind_half(be, m->dqkv);
     if (c->pre_lnorm) {
@@ -1047,6 +1074,7 @@ void hs_txl_free(hs_txl *m) {
         for (int i = 1; i < m->n_pos_tables; i++) be->free(be, m->pos_tab[i]); /* [0] is m->pos */
         if (m->grad16) be->free(be, m->grad16);
         if (m->pos16) be->free(be, m->pos16);
+        if (m->cat16) be->free(be, m->cat16);
         float *bufs[] = {m->emb, m->final, m->pos, m->pos_drop, m->grad_h, m->grad_tmp, m->grad_h1,
                          m->grad_ctx, m->dqkv, m->dcat, m->dr, m->dff};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) be->free(be, bufs[i]);

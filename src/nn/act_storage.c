@@ -16,15 +16,19 @@ uint16_t *hs_act_halves(const hs_backend *be, size_t *bytes, size_t n) {
     return be->alloc(be, (n ? n : 1) * sizeof(uint16_t));
 }
 
-void hs_act16_store(const hs_backend *be, const hs_act16 *t, int n) {
+/* t[n] as convert_halves' conversions, each one way; count 0: not kept (fused attention's probs) */
+static void act16_convert(const hs_backend *be, const hs_act16 *t, int n, int to_half) {
+    if (n > HS_HALF_CONVERSIONS_MAX) HS_FATAL(NULL, "%d stored activations, at most %d", n, HS_HALF_CONVERSIONS_MAX);
+    hs_half_conversion c[HS_HALF_CONVERSIONS_MAX];
+    int live = 0;
     for (int k = 0; k < n; k++)
-        if (t[k].count) be->to_half(be, t[k].u, t[k].f, t[k].count); /* 0: not kept (fused attention's probs) */
+        if (t[k].count) c[live++] = (hs_half_conversion){t[k].f, t[k].u, t[k].count, to_half};
+    if (live) be->convert_halves(be, c, live);
 }
 
-void hs_act16_load(const hs_backend *be, const hs_act16 *t, int n) {
-    for (int k = 0; k < n; k++)
-        if (t[k].count) be->from_half(be, t[k].f, t[k].u, t[k].count);
-}
+void hs_act16_store(const hs_backend *be, const hs_act16 *t, int n) { act16_convert(be, t, n, 1); }
+
+void hs_act16_load(const hs_backend *be, const hs_act16 *t, int n) { act16_convert(be, t, n, 0); }
 
 int hs_activations_16bit(const hs_backend *be) {
     const char *env = getenv("HETSEQ_ACTIVATION_STORAGE");

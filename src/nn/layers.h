@@ -50,7 +50,8 @@ typedef struct hs_act16 {
     size_t count;
 } hs_act16;
 /* t[n]: each working tensor rounded into its 16-bit copy (store, after the forward), or each copy
- * widened back into its working tensor (load, exact, before the backward). */
+ * widened back into its working tensor (load, exact, before the backward); one convert_halves op for
+ * all of them (n <= HS_HALF_CONVERSIONS_MAX). */
 void hs_act16_store(const hs_backend *be, const hs_act16 *t, int n);
 void hs_act16_load(const hs_backend *be, const hs_act16 *t, int n);
 
@@ -367,23 +368,26 @@ static inline void hs_rel_attention_backward(const hs_backend *be, float *dqkv, 
 }
 /* The same attention fused (attention = "fused"): the forward keeps lse[b,n,qlen] (each query row's
  * log-sum-exp) instead of probs, the backward recomputes the probabilities from it and the context
- * (rel_flash_attention_forward/backward in ops.def). Same outputs and gradients up to rounding. */
+ * (rel_flash_attention_forward/backward in ops.def). Same outputs and gradients up to rounding. ctx16,
+ * dqkv16, dr16: NULL, or the 16-bit roundings of ctx, dqkv, dr written in the same pass (twins). */
 static inline void hs_rel_flash_attention_forward(const hs_backend *be, float *ctx, float *lse, const float *qkv,
                                                   const float *r, const float *r_w_bias, const float *r_r_bias,
                                                   int batch, int qlen, int mlen, int heads, int head_dim,
                                                   int lower_shift, float scale, float p, uint64_t key,
-                                                  int64_t first_sample) {
+                                                  int64_t first_sample, uint16_t *ctx16) {
     be->rel_flash_attention_forward(be, ctx, lse, qkv, r, r_w_bias, r_r_bias, batch, qlen, mlen, heads, head_dim,
-                                    lower_shift, scale, p, key, first_sample);
+                                    lower_shift, scale, p, key, first_sample, ctx16);
 }
 static inline void hs_rel_flash_attention_backward(const hs_backend *be, float *dqkv, float *dr, float *dr_w_bias,
                                                    float *dr_r_bias, const float *dctx, const float *qkv,
                                                    const float *r, const float *r_w_bias, const float *r_r_bias,
                                                    const float *ctx, const float *lse, int batch, int qlen, int mlen,
                                                    int heads, int head_dim, int lower_shift, float scale, float p,
-                                                   uint64_t key, int64_t first_sample) {
+                                                   uint64_t key, int64_t first_sample, uint16_t *dqkv16,
+                                                   uint16_t *dr16) {
     be->rel_flash_attention_backward(be, dqkv, dr, dr_w_bias, dr_r_bias, dctx, qkv, r, r_w_bias, r_r_bias, ctx, lse,
-                                     batch, qlen, mlen, heads, head_dim, lower_shift, scale, p, key, first_sample);
+                                     batch, qlen, mlen, heads, head_dim, lower_shift, scale, p, key, first_sample,
+                                     dqkv16, dr16);
 }
 
 #endif

@@ -97,6 +97,54 @@ static void half_cases(hs_conf *t) {
     free(all);
 }
 
+/* convert_halves: a batch of conversions both ways (sizes from 0 to 4097, aligned for the vector steps
+ * and not) in one op: the CPU's and CUDA's outputs bit for bit, and CUDA's the same bits as its to_half /
+ * from_half one at a time. */
+static void convert_halves_cases(hs_conf *t) {
+    hs_conf_op(t, t->precision == HS_PRECISION_BF16 ? "convert_halves (bf16)" : "convert_halves (fp16)");
+    enum { N = 7 };
+    static const size_t count[N] = {4097, 1000, 127, 33, 0, 1, 256};
+    static const int to16[N] = {1, 0, 1, 0, 1, 0, 1}, off[N] = {0, 0, 1, 1, 0, 0, 3};
+    void *f[3][N], *h[3][N]; /* [cpu, cuda batch, cuda one at a time][conversion], off elements in */
+    hs_half_conversion c[3][N];
+    char what[96];
+    for (int k = 0; k < N; k++) {
+        const size_t n = count[k] + (size_t)off[k];
+        float *x = edge_values(t, n ? n : 1);
+        uint16_t *u;
+        HS_ALLOC(u, n ? n : 1);
+        for (size_t i = 0; i < n; i++) u[i] = (uint16_t)((i * 2654435761u + (size_t)k * 40503u) >> 7);
+        for (int r = 0; r < 3; r++) {
+            const hs_backend *be = r ? t->cuda : t->cpu;
+            f[r][k] = hs_conf_dev(be, x, (n ? n : 1) * sizeof(float));
+            h[r][k] = hs_conf_dev(be, u, (n ? n : 1) * sizeof(uint16_t));
+            c[r][k] = (hs_half_conversion){(float *)f[r][k] + off[k], (uint16_t *)h[r][k] + off[k], count[k], to16[k]};
+        }
+        free(x), free(u);
+    }
+    t->cpu->convert_halves(t->cpu, c[0], N);
+    t->cuda->convert_halves(t->cuda, c[1], N);
+    for (int k = 0; k < N; k++) {
+        if (to16[k]) t->cuda->to_half(t->cuda, c[2][k].h, c[2][k].f, c[2][k].n);
+        else t->cuda->from_half(t->cuda, c[2][k].f, c[2][k].h, c[2][k].n);
+    }
+    for (int k = 0; k < N; k++) {
+        const size_t n = count[k] + (size_t)off[k];
+        snprintf(what, sizeof what, "conversion %d (%s, n=%zu, %d in): CPU against CUDA", k,
+                 to16[k] ? "to_half" : "from_half", count[k], off[k]);
+        same_bits(t, what, f[0][k], f[1][k], n, sizeof(float));
+        same_bits(t, what, h[0][k], h[1][k], n, sizeof(uint16_t));
+        snprintf(what, sizeof what, "conversion %d (%s, n=%zu, %d in): batch against one at a time", k,
+                 to16[k] ? "to_half" : "from_half", count[k], off[k]);
+        hs_conf_same_bits(t, what, f[1][k], f[2][k], n * sizeof(float));
+        hs_conf_same_bits(t, what, h[1][k], h[2][k], n * sizeof(uint16_t));
+        for (int r = 0; r < 3; r++) {
+            const hs_backend *be = r ? t->cuda : t->cpu;
+            be->free(be, f[r][k]), be->free(be, h[r][k]);
+        }
+    }
+}
+
 /* The weights of the register_params cases: a two-tensor table, w [N,K] at 0 and v [K,M] after it,
  * in a registered arena and in an unregistered mirror of the same layout; x [M,K] and dy [M,N] are
  * activations. */
@@ -392,6 +440,7 @@ static void twin_products(hs_conf *t) {
 void hs_conf_group_half(hs_conf *t) {
     if (t->precision == HS_PRECISION_BF16 || t->precision == HS_PRECISION_FP16) {
         half_cases(t);
+        convert_halves_cases(t);
         shadow_cases(t);
         hs_conf_op(t, "16-bit outputs (y16, da16, x16, dx16)"); /* relu_dropout_forward/backward's too */
         static const int shapes[][2] = {{1, 31}, {12, 33}, {64, 768}};

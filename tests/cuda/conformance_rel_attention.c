@@ -216,11 +216,30 @@ static void rel_attention_case(hs_conf *t, rel_case c) {
     free(qkv), free(r), free(rwb), free(rrb), free(dctx), free(gw), free(gr), free(junk);
 }
 
+/* h[n] (a 16-bit output of be's op) against be's own to_half of f[n], bit for bit */
+static void twin_bits(hs_conf *t, const hs_backend *be, const char *what, const void *f, const void *h, size_t n) {
+    uint16_t *fresh = be->alloc(be, (n ? n : 1) * sizeof(uint16_t));
+    be->to_half(be, fresh, f, n);
+    uint16_t *a = hs_conf_fetch(be, fresh, n * sizeof(uint16_t)), *b = hs_conf_fetch(be, h, n * sizeof(uint16_t));
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i] && !bad++) first = i;
+    if (!bad) t->checks++;
+    else {
+        hs_conf_fail(t);
+        printf("FAIL %s: %s: %zu of %zu 16-bit values are not to_half's; first at [%zu]: 0x%04x, to_half 0x%04x\n",
+               t->op, what, bad, n, first, (unsigned)b[first], (unsigned)a[first]);
+    }
+    free(a), free(b);
+    be->free(be, fresh);
+}
+
 /* The fused op (rel_flash_attention_*, kernels/rel_flash_attention.cu) against the CPU's unfused
  * rel_attention, within the unfused op's bounds (derived from the CPU's probabilities): the fused op
  * computes the same sums in another order (tiles, an online softmax, P recomputed from lse, D from
  * dC·ctx). The CPU's own fused op (cpu_rel_flash_attention.c) must meet the same bounds, and the CUDA
- * op run twice give the same bits. */
+ * op run twice give the same bits: the second run, and the CPU's, with the 16-bit outputs (ctx16,
+ * dqkv16, dr16), which must be to_half of the fp32 outputs and leave those unchanged. */
 static void rel_flash_case(hs_conf *t, rel_case c) {
     char what[200];
     const int klen = c.mlen + c.qlen, H = c.heads * c.d;
@@ -257,6 +276,12 @@ static void rel_flash_case(hs_conf *t, rel_case c) {
                                    d_rwb.cpu, d_rrb.cpu, probs, c.batch, c.qlen, c.mlen, c.heads, c.d, c.lower_shift,
                                    scale, c.p, key, first_sample);
     const hs_backend *be[3] = {t->cpu, t->cuda, t->cuda};
+    const size_t n16[3] = {nctx, nqkv, nr};
+    uint16_t *h16[3][3] = {{NULL}}; /* [run][ctx16, dqkv16, dr16]: the CPU's fused run and the second CUDA run */
+    for (int j = 0; j < 3; j++) {
+        h16[0][j] = t->cpu->alloc(t->cpu, n16[j] * sizeof(uint16_t));
+        h16[2][j] = t->cuda->alloc(t->cuda, n16[j] * sizeof(uint16_t));
+    }
     const hs_conf_pair *ins[5] = {&d_qkv, &d_r, &d_rwb, &d_rrb, &d_dctx};
     void *ctx[3] = {f_ctx, d_ctx.cuda, ctx2}, *lse[3] = {f_lse, lse1, lse2}, *dqkv[3] = {f_dqkv, d_dqkv.cuda, dqkv2};
     void *dr[3] = {f_dr, d_dr.cuda, dr2}, *gwv[3] = {f_gw, d_gw.cuda, gw2}, *grv[3] = {f_gr, d_gr.cuda, gr2};
@@ -264,10 +289,21 @@ static void rel_flash_case(hs_conf *t, rel_case c) {
         const float *in[5];
         for (int i = 0; i < 5; i++) in[i] = k == 0 ? ins[i]->cpu : ins[i]->cuda;
         be[k]->rel_flash_attention_forward(be[k], ctx[k], lse[k], in[0], in[1], in[2], in[3], c.batch, c.qlen,
-                                           c.mlen, c.heads, c.d, c.lower_shift, scale, c.p, key, first_sample);
+                                           c.mlen, c.heads, c.d, c.lower_shift, scale, c.p, key, first_sample,
+                                           h16[k][0]);
         be[k]->rel_flash_attention_backward(be[k], dqkv[k], dr[k], gwv[k], grv[k], in[4], in[0], in[1], in[2], in[3],
                                             ctx[k], lse[k], c.batch, c.qlen, c.mlen, c.heads, c.d, c.lower_shift,
-                                            scale, c.p, key, first_sample);
+                                            scale, c.p, key, first_sample, h16[k][1], h16[k][2]);
+    }
+    for (int k = 0; k < 3; k += 2) {
+        void *outs16[3] = {ctx[k], dqkv[k], dr[k]};
+        static const char *n16s[3] = {"ctx16", "dqkv16", "dr16"};
+        for (int j = 0; j < 3; j++) {
+            snprintf(what, sizeof what, "%s fused %s b=%d qlen=%d mlen=%d heads=%d d=%d", k ? "CUDA" : "CPU", n16s[j],
+                     c.batch, c.qlen, c.mlen, c.heads, c.d);
+            twin_bits(t, be[k], what, outs16[j], h16[k][j], n16[j]);
+            be[k]->free(be[k], h16[k][j]);
+        }
     }
 
     float *probs_cpu = hs_conf_fetch(t->cpu, probs, nprobs * 4);

@@ -56,7 +56,7 @@ static void forward(rel_state *s) {
     if (s->fused)
         hs_rel_flash_attention_forward(s->be, s->ctx, s->probs, s->qkv, s->r, s->rwb, s->rrb, s->c.batch, s->c.qlen,
                                        s->c.mlen, s->c.heads, s->c.head_dim, s->c.lower_shift, s->scale, s->c.p, s->key,
-                                       5);
+                                       5, NULL);
     else
         hs_rel_attention_forward(s->be, s->ctx, s->probs, s->qkv, s->r, s->rwb, s->rrb, s->c.batch, s->c.qlen,
                                  s->c.mlen, s->c.heads, s->c.head_dim, s->c.lower_shift, s->scale, s->c.p, s->key, 5);
@@ -67,7 +67,7 @@ static void backward(const rel_state *s, float *dqkv, float *dr, float *dwb, flo
     if (s->fused)
         hs_rel_flash_attention_backward(s->be, dqkv, dr, dwb, drb, s->proj, s->qkv, s->r, s->rwb, s->rrb, s->ctx,
                                         s->probs, c.batch, c.qlen, c.mlen, c.heads, c.head_dim, c.lower_shift, s->scale,
-                                        c.p, s->key, 5);
+                                        c.p, s->key, 5, NULL, NULL);
     else
         hs_rel_attention_backward(s->be, dqkv, dr, dwb, drb, s->proj, s->qkv, s->r, s->rwb, s->rrb, s->probs, c.batch,
                                   c.qlen, c.mlen, c.heads, c.head_dim, c.lower_shift, s->scale, c.p, s->key, 5);

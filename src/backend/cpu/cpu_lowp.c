@@ -6,6 +6,7 @@
 #pragma GCC optimize("no-trapping-math")
 #endif
 #include "backend/cpu/cpu_ops.h"
+#include "util/check.h"
 #include "util/lowp.h"
 
 #define HS_PAR_MIN 32768
@@ -30,6 +31,16 @@ void hs_cpu_from_half(const hs_backend *be, float *dst, const uint16_t *src, siz
     } else {
 #pragma omp parallel for schedule(static) if (n > HS_PAR_MIN)
         for (size_t i = 0; i < n; i++) dst[i] = hs_fp16_to_float(src[i]);
+    }
+}
+
+/* The conversions one after another (the CPU has no launches to save). */
+void hs_cpu_convert_halves(const hs_backend *be, const hs_half_conversion *t, int count) {
+    if (count > HS_HALF_CONVERSIONS_MAX)
+        HS_FATAL(NULL, "convert_halves: %d conversions, at most %d", count, HS_HALF_CONVERSIONS_MAX);
+    for (int k = 0; k < count; k++) {
+        if (t[k].to_half) hs_cpu_to_half(be, t[k].h, t[k].f, t[k].n);
+        else hs_cpu_from_half(be, t[k].f, t[k].h, t[k].n);
     }
 }
 

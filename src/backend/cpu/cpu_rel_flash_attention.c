@@ -73,7 +73,7 @@ static void score_row(float *s, const unit_ops *u, int i, int lo, int hi, int ql
 void hs_cpu_rel_flash_attention_forward(const hs_backend *be, float *ctx, float *lse, const float *qkv,
                                         const float *r, const float *r_w_bias, const float *r_r_bias, int batch,
                                         int qlen, int mlen, int heads, int head_dim, int lower_shift, float scale,
-                                        float p, uint64_t key, int64_t first_sample) {
+                                        float p, uint64_t key, int64_t first_sample, uint16_t *ctx16) {
     if (batch <= 0 || qlen <= 0 || heads <= 0 || head_dim <= 0) return;
     const int klen = mlen + qlen, d = head_dim, H = heads * d, prec = be->precision;
     const float keep_scale = hs_dropout_keep_scale(p);
@@ -110,18 +110,21 @@ void hs_cpu_rel_flash_attention_forward(const hs_backend *be, float *ctx, float 
         unit_ops_free(&u);
         free(s_row), free(acc);
     }
+    if (ctx16) hs_cpu_to_half(be, ctx16, ctx, (size_t)batch * (size_t)qlen * (size_t)H);
 }
 
 void hs_cpu_rel_flash_attention_backward(const hs_backend *be, float *dqkv, float *dr, float *dr_w_bias,
                                          float *dr_r_bias, const float *dctx, const float *qkv, const float *r,
                                          const float *r_w_bias, const float *r_r_bias, const float *ctx,
                                          const float *lse, int batch, int qlen, int mlen, int heads, int head_dim,
-                                         int lower_shift, float scale, float p, uint64_t key, int64_t first_sample) {
+                                         int lower_shift, float scale, float p, uint64_t key, int64_t first_sample,
+                                         uint16_t *dqkv16, uint16_t *dr16) {
     if (qlen <= 0 || heads <= 0 || head_dim <= 0) return;
     const int klen = mlen + qlen, d = head_dim, H = heads * d, ld = 3 * H, prec = be->precision;
     const size_t rd = (size_t)klen * H, KD = (size_t)klen * d;
     if (batch <= 0) {
         memset(dr, 0, rd * sizeof(float));
+        if (dr16) hs_cpu_to_half(be, dr16, dr, rd);
         return;
     }
     const float keep_scale = hs_dropout_keep_scale(p);
@@ -215,4 +218,6 @@ void hs_cpu_rel_flash_attention_backward(const hs_backend *be, float *dqkv, floa
         }
     free(dr_units);
     free(bias_units);
+    if (dqkv16) hs_cpu_to_half(be, dqkv16, dqkv, (size_t)batch * (size_t)klen * (size_t)ld);
+    if (dr16) hs_cpu_to_half(be, dr16, dr, rd);
 }
