@@ -126,42 +126,47 @@ check_run() {
     fail "$1: kernels launched without a byte count (give it to HS_CUDA_LAUNCHED; docs/gpu.md)"
   fi
 }
-# fit MODEL PRECISION SMALL LARGE PER_LAYER_BUDGET PER_MICRO_BATCH_BUDGET TARGET
+# fit MODEL PRECISION SMALL LARGE PER_LAYER_BUDGET PER_MICRO_BATCH_BUDGET TARGET DEPTH
 fit() {
   local small large a b
   small=$(field "$1_$2_$3" device_ops) large=$(field "$1_$2_$4" device_ops)
   a=$(( (large - small) / ($4 - $3) ))
   b=$(( large - a * $4 ))
   [ $(( (large - small) % ($4 - $3) )) -eq 0 ] || fail "$1 $2: the device ops are not linear in the layers ($3: $small, $4: $large)"
-  echo "$1 $2: device ops per update = $a per layer + $b per micro-batch ($3 layers: $small, $4 layers: $large);" \
-    "budget $5 + $6, target $7"
+  echo "$1 $2: device ops per update = $a per layer + $b per micro-batch ($3 layers: $small, $4 layers: $large;" \
+    "$8 layers: $((a * $8 + b)));" "budget $5 + $6, target $7"
   [ "$a" -le "$5" ] || fail "$1 $2: $a device ops per layer, over the budget of $5"
   [ "$b" -le "$6" ] || fail "$1 $2: $b device ops per micro-batch, over the budget of $6"
 }
 
-bert bert_bf16_24 bf16 24
-bert bert_bf16_12 bf16 12
-# tf32 from 6 and 3 layers: the fit is exact, so the same a and b as 24 and 12 (and a quarter of the time)
+# From 6 and 3 layers (BERT), 4 and 2 (Transformer-XL): the fit is exact, so a and b are those of 24 and
+# 12 or 16 and 8 layers, at a fraction of the emulated device's time; fit prints the count of the full
+# depth (BERT-large's 24 layers, TXL-base's 16) from them.
+bert bert_bf16_6 bf16 6
+bert bert_bf16_3 bf16 3
 bert bert_tf32_6 tf32 6
 bert bert_tf32_3 tf32 3
-txl txl_bf16_16 bf16 16
-txl txl_bf16_8 bf16 8
-txl txl_tf32_16 tf32 16
-txl txl_tf32_8 tf32 8
-for r in bert_bf16_24 bert_bf16_12 bert_tf32_6 bert_tf32_3 txl_bf16_16 txl_bf16_8 txl_tf32_16 txl_tf32_8; do
+txl txl_bf16_4 bf16 4
+txl txl_bf16_2 bf16 2
+txl txl_tf32_4 tf32 4
+txl txl_tf32_2 tf32 2
+for r in bert_bf16_6 bert_bf16_3 bert_tf32_6 bert_tf32_3 txl_bf16_4 txl_bf16_2 txl_tf32_4 txl_tf32_2; do
   check_run $r
 done
 
-fit bert bf16 12 24 $BERT_BF16_PER_LAYER $BERT_BF16_PER_MICRO_BATCH "$BERT_BF16_TARGET"
-fit bert tf32 3 6 $BERT_TF32_PER_LAYER $BERT_TF32_PER_MICRO_BATCH "$BERT_TF32_TARGET"
-fit txl bf16 8 16 $TXL_BF16_PER_LAYER $TXL_BF16_PER_MICRO_BATCH "$TXL_BF16_TARGET"
-fit txl tf32 8 16 $TXL_TF32_PER_LAYER $TXL_TF32_PER_MICRO_BATCH "$TXL_TF32_TARGET"
+fit bert bf16 3 6 $BERT_BF16_PER_LAYER $BERT_BF16_PER_MICRO_BATCH "$BERT_BF16_TARGET" 24
+fit bert tf32 3 6 $BERT_TF32_PER_LAYER $BERT_TF32_PER_MICRO_BATCH "$BERT_TF32_TARGET" 24
+fit txl bf16 2 4 $TXL_BF16_PER_LAYER $TXL_BF16_PER_MICRO_BATCH "$TXL_BF16_TARGET" 16
+fit txl tf32 2 4 $TXL_TF32_PER_LAYER $TXL_TF32_PER_MICRO_BATCH "$TXL_TF32_TARGET" 16
 
 # ---- conversions under bf16 ----
-conv24=$(per_update bert_bf16_24 "to_half_kernel (GEMM operand)") conv12=$(per_update bert_bf16_12 "to_half_kernel (GEMM operand)")
-gemm24=$(per_update bert_bf16_24 cublasLtMatmul)
-[ -n "$conv24" ] && [ -n "$conv12" ] && [ -n "$gemm24" ] || { cat bert_bf16_24.log; fail "no conversion or GEMM rows in the table"; }
-conv_per_layer=$(awk -v a="$conv24" -v b="$conv12" 'BEGIN { printf "%d", (a - b) / 12 + 0.5 }')
+# (the 24-layer counts extrapolated from 6 and 3 layers: both are linear in the layers)
+conv6=$(per_update bert_bf16_6 "to_half_kernel (GEMM operand)") conv3=$(per_update bert_bf16_3 "to_half_kernel (GEMM operand)")
+gemm6=$(per_update bert_bf16_6 cublasLtMatmul) gemm3=$(per_update bert_bf16_3 cublasLtMatmul)
+[ -n "$conv6" ] && [ -n "$conv3" ] && [ -n "$gemm6" ] && [ -n "$gemm3" ] ||
+  { cat bert_bf16_6.log; fail "no conversion or GEMM rows in the table"; }
+conv24=$((conv6 + 6 * (conv6 - conv3))) gemm24=$((gemm6 + 6 * (gemm6 - gemm3)))
+conv_per_layer=$(awk -v a="$conv6" -v b="$conv3" 'BEGIN { printf "%d", (a - b) / 3 + 0.5 }')
 echo "BERT bf16: $conv24 GEMM-operand conversions per update at 24 layers, $conv_per_layer per layer, for $gemm24 GEMMs" \
   "($(awk -v c="$conv24" -v g="$gemm24" 'BEGIN { printf "%.2f", c / g }') per GEMM); budget" \
   "$BERT_BF16_CONVERSIONS_PER_LAYER per layer and $BERT_BF16_CONVERSIONS_PER_GEMM per GEMM," \
@@ -174,9 +179,10 @@ awk -v c="$conv24" -v g="$gemm24" -v m="$BERT_BF16_CONVERSIONS_PER_GEMM" 'BEGIN 
 # Transformer-XL bf16: no GEMM-operand conversion per layer either (3 before the fused attention wrote
 # ∂r's twin and c' got one; the heads', the adaptive softmax's, remain per micro-batch)
 TXL_BF16_CONVERSIONS_PER_LAYER=0
-tconv16=$(per_update txl_bf16_16 "to_half_kernel (GEMM operand)") tconv8=$(per_update txl_bf16_8 "to_half_kernel (GEMM operand)")
-[ -n "$tconv16" ] && [ -n "$tconv8" ] || { cat txl_bf16_16.log; fail "no conversion rows in the Transformer-XL table"; }
-tconv_per_layer=$(awk -v a="$tconv16" -v b="$tconv8" 'BEGIN { printf "%d", (a - b) / 8 + 0.5 }')
+tconv4=$(per_update txl_bf16_4 "to_half_kernel (GEMM operand)") tconv2=$(per_update txl_bf16_2 "to_half_kernel (GEMM operand)")
+[ -n "$tconv4" ] && [ -n "$tconv2" ] || { cat txl_bf16_4.log; fail "no conversion rows in the Transformer-XL table"; }
+tconv16=$((tconv4 + 6 * (tconv4 - tconv2)))
+tconv_per_layer=$(awk -v a="$tconv4" -v b="$tconv2" 'BEGIN { printf "%d", (a - b) / 2 + 0.5 }')
 echo "Transformer-XL bf16: $tconv16 GEMM-operand conversions per update at 16 layers, $tconv_per_layer per layer;" \
   "budget $TXL_BF16_CONVERSIONS_PER_LAYER per layer"
 [ "$tconv_per_layer" -le "$TXL_BF16_CONVERSIONS_PER_LAYER" ] ||

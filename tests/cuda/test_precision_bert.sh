@@ -1,5 +1,5 @@
 # A user pre-trains the tests' small BERT (bert_small.cfg: 2 layers, 64 wide; 4 sequences of 32 tokens
-# per update, to keep the emulator's cost down) for 200 updates in fp32, then with device = "cuda"
+# per update, to keep the emulator's cost down) for 100 updates in fp32, then with device = "cuda"
 # (here the emulated CUDA device: the same backend code and kernels, cuBLASLt/cuDNN stand-ins that
 # compute the requested types) and precision = "bf16" (GEMM operands converted to CUDA_R_16BF, fp32
 # accumulation), same seed and data; and in "fp16" (CUDA_R_16F operands) when the run reports dynamic
@@ -12,25 +12,26 @@
 # and runs whose arithmetic differs by a rounding of 2^-8 (bf16) or 2^-11 (tf32, fp16) relative per
 # operand drift apart update by update). The mean loss (nats, MLM + NSP) over windows of 20 updates must
 # be within 0.02 nats of fp32's, and over the last 50 updates not above fp32's by more than 0.01; the
-# fp32 curve must fall by 0.15 nats (measured: 7.61 -> 7.42 over 200 updates of 4 sequences). Updates
+# fp32 curve must fall by 0.08 nats from the first window to the last (measured: 7.61 -> 7.51 over 100
+# updates of 4 sequences; 7.61 -> 7.42 over 200). Updates
 # the fp16 run's loss scaler skips (gradient overflow while the scale settles: the first two here)
 # have no loss and are left out of both means.
 # Measured (emulated device, 2 cores at load 5-7): largest window gap bf16 0.0001, tf32 0.0000, fp16
-# 0.0033 nats (2 updates skipped); 95 s (bf16), 69 s (tf32), 115 s (fp16) per run. A path that broke
+# 0.0033 nats (2 updates skipped) over 200 updates; 95 s (bf16), 69 s (tf32), 115 s (fp16) per run of 200. A path that broke
 # the arithmetic (a wrong operand type, truncation instead of rounding to nearest, a lost transpose)
 # moves a window by far more.
 # HS_PRECISION_BERT_UPDATES=N runs fewer updates. Cost: the script prints each run's time with the
 # load average (the emulator runs kernels on one core).
 . "$top_srcdir/tests/lib.sh"
 EMU="${HETSEQ_EMU:-$top_builddir/tests/cuda/hetseq_emu}"
-# (no HETSEQ_CHECK_HALF_TWINS here: its check waits for the device at every product, too slow for 200
+# (no HETSEQ_CHECK_HALF_TWINS here: its check waits for the device at every product, too slow for 100
 # updates; test_cuda_training.sh, test_act16_cuda.sh and test_cuda_graphs.sh run with it)
 [ -x "$EMU" ] || skip "hetseq_emu (the emulated CUDA build) is not built"
 need_python h5py numpy
 CFG="$top_srcdir/tests/e2e/bert_small.cfg"
-UPDATES=${HS_PRECISION_BERT_UPDATES:-200}
-# mpi()'s 300 s is a hang guard; 200 emulated-device updates take 150-300 s on a busy 2-core machine, so
-# this test's guard is longer (the test times nothing)
+UPDATES=${HS_PRECISION_BERT_UPDATES:-100}
+# mpi()'s 300 s is a hang guard; 100 emulated-device updates take 75-150 s on a busy 2-core machine
+# (450 s seen at load 9), so this test's guard is longer (the test times nothing)
 HS_MPI_LIMIT=${HS_MPI_LIMIT:-900}
 make_bert_small_shards 400,400
 run() { # precision [device]
@@ -97,8 +98,8 @@ for p in names[1:]:
     print(f"{p}: {n - len(kept)} updates skipped; largest window gap {max(gaps):.4f} (limit 0.02); last {tail}: "
           f"fp32 {lf:.4f} {p} {lb:.4f} (limit +0.01){'' if good else '  FAIL'}")
     ok = ok and good
-falls = sum(f[-W:]) / W < sum(f[:W]) / W - 0.15
-print(f"fp32 falls from {sum(f[:W]) / W:.4f} to {sum(f[-W:]) / W:.4f} (must fall by 0.15)")
+falls = sum(f[-W:]) / W < sum(f[:W]) / W - 0.08
+print(f"fp32 falls from {sum(f[:W]) / W:.4f} to {sum(f[-W:]) / W:.4f} (must fall by 0.08)")
 sys.exit(0 if ok and falls else 1)
 PY
 pass
