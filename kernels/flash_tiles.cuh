@@ -10,8 +10,9 @@
  *       to a multiple of 16 and a partial tile's rows). Block-wide: every thread of the block calls it.
  *   load_row_stats(vals, rows, src, row0, row_end)   vals[rows] = src[row0 + a], 0 outside [0, row_end)
  *   smem_carver{base, 0}.take<X>(count)              the next count X of dynamic shared memory
- *   flash_smem_limit(), flash_allow_smem(kernel)   host: the device's per-block opt-in limit of dynamic
- *       shared memory, and the kernel's opt-in to it (cudaFuncAttributeMaxDynamicSharedMemorySize). */
+ *   flash_smem_limit(), flash_resident_warps(warps, bytes), flash_allow_smem(kernel)   host: the
+ *       device's per-block limit of dynamic shared memory, the warps a multiprocessor holds with such
+ *       blocks, and a kernel's opt-in to more than 48 KiB (cudaFuncAttributeMaxDynamicSharedMemorySize). */
 #ifndef HS_KERNELS_FLASH_TILES_CUH
 #define HS_KERNELS_FLASH_TILES_CUH
 
@@ -63,17 +64,42 @@ __device__ __forceinline__ void load_row_stats(float *vals, int rows, const floa
   }
 }
 
-/* Host: the most dynamic shared memory one block of the current device may opt into
- * (cudaDevAttrMaxSharedMemoryPerBlockOptin: 64 KiB on sm_75, 163 KiB on sm_80, 227 KiB on sm_90),
- * asked once (a process drives one device). */
-inline size_t flash_smem_limit() {
-  static int bytes = -1;
-  if (bytes < 0) {
-    int dev = 0;
-    HS_CUDA_CHECK(cudaGetDevice(&dev));
-    HS_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+/* Host: what bounds the blocks one multiprocessor of the current device holds, asked once (a process
+ * drives one device): the dynamic shared memory a block may opt into (64 KiB on sm_75, 163 KiB on
+ * sm_80, 227 KiB on sm_90), per multiprocessor (64, 164, 228 KiB) less the runtime's reserve per block
+ * (0 on sm_75, 1 KiB from sm_80), resident threads (1024 on sm_75, 2048 from sm_80) and blocks (16,
+ * 32, 32). */
+struct flash_device {
+  size_t smem_block, smem_sm, smem_reserved;
+  int threads_sm, blocks_sm;
+};
+inline const flash_device &flash_device_limits() {
+  static flash_device dev;
+  static int known;
+  if (!known) {
+    int ordinal = 0;
+    cudaDeviceProp prop;
+    HS_CUDA_CHECK(cudaGetDevice(&ordinal));
+    HS_CUDA_CHECK(cudaGetDeviceProperties(&prop, ordinal));
+    dev = flash_device{prop.sharedMemPerBlockOptin, prop.sharedMemPerMultiprocessor, prop.reservedSharedMemPerBlock,
+                       prop.maxThreadsPerMultiProcessor, prop.maxBlocksPerMultiProcessor};
+    known = 1;
   }
-  return (size_t)bytes;
+  return dev;
+}
+inline size_t flash_smem_limit() { return flash_device_limits().smem_block; }
+
+/* Host: warps resident on one multiprocessor when blocks of `warps` warps each take `bytes` of shared
+ * memory (registers aside: the fused kernels' blocks are shared-memory bound); 0 if a block does not
+ * fit at all. */
+inline int flash_resident_warps(int warps, size_t bytes) {
+  const flash_device &d = flash_device_limits();
+  if (bytes > d.smem_block) return 0;
+  int blocks = d.blocks_sm, by_threads = d.threads_sm / (warps * 32);
+  const int by_smem = (int)(d.smem_sm / (bytes + d.smem_reserved));
+  if (by_threads < blocks) blocks = by_threads;
+  if (by_smem < blocks) blocks = by_smem;
+  return blocks * warps;
 }
 
 /* Host: let kernel launch with up to flash_smem_limit() bytes of dynamic shared memory (above 48 KiB a

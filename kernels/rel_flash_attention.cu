@@ -548,9 +548,11 @@ rf_args make_args(const float *qkv, const float *r, const float *rwb, const floa
 
 inline unsigned tiles(int n) { return (unsigned)((n + kTile - 1) / kTile); }
 
-/* A launch's warps per block: the most (up to kMaxWarps, and no more than the n rows have 16-row
- * tiles) whose shared memory (layout L) fits the device's per-block opt-in limit. Which warp count
- * runs does not change a bit of the results: each warp computes its tile as a block of its own would. */
+/* A launch's warps per block: of 1 to kMaxWarps (and no more than the n rows have 16-row tiles), the
+ * count that keeps the most warps resident per multiprocessor (shared memory bounds it: each warp
+ * brings its own tiles and accumulators, the shared k, v, q and r rows are what grows slower), the
+ * larger on a tie (fewer loads of the shared rows). Which count runs does not change a bit of the
+ * results: each warp computes its tile as a block of its own would. */
 struct launch_cfg {
   int warps;
   size_t smem;
@@ -558,17 +560,22 @@ struct launch_cfg {
 };
 template <class L>
 launch_cfg pick(const rf_args &g, int n, const char *kernel) {
-  const size_t limit = flash_smem_limit();
-  for (int nw = imin(kMaxWarps, (int)tiles(n)); nw >= 1; nw--) {
+  launch_cfg best{0, 0, 0};
+  int best_resident = 0;
+  for (int nw = 1; nw <= imin(kMaxWarps, (int)tiles(n)); nw++) {
     L layout;
     const size_t bytes = layout.carve(nullptr, g.dp, nw);
-    if (bytes <= limit) return launch_cfg{nw, bytes, (tiles(n) + nw - 1) / nw};
+    const int resident = flash_resident_warps(nw, bytes);
+    if (resident > 0 && resident >= best_resident)
+      best_resident = resident, best = launch_cfg{nw, bytes, (tiles(n) + nw - 1) / nw};
   }
-  L layout;
-  HS_FATAL("attention = \"unfused\" takes any head size",
-           "fused relative attention: %s needs %zu bytes of shared memory at head_dim %d, this GPU allows %zu per block",
-           kernel, layout.carve(nullptr, g.dp, 1), g.d, limit);
-  return launch_cfg{1, 0, 0};
+  if (best.warps == 0) {
+    L layout;
+    HS_FATAL("attention = \"unfused\" takes any head size",
+             "fused relative attention: %s needs %zu bytes of shared memory at head_dim %d, this GPU allows %zu per block",
+             kernel, layout.carve(nullptr, g.dp, 1), g.d, flash_smem_limit());
+  }
+  return best;
 }
 
 /* Bytes a tile loop moves: per tile pair the q, dC, k, v tiles and the r window read from memory. */

@@ -321,14 +321,17 @@ void hs_conf_group_rel_attention(hs_conf *t) {
     };
     hs_conf_op(t, "rel_attention_forward/backward");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) rel_attention_case(t, cases[i]);
-    /* the fused op: qlen 1, 7, 33, 129 (one query, under a tile, a tile and a row over, many tiles),
-     * memory from none to qlen, same_length on and off, head sizes 8..64 (padded to 16 and not) */
+    /* the fused op: qlen 1, 7, 33, 129, 512 (one query, under a tile, a tile and a row over, many
+     * tiles, a long segment), memory from none to qlen, same_length on and off, head sizes 8..128
+     * (padded to 16 and not; above 64 the blocks' shared memory passes 48 KiB) */
     static const rel_case fused[] = {
         /* batch qlen mlen heads d lower_shift p */
         {2, 1, 0, 2, 8, 0, 0.0f},     {2, 1, 1, 3, 12, 0, 0.1f},   {2, 7, 0, 2, 16, 0, 0.0f},
         {2, 7, 4, 2, 8, 3, 0.1f},     {3, 7, 7, 1, 24, 0, 0.1f},   {1, 33, 0, 2, 32, 0, 0.1f},
         {2, 33, 17, 2, 16, 9, 0.0f},  {1, 33, 33, 1, 64, 0, 0.0f}, {1, 33, 20, 2, 40, 12, 0.1f},
         {1, 129, 0, 1, 64, 0, 0.1f},  {1, 129, 64, 2, 16, 20, 0.0f}, {2, 129, 129, 1, 8, 0, 0.0f},
+        {2, 40, 24, 2, 128, 0, 0.1f}, {1, 70, 30, 1, 100, 21, 0.0f}, {1, 512, 0, 1, 16, 0, 0.1f},
+        {1, 512, 512, 1, 16, 0, 0.0f},
     };
     hs_conf_op(t, "rel_flash_attention_forward/backward");
     for (size_t i = 0; i < sizeof fused / sizeof fused[0]; i++) rel_flash_case(t, fused[i]);
