@@ -6,7 +6,13 @@
  *
  * Tiles are 16 x 16 (kTile); every product is kernels/tile_mma.cuh's warp_tile_mma on shared-memory
  * tiles whose inner dimension is the head size padded with zeros to dp (a multiple of 16). A block is
- * one warp. For a query tile [i0, i0+16) and a key tile [j0, j0+16):
+ * nw = 1..4 warps (chosen per launch for the most resident warps per multiprocessor), warp w owning
+ * the w-th of the block's nw consecutive 16-row tiles (query tiles in the forward and dQ, key tiles in
+ * dK/dV, r tiles in dr) with its own accumulators and scratch; the rows the warps share (k, v and r
+ * for consecutive query tiles, whose r windows overlap in 16·(nw+1) rows; q and dC for consecutive key
+ * or r tiles) are loaded once per block. A warp computes exactly the products, in the order, a
+ * one-warp block would: the results do not depend on nw. For a query tile [i0, i0+16) and a key tile
+ * [j0, j0+16):
  *   AC[a][b]  = (q_{i0+a} + r_w_bias)·k_{j0+b}                                 one tile product
  *   BD[a][b]  = (q_{i0+a} + r_r_bias)·r[t],  t = j0+b + qlen-1-(i0+a)          (the relative shift)
  * t - (j0 - i0 + qlen-1-15) = 15 + b - a lies in [0, 31): the BD entries of a tile pair need only the
@@ -14,7 +20,7 @@
  * two tile products, rows outside [0, klen) zero) is computed into shared memory and the shifted
  * diagonal BD[a][b] = BDwin[a][15 + b - a] picked from it.
  *
- * Forward (rel_flash_forward_kernel, a block per (query tile, sequence·head)): key tiles streamed in
+ * Forward (rel_flash_forward_kernel, a warp per (query tile, sequence·head)): key tiles streamed in
  * order, scores s = scale·(AC + BD) masked (causal j <= mlen + i; same_length j > i - lower_shift),
  * online softmax per row (running max m and sum l, the context rescaled when m grows), dropout from
  * the counter hash on the unnormalised weights, ctx = O / l, lse = m + log l.
@@ -22,23 +28,24 @@
  * Backward, with P = exp(s - lse), P' = keep·P/(1-p), dP' = dC·Vᵀ, D_i = rowsum(dC ∘ ctx) =
  * Σ_j P'_ij dP'_ij, dS = P ⊙ (keep/(1-p)·dP' - D):
  *   D                        d_kernel, a thread per query row
- *   dQw = scale·dS·K, dQr = scale·dBDwin·Rwin   rel_flash_dq_kernel: a block per query tile, key tiles
+ *   dQw = scale·dS·K, dQr = scale·dBDwin·Rwin   rel_flash_dq_kernel: a warp per query tile, key tiles
  *       streamed; dBDwin[a][w] = dS[a][w - 15 + a] is the shift undone in the window; dq = dQw + dQr
  *       into dqkv, dQw and dQr kept for the bias gradients
- *   dV = P'ᵀ·dC, dK = scale·dSᵀ·Qw   rel_flash_dkv_kernel: a block per key tile, query tiles streamed
+ *   dV = P'ᵀ·dC, dK = scale·dSᵀ·Qw   rel_flash_dkv_kernel: a warp per key tile, query tiles streamed
  *       (also the memory rows' q columns, 0)
- *   dr[t] = scale·Σ_s Σ_i dS[i][t-(qlen-1-i)]·Qr_i   rel_flash_dr_kernel: a block per (r-row tile,
+ *   dr[t] = scale·Σ_s Σ_i dS[i][t-(qlen-1-i)]·Qr_i   rel_flash_dr_kernel: a warp per (r-row tile,
  *       head), the sequences and query tiles in order: for query tile i0 and r rows [t0, t0+16) the
  *       keys j = t - (qlen-1) + i lie in a 32-key window from t0 - (qlen-1) + i0 (AC and dP' two tile
  *       products on it), while the BD term of (a, tt) is Qr_a·r[t0 + tt] (one tile product on the r
  *       tile itself); dS is recomputed on that diagonal, dBD[a][tt] = dS[a][a + tt], and dBDᵀ·Qr summed
  *   dr_w_bias += Σ_s Σ_i dQw, dr_r_bias += Σ_s Σ_i dQr   bias_grad_kernel, the CPU's order
- * Determinism: every output element is written by one block (no atomics); each block's sums run over
- * tiles in an order fixed by the shapes, and the sum over sequences of dr runs inside one block.
+ * Determinism: every output element is written by one warp (no atomics); each warp's sums run over
+ * tiles in an order fixed by the shapes, and the sum over sequences of dr runs inside one warp.
  *
  * Operand storage: float under fp32 / tf32 (fp32 products), bf16 / fp16 tiles under bf16 / fp16, the
  * operands the unfused path's GEMMs round (q + bias, k, v, r, P', dC, dS, the shifted dS). Sums,
- * softmax, lse and D stay fp32. head_dim <= 64 (the shared memory of one block stays under 48 KiB). */
+ * softmax, lse and D stay fp32. head_dim <= 128; shared memory is dynamic, carved by one layout per
+ * kernel (the same code sizes the launch), above 48 KiB with the kernel's opt-in. */
 #include <math.h>
 
 #include "hs_cuda.h"
