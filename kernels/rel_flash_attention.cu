@@ -34,13 +34,16 @@
  *   dV = P'ᵀ·dC, dK = scale·dSᵀ·Qw   rel_flash_dkv_kernel: a warp per key tile, query tiles streamed
  *       (also the memory rows' q columns, 0)
  *   dr[t] = scale·Σ_s Σ_i dS[i][t-(qlen-1-i)]·Qr_i   rel_flash_dr_kernel: a warp per (r-row tile,
- *       head), the sequences and query tiles in order: for query tile i0 and r rows [t0, t0+16) the
- *       keys j = t - (qlen-1) + i lie in a 32-key window from t0 - (qlen-1) + i0 (AC and dP' two tile
- *       products on it), while the BD term of (a, tt) is Qr_a·r[t0 + tt] (one tile product on the r
- *       tile itself); dS is recomputed on that diagonal, dBD[a][tt] = dS[a][a + tt], and dBDᵀ·Qr summed
- *   dr_w_bias += Σ_s Σ_i dQw, dr_r_bias += Σ_s Σ_i dQr   bias_grad_kernel, the CPU's order
- * Determinism: every output element is written by one warp (no atomics); each warp's sums run over
- * tiles in an order fixed by the shapes, and the sum over sequences of dr runs inside one warp.
+ *       head, group of sequences: up to 8 groups, fixed by the batch), the group's sequences and query
+ *       tiles in order, the groups' parts added in order by flash_sums_kernel: for query tile i0 and r
+ *       rows [t0, t0+16) the keys j = t - (qlen-1) + i lie in a 32-key window from t0 - (qlen-1) + i0
+ *       (AC and dP' two tile products on it), while the BD term of (a, tt) is Qr_a·r[t0 + tt] (one
+ *       tile product on the r tile itself); dS is recomputed on that diagonal, dBD[a][tt] =
+ *       dS[a][a + tt], and dBDᵀ·Qr summed
+ *   dr_w_bias += Σ_s Σ_i dQw, dr_r_bias += Σ_s Σ_i dQr   flash_sums_kernel (with dr's), the CPU's order
+ * Determinism: every output element is written by one warp or thread (no atomics); each warp's sums
+ * run over tiles in an order fixed by the shapes, the sum over sequences of dr in groups fixed by the
+ * batch, then the groups in order.
  *
  * Operand storage: float under fp32 / tf32 (fp32 products), bf16 / fp16 tiles under bf16 / fp16, the
  * operands the unfused path's GEMMs round (q + bias, k, v, r, P', dC, dS, the shifted dS). Sums,
@@ -65,6 +68,7 @@ namespace {
 
 constexpr int kMaxHeadDim = 128;
 constexpr int kMaxWarps = 4; /* warps per block: tiles of 16 rows side by side */
+constexpr int kDrGroups = 8; /* dr's sum over sequences: at most this many groups, each its grid slice */
 
 __host__ __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
 __host__ __device__ __forceinline__ int imax(int a, int b) { return a > b ? a : b; }
@@ -441,20 +445,23 @@ template <class T> struct dr_layout {
   }
 };
 
-/* grid (r-row blocks of 16·nw rows, n), warp w owning r tile T0 + 16w: dr[t, h·d..] = scale·Σ_s Σ_i
- * dS[s,h,i, t-(qlen-1-i)]·Qr_i, sequences and query tiles in order (q, dC and the k, v windows loaded
- * once for all warps) */
+/* grid (r-row blocks of 16·nw rows, n, sequence groups), warp w owning r tile T0 + 16w: the group's
+ * part of dr, part[group][t, h·d..] = Σ_{s in group} Σ_i dS[s,h,i, t-(qlen-1-i)]·Qr_i, sequences and
+ * query tiles in order (q, dC and the k, v windows loaded once for all warps); flash_sums_kernel adds
+ * the groups in order and scales. Group z holds sequences [z·per_group, (z+1)·per_group). */
 template <class T>
-__global__ void rel_flash_dr_kernel(float *dr, const float *dctx, const float *lse, const float *D, rf_args g) {
+__global__ void rel_flash_dr_kernel(float *part, const float *dctx, const float *lse, const float *D, rf_args g,
+                                    int per_group) {
   const warp_id wi = this_warp();
   const int dp = g.dp, rows = wi.nw * kTile, T0 = blockIdx.x * rows, t0 = T0 + wi.w * kTile, h = blockIdx.y;
+  const int s_first = blockIdx.z * per_group, s_end = imin(g.batch, s_first + per_group);
   HS_DYNAMIC_SHARED(unsigned char, smem);
   dr_layout<T> sm;
   sm.carve(smem, dp, wi.nw);
   const int ws = wi.w * kTile * dp, wt = wi.w * kTile * kTile;
   T *rt = sm.rt + ws, *dbt = sm.dbt + wt;
   float *sac = sm.sac + 2 * wt, *bd = sm.bd + wt, *dpp = sm.dpp + 2 * wt, *sd = sm.sd + wt, *acc = sm.acc + ws;
-  const T *kwin = sm.buf + wi.w * kTile * dp; /* warp w's keys start 16w after the first warp's */
+  const T *win = sm.buf + wi.w * kTile * dp; /* warp w's 32 keys (k, then v) start 16w after the first warp's */
   for (int e = threadIdx.x; e < rows * dp; e += blockDim.x) sm.acc[e] = 0.0f;
   const float *rh = g.r + (size_t)h * g.d;
   /* (a, x = a + tt) reads r row t0 + x - a = t0 + tt: BD of the diagonal is Qr·R_tileᵀ */
@@ -463,7 +470,7 @@ __global__ void rel_flash_dr_kernel(float *dr, const float *dctx, const float *l
   const int first = imax(0, g.qlen - 1 - (t0 + kTile - 1)) / kTile * kTile;
   const int bfirst = imax(0, g.qlen - 1 - (last_tile(T0, wi.nw, g.klen) + kTile - 1)) / kTile * kTile;
   const bool live = t0 < g.klen;
-  for (int s = 0; s < g.batch; s++) {
+  for (int s = s_first; s < s_end; s++) {
     const size_t unit = (size_t)s * g.heads + h;
     const float *seq = g.qkv + (size_t)s * g.klen * g.ld + (size_t)h * g.d;
     for (int i0 = bfirst; i0 < g.qlen; i0 += kTile) {
@@ -479,8 +486,8 @@ __global__ void rel_flash_dr_kernel(float *dr, const float *dctx, const float *l
       load_rows(sm.buf, rows + kTile, dp, seq + g.H, g.ld, Jbase, g.klen, g.d, (const float *)nullptr); /* K */
       __syncthreads();
       if (on) {
-        warp_tile_mma(sac, 2 * kTile, sm.qw, dp, kwin, dp, dp, true, false);
-        warp_tile_mma(sac + kTile, 2 * kTile, sm.qw, dp, kwin + kTile * dp, dp, dp, true, false);
+        warp_tile_mma(sac, 2 * kTile, sm.qw, dp, win, dp, dp, true, false);
+        warp_tile_mma(sac + kTile, 2 * kTile, sm.qw, dp, win + kTile * dp, dp, dp, true, false);
         warp_tile_mma(bd, kTile, sm.qr, dp, rt, dp, dp, true, false);
         __syncwarp();
         for (int e = wi.lane; e < kTile * kTile; e += HS_WARP) {
@@ -493,8 +500,8 @@ __global__ void rel_flash_dr_kernel(float *dr, const float *dctx, const float *l
       load_rows(sm.buf, rows + kTile, dp, seq + 2 * g.H, g.ld, Jbase, g.klen, g.d, (const float *)nullptr); /* V */
       __syncthreads();
       if (!on) continue;
-      warp_tile_mma(dpp, 2 * kTile, sm.dct, dp, kwin, dp, dp, true, false);
-      warp_tile_mma(dpp + kTile, 2 * kTile, sm.dct, dp, kwin + kTile * dp, dp, dp, true, false);
+      warp_tile_mma(dpp, 2 * kTile, sm.dct, dp, win, dp, dp, true, false);
+      warp_tile_mma(dpp + kTile, 2 * kTile, sm.dct, dp, win + kTile * dp, dp, dp, true, false);
       __syncwarp();
       for (int e = wi.lane; e < kTile * kTile; e += HS_WARP) {
         const int a = e / kTile, tt = e % kTile, x = a + tt;
@@ -511,15 +518,21 @@ __global__ void rel_flash_dr_kernel(float *dr, const float *dctx, const float *l
   __syncthreads();
   for (int e = threadIdx.x; e < rows * g.d; e += blockDim.x) {
     const int tt = e / g.d, c = e % g.d, t = T0 + tt;
-    if (t < g.klen) dr[(size_t)t * g.H + (size_t)h * g.d + c] = g.scale * sm.acc[tt * dp + c];
+    if (t < g.klen) part[((size_t)blockIdx.z * g.klen + t) * g.H + (size_t)h * g.d + c] = sm.acc[tt * dp + c];
   }
 }
 
-/* dr_w_bias[h, c] += Σ_s (Σ_i dQw[s,i,h·d+c]), likewise dr_r_bias from dQr: queries in order per sequence,
- * then the sequences in order (the CPU's order) */
-__global__ void flash_bias_grad_kernel(float *dr_w_bias, float *dr_r_bias, const float *dqw, const float *dqr,
-                                       int batch, int qlen, int H) {
-  for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < (size_t)H; e += (size_t)gridDim.x * blockDim.x) {
+/* The backward's last sums, a thread per element e of dr [klen, H]:
+ *   dr[e] = scale·Σ_z part[z][e], the sequence groups in order;
+ *   e < H: dr_w_bias[e] += Σ_s (Σ_i dQw[s,i,e]), likewise dr_r_bias from dQr: queries in order per
+ *   sequence, then the sequences in order (the CPU's order) */
+__global__ void flash_sums_kernel(float *dr, const float *part, int groups, size_t n_r, float scale, float *dr_w_bias,
+                                  float *dr_r_bias, const float *dqw, const float *dqr, int batch, int qlen, int H) {
+  for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n_r; e += (size_t)gridDim.x * blockDim.x) {
+    float sum = part[e];
+    for (int z = 1; z < groups; z++) sum += part[(size_t)z * n_r + e];
+    dr[e] = scale * sum;
+    if (e >= (size_t)H) continue;
     float sw = 0.0f, sr = 0.0f;
     for (int s = 0; s < batch; s++) {
       float pw = 0.0f, pr = 0.0f;
@@ -560,6 +573,8 @@ inline unsigned tiles(int n) { return (unsigned)((n + kTile - 1) / kTile); }
  * brings its own tiles and accumulators, the shared k, v, q and r rows are what grows slower), the
  * larger on a tie (fewer loads of the shared rows). Which count runs does not change a bit of the
  * results: each warp computes its tile as a block of its own would. */
+int warp_cap; /* hs_cuda_rel_flash_max_warps */
+
 struct launch_cfg {
   int warps;
   size_t smem;
@@ -569,7 +584,7 @@ template <class L>
 launch_cfg pick(const rf_args &g, int n, const char *kernel) {
   launch_cfg best{0, 0, 0};
   int best_resident = 0;
-  for (int nw = 1; nw <= imin(kMaxWarps, (int)tiles(n)); nw++) {
+  for (int nw = 1; nw <= imin(warp_cap > 0 ? warp_cap : kMaxWarps, imin(kMaxWarps, (int)tiles(n))); nw++) {
     L layout;
     const size_t bytes = layout.carve(nullptr, g.dp, nw);
     const int resident = flash_resident_warps(nw, bytes);
@@ -607,10 +622,15 @@ void backward_t(const hs_backend *be, float *dqkv, float *dr, float *dr_w_bias, 
                 const float *ctx, const float *lse, const rf_args &g) {
   cudaStream_t stream = hs_cuda_stream(be);
   const size_t rows = (size_t)g.batch * g.heads * g.qlen, qh = (size_t)g.batch * g.qlen * g.H;
-  /* scratch: D [b, n, qlen], dQw and dQr [b, qlen, H] */
+  /* dr's sum over the sequences runs in groups of per_group (up to kDrGroups groups, fixed by the batch
+   * alone: the same bits on every device), one grid slice each, then the groups in order */
+  const int per_group = (g.batch + kDrGroups - 1) / kDrGroups, groups = (g.batch + per_group - 1) / per_group;
+  const size_t n_r = (size_t)g.klen * g.H;
+  /* scratch: D [b, n, qlen], dQw and dQr [b, qlen, H], dr's parts [groups, klen, H] */
   const size_t rd = (rows * sizeof(float) + 255) / 256 * 256, rq = (qh * sizeof(float) + 255) / 256 * 256;
-  char *scratch = (char *)hs_cuda_scratch(be, rd + 2 * rq);
+  char *scratch = (char *)hs_cuda_scratch(be, rd + 2 * rq + (size_t)groups * n_r * sizeof(float));
   float *D = (float *)scratch, *dqw = (float *)(scratch + rd), *dqr = (float *)(scratch + rd + rq);
+  float *part = (float *)(scratch + rd + 2 * rq);
   HS_LAUNCH(hs_grid_for(rows), HS_BLOCK, 0, stream, d_kernel)(D, dctx, ctx, g.batch, g.qlen, g.heads, g.d);
   HS_CUDA_LAUNCHED("rel_flash d_kernel", (2 * qh + rows) * sizeof(float)); /* dctx, ctx read, D written */
   const unsigned units = (unsigned)(g.batch * g.heads);
@@ -629,17 +649,20 @@ void backward_t(const hs_backend *be, float *dqkv, float *dr, float *dr_w_bias, 
                    tile_pairs(g) * pair_bytes(g, 5) + (size_t)g.batch * g.klen * g.H * 5 * sizeof(float));
   const launch_cfg cr = pick<dr_layout<T>>(g, g.klen, "dr");
   flash_allow_smem(rel_flash_dr_kernel<T>);
-  HS_LAUNCH(dim3(cr.blocks, (unsigned)g.heads), cr.warps * HS_WARP, cr.smem, stream, rel_flash_dr_kernel<T>)(
-      dr, dctx, lse, D, g);
-  /* per (r tile, query tile, sequence): q, dC, the 32-row k and v windows, the 48-row r window */
-  HS_CUDA_LAUNCHED("rel_flash_dr_kernel", tile_pairs(g) * pair_bytes(g, 10) + (size_t)g.klen * g.H * sizeof(float));
-  HS_LAUNCH(hs_grid_for((size_t)g.H), HS_BLOCK, 0, stream, flash_bias_grad_kernel)(dr_w_bias, dr_r_bias, dqw, dqr,
-                                                                                  g.batch, g.qlen, g.H);
-  /* dQw, dQr read, the two bias gradients read and written */
-  HS_CUDA_LAUNCHED("rel_flash bias_grad_kernel", (2 * qh + 4 * (size_t)g.H) * sizeof(float));
+  HS_LAUNCH(dim3(cr.blocks, (unsigned)g.heads, (unsigned)groups), cr.warps * HS_WARP, cr.smem, stream,
+            rel_flash_dr_kernel<T>)(part, dctx, lse, D, g, per_group);
+  /* per (r tile, query tile, sequence): q, dC, the 32-row k and v windows, the 48-row r window; the parts
+   * written */
+  HS_CUDA_LAUNCHED("rel_flash_dr_kernel", tile_pairs(g) * pair_bytes(g, 10) + groups * n_r * sizeof(float));
+  HS_LAUNCH(hs_grid_for(n_r), HS_BLOCK, 0, stream, flash_sums_kernel)(dr, part, groups, n_r, g.scale, dr_w_bias,
+                                                                      dr_r_bias, dqw, dqr, g.batch, g.qlen, g.H);
+  /* the parts read, dr written; dQw, dQr read, the two bias gradients read and written */
+  HS_CUDA_LAUNCHED("rel_flash sums_kernel", ((groups + 1) * n_r + 2 * qh + 4 * (size_t)g.H) * sizeof(float));
 }
 
 } // namespace
+
+extern "C" void hs_cuda_rel_flash_max_warps(int warps) { warp_cap = warps; }
 
 extern "C" void hs_cuda_rel_flash_attention_forward(const hs_backend *be, float *ctx, float *lse, const float *qkv,
                                                     const float *r, const float *r_w_bias, const float *r_r_bias,
