@@ -29,6 +29,7 @@
 
 #include "hs_cuda.h"
 #include "hs_launch.h"
+#include "flash_tiles.cuh"
 #include "tile_mma.cuh"
 #include "math/dropout.h"
 #include "math/fast_exp_erf.h"
@@ -60,15 +61,6 @@ __device__ __forceinline__ void put(const flash_shape &s, float *out, size_t i, 
   if (s.out16) s.out16[i] = s.bf16 ? hs_bf16_bits(v) : hs_fp16_bits(v);
 }
 
-/* dst[rows][DMAX] (T) = rows r0.. of a [L, ·] matrix with row stride ld (columns 0..d-1), zero padded */
-template <class T, int DMAX>
-__device__ void load_tile(T *dst, int rows, const float *src, int r0, int L, size_t ld, int d) {
-  for (int idx = threadIdx.x; idx < rows * DMAX; idx += blockDim.x) {
-    const int r = idx / DMAX, e = idx % DMAX;
-    tile_store(dst[idx], r0 + r < L && e < d ? src[(size_t)(r0 + r) * ld + e] : 0.0f);
-  }
-}
-
 /* The dropout factor of element (i, j) of unit (b, h): keep/(1-p), or 1 without dropout */
 __device__ __forceinline__ float drop_factor(const flash_shape &s, int b, int h, int i, int j) {
   if (s.p <= 0.0f) return 1.0f;
@@ -97,11 +89,11 @@ __global__ void flash_attention_forward_kernel(float *ctx, float *lse, const flo
   const size_t ld = 3 * (size_t)H;
   const float *q = qkv + (size_t)b * (size_t)L * ld + (size_t)h * (size_t)d, *k = q + H, *v = q + 2 * H;
   const float *mb = mask_bias + (size_t)b * (size_t)L;
-  load_tile<T, DMAX>(sm.q, BQ, q, i0, L, ld, d);
+  load_rows(sm.q, BQ, DMAX, q, ld, i0, L, d, (const float *)nullptr);
   for (int idx = threadIdx.x; idx < BQ * DMAX; idx += blockDim.x) sm.o[idx] = 0.0f;
   if (threadIdx.x < BQ) sm.m[threadIdx.x] = -INFINITY, sm.l[threadIdx.x] = 0.0f;
   for (int j0 = 0; j0 < L; j0 += BK) {
-    load_tile<T, DMAX>(sm.kv, BK, k, j0, L, ld, d);
+    load_rows(sm.kv, BK, DMAX, k, ld, j0, L, d, (const float *)nullptr);
     __syncthreads();
     /* S[BQ,BK] = Q·Kᵀ */
     for (int t = warp; t < (BQ / kTile) * (BK / kTile); t += kWarps) {
@@ -138,7 +130,7 @@ __global__ void flash_attention_forward_kernel(float *ctx, float *lse, const flo
     __syncthreads();
     /* O ← α·O; the V tile into the K tile's buffer (S is computed) */
     for (int idx = threadIdx.x; idx < BQ * DMAX; idx += blockDim.x) sm.o[idx] *= sm.alpha[idx / DMAX];
-    load_tile<T, DMAX>(sm.kv, BK, v, j0, L, ld, d);
+    load_rows(sm.kv, BK, DMAX, v, ld, j0, L, d, (const float *)nullptr);
     __syncthreads();
     /* O[BQ,dp] += P'·V */
     for (int t = warp; t < (BQ / kTile) * (sh.dp / kTile); t += kWarps) {
@@ -195,17 +187,14 @@ __global__ void flash_attention_dq_kernel(float *dqkv, const float *dctx, const 
   const float *q = qkv + (size_t)b * (size_t)L * ld + (size_t)h * (size_t)d, *k = q + H, *v = q + 2 * H;
   const float *dc = dctx + (size_t)b * (size_t)L * (size_t)H + (size_t)h * (size_t)d;
   const float *mb = mask_bias + (size_t)b * (size_t)L;
-  load_tile<T, DMAX>(sm.q, BQ, q, i0, L, ld, d);
-  load_tile<T, DMAX>(sm.dc, BQ, dc, i0, L, (size_t)H, d);
+  load_rows(sm.q, BQ, DMAX, q, ld, i0, L, d, (const float *)nullptr);
+  load_rows(sm.dc, BQ, DMAX, dc, (size_t)H, i0, L, d, (const float *)nullptr);
   for (int idx = threadIdx.x; idx < BQ * DMAX; idx += blockDim.x) sm.dq[idx] = 0.0f;
-  if (threadIdx.x < BQ) {
-    const int i = i0 + threadIdx.x;
-    sm.lse[threadIdx.x] = i < L ? lse[(size_t)unit * L + i] : 0.0f;
-    sm.D[threadIdx.x] = i < L ? D[(size_t)unit * L + i] : 0.0f;
-  }
+  load_row_stats(sm.lse, BQ, lse + (size_t)unit * L, i0, L);
+  load_row_stats(sm.D, BQ, D + (size_t)unit * L, i0, L);
   for (int j0 = 0; j0 < L; j0 += BK) {
-    load_tile<T, DMAX>(sm.k, BK, k, j0, L, ld, d);
-    load_tile<T, DMAX>(sm.v, BK, v, j0, L, ld, d);
+    load_rows(sm.k, BK, DMAX, k, ld, j0, L, d, (const float *)nullptr);
+    load_rows(sm.v, BK, DMAX, v, ld, j0, L, d, (const float *)nullptr);
     __syncthreads();
     /* S = Q·Kᵀ and dP' = dC·Vᵀ, [BQ,BK] each */
     constexpr int nt = (BQ / kTile) * (BK / kTile);
@@ -273,14 +262,11 @@ __global__ void flash_attention_dkv_kernel(float *dqkv, const float *dctx, const
   for (int idx = threadIdx.x; idx < BK * DMAX; idx += blockDim.x) sm.dk[idx] = 0.0f, sm.dv[idx] = 0.0f;
   constexpr int nt = (BK / kTile) * (BQ / kTile);
   for (int i0 = 0; i0 < L; i0 += BQ) {
-    load_tile<T, DMAX>(sm.kv, BK, k, j0, L, ld, d);
-    load_tile<T, DMAX>(sm.q, BQ, q, i0, L, ld, d);
-    load_tile<T, DMAX>(sm.dc, BQ, dc, i0, L, (size_t)H, d);
-    if (threadIdx.x < BQ) {
-      const int i = i0 + threadIdx.x;
-      sm.lse[threadIdx.x] = i < L ? lse[(size_t)unit * L + i] : 0.0f;
-      sm.D[threadIdx.x] = i < L ? D[(size_t)unit * L + i] : 0.0f;
-    }
+    load_rows(sm.kv, BK, DMAX, k, ld, j0, L, d, (const float *)nullptr);
+    load_rows(sm.q, BQ, DMAX, q, ld, i0, L, d, (const float *)nullptr);
+    load_rows(sm.dc, BQ, DMAX, dc, (size_t)H, i0, L, d, (const float *)nullptr);
+    load_row_stats(sm.lse, BQ, lse + (size_t)unit * L, i0, L);
+    load_row_stats(sm.D, BQ, D + (size_t)unit * L, i0, L);
     __syncthreads();
     /* Sᵀ[BK,BQ] = K·Qᵀ */
     for (int t = warp; t < nt; t += kWarps) {
@@ -300,7 +286,7 @@ __global__ void flash_attention_dkv_kernel(float *dqkv, const float *dctx, const
       sm.st[idx] = f == 0.0f ? -pij : pij;
       tile_store(sm.pt[idx], pij * f);
     }
-    load_tile<T, DMAX>(sm.kv, BK, v, j0, L, ld, d);
+    load_rows(sm.kv, BK, DMAX, v, ld, j0, L, d, (const float *)nullptr);
     __syncthreads();
     /* dP'ᵀ[BK,BQ] = V·dCᵀ;  dV[BK,dp] += P'ᵀ·dC */
     const int nv = (BK / kTile) * (sh.dp / kTile);

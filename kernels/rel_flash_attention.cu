@@ -6,7 +6,13 @@
  *
  * Tiles are 16 x 16 (kTile); every product is kernels/tile_mma.cuh's warp_tile_mma on shared-memory
  * tiles whose inner dimension is the head size padded with zeros to dp (a multiple of 16). A block is
- * one warp. For a query tile [i0, i0+16) and a key tile [j0, j0+16):
+ * nw = 1..4 warps (chosen per launch for the most resident warps per multiprocessor), warp w owning
+ * the w-th of the block's nw consecutive 16-row tiles (query tiles in the forward and dQ, key tiles in
+ * dK/dV, r tiles in dr) with its own accumulators and scratch; the rows the warps share (k, v and r
+ * for consecutive query tiles, whose r windows overlap in 16·(nw+1) rows; q and dC for consecutive key
+ * or r tiles) are loaded once per block. A warp computes exactly the products, in the order, a
+ * one-warp block would: the results do not depend on nw. For a query tile [i0, i0+16) and a key tile
+ * [j0, j0+16):
  *   AC[a][b]  = (q_{i0+a} + r_w_bias)·k_{j0+b}                                 one tile product
  *   BD[a][b]  = (q_{i0+a} + r_r_bias)·r[t],  t = j0+b + qlen-1-(i0+a)          (the relative shift)
  * t - (j0 - i0 + qlen-1-15) = 15 + b - a lies in [0, 31): the BD entries of a tile pair need only the
@@ -14,7 +20,7 @@
  * two tile products, rows outside [0, klen) zero) is computed into shared memory and the shifted
  * diagonal BD[a][b] = BDwin[a][15 + b - a] picked from it.
  *
- * Forward (rel_flash_forward_kernel, a block per (query tile, sequence·head)): key tiles streamed in
+ * Forward (rel_flash_forward_kernel, a warp per (query tile, sequence·head)): key tiles streamed in
  * order, scores s = scale·(AC + BD) masked (causal j <= mlen + i; same_length j > i - lower_shift),
  * online softmax per row (running max m and sum l, the context rescaled when m grows), dropout from
  * the counter hash on the unnormalised weights, ctx = O / l, lse = m + log l.
@@ -22,30 +28,35 @@
  * Backward, with P = exp(s - lse), P' = keep·P/(1-p), dP' = dC·Vᵀ, D_i = rowsum(dC ∘ ctx) =
  * Σ_j P'_ij dP'_ij, dS = P ⊙ (keep/(1-p)·dP' - D):
  *   D                        d_kernel, a thread per query row
- *   dQw = scale·dS·K, dQr = scale·dBDwin·Rwin   rel_flash_dq_kernel: a block per query tile, key tiles
+ *   dQw = scale·dS·K, dQr = scale·dBDwin·Rwin   rel_flash_dq_kernel: a warp per query tile, key tiles
  *       streamed; dBDwin[a][w] = dS[a][w - 15 + a] is the shift undone in the window; dq = dQw + dQr
  *       into dqkv, dQw and dQr kept for the bias gradients
- *   dV = P'ᵀ·dC, dK = scale·dSᵀ·Qw   rel_flash_dkv_kernel: a block per key tile, query tiles streamed
+ *   dV = P'ᵀ·dC, dK = scale·dSᵀ·Qw   rel_flash_dkv_kernel: a warp per key tile, query tiles streamed
  *       (also the memory rows' q columns, 0)
- *   dr[t] = scale·Σ_s Σ_i dS[i][t-(qlen-1-i)]·Qr_i   rel_flash_dr_kernel: a block per (r-row tile,
- *       head), the sequences and query tiles in order: for query tile i0 and r rows [t0, t0+16) the
- *       keys j = t - (qlen-1) + i lie in a 32-key window from t0 - (qlen-1) + i0 (AC and dP' two tile
- *       products on it), while the BD term of (a, tt) is Qr_a·r[t0 + tt] (one tile product on the r
- *       tile itself); dS is recomputed on that diagonal, dBD[a][tt] = dS[a][a + tt], and dBDᵀ·Qr summed
- *   dr_w_bias += Σ_s Σ_i dQw, dr_r_bias += Σ_s Σ_i dQr   bias_grad_kernel, the CPU's order
- * Determinism: every output element is written by one block (no atomics); each block's sums run over
- * tiles in an order fixed by the shapes, and the sum over sequences of dr runs inside one block.
+ *   dr[t] = scale·Σ_s Σ_i dS[i][t-(qlen-1-i)]·Qr_i   rel_flash_dr_kernel: a warp per (r-row tile,
+ *       head, group of sequences: up to 8 groups, fixed by the batch), the group's sequences and query
+ *       tiles in order, the groups' parts added in order by flash_sums_kernel: for query tile i0 and r
+ *       rows [t0, t0+16) the keys j = t - (qlen-1) + i lie in a 32-key window from t0 - (qlen-1) + i0
+ *       (AC and dP' two tile products on it), while the BD term of (a, tt) is Qr_a·r[t0 + tt] (one
+ *       tile product on the r tile itself); dS is recomputed on that diagonal, dBD[a][tt] =
+ *       dS[a][a + tt], and dBDᵀ·Qr summed
+ *   dr_w_bias += Σ_s Σ_i dQw, dr_r_bias += Σ_s Σ_i dQr   flash_sums_kernel (with dr's), the CPU's order
+ * Determinism: every output element is written by one warp or thread (no atomics); each warp's sums
+ * run over tiles in an order fixed by the shapes, the sum over sequences of dr in groups fixed by the
+ * batch, then the groups in order.
  *
  * 16-bit outputs (optional): ctx16, dqkv16, dr16 get to_half's bits of each value as it is written (the
  * 16-bit type of the precision: bfloat16 under bf16, IEEE half otherwise), the twins the products read.
  *
  * Operand storage: float under fp32 / tf32 (fp32 products), bf16 / fp16 tiles under bf16 / fp16, the
  * operands the unfused path's GEMMs round (q + bias, k, v, r, P', dC, dS, the shifted dS). Sums,
- * softmax, lse and D stay fp32. head_dim <= 64 (the shared memory of one block stays under 48 KiB). */
+ * softmax, lse and D stay fp32. head_dim <= 128; shared memory is dynamic, carved by one layout per
+ * kernel (the same code sizes the launch), above 48 KiB with the kernel's opt-in. */
 #include <math.h>
 
 #include "hs_cuda.h"
 #include "hs_launch.h"
+#include "flash_tiles.cuh"
 #include "tile_mma.cuh"
 #include "math/dropout.h"
 #include "math/fast_exp_erf.h"
@@ -59,7 +70,9 @@
 
 namespace {
 
-constexpr int kMaxHeadDim = 64;
+constexpr int kMaxHeadDim = 128;
+constexpr int kMaxWarps = 4; /* warps per block: tiles of 16 rows side by side */
+constexpr int kDrGroups = 8; /* dr's sum over sequences: at most this many groups, each its grid slice */
 
 __host__ __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
 __host__ __device__ __forceinline__ int imax(int a, int b) { return a > b ? a : b; }
@@ -79,37 +92,12 @@ __device__ __forceinline__ uint16_t half_bits(const rf_args &g, float v) {
   return g.bf16 ? hs_bf16_bits(v) : hs_fp16_bits(v);
 }
 
-/* Shared-memory carving: count elements of X, every region 32-byte aligned (tile_mma's rule). */
-template <class X>
-__device__ __forceinline__ X *carve(unsigned char *&at, int count) {
-  X *p = reinterpret_cast<X *>(at);
-  at += ((size_t)count * sizeof(X) + 31) / 32 * 32;
-  return p;
-}
-template <class T>
-inline size_t carve_bytes(int count) {
-  return ((size_t)count * sizeof(T) + 31) / 32 * 32;
-}
-
-/* dst[rows][dp] = src rows row0..row0+rows-1 (row stride ld) + bias, rounded to T; rows outside
- * [0, row_end) and columns >= d are 0. */
-template <class T>
-__device__ void load_rows(T *dst, int rows, int dp, const float *src, size_t ld, int row0, int row_end, int d,
-                          const float *bias) {
-  for (int e = threadIdx.x; e < rows * dp; e += blockDim.x) {
-    const int rr = e / dp, c = e % dp, row = row0 + rr;
-    float v = 0.0f;
-    if (c < d && row >= 0 && row < row_end) {
-      v = src[(size_t)row * ld + c];
-      if (bias) v += bias[c];
-    }
-    tile_store(dst[e], v);
-  }
-}
-
-/* vals[16] = src[unit·qlen + i0 + a] for query rows a < qlen, else 0 */
-__device__ void load_row_stats(float *vals, const float *src, size_t unit, int qlen, int i0) {
-  for (int a = threadIdx.x; a < kTile; a += blockDim.x) vals[a] = i0 + a < qlen ? src[unit * qlen + i0 + a] : 0.0f;
+/* The block's warps: nw of them, this thread's warp w and lane. */
+struct warp_id {
+  int nw, w, lane;
+};
+__device__ __forceinline__ warp_id this_warp() {
+  return warp_id{(int)(blockDim.x / HS_WARP), (int)(threadIdx.x / HS_WARP), (int)(threadIdx.x % HS_WARP)};
 }
 
 __device__ __forceinline__ bool allowed(const rf_args &g, int i, int j) {
@@ -122,27 +110,40 @@ __device__ __forceinline__ float drop_factor(const rf_args &g, int s, int h, int
                            g.keep_scale);
 }
 
-/* First and last key tile a query tile [i0, i0+16) attends to. */
-__device__ __forceinline__ void key_tiles(const rf_args &g, int i0, int &first, int &last) {
+/* First and last key tile a query tile [i0, i0+16) (i0 < qlen) attends to. */
+__host__ __device__ __forceinline__ void key_tiles(const rf_args &g, int i0, int &first, int &last) {
   first = hs_rel_key_lo(i0, g.lower_shift) / kTile * kTile;
   const int i_last = imin(i0 + kTile, g.qlen) - 1;
   last = imin(g.klen - 1, hs_rel_key_hi(i_last, g.mlen));
 }
 
+/* First and last query row that reaches a key of the key tile [j0, j0+16): i >= j - mlen (causal),
+ * i <= j + lower_shift - 1 (same_length); first rounded down to a tile. */
+__device__ __forceinline__ void query_tiles(const rf_args &g, int j0, int &first, int &last) {
+  first = imax(0, j0 - g.mlen) / kTile * kTile;
+  last = g.lower_shift > 0 ? imin(g.qlen - 1, j0 + kTile - 1 + g.lower_shift - 1) : g.qlen - 1;
+}
+
+/* The last 16-row tile start of a block's nw tiles from r0 that lies below n (the block's other tiles
+ * past n do nothing). */
+__device__ __forceinline__ int last_tile(int r0, int nw, int n) { return imin(r0 + (nw - 1) * kTile, (n - 1) / kTile * kTile); }
+
 /* The first r row of a tile pair's 32-row window. */
 __device__ __forceinline__ int r_window(const rf_args &g, int i0, int j0) { return j0 - i0 + g.qlen - 1 - 15; }
+
+/* Per-warp steps below: lane-strided loops over one warp's tiles, __syncwarp between them. */
 
 /* S[16][16] = scale·(Qw·Kᵀ + BD) for query tile i0, key tile j0 (masked: -inf); bdw fp32 [16][32]
  * scratch; rwin the 32 r rows from r_window(i0, j0). */
 template <class T>
-__device__ void score_tile(const rf_args &g, float *S, float *bdw, const T *qw, const T *qr, const T *kt,
+__device__ void score_tile(const rf_args &g, int lane, float *S, float *bdw, const T *qw, const T *qr, const T *kt,
                            const T *rwin, int i0, int j0) {
   const int dp = g.dp;
   warp_tile_mma(S, kTile, qw, dp, kt, dp, dp, true, false);
   warp_tile_mma(bdw, 2 * kTile, qr, dp, rwin, dp, dp, true, false);
   warp_tile_mma(bdw + kTile, 2 * kTile, qr, dp, rwin + kTile * dp, dp, dp, true, false);
   __syncwarp();
-  for (int e = threadIdx.x; e < kTile * kTile; e += blockDim.x) {
+  for (int e = lane; e < kTile * kTile; e += HS_WARP) {
     const int a = e / kTile, b = e % kTile;
     S[e] = allowed(g, i0 + a, j0 + b) ? g.scale * (S[e] + bdw[a * 2 * kTile + 15 + b - a]) : -INFINITY;
   }
@@ -152,11 +153,11 @@ __device__ void score_tile(const rf_args &g, float *S, float *bdw, const T *qw, 
 /* From scores S (replaced by dS): P = exp(S - lse), dP' = dC·Vᵀ into dpp [16][16], dS = P·(f·dP' - D);
  * P' = f·P into pt (row-major, or transposed [b][a]) when pt is not null. */
 template <class T>
-__device__ void ds_tile(const rf_args &g, float *S, float *dpp, T *pt, bool pt_transposed, const T *dct,
+__device__ void ds_tile(const rf_args &g, int lane, float *S, float *dpp, T *pt, bool pt_transposed, const T *dct,
                         const T *vt, const float *lse_t, const float *d_t, int s, int h, int i0, int j0) {
   warp_tile_mma(dpp, kTile, dct, g.dp, vt, g.dp, g.dp, true, false);
   __syncwarp();
-  for (int e = threadIdx.x; e < kTile * kTile; e += blockDim.x) {
+  for (int e = lane; e < kTile * kTile; e += HS_WARP) {
     const int a = e / kTile, b = e % kTile;
     const float sc = S[e];
     const float pr = sc == -INFINITY ? 0.0f : hs_exp_fast(sc - lse_t[a]);
@@ -169,36 +170,65 @@ __device__ void ds_tile(const rf_args &g, float *S, float *dpp, T *pt, bool pt_t
 
 /* ---- forward ------------------------------------------------------------------------------------- */
 
-/* grid (query tiles, b·n), one warp: ctx [b, qlen, H] and lse [b, n, qlen] of one query tile */
+/* Shared memory of the forward (nw warps, rows = 16·nw query rows; "per warp" regions are nw slices
+ * side by side, warp w's at w·(slice)): */
+template <class T> struct fwd_layout {
+  T *qw, *qr;        /* [rows][dp] q + r_w_bias, q + r_r_bias (per warp) */
+  T *kt, *vt;        /* [16][dp] the key tile's k, v (shared) */
+  T *rw;             /* [16·(nw+1)][dp] the r rows every warp's 32-row window lies in (shared) */
+  T *pt;             /* [nw][16][16] f·e^{s-m}, the P'·V operand */
+  float *S, *bdw, *o; /* [nw][16][16] scores, [nw][16][32] BD window, [rows][dp] the unnormalised context */
+  float *m, *l;      /* [rows] running max and sum */
+  __host__ __device__ size_t carve(unsigned char *base, int dp, int nw) {
+    smem_carver c{base, 0};
+    const int rows = nw * kTile;
+    qw = c.take<T>(rows * dp), qr = c.take<T>(rows * dp), kt = c.take<T>(kTile * dp), vt = c.take<T>(kTile * dp);
+    rw = c.take<T>((nw + 1) * kTile * dp), pt = c.take<T>(nw * kTile * kTile);
+    S = c.take<float>(nw * kTile * kTile), bdw = c.take<float>(nw * 2 * kTile * kTile), o = c.take<float>(rows * dp);
+    m = c.take<float>(rows), l = c.take<float>(rows);
+    return c.off;
+  }
+};
+
+/* grid (query blocks of 16·nw rows, b·n), nw warps, warp w owning query tile i0 = I0 + 16w: ctx
+ * [b, qlen, H] and lse [b, n, qlen] of its rows. The warps stream the key tiles of the union of their
+ * ranges together (k, v and the r rows loaded once for all); a warp computes exactly the tiles, in
+ * the order, a block of its own would. */
 template <class T>
 __global__ void rel_flash_forward_kernel(float *ctx, float *lse, uint16_t *ctx16, rf_args g) {
-  const int dp = g.dp, i0 = blockIdx.x * kTile;
+  const warp_id wi = this_warp();
+  const int dp = g.dp, rows = wi.nw * kTile, I0 = blockIdx.x * rows, i0 = I0 + wi.w * kTile;
   const size_t unit = blockIdx.y;
   const int s = (int)(unit / (size_t)g.heads), h = (int)(unit % (size_t)g.heads);
   HS_DYNAMIC_SHARED(unsigned char, smem);
-  unsigned char *at = smem;
-  T *qw = carve<T>(at, kTile * dp), *qr = carve<T>(at, kTile * dp), *kt = carve<T>(at, kTile * dp);
-  T *vt = carve<T>(at, kTile * dp), *rw = carve<T>(at, 2 * kTile * dp), *pt = carve<T>(at, kTile * kTile);
-  float *S = carve<float>(at, kTile * kTile), *bdw = carve<float>(at, 2 * kTile * kTile);
-  float *o = carve<float>(at, kTile * dp), *m = carve<float>(at, kTile), *l = carve<float>(at, kTile);
+  fwd_layout<T> sm;
+  sm.carve(smem, dp, wi.nw);
+  const int ws = wi.w * kTile * dp, wt = wi.w * kTile * kTile; /* this warp's slices */
+  T *qw = sm.qw + ws, *qr = sm.qr + ws, *pt = sm.pt + wt;
+  float *S = sm.S + wt, *bdw = sm.bdw + 2 * wt, *o = sm.o + ws, *m = sm.m + wi.w * kTile, *l = sm.l + wi.w * kTile;
 
   const float *seq = g.qkv + (size_t)s * g.klen * g.ld + (size_t)h * g.d;
-  load_rows(qw, kTile, dp, seq + (size_t)g.mlen * g.ld, g.ld, i0, g.qlen, g.d, g.rwb + (size_t)h * g.d);
-  load_rows(qr, kTile, dp, seq + (size_t)g.mlen * g.ld, g.ld, i0, g.qlen, g.d, g.rrb + (size_t)h * g.d);
-  for (int e = threadIdx.x; e < kTile * dp; e += blockDim.x) o[e] = 0.0f;
-  for (int a = threadIdx.x; a < kTile; a += blockDim.x) m[a] = -INFINITY, l[a] = 0.0f;
-  int first, last;
+  load_rows(sm.qw, rows, dp, seq + (size_t)g.mlen * g.ld, g.ld, I0, g.qlen, g.d, g.rwb + (size_t)h * g.d);
+  load_rows(sm.qr, rows, dp, seq + (size_t)g.mlen * g.ld, g.ld, I0, g.qlen, g.d, g.rrb + (size_t)h * g.d);
+  for (int e = threadIdx.x; e < rows * dp; e += blockDim.x) sm.o[e] = 0.0f;
+  for (int a = threadIdx.x; a < rows; a += blockDim.x) sm.m[a] = -INFINITY, sm.l[a] = 0.0f;
+  int first, last, bfirst, blast, unused;
   key_tiles(g, i0, first, last);
-  for (int j0 = first; j0 <= last; j0 += kTile) {
+  key_tiles(g, I0, bfirst, unused);
+  key_tiles(g, last_tile(I0, wi.nw, g.qlen), unused, blast);
+  const bool live = i0 < g.qlen;
+  for (int j0 = bfirst; j0 <= blast; j0 += kTile) {
     __syncthreads();
-    load_rows(kt, kTile, dp, seq + g.H, g.ld, j0, g.klen, g.d, (const float *)nullptr);
-    load_rows(vt, kTile, dp, seq + 2 * g.H, g.ld, j0, g.klen, g.d, (const float *)nullptr);
-    load_rows(rw, 2 * kTile, dp, g.r + (size_t)h * g.d, (size_t)g.H, r_window(g, i0, j0), g.klen, g.d,
-              (const float *)nullptr);
+    load_rows(sm.kt, kTile, dp, seq + g.H, g.ld, j0, g.klen, g.d, (const float *)nullptr);
+    load_rows(sm.vt, kTile, dp, seq + 2 * g.H, g.ld, j0, g.klen, g.d, (const float *)nullptr);
+    /* warp w's window starts at r_window(I0 + 16w, j0) = the last warp's + 16·(nw-1-w) */
+    load_rows(sm.rw, rows + kTile, dp, g.r + (size_t)h * g.d, (size_t)g.H, r_window(g, I0 + rows - kTile, j0), g.klen,
+              g.d, (const float *)nullptr);
     __syncthreads();
-    score_tile(g, S, bdw, qw, qr, kt, rw, i0, j0);
+    if (!live || j0 < first || j0 > last) continue; /* warp-uniform */
+    score_tile(g, wi.lane, S, bdw, qw, qr, sm.kt, sm.rw + (wi.nw - 1 - wi.w) * kTile * dp, i0, j0);
     /* online softmax, a lane per row: rescale the row's context when its max grows */
-    for (int a = threadIdx.x; a < kTile; a += blockDim.x) {
+    for (int a = wi.lane; a < kTile; a += HS_WARP) {
       float mx = m[a];
       for (int b = 0; b < kTile; b++) mx = fmaxf(mx, S[a * kTile + b]);
       const float corr = m[a] == -INFINITY ? 0.0f : hs_exp_fast(m[a] - mx);
@@ -214,20 +244,20 @@ __global__ void rel_flash_forward_kernel(float *ctx, float *lse, uint16_t *ctx16
       for (int c = 0; c < dp; c++) o[a * dp + c] *= corr;
     }
     __syncwarp();
-    for (int cs = 0; cs < dp; cs += kTile) warp_tile_mma(o + cs, dp, pt, kTile, vt + cs, dp, kTile, false, true);
+    for (int cs = 0; cs < dp; cs += kTile) warp_tile_mma(o + cs, dp, pt, kTile, sm.vt + cs, dp, kTile, false, true);
     __syncwarp();
   }
   __syncthreads();
-  for (int e = threadIdx.x; e < kTile * g.d; e += blockDim.x) {
-    const int a = e / g.d, c = e % g.d, i = i0 + a;
+  for (int e = threadIdx.x; e < rows * g.d; e += blockDim.x) {
+    const int a = e / g.d, c = e % g.d, i = I0 + a;
     if (i >= g.qlen) continue;
     const size_t o_at = ((size_t)s * g.qlen + i) * g.H + (size_t)h * g.d + c;
-    const float v = o[a * dp + c] / l[a];
+    const float v = sm.o[a * dp + c] / sm.l[a];
     ctx[o_at] = v;
     if (ctx16) ctx16[o_at] = half_bits(g, v);
   }
-  for (int a = threadIdx.x; a < kTile; a += blockDim.x)
-    if (i0 + a < g.qlen) lse[unit * g.qlen + i0 + a] = m[a] + logf(l[a]);
+  for (int a = threadIdx.x; a < rows; a += blockDim.x)
+    if (I0 + a < g.qlen) lse[unit * g.qlen + I0 + a] = sm.m[a] + logf(sm.l[a]);
 }
 
 /* ---- backward ------------------------------------------------------------------------------------ */
@@ -246,59 +276,85 @@ __global__ void d_kernel(float *D, const float *dctx, const float *ctx, int batc
   }
 }
 
-/* grid (query tiles, b·n): dq into dqkv's q columns, dQw and dQr [b, qlen, H] for the bias gradients */
+template <class T> struct dq_layout {
+  T *qw, *qr, *dct;       /* [rows][dp] per warp */
+  T *kt, *vt, *rw;        /* [16][dp], [16][dp], [16·(nw+1)][dp] shared */
+  T *dst, *dbw;           /* [nw][16][16] dS, [nw][16][32] dS shifted into the window */
+  float *S, *bdw, *dpp;   /* [nw][16][16], [nw][16][32], [nw][16][16] */
+  float *accw, *accr;     /* [rows][dp] Σ dS·K, Σ dBDwin·Rwin */
+  float *lse_t, *d_t;     /* [rows] */
+  __host__ __device__ size_t carve(unsigned char *base, int dp, int nw) {
+    smem_carver c{base, 0};
+    const int rows = nw * kTile, t = nw * kTile * kTile;
+    qw = c.take<T>(rows * dp), qr = c.take<T>(rows * dp), dct = c.take<T>(rows * dp);
+    kt = c.take<T>(kTile * dp), vt = c.take<T>(kTile * dp), rw = c.take<T>((nw + 1) * kTile * dp);
+    dst = c.take<T>(t), dbw = c.take<T>(2 * t);
+    S = c.take<float>(t), bdw = c.take<float>(2 * t), dpp = c.take<float>(t);
+    accw = c.take<float>(rows * dp), accr = c.take<float>(rows * dp);
+    lse_t = c.take<float>(rows), d_t = c.take<float>(rows);
+    return c.off;
+  }
+};
+
+/* grid (query blocks of 16·nw rows, b·n), warp w owning query tile I0 + 16w (as the forward): dq into
+ * dqkv's q columns, dQw and dQr [b, qlen, H] for the bias gradients */
 template <class T>
 __global__ void rel_flash_dq_kernel(float *dqkv, uint16_t *dqkv16, float *dqw_out, float *dqr_out, const float *dctx,
                                     const float *lse, const float *D, rf_args g) {
-  const int dp = g.dp, i0 = blockIdx.x * kTile;
+  const warp_id wi = this_warp();
+  const int dp = g.dp, rows = wi.nw * kTile, I0 = blockIdx.x * rows, i0 = I0 + wi.w * kTile;
   const size_t unit = blockIdx.y;
   const int s = (int)(unit / (size_t)g.heads), h = (int)(unit % (size_t)g.heads);
   HS_DYNAMIC_SHARED(unsigned char, smem);
-  unsigned char *at = smem;
-  T *qw = carve<T>(at, kTile * dp), *qr = carve<T>(at, kTile * dp), *dct = carve<T>(at, kTile * dp);
-  T *kt = carve<T>(at, kTile * dp), *vt = carve<T>(at, kTile * dp), *rw = carve<T>(at, 2 * kTile * dp);
-  T *dst = carve<T>(at, kTile * kTile), *dbw = carve<T>(at, 2 * kTile * kTile);
-  float *S = carve<float>(at, kTile * kTile), *bdw = carve<float>(at, 2 * kTile * kTile);
-  float *dpp = carve<float>(at, kTile * kTile), *accw = carve<float>(at, kTile * dp);
-  float *accr = carve<float>(at, kTile * dp), *lse_t = carve<float>(at, kTile), *d_t = carve<float>(at, kTile);
+  dq_layout<T> sm;
+  sm.carve(smem, dp, wi.nw);
+  const int ws = wi.w * kTile * dp, wt = wi.w * kTile * kTile;
+  T *qw = sm.qw + ws, *qr = sm.qr + ws, *dct = sm.dct + ws, *dst = sm.dst + wt, *dbw = sm.dbw + 2 * wt;
+  float *S = sm.S + wt, *bdw = sm.bdw + 2 * wt, *dpp = sm.dpp + wt, *accw = sm.accw + ws, *accr = sm.accr + ws;
+  const float *lse_t = sm.lse_t + wi.w * kTile, *d_t = sm.d_t + wi.w * kTile;
 
   const float *seq = g.qkv + (size_t)s * g.klen * g.ld + (size_t)h * g.d;
-  load_rows(qw, kTile, dp, seq + (size_t)g.mlen * g.ld, g.ld, i0, g.qlen, g.d, g.rwb + (size_t)h * g.d);
-  load_rows(qr, kTile, dp, seq + (size_t)g.mlen * g.ld, g.ld, i0, g.qlen, g.d, g.rrb + (size_t)h * g.d);
-  load_rows(dct, kTile, dp, dctx + (size_t)s * g.qlen * g.H + (size_t)h * g.d, (size_t)g.H, i0, g.qlen, g.d,
+  load_rows(sm.qw, rows, dp, seq + (size_t)g.mlen * g.ld, g.ld, I0, g.qlen, g.d, g.rwb + (size_t)h * g.d);
+  load_rows(sm.qr, rows, dp, seq + (size_t)g.mlen * g.ld, g.ld, I0, g.qlen, g.d, g.rrb + (size_t)h * g.d);
+  load_rows(sm.dct, rows, dp, dctx + (size_t)s * g.qlen * g.H + (size_t)h * g.d, (size_t)g.H, I0, g.qlen, g.d,
             (const float *)nullptr);
-  load_row_stats(lse_t, lse, unit, g.qlen, i0);
-  load_row_stats(d_t, D, unit, g.qlen, i0);
-  for (int e = threadIdx.x; e < kTile * dp; e += blockDim.x) accw[e] = accr[e] = 0.0f;
-  int first, last;
+  load_row_stats(sm.lse_t, rows, lse + unit * g.qlen, I0, g.qlen);
+  load_row_stats(sm.d_t, rows, D + unit * g.qlen, I0, g.qlen);
+  for (int e = threadIdx.x; e < rows * dp; e += blockDim.x) sm.accw[e] = sm.accr[e] = 0.0f;
+  int first, last, bfirst, blast, unused;
   key_tiles(g, i0, first, last);
-  for (int j0 = first; j0 <= last; j0 += kTile) {
+  key_tiles(g, I0, bfirst, unused);
+  key_tiles(g, last_tile(I0, wi.nw, g.qlen), unused, blast);
+  const bool live = i0 < g.qlen;
+  for (int j0 = bfirst; j0 <= blast; j0 += kTile) {
     __syncthreads();
-    load_rows(kt, kTile, dp, seq + g.H, g.ld, j0, g.klen, g.d, (const float *)nullptr);
-    load_rows(vt, kTile, dp, seq + 2 * g.H, g.ld, j0, g.klen, g.d, (const float *)nullptr);
-    load_rows(rw, 2 * kTile, dp, g.r + (size_t)h * g.d, (size_t)g.H, r_window(g, i0, j0), g.klen, g.d,
-              (const float *)nullptr);
+    load_rows(sm.kt, kTile, dp, seq + g.H, g.ld, j0, g.klen, g.d, (const float *)nullptr);
+    load_rows(sm.vt, kTile, dp, seq + 2 * g.H, g.ld, j0, g.klen, g.d, (const float *)nullptr);
+    load_rows(sm.rw, rows + kTile, dp, g.r + (size_t)h * g.d, (size_t)g.H, r_window(g, I0 + rows - kTile, j0), g.klen,
+              g.d, (const float *)nullptr);
     __syncthreads();
-    score_tile(g, S, bdw, qw, qr, kt, rw, i0, j0);
-    ds_tile(g, S, dpp, (T *)nullptr, false, dct, vt, lse_t, d_t, s, h, i0, j0);
+    if (!live || j0 < first || j0 > last) continue; /* warp-uniform */
+    const T *rwin = sm.rw + (wi.nw - 1 - wi.w) * kTile * dp;
+    score_tile(g, wi.lane, S, bdw, qw, qr, sm.kt, rwin, i0, j0);
+    ds_tile(g, wi.lane, S, dpp, (T *)nullptr, false, dct, sm.vt, lse_t, d_t, s, h, i0, j0);
     /* dS as an operand, and the shift undone into the window: dBDwin[a][w] = dS[a][w - 15 + a] */
-    for (int e = threadIdx.x; e < kTile * kTile; e += blockDim.x) tile_store(dst[e], S[e]);
-    for (int e = threadIdx.x; e < 2 * kTile * kTile; e += blockDim.x) {
+    for (int e = wi.lane; e < kTile * kTile; e += HS_WARP) tile_store(dst[e], S[e]);
+    for (int e = wi.lane; e < 2 * kTile * kTile; e += HS_WARP) {
       const int a = e / (2 * kTile), b = e % (2 * kTile) - 15 + a;
       tile_store(dbw[e], b >= 0 && b < kTile ? S[a * kTile + b] : 0.0f);
     }
     __syncwarp();
     for (int cs = 0; cs < dp; cs += kTile) {
-      warp_tile_mma(accw + cs, dp, dst, kTile, kt + cs, dp, kTile, false, true);
-      warp_tile_mma(accr + cs, dp, dbw, 2 * kTile, rw + cs, dp, 2 * kTile, false, true);
+      warp_tile_mma(accw + cs, dp, dst, kTile, sm.kt + cs, dp, kTile, false, true);
+      warp_tile_mma(accr + cs, dp, dbw, 2 * kTile, rwin + cs, dp, 2 * kTile, false, true);
     }
     __syncwarp();
   }
   __syncthreads();
-  for (int e = threadIdx.x; e < kTile * g.d; e += blockDim.x) {
-    const int a = e / g.d, c = e % g.d, i = i0 + a;
+  for (int e = threadIdx.x; e < rows * g.d; e += blockDim.x) {
+    const int a = e / g.d, c = e % g.d, i = I0 + a;
     if (i >= g.qlen) continue;
-    const float w = g.scale * accw[a * dp + c], rr = g.scale * accr[a * dp + c];
+    const float w = g.scale * sm.accw[a * dp + c], rr = g.scale * sm.accr[a * dp + c];
     const size_t q_at = ((size_t)s * g.klen + g.mlen + i) * g.ld + (size_t)h * g.d + c;
     dqkv[q_at] = w + rr;
     if (dqkv16) dqkv16[q_at] = half_bits(g, w + rr);
@@ -308,57 +364,81 @@ __global__ void rel_flash_dq_kernel(float *dqkv, uint16_t *dqkv16, float *dqw_ou
   }
 }
 
-/* grid (key tiles, b·n): dk, dv into dqkv (and 0 in the q columns of memory rows) */
+template <class T> struct dkv_layout {
+  T *kt, *vt;                /* [rows][dp] per warp: the warp's key tile */
+  T *qw, *qr, *dct, *rw;     /* [16][dp] x 3 the query tile, [16·(nw+1)][dp] r rows (shared) */
+  T *ptt, *dst;              /* [nw][16][16] P'ᵀ, dSᵀ */
+  float *S, *bdw, *dpp;      /* [nw][16][16], [nw][16][32], [nw][16][16] */
+  float *acck, *accv;        /* [rows][dp] */
+  float *lse_t, *d_t;        /* [16] the query tile's */
+  __host__ __device__ size_t carve(unsigned char *base, int dp, int nw) {
+    smem_carver c{base, 0};
+    const int rows = nw * kTile, t = nw * kTile * kTile;
+    kt = c.take<T>(rows * dp), vt = c.take<T>(rows * dp);
+    qw = c.take<T>(kTile * dp), qr = c.take<T>(kTile * dp), dct = c.take<T>(kTile * dp);
+    rw = c.take<T>((nw + 1) * kTile * dp), ptt = c.take<T>(t), dst = c.take<T>(t);
+    S = c.take<float>(t), bdw = c.take<float>(2 * t), dpp = c.take<float>(t);
+    acck = c.take<float>(rows * dp), accv = c.take<float>(rows * dp);
+    lse_t = c.take<float>(kTile), d_t = c.take<float>(kTile);
+    return c.off;
+  }
+};
+
+/* grid (key blocks of 16·nw keys, b·n), warp w owning key tile J0 + 16w, query tiles streamed (q, dC
+ * and the r rows loaded once for all warps): dk, dv into dqkv (and 0 in the q columns of memory rows) */
 template <class T>
 __global__ void rel_flash_dkv_kernel(float *dqkv, uint16_t *dqkv16, const float *dctx, const float *lse, const float *D,
                                      rf_args g) {
-  const int dp = g.dp, j0 = blockIdx.x * kTile;
+  const warp_id wi = this_warp();
+  const int dp = g.dp, rows = wi.nw * kTile, J0 = blockIdx.x * rows, j0 = J0 + wi.w * kTile;
   const size_t unit = blockIdx.y;
   const int s = (int)(unit / (size_t)g.heads), h = (int)(unit % (size_t)g.heads);
   HS_DYNAMIC_SHARED(unsigned char, smem);
-  unsigned char *at = smem;
-  T *qw = carve<T>(at, kTile * dp), *qr = carve<T>(at, kTile * dp), *dct = carve<T>(at, kTile * dp);
-  T *kt = carve<T>(at, kTile * dp), *vt = carve<T>(at, kTile * dp), *rw = carve<T>(at, 2 * kTile * dp);
-  T *ptt = carve<T>(at, kTile * kTile), *dst = carve<T>(at, kTile * kTile);
-  float *S = carve<float>(at, kTile * kTile), *bdw = carve<float>(at, 2 * kTile * kTile);
-  float *dpp = carve<float>(at, kTile * kTile), *acck = carve<float>(at, kTile * dp);
-  float *accv = carve<float>(at, kTile * dp), *lse_t = carve<float>(at, kTile), *d_t = carve<float>(at, kTile);
+  dkv_layout<T> sm;
+  sm.carve(smem, dp, wi.nw);
+  const int ws = wi.w * kTile * dp, wt = wi.w * kTile * kTile;
+  T *kt = sm.kt + ws, *vt = sm.vt + ws, *ptt = sm.ptt + wt, *dst = sm.dst + wt;
+  float *S = sm.S + wt, *bdw = sm.bdw + 2 * wt, *dpp = sm.dpp + wt, *acck = sm.acck + ws, *accv = sm.accv + ws;
 
   const float *seq = g.qkv + (size_t)s * g.klen * g.ld + (size_t)h * g.d;
-  load_rows(kt, kTile, dp, seq + g.H, g.ld, j0, g.klen, g.d, (const float *)nullptr);
-  load_rows(vt, kTile, dp, seq + 2 * g.H, g.ld, j0, g.klen, g.d, (const float *)nullptr);
-  for (int e = threadIdx.x; e < kTile * dp; e += blockDim.x) acck[e] = accv[e] = 0.0f;
-  /* query rows that reach a key of the tile: i >= j - mlen (causal), i <= j + lower_shift - 1 (same_length) */
-  const int first = imax(0, j0 - g.mlen) / kTile * kTile;
-  const int last = g.lower_shift > 0 ? imin(g.qlen - 1, j0 + kTile - 1 + g.lower_shift - 1) : g.qlen - 1;
-  for (int i0 = first; i0 <= last; i0 += kTile) {
+  load_rows(sm.kt, rows, dp, seq + g.H, g.ld, J0, g.klen, g.d, (const float *)nullptr);
+  load_rows(sm.vt, rows, dp, seq + 2 * g.H, g.ld, J0, g.klen, g.d, (const float *)nullptr);
+  for (int e = threadIdx.x; e < rows * dp; e += blockDim.x) sm.acck[e] = sm.accv[e] = 0.0f;
+  int first, last, bfirst, blast, unused;
+  query_tiles(g, j0, first, last);
+  query_tiles(g, J0, bfirst, unused);
+  query_tiles(g, last_tile(J0, wi.nw, g.klen), unused, blast);
+  const bool live = j0 < g.klen;
+  for (int i0 = bfirst; i0 <= blast; i0 += kTile) {
     __syncthreads();
-    load_rows(qw, kTile, dp, seq + (size_t)g.mlen * g.ld, g.ld, i0, g.qlen, g.d, g.rwb + (size_t)h * g.d);
-    load_rows(qr, kTile, dp, seq + (size_t)g.mlen * g.ld, g.ld, i0, g.qlen, g.d, g.rrb + (size_t)h * g.d);
-    load_rows(dct, kTile, dp, dctx + (size_t)s * g.qlen * g.H + (size_t)h * g.d, (size_t)g.H, i0, g.qlen, g.d,
+    load_rows(sm.qw, kTile, dp, seq + (size_t)g.mlen * g.ld, g.ld, i0, g.qlen, g.d, g.rwb + (size_t)h * g.d);
+    load_rows(sm.qr, kTile, dp, seq + (size_t)g.mlen * g.ld, g.ld, i0, g.qlen, g.d, g.rrb + (size_t)h * g.d);
+    load_rows(sm.dct, kTile, dp, dctx + (size_t)s * g.qlen * g.H + (size_t)h * g.d, (size_t)g.H, i0, g.qlen, g.d,
               (const float *)nullptr);
-    load_rows(rw, 2 * kTile, dp, g.r + (size_t)h * g.d, (size_t)g.H, r_window(g, i0, j0), g.klen, g.d,
+    /* warp w's window starts at r_window(i0, J0 + 16w) = the first warp's + 16w */
+    load_rows(sm.rw, rows + kTile, dp, g.r + (size_t)h * g.d, (size_t)g.H, r_window(g, i0, J0), g.klen, g.d,
               (const float *)nullptr);
-    load_row_stats(lse_t, lse, unit, g.qlen, i0);
-    load_row_stats(d_t, D, unit, g.qlen, i0);
+    load_row_stats(sm.lse_t, kTile, lse + unit * g.qlen, i0, g.qlen);
+    load_row_stats(sm.d_t, kTile, D + unit * g.qlen, i0, g.qlen);
     __syncthreads();
-    score_tile(g, S, bdw, qw, qr, kt, rw, i0, j0);
-    ds_tile(g, S, dpp, ptt, true, dct, vt, lse_t, d_t, s, h, i0, j0);
-    for (int e = threadIdx.x; e < kTile * kTile; e += blockDim.x) tile_store(dst[(e % kTile) * kTile + e / kTile], S[e]);
+    if (!live || i0 < first || i0 > last) continue; /* warp-uniform */
+    score_tile(g, wi.lane, S, bdw, sm.qw, sm.qr, kt, sm.rw + wi.w * kTile * dp, i0, j0);
+    ds_tile(g, wi.lane, S, dpp, ptt, true, sm.dct, vt, sm.lse_t, sm.d_t, s, h, i0, j0);
+    for (int e = wi.lane; e < kTile * kTile; e += HS_WARP) tile_store(dst[(e % kTile) * kTile + e / kTile], S[e]);
     __syncwarp();
     for (int cs = 0; cs < dp; cs += kTile) {
-      warp_tile_mma(accv + cs, dp, ptt, kTile, dct + cs, dp, kTile, false, true);
-      warp_tile_mma(acck + cs, dp, dst, kTile, qw + cs, dp, kTile, false, true);
+      warp_tile_mma(accv + cs, dp, ptt, kTile, sm.dct + cs, dp, kTile, false, true);
+      warp_tile_mma(acck + cs, dp, dst, kTile, sm.qw + cs, dp, kTile, false, true);
     }
     __syncwarp();
   }
   __syncthreads();
-  for (int e = threadIdx.x; e < kTile * g.d; e += blockDim.x) {
-    const int b = e / g.d, c = e % g.d, j = j0 + b;
+  for (int e = threadIdx.x; e < rows * g.d; e += blockDim.x) {
+    const int b = e / g.d, c = e % g.d, j = J0 + b;
     if (j >= g.klen) continue;
     const size_t at = ((size_t)s * g.klen + j) * g.ld + (size_t)h * g.d + c;
     float *row = dqkv + at;
-    const float dk = g.scale * acck[b * dp + c], dv = accv[b * dp + c];
+    const float dk = g.scale * sm.acck[b * dp + c], dv = sm.accv[b * dp + c];
     row[g.H] = dk;
     row[2 * g.H] = dv;
     if (j < g.mlen) row[0] = 0.0f;
@@ -371,82 +451,115 @@ __global__ void rel_flash_dkv_kernel(float *dqkv, uint16_t *dqkv16, const float 
   }
 }
 
-/* grid (r-row tiles, n): dr[t, h·d..] = scale·Σ_s Σ_i dS[s,h,i, t-(qlen-1-i)]·Qr_i, sequences and query
- * tiles in order */
+template <class T> struct dr_layout {
+  T *qw, *qr, *dct;        /* [16][dp] the query tile (shared) */
+  T *rt;                   /* [rows][dp] per warp: the warp's r tile */
+  T *buf;                  /* [16·(nw+1)][dp] the K, then the V rows of every warp's 32-key window (shared) */
+  T *dbt;                  /* [nw][16][16] dBDᵀ */
+  float *sac, *bd, *dpp, *sd; /* [nw][16][32], [nw][16][16], [nw][16][32], [nw][16][16] */
+  float *acc;              /* [rows][dp] */
+  float *lse_t, *d_t;      /* [16] */
+  __host__ __device__ size_t carve(unsigned char *base, int dp, int nw) {
+    smem_carver c{base, 0};
+    const int rows = nw * kTile, t = nw * kTile * kTile;
+    qw = c.take<T>(kTile * dp), qr = c.take<T>(kTile * dp), dct = c.take<T>(kTile * dp);
+    rt = c.take<T>(rows * dp), buf = c.take<T>((nw + 1) * kTile * dp), dbt = c.take<T>(t);
+    sac = c.take<float>(2 * t), bd = c.take<float>(t), dpp = c.take<float>(2 * t), sd = c.take<float>(t);
+    acc = c.take<float>(rows * dp), lse_t = c.take<float>(kTile), d_t = c.take<float>(kTile);
+    return c.off;
+  }
+};
+
+/* grid (r-row blocks of 16·nw rows, n, sequence groups), warp w owning r tile T0 + 16w: the group's
+ * part of dr, part[group][t, h·d..] = Σ_{s in group} Σ_i dS[s,h,i, t-(qlen-1-i)]·Qr_i, sequences and
+ * query tiles in order (q, dC and the k, v windows loaded once for all warps); flash_sums_kernel adds
+ * the groups in order and scales. Group z holds sequences [z·per_group, (z+1)·per_group). */
 template <class T>
-__global__ void rel_flash_dr_kernel(float *dr, uint16_t *dr16, const float *dctx, const float *lse, const float *D,
-                                    rf_args g) {
-  const int dp = g.dp, t0 = blockIdx.x * kTile, h = blockIdx.y;
+__global__ void rel_flash_dr_kernel(float *part, const float *dctx, const float *lse, const float *D, rf_args g,
+                                    int per_group) {
+  const warp_id wi = this_warp();
+  const int dp = g.dp, rows = wi.nw * kTile, T0 = blockIdx.x * rows, t0 = T0 + wi.w * kTile, h = blockIdx.y;
+  const int s_first = blockIdx.z * per_group, s_end = imin(g.batch, s_first + per_group);
   HS_DYNAMIC_SHARED(unsigned char, smem);
-  unsigned char *at = smem;
-  T *qw = carve<T>(at, kTile * dp), *qr = carve<T>(at, kTile * dp), *dct = carve<T>(at, kTile * dp);
-  T *buf = carve<T>(at, 2 * kTile * dp), *dbt = carve<T>(at, kTile * kTile);
-  float *sac = carve<float>(at, 2 * kTile * kTile), *bd = carve<float>(at, kTile * kTile);
-  float *dpp = carve<float>(at, 2 * kTile * kTile), *sd = carve<float>(at, kTile * kTile);
-  float *acc = carve<float>(at, kTile * dp), *lse_t = carve<float>(at, kTile), *d_t = carve<float>(at, kTile);
-  for (int e = threadIdx.x; e < kTile * dp; e += blockDim.x) acc[e] = 0.0f;
+  dr_layout<T> sm;
+  sm.carve(smem, dp, wi.nw);
+  const int ws = wi.w * kTile * dp, wt = wi.w * kTile * kTile;
+  T *rt = sm.rt + ws, *dbt = sm.dbt + wt;
+  float *sac = sm.sac + 2 * wt, *bd = sm.bd + wt, *dpp = sm.dpp + 2 * wt, *sd = sm.sd + wt, *acc = sm.acc + ws;
+  const T *win = sm.buf + wi.w * kTile * dp; /* warp w's 32 keys (k, then v) start 16w after the first warp's */
+  for (int e = threadIdx.x; e < rows * dp; e += blockDim.x) sm.acc[e] = 0.0f;
   const float *rh = g.r + (size_t)h * g.d;
+  /* (a, x = a + tt) reads r row t0 + x - a = t0 + tt: BD of the diagonal is Qr·R_tileᵀ */
+  load_rows(sm.rt, rows, dp, rh, (size_t)g.H, T0, g.klen, g.d, (const float *)nullptr);
   /* a query row i reaches r row t through key j = t - (qlen-1) + i >= 0: i >= qlen - 1 - t */
   const int first = imax(0, g.qlen - 1 - (t0 + kTile - 1)) / kTile * kTile;
-  for (int s = 0; s < g.batch; s++) {
+  const int bfirst = imax(0, g.qlen - 1 - (last_tile(T0, wi.nw, g.klen) + kTile - 1)) / kTile * kTile;
+  const bool live = t0 < g.klen;
+  for (int s = s_first; s < s_end; s++) {
     const size_t unit = (size_t)s * g.heads + h;
     const float *seq = g.qkv + (size_t)s * g.klen * g.ld + (size_t)h * g.d;
-    for (int i0 = first; i0 < g.qlen; i0 += kTile) {
-      const int jbase = t0 - (g.qlen - 1) + i0; /* key x of the window: jbase + x, x = a + tt */
+    for (int i0 = bfirst; i0 < g.qlen; i0 += kTile) {
+      const int jbase = t0 - (g.qlen - 1) + i0, Jbase = T0 - (g.qlen - 1) + i0; /* key x of the window: jbase + x */
+      const bool on = live && i0 >= first; /* warp-uniform */
       __syncthreads();
-      load_rows(qw, kTile, dp, seq + (size_t)g.mlen * g.ld, g.ld, i0, g.qlen, g.d, g.rwb + (size_t)h * g.d);
-      load_rows(qr, kTile, dp, seq + (size_t)g.mlen * g.ld, g.ld, i0, g.qlen, g.d, g.rrb + (size_t)h * g.d);
-      load_rows(dct, kTile, dp, dctx + (size_t)s * g.qlen * g.H + (size_t)h * g.d, (size_t)g.H, i0, g.qlen, g.d,
+      load_rows(sm.qw, kTile, dp, seq + (size_t)g.mlen * g.ld, g.ld, i0, g.qlen, g.d, g.rwb + (size_t)h * g.d);
+      load_rows(sm.qr, kTile, dp, seq + (size_t)g.mlen * g.ld, g.ld, i0, g.qlen, g.d, g.rrb + (size_t)h * g.d);
+      load_rows(sm.dct, kTile, dp, dctx + (size_t)s * g.qlen * g.H + (size_t)h * g.d, (size_t)g.H, i0, g.qlen, g.d,
                 (const float *)nullptr);
-      load_row_stats(lse_t, lse, unit, g.qlen, i0);
-      load_row_stats(d_t, D, unit, g.qlen, i0);
-      load_rows(buf, 2 * kTile, dp, seq + g.H, g.ld, jbase, g.klen, g.d, (const float *)nullptr); /* K window */
+      load_row_stats(sm.lse_t, kTile, lse + unit * g.qlen, i0, g.qlen);
+      load_row_stats(sm.d_t, kTile, D + unit * g.qlen, i0, g.qlen);
+      load_rows(sm.buf, rows + kTile, dp, seq + g.H, g.ld, Jbase, g.klen, g.d, (const float *)nullptr); /* K */
       __syncthreads();
-      warp_tile_mma(sac, 2 * kTile, qw, dp, buf, dp, dp, true, false);
-      warp_tile_mma(sac + kTile, 2 * kTile, qw, dp, buf + kTile * dp, dp, dp, true, false);
-      __syncthreads();
-      /* (a, x = a + tt) reads r row t0 + x - a = t0 + tt: BD of the diagonal is Qr·R_tileᵀ */
-      load_rows(buf, kTile, dp, rh, (size_t)g.H, t0, g.klen, g.d, (const float *)nullptr);
-      __syncthreads();
-      warp_tile_mma(bd, kTile, qr, dp, buf, dp, dp, true, false);
-      __syncthreads();
-      for (int e = threadIdx.x; e < kTile * kTile; e += blockDim.x) {
-        const int a = e / kTile, tt = e % kTile, x = a + tt;
-        const bool ok = t0 + tt < g.klen && allowed(g, i0 + a, jbase + x);
-        sd[e] = ok ? g.scale * (sac[a * 2 * kTile + x] + bd[e]) : -INFINITY;
+      if (on) {
+        warp_tile_mma(sac, 2 * kTile, sm.qw, dp, win, dp, dp, true, false);
+        warp_tile_mma(sac + kTile, 2 * kTile, sm.qw, dp, win + kTile * dp, dp, dp, true, false);
+        warp_tile_mma(bd, kTile, sm.qr, dp, rt, dp, dp, true, false);
+        __syncwarp();
+        for (int e = wi.lane; e < kTile * kTile; e += HS_WARP) {
+          const int a = e / kTile, tt = e % kTile, x = a + tt;
+          const bool ok = t0 + tt < g.klen && allowed(g, i0 + a, jbase + x);
+          sd[e] = ok ? g.scale * (sac[a * 2 * kTile + x] + bd[e]) : -INFINITY;
+        }
       }
       __syncthreads();
-      load_rows(buf, 2 * kTile, dp, seq + 2 * g.H, g.ld, jbase, g.klen, g.d, (const float *)nullptr); /* V window */
+      load_rows(sm.buf, rows + kTile, dp, seq + 2 * g.H, g.ld, Jbase, g.klen, g.d, (const float *)nullptr); /* V */
       __syncthreads();
-      warp_tile_mma(dpp, 2 * kTile, dct, dp, buf, dp, dp, true, false);
-      warp_tile_mma(dpp + kTile, 2 * kTile, dct, dp, buf + kTile * dp, dp, dp, true, false);
-      __syncthreads();
-      for (int e = threadIdx.x; e < kTile * kTile; e += blockDim.x) {
+      if (!on) continue;
+      warp_tile_mma(dpp, 2 * kTile, sm.dct, dp, win, dp, dp, true, false);
+      warp_tile_mma(dpp + kTile, 2 * kTile, sm.dct, dp, win + kTile * dp, dp, dp, true, false);
+      __syncwarp();
+      for (int e = wi.lane; e < kTile * kTile; e += HS_WARP) {
         const int a = e / kTile, tt = e % kTile, x = a + tt;
         const float sc = sd[e];
-        const float pr = sc == -INFINITY ? 0.0f : hs_exp_fast(sc - lse_t[a]);
+        const float pr = sc == -INFINITY ? 0.0f : hs_exp_fast(sc - sm.lse_t[a]);
         const float f = pr != 0.0f ? drop_factor(g, s, h, i0 + a, jbase + x) : 0.0f;
-        tile_store(dbt[tt * kTile + a], pr * (f * dpp[a * 2 * kTile + x] - d_t[a]));
+        tile_store(dbt[tt * kTile + a], pr * (f * dpp[a * 2 * kTile + x] - sm.d_t[a]));
       }
-      __syncthreads();
-      for (int cs = 0; cs < dp; cs += kTile) warp_tile_mma(acc + cs, dp, dbt, kTile, qr + cs, dp, kTile, false, true);
+      __syncwarp();
+      for (int cs = 0; cs < dp; cs += kTile) warp_tile_mma(acc + cs, dp, dbt, kTile, sm.qr + cs, dp, kTile, false, true);
+      __syncwarp();
     }
   }
   __syncthreads();
-  for (int e = threadIdx.x; e < kTile * g.d; e += blockDim.x) {
-    const int tt = e / g.d, c = e % g.d, t = t0 + tt;
-    if (t >= g.klen) continue;
-    const float v = g.scale * acc[tt * dp + c];
-    dr[(size_t)t * g.H + (size_t)h * g.d + c] = v;
-    if (dr16) dr16[(size_t)t * g.H + (size_t)h * g.d + c] = half_bits(g, v);
+  for (int e = threadIdx.x; e < rows * g.d; e += blockDim.x) {
+    const int tt = e / g.d, c = e % g.d, t = T0 + tt;
+    if (t < g.klen) part[((size_t)blockIdx.z * g.klen + t) * g.H + (size_t)h * g.d + c] = sm.acc[tt * dp + c];
   }
 }
 
-/* dr_w_bias[h, c] += Σ_s (Σ_i dQw[s,i,h·d+c]), likewise dr_r_bias from dQr: queries in order per sequence,
- * then the sequences in order (the CPU's order) */
-__global__ void flash_bias_grad_kernel(float *dr_w_bias, float *dr_r_bias, const float *dqw, const float *dqr,
-                                       int batch, int qlen, int H) {
-  for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < (size_t)H; e += (size_t)gridDim.x * blockDim.x) {
+/* The backward's last sums, a thread per element e of dr [klen, H]:
+ *   dr[e] = scale·Σ_z part[z][e], the sequence groups in order (and dr16[e] its 16 bits);
+ *   e < H: dr_w_bias[e] += Σ_s (Σ_i dQw[s,i,e]), likewise dr_r_bias from dQr: queries in order per
+ *   sequence, then the sequences in order (the CPU's order) */
+__global__ void flash_sums_kernel(float *dr, uint16_t *dr16, int bf16, const float *part, int groups, size_t n_r,
+                                  float scale, float *dr_w_bias, float *dr_r_bias, const float *dqw, const float *dqr,
+                                  int batch, int qlen, int H) {
+  for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n_r; e += (size_t)gridDim.x * blockDim.x) {
+    float sum = part[e];
+    for (int z = 1; z < groups; z++) sum += part[(size_t)z * n_r + e];
+    dr[e] = scale * sum;
+    if (dr16) dr16[e] = bf16 ? hs_bf16_bits(scale * sum) : hs_fp16_bits(scale * sum);
+    if (e >= (size_t)H) continue;
     float sw = 0.0f, sr = 0.0f;
     for (int s = 0; s < batch; s++) {
       float pw = 0.0f, pr = 0.0f;
@@ -482,30 +595,36 @@ rf_args make_args(const float *qkv, const float *r, const float *rwb, const floa
 
 inline unsigned tiles(int n) { return (unsigned)((n + kTile - 1) / kTile); }
 
-/* Shared bytes of each kernel, as it carves them (T the operand type, dp the padded head size). */
-template <class T>
-size_t forward_smem(int dp) {
-  return 4 * carve_bytes<T>(kTile * dp) + carve_bytes<T>(2 * kTile * dp) + carve_bytes<T>(kTile * kTile) +
-         carve_bytes<float>(kTile * kTile) + carve_bytes<float>(2 * kTile * kTile) + carve_bytes<float>(kTile * dp) +
-         2 * carve_bytes<float>(kTile);
-}
-template <class T>
-size_t dq_smem(int dp) {
-  return 5 * carve_bytes<T>(kTile * dp) + carve_bytes<T>(2 * kTile * dp) + carve_bytes<T>(kTile * kTile) +
-         carve_bytes<T>(2 * kTile * kTile) + 2 * carve_bytes<float>(kTile * kTile) +
-         carve_bytes<float>(2 * kTile * kTile) + 2 * carve_bytes<float>(kTile * dp) + 2 * carve_bytes<float>(kTile);
-}
-template <class T>
-size_t dkv_smem(int dp) {
-  return 5 * carve_bytes<T>(kTile * dp) + carve_bytes<T>(2 * kTile * dp) + 2 * carve_bytes<T>(kTile * kTile) +
-         2 * carve_bytes<float>(kTile * kTile) + carve_bytes<float>(2 * kTile * kTile) +
-         2 * carve_bytes<float>(kTile * dp) + 2 * carve_bytes<float>(kTile);
-}
-template <class T>
-size_t dr_smem(int dp) {
-  return 3 * carve_bytes<T>(kTile * dp) + carve_bytes<T>(2 * kTile * dp) + carve_bytes<T>(kTile * kTile) +
-         2 * carve_bytes<float>(2 * kTile * kTile) + 2 * carve_bytes<float>(kTile * kTile) +
-         carve_bytes<float>(kTile * dp) + 2 * carve_bytes<float>(kTile);
+/* A launch's warps per block: of 1 to kMaxWarps (and no more than the n rows have 16-row tiles), the
+ * count that keeps the most warps resident per multiprocessor (shared memory bounds it: each warp
+ * brings its own tiles and accumulators, the shared k, v, q and r rows are what grows slower), the
+ * larger on a tie (fewer loads of the shared rows). Which count runs does not change a bit of the
+ * results: each warp computes its tile as a block of its own would. */
+int warp_cap; /* hs_cuda_rel_flash_max_warps */
+
+struct launch_cfg {
+  int warps;
+  size_t smem;
+  unsigned blocks;
+};
+template <class L>
+launch_cfg pick(const rf_args &g, int n, const char *kernel) {
+  launch_cfg best{0, 0, 0};
+  int best_resident = 0;
+  for (int nw = 1; nw <= imin(warp_cap > 0 ? warp_cap : kMaxWarps, imin(kMaxWarps, (int)tiles(n))); nw++) {
+    L layout;
+    const size_t bytes = layout.carve(nullptr, g.dp, nw);
+    const int resident = flash_resident_warps(nw, bytes);
+    if (resident > 0 && resident >= best_resident)
+      best_resident = resident, best = launch_cfg{nw, bytes, (tiles(n) + nw - 1) / nw};
+  }
+  if (best.warps == 0) {
+    L layout;
+    HS_FATAL("attention = \"unfused\" takes any head size",
+             "fused relative attention: %s needs %zu bytes of shared memory at head_dim %d, this GPU allows %zu per block",
+             kernel, layout.carve(nullptr, g.dp, 1), g.d, flash_smem_limit());
+  }
+  return best;
 }
 
 /* Bytes a tile loop moves: per tile pair the q, dC, k, v tiles and the r window read from memory. */
@@ -516,7 +635,9 @@ size_t tile_pairs(const rf_args &g) { return (size_t)tiles(g.qlen) * tiles(g.kle
 
 template <class T>
 void forward_t(const hs_backend *be, float *ctx, float *lse, uint16_t *ctx16, const rf_args &g) {
-  HS_LAUNCH(dim3(tiles(g.qlen), (unsigned)(g.batch * g.heads)), HS_WARP, forward_smem<T>(g.dp), hs_cuda_stream(be),
+  const launch_cfg c = pick<fwd_layout<T>>(g, g.qlen, "the forward");
+  flash_allow_smem(rel_flash_forward_kernel<T>);
+  HS_LAUNCH(dim3(c.blocks, (unsigned)(g.batch * g.heads)), c.warps * HS_WARP, c.smem, hs_cuda_stream(be),
             rel_flash_forward_kernel<T>)(ctx, lse, ctx16, g);
   /* q read twice per query tile, k, v and two r tiles per pair; ctx and lse written (and ctx16) */
   HS_CUDA_LAUNCHED("rel_flash_forward_kernel",
@@ -529,36 +650,52 @@ void backward_t(const hs_backend *be, float *dqkv, float *dr, float *dr_w_bias, 
                 const float *ctx, const float *lse, uint16_t *dqkv16, uint16_t *dr16, const rf_args &g) {
   cudaStream_t stream = hs_cuda_stream(be);
   const size_t rows = (size_t)g.batch * g.heads * g.qlen, qh = (size_t)g.batch * g.qlen * g.H;
-  /* scratch: D [b, n, qlen], dQw and dQr [b, qlen, H] */
+  /* dr's sum over the sequences runs in groups of per_group (up to kDrGroups groups, fixed by the batch
+   * alone: the same bits on every device), one grid slice each, then the groups in order */
+  const int per_group = (g.batch + kDrGroups - 1) / kDrGroups, groups = (g.batch + per_group - 1) / per_group;
+  const size_t n_r = (size_t)g.klen * g.H;
+  /* scratch: D [b, n, qlen], dQw and dQr [b, qlen, H], dr's parts [groups, klen, H] */
   const size_t rd = (rows * sizeof(float) + 255) / 256 * 256, rq = (qh * sizeof(float) + 255) / 256 * 256;
-  char *scratch = (char *)hs_cuda_scratch(be, rd + 2 * rq);
+  char *scratch = (char *)hs_cuda_scratch(be, rd + 2 * rq + (size_t)groups * n_r * sizeof(float));
   float *D = (float *)scratch, *dqw = (float *)(scratch + rd), *dqr = (float *)(scratch + rd + rq);
+  float *part = (float *)(scratch + rd + 2 * rq);
   HS_LAUNCH(hs_grid_for(rows), HS_BLOCK, 0, stream, d_kernel)(D, dctx, ctx, g.batch, g.qlen, g.heads, g.d);
   HS_CUDA_LAUNCHED("rel_flash d_kernel", (2 * qh + rows) * sizeof(float)); /* dctx, ctx read, D written */
-  const dim3 units_q(tiles(g.qlen), (unsigned)(g.batch * g.heads)), units_k(tiles(g.klen), (unsigned)(g.batch * g.heads));
-  HS_LAUNCH(units_q, HS_WARP, dq_smem<T>(g.dp), stream, rel_flash_dq_kernel<T>)(dqkv, dqkv16, dqw, dqr, dctx, lse, D,
-                                                                                       g);
+  const unsigned units = (unsigned)(g.batch * g.heads);
+  const launch_cfg cq = pick<dq_layout<T>>(g, g.qlen, "dQ");
+  flash_allow_smem(rel_flash_dq_kernel<T>);
+  HS_LAUNCH(dim3(cq.blocks, units), cq.warps * HS_WARP, cq.smem, stream, rel_flash_dq_kernel<T>)(dqkv, dqkv16, dqw, dqr,
+                                                                                                  dctx, lse, D, g);
   /* per pair k, v, two r tiles; q, dC once per query tile; dq, dQw, dQr written (and dq's 16 bits) */
   HS_CUDA_LAUNCHED("rel_flash_dq_kernel",
                    tile_pairs(g) * pair_bytes(g, 4) + 5 * qh * sizeof(float) + (dqkv16 ? qh * sizeof(uint16_t) : 0));
-  HS_LAUNCH(units_k, HS_WARP, dkv_smem<T>(g.dp), stream, rel_flash_dkv_kernel<T>)(dqkv, dqkv16, dctx, lse, D, g);
+  const launch_cfg ck = pick<dkv_layout<T>>(g, g.klen, "dK/dV");
+  flash_allow_smem(rel_flash_dkv_kernel<T>);
+  HS_LAUNCH(dim3(ck.blocks, units), ck.warps * HS_WARP, ck.smem, stream, rel_flash_dkv_kernel<T>)(dqkv, dqkv16, dctx,
+                                                                                                   lse, D, g);
   /* per pair q, dC, two r tiles; k, v once per key tile; dk, dv (and memory rows' dq) written (and their
    * 16 bits) */
   const size_t kvh = (size_t)g.batch * g.klen * g.H;
   HS_CUDA_LAUNCHED("rel_flash_dkv_kernel",
                    tile_pairs(g) * pair_bytes(g, 5) + kvh * 5 * sizeof(float) + (dqkv16 ? 3 * kvh * sizeof(uint16_t) : 0));
-  HS_LAUNCH(dim3(tiles(g.klen), (unsigned)g.heads), HS_WARP, dr_smem<T>(g.dp), stream, rel_flash_dr_kernel<T>)(
-      dr, dr16, dctx, lse, D, g);
-  /* per (r tile, query tile, sequence): q, dC, the 32-row k and v windows, the 48-row r window; dr (dr16) */
-  HS_CUDA_LAUNCHED("rel_flash_dr_kernel", tile_pairs(g) * pair_bytes(g, 10) + (size_t)g.klen * g.H * sizeof(float) +
-                                              (dr16 ? (size_t)g.klen * g.H * sizeof(uint16_t) : 0));
-  HS_LAUNCH(hs_grid_for((size_t)g.H), HS_BLOCK, 0, stream, flash_bias_grad_kernel)(dr_w_bias, dr_r_bias, dqw, dqr,
-                                                                                  g.batch, g.qlen, g.H);
-  /* dQw, dQr read, the two bias gradients read and written */
-  HS_CUDA_LAUNCHED("rel_flash bias_grad_kernel", (2 * qh + 4 * (size_t)g.H) * sizeof(float));
+  const launch_cfg cr = pick<dr_layout<T>>(g, g.klen, "dr");
+  flash_allow_smem(rel_flash_dr_kernel<T>);
+  HS_LAUNCH(dim3(cr.blocks, (unsigned)g.heads, (unsigned)groups), cr.warps * HS_WARP, cr.smem, stream,
+            rel_flash_dr_kernel<T>)(part, dctx, lse, D, g, per_group);
+  /* per (r tile, query tile, sequence): q, dC, the 32-row k and v windows, the 48-row r window; the parts
+   * written */
+  HS_CUDA_LAUNCHED("rel_flash_dr_kernel", tile_pairs(g) * pair_bytes(g, 10) + groups * n_r * sizeof(float));
+  HS_LAUNCH(hs_grid_for(n_r), HS_BLOCK, 0, stream, flash_sums_kernel)(dr, dr16, g.bf16, part, groups, n_r, g.scale,
+                                                                      dr_w_bias, dr_r_bias, dqw, dqr, g.batch, g.qlen,
+                                                                      g.H);
+  /* the parts read, dr written (and dr16); dQw, dQr read, the two bias gradients read and written */
+  HS_CUDA_LAUNCHED("rel_flash sums_kernel", ((groups + 1) * n_r + 2 * qh + 4 * (size_t)g.H) * sizeof(float) +
+                                                (dr16 ? n_r * sizeof(uint16_t) : 0));
 }
 
 } // namespace
+
+extern "C" void hs_cuda_rel_flash_max_warps(int warps) { warp_cap = warps; }
 
 extern "C" void hs_cuda_rel_flash_attention_forward(const hs_backend *be, float *ctx, float *lse, const float *qkv,
                                                     const float *r, const float *r_w_bias, const float *r_r_bias,

@@ -309,9 +309,9 @@ void hs_txl_setup(hs_txl *m) {
     const int half = hs_activations_16bit(be);
     if (half) HS_ALLOC(m->half, c->n_layer);
     /* attention = auto picks the fused op where the backend's kernels take the head size (CUDA: d_head
-     * <= 64); "fused" asks for it anyway */
+     * <= 128); "fused" asks for it anyway */
     m->fused = hs_attention_fused(be, c->attention[0] ? c->attention : NULL) &&
-               (strcmp(c->attention, "fused") == 0 || be->memory_is_host || c->d_head <= 64);
+               (strcmp(c->attention, "fused") == 0 || be->memory_is_host || c->d_head <= 128);
     const size_t n_probs = b * (size_t)c->n_head * q * klen, n_lse = b * (size_t)c->n_head * q;
     for (int l = 0; l < c->n_layer; l++) {
         txl_layer_acts *a = &m->acts[l];

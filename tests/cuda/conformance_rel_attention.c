@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "conformance.h"
+#include "backend/cuda/cuda_ops.h"
 #include "util/check.h"
 
 
@@ -238,8 +239,10 @@ static void twin_bits(hs_conf *t, const hs_backend *be, const char *what, const 
  * rel_attention, within the unfused op's bounds (derived from the CPU's probabilities): the fused op
  * computes the same sums in another order (tiles, an online softmax, P recomputed from lse, D from
  * dC·ctx). The CPU's own fused op (cpu_rel_flash_attention.c) must meet the same bounds, and the CUDA
- * op run twice give the same bits: the second run, and the CPU's, with the 16-bit outputs (ctx16,
- * dqkv16, dr16), which must be to_half of the fp32 outputs and leave those unchanged. */
+ * op run twice give the same bits: the second run with one warp per block (the kernels' blocks hold 1
+ * to 4 warps, each computing its tile as a block of its own would), and that run and the CPU's with the
+ * 16-bit outputs (ctx16, dqkv16, dr16), which must be to_half of the fp32 outputs and leave those
+ * unchanged. */
 static void rel_flash_case(hs_conf *t, rel_case c) {
     char what[200];
     const int klen = c.mlen + c.qlen, H = c.heads * c.d;
@@ -288,6 +291,7 @@ static void rel_flash_case(hs_conf *t, rel_case c) {
     for (int k = 0; k < 3; k++) {
         const float *in[5];
         for (int i = 0; i < 5; i++) in[i] = k == 0 ? ins[i]->cpu : ins[i]->cuda;
+        hs_cuda_rel_flash_max_warps(k == 2 ? 1 : 0);
         be[k]->rel_flash_attention_forward(be[k], ctx[k], lse[k], in[0], in[1], in[2], in[3], c.batch, c.qlen,
                                            c.mlen, c.heads, c.d, c.lower_shift, scale, c.p, key, first_sample,
                                            h16[k][0]);
@@ -305,6 +309,7 @@ static void rel_flash_case(hs_conf *t, rel_case c) {
             be[k]->free(be[k], h16[k][j]);
         }
     }
+    hs_cuda_rel_flash_max_warps(0);
 
     float *probs_cpu = hs_conf_fetch(t->cpu, probs, nprobs * 4);
     rel_bounds bd;
@@ -357,14 +362,18 @@ void hs_conf_group_rel_attention(hs_conf *t) {
     };
     hs_conf_op(t, "rel_attention_forward/backward");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) rel_attention_case(t, cases[i]);
-    /* the fused op: qlen 1, 7, 33, 129 (one query, under a tile, a tile and a row over, many tiles),
-     * memory from none to qlen, same_length on and off, head sizes 8..64 (padded to 16 and not) */
+    /* the fused op: qlen 1, 7, 33, 129, 512 (one query, under a tile, a tile and a row over, many
+     * tiles, a long segment), memory from none to qlen, same_length on and off, head sizes 8..128
+     * (padded to 16 and not; above 64 the blocks' shared memory passes 48 KiB), 1 to 9 sequences (dr
+     * sums them in groups, 2 a group at 9) */
     static const rel_case fused[] = {
         /* batch qlen mlen heads d lower_shift p */
         {2, 1, 0, 2, 8, 0, 0.0f},     {2, 1, 1, 3, 12, 0, 0.1f},   {2, 7, 0, 2, 16, 0, 0.0f},
         {2, 7, 4, 2, 8, 3, 0.1f},     {3, 7, 7, 1, 24, 0, 0.1f},   {1, 33, 0, 2, 32, 0, 0.1f},
         {2, 33, 17, 2, 16, 9, 0.0f},  {1, 33, 33, 1, 64, 0, 0.0f}, {1, 33, 20, 2, 40, 12, 0.1f},
         {1, 129, 0, 1, 64, 0, 0.1f},  {1, 129, 64, 2, 16, 20, 0.0f}, {2, 129, 129, 1, 8, 0, 0.0f},
+        {2, 40, 24, 2, 128, 0, 0.1f}, {1, 70, 30, 1, 100, 21, 0.0f}, {1, 512, 0, 1, 16, 0, 0.1f},
+        {1, 512, 512, 1, 16, 0, 0.0f}, {9, 20, 12, 1, 8, 4, 0.1f},
     };
     hs_conf_op(t, "rel_flash_attention_forward/backward");
     for (size_t i = 0; i < sizeof fused / sizeof fused[0]; i++) rel_flash_case(t, fused[i]);

@@ -165,7 +165,8 @@ conv6=$(per_update bert_bf16_6 "to_half_kernel (GEMM operand)") conv3=$(per_upda
 gemm6=$(per_update bert_bf16_6 cublasLtMatmul) gemm3=$(per_update bert_bf16_3 cublasLtMatmul)
 [ -n "$conv6" ] && [ -n "$conv3" ] && [ -n "$gemm6" ] && [ -n "$gemm3" ] ||
   { cat bert_bf16_6.log; fail "no conversion or GEMM rows in the table"; }
-conv24=$((conv6 + 6 * (conv6 - conv3))) gemm24=$((gemm6 + 6 * (gemm6 - gemm3)))
+conv24=$(awk -v a="$conv6" -v b="$conv3" 'BEGIN { print a + 6 * (a - b) }')
+gemm24=$(awk -v a="$gemm6" -v b="$gemm3" 'BEGIN { print a + 6 * (a - b) }')
 conv_per_layer=$(awk -v a="$conv6" -v b="$conv3" 'BEGIN { printf "%d", (a - b) / 3 + 0.5 }')
 echo "BERT bf16: $conv24 GEMM-operand conversions per update at 24 layers, $conv_per_layer per layer, for $gemm24 GEMMs" \
   "($(awk -v c="$conv24" -v g="$gemm24" 'BEGIN { printf "%.2f", c / g }') per GEMM); budget" \
@@ -181,7 +182,7 @@ awk -v c="$conv24" -v g="$gemm24" -v m="$BERT_BF16_CONVERSIONS_PER_GEMM" 'BEGIN 
 TXL_BF16_CONVERSIONS_PER_LAYER=0
 tconv4=$(per_update txl_bf16_4 "to_half_kernel (GEMM operand)") tconv2=$(per_update txl_bf16_2 "to_half_kernel (GEMM operand)")
 [ -n "$tconv4" ] && [ -n "$tconv2" ] || { cat txl_bf16_4.log; fail "no conversion rows in the Transformer-XL table"; }
-tconv16=$((tconv4 + 6 * (tconv4 - tconv2)))
+tconv16=$(awk -v a="$tconv4" -v b="$tconv2" 'BEGIN { print a + 6 * (a - b) }')
 tconv_per_layer=$(awk -v a="$tconv4" -v b="$tconv2" 'BEGIN { printf "%d", (a - b) / 2 + 0.5 }')
 echo "Transformer-XL bf16: $tconv16 GEMM-operand conversions per update at 16 layers, $tconv_per_layer per layer;" \
   "budget $TXL_BF16_CONVERSIONS_PER_LAYER per layer"

@@ -25,6 +25,11 @@ void hs_cuda_to_half_check(const hs_backend *be, int precision, uint16_t *y, con
 void hs_cuda_params_to_half(const hs_backend *be, int precision, uint16_t *y, const float *x, size_t n);
 void hs_cuda_round_floats(const hs_backend *be, int precision, float *y, const float *x, size_t n);
 
+/* kernels/rel_flash_attention.cu: the most warps per block the fused relative attention's kernels may
+ * take (0, the default: no cap, each launch picks its count). For tests: a run capped at 1 gives the
+ * same bits as any other, which test_op_conformance checks. */
+void hs_cuda_rel_flash_max_warps(int warps);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,120 @@
+/* Shared-memory tiles of the fused attention kernels (kernels/flash_attention.cu, BERT;
+ * kernels/rel_flash_attention.cu, Transformer-XL): one place loads rows of the token-major q|k|v
+ * [B,L,3H] (or ctx, dctx [B,L,H], r [klen,H]) into the zero-padded tiles kernels/tile_mma.cuh's
+ * warp_tile_mma reads, carves dynamic shared memory at its 32-byte rule, and opts a kernel into more
+ * than 48 KiB of it.
+ *
+ *   load_rows(dst, rows, dp, src, ld, row0, row_end, d, bias)   dst[rows][dp] (T: float, hs_tile_bf16,
+ *       hs_tile_fp16) = rows row0.. of src (row stride ld, columns 0..d-1) + bias[c] (bias may be null),
+ *       rounded to T as stored; rows outside [0, row_end) and columns >= d are 0 (padding a product's k
+ *       to a multiple of 16 and a partial tile's rows). Block-wide: every thread of the block calls it.
+ *   load_row_stats(vals, rows, src, row0, row_end)   vals[rows] = src[row0 + a], 0 outside [0, row_end)
+ *   smem_carver{base, 0}.take<X>(count)              the next count X of dynamic shared memory
+ *   flash_smem_limit(), flash_resident_warps(warps, bytes), flash_allow_smem(kernel)   host: the
+ *       device's per-block limit of dynamic shared memory, the warps a multiprocessor holds with such
+ *       blocks, and a kernel's opt-in to more than 48 KiB (cudaFuncAttributeMaxDynamicSharedMemorySize). */
+#ifndef HS_KERNELS_FLASH_TILES_CUH
+#define HS_KERNELS_FLASH_TILES_CUH
+
+#include <stddef.h>
+
+#include "hs_cuda.h"
+#include "tile_mma.cuh"
+
+#include "backend/cuda/cuda_check.h"
+
+namespace {
+
+/* Dynamic shared memory, carved in order: take<X>(count) is the next count X, every region 32-byte
+ * aligned (tile_mma's rule; the dynamic window itself starts aligned). The same carving code runs on
+ * the host with no base, where only the byte count (off) is wanted: a kernel's layout and the bytes its
+ * launch asks for cannot disagree. */
+struct smem_carver {
+  unsigned char *base; /* null on the host */
+  size_t off;
+  template <class X>
+  __host__ __device__ X *take(int count) {
+    X *p = base ? reinterpret_cast<X *>(base + off) : nullptr;
+    off += ((size_t)count * sizeof(X) + 31) / 32 * 32;
+    return p;
+  }
+};
+
+/* dst[rows][dp] = src rows row0..row0+rows-1 (row stride ld) + bias, rounded to T; rows outside
+ * [0, row_end) and columns >= d are 0. Consecutive threads read consecutive columns of a row. */
+template <class T>
+__device__ __forceinline__ void load_rows(T *dst, int rows, int dp, const float *src, size_t ld, int row0,
+                                          int row_end, int d, const float *bias) {
+  for (int e = threadIdx.x; e < rows * dp; e += blockDim.x) {
+    const int rr = e / dp, c = e % dp, row = row0 + rr;
+    float v = 0.0f;
+    if (c < d && row >= 0 && row < row_end) {
+      v = src[(size_t)row * ld + c];
+      if (bias) v += bias[c];
+    }
+    tile_store(dst[e], v);
+  }
+}
+
+/* vals[rows] = src[row0 + a] for rows inside [0, row_end), else 0 (lse, D of a query tile) */
+__device__ __forceinline__ void load_row_stats(float *vals, int rows, const float *src, int row0, int row_end) {
+  for (int a = threadIdx.x; a < rows; a += blockDim.x) {
+    const int i = row0 + a;
+    vals[a] = i >= 0 && i < row_end ? src[i] : 0.0f;
+  }
+}
+
+/* Host: what bounds the blocks one multiprocessor of the current device holds, asked once (a process
+ * drives one device): the dynamic shared memory a block may opt into (64 KiB on sm_75, 163 KiB on
+ * sm_80, 227 KiB on sm_90), per multiprocessor (64, 164, 228 KiB) less the runtime's reserve per block
+ * (0 on sm_75, 1 KiB from sm_80), resident threads (1024 on sm_75, 2048 from sm_80) and blocks (16,
+ * 32, 32). */
+struct flash_device {
+  size_t smem_block, smem_sm, smem_reserved;
+  int threads_sm, blocks_sm;
+};
+inline const flash_device &flash_device_limits() {
+  static flash_device dev;
+  static int known;
+  if (!known) {
+    int ordinal = 0;
+    cudaDeviceProp prop;
+    HS_CUDA_CHECK(cudaGetDevice(&ordinal));
+    HS_CUDA_CHECK(cudaGetDeviceProperties(&prop, ordinal));
+    dev = flash_device{prop.sharedMemPerBlockOptin, prop.sharedMemPerMultiprocessor, prop.reservedSharedMemPerBlock,
+                       prop.maxThreadsPerMultiProcessor, prop.maxBlocksPerMultiProcessor};
+    known = 1;
+  }
+  return dev;
+}
+inline size_t flash_smem_limit() { return flash_device_limits().smem_block; }
+
+/* Host: warps resident on one multiprocessor when blocks of `warps` warps each take `bytes` of shared
+ * memory (registers aside: the fused kernels' blocks are shared-memory bound); 0 if a block does not
+ * fit at all. */
+inline int flash_resident_warps(int warps, size_t bytes) {
+  const flash_device &d = flash_device_limits();
+  if (bytes > d.smem_block) return 0;
+  int blocks = d.blocks_sm, by_threads = d.threads_sm / (warps * 32);
+  const int by_smem = (int)(d.smem_sm / (bytes + d.smem_reserved));
+  if (by_threads < blocks) blocks = by_threads;
+  if (by_smem < blocks) blocks = by_smem;
+  return blocks * warps;
+}
+
+/* Host: let kernel launch with up to flash_smem_limit() bytes of dynamic shared memory (above 48 KiB a
+ * launch without the opt-in fails with cudaErrorInvalidValue). Once per kernel, on its first launch:
+ * a shape's first update runs eagerly (docs/gpu.md, "CUDA graphs"), so no capture sees the call. */
+template <class K>
+inline void flash_allow_smem(K *kernel) {
+  static const void *done[64];
+  static int n_done;
+  for (int i = 0; i < n_done; i++)
+    if (done[i] == (const void *)kernel) return;
+  HS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)flash_smem_limit()));
+  if (n_done < 64) done[n_done++] = (const void *)kernel;
+}
+
+} // namespace
+
+#endif
