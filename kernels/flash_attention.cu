@@ -355,11 +355,12 @@ void forward(const hs_backend *be, float *ctx, float *lse, const float *qkv, con
   const dim3 grid(tiles(sh.L, tl::fq), (unsigned)(batch * sh.heads));
   HS_LAUNCH(grid, kThreads, 0, hs_cuda_stream(be), flash_attention_forward_kernel<T, DMAX, tl::fq, tl::fk>)(
       ctx, lse, qkv, mask_bias, sh);
-  /* q once, k and v once per query tile, the mask per query tile; ctx (and its 16-bit twin) and lse written */
+  /* a block per (query tile, b·h): q once, k, v and the mask row per block; ctx (and its 16-bit twin), lse
+   * written: (tokh·(2 + 2·nq) + rows·(1 + nq))·4 (rows = b·h·L) */
   const size_t tokh = (size_t)batch * sh.L * sh.heads * sh.d, nq = tiles(sh.L, tl::fq);
+  const size_t rows = (size_t)batch * sh.heads * sh.L;
   HS_CUDA_LAUNCHED("flash_attention_forward_kernel",
-                   sizeof(float) * (tokh * (2 + 2 * nq) + (size_t)batch * sh.L * (nq + sh.heads)) +
-                       (sh.out16 ? tokh * sizeof(uint16_t) : 0));
+                   sizeof(float) * (tokh * (2 + 2 * nq) + rows * (1 + nq)) + (sh.out16 ? tokh * sizeof(uint16_t) : 0));
 }
 
 template <class T, int DMAX>
@@ -372,17 +373,18 @@ void backward(const hs_backend *be, float *dqkv, const float *dctx, const float 
   const size_t nq = tiles(sh.L, tl::qq), nk = tiles(sh.L, tl::kk);
   HS_LAUNCH(dim3((unsigned)nq, units), kThreads, 0, stream, flash_attention_dq_kernel<T, DMAX, tl::qq, tl::qk>)(
       dqkv, dctx, qkv, mask_bias, lse, D, sh);
-  /* q, dctx, lse, D once; k, v and the mask once per query tile; dq (and its 16-bit twin) written */
+  /* q, dctx, lse, D once; k, v and the mask row once per block (query tile, b·h); dq (and its 16-bit twin)
+   * written: (tokh·(3 + 2·nq) + rows·(2 + nq))·4 */
   HS_CUDA_LAUNCHED("flash_attention_dq_kernel",
-                   sizeof(float) * (tokh * (3 + 2 * nq) + 2 * rows + (size_t)batch * sh.L * nq) +
-                       (sh.out16 ? tokh * sizeof(uint16_t) : 0));
+                   sizeof(float) * (tokh * (3 + 2 * nq) + rows * (2 + nq)) + (sh.out16 ? tokh * sizeof(uint16_t) : 0));
   HS_LAUNCH(dim3((unsigned)nk, units), kThreads, 0, stream, flash_attention_dkv_kernel<T, DMAX, tl::kq, tl::kk>)(
       dqkv, dctx, qkv, mask_bias, lse, D, sh);
-  /* k, v once per query tile; q, dctx, lse, D and the mask once per key tile; dk, dv (and their 16-bit
-   * twins) written */
+  /* a block per (key tile, b·h): q, dctx, lse, D once per block; its k, v and mask entries once per
+   * streamed query tile; dk, dv (and their 16-bit twins) written: (tokh·(2·nkq + 2·nk + 2) + rows·(2·nk +
+   * nkq))·4 */
   const size_t nkq = tiles(sh.L, tl::kq);
   HS_CUDA_LAUNCHED("flash_attention_dkv_kernel",
-                   sizeof(float) * (tokh * (2 * nkq + 2 * nk + 2) + 2 * rows * nk + (size_t)batch * sh.L * nk) +
+                   sizeof(float) * (tokh * (2 * nkq + 2 * nk + 2) + rows * (2 * nk + nkq)) +
                        (sh.out16 ? 2 * tokh * sizeof(uint16_t) : 0));
 }
 

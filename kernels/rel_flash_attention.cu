@@ -119,17 +119,17 @@ __host__ __device__ __forceinline__ void key_tiles(const rf_args &g, int i0, int
 
 /* First and last query row that reaches a key of the key tile [j0, j0+16): i >= j - mlen (causal),
  * i <= j + lower_shift - 1 (same_length); first rounded down to a tile. */
-__device__ __forceinline__ void query_tiles(const rf_args &g, int j0, int &first, int &last) {
+__host__ __device__ __forceinline__ void query_tiles(const rf_args &g, int j0, int &first, int &last) {
   first = imax(0, j0 - g.mlen) / kTile * kTile;
   last = g.lower_shift > 0 ? imin(g.qlen - 1, j0 + kTile - 1 + g.lower_shift - 1) : g.qlen - 1;
 }
 
 /* The last 16-row tile start of a block's nw tiles from r0 that lies below n (the block's other tiles
  * past n do nothing). */
-__device__ __forceinline__ int last_tile(int r0, int nw, int n) { return imin(r0 + (nw - 1) * kTile, (n - 1) / kTile * kTile); }
+__host__ __device__ __forceinline__ int last_tile(int r0, int nw, int n) { return imin(r0 + (nw - 1) * kTile, (n - 1) / kTile * kTile); }
 
 /* The first r row of a tile pair's 32-row window. */
-__device__ __forceinline__ int r_window(const rf_args &g, int i0, int j0) { return j0 - i0 + g.qlen - 1 - 15; }
+__host__ __device__ __forceinline__ int r_window(const rf_args &g, int i0, int j0) { return j0 - i0 + g.qlen - 1 - 15; }
 
 /* Per-warp steps below: lane-strided loops over one warp's tiles, __syncwarp between them. */
 
@@ -627,11 +627,70 @@ launch_cfg pick(const rf_args &g, int n, const char *kernel) {
   return best;
 }
 
-/* Bytes a tile loop moves: per tile pair the q, dC, k, v tiles and the r window read from memory. */
-size_t pair_bytes(const rf_args &g, int tensors) { return (size_t)tensors * kTile * g.d * sizeof(float); }
+/* Bytes each fused kernel moves in device memory for its launch configuration, the kernel's own loops
+ * replayed on the host: load_rows reads only the rows inside [0, row_end) (d floats each, plus the d
+ * floats of a bias), the rows a block shares are read once per block per streamed tile, every block of
+ * a grid row (b·n units, or n heads by sequence groups) loops alike. fp32 values, 16-bit twins where
+ * asked (h16: 2 bytes an element, 0 without). */
+size_t rows_in(int row0, int rows, int end) { return (size_t)imax(0, imin(row0 + rows, end) - imax(row0, 0)); }
 
-/* Pairs of (query tile, key tile) the causal mask leaves, at most: (query tiles)·(key tiles). */
-size_t tile_pairs(const rf_args &g) { return (size_t)tiles(g.qlen) * tiles(g.klen) * (size_t)g.batch * g.heads; }
+/* forward (w16 = 16-bit ctx) and dQ (w16 = 16-bit dq): per query block I0 (nq = its rows in qlen),
+ * Σ_{j0} (k + v + r window rows)·d·4, then forward: 2 q loads + ctx + lse, dQ: 3 loads (q twice, dC)
+ * + lse, D + dq, dQw, dQr */
+size_t query_block_bytes(const rf_args &g, const launch_cfg &c, bool dq, size_t h16) {
+  const int rows = c.warps * kTile;
+  size_t fl = 0, el16 = 0; /* floats, 16-bit elements */
+  for (unsigned bx = 0; bx < c.blocks; bx++) {
+    const int I0 = (int)bx * rows;
+    const size_t nq = rows_in(I0, rows, g.qlen);
+    int bfirst, blast, unused;
+    key_tiles(g, I0, bfirst, unused);
+    key_tiles(g, last_tile(I0, c.warps, g.qlen), unused, blast);
+    for (int j0 = bfirst; j0 <= blast; j0 += kTile)
+      fl += (2 * rows_in(j0, kTile, g.klen) + rows_in(r_window(g, I0 + rows - kTile, j0), rows + kTile, g.klen)) * g.d;
+    fl += dq ? nq * (3 * g.d + 2) + 2 * g.d + nq * 3 * g.d : nq * 2 * g.d + 2 * g.d + nq * (g.d + 1);
+    el16 += nq * g.d;
+  }
+  return (size_t)g.batch * g.heads * (fl * sizeof(float) + el16 * h16);
+}
+
+/* dK/dV: per key block J0 (nk = its rows in klen), k and v rows, Σ_{i0} (q twice + dC + the r window
+ * rows)·d + 2d bias + lse, D; dk, dv written (and 0 into the memory rows' q columns) */
+size_t dkv_bytes(const rf_args &g, const launch_cfg &c, size_t h16) {
+  const int rows = c.warps * kTile;
+  size_t fl = 0, el16 = 0;
+  for (unsigned bx = 0; bx < c.blocks; bx++) {
+    const int J0 = (int)bx * rows;
+    const size_t nk = rows_in(J0, rows, g.klen), out = (2 * nk + rows_in(J0, rows, g.mlen)) * g.d;
+    int bfirst, blast, unused;
+    query_tiles(g, J0, bfirst, unused);
+    query_tiles(g, last_tile(J0, c.warps, g.klen), unused, blast);
+    for (int i0 = bfirst; i0 <= blast; i0 += kTile) {
+      const size_t nq = rows_in(i0, kTile, g.qlen);
+      fl += (3 * nq + 2) * g.d + rows_in(r_window(g, i0, J0), rows + kTile, g.klen) * g.d + 2 * nq;
+    }
+    fl += 2 * nk * g.d + out;
+    el16 += out;
+  }
+  return (size_t)g.batch * g.heads * (fl * sizeof(float) + el16 * h16);
+}
+
+/* dr: per (r block T0, head, group) the r rows and the part written; per sequence Σ_{i0} (q twice + dC)
+ * ·d + 2d bias + lse, D + the k and v windows of 16·(nw+1) rows from T0 - (qlen-1) + i0 */
+size_t dr_bytes(const rf_args &g, const launch_cfg &c, int groups) {
+  const int rows = c.warps * kTile;
+  size_t per_seq = 0, per_group = 0; /* floats, per head */
+  for (unsigned bx = 0; bx < c.blocks; bx++) {
+    const int T0 = (int)bx * rows;
+    const int bfirst = imax(0, g.qlen - 1 - (last_tile(T0, c.warps, g.klen) + kTile - 1)) / kTile * kTile;
+    for (int i0 = bfirst; i0 < g.qlen; i0 += kTile) {
+      const size_t nq = rows_in(i0, kTile, g.qlen);
+      per_seq += (3 * nq + 2) * g.d + 2 * nq + 2 * rows_in(T0 - (g.qlen - 1) + i0, rows + kTile, g.klen) * g.d;
+    }
+    per_group += 2 * rows_in(T0, rows, g.klen) * g.d;
+  }
+  return (size_t)g.heads * ((size_t)g.batch * per_seq + (size_t)groups * per_group) * sizeof(float);
+}
 
 template <class T>
 void forward_t(const hs_backend *be, float *ctx, float *lse, uint16_t *ctx16, const rf_args &g) {
@@ -639,10 +698,8 @@ void forward_t(const hs_backend *be, float *ctx, float *lse, uint16_t *ctx16, co
   flash_allow_smem(rel_flash_forward_kernel<T>);
   HS_LAUNCH(dim3(c.blocks, (unsigned)(g.batch * g.heads)), c.warps * HS_WARP, c.smem, hs_cuda_stream(be),
             rel_flash_forward_kernel<T>)(ctx, lse, ctx16, g);
-  /* q read twice per query tile, k, v and two r tiles per pair; ctx and lse written (and ctx16) */
-  HS_CUDA_LAUNCHED("rel_flash_forward_kernel",
-                   tile_pairs(g) * pair_bytes(g, 4) + (size_t)g.batch * g.qlen * (g.H + g.heads) * 3 * sizeof(float) +
-                       (ctx16 ? (size_t)g.batch * g.qlen * g.H * sizeof(uint16_t) : 0));
+  /* b·n·Σ_blocks [Σ_{key tiles} (k + v + r window rows)·d + 2·q rows·d + 2d + ctx rows·d + lse]·4 (+ ctx16) */
+  HS_CUDA_LAUNCHED("rel_flash_forward_kernel", query_block_bytes(g, c, false, ctx16 ? sizeof(uint16_t) : 0));
 }
 
 template <class T>
@@ -666,25 +723,20 @@ void backward_t(const hs_backend *be, float *dqkv, float *dr, float *dr_w_bias, 
   flash_allow_smem(rel_flash_dq_kernel<T>);
   HS_LAUNCH(dim3(cq.blocks, units), cq.warps * HS_WARP, cq.smem, stream, rel_flash_dq_kernel<T>)(dqkv, dqkv16, dqw, dqr,
                                                                                                   dctx, lse, D, g);
-  /* per pair k, v, two r tiles; q, dC once per query tile; dq, dQw, dQr written (and dq's 16 bits) */
-  HS_CUDA_LAUNCHED("rel_flash_dq_kernel",
-                   tile_pairs(g) * pair_bytes(g, 4) + 5 * qh * sizeof(float) + (dqkv16 ? qh * sizeof(uint16_t) : 0));
+  /* b·n·Σ_blocks [Σ_{key tiles} (k + v + r window rows)·d + (3 loads + 3 outputs)·rows·d + 2d + lse, D]·4 */
+  HS_CUDA_LAUNCHED("rel_flash_dq_kernel", query_block_bytes(g, cq, true, dqkv16 ? sizeof(uint16_t) : 0));
   const launch_cfg ck = pick<dkv_layout<T>>(g, g.klen, "dK/dV");
   flash_allow_smem(rel_flash_dkv_kernel<T>);
   HS_LAUNCH(dim3(ck.blocks, units), ck.warps * HS_WARP, ck.smem, stream, rel_flash_dkv_kernel<T>)(dqkv, dqkv16, dctx,
                                                                                                    lse, D, g);
-  /* per pair q, dC, two r tiles; k, v once per key tile; dk, dv (and memory rows' dq) written (and their
-   * 16 bits) */
-  const size_t kvh = (size_t)g.batch * g.klen * g.H;
-  HS_CUDA_LAUNCHED("rel_flash_dkv_kernel",
-                   tile_pairs(g) * pair_bytes(g, 5) + kvh * 5 * sizeof(float) + (dqkv16 ? 3 * kvh * sizeof(uint16_t) : 0));
+  /* b·n·Σ_blocks [Σ_{query tiles} (3·q rows + r window rows)·d + 2d + lse, D + (k, v, dk, dv, memory dq)·d]·4 */
+  HS_CUDA_LAUNCHED("rel_flash_dkv_kernel", dkv_bytes(g, ck, dqkv16 ? sizeof(uint16_t) : 0));
   const launch_cfg cr = pick<dr_layout<T>>(g, g.klen, "dr");
   flash_allow_smem(rel_flash_dr_kernel<T>);
   HS_LAUNCH(dim3(cr.blocks, (unsigned)g.heads, (unsigned)groups), cr.warps * HS_WARP, cr.smem, stream,
             rel_flash_dr_kernel<T>)(part, dctx, lse, D, g, per_group);
-  /* per (r tile, query tile, sequence): q, dC, the 32-row k and v windows, the 48-row r window; the parts
-   * written */
-  HS_CUDA_LAUNCHED("rel_flash_dr_kernel", tile_pairs(g) * pair_bytes(g, 10) + groups * n_r * sizeof(float));
+  /* n·[b·Σ_blocks Σ_{query tiles} (3·q rows + k, v windows)·d + 2d + lse, D + groups·Σ_blocks (r, part)·d]·4 */
+  HS_CUDA_LAUNCHED("rel_flash_dr_kernel", dr_bytes(g, cr, groups));
   HS_LAUNCH(hs_grid_for(n_r), HS_BLOCK, 0, stream, flash_sums_kernel)(dr, dr16, g.bf16, part, groups, n_r, g.scale,
                                                                       dr_w_bias, dr_r_bias, dqw, dqr, g.batch, g.qlen,
                                                                       g.H);
