@@ -3,7 +3,9 @@
 Transformer-XL base/large: the arithmetic behind docs/gpu.md, "Mixed-precision memory budget and
 expected MFU". Nothing here is measured on a GPU: memory is counted from the model dimensions and from
 what hetseq's models keep (src/models/bert.c, src/models/txl.c), MFU from NVIDIA's published
-throughputs against the peak table of src/train/mfu.c.
+throughputs against the peak table of src/train/mfu.c, and hetseq's own bf16 path as a derived floor of
+an update's time on an H200 (mixed_floor: model FLOPs at peak, kept activations and the optimizer's
+bytes at full bandwidth).
 
 What is counted (bytes):
   per parameter   4 fp32 master weight + 4 fp32 gradient + 8 optimizer state (LAMB/Adam: two fp32
@@ -30,6 +32,7 @@ which depends on the data: leaving them out makes the MFU a lower bound).
 
   usage: python3 bench/mp_budget.py            (prints the tables of docs/gpu.md)
          python3 bench/mp_budget.py --check    (asserts the hand-checked figures, exit 1 on a mismatch)
+         python3 bench/mp_budget.py --help     (this text)
 """
 import math
 import sys
@@ -148,36 +151,35 @@ def txl_act_bytes(layers, d, heads, dh, inter, tgt, mem, fused=True, **_):
     return floats, half, mixed
 
 
-def bert_conversion_elements(layers, hidden, heads, inter, seq, pred):
-    """Activation elements converted fp32 -> 16 bits per sequence when every product converts its operands
-    just before it runs (none reused between products), per layer:
-      forward   x, ctx, h1 (L·H each), GELU output (L·I), q and k (2·L·H), probabilities (heads·L²), v (L·H)
-      data grad the output gradients dqkv (3·L·H), d_attn, d_out (L·H each), dffn (L·I)
-      weight    dY and X of the four dense products: (3LH + LH) + (LH + LH) + (LI + LH) + (LH + LI)
-      attention dctx·Vᵀ, Pᵀ·dctx, dS·K, dSᵀ·Q: 6·L·H + 3·heads·L²
-    = 26·L·H + 4·L·I + 4·heads·L² (the MLM head and pooler are left out: under 2 % here)."""
-    L, H, I, n = seq, hidden, inter, heads
-    return layers * (26 * L * H + 4 * L * I + 4 * n * L * L)
+# The current design's time floor on one GPU (docs/gpu.md, "What to expect from hetseq's mixed path"): a
+# derivation from the shapes, not a measurement. H200 SXM: src/train/mfu.c's bf16 peak, the datasheet's
+# HBM3e bandwidth.
+H200 = {"bf16_tflops": 989.4, "hbm": 4.8e12}
+# device ops per update of one micro-batch, ops = a·layers + b (tests/cuda/test_device_budget.sh)
+DEVICE_OPS = {("BERT", "bf16"): (26, 74), ("BERT", "tf32"): (24, 57), ("TXL", "bf16"): (34, 126),
+              ("TXL", "tf32"): (32, 85)}
+# bytes per parameter and update the optimizer moves: LAMB reads w, g, m, v (16) and writes w, m, v (12)
+# and the weights' 16-bit copy (2)
+OPT_BYTES_PER_PARAM = 16 + 12 + 2
 
 
-HBM = {"A100": 1555e9, "V100": 900e9}  # bytes/s, A100 40GB SXM and V100 SXM2 datasheets
-
-
-def expected_mixed_mfu(model, phase, gpu, n_gpus, rate, micro_batch):
-    """NVIDIA's mixed-precision MFU lowered by the extra memory traffic of converting activation operands
-    just before each product: per converted element 4 bytes read + 2 written + 2 read by the GEMM, against
-    4 read by a TF32 GEMM of the fp32 value: 4 extra bytes. Weights are not converted: the GEMMs read the
-    16-bit copy the optimizer writes (2 bytes per parameter per update, counted here as if every
-    micro-batch were an update, an upper bound). The 16-bit activation storage adds per kept element 4 read + 2 written
-    (rounded after the layer's forward) and 2 read + 4 written (widened before its backward): 12 bytes. Element-wise work in fp32 (NVIDIA's runs in fp16) is not modelled, so
-    this is an upper bound of what hetseq's mixed path can reach with NVIDIA's kernels otherwise."""
+def mixed_floor(model="BERT-large", phase="phase 1", micro_batch=64, gpu=H200):
+    """Lower bounds of one update's time (one micro-batch), seconds, as a dict: the model FLOPs at the bf16
+    peak (every product at 100 % of the tensor cores), every byte a sequence keeps for the backward
+    (bert_act_bytes' mixed figure, the 16-bit twins included, the fused attention's lse not L·L) written
+    once and read once at full bandwidth, and the optimizer's pass over the parameters (the 16-bit copy
+    written once per update). Element-wise traffic beyond that, the GEMMs' own operand reads and the
+    launches are not in it (the launches are given per microsecond an op costs): an upper bound on MFU."""
     dims, ph = BERT[model], BERT_PHASES[phase]
-    extra = (4.0 * bert_conversion_elements(**dims, **ph) + 2.0 * bert_params(**dims) / micro_batch
-             + 12.0 * dims["layers"] * bert_kept_16(**dims, **ph))
-    t_nvidia = n_gpus / rate  # seconds per sequence on one GPU
-    t_extra = extra / HBM[gpu]
-    f = bert_flops(**dims, **ph)
-    return f / (t_nvidia + t_extra) / (PEAK[gpu]["fp16"] * 1e12), extra, t_extra / t_nvidia
+    flops = micro_batch * bert_flops(**dims, **ph)
+    act = 2.0 * micro_batch * bert_act_bytes(**dims, **ph)[2]
+    opt = OPT_BYTES_PER_PARAM * bert_params(**dims)
+    a, b = DEVICE_OPS[("BERT", "bf16")]
+    t = {"gemm": flops / (gpu["bf16_tflops"] * 1e12), "act": act / gpu["hbm"], "opt": opt / gpu["hbm"]}
+    t["total"] = t["gemm"] + t["act"] + t["opt"]
+    t.update(flops=flops, act_bytes=act, opt_bytes=opt, ops=a * dims["layers"] + b,
+             mfu=flops / t["total"] / (gpu["bf16_tflops"] * 1e12), seq_s=micro_batch / t["total"])
+    return t
 
 
 def max_micro_batch(gb, params, per_sample, precision="mixed"):
@@ -258,17 +260,14 @@ def main():
         print("| %s%s | %d x %s | %s | %s %s | %.1f | %g | %.0f %% |" % (
             model, " " + phase if phase else "", n, gpu, prec if prec != "fp16" else "mixed (fp16)",
             format(rate, ","), unit, f * rate / n / 1e12, peak, 100 * mfu(f, rate, n, peak)))
-    print("\nExpected MFU of hetseq's mixed path (activation operands converted just before each product), from NVIDIA's mixed runs (micro-batch 64 at 128, 16 at 512 on A100; 64 and 8 on V100):")
-    print("| model | GPUs | NVIDIA mixed MFU | extra traffic per sequence (conversions, 16-bit storage) | extra time | expected MFU |")
-    print("|---|---|---|---|---|---|")
-    for model, phase, gpu, n, prec, rate, unit in NVIDIA:
-        if prec != "fp16" or not model.startswith("BERT"):
-            continue
-        mb = {("A100", "phase 1"): 64, ("A100", "phase 2"): 16, ("V100", "phase 1"): 64, ("V100", "phase 2"): 8}[(gpu, phase)]
-        exp, extra, frac = expected_mixed_mfu(model, phase, gpu, n, rate, mb)
-        f = bert_flops(**BERT[model], **BERT_PHASES[phase])
-        print("| %s %s | %d x %s | %.0f %% | %.0f MB | +%.0f %% | %.0f %% |" % (
-            model, phase, n, gpu, 100 * mfu(f, rate, n, PEAK[gpu]["fp16"]), extra / 1e6, 100 * frac, 100 * exp))
+    t = mixed_floor()
+    print("\nhetseq's bf16 path, BERT-large phase 1, micro-batch 64, one H200 (989.4 TFLOP/s, 4.8 TB/s): a derived floor, "
+          "not a measurement")
+    print("  GEMMs at peak %.2f ms (%.2f TFLOP), activations written + read once %.2f ms (%.2f GB), optimizer %.2f ms "
+          "(%.2f GB)" % (1e3 * t["gemm"], t["flops"] / 1e12, 1e3 * t["act"], t["act_bytes"] / 1e9, 1e3 * t["opt"],
+                          t["opt_bytes"] / 1e9))
+    print("  floor %.2f ms per update: at most %.0f seq/s, MFU <= %.0f %%; %d device ops per update: + %.3f ms per "
+          "microsecond an op costs" % (1e3 * t["total"], t["seq_s"], 100 * t["mfu"], t["ops"], t["ops"] / 1e3))
     return table
 
 
@@ -300,13 +299,19 @@ def check():
     layer = 6 * 3 * 512**2 + 4 * 3 * 512**2 + 18 * 384 * 512 + 6 * (512**2 + 2 * 512 * 2048)
     assert abs(txl_flops_per_token(**tb) - (16 * layer + 6 * 512 * 20000)) < 1, txl_flops_per_token(**tb)
     assert abs(txl_flops_per_token(**tb) / 1e9 - 0.470) < 0.001, txl_flops_per_token(**tb)
-    # BERT-large phase 1 conversions per layer: 26·128·1024 + 4·128·4096 + 4·16·128² = 6 553 600 elements
-    assert bert_conversion_elements(**bl, seq=128, pred=20) == 24 * 6553600
+    # the floor of docs/gpu.md: 64 x 240.64 GFLOP / 989.4 TFLOP/s = 15.57 ms; 2 x 64 x 153.93 MB / 4.8 TB/s
+    # = 4.10 ms; 30 x 336.23 M / 4.8 TB/s = 2.10 ms; 21.77 ms, 2940 seq/s, 71.5 %; 26 x 24 + 74 = 698 ops
+    t = mixed_floor()
+    assert abs(1e3 * t["gemm"] - 15.57) < 0.01 and abs(1e3 * t["act"] - 4.10) < 0.01, t
+    assert abs(1e3 * t["opt"] - 2.10) < 0.01 and abs(1e3 * t["total"] - 21.77) < 0.01, t
+    assert abs(t["seq_s"] - 2940) < 1 and abs(100 * t["mfu"] - 71.5) < 0.1 and t["ops"] == 698, t
     print("checks passed")
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--check":
         check()
+    elif len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
     else:
         main()
