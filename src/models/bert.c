@@ -326,7 +326,12 @@ void hs_bert_setup(hs_bert *m) {
     HS_ALLOC(m->acts, N);
     const int half = hs_activations_16bit(be);
     if (half) HS_ALLOC(m->half, N);
-    const int fused = m->fused_attention = hs_attention_fused(be, m->cfg.attention);
+    /* attention = auto takes the fused op where the backend's kernels take the head size (CUDA: head_dim
+     * <= 128, kernels/flash_attention.cu); "fused" asks for it anyway (and a larger head stops there) */
+    const int head_dim = m->cfg.hidden_size / m->cfg.num_attention_heads;
+    const int fused = m->fused_attention =
+        hs_attention_fused(be, m->cfg.attention) &&
+        (strcmp(m->cfg.attention, "fused") == 0 || be->memory_is_host || head_dim <= 128);
     for (int i = 0; i < N; i++) {
         bert_layer_acts *a = &m->acts[i];
         /* the five tensors kept in 16 bits: fp32 storage gives every layer its own; 16-bit storage

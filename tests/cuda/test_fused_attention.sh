@@ -77,4 +77,9 @@ make_bert_small_shards 37,50,13
 run "$HETSEQ" cpu_fused shards fused -o training.max_update=4
 run "$HETSEQ" cpu_unfused shards unfused -o training.max_update=4
 same_traj cpu_fused/metrics.jsonl cpu_unfused/metrics.jsonl 1e-5
+# attention = "auto" on CUDA with heads wider than the fused kernels take (256 columns: hidden 256 in one
+# head) trains with the unfused attention and says so
+run "$EMU" auto_wide shards auto -o device=\"cuda\" -o training.max_update=1 -o model.hidden_size=256 \
+  -o model.num_attention_heads=1 -o model.intermediate_size=64
+grep -q "attention unfused" auto_wide.log || { cat auto_wide.log; fail "auto with a 256-column head did not train unfused"; }
 pass
