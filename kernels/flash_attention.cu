@@ -2,7 +2,9 @@
  * / _backward; the CPU's reference is src/backend/cpu/cpu_flash_attention.c). No L×L tensor is ever in
  * device memory: the scores of a tile of query rows against a tile of keys live in shared memory only.
  *
- *   qkv[B,L,3H]   per token q | k | v; head h of each third at columns h·d (H = heads·d), read in place
+ *   qkv[B,L,3H]   per token q | k | v; head h of each third at columns h·d (H = heads·d), read in place;
+ *                 or its 16-bit copy qkv16 (same layout), read instead when given (the tiles hold the same
+ *                 bits under bf16/fp16: load_rows rounds either to T)
  *   ctx[B,L,H]    head h at columns h·d, written in place;  lse[B,heads,L] fp32 log-sum-exp per row
  *   dqkv[B,L,3H]  overwritten by the backward, written in place (no split/merge-heads copies)
  *
@@ -51,9 +53,27 @@ struct flash_shape {
   float scale, p, keep_scale;
   uint64_t key;
   int64_t first_sample;
-  uint16_t *out16; /* NULL, or the 16-bit twin of the output (ctx16 / dqkv16, same layout): to_half's bits */
-  int bf16;        /* out16's type: 1 bfloat16, 0 IEEE half */
+  uint16_t *out16;      /* NULL, or the 16-bit twin of the output (ctx16 / dqkv16, same layout): to_half's bits */
+  const uint16_t *in16; /* NULL, or qkv16: the 16-bit q|k|v read instead of qkv */
+  int bf16;             /* out16's and in16's type: 1 bfloat16, 0 IEEE half */
 };
+
+/* dst[rows][dp] = rows row0.. of q, k or v (src, row stride ld: head h's columns), from its 16-bit copy
+ * src16 when the call gave one (flash_tiles.cuh load_rows, either form) */
+template <class T>
+__device__ __forceinline__ void load_qkv(T *dst, int rows, int dp, const flash_shape &s, const float *src,
+                                         const uint16_t *src16, size_t ld, int row0) {
+  if (src16)
+    load_rows(dst, rows, dp, src16, s.bf16, ld, row0, s.L, s.d);
+  else
+    load_rows(dst, rows, dp, src, ld, row0, s.L, s.d, (const float *)nullptr);
+}
+
+/* head h's q of sample b in the 16-bit copy (k, v: + H, + 2H), or NULL without one */
+__device__ __forceinline__ const uint16_t *qkv16_of(const flash_shape &s, int b, int h) {
+  const size_t H = (size_t)s.heads * s.d;
+  return s.in16 ? s.in16 + (size_t)b * (size_t)s.L * 3 * H + (size_t)h * (size_t)s.d : nullptr;
+}
 
 /* out[i] = v, and its 16-bit twin when the call asked for one (the rounding of src/util/lowp.h, as to_half) */
 __device__ __forceinline__ void put(const flash_shape &s, float *out, size_t i, float v) {
@@ -88,12 +108,13 @@ __global__ void flash_attention_forward_kernel(float *ctx, float *lse, const flo
   const int L = sh.L, d = sh.d, H = sh.heads * d, warp = threadIdx.x / HS_WARP;
   const size_t ld = 3 * (size_t)H;
   const float *q = qkv + (size_t)b * (size_t)L * ld + (size_t)h * (size_t)d, *k = q + H, *v = q + 2 * H;
+  const uint16_t *q16 = qkv16_of(sh, b, h), *k16 = q16 ? q16 + H : nullptr, *v16 = q16 ? q16 + 2 * H : nullptr;
   const float *mb = mask_bias + (size_t)b * (size_t)L;
-  load_rows(sm.q, BQ, DMAX, q, ld, i0, L, d, (const float *)nullptr);
+  load_qkv(sm.q, BQ, DMAX, sh, q, q16, ld, i0);
   for (int idx = threadIdx.x; idx < BQ * DMAX; idx += blockDim.x) sm.o[idx] = 0.0f;
   if (threadIdx.x < BQ) sm.m[threadIdx.x] = -INFINITY, sm.l[threadIdx.x] = 0.0f;
   for (int j0 = 0; j0 < L; j0 += BK) {
-    load_rows(sm.kv, BK, DMAX, k, ld, j0, L, d, (const float *)nullptr);
+    load_qkv(sm.kv, BK, DMAX, sh, k, k16, ld, j0);
     __syncthreads();
     /* S[BQ,BK] = Q·Kᵀ */
     for (int t = warp; t < (BQ / kTile) * (BK / kTile); t += kWarps) {
@@ -130,7 +151,7 @@ __global__ void flash_attention_forward_kernel(float *ctx, float *lse, const flo
     __syncthreads();
     /* O ← α·O; the V tile into the K tile's buffer (S is computed) */
     for (int idx = threadIdx.x; idx < BQ * DMAX; idx += blockDim.x) sm.o[idx] *= sm.alpha[idx / DMAX];
-    load_rows(sm.kv, BK, DMAX, v, ld, j0, L, d, (const float *)nullptr);
+    load_qkv(sm.kv, BK, DMAX, sh, v, v16, ld, j0);
     __syncthreads();
     /* O[BQ,dp] += P'·V */
     for (int t = warp; t < (BQ / kTile) * (sh.dp / kTile); t += kWarps) {
@@ -185,16 +206,17 @@ __global__ void flash_attention_dq_kernel(float *dqkv, const float *dctx, const 
   const int L = sh.L, d = sh.d, H = sh.heads * d, warp = threadIdx.x / HS_WARP;
   const size_t ld = 3 * (size_t)H;
   const float *q = qkv + (size_t)b * (size_t)L * ld + (size_t)h * (size_t)d, *k = q + H, *v = q + 2 * H;
+  const uint16_t *q16 = qkv16_of(sh, b, h), *k16 = q16 ? q16 + H : nullptr, *v16 = q16 ? q16 + 2 * H : nullptr;
   const float *dc = dctx + (size_t)b * (size_t)L * (size_t)H + (size_t)h * (size_t)d;
   const float *mb = mask_bias + (size_t)b * (size_t)L;
-  load_rows(sm.q, BQ, DMAX, q, ld, i0, L, d, (const float *)nullptr);
+  load_qkv(sm.q, BQ, DMAX, sh, q, q16, ld, i0);
   load_rows(sm.dc, BQ, DMAX, dc, (size_t)H, i0, L, d, (const float *)nullptr);
   for (int idx = threadIdx.x; idx < BQ * DMAX; idx += blockDim.x) sm.dq[idx] = 0.0f;
   load_row_stats(sm.lse, BQ, lse + (size_t)unit * L, i0, L);
   load_row_stats(sm.D, BQ, D + (size_t)unit * L, i0, L);
   for (int j0 = 0; j0 < L; j0 += BK) {
-    load_rows(sm.k, BK, DMAX, k, ld, j0, L, d, (const float *)nullptr);
-    load_rows(sm.v, BK, DMAX, v, ld, j0, L, d, (const float *)nullptr);
+    load_qkv(sm.k, BK, DMAX, sh, k, k16, ld, j0);
+    load_qkv(sm.v, BK, DMAX, sh, v, v16, ld, j0);
     __syncthreads();
     /* S = Q·Kᵀ and dP' = dC·Vᵀ, [BQ,BK] each */
     constexpr int nt = (BQ / kTile) * (BK / kTile);
@@ -257,13 +279,14 @@ __global__ void flash_attention_dkv_kernel(float *dqkv, const float *dctx, const
   const int L = sh.L, d = sh.d, H = sh.heads * d, warp = threadIdx.x / HS_WARP;
   const size_t ld = 3 * (size_t)H;
   const float *q = qkv + (size_t)b * (size_t)L * ld + (size_t)h * (size_t)d, *k = q + H, *v = q + 2 * H;
+  const uint16_t *q16 = qkv16_of(sh, b, h), *k16 = q16 ? q16 + H : nullptr, *v16 = q16 ? q16 + 2 * H : nullptr;
   const float *dc = dctx + (size_t)b * (size_t)L * (size_t)H + (size_t)h * (size_t)d;
   const float *mb = mask_bias + (size_t)b * (size_t)L;
   for (int idx = threadIdx.x; idx < BK * DMAX; idx += blockDim.x) sm.dk[idx] = 0.0f, sm.dv[idx] = 0.0f;
   constexpr int nt = (BK / kTile) * (BQ / kTile);
   for (int i0 = 0; i0 < L; i0 += BQ) {
-    load_rows(sm.kv, BK, DMAX, k, ld, j0, L, d, (const float *)nullptr);
-    load_rows(sm.q, BQ, DMAX, q, ld, i0, L, d, (const float *)nullptr);
+    load_qkv(sm.kv, BK, DMAX, sh, k, k16, ld, j0);
+    load_qkv(sm.q, BQ, DMAX, sh, q, q16, ld, i0);
     load_rows(sm.dc, BQ, DMAX, dc, (size_t)H, i0, L, d, (const float *)nullptr);
     load_row_stats(sm.lse, BQ, lse + (size_t)unit * L, i0, L);
     load_row_stats(sm.D, BQ, D + (size_t)unit * L, i0, L);
@@ -286,7 +309,7 @@ __global__ void flash_attention_dkv_kernel(float *dqkv, const float *dctx, const
       sm.st[idx] = f == 0.0f ? -pij : pij;
       tile_store(sm.pt[idx], pij * f);
     }
-    load_rows(sm.kv, BK, DMAX, v, ld, j0, L, d, (const float *)nullptr);
+    load_qkv(sm.kv, BK, DMAX, sh, v, v16, ld, j0);
     __syncthreads();
     /* dP'ᵀ[BK,BQ] = V·dCᵀ;  dV[BK,dp] += P'ᵀ·dC */
     const int nv = (BK / kTile) * (sh.dp / kTile);
@@ -331,10 +354,13 @@ __global__ void flash_attention_dkv_kernel(float *dqkv, const float *dctx, const
 /* ---- host side ------------------------------------------------------------------------------------------ */
 
 flash_shape shape_of(const hs_backend *be, int L, int heads, int d, float p, uint64_t key, int64_t first_sample,
-                     uint16_t *out16) {
+                     uint16_t *out16, const uint16_t *in16) {
   return flash_shape{L, heads, d, (d + kTile - 1) / kTile * kTile, 1.0f / sqrtf((float)d), p,
-                     hs_dropout_keep_scale(p), key, first_sample, out16, be->precision == HS_PRECISION_BF16};
+                     hs_dropout_keep_scale(p), key, first_sample, out16, in16, be->precision == HS_PRECISION_BF16};
 }
+
+/* bytes of one q|k|v element as the kernels read it: fp32, or the 16-bit copy */
+size_t qkv_bytes(const flash_shape &sh) { return sh.in16 ? sizeof(uint16_t) : sizeof(float); }
 
 unsigned tiles(int L, int t) { return (unsigned)((L + t - 1) / t); }
 
@@ -355,12 +381,13 @@ void forward(const hs_backend *be, float *ctx, float *lse, const float *qkv, con
   const dim3 grid(tiles(sh.L, tl::fq), (unsigned)(batch * sh.heads));
   HS_LAUNCH(grid, kThreads, 0, hs_cuda_stream(be), flash_attention_forward_kernel<T, DMAX, tl::fq, tl::fk>)(
       ctx, lse, qkv, mask_bias, sh);
-  /* a block per (query tile, b·h): q once, k, v and the mask row per block; ctx (and its 16-bit twin), lse
-   * written: (tokh·(2 + 2·nq) + rows·(1 + nq))·4 (rows = b·h·L) */
+  /* a block per (query tile, b·h): q once, k, v and the mask row per block (q|k|v fp32 or 16-bit); ctx
+   * (and its 16-bit twin), lse written: qkv·tokh·(1 + 2·nq) + (tokh + rows·(1 + nq))·4 (rows = b·h·L) */
   const size_t tokh = (size_t)batch * sh.L * sh.heads * sh.d, nq = tiles(sh.L, tl::fq);
   const size_t rows = (size_t)batch * sh.heads * sh.L;
   HS_CUDA_LAUNCHED("flash_attention_forward_kernel",
-                   sizeof(float) * (tokh * (2 + 2 * nq) + rows * (1 + nq)) + (sh.out16 ? tokh * sizeof(uint16_t) : 0));
+                   qkv_bytes(sh) * tokh * (1 + 2 * nq) + sizeof(float) * (tokh + rows * (1 + nq)) +
+                       (sh.out16 ? tokh * sizeof(uint16_t) : 0));
 }
 
 template <class T, int DMAX>
@@ -374,17 +401,18 @@ void backward(const hs_backend *be, float *dqkv, const float *dctx, const float 
   HS_LAUNCH(dim3((unsigned)nq, units), kThreads, 0, stream, flash_attention_dq_kernel<T, DMAX, tl::qq, tl::qk>)(
       dqkv, dctx, qkv, mask_bias, lse, D, sh);
   /* q, dctx, lse, D once; k, v and the mask row once per block (query tile, b·h); dq (and its 16-bit twin)
-   * written: (tokh·(3 + 2·nq) + rows·(2 + nq))·4 */
+   * written: qkv·tokh·(1 + 2·nq) + (2·tokh + rows·(2 + nq))·4 */
   HS_CUDA_LAUNCHED("flash_attention_dq_kernel",
-                   sizeof(float) * (tokh * (3 + 2 * nq) + rows * (2 + nq)) + (sh.out16 ? tokh * sizeof(uint16_t) : 0));
+                   qkv_bytes(sh) * tokh * (1 + 2 * nq) + sizeof(float) * (2 * tokh + rows * (2 + nq)) +
+                       (sh.out16 ? tokh * sizeof(uint16_t) : 0));
   HS_LAUNCH(dim3((unsigned)nk, units), kThreads, 0, stream, flash_attention_dkv_kernel<T, DMAX, tl::kq, tl::kk>)(
       dqkv, dctx, qkv, mask_bias, lse, D, sh);
   /* a block per (key tile, b·h): q, dctx, lse, D once per block; its k, v and mask entries once per
-   * streamed query tile; dk, dv (and their 16-bit twins) written: (tokh·(2·nkq + 2·nk + 2) + rows·(2·nk +
-   * nkq))·4 */
+   * streamed query tile; dk, dv (and their 16-bit twins) written: qkv·tokh·(2·nkq + nk) + (tokh·(nk + 2) +
+   * rows·(2·nk + nkq))·4 */
   const size_t nkq = tiles(sh.L, tl::kq);
   HS_CUDA_LAUNCHED("flash_attention_dkv_kernel",
-                   sizeof(float) * (tokh * (2 * nkq + 2 * nk + 2) + rows * (2 * nk + nkq)) +
+                   qkv_bytes(sh) * tokh * (2 * nkq + nk) + sizeof(float) * (tokh * (nk + 2) + rows * (2 * nk + nkq)) +
                        (sh.out16 ? 2 * tokh * sizeof(uint16_t) : 0));
 }
 
@@ -396,12 +424,12 @@ void check_head_dim(int d) {
 } // namespace
 
 extern "C" void hs_cuda_flash_attention_forward(const hs_backend *be, float *ctx, float *lse, const float *qkv,
-                                                const float *mask_bias, int batch, int seq_len, int heads,
-                                                int head_dim, float p, uint64_t key, int64_t first_sample,
-                                                uint16_t *ctx16) {
+                                                const uint16_t *qkv16, const float *mask_bias, int batch,
+                                                int seq_len, int heads, int head_dim, float p, uint64_t key,
+                                                int64_t first_sample, uint16_t *ctx16) {
   if (batch <= 0 || seq_len <= 0 || heads <= 0 || head_dim <= 0) return;
   check_head_dim(head_dim);
-  const flash_shape sh = shape_of(be, seq_len, heads, head_dim, p, key, first_sample, ctx16);
+  const flash_shape sh = shape_of(be, seq_len, heads, head_dim, p, key, first_sample, ctx16, qkv16);
   const int big = head_dim > 64;
   switch (be->precision) {
   case HS_PRECISION_BF16:
@@ -419,12 +447,12 @@ extern "C" void hs_cuda_flash_attention_forward(const hs_backend *be, float *ctx
 }
 
 extern "C" void hs_cuda_flash_attention_backward(const hs_backend *be, float *dqkv, const float *dctx, const float *qkv,
-                                                 const float *mask_bias, const float *ctx, const float *lse, int batch,
-                                                 int seq_len, int heads, int head_dim, float p, uint64_t key,
-                                                 int64_t first_sample, uint16_t *dqkv16) {
+                                                 const uint16_t *qkv16, const float *mask_bias, const float *ctx,
+                                                 const float *lse, int batch, int seq_len, int heads, int head_dim,
+                                                 float p, uint64_t key, int64_t first_sample, uint16_t *dqkv16) {
   if (batch <= 0 || seq_len <= 0 || heads <= 0 || head_dim <= 0) return;
   check_head_dim(head_dim);
-  const flash_shape sh = shape_of(be, seq_len, heads, head_dim, p, key, first_sample, dqkv16);
+  const flash_shape sh = shape_of(be, seq_len, heads, head_dim, p, key, first_sample, dqkv16, qkv16);
   const size_t rows = (size_t)batch * heads * seq_len;
   float *D = (float *)hs_cuda_scratch(be, rows * sizeof(float)); /* [B,heads,L] */
   HS_LAUNCH(hs_grid_for(rows), HS_BLOCK, 0, hs_cuda_stream(be), flash_attention_rowdot_kernel)(

@@ -22,7 +22,8 @@
  * Fused attention (the experiment file's attention = "fused", or "auto" on CUDA; hs_attention_fused):
  * the layer keeps lse[B,heads,L] (fp32, its own per layer) instead of probs[B,heads,L,L], and the
  * backward recomputes the probabilities from q|k|v, the mask bias and lse (flash_attention_backward,
- * which also reads the context: under 16-bit storage its widened 16-bit copy).
+ * which also reads the context: under 16-bit storage its widened 16-bit copy; q|k|v it reads from the
+ * 16-bit copy itself, which the backward therefore does not widen).
  *
  * How the BERT model composes them (post-LN encoder, NVIDIA/HetSeq BertForPreTraining):
  *   embeddings   h = LN(word[ids] + position[arange(L)] + token_type[segment]) → dropout
@@ -715,10 +716,12 @@ static void layer_store_half(hs_bert *m, int i) {
     hs_act16_store(m->be, t, HS_BERT_SAVED_PROBS + 1);
 }
 
-/* Layer i's 16-bit copies -> the working set, widened (exact), before its backward */
+/* Layer i's 16-bit copies -> the working set, widened (exact), before its backward; but for q|k|v under
+ * the fused attention, whose backward reads the 16-bit copy itself (hs_attention_saved.qkv16) */
 static void layer_load_half(hs_bert *m, int i) {
     hs_act16 t[N_SAVED];
     layer_saved(m, i, t);
+    if (m->fused_attention) t[HS_BERT_SAVED_QKV].count = 0;
     hs_act16_load(m->be, t, N_SAVED);
 }
 
@@ -869,8 +872,14 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
                                   .key_w = hs_param_grad(p, l->key_w), .key_b = hs_param_grad(p, l->key_b),
                                   .value_w = hs_param_grad(p, l->value_w), .value_b = hs_param_grad(p, l->value_b),
                                   .bias_zero = ctx->grads_zero, .dqkv16 = m->grad16_qkv};
-    const hs_attention_saved saved = {
-        .qkv = a->qkv, .probs = a->probs, .lse = a->lse, .ctx = a->ctx, .mask_bias = m->mask_bias};
+    /* fused, 16-bit storage: the attention backward reads q|k|v from its 16-bit copy (the working set's
+     * q|k|v is the last layer's, not widened: layer_load_half) */
+    const hs_attention_saved saved = {.qkv = a->qkv,
+                                      .probs = a->probs,
+                                      .lse = a->lse,
+                                      .ctx = a->ctx,
+                                      .mask_bias = m->mask_bias,
+                                      .qkv16 = h && m->fused_attention ? h->qkv : NULL};
     hs_attention_backward(be, &dims, &w, &g, &drop.probs, m->hidden[i], &saved, m->grad_ctx, m->grad_h, 1, &m->ws);
     if (h) {
         be->unbind_half(be, a->ctx);

@@ -53,7 +53,7 @@ void hs_attention_forward(const hs_backend *be, const hs_attention_dims *d, cons
         for (int i = 0; i < 3; i++) be->add_bias_strided(be, saved->qkv + i * H, ld, biases[i], T, H);
     }
     if (saved->lse) /* fused: lse[B,heads,L] kept instead of probs[B,heads,L,L] */
-        be->flash_attention_forward(be, ctx, saved->lse, saved->qkv, mask_bias, d->batch, d->seq_len, d->heads,
+        be->flash_attention_forward(be, ctx, saved->lse, saved->qkv, saved->qkv16, mask_bias, d->batch, d->seq_len, d->heads,
                                     H / d->heads, dropout_p(drop), drop ? drop->key : 0, drop ? drop->first_sample : 0,
                                     saved->ctx16);
     else {
@@ -71,7 +71,7 @@ void hs_attention_backward(const hs_backend *be, const hs_attention_dims *d, con
     hs_workspace_reserve(be, ws, hs_attention_qkv_floats(d) * sizeof(float));
     float *dqkv = ws->ptr; /* [T,3H] */
     if (saved->lse) /* fused: P recomputed from lse, the dropout redrawn */
-        be->flash_attention_backward(be, dqkv, dctx, saved->qkv, saved->mask_bias, saved->ctx, saved->lse, d->batch,
+        be->flash_attention_backward(be, dqkv, dctx, saved->qkv, saved->qkv16, saved->mask_bias, saved->ctx, saved->lse, d->batch,
                                      d->seq_len, d->heads, H / d->heads, dropout_p(drop), drop ? drop->key : 0,
                                      drop ? drop->first_sample : 0, g->dqkv16);
     else {

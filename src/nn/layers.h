@@ -294,6 +294,9 @@ typedef struct hs_attention_saved {
     const float *ctx, *mask_bias; /* fused: the forward's ctx output [B,L,H] and mask_bias [B,L] */
     uint16_t *ctx16; /* NULL, or [B,L,H]: the forward writes round(ctx) (to_half's bits) here too (fused: in
                       * the same kernel; unfused: converted after it) */
+    const uint16_t *qkv16; /* fused only: NULL, or [B,L,3H] holding round(qkv) (to_half's bits), which the fused
+                            * ops read instead of qkv (the same results under bf16/fp16): a model keeping
+                            * q|k|v in 16 bits need not widen it for the backward pass. Unfused: ignored. */
 } hs_attention_saved;
 size_t hs_attention_qkv_floats(const hs_attention_dims *d);   /* B·L·3H */
 size_t hs_attention_probs_floats(const hs_attention_dims *d); /* B·heads·L·L */

@@ -358,8 +358,9 @@ static void flash_outputs16_on(hs_conf *t, const hs_backend *be, int batch, int 
     uint16_t *ctx16 = be->alloc(be, nctx * 2), *dqkv16 = be->alloc(be, nqkv * 2);
     for (int k = 0; k < 2; k++) { /* k = 1 with the 16-bit outputs */
         ctx[k] = be->alloc(be, nctx * 4), lse[k] = be->alloc(be, nlse * 4), dqkv[k] = be->alloc(be, nqkv * 4);
-        be->flash_attention_forward(be, ctx[k], lse[k], qkv, mb, batch, L, heads, d, p, 77, 2, k ? ctx16 : NULL);
-        be->flash_attention_backward(be, dqkv[k], dctx, qkv, mb, ctx[k], lse[k], batch, L, heads, d, p, 77, 2,
+        be->flash_attention_forward(be, ctx[k], lse[k], qkv, NULL, mb, batch, L, heads, d, p, 77, 2,
+                                    k ? ctx16 : NULL);
+        be->flash_attention_backward(be, dqkv[k], dctx, qkv, NULL, mb, ctx[k], lse[k], batch, L, heads, d, p, 77, 2,
                                      k ? dqkv16 : NULL);
     }
     char what[200];
@@ -381,6 +382,47 @@ static void flash_outputs16_on(hs_conf *t, const hs_backend *be, int batch, int 
     for (int k = 0; k < 2; k++) be->free(be, ctx[k]), be->free(be, lse[k]), be->free(be, dqkv[k]);
     be->free(be, ctx16), be->free(be, dqkv16), be->free(be, qkv), be->free(be, dctx), be->free(be, mb);
     free(hqkv), free(hdctx), free(hmb);
+}
+
+/* The fused attention's 16-bit input (qkv16 = to_half(qkv), read instead of qkv, which holds other values
+ * here so that reading it would show): ctx, lse, dqkv and their 16-bit outputs the same bits as from the
+ * fp32 qkv */
+static void flash_input16_on(hs_conf *t, const hs_backend *be, int batch, int L, int heads, int d, float p) {
+    const int H = heads * d;
+    const size_t nqkv = (size_t)batch * L * 3 * H, nctx = (size_t)batch * L * H, nlse = (size_t)batch * heads * L;
+    float *hqkv = hs_conf_rand(t, nqkv, -2, 2), *hstale = hs_conf_rand(t, nqkv, -2, 2);
+    float *hdctx = hs_conf_rand(t, nctx, -1, 1), *hmb;
+    HS_ALLOC(hmb, (size_t)batch * L);
+    for (int i = 0; i < batch * L; i++) hmb[i] = i % 5 == 4 ? -10000.0f : 0.0f;
+    float *qkv = hs_conf_dev(be, hqkv, nqkv * 4), *stale = hs_conf_dev(be, hstale, nqkv * 4);
+    float *dctx = hs_conf_dev(be, hdctx, nctx * 4), *mb = hs_conf_dev(be, hmb, (size_t)batch * L * 4);
+    uint16_t *qkv16 = be->alloc(be, nqkv * 2);
+    be->to_half(be, qkv16, qkv, nqkv);
+    float *ctx[2], *lse[2], *dqkv[2];
+    uint16_t *ctx16[2], *dqkv16[2];
+    for (int k = 0; k < 2; k++) { /* k = 1 from qkv16 */
+        ctx[k] = be->alloc(be, nctx * 4), lse[k] = be->alloc(be, nlse * 4), dqkv[k] = be->alloc(be, nqkv * 4);
+        ctx16[k] = be->alloc(be, nctx * 2), dqkv16[k] = be->alloc(be, nqkv * 2);
+        be->flash_attention_forward(be, ctx[k], lse[k], k ? stale : qkv, k ? qkv16 : NULL, mb, batch, L, heads, d, p,
+                                    77, 2, ctx16[k]);
+        be->flash_attention_backward(be, dqkv[k], dctx, k ? stale : qkv, k ? qkv16 : NULL, mb, ctx[k], lse[k], batch,
+                                     L, heads, d, p, 77, 2, dqkv16[k]);
+    }
+    const char *names[] = {"ctx", "lse", "dqkv", "ctx16", "dqkv16"};
+    const void *a[] = {ctx[0], lse[0], dqkv[0], ctx16[0], dqkv16[0]}, *b[] = {ctx[1], lse[1], dqkv[1], ctx16[1], dqkv16[1]};
+    const size_t bytes[] = {nctx * 4, nlse * 4, nqkv * 4, nctx * 2, nqkv * 2};
+    for (int o = 0; o < 5; o++) {
+        char what[200];
+        snprintf(what, sizeof what, "flash_attention %s (from qkv and from qkv16) B=%d L=%d heads=%d d=%d p=%g",
+                 names[o], batch, L, heads, d, p);
+        same_on(t, be, what, a[o], b[o], bytes[o]);
+    }
+    for (int k = 0; k < 2; k++) {
+        be->free(be, ctx[k]), be->free(be, lse[k]), be->free(be, dqkv[k]);
+        be->free(be, ctx16[k]), be->free(be, dqkv16[k]);
+    }
+    be->free(be, qkv16), be->free(be, qkv), be->free(be, stale), be->free(be, dctx), be->free(be, mb);
+    free(hqkv), free(hstale), free(hdctx), free(hmb);
 }
 
 /* CUDA: products of operands bound to twins convert nothing and give the converting products' bits */
@@ -455,6 +497,13 @@ void hs_conf_group_half(hs_conf *t) {
                 const float p = drop ? 0.1f : 0.0f;
                 flash_outputs16_on(t, t->cpu, flash[k][0], flash[k][1], flash[k][2], flash[k][3], p);
                 flash_outputs16_on(t, t->cuda, flash[k][0], flash[k][1], flash[k][2], flash[k][3], p);
+            }
+        hs_conf_op(t, "16-bit input of the fused attention (qkv16)");
+        for (size_t k = 0; k < sizeof flash / sizeof flash[0]; k++)
+            for (int drop = 0; drop < 2; drop++) {
+                const float p = drop ? 0.1f : 0.0f;
+                flash_input16_on(t, t->cpu, flash[k][0], flash[k][1], flash[k][2], flash[k][3], p);
+                flash_input16_on(t, t->cuda, flash[k][0], flash[k][1], flash[k][2], flash[k][3], p);
             }
         hs_conf_op(t, "bind_half (GEMM operands read from 16-bit twins)");
         twin_products(t);

@@ -34,7 +34,9 @@ make_txl_corpus txl_data 600
 # 50 + 75 before the producers
 # wrote 16-bit activations at all; 74 + 75 with the unfused attention, 358 + 90 when every GEMM converted
 # both operands and the attention made one call per head). No activation operand is converted any more
-# (below); of the 26, 2 are the 16-bit storage's (the store of q|k|v, the backward's widening load).
+# (below); of the 26, 2 are the 16-bit storage's (the store of q|k|v, the backward's widening load:
+# since the fused attention backward reads the stored 16-bit q|k|v itself (qkv16), that load widens only
+# the context and the FFN tensors: the same op count, fewer bytes).
 # Target (issue): 30 per layer, 100 per micro-batch.
 BERT_BF16_PER_LAYER=26
 BERT_BF16_PER_MICRO_BATCH=74

@@ -10,7 +10,8 @@
  *   D_i = dctx_i·ctx_i (= Σ_j P_j dP_j, as ctx_i = Σ_j P'_j v_j);  dS_j = P_j (dP_j - D_i);
  *   dq_i = Σ_j dS_j k_j/√d;  dk_j += dS_j q_i/√d;  dv_j += P'_j dctx_i  (rows in increasing i).
  * The B·heads units run in parallel over OpenMP threads; each unit is one thread's, so its dK, dV
- * columns are summed in a fixed order. */
+ * columns are summed in a fixed order. A 16-bit q|k|v (qkv16) is widened first (exact): the products
+ * round their operands to the same values as from the fp32 q|k|v it was rounded from. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-trapping-math")
 #endif
@@ -64,10 +65,21 @@ static void rank1_update(int precision, float *c, int ld, const float *x, const 
     }
 }
 
-void hs_cpu_flash_attention_forward(const hs_backend *be, float *ctx, float *lse, const float *qkv,
-                                    const float *mask_bias, int batch, int seq_len, int heads, int head_dim, float p,
-                                    uint64_t key, int64_t first_sample, uint16_t *ctx16) {
+/* qkv, or qkv16 widened into *wide (freed by the caller; NULL when qkv is read) */
+static const float *qkv_input(const hs_backend *be, const float *qkv, const uint16_t *qkv16, float **wide, size_t n) {
+    *wide = NULL;
+    if (!qkv16 || n == 0) return qkv;
+    HS_ALLOC(*wide, n);
+    hs_cpu_from_half(be, *wide, qkv16, n);
+    return *wide;
+}
+
+void hs_cpu_flash_attention_forward(const hs_backend *be, float *ctx, float *lse, const float *qkv_f,
+                                    const uint16_t *qkv16, const float *mask_bias, int batch, int seq_len, int heads,
+                                    int head_dim, float p, uint64_t key, int64_t first_sample, uint16_t *ctx16) {
     const int L = seq_len, d = head_dim, H = heads * head_dim, ld = 3 * H;
+    float *wide;
+    const float *qkv = qkv_input(be, qkv_f, qkv16, &wide, batch > 0 && L > 0 ? (size_t)batch * (size_t)L * ld : 0);
     const float scale = 1.0f / sqrtf((float)d), keep_scale = hs_dropout_keep_scale(p);
     const int pr = be->precision;
 #pragma omp parallel
@@ -104,15 +116,18 @@ void hs_cpu_flash_attention_forward(const hs_backend *be, float *ctx, float *lse
         }
         free(s);
     }
+    free(wide);
     /* the 16-bit output: to_half's bits of the context just written */
     if (ctx16 && batch > 0 && L > 0) hs_cpu_to_half(be, ctx16, ctx, (size_t)batch * (size_t)L * (size_t)H);
 }
 
-void hs_cpu_flash_attention_backward(const hs_backend *be, float *dqkv, const float *dctx, const float *qkv,
-                                     const float *mask_bias, const float *ctx, const float *lse, int batch,
-                                     int seq_len, int heads, int head_dim, float p, uint64_t key,
+void hs_cpu_flash_attention_backward(const hs_backend *be, float *dqkv, const float *dctx, const float *qkv_f,
+                                     const uint16_t *qkv16, const float *mask_bias, const float *ctx, const float *lse,
+                                     int batch, int seq_len, int heads, int head_dim, float p, uint64_t key,
                                      int64_t first_sample, uint16_t *dqkv16) {
     const int L = seq_len, d = head_dim, H = heads * head_dim, ld = 3 * H;
+    float *wide;
+    const float *qkv = qkv_input(be, qkv_f, qkv16, &wide, batch > 0 && L > 0 ? (size_t)batch * (size_t)L * ld : 0);
     const float scale = 1.0f / sqrtf((float)d), keep_scale = hs_dropout_keep_scale(p);
     const int pr = be->precision;
 #pragma omp parallel
@@ -154,6 +169,7 @@ void hs_cpu_flash_attention_backward(const hs_backend *be, float *dqkv, const fl
         }
         free(P), free(ds), free(pd);
     }
+    free(wide);
     /* the 16-bit output: to_half's bits of the gradient just written */
     if (dqkv16 && batch > 0 && L > 0) hs_cpu_to_half(be, dqkv16, dqkv, (size_t)batch * (size_t)L * (size_t)ld);
 }
