@@ -9,11 +9,13 @@
  *
  * 16-bit storage (precision bf16 | fp16, unless HETSEQ_ACTIVATION_STORAGE=fp32): the tensors a
  * mixed-precision framework keeps in 16 bits — q|k|v, the attention probabilities, the context, the FFN
- * pre-activation and its GELU — are kept per layer in the 16-bit type of the precision (be->to_half);
- * the residual stream, LayerNorm inputs, outputs and statistics stay fp32 (as autocast keeps them).
- * Each layer runs its forward in ONE fp32 working set of those five tensors shared by all layers and
- * then rounds what it keeps; the backward widens one layer's copies back into the working set
- * (be->from_half, exact) and runs as in fp32 storage. q|k|v, the context and the GELU output are only
+ * pre-activation and its GELU — are kept per layer in the 16-bit type of the precision (be->to_half),
+ * and so are the layer's input and the first LayerNorm's output h1, which the backward reads only as
+ * operands of the weight-gradient products; the LayerNorm inputs (the residual sums) and statistics
+ * stay fp32 (as autocast keeps them). Each layer runs its forward in ONE fp32 working set of those
+ * tensors shared by all layers (the layer inputs: two buffers in turn) and keeps the 16-bit copies its
+ * producers wrote; the backward widens one layer's copies back into the working set (convert_halves,
+ * exact) and runs as in fp32 storage. q|k|v, the context, the GELU output, the input and h1 are only
  * read as operands of products, which round them to the same 16 bits anyway, so storing them rounded
  * changes nothing; the GELU backward (from the pre-activation) and the softmax backward (from the
  * probabilities; the sign bit that marks a dropped one survives, -0.0 too) see rounded values: the
@@ -323,9 +325,11 @@ void hs_bert_setup(hs_bert *m) {
     m->emb_mean = alloc_act(m, T);
     m->emb_rstd = alloc_act(m, T);
     HS_ALLOC(m->hidden, N + 1);
-    for (int i = 0; i <= N; i++) m->hidden[i] = alloc_act(m, T * H);
-    HS_ALLOC(m->acts, N);
     const int half = hs_activations_16bit(be);
+    /* 16-bit storage keeps every layer's input as its 16-bit copy (half[i].input, which the backward
+     * widens again): two fp32 buffers in turn hold hidden[0..N] (layer i reads one, writes the other) */
+    for (int i = 0; i <= N; i++) m->hidden[i] = half && i >= 2 ? m->hidden[i % 2] : alloc_act(m, T * H);
+    HS_ALLOC(m->acts, N);
     if (half) HS_ALLOC(m->half, N);
     /* attention = auto takes the fused op where the backend's kernels take the head size (CUDA: head_dim
      * <= 128, kernels/flash_attention.cu); "fused" asks for it anyway (and a larger head stops there) */
@@ -335,7 +339,7 @@ void hs_bert_setup(hs_bert *m) {
         (strcmp(m->cfg.attention, "fused") == 0 || be->memory_is_host || head_dim <= 128);
     for (int i = 0; i < N; i++) {
         bert_layer_acts *a = &m->acts[i];
-        /* the five tensors kept in 16 bits: fp32 storage gives every layer its own; 16-bit storage
+        /* the tensors kept in 16 bits: fp32 storage gives every layer its own; 16-bit storage
          * allocates them once (layer 0) as the working set every layer shares (same order as fp32) */
         const bert_layer_acts *w = half && i > 0 ? &m->acts[0] : NULL;
         a->qkv = w ? w->qkv : alloc_act(m, T * 3 * H);
@@ -345,7 +349,7 @@ void hs_bert_setup(hs_bert *m) {
         a->attn_sum = alloc_act(m, T * H);
         a->attn_mean = alloc_act(m, T);
         a->attn_rstd = alloc_act(m, T);
-        a->attn_out = alloc_act(m, T * H);
+        a->attn_out = w ? w->attn_out : alloc_act(m, T * H);
         a->ffn_pre = w ? w->ffn_pre : alloc_act(m, T * I);
         a->ffn_act = w ? w->ffn_act : alloc_act(m, T * I);
         a->ffn_sum = alloc_act(m, T * H);
@@ -690,10 +694,10 @@ static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fir
     }
 }
 
-/* 16-bit storage: the five tensors a layer keeps in 16 bits, in HS_BERT_SAVED_* order: each working
+/* 16-bit storage: the seven tensors a layer keeps in 16 bits, in HS_BERT_SAVED_* order: each working
  * tensor (fp32), its 16-bit copy (NULL without 16-bit storage) and its element count for the staged
  * micro-batch. */
-enum { N_SAVED = HS_BERT_SAVED_FFN_ACT + 1 };
+enum { N_SAVED = HS_BERT_SAVED_ATTN_OUT + 1 };
 
 static void layer_saved(const hs_bert *m, int i, hs_act16 t[N_SAVED]) {
     const size_t B = (size_t)m->batch, L = (size_t)m->seq_len, T = B * L, H = (size_t)m->cfg.hidden_size;
@@ -706,6 +710,8 @@ static void layer_saved(const hs_bert *m, int i, hs_act16 t[N_SAVED]) {
     t[HS_BERT_SAVED_CTX] = (hs_act16){a->ctx, h ? h->ctx : NULL, T * H};
     t[HS_BERT_SAVED_FFN_PRE] = (hs_act16){a->ffn_pre, h ? h->ffn_pre : NULL, ffn};
     t[HS_BERT_SAVED_FFN_ACT] = (hs_act16){a->ffn_act, h ? h->ffn_act : NULL, ffn};
+    t[HS_BERT_SAVED_INPUT] = (hs_act16){m->hidden[i], h ? h->input : NULL, T * H};
+    t[HS_BERT_SAVED_ATTN_OUT] = (hs_act16){a->attn_out, h ? h->attn_out : NULL, T * H};
 }
 
 /* Layer i's working set (fp32) -> its 16-bit copies (rounded): q|k|v and the probabilities; layer_forward
@@ -935,13 +941,14 @@ void hs_bert_free(hs_bert *m) {
                         m->grad_pool, m->grad_pool_in, m->grad_mlm_out, m->grad_mlm_in};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i]) be->free(be, bufs[i]);
-        for (int i = 0; m->hidden && i <= m->cfg.num_hidden_layers; i++) be->free(be, m->hidden[i]);
+        for (int i = 0; m->hidden && i <= m->cfg.num_hidden_layers; i++)
+            if (!m->half || i < 2) be->free(be, m->hidden[i]); /* 16-bit storage: two buffers in turn */
         for (int i = 0; m->acts && i < m->cfg.num_hidden_layers; i++) {
             bert_layer_acts *a = &m->acts[i];
-            float *layer_bufs[] = {a->attn_sum, a->attn_mean, a->attn_rstd, a->attn_out, a->ffn_sum, a->ffn_mean,
-                                   a->ffn_rstd, a->qkv,       a->probs,     a->ctx,    a->ffn_pre, a->ffn_act};
-            /* the last five are one working set shared by every layer under 16-bit storage */
-            const size_t own = m->half && i > 0 ? 7 : sizeof layer_bufs / sizeof layer_bufs[0];
+            float *layer_bufs[] = {a->attn_sum, a->attn_mean, a->attn_rstd, a->ffn_sum, a->ffn_mean, a->ffn_rstd,
+                                   a->attn_out, a->qkv,       a->probs,     a->ctx,     a->ffn_pre,  a->ffn_act};
+            /* the last six are one working set shared by every layer under 16-bit storage */
+            const size_t own = m->half && i > 0 ? 6 : sizeof layer_bufs / sizeof layer_bufs[0];
             for (size_t k = 0; k < own; k++)
                 if (layer_bufs[k]) be->free(be, layer_bufs[k]); /* probs is NULL when the attention is fused */
             if (a->lse) be->free(be, a->lse);

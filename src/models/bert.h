@@ -102,7 +102,15 @@ int hs_bert_attention_fused(const hs_bert *m);
  * hs_bert_forward_backward, as fp32 into host[] (the 16-bit copy widened under 16-bit storage); returns
  * the element count (for the staged micro-batch's B, L; 0 for the probabilities when the attention is
  * fused: none are kept). Waits for the device. */
-enum { HS_BERT_SAVED_QKV, HS_BERT_SAVED_PROBS, HS_BERT_SAVED_CTX, HS_BERT_SAVED_FFN_PRE, HS_BERT_SAVED_FFN_ACT };
+enum {
+    HS_BERT_SAVED_QKV,
+    HS_BERT_SAVED_PROBS,
+    HS_BERT_SAVED_CTX,
+    HS_BERT_SAVED_FFN_PRE,
+    HS_BERT_SAVED_FFN_ACT,
+    HS_BERT_SAVED_INPUT,   /* the layer's input hidden[i] */
+    HS_BERT_SAVED_ATTN_OUT /* h1, the first LayerNorm's output */
+};
 size_t hs_bert_saved_tensor(const hs_bert *m, int layer, int which, float *host);
 /* Forward only, no dropout, into the device stats. */
 void hs_bert_evaluate(hs_bert *m, double *stats);

@@ -65,23 +65,25 @@ static void destroy(model *m) {
 }
 
 /* The activation bytes of src/models/bert.c's buffers, counted from the shapes: per layer the fp32
- * residual-stream tensors (attn_sum, attn_out, ffn_sum [T,H]) and four LayerNorm statistics [T], and
- * the five kept tensors (qkv [T,3H], probs [B,heads,L,L], ctx [T,H], ffn_pre and ffn_act [T,I]) in fp32
- * per layer, or in 16 bits per layer plus ONE fp32 working set; plus the embeddings (sum [T,H],
- * statistics [2T]), the N+1 hidden states [T,H], the pooler [2·B,H], NSP logits [B,2] and the MLM head
- * on B·P rows (input, pre-activation, GELU, LayerNorm output [·,H], statistics [2·], logits [·,V]). */
+ * LayerNorm inputs (attn_sum, ffn_sum [T,H]) and four LayerNorm statistics [T], and the seven kept
+ * tensors (qkv [T,3H], probs [B,heads,L,L], ctx [T,H], ffn_pre and ffn_act [T,I], the layer's input
+ * hidden[i] and the first LayerNorm's output attn_out [T,H]) in fp32 per layer (the N+1 hidden states),
+ * or in 16 bits per layer plus ONE fp32 working set (the hidden states: two buffers in turn); plus the
+ * embeddings (sum [T,H], statistics [2T]), the last hidden state, the pooler [2·B,H], NSP logits [B,2]
+ * and the MLM head on B·P rows (input, pre-activation, GELU, LayerNorm output [·,H], statistics [2·],
+ * logits [·,V]). */
 static size_t expected_bytes(int half, size_t layers) {
     const size_t T = (size_t)B * L, NP = (size_t)B * P, V = (size_t)hs_bert_padded_vocab(VOCAB, 8);
-    const size_t kept = 3 * T * H + (size_t)B * HEADS * L * L + T * H + 2 * T * I;
-    const size_t fp32_layer = 3 * T * H + 4 * T;
-    const size_t other =
-        T * H + 2 * T + (layers + 1) * T * H + 2 * (size_t)B * H + 2 * (size_t)B + NP * (4 * H + 2 + V);
-    if (!half) return 4 * (other + layers * (fp32_layer + kept));
-    /* 16 bits: also each layer's input and attention output ([T,H] each, the twins its products read
-     * forward and backward) and the twins of the output gradients ([T,H] and [T,I], one set; the q|k|v
-     * gradient's [T,3H] shares the [T,I] one when I >= 3H, else is one more) */
+    const size_t kept = 3 * T * H + (size_t)B * HEADS * L * L + T * H + 2 * T * I + T * H; /* + attn_out */
+    const size_t fp32_layer = 2 * T * H + 4 * T;
+    const size_t other = T * H + 2 * T + 2 * (size_t)B * H + 2 * (size_t)B + NP * (4 * H + 2 + V);
+    if (!half) return 4 * (other + (layers + 1) * T * H + layers * (fp32_layer + kept));
+    /* 16 bits: the kept tensors and the layer's input in 16 bits per layer, two fp32 hidden-state
+     * buffers, and the twins of the output gradients ([T,H] and [T,I], one set; the q|k|v gradient's
+     * [T,3H] shares the [T,I] one when I >= 3H, else is one more) */
     const size_t dqkv16 = I >= 3 * H ? 0 : 3 * T * H;
-    return 4 * (other + layers * fp32_layer + kept) + 2 * layers * (kept + 2 * T * H) + 2 * (T * H + T * I + dqkv16);
+    return 4 * (other + 2 * T * H + layers * fp32_layer + kept) + 2 * layers * (kept + T * H) +
+           2 * (T * H + T * I + dqkv16);
 }
 
 static const hs_backend *backend(int precision) { return act16_backend("cpu", precision); }
@@ -104,10 +106,11 @@ static void test_activation_bytes(void **state) {
         assert_int_equal(hs_bert_activations_16bit(f.model), 0);
         assert_int_equal(hs_bert_activation_bytes(m.model), expected_bytes(half, LAYERS));
         assert_int_equal(hs_bert_activation_bytes(f.model), expected_bytes(0, LAYERS));
-        if (half) { /* the kept tensors are ~3/4 of a layer's fp32 bytes here: 16 bits save about a sixth
-                     * of the whole at these tiny widths (0.875 by the count above, 0.786 before each layer
-                     * kept the 16-bit twins of its input and attention output; the MLM logits [B·P,V] stay
-                     * fp32). At BERT-large's shapes the twins add 4 of ~52 bytes per T·H: 0.57 -> 0.61. */
+        if (half) { /* the kept tensors are most of a layer's fp32 bytes here: 16 bits save about a
+                     * fifth of the whole at these tiny widths (0.774 by the count above; the MLM logits
+                     * [B·P,V] stay fp32). At BERT-large's shapes (fused attention) a layer keeps 36 bytes
+                     * per token and column against the fp32 storage's 64 (44 while the layer input and
+                     * h1 were kept in fp32 as well as in 16 bits). */
             const double ratio = (double)hs_bert_activation_bytes(m.model) / (double)expected_bytes(0, LAYERS);
             printf("precision %d: activations %zu bytes, fp32 storage %zu (ratio %.3f)\n", precs[k],
                    hs_bert_activation_bytes(m.model), expected_bytes(0, LAYERS), ratio);
@@ -204,7 +207,7 @@ static void compare_storage(int precision) {
 
     size_t dropped = 0;
     for (int layer = 0; layer < N; layer++)
-        for (int which = HS_BERT_SAVED_QKV; which <= HS_BERT_SAVED_FFN_ACT; which++) {
+        for (int which = HS_BERT_SAVED_QKV; which <= HS_BERT_SAVED_ATTN_OUT; which++) {
             float *a, *b;
             const size_t max = (size_t)B * HEADS * L * L + (size_t)B * L * (3 * H + I);
             a = malloc(max * sizeof *a), b = malloc(max * sizeof *b);
