@@ -13,11 +13,13 @@ What is counted (bytes):
                   (16 in fp32 training; the copy is kept between updates, written by the optimizer)
   per sample      the activations the backward pass reads, the backward scratch that grows with the
                   micro-batch, and the 16-bit copies of the largest product's two activation operands.
-                  BERT under bf16/fp16 keeps q|k|v, the context and the FFN pre-activation and GELU
-                  output of every layer in 16 bits plus one fp32 working set of them, and the 16-bit
-                  twins of each layer's input and attention output (the products' operands, written by
-                  the ops that make them) and of the output gradients (src/models/bert.c); the residual
-                  stream, LayerNorm tensors and heads stay fp32. The fused attention (attention = auto on
+                  BERT under bf16/fp16 keeps q|k|v, the context, the FFN pre-activation, the layer's
+                  input and the first LayerNorm's output of every layer in 16 bits (the last two are
+                  read backward only as product operands) plus one fp32 working set of them (the layer
+                  inputs: two buffers in turn) and of the GELU output, which the backward recomputes
+                  from the pre-activation (one 16-bit twin for every layer), and the twins of the output
+                  gradients (src/models/bert.c); the LayerNorm inputs and statistics and the heads stay
+                  fp32. The fused attention (attention = auto on
                   CUDA) keeps each row's log-sum-exp (heads·T fp32 per layer) where the unfused one keeps
                   the heads·T·T probabilities (in 16 bits under bf16/fp16).
                   Transformer-XL the same with q|k|v, the context and the FFN activation (and the
@@ -98,8 +100,12 @@ def bert_act_bytes(layers, hidden, heads, inter, seq, pred, fused=True):
     # 16-bit copies of the largest product's converted operands: the q|k|v gradient (the dense layers'
     # other operands are twins their producers write; the unfused attention converts its own operands)
     half = 2 * (3 * T * H if fused else max(3 * T * H, n * T * T + T * H))
-    twins = L * 2 * T * H + T * H + T * I  # input, attn_out per layer; the output gradients' twins
-    mixed = 4 * (floats - L * kept + kept) + 2 * L * kept + 2 * twins  # fp32 + one working set; 16-bit
+    # fp32: the per-layer kept tensors, input and attn_out become one working set (+ a second hidden
+    # buffer); 16 bits per layer: the kept tensors but the GELU output (recomputed), input and attn_out;
+    # once: the output gradients' twins [T,H] + [T,I] and the recomputed GELU output's twin [T,I]
+    fp32 = floats - L * (kept + 2 * T * H) + kept + 2 * T * H
+    half16 = L * (kept - T * I + 2 * T * H) + T * H + 2 * T * I
+    mixed = 4 * fp32 + 2 * half16
     return floats, half, mixed
 
 
@@ -291,20 +297,22 @@ def check():
     floats_u, _, _ = bert_act_bytes(**bl, seq=128, pred=20, fused=False)
     floats, _, mixed = bert_act_bytes(**bl, seq=128, pred=20)
     assert floats_u - floats == 24 * (16 * 128 * 128 - 16 * 128), (floats_u, floats)
-    twins = 24 * 2 * 128 * 1024 + 128 * 1024 + 128 * 4096
-    assert mixed == 4 * (floats - 23 * 128 * 12288) + 2 * 24 * 128 * 12288 + 2 * twins, (floats, mixed)
+    # under bf16/fp16 per layer and token 2·(4H + I + 2H) bytes in 16 bits (no GELU output: recomputed) and
+    # the fp32 LayerNorm inputs and statistics; the fp32 working set and the 16-bit gradient twins once
+    assert mixed == 4 * (floats - 24 * 128 * (12288 + 2048) + 128 * (12288 + 2048)) + 2 * (
+        24 * 128 * (12288 - 4096 + 2048) + 128 * 1024 + 2 * 128 * 4096), (floats, mixed)
     # TXL base per token and layer: the segment's Q, K, V 6·3·512² + the memory's 4·3·512² (mem = tgt) +
     # 18·384·512 + 6·(512² + 2·512·2048); head 6·512·20000 (= src/tasks/model_flops.c: 0.470 GFLOP)
     tb = TXL["TXL base"]
     layer = 6 * 3 * 512**2 + 4 * 3 * 512**2 + 18 * 384 * 512 + 6 * (512**2 + 2 * 512 * 2048)
     assert abs(txl_flops_per_token(**tb) - (16 * layer + 6 * 512 * 20000)) < 1, txl_flops_per_token(**tb)
     assert abs(txl_flops_per_token(**tb) / 1e9 - 0.470) < 0.001, txl_flops_per_token(**tb)
-    # the floor of docs/gpu.md: 64 x 240.64 GFLOP / 989.4 TFLOP/s = 15.57 ms; 2 x 64 x 153.93 MB / 4.8 TB/s
-    # = 4.10 ms; 30 x 336.23 M / 4.8 TB/s = 2.10 ms; 21.77 ms, 2940 seq/s, 71.5 %; 26 x 24 + 74 = 698 ops
+    # the floor of docs/gpu.md: 64 x 240.64 GFLOP / 989.4 TFLOP/s = 15.57 ms; 2 x 64 x 105.70 MB / 4.8 TB/s
+    # = 2.82 ms; 30 x 336.23 M / 4.8 TB/s = 2.10 ms; 20.49 ms, 3124 seq/s, 76.0 %; 26 x 24 + 74 = 698 ops
     t = mixed_floor()
-    assert abs(1e3 * t["gemm"] - 15.57) < 0.01 and abs(1e3 * t["act"] - 4.10) < 0.01, t
-    assert abs(1e3 * t["opt"] - 2.10) < 0.01 and abs(1e3 * t["total"] - 21.77) < 0.01, t
-    assert abs(t["seq_s"] - 2940) < 1 and abs(100 * t["mfu"] - 71.5) < 0.1 and t["ops"] == 698, t
+    assert abs(1e3 * t["gemm"] - 15.57) < 0.01 and abs(1e3 * t["act"] - 2.82) < 0.01, t
+    assert abs(1e3 * t["opt"] - 2.10) < 0.01 and abs(1e3 * t["total"] - 20.49) < 0.01, t
+    assert abs(t["seq_s"] - 3124) < 1 and abs(100 * t["mfu"] - 76.0) < 0.1 and t["ops"] == 698, t
     print("checks passed")
 
 

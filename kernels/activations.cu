@@ -53,10 +53,18 @@ __global__ void bias_gelu_forward_kernel(T *y, T *x, const T *bias, size_t n, si
   }
 }
 
-/* dx = dy·gelu'(x) = dy·(Φ(x) + x·φ(x)) from the pre-activation x; dx may alias dy */
-template <class T> __global__ void gelu_backward_kernel(T *dx, const T *dy, const T *x, size_t n, half_out dx16) {
+/* dx = dy·gelu'(x) = dy·(Φ(x) + x·φ(x)) from the pre-activation x; dx may alias dy. y: NULL, or gelu(x)
+ * recomputed (the forward's output, for a model that did not keep it), with its rounding y16 */
+template <class T>
+__global__ void gelu_backward_kernel(T *dx, const T *dy, const T *x, size_t n, half_out dx16, T *y, half_out y16) {
   GRID_STRIDE_LOOP(i, n) {
-    const T d = (T)hs_gelu_grad((float)dy[i], (float)x[i]);
+    const float u = (float)x[i];
+    if (y) {
+      const T g = (T)hs_gelu(u);
+      y[i] = g;
+      put_half(y16, i, (float)g);
+    }
+    const T d = (T)hs_gelu_grad((float)dy[i], u);
     dx[i] = d;
     put_half(dx16, i, (float)d);
   }
@@ -96,10 +104,13 @@ extern "C" void hs_cuda_bias_gelu_forward(const hs_backend *be, float *y, float 
 }
 
 extern "C" void hs_cuda_gelu_backward(const hs_backend *be, float *dx, const float *dy, const float *x, size_t n,
-                                      uint16_t *dx16) {
-  const half_out o = {dx16, be->precision == HS_PRECISION_BF16};
-  HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), gelu_backward_kernel<float>)(dx, dy, x, n, o);
-  HS_CUDA_LAUNCHED("gelu_backward_kernel", 3 * n * sizeof(float) + (dx16 ? n * sizeof(uint16_t) : 0));
+                                      uint16_t *dx16, float *y, uint16_t *y16) {
+  if (y16 && !y) HS_FATAL(NULL, "gelu_backward: y16 without y");
+  const int bf16 = be->precision == HS_PRECISION_BF16;
+  HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), gelu_backward_kernel<float>)(
+      dx, dy, x, n, half_out{dx16, bf16}, y, half_out{y16, bf16});
+  HS_CUDA_LAUNCHED("gelu_backward_kernel", (3 * n + (y ? n : 0)) * sizeof(float) +
+                                               ((dx16 ? n : 0) + (y16 ? n : 0)) * sizeof(uint16_t));
 }
 
 extern "C" void hs_cuda_tanh_forward(const hs_backend *be, float *y, const float *x, size_t n) {

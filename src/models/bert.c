@@ -94,10 +94,11 @@ typedef struct bert_layer_acts {
 } bert_layer_acts;
 
 /* The 16-bit copies of one layer's tensors (16-bit storage only), shapes as in bert_layer_acts; input
- * [T,H] is hidden[i] rounded (written by the op that makes hidden[i]). input, attn_out, ctx and ffn_act
- * are also the twins (be->bind_half) the layer's GEMMs read instead of converting those operands. */
+ * [T,H] is hidden[i] rounded (written by the op that makes hidden[i]). input, attn_out and ctx are also
+ * the twins (be->bind_half) the layer's GEMMs read instead of converting those operands. The GELU
+ * output is not kept: the backward recomputes it from ffn_pre (hs_bert.ffn_act16). */
 typedef struct bert_layer_half {
-    uint16_t *qkv, *probs, *ctx, *ffn_pre, *ffn_act;
+    uint16_t *qkv, *probs, *ctx, *ffn_pre;
     uint16_t *input, *attn_out;
 } bert_layer_half;
 
@@ -138,6 +139,10 @@ struct hs_bert {
                                            * gradients in the backward pass (16-bit storage only) */
     uint16_t *grad16_qkv;                 /* [T,3H]: dqkv's twin (the attention backward writes it); the
                                            * same buffer as grad16_ffn when that holds T·3H (I >= 3H) */
+    uint16_t *ffn_act16;                  /* [T,I]: the GELU output's twin, one for every layer (16-bit
+                                           * storage only): bias_gelu_forward writes it for the output
+                                           * product, and the backward's gelu_backward recomputes it from
+                                           * the kept pre-activation for that product's weight gradient */
     size_t activation_bytes;              /* bytes of the buffers above (hs_bert_activation_bytes) */
     int fused_attention;                  /* hs_attention_fused(cfg.attention): lse kept, not probs */
     float *pool_in, *pool_out;            /* [B,H] h[:,0]; tanh(pool_in·Wᵀ + b) */
@@ -361,7 +366,6 @@ void hs_bert_setup(hs_bert *m) {
             h->probs = fused ? NULL : alloc_half(m, B * heads * LL);
             h->ctx = alloc_half(m, T * H);
             h->ffn_pre = alloc_half(m, T * I);
-            h->ffn_act = alloc_half(m, T * I);
             h->input = alloc_half(m, T * H);
             h->attn_out = alloc_half(m, T * H);
         }
@@ -371,6 +375,7 @@ void hs_bert_setup(hs_bert *m) {
         m->grad16_ffn = alloc_half(m, T * I);
         /* dqkv's twin is written after the FFN's is read (the layer's backward order) */
         m->grad16_qkv = I >= 3 * H ? m->grad16_ffn : alloc_half(m, T * 3 * H);
+        m->ffn_act16 = alloc_half(m, T * I);
     }
     m->pool_in = alloc_act(m, B * H);
     m->pool_out = alloc_act(m, B * H);
@@ -678,8 +683,8 @@ static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fir
     /* u[T,I] = h1·W1ᵀ (bias-less GEMM), then u += b1 and gelu in one pass (their 16-bit copies with them) */
     be->gemm(be, 0, 1, T, I, H, 1.0f, a->attn_out, H, hs_param_data(p, l->inter_w), H, 0.0f, a->ffn_pre, I);
     hs_bias_gelu_forward(be, a->ffn_act, a->ffn_pre, hs_param_data(p, l->inter_b), T, I, h ? h->ffn_pre : NULL,
-                         h ? h->ffn_act : NULL);
-    if (h) be->bind_half(be, a->ffn_act, h->ffn_act, TI);
+                         h ? m->ffn_act16 : NULL);
+    if (h) be->bind_half(be, a->ffn_act, m->ffn_act16, TI);
     hs_linear_forward(be, a->ffn_sum, a->ffn_act, hs_param_data(p, l->out_w), hs_param_data(p, l->out_b), T, I, H);
     const int last = i + 1 == m->cfg.num_hidden_layers;
     hs_dropout_add_layernorm_forward(be, &drop.ffn, m->hidden[i + 1], a->ffn_sum, a->ffn_mean, a->ffn_rstd, a->ffn_sum,
@@ -694,7 +699,8 @@ static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fir
     }
 }
 
-/* 16-bit storage: the seven tensors a layer keeps in 16 bits, in HS_BERT_SAVED_* order: each working
+/* 16-bit storage: the tensors a layer keeps in 16 bits, in HS_BERT_SAVED_* order (all but the GELU
+ * output, whose count is 0 under 16-bit storage: it is recomputed), each working
  * tensor (fp32), its 16-bit copy (NULL without 16-bit storage) and its element count for the staged
  * micro-batch. */
 enum { N_SAVED = HS_BERT_SAVED_ATTN_OUT + 1 };
@@ -709,13 +715,14 @@ static void layer_saved(const hs_bert *m, int i, hs_act16 t[N_SAVED]) {
     t[HS_BERT_SAVED_PROBS] = (hs_act16){a->probs, h ? h->probs : NULL, probs};
     t[HS_BERT_SAVED_CTX] = (hs_act16){a->ctx, h ? h->ctx : NULL, T * H};
     t[HS_BERT_SAVED_FFN_PRE] = (hs_act16){a->ffn_pre, h ? h->ffn_pre : NULL, ffn};
-    t[HS_BERT_SAVED_FFN_ACT] = (hs_act16){a->ffn_act, h ? h->ffn_act : NULL, ffn};
+    /* 16-bit storage keeps no GELU output: the backward recomputes it (gelu_backward's y) */
+    t[HS_BERT_SAVED_FFN_ACT] = (hs_act16){a->ffn_act, NULL, h ? 0 : ffn};
     t[HS_BERT_SAVED_INPUT] = (hs_act16){m->hidden[i], h ? h->input : NULL, T * H};
     t[HS_BERT_SAVED_ATTN_OUT] = (hs_act16){a->attn_out, h ? h->attn_out : NULL, T * H};
 }
 
 /* Layer i's working set (fp32) -> its 16-bit copies (rounded): q|k|v and the probabilities; layer_forward
- * had the context's written by the attention, the FFN pre-activation's and its GELU's by bias_gelu_forward */
+ * had the context's written by the attention, the FFN pre-activation's by bias_gelu_forward */
 static void layer_store_half(hs_bert *m, int i) {
     hs_act16 t[N_SAVED];
     layer_saved(m, i, t);
@@ -841,7 +848,6 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
     if (h) { /* the working set widened back (exact), and the 16-bit copies bound as the GEMMs' operands */
         layer_load_half(m, i);
         be->bind_half(be, a->ctx, h->ctx, TH);
-        be->bind_half(be, a->ffn_act, h->ffn_act, TI);
         be->bind_half(be, a->attn_out, h->attn_out, TH);
         be->bind_half(be, m->hidden[i], h->input, TH);
     }
@@ -851,11 +857,23 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
     const float *dout = layernorm_dropout_grad(m, &drop.ffn, hs_param_grad(p, l->out_ln_g), hs_param_grad(p, l->out_ln_b),
                                                a->ffn_sum, a->ffn_mean, a->ffn_rstd, hs_param_data(p, l->out_ln_g));
     /* output.dense: dffn[T,I] = dout·W2 */
-    hs_linear_backward(be, dffn, hs_param_grad(p, l->out_w), hs_param_grad(p, l->out_b), dout, a->ffn_act,
-                       hs_param_data(p, l->out_w), T, I, H, ctx->grads_zero);
-    if (h) be->unbind_half(be, dout);
-    hs_gelu_backward(be, dffn, dffn, a->ffn_pre, TI, m->grad16_ffn);
-    if (h) be->bind_half(be, dffn, m->grad16_ffn, TI);
+    if (!h) {
+        hs_linear_backward(be, dffn, hs_param_grad(p, l->out_w), hs_param_grad(p, l->out_b), dout, a->ffn_act,
+                           hs_param_data(p, l->out_w), T, I, H, ctx->grads_zero);
+        hs_gelu_backward(be, dffn, dffn, a->ffn_pre, TI, NULL);
+    } else {
+        /* 16-bit storage kept no GELU output g: the GELU backward recomputes it from the kept (rounded)
+         * pre-activation, with its twin, for the weight gradient ∂W2 += doutᵀ·g that follows (the
+         * forward's product read round(gelu(u)), this one round(gelu(round(u))): the documented cost of
+         * 16 bits per token and column of the FFN width, docs/gpu.md "Mixed precision") */
+        be->gemm(be, 0, 0, T, I, H, 1.0f, dout, H, hs_param_data(p, l->out_w), I, 0.0f, dffn, I);
+        hs_gelu_backward_recompute(be, dffn, dffn, a->ffn_pre, TI, m->grad16_ffn, a->ffn_act, m->ffn_act16);
+        be->bind_half(be, a->ffn_act, m->ffn_act16, TI);
+        be->gemm_wgrad_bgrad(be, hs_param_grad(p, l->out_w), hs_param_grad(p, l->out_b), dout, H, a->ffn_act, T, I,
+                             H, ctx->grads_zero);
+        be->unbind_half(be, dout);
+        be->bind_half(be, dffn, m->grad16_ffn, TI);
+    }
     /* intermediate.dense_act: ∂b1 += Σ du, ∂W1[I,H] += duᵀ·h1, grad_h += du·W1 (onto the residual path) */
     be->gemm_wgrad_bgrad(be, hs_param_grad(p, l->inter_w), hs_param_grad(p, l->inter_b), dffn, I, a->attn_out, T, H, I,
                          ctx->grads_zero);
@@ -954,7 +972,7 @@ void hs_bert_free(hs_bert *m) {
             if (a->lse) be->free(be, a->lse);
             if (m->half) {
                 bert_layer_half *h = &m->half[i];
-                uint16_t *half_bufs[] = {h->qkv, h->probs, h->ctx, h->ffn_pre, h->ffn_act, h->input, h->attn_out};
+                uint16_t *half_bufs[] = {h->qkv, h->probs, h->ctx, h->ffn_pre, h->input, h->attn_out};
                 for (size_t k = 0; k < sizeof half_bufs / sizeof half_bufs[0]; k++)
                     if (half_bufs[k]) be->free(be, half_bufs[k]); /* probs is NULL when the attention is fused */
             }
@@ -962,6 +980,7 @@ void hs_bert_free(hs_bert *m) {
         if (m->grad16_h) be->free(be, m->grad16_h);
         if (m->grad16_ffn) be->free(be, m->grad16_ffn);
         if (m->grad16_qkv && m->grad16_qkv != m->grad16_ffn) be->free(be, m->grad16_qkv);
+        if (m->ffn_act16) be->free(be, m->ffn_act16);
         hs_workspace_release(be, &m->ws);
     }
     hs_grads_ready_free(&m->ready);

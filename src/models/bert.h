@@ -101,7 +101,8 @@ int hs_bert_attention_fused(const hs_bert *m);
 /* For tests: the tensor `which` that layer `layer` kept for its backward pass in the last
  * hs_bert_forward_backward, as fp32 into host[] (the 16-bit copy widened under 16-bit storage); returns
  * the element count (for the staged micro-batch's B, L; 0 for the probabilities when the attention is
- * fused: none are kept). Waits for the device. */
+ * fused, and for the GELU output under 16-bit storage, which the backward recomputes: none are kept).
+ * Waits for the device. */
 enum {
     HS_BERT_SAVED_QKV,
     HS_BERT_SAVED_PROBS,

@@ -296,6 +296,8 @@ static void outputs16_on(hs_conf *t, const hs_backend *be, int rows, int cols) {
     uint16_t *y16 = be->alloc(be, n * 2), *da16 = be->alloc(be, n * 2), *u16 = be->alloc(be, n * 2),
              *g16 = be->alloc(be, n * 2), *d16 = be->alloc(be, n * 2), *ru16 = be->alloc(be, n * 2),
              *rd16 = be->alloc(be, n * 2);
+    float *gy = be->alloc(be, n * 4); /* gelu_backward's recomputed GELU output, and its rounding */
+    uint16_t *gy16 = be->alloc(be, n * 2);
     for (int k = 0; k < 2; k++) {
         y[k] = be->alloc(be, n * 4), sum[k] = hs_conf_dev(be, hx, n * 4), mean[k] = be->alloc(be, (size_t)rows * 4);
         rstd[k] = be->alloc(be, (size_t)rows * 4), da[k] = be->alloc(be, n * 4), dx[k] = hs_conf_dev(be, hr, n * 4);
@@ -315,7 +317,7 @@ static void outputs16_on(hs_conf *t, const hs_backend *be, int rows, int cols) {
                                            rows, cols, rows, (size_t)cols, 1, p, 99, 3, k ? da16 : NULL);
             be->copy(be, u[k], x, n * 4);
             be->bias_gelu_forward(be, g[k], u[k], beta, rows, cols, k ? u16 : NULL, k ? g16 : NULL);
-            be->gelu_backward(be, dx[k], dx[k], u[k], n, k ? d16 : NULL);
+            be->gelu_backward(be, dx[k], dx[k], u[k], n, k ? d16 : NULL, k ? gy : NULL, k ? gy16 : NULL);
             be->relu_dropout_forward(be, ru[k], x, rows, (size_t)cols, p, 99, 3, k ? ru16 : NULL);
             be->relu_dropout_backward(be, rd[k], res, ru[k], rows, (size_t)cols, p, 99, 3, k ? rd16 : NULL);
         }
@@ -332,6 +334,12 @@ static void outputs16_on(hs_conf *t, const hs_backend *be, int rows, int cols) {
             snprintf(w, sizeof w, "%s16 = to_half(%s) %s", names[o], names[o], what);
             is_rounding(t, be, w, h[o], f1[o], n);
         }
+        /* the GELU output recomputed by the backward: bias_gelu_forward's y of the same x, and its rounding */
+        char w[256];
+        snprintf(w, sizeof w, "gelu_backward y = bias_gelu_forward y %s", what);
+        same_on(t, be, w, gy, g[1], n * 4);
+        snprintf(w, sizeof w, "gelu_backward y16 = to_half(y) %s", what);
+        is_rounding(t, be, w, gy16, gy, n);
     }
     for (int k = 0; k < 2; k++) {
         be->free(be, y[k]), be->free(be, sum[k]), be->free(be, mean[k]), be->free(be, rstd[k]), be->free(be, da[k]);
@@ -339,7 +347,7 @@ static void outputs16_on(hs_conf *t, const hs_backend *be, int rows, int cols) {
         be->free(be, ru[k]), be->free(be, rd[k]);
     }
     be->free(be, y16), be->free(be, da16), be->free(be, u16), be->free(be, g16), be->free(be, d16);
-    be->free(be, ru16), be->free(be, rd16);
+    be->free(be, ru16), be->free(be, rd16), be->free(be, gy), be->free(be, gy16);
     be->free(be, x), be->free(be, res), be->free(be, gamma), be->free(be, beta);
     free(hx), free(hr), free(hg), free(hb);
 }

@@ -12,6 +12,7 @@
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_simd.h"
 #include "math/gelu.h"
+#include "util/check.h"
 
 #define HS_PAR_MIN 32768 /* below this many values the thread pool costs more than the work */
 
@@ -58,14 +59,18 @@ void hs_cpu_bias_gelu_forward(const hs_backend *be, float *y, float *x, const fl
     if (y16 && rows > 0 && cols > 0) hs_cpu_to_half(be, y16, y, (size_t)rows * (size_t)cols);
 }
 
-void hs_cpu_gelu_backward(const hs_backend *be, float *dx, const float *dy, const float *x, size_t n, uint16_t *dx16) {
+void hs_cpu_gelu_backward(const hs_backend *be, float *dx, const float *dy, const float *x, size_t n, uint16_t *dx16,
+                          float *y, uint16_t *y16) {
+    if (y16 && !y) HS_FATAL(NULL, "gelu_backward: y16 without y");
     const size_t spans = (n + HS_SPAN - 1) / HS_SPAN;
 #pragma omp parallel for schedule(static) if (n > HS_PAR_MIN)
     for (size_t s = 0; s < spans; s++) {
-        const size_t lo = s * HS_SPAN;
-        gelu_grad_span(dx + lo, dy + lo, x + lo, n - lo < HS_SPAN ? n - lo : HS_SPAN);
+        const size_t lo = s * HS_SPAN, len = n - lo < HS_SPAN ? n - lo : HS_SPAN;
+        if (y) gelu_span(y + lo, x + lo, len); /* the forward's output again (the same formula) */
+        gelu_grad_span(dx + lo, dy + lo, x + lo, len);
     }
     if (dx16) hs_cpu_to_half(be, dx16, dx, n);
+    if (y16) hs_cpu_to_half(be, y16, y, n);
 }
 
 /* libm tanhf: only the pooler uses it (B·H values), so exactness beats speed here */
