@@ -33,6 +33,7 @@
 #include "hs_launch.h"
 #include "attention_common.cuh"
 #include "heads.cuh"
+#include "slots.cuh"
 #include "warp.cuh"
 #include "math/dropout.h"
 #include "math/fast_exp_erf.h"
@@ -55,7 +56,8 @@ namespace {
 template <class T>
 __global__ void softmax_dropout_forward_kernel(T *probs, T *dropped, const T *mask_bias, size_t rows, int heads,
                                                int seq_len, float p, float keep_scale, uint64_t key,
-                                               int64_t first_sample) {
+                                               int64_t first_sample, const hs_dropout_slot *ds) {
+  hs_dropout_slot_read(ds, key, first_sample);
   const int lane = threadIdx.x % HS_WARP;
   FOR_EACH_WARP_ROW(r, rows) {
     const size_t unit = r / (size_t)seq_len; /* b·heads + h */
@@ -135,8 +137,9 @@ extern "C" void hs_cuda_attention_forward(const hs_backend *be, float *ctx, floa
 
   /* P (and P' with dropout) */
   float *pv = dropout ? (float *)(scratch + 4 * th) : probs;
+  const hs_dropout_slot *ds = dropout ? hs_cuda_dropout_slot(be, key, first_sample) : nullptr;
   HS_LAUNCH(hs_grid_for_rows(rows), HS_BLOCK, 0, stream, softmax_dropout_forward_kernel<float>)(
-      probs, dropout ? pv : nullptr, mask_bias, rows, heads, L, p, hs_dropout_keep_scale(p), key, first_sample);
+      probs, dropout ? pv : nullptr, mask_bias, rows, heads, L, p, hs_dropout_keep_scale(p), key, first_sample, ds);
   /* the scores read, P written (P' too with dropout), the key mask */
   HS_CUDA_LAUNCHED("softmax_dropout_forward_kernel",
                    units * LL * sizeof(float) * (dropout ? 3 : 2) + (size_t)batch * (size_t)L * sizeof(float));

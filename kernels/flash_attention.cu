@@ -33,6 +33,7 @@
 #include "hs_launch.h"
 #include "flash_tiles.cuh"
 #include "tile_mma.cuh"
+#include "slots.cuh"
 #include "math/dropout.h"
 #include "math/fast_exp_erf.h"
 #include "math/softmax.h"
@@ -53,6 +54,7 @@ struct flash_shape {
   float scale, p, keep_scale;
   uint64_t key;
   int64_t first_sample;
+  const hs_dropout_slot *slot; /* key and first_sample in device memory (a graph region), or NULL */
   uint16_t *out16;      /* NULL, or the 16-bit twin of the output (ctx16 / dqkv16, same layout): to_half's bits */
   const uint16_t *in16; /* NULL, or qkv16: the 16-bit q|k|v read instead of qkv */
   int bf16;             /* out16's and in16's type: 1 bfloat16, 0 IEEE half */
@@ -84,7 +86,10 @@ __device__ __forceinline__ void put(const flash_shape &s, float *out, size_t i, 
 /* The dropout factor of element (i, j) of unit (b, h): keep/(1-p), or 1 without dropout */
 __device__ __forceinline__ float drop_factor(const flash_shape &s, int b, int h, int i, int j) {
   if (s.p <= 0.0f) return 1.0f;
-  return hs_dropout_factor(s.key, (uint64_t)(s.first_sample + b), hs_attention_dropout_elem(h, i, j, s.L), s.p,
+  uint64_t key = s.key;
+  int64_t first_sample = s.first_sample;
+  hs_dropout_slot_read(s.slot, key, first_sample);
+  return hs_dropout_factor(key, (uint64_t)(first_sample + b), hs_attention_dropout_elem(h, i, j, s.L), s.p,
                            s.keep_scale);
 }
 
@@ -356,7 +361,9 @@ __global__ void flash_attention_dkv_kernel(float *dqkv, const float *dctx, const
 flash_shape shape_of(const hs_backend *be, int L, int heads, int d, float p, uint64_t key, int64_t first_sample,
                      uint16_t *out16, const uint16_t *in16) {
   return flash_shape{L, heads, d, (d + kTile - 1) / kTile * kTile, 1.0f / sqrtf((float)d), p,
-                     hs_dropout_keep_scale(p), key, first_sample, out16, in16, be->precision == HS_PRECISION_BF16};
+                     hs_dropout_keep_scale(p), key, first_sample,
+                     p > 0.0f ? hs_cuda_dropout_slot(be, key, first_sample) : nullptr, out16, in16,
+                     be->precision == HS_PRECISION_BF16};
 }
 
 /* bytes of one q|k|v element as the kernels read it: fp32, or the 16-bit copy */

@@ -34,6 +34,7 @@
 #include "hs_launch.h"
 #include "attention_common.cuh"
 #include "heads.cuh"
+#include "slots.cuh"
 #include "warp.cuh"
 #include "math/dropout.h"
 #include "math/fast_exp_erf.h"
@@ -76,7 +77,8 @@ __global__ void bias_kernel(T *qw, T *qr, const T *qkv, const T *r_w_bias, const
 template <class T>
 __global__ void score_softmax_kernel(T *probs, T *dropped, const T *bd, int batch, int qlen, int mlen, int heads,
                                      int lower_shift, float scale, float p, float keep_scale, uint64_t key,
-                                     int64_t first_sample) {
+                                     int64_t first_sample, const hs_dropout_slot *ds) {
+  hs_dropout_slot_read(ds, key, first_sample);
   const int lane = threadIdx.x % HS_WARP;
   const int klen = mlen + qlen;
   const size_t rows = (size_t)batch * heads * qlen;
@@ -236,9 +238,10 @@ extern "C" void hs_cuda_rel_attention_forward(const hs_backend *be, float *ctx, 
   hs_cuda_gemm_strided_batched(be, 0, 1, batch * qlen, sh.klen, head_dim, 1.0f, qr, head_dim, (int64_t)sh.heads_q, r,
                                sh.H, head_dim, 0.0f, bd, sh.klen, (int64_t)batch * (int64_t)sh.QK, heads);
   const size_t rows = sh.units * (size_t)qlen;
+  const hs_dropout_slot *ds = dropout ? hs_cuda_dropout_slot(be, key, first_sample) : nullptr;
   HS_LAUNCH(hs_grid_for_rows(rows), HS_BLOCK, 0, stream, score_softmax_kernel<float>)(
       probs, dropped, bd, batch, qlen, mlen, heads, lower_shift, scale, p, hs_dropout_keep_scale(p), key,
-      first_sample);
+      first_sample, ds);
   /* AC read, P written over it, BDraw read (P' written with dropout) */
   HS_CUDA_LAUNCHED("score_softmax_kernel", sh.units * sh.QK * (dropout ? 4 : 3) * sizeof(float));
   /* ctx[s, :, h·d:(h+1)·d] = P'·V, head-major, then merged */

@@ -58,6 +58,7 @@
 #include "hs_launch.h"
 #include "flash_tiles.cuh"
 #include "tile_mma.cuh"
+#include "slots.cuh"
 #include "math/dropout.h"
 #include "math/fast_exp_erf.h"
 #include "math/rel_attention.h"
@@ -84,6 +85,7 @@ struct rf_args {
   float scale, p, keep_scale;
   uint64_t key;
   int64_t first_sample;
+  const hs_dropout_slot *slot; /* key and first_sample in device memory (a graph region), or NULL */
   int bf16; /* the 16-bit outputs' type (ctx16, dqkv16, dr16): 1 bfloat16, 0 IEEE half */
 };
 
@@ -106,7 +108,10 @@ __device__ __forceinline__ bool allowed(const rf_args &g, int i, int j) {
 
 __device__ __forceinline__ float drop_factor(const rf_args &g, int s, int h, int i, int j) {
   if (g.p <= 0.0f) return 1.0f;
-  return hs_dropout_factor(g.key, (uint64_t)(g.first_sample + s), hs_rel_dropout_elem(h, i, j, g.qlen, g.klen), g.p,
+  uint64_t key = g.key;
+  int64_t first_sample = g.first_sample;
+  hs_dropout_slot_read(g.slot, key, first_sample);
+  return hs_dropout_factor(key, (uint64_t)(first_sample + s), hs_rel_dropout_elem(h, i, j, g.qlen, g.klen), g.p,
                            g.keep_scale);
 }
 
@@ -578,7 +583,8 @@ __global__ void flash_sums_kernel(float *dr, uint16_t *dr16, int bf16, const flo
 
 /* ---- host side ----------------------------------------------------------------------------------- */
 
-rf_args make_args(const float *qkv, const float *r, const float *rwb, const float *rrb, int batch, int qlen, int mlen,
+rf_args make_args(const hs_backend *be, const float *qkv, const float *r, const float *rwb, const float *rrb, int batch,
+                  int qlen, int mlen,
                   int heads, int head_dim, int lower_shift, float scale, float p, uint64_t key,
                   int64_t first_sample, int bf16) {
   if (head_dim > kMaxHeadDim)
@@ -590,6 +596,7 @@ rf_args make_args(const float *qkv, const float *r, const float *rwb, const floa
   g.dp = (head_dim + kTile - 1) / kTile * kTile, g.H = heads * head_dim, g.ld = 3 * g.H;
   g.lower_shift = lower_shift, g.scale = scale, g.p = p, g.keep_scale = hs_dropout_keep_scale(p);
   g.key = key, g.first_sample = first_sample, g.bf16 = bf16;
+  g.slot = p > 0.0f ? hs_cuda_dropout_slot(be, key, first_sample) : nullptr;
   return g;
 }
 
@@ -755,7 +762,7 @@ extern "C" void hs_cuda_rel_flash_attention_forward(const hs_backend *be, float 
                                                     int lower_shift, float scale, float p, uint64_t key,
                                                     int64_t first_sample, uint16_t *ctx16) {
   if (batch <= 0 || qlen <= 0 || heads <= 0 || head_dim <= 0) return;
-  const rf_args g = make_args(qkv, r, r_w_bias, r_r_bias, batch, qlen, mlen, heads, head_dim, lower_shift, scale, p,
+  const rf_args g = make_args(be, qkv, r, r_w_bias, r_r_bias, batch, qlen, mlen, heads, head_dim, lower_shift, scale, p,
                               key, first_sample, be->precision == HS_PRECISION_BF16);
   if (be->precision == HS_PRECISION_BF16)
     forward_t<hs_tile_bf16>(be, ctx, lse, ctx16, g);
@@ -779,7 +786,7 @@ extern "C" void hs_cuda_rel_flash_attention_backward(const hs_backend *be, float
     if (dr16) be->zero(be, dr16, n * sizeof(uint16_t));
     return;
   }
-  const rf_args g = make_args(qkv, r, r_w_bias, r_r_bias, batch, qlen, mlen, heads, head_dim, lower_shift, scale, p,
+  const rf_args g = make_args(be, qkv, r, r_w_bias, r_r_bias, batch, qlen, mlen, heads, head_dim, lower_shift, scale, p,
                               key, first_sample, be->precision == HS_PRECISION_BF16);
   if (be->precision == HS_PRECISION_BF16)
     backward_t<hs_tile_bf16>(be, dqkv, dr, dr_w_bias, dr_r_bias, dctx, ctx, lse, dqkv16, dr16, g);

@@ -45,6 +45,13 @@ typedef struct hs_cuda_device {
      * doubles when full, so any number of frees may fall inside one capture. */
     void **deferred_free;
     size_t n_deferred, cap_deferred;
+    /* cuda_slots.c: per-update scalars of a graph region (device slots, the pinned mirror ring, the
+     * events after the copies that read each mirror; slots_active between graph_begin and the launch) */
+    void *slots_dev;
+    void *mirror[4];
+    cudaEvent_t mirror_read[4];
+    int mirror_cur, slots_active;
+    size_t slots_used;
 } hs_cuda_device;
 
 static inline hs_cuda_device *hs_cuda_dev(const hs_backend *be) { return (hs_cuda_device *)be->impl; }

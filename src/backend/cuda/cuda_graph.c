@@ -17,9 +17,11 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/cuda_slots.h"
 
 void hs_cuda_graph_begin(const hs_backend *be) {
     hs_cuda_device *d = hs_cuda_dev(be);
+    hs_cuda_slots_begin(be); /* before the capture: it may wait for a mirror's last copy */
     HS_CUDA_CHECK(cudaStreamBeginCapture(d->compute, cudaStreamCaptureModeRelaxed));
     d->capturing = 1;
 }
@@ -29,6 +31,7 @@ int hs_cuda_graph_end_launch(const hs_backend *be, void **exec) {
     cudaGraph_t graph = NULL;
     d->capturing = 0;
     HS_CUDA_CHECK(cudaStreamEndCapture(d->compute, &graph));
+    hs_cuda_slots_end(be);
     cudaGraphExec_t x = (cudaGraphExec_t)*exec;
     int reused = 0;
     if (x) {
@@ -43,6 +46,7 @@ int hs_cuda_graph_end_launch(const hs_backend *be, void **exec) {
     }
     if (!x) HS_CUDA_CHECK(cudaGraphInstantiate(&x, graph, 0));
     HS_CUDA_CHECK(cudaGraphDestroy(graph));
+    hs_cuda_slots_upload(be); /* this update's scalars, read by the graph's kernels */
     HS_CUDA_CHECK(cudaGraphLaunch(x, d->compute));
     *exec = x;
     /* buffers replaced during the capture: the graph's earlier nodes read them, so only now (cudaFree
