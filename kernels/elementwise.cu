@@ -113,6 +113,7 @@ void dropout_apply(const hs_backend *be, T *out, const T *in, int batch, size_t 
   const size_t n = (size_t)(batch > 0 ? batch : 0) * per_sample;
   cudaStream_t stream = hs_cuda_stream(be);
   if (p <= 0.0f) { /* identity, as on the CPU (p < 0 would otherwise scale by 1/(1-p)) */
+    if (hs_cuda_slots_only(be)) return;
     if (out != in && n) {
       HS_CUDA_CHECK(cudaMemcpyAsync(out, in, n * sizeof(T), cudaMemcpyDeviceToDevice, stream));
       HS_CUDA_COPY_OP("cudaMemcpyAsync device->device", 2 * n * sizeof(T));
@@ -122,6 +123,7 @@ void dropout_apply(const hs_backend *be, T *out, const T *in, int batch, size_t 
   if (group == 0 || per_sample % group != 0)
     HS_FATAL(NULL, "dropout: group %zu does not divide the %zu values per sample", group, per_sample);
   const hs_dropout_slot *ds = hs_cuda_dropout_slot(be, key, first_sample);
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   if (std::is_same<T, float>::value && hs_aligned(out, 16) && hs_aligned(in, 16))
     HS_LAUNCH(hs_grid_for(n / HS_VEC + n % HS_VEC), HS_BLOCK, 0, stream, dropout_vec_kernel)(
         (float *)out, (const float *)in, n, per_sample, group, p, hs_dropout_keep_scale(p), key, first_sample, ds);
@@ -169,6 +171,7 @@ static void relu_dropout(const hs_backend *be, float *out, const float *in, cons
   if (n == 0) return;
   const int bf16 = be->precision == HS_PRECISION_BF16;
   const hs_dropout_slot *ds = p > 0.0f ? hs_cuda_dropout_slot(be, key, first_sample) : nullptr;
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), relu_dropout_kernel<BACKWARD>)(
       out, in, y, n, per_sample, p, hs_dropout_keep_scale(p), key, first_sample, ds, o16, bf16);
   /* in, out (and y backward; the mask is recomputed), the 16-bit output */

@@ -437,6 +437,7 @@ extern "C" void hs_cuda_flash_attention_forward(const hs_backend *be, float *ctx
   if (batch <= 0 || seq_len <= 0 || heads <= 0 || head_dim <= 0) return;
   check_head_dim(head_dim);
   const flash_shape sh = shape_of(be, seq_len, heads, head_dim, p, key, first_sample, ctx16, qkv16);
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   const int big = head_dim > 64;
   switch (be->precision) {
   case HS_PRECISION_BF16:
@@ -460,6 +461,7 @@ extern "C" void hs_cuda_flash_attention_backward(const hs_backend *be, float *dq
   if (batch <= 0 || seq_len <= 0 || heads <= 0 || head_dim <= 0) return;
   check_head_dim(head_dim);
   const flash_shape sh = shape_of(be, seq_len, heads, head_dim, p, key, first_sample, dqkv16, qkv16);
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   const size_t rows = (size_t)batch * heads * seq_len;
   float *D = (float *)hs_cuda_scratch(be, rows * sizeof(float)); /* [B,heads,L] */
   HS_LAUNCH(hs_grid_for(rows), HS_BLOCK, 0, hs_cuda_stream(be), flash_attention_rowdot_kernel)(

@@ -270,6 +270,7 @@ extern "C" void hs_cuda_dropout_add_layernorm_forward(const hs_backend *be, floa
                                                       float eps, int batch, size_t per_sample, size_t group, float p,
                                                       uint64_t key, int64_t first_sample, uint16_t *y16) {
   const ln_dropout drop = make_dropout(be, rows, cols, batch, per_sample, group, p, key, first_sample);
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   launch_layernorm_forward<float>(be, y, x_sum, mean, rstd, a, residual, gamma, beta, rows, cols, eps, drop,
                                   half_out_for(be, y16));
 }
@@ -281,6 +282,7 @@ extern "C" void hs_cuda_layernorm_dropout_backward(const hs_backend *be, float *
                                                    int batch, size_t per_sample, size_t group, float p, uint64_t key,
                                                    int64_t first_sample, uint16_t *da16) {
   const ln_dropout drop = make_dropout(be, rows, cols, batch, per_sample, group, p, key, first_sample);
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   launch_layernorm_backward<float>(be, dx, da, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols, drop,
                                    half_out_for(be, da16));
   if (!drop.on && rows > 0 && cols > 0) /* no dropout: da is a copy of dx, as dropout_backward makes it */

@@ -202,9 +202,10 @@ void launch_log_softmax_nll_backward(const hs_backend *be, T *dlogits, const T *
   if (rows <= 0 || cols <= 0) return;
   const size_t n = (size_t)rows * (size_t)cols;
   const dim3 grid(hs_grid_cols((size_t)cols), hs_grid_rows_y((size_t)rows));
+  const float *scale_slot = hs_cuda_slot_f32(be, scale);
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   HS_LAUNCH(grid, HS_BLOCK, 0, hs_cuda_stream(be), log_softmax_nll_backward_kernel<T>)(dlogits, logprobs, labels,
-                                                                                       rows, cols, scale,
-                                                                                       hs_cuda_slot_f32(be, scale));
+                                                                                       rows, cols, scale, scale_slot);
   HS_CUDA_LAUNCHED("log_softmax_nll_backward_kernel", 2 * n * sizeof(T) + (size_t)rows * sizeof(int32_t));
 }
 
@@ -227,9 +228,10 @@ void launch_softmax_xent_backward(const hs_backend *be, T *dlogits, const T *pro
   if (rows <= 0 || cols <= 0) return;
   const size_t n = (size_t)rows * (size_t)cols;
   const dim3 grid(hs_grid_cols((size_t)cols), hs_grid_rows_y((size_t)rows));
+  const float *scale_slot = hs_cuda_slot_f32(be, scale);
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   HS_LAUNCH(grid, HS_BLOCK, 0, hs_cuda_stream(be), softmax_xent_backward_kernel<T>)(dlogits, probs, labels, rows,
-                                                                                    cols, scale,
-                                                                                    hs_cuda_slot_f32(be, scale));
+                                                                                    cols, scale, scale_slot);
   HS_CUDA_LAUNCHED("softmax_xent_backward_kernel", 2 * n * sizeof(T) + (size_t)rows * sizeof(int32_t));
 }
 

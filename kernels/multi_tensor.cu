@@ -273,9 +273,11 @@ extern "C" void hs_cuda_sumsq_tensors(const hs_backend *be, double *sumsq, doubl
 extern "C" void hs_cuda_scale_tensors(const hs_backend *be, float *flat, float a, const hs_tensor_span *table,
                                       int count) {
   if (count <= 0) return;
+  const float *a_slot = hs_cuda_slot_f32(be, a);
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   /* not an optimizer: a parameter arena's 16-bit copy (if flat is one) is reconverted before it is read */
   hs_cuda_shadow_written(flat, 1);
-  launch_for_each(be, table, count, scale_op{flat, a, hs_cuda_slot_f32(be, a)});
+  launch_for_each(be, table, count, scale_op{flat, a, a_slot});
   HS_CUDA_LAUNCHED("for_each_kernel<scale_op>", hs_ledger_table_bytes(table, 2 * sizeof(float), 0));
 }
 
@@ -291,6 +293,7 @@ extern "C" void hs_cuda_adam_update(const hs_backend *be, float *p, const float 
                                       : flagged;
   const hs_adam_coefs both[2] = {flagged, unflagged};
   const hs_adam_coefs *slot = (const hs_adam_coefs *)hs_cuda_slots(be, both, sizeof both);
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   const half_copy half = half_copy_of(p);
   launch_for_each(be, table, count, adam_op{p, g, m, v, flagged, unflagged, slot, half});
   /* p, m, v read and written, g read (and the parameters' 16-bit copy written) */
@@ -305,6 +308,7 @@ extern "C" void hs_cuda_adadelta_update(const hs_backend *be, float *p, const fl
   const half_copy half = half_copy_of(p);
   const hs_adadelta_coefs c = hs_adadelta_make_coefs(lr, rho, eps, weight_decay);
   const hs_adadelta_coefs *slot = (const hs_adadelta_coefs *)hs_cuda_slots(be, &c, sizeof c);
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   launch_for_each(be, table, count, adadelta_op{p, g, sq, acc, c, slot, half});
   /* p, sq, acc read and written, g read (and the parameters' 16-bit copy written) */
   HS_CUDA_LAUNCHED("for_each_kernel<adadelta_op>", hs_ledger_table_bytes(table, 7 * sizeof(float) + half.bytes(), 0));
@@ -315,10 +319,11 @@ extern "C" void hs_cuda_sgd_update(const hs_backend *be, float *p, const float *
                                    const hs_tensor_span *table, int count, double lr, double momentum,
                                    double weight_decay, int first_step) {
   if (count <= 0) return;
+  const float *lr_slot = hs_cuda_slot_f32(be, (float)lr);
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   const half_copy half = half_copy_of(p);
   launch_for_each(be, table, count,
-                  sgd_op{p, g, buf, (float)lr, (float)momentum, (float)weight_decay, first_step,
-                         hs_cuda_slot_f32(be, (float)lr), half});
+                  sgd_op{p, g, buf, (float)lr, (float)momentum, (float)weight_decay, first_step, lr_slot, half});
   /* p read and written, g read (and the momentum buffer read and written, the parameters' 16-bit copy written) */
   HS_CUDA_LAUNCHED("for_each_kernel<sgd_op>",
                    hs_ledger_table_bytes(table, (momentum != 0.0 ? 5 : 3) * sizeof(float) + half.bytes(), 0));
@@ -333,13 +338,14 @@ extern "C" void hs_cuda_lamb_update(const hs_backend *be, float *p, const float 
   const cudaStream_t stream = hs_cuda_stream(be);
   const hs_lamb_coefs decayed = hs_lamb_make_coefs(h->beta1, h->beta2, h->eps, h->weight_decay, h->grad_divisor, h->step);
   const hs_lamb_coefs undecayed = hs_lamb_make_coefs(h->beta1, h->beta2, h->eps, 0.0, h->grad_divisor, h->step);
+  const lamb_slot values = {decayed, undecayed, h->lr};
+  const lamb_slot *slot = (const lamb_slot *)hs_cuda_slots(be, &values, sizeof values);
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   /* scratch: partial[count][HS_TENSOR_SLICES][2] doubles */
   double *partial =
       static_cast<double *>(hs_cuda_scratch(be, (size_t)count * HS_TENSOR_SLICES * 2 * sizeof(double)));
   const dim3 grid((unsigned)count, HS_TENSOR_SLICES);
   const half_copy half = half_copy_of(p);
-  const lamb_slot values = {decayed, undecayed, h->lr};
-  const lamb_slot *slot = (const lamb_slot *)hs_cuda_slots(be, &values, sizeof values);
   HS_LAUNCH(grid, HS_BLOCK, 0, stream, lamb_moments_kernel)(partial, p, g, m, v, table, decayed, undecayed, slot);
   /* p, g read, m, v read and written; the partials */
   HS_CUDA_LAUNCHED("lamb_moments_kernel", hs_ledger_table_bytes(table, 6 * sizeof(float),

@@ -217,6 +217,8 @@ extern "C" void hs_cuda_rel_attention_forward(const hs_backend *be, float *ctx, 
   const rel_shape sh = make_shape(batch, qlen, mlen, heads, head_dim);
   const int dropout = p > 0.0f;
   cudaStream_t stream = hs_cuda_stream(be);
+  const hs_dropout_slot *ds = dropout ? hs_cuda_dropout_slot(be, key, first_sample) : nullptr;
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
 
   /* scratch: qw [b, n, qlen, d], qr [n, b, qlen, d] (and ctx head-major [b, n, qlen, d] after qw); k, v
    * [b, n, klen, d]; BDraw [n, b, qlen, klen]; P' [b, n, qlen, klen] with dropout */
@@ -238,7 +240,6 @@ extern "C" void hs_cuda_rel_attention_forward(const hs_backend *be, float *ctx, 
   hs_cuda_gemm_strided_batched(be, 0, 1, batch * qlen, sh.klen, head_dim, 1.0f, qr, head_dim, (int64_t)sh.heads_q, r,
                                sh.H, head_dim, 0.0f, bd, sh.klen, (int64_t)batch * (int64_t)sh.QK, heads);
   const size_t rows = sh.units * (size_t)qlen;
-  const hs_dropout_slot *ds = dropout ? hs_cuda_dropout_slot(be, key, first_sample) : nullptr;
   HS_LAUNCH(hs_grid_for_rows(rows), HS_BLOCK, 0, stream, score_softmax_kernel<float>)(
       probs, dropped, bd, batch, qlen, mlen, heads, lower_shift, scale, p, hs_dropout_keep_scale(p), key,
       first_sample, ds);
@@ -261,6 +262,7 @@ extern "C" void hs_cuda_rel_attention_backward(const hs_backend *be, float *dqkv
   (void)key;
   (void)first_sample; /* the dropout decisions are read back from the sign bits of probs, as on the CPU */
   (void)lower_shift;  /* masked keys have P = 0, hence dS = 0 */
+  if (hs_cuda_slots_only(be)) return; /* recorded: no slots */
   if (qlen <= 0 || heads <= 0 || head_dim <= 0) return;
   if (batch <= 0) { /* dr is a sum over no sequences */
     be->zero(be, dr, (size_t)(mlen + qlen) * (size_t)heads * (size_t)head_dim * sizeof(float));

@@ -764,6 +764,7 @@ extern "C" void hs_cuda_rel_flash_attention_forward(const hs_backend *be, float 
   if (batch <= 0 || qlen <= 0 || heads <= 0 || head_dim <= 0) return;
   const rf_args g = make_args(be, qkv, r, r_w_bias, r_r_bias, batch, qlen, mlen, heads, head_dim, lower_shift, scale, p,
                               key, first_sample, be->precision == HS_PRECISION_BF16);
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   if (be->precision == HS_PRECISION_BF16)
     forward_t<hs_tile_bf16>(be, ctx, lse, ctx16, g);
   else if (be->precision == HS_PRECISION_FP16)
@@ -781,6 +782,7 @@ extern "C" void hs_cuda_rel_flash_attention_backward(const hs_backend *be, float
                                                      uint16_t *dr16) {
   if (qlen <= 0 || heads <= 0 || head_dim <= 0) return;
   if (batch <= 0) { /* dr is a sum over no sequences: +0, whose 16 bits are 0 in both types */
+    if (hs_cuda_slots_only(be)) return;
     const size_t n = (size_t)(mlen + qlen) * (size_t)heads * (size_t)head_dim;
     be->zero(be, dr, n * sizeof(float));
     if (dr16) be->zero(be, dr16, n * sizeof(uint16_t));
@@ -788,6 +790,7 @@ extern "C" void hs_cuda_rel_flash_attention_backward(const hs_backend *be, float
   }
   const rf_args g = make_args(be, qkv, r, r_w_bias, r_r_bias, batch, qlen, mlen, heads, head_dim, lower_shift, scale, p,
                               key, first_sample, be->precision == HS_PRECISION_BF16);
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   if (be->precision == HS_PRECISION_BF16)
     backward_t<hs_tile_bf16>(be, dqkv, dr, dr_w_bias, dr_r_bias, dctx, ctx, lse, dqkv16, dr16, g);
   else if (be->precision == HS_PRECISION_FP16)

@@ -38,8 +38,14 @@ const void *hs_cuda_slots(const hs_backend *be, const void *values, size_t bytes
                  "cuda_graphs = false, or raise HS_CUDA_SLOTS_MAX (src/backend/cuda/cuda_slots.h)",
                  "%zu slots", d->slots_used + n);
     uint64_t *m = (uint64_t *)d->mirror[d->mirror_cur] + d->slots_used;
-    m[n - 1] = 0; /* padding bytes defined */
-    memcpy(m, values, bytes);
+    if (d->slots_verify) { /* a recorded call played: its slots were written when it was recorded */
+        if (d->slots_used + n > d->slots_recorded || memcmp(m, values, bytes) != 0)
+            HS_FATAL("internal: a wrapper's slots differ between its record and its play (cuda_slots.h)",
+                     "slot %zu", d->slots_used);
+    } else {
+        m[n - 1] = 0; /* padding bytes defined */
+        memcpy(m, values, bytes);
+    }
     const void *slot = (const uint64_t *)d->slots_dev + d->slots_used;
     d->slots_used += n;
     return slot;
