@@ -19,6 +19,9 @@ BEGIN {
   cls["upload"] = "refuse"; cls["download"] = "refuse"; cls["synchronize"] = "refuse"
   cls["event_synchronize"] = "refuse"; cls["collectives_init"] = "refuse"
   cls["bind_half"] = "keep"; cls["unbind_half"] = "keep"; cls["register_params"] = "keep"
+  # ... unless the call changes nothing: a bind of nothing, an unbind of an fp32 range without a twin (no
+  # bind before it in the region: a real one keeps the region from being replayed already)
+  keepif["bind_half"] = "f && h && n"; keepif["unbind_half"] = "hs_cuda_twin_bound(f)"
   cls["graph_begin"] = "direct"; cls["graph_end_launch"] = "direct"; cls["graph_destroy"] = "direct"
   # the per-update scalars (cuda_slots.h): left out of the signature, written into slots
   split("dropout_forward dropout_backward relu_dropout_forward relu_dropout_backward dropout_add_layernorm_forward " \
@@ -111,7 +114,8 @@ END {
       hz = ""
       if (name in slots) { ns = split(slots[name], sl, " "); for (k = 1; k <= ns; k++) hz = hz "    hash_." sl[k] " = 0;\n" }
       printf "    rec_%s hash_;\n    memcpy(&hash_, &rec_, sizeof hash_);\n%s", name, hz
-      printf "    hs_cuda_record(be, \"%s\", play_%s, &rec_, &hash_, sizeof rec_, %d);\n", name, name, c == "keep"
+      blocks = c == "keep" ? ((name in keepif) ? keepif[name] : "1") : "0"
+      printf "    hs_cuda_record(be, \"%s\", play_%s, &rec_, &hash_, sizeof rec_, %s);\n", name, name, blocks
       if (name in slots) printf "    hs_cuda_record_slots_begin(be);\n    hs_cuda_%s(%s);\n    hs_cuda_record_slots_end(be);\n", name, names
     }
     printf "}\n"

@@ -23,6 +23,7 @@
  * during its capture (both are in the signature too); a region that holds an op that must run every
  * update or changes that bookkeeping (cuda_record.h) is captured every update, as one graph per key
  * updated in place. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,17 @@
 #include "util/check.h"
 
 #define HS_CUDA_GRAPHS_PER_KEY 4
+
+/* HETSEQ_GRAPH_TRACE=1: one line per region on stderr (its signature, replayed or captured, and the op
+ * that keeps it from being replayed) */
+static int tracing(void) {
+    static int on = -1;
+    if (on < 0) {
+        const char *v = getenv("HETSEQ_GRAPH_TRACE");
+        on = v && *v && strcmp(v, "0") != 0;
+    }
+    return on;
+}
 
 typedef struct graph_entry {
     uint64_t signature;
@@ -95,6 +107,7 @@ int hs_cuda_graph_end_launch(const hs_backend *be, void **exec) {
                 hs_cuda_slots_end(be);
                 d->capturing = 0;
                 hs_ledger_tape_replay(&e->tape);
+                if (tracing()) fprintf(stderr, "| graph %016llx: replayed\n", (unsigned long long)signature);
                 launch(be, e->exec);
                 return 2;
             }
@@ -132,6 +145,10 @@ int hs_cuda_graph_end_launch(const hs_backend *be, void **exec) {
         x = e->exec;
     }
     HS_CUDA_CHECK(cudaGraphDestroy(graph));
+    if (tracing())
+        fprintf(stderr, "| graph %016llx: captured, %s%s%s\n", (unsigned long long)signature,
+                reused ? "updated in place" : "instantiated", replayable ? "" : "; never replayed: it holds ",
+                replayable ? "" : hs_cuda_record_blocked(be));
     launch(be, x);
     return reused;
 }

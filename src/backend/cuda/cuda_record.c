@@ -5,6 +5,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_internal.h"
 #include "backend/cuda/cuda_ops.h"
 #include "util/check.h"
 #include "util/hash.h"

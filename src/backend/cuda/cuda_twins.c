@@ -68,6 +68,14 @@ void hs_cuda_unbind_half(const hs_backend *be, const float *f) {
     unlocked();
 }
 
+int hs_cuda_twin_bound(const float *f) {
+    int bound = 0;
+    locked();
+    for (int i = 0; i < n_twins && !bound; i++) bound = twins[i].lo == (uintptr_t)f;
+    unlocked();
+    return bound;
+}
+
 void hs_cuda_twins_written(const void *dst, size_t bytes) {
     if (!bytes) return;
     const uintptr_t lo = (uintptr_t)dst, hi = lo + bytes;
