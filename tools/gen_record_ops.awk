@@ -76,6 +76,11 @@ END {
                   "    for (int i = 0; i < count; i++) /* field by field: no padding bytes in the signature */\n" \
                   "        rec_.t[i].f = t[i].f, rec_.t[i].h = t[i].h, rec_.t[i].n = t[i].n, rec_.t[i].to_half = t[i].to_half;\n"
       } else {
+        if (pt ~ /hs_[a-z0-9_]+ ?\*/ && pt !~ /hs_(backend|tensor_span) ?\*/) {
+          # a host struct the op reads through a pointer must be copied into the record
+          printf "gen_record_ops.awk: %s's parameter %s (%s): add its type to `copied`\n", name, pn, pt > "/dev/stderr"
+          exit 1
+        }
         fields = fields "    " pt " " pn ";\n"; call = call (k > 1 ? ", " : "") "a->" pn
         copy[k] = "    rec_." pn " = " pn ";\n"
       }
@@ -94,7 +99,7 @@ END {
       printf "    %shs_cuda_%s(%s);\n}\n", isvoid ? "" : "(void)", name, call
     }
     printf "%s hs_cuda_rec_%s(%s) {\n", ret, name, params
-    printf "    if (!hs_cuda_dev(be)->recording) %shs_cuda_%s(%s);\n", isvoid ? "{\n        " : "return ", name, names
+    printf "    if (!recording(be)) %shs_cuda_%s(%s);\n", isvoid ? "{\n        " : "return ", name, names
     if (isvoid) printf "        return;\n    }\n"
     printf "    rec_%s rec_;\n    memset(&rec_, 0, sizeof rec_);\n", name
     for (k = 1; k <= np; k++) printf "%s", copy[k]

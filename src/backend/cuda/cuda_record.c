@@ -11,6 +11,11 @@
 #include "util/hash.h"
 
 static uint64_t state_generation, memory_epoch; /* changed from any thread: atomics */
+/* The thread that began the region records; the others (the input prefetch thread: host_alloc,
+ * event_synchronize) call the wrappers as always. */
+static _Thread_local int recording_thread;
+
+static inline int recording(const hs_backend *be) { return recording_thread && hs_cuda_dev(be)->recording; }
 
 void hs_cuda_state_changed(void) { __atomic_add_fetch(&state_generation, 1, __ATOMIC_RELAXED); }
 uint64_t hs_cuda_state_generation(void) { return __atomic_load_n(&state_generation, __ATOMIC_RELAXED); }
@@ -29,6 +34,7 @@ static void hash(hs_cuda_device *d, const void *p, size_t n) { d->rec_hash = hs_
 void hs_cuda_record_begin(const hs_backend *be) {
     hs_cuda_device *d = hs_cuda_dev(be);
     d->recording = 1;
+    recording_thread = 1;
     d->rec_used = 0;
     d->rec_blocked = NULL;
     d->rec_hash = HS_FNV64_OFFSET;
@@ -42,6 +48,7 @@ void hs_cuda_record_begin(const hs_backend *be) {
 uint64_t hs_cuda_record_end(const hs_backend *be) {
     hs_cuda_device *d = hs_cuda_dev(be);
     d->recording = 0;
+    recording_thread = 0;
     d->slots_recorded = d->slots_used;
     hash(d, &d->slots_used, sizeof d->slots_used);
     return d->rec_hash;
