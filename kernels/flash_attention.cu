@@ -107,6 +107,7 @@ template <class T, int DMAX, int BQ, int BK> struct fwd_smem {
 template <class T, int DMAX, int BQ, int BK>
 __global__ void flash_attention_forward_kernel(float *ctx, float *lse, const float *qkv, const float *mask_bias,
                                                flash_shape sh) {
+  hs_dropout_slot_resolve(sh); /* the slot read once per thread, not per element */
   typedef fwd_smem<T, DMAX, BQ, BK> smem_t;
   HS_SHARED(smem_t, sm);
   const int unit = blockIdx.y, b = unit / sh.heads, h = unit % sh.heads, i0 = blockIdx.x * BQ;
@@ -205,6 +206,7 @@ template <class T, int DMAX, int BQ, int BK> struct dq_smem {
 template <class T, int DMAX, int BQ, int BK>
 __global__ void flash_attention_dq_kernel(float *dqkv, const float *dctx, const float *qkv, const float *mask_bias,
                                           const float *lse, const float *D, flash_shape sh) {
+  hs_dropout_slot_resolve(sh); /* the slot read once per thread, not per element */
   typedef dq_smem<T, DMAX, BQ, BK> smem_t;
   HS_SHARED(smem_t, sm);
   const int unit = blockIdx.y, b = unit / sh.heads, h = unit % sh.heads, i0 = blockIdx.x * BQ;
@@ -278,6 +280,7 @@ template <class T, int DMAX, int BQ, int BK> struct dkv_smem {
 template <class T, int DMAX, int BQ, int BK>
 __global__ void flash_attention_dkv_kernel(float *dqkv, const float *dctx, const float *qkv, const float *mask_bias,
                                            const float *lse, const float *D, flash_shape sh) {
+  hs_dropout_slot_resolve(sh); /* the slot read once per thread, not per element */
   typedef dkv_smem<T, DMAX, BQ, BK> smem_t;
   HS_SHARED(smem_t, sm);
   const int unit = blockIdx.y, b = unit / sh.heads, h = unit % sh.heads, j0 = blockIdx.x * BK;

@@ -83,6 +83,7 @@ __global__ void __launch_bounds__(HS_BLOCK)
     layernorm_forward_kernel(T *y, T *x_sum, float *mean, float *rstd, const T *x, const T *residual,
                              const float *gamma, const float *beta, int rows, int cols, float eps, ln_dropout drop,
                              half_out y16) {
+  hs_dropout_slot_resolve(drop); /* the slot read once per thread, not per element */
   const int lane = threadIdx.x % HS_WARP;
   const long long first = (long long)blockIdx.x * HS_ROWS_PER_BLOCK + threadIdx.x / HS_WARP;
   const long long stride = (long long)gridDim.x * HS_ROWS_PER_BLOCK;
@@ -133,6 +134,7 @@ __global__ void __launch_bounds__(HS_BLOCK)
     layernorm_backward_dx_kernel(double *partial, T *dx, T *da, const T *dy, const T *x, const float *mean,
                                  const float *rstd, const float *gamma, int rows, int cols, ln_dropout drop,
                                  half_out da16) {
+  hs_dropout_slot_resolve(drop); /* the slot read once per thread, not per element */
   const long long r0 = (long long)blockIdx.x * HS_LN_ROW_CHUNK;
   const long long r1 = r0 + HS_LN_ROW_CHUNK < rows ? r0 + HS_LN_ROW_CHUNK : rows;
   double *pg = partial + (size_t)blockIdx.x * 2 * (size_t)cols;

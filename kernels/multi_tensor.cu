@@ -69,6 +69,7 @@ static half_copy half_copy_of(const float *p) {
 
 /* op(tensor, i) for every flat index i of every tensor; grid (count, HS_TENSOR_SLICES). */
 template <class Op> __global__ void __launch_bounds__(HS_BLOCK) for_each_kernel(const hs_tensor_span *table, Op op) {
+  op.resolve(); /* the per-update values from their slots (a graph region), once per thread */
   const hs_tensor_span t = table[blockIdx.x];
   int64_t lo, hi;
   slice_bounds(t.numel, blockIdx.y, lo, hi);
@@ -85,6 +86,7 @@ struct scale_op {
   float *flat;
   float a;
   const float *a_slot; /* a in device memory (a graph region), or NULL */
+  __device__ void resolve() { a = hs_slot(a_slot, a), a_slot = nullptr; }
   __device__ void operator()(const hs_tensor_span &, int64_t i) const { flat[i] *= hs_slot(a_slot, a); }
 };
 
@@ -96,6 +98,9 @@ struct adam_op {
   float *m, *v;
   hs_adam_coefs flagged, unflagged;
   const hs_adam_coefs *slot; /* {flagged, unflagged} in device memory (a graph region), or NULL */
+  __device__ void resolve() {
+    if (slot) flagged = slot[0], unflagged = slot[1], slot = nullptr;
+  }
   half_copy half;
   __device__ void operator()(const hs_tensor_span &t, int64_t i) const {
     hs_adam_elem(&p[i], g[i], &m[i], &v[i], slot ? &slot[t.decay ? 0 : 1] : t.decay ? &flagged : &unflagged);
@@ -110,6 +115,9 @@ struct adadelta_op {
   float *sq, *acc;
   hs_adadelta_coefs c;
   const hs_adadelta_coefs *slot; /* c in device memory (a graph region), or NULL */
+  __device__ void resolve() {
+    if (slot) c = *slot, slot = nullptr;
+  }
   half_copy half;
   __device__ void operator()(const hs_tensor_span &, int64_t i) const {
     hs_adadelta_elem(&p[i], g[i], &sq[i], &acc[i], slot ? slot : &c);
@@ -125,6 +133,7 @@ struct sgd_op {
   float lr, momentum, weight_decay;
   int first_step;
   const float *lr_slot; /* lr in device memory (a graph region), or NULL */
+  __device__ void resolve() { lr = hs_slot(lr_slot, lr), lr_slot = nullptr; }
   half_copy half;
   __device__ void operator()(const hs_tensor_span &, int64_t i) const {
     hs_sgd_elem(&p[i], g[i], buf ? &buf[i] : nullptr, hs_slot(lr_slot, lr), momentum, weight_decay, first_step);

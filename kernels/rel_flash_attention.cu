@@ -201,6 +201,7 @@ template <class T> struct fwd_layout {
  * the order, a block of its own would. */
 template <class T>
 __global__ void rel_flash_forward_kernel(float *ctx, float *lse, uint16_t *ctx16, rf_args g) {
+  hs_dropout_slot_resolve(g); /* the slot read once per thread, not per element */
   const warp_id wi = this_warp();
   const int dp = g.dp, rows = wi.nw * kTile, I0 = blockIdx.x * rows, i0 = I0 + wi.w * kTile;
   const size_t unit = blockIdx.y;
@@ -306,6 +307,7 @@ template <class T> struct dq_layout {
 template <class T>
 __global__ void rel_flash_dq_kernel(float *dqkv, uint16_t *dqkv16, float *dqw_out, float *dqr_out, const float *dctx,
                                     const float *lse, const float *D, rf_args g) {
+  hs_dropout_slot_resolve(g); /* the slot read once per thread, not per element */
   const warp_id wi = this_warp();
   const int dp = g.dp, rows = wi.nw * kTile, I0 = blockIdx.x * rows, i0 = I0 + wi.w * kTile;
   const size_t unit = blockIdx.y;
@@ -394,6 +396,7 @@ template <class T> struct dkv_layout {
 template <class T>
 __global__ void rel_flash_dkv_kernel(float *dqkv, uint16_t *dqkv16, const float *dctx, const float *lse, const float *D,
                                      rf_args g) {
+  hs_dropout_slot_resolve(g); /* the slot read once per thread, not per element */
   const warp_id wi = this_warp();
   const int dp = g.dp, rows = wi.nw * kTile, J0 = blockIdx.x * rows, j0 = J0 + wi.w * kTile;
   const size_t unit = blockIdx.y;
@@ -482,6 +485,7 @@ template <class T> struct dr_layout {
 template <class T>
 __global__ void rel_flash_dr_kernel(float *part, const float *dctx, const float *lse, const float *D, rf_args g,
                                     int per_group) {
+  hs_dropout_slot_resolve(g); /* the slot read once per thread, not per element */
   const warp_id wi = this_warp();
   const int dp = g.dp, rows = wi.nw * kTile, T0 = blockIdx.x * rows, t0 = T0 + wi.w * kTile, h = blockIdx.y;
   const int s_first = blockIdx.z * per_group, s_end = imin(g.batch, s_first + per_group);

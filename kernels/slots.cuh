@@ -15,4 +15,11 @@ __device__ __forceinline__ void hs_dropout_slot_read(const hs_dropout_slot *s, u
   }
 }
 
+/* A kernel's argument struct with fields key, first_sample and slot (the fused dropouts'): the slot's
+ * values into the kernel's copy, at its start, so the per-element draws read registers */
+template <class S> __device__ __forceinline__ void hs_dropout_slot_resolve(S &s) {
+  hs_dropout_slot_read(s.slot, s.key, s.first_sample);
+  s.slot = nullptr;
+}
+
 #endif

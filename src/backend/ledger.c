@@ -8,8 +8,20 @@
 
 hs_ledger hs_ledger_state;
 hs_ledger_tape *hs_ledger_taping;
+static _Thread_local int taping_thread;
+
+void hs_ledger_tape_start(hs_ledger_tape *t) {
+    taping_thread = 1;
+    hs_ledger_taping = t;
+}
+
+void hs_ledger_tape_stop(void) {
+    hs_ledger_taping = NULL;
+    taping_thread = 0;
+}
 
 void hs_ledger_tape_add(hs_ledger_tape *t, int slot, uint64_t bytes) {
+    if (!taping_thread) return;
     if (t->n == t->cap) {
         t->cap = t->cap ? 2 * t->cap : 256;
         HS_REALLOC(t->slot, t->cap);

@@ -72,6 +72,9 @@ typedef struct hs_ledger_tape {
     size_t n, cap;
 } hs_ledger_tape;
 extern hs_ledger_tape *hs_ledger_taping;
+/* the calling thread's counts go into t (NULL: none); other threads' counts are not taped */
+void hs_ledger_tape_start(hs_ledger_tape *t);
+void hs_ledger_tape_stop(void);
 void hs_ledger_tape_add(hs_ledger_tape *t, int slot, uint64_t bytes);
 void hs_ledger_tape_replay(const hs_ledger_tape *t);
 void hs_ledger_tape_free(hs_ledger_tape *t);

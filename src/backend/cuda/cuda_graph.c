@@ -114,12 +114,12 @@ int hs_cuda_graph_end_launch(const hs_backend *be, void **exec) {
     /* capture the command list */
     const uint64_t epoch = hs_cuda_memory_epoch(), generation = hs_cuda_state_generation();
     hs_ledger_tape tape = {0};
-    hs_ledger_taping = replayable ? &tape : NULL;
+    if (replayable) hs_ledger_tape_start(&tape);
     HS_CUDA_CHECK(cudaStreamBeginCapture(d->compute, cudaStreamCaptureModeRelaxed));
     hs_cuda_record_play(be);
     cudaGraph_t graph = NULL;
     HS_CUDA_CHECK(cudaStreamEndCapture(d->compute, &graph));
-    hs_ledger_taping = NULL;
+    if (replayable) hs_ledger_tape_stop();
     hs_cuda_slots_end(be);
     d->capturing = 0;
     int reused;
