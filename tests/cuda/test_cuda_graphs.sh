@@ -67,6 +67,14 @@ cnn="-o data.path=\"mnist.h5\" -o training.max_epoch=0 -o training.max_sentences
 # two keys (the staging parity), each captured at its second update and replayed from its third on
 same cnn1 1 8 6 4 "$CNN" $cnn -o training.update_freq=2
 same cnn2 2 8 6 4 "$CNN" $cnn -o training.update_freq=2
+# a per-update scalar left out of its slot is caught: with the dropout's key and first sample passed by
+# value (HETSEQ_GRAPH_UNSLOT_DROPOUT, a test knob) the replayed updates redraw their capture's masks
+HETSEQ_GRAPH_UNSLOT_DROPOUT=1 run "$EMU" 1 cnn1_unslotted "$CNN" $cnn -o training.update_freq=2 -o device=\"cuda\" \
+  -o training.max_update=8
+grep -q "(4 replayed without a capture)" cnn1_unslotted.log || { cat cnn1_unslotted.log; fail "cnn1_unslotted: no replays"; }
+rc=0; "$CMP" cnn1_unslotted/checkpoint_last.h5 cnn1_off/checkpoint_last.h5 0 > unslotted.cmp || rc=$?
+[ "$rc" -eq 1 ] || { cat unslotted.cmp; fail "a dropout key passed by value to a replayed graph went unnoticed (h5compare: $rc)"; }
+echo "ok: the dropout key passed by value to the replayed graphs: $(tail -1 unslotted.cmp)"
 
 if [ -n "${PYTHON_TORCH:-}" ]; then
   "$PYTHON_TORCH" "$top_srcdir/tests/ref/make_bert_shards.py" shards --prefix wiki --split training \

@@ -1,6 +1,7 @@
 /* Per-update scalars in device memory: see cuda_slots.h. */
 #include "backend/cuda/cuda_slots.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cuda/cuda_check.h"
@@ -55,9 +56,22 @@ const float *hs_cuda_slot_f32(const hs_backend *be, float v) {
     return (const float *)hs_cuda_slots(be, &v, sizeof v);
 }
 
+/* HETSEQ_GRAPH_UNSLOT_DROPOUT=1 (tests only): the dropout kernels take key and first_sample by value
+ * even in a graph region, as if they had no slot, so a replayed graph redraws its capture's masks:
+ * tests/cuda/test_cuda_graphs.sh checks that the bit comparison with an eager run catches it */
+static int unslot_dropout(void) {
+    static int on = -1;
+    if (on < 0) {
+        const char *v = getenv("HETSEQ_GRAPH_UNSLOT_DROPOUT");
+        on = v && *v && strcmp(v, "0") != 0;
+    }
+    return on;
+}
+
 const hs_dropout_slot *hs_cuda_dropout_slot(const hs_backend *be, uint64_t key, int64_t first_sample) {
     const hs_dropout_slot v = {key, first_sample};
-    return (const hs_dropout_slot *)hs_cuda_slots(be, &v, sizeof v);
+    const hs_dropout_slot *slot = (const hs_dropout_slot *)hs_cuda_slots(be, &v, sizeof v);
+    return unslot_dropout() ? NULL : slot;
 }
 
 void hs_cuda_slots_upload(const hs_backend *be) {
