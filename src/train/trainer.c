@@ -404,10 +404,11 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
     const int inject_overflow = hs_fault_fires(HS_FAULT_OVERFLOW, update);
     const int overlap = !inject_nan && !inject_overflow && (!t->balance.auto_mode || t->be->memory_is_host);
     /* CUDA graphs (cuda_graphs): from a shape's second update on, the device work from here to the
-     * gradient norm (forward, backward, the bucketed all-reduce) is captured and launched as one graph
-     * per shape: the staging slot and the micro-batch sizes. Not while anything in it waits for the
-     * device: balance = auto's timing, the injected faults, host-staged all-reduces, and inputs uploaded
-     * synchronously (no staging, HETSEQ_INPUT_STAGING=sync). */
+     * gradient norm (forward, backward, the bucketed all-reduce) is a graph region of the shape (the
+     * staging slot and the micro-batch sizes): recorded, then a graph of the same op sequence launched
+     * again without a capture, or the region captured (docs/gpu.md, "CUDA graphs"). Not while anything
+     * in it waits for the device: balance = auto's timing, the injected faults, host-staged all-reduces,
+     * and inputs uploaded synchronously (no staging, HETSEQ_INPUT_STAGING=sync). */
     uint64_t shape = hs_fnv1a64(HS_FNV64_OFFSET, &slot->index, sizeof slot->index);
     shape = hs_fnv1a64(shape, &slot->n, sizeof slot->n);
     for (int i = 0; i < slot->n; i++) shape = hs_fnv1a64(shape, &slot->ranges[i].count, sizeof slot->ranges[i].count);
