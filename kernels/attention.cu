@@ -33,6 +33,7 @@
 #include "hs_launch.h"
 #include "attention_common.cuh"
 #include "heads.cuh"
+#include "slots.cuh"
 #include "warp.cuh"
 #include "math/dropout.h"
 #include "math/fast_exp_erf.h"
@@ -55,7 +56,8 @@ namespace {
 template <class T>
 __global__ void softmax_dropout_forward_kernel(T *probs, T *dropped, const T *mask_bias, size_t rows, int heads,
                                                int seq_len, float p, float keep_scale, uint64_t key,
-                                               int64_t first_sample) {
+                                               int64_t first_sample, const hs_dropout_slot *ds) {
+  hs_dropout_slot_read(ds, key, first_sample);
   const int lane = threadIdx.x % HS_WARP;
   FOR_EACH_WARP_ROW(r, rows) {
     const size_t unit = r / (size_t)seq_len; /* b·heads + h */
@@ -122,6 +124,8 @@ extern "C" void hs_cuda_attention_forward(const hs_backend *be, float *ctx, floa
   const size_t LL = (size_t)L * (size_t)L, units = (size_t)batch * (size_t)heads, rows = units * (size_t)L;
   const size_t tokens = (size_t)batch * (size_t)L, th = region_bytes(tokens * (size_t)H);
   cudaStream_t stream = hs_cuda_stream(be);
+  const hs_dropout_slot *ds = dropout ? hs_cuda_dropout_slot(be, key, first_sample) : nullptr;
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
 
   /* scratch: q, k, v and ctx head-major [B,heads,L,d], then P' [B,heads,L,L] with dropout */
   char *scratch = (char *)hs_cuda_scratch(be, 4 * th + (dropout ? region_bytes(units * LL) : 0));
@@ -136,7 +140,7 @@ extern "C" void hs_cuda_attention_forward(const hs_backend *be, float *ctx, floa
   /* P (and P' with dropout) */
   float *pv = dropout ? (float *)(scratch + 4 * th) : probs;
   HS_LAUNCH(hs_grid_for_rows(rows), HS_BLOCK, 0, stream, softmax_dropout_forward_kernel<float>)(
-      probs, dropout ? pv : nullptr, mask_bias, rows, heads, L, p, hs_dropout_keep_scale(p), key, first_sample);
+      probs, dropout ? pv : nullptr, mask_bias, rows, heads, L, p, hs_dropout_keep_scale(p), key, first_sample, ds);
   /* the scores read, P written (P' too with dropout), the key mask */
   HS_CUDA_LAUNCHED("softmax_dropout_forward_kernel",
                    units * LL * sizeof(float) * (dropout ? 3 : 2) + (size_t)batch * (size_t)L * sizeof(float));
@@ -154,6 +158,7 @@ extern "C" void hs_cuda_attention_backward(const hs_backend *be, float *dqkv, co
                                            float p, uint64_t key, int64_t first_sample) {
   (void)key;
   (void)first_sample; /* the dropout decisions are read back from the sign bits of probs, as on the CPU */
+  if (hs_cuda_slots_only(be)) return; /* recorded: no slots */
   if (batch <= 0 || seq_len <= 0 || heads <= 0 || head_dim <= 0) return;
   const int L = seq_len, d = head_dim, H = heads * head_dim;
   const float score_scale = 1.0f / sqrtf((float)d);

@@ -14,6 +14,7 @@
 #include "hs_launch.h"
 #include "math/activations.h"
 #include "math/dropout.h"
+#include "slots.cuh"
 #include "util/lowp.h"
 
 #include "backend/cuda/cuda_check.h"
@@ -50,7 +51,9 @@ template <class T> __global__ void relu_backward_kernel(T *dx, const T *dy, cons
  * the formulas of the two separate kernels in their order, so the same bits; o16 = round(out) if set. */
 template <bool BACKWARD>
 __global__ void relu_dropout_kernel(float *out, const float *in, const float *y, size_t n, size_t per_sample, float p,
-                                    float keep_scale, uint64_t key, int64_t first_sample, uint16_t *o16, int bf16) {
+                                    float keep_scale, uint64_t key, int64_t first_sample, const hs_dropout_slot *ds,
+                                    uint16_t *o16, int bf16) {
+  hs_dropout_slot_read(ds, key, first_sample);
   GRID_STRIDE_LOOP(i, n) {
     const size_t sample = i / per_sample, e = i % per_sample;
     float v = in[i];
@@ -70,7 +73,8 @@ __global__ void relu_dropout_kernel(float *out, const float *in, const float *y,
  * draws the same mask for the same sample. */
 template <class T>
 __global__ void dropout_kernel(T *out, const T *in, size_t n, size_t per_sample, size_t group, float p,
-                               float keep_scale, uint64_t key, int64_t first_sample) {
+                               float keep_scale, uint64_t key, int64_t first_sample, const hs_dropout_slot *ds) {
+  hs_dropout_slot_read(ds, key, first_sample);
   GRID_STRIDE_LOOP(i, n) {
     const size_t sample = i / per_sample, g = (i % per_sample) / group;
     out[i] = (T)((float)in[i] * hs_dropout_factor(key, (uint64_t)(first_sample + (int64_t)sample), g, p, keep_scale));
@@ -81,7 +85,8 @@ __global__ void dropout_kernel(T *out, const T *in, size_t n, size_t per_sample,
  * one division finds the first value's (sample, offset), the next three step on from it. Elements
  * n4·HS_VEC.. are left to dropout_kernel's formula, inline. */
 __global__ void dropout_vec_kernel(float *out, const float *in, size_t n, size_t per_sample, size_t group, float p,
-                                   float keep_scale, uint64_t key, int64_t first_sample) {
+                                   float keep_scale, uint64_t key, int64_t first_sample, const hs_dropout_slot *ds) {
+  hs_dropout_slot_read(ds, key, first_sample);
   const size_t n4 = n / HS_VEC;
   GRID_STRIDE_LOOP(k, n4) {
     size_t sample = k * HS_VEC / per_sample, rem = k * HS_VEC - sample * per_sample;
@@ -108,6 +113,7 @@ void dropout_apply(const hs_backend *be, T *out, const T *in, int batch, size_t 
   const size_t n = (size_t)(batch > 0 ? batch : 0) * per_sample;
   cudaStream_t stream = hs_cuda_stream(be);
   if (p <= 0.0f) { /* identity, as on the CPU (p < 0 would otherwise scale by 1/(1-p)) */
+    if (hs_cuda_slots_only(be)) return;
     if (out != in && n) {
       HS_CUDA_CHECK(cudaMemcpyAsync(out, in, n * sizeof(T), cudaMemcpyDeviceToDevice, stream));
       HS_CUDA_COPY_OP("cudaMemcpyAsync device->device", 2 * n * sizeof(T));
@@ -116,12 +122,14 @@ void dropout_apply(const hs_backend *be, T *out, const T *in, int batch, size_t 
   }
   if (group == 0 || per_sample % group != 0)
     HS_FATAL(NULL, "dropout: group %zu does not divide the %zu values per sample", group, per_sample);
+  const hs_dropout_slot *ds = hs_cuda_dropout_slot(be, key, first_sample);
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   if (std::is_same<T, float>::value && hs_aligned(out, 16) && hs_aligned(in, 16))
     HS_LAUNCH(hs_grid_for(n / HS_VEC + n % HS_VEC), HS_BLOCK, 0, stream, dropout_vec_kernel)(
-        (float *)out, (const float *)in, n, per_sample, group, p, hs_dropout_keep_scale(p), key, first_sample);
+        (float *)out, (const float *)in, n, per_sample, group, p, hs_dropout_keep_scale(p), key, first_sample, ds);
   else
     HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, stream, dropout_kernel<T>)(out, in, n, per_sample, group, p,
-                                                                      hs_dropout_keep_scale(p), key, first_sample);
+                                                                      hs_dropout_keep_scale(p), key, first_sample, ds);
   HS_CUDA_LAUNCHED("dropout_kernel", 2 * n * sizeof(T)); /* in, out (the mask is recomputed) */
 }
 
@@ -162,8 +170,10 @@ static void relu_dropout(const hs_backend *be, float *out, const float *in, cons
   const size_t n = (size_t)(batch > 0 ? batch : 0) * per_sample;
   if (n == 0) return;
   const int bf16 = be->precision == HS_PRECISION_BF16;
+  const hs_dropout_slot *ds = p > 0.0f ? hs_cuda_dropout_slot(be, key, first_sample) : nullptr;
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), relu_dropout_kernel<BACKWARD>)(
-      out, in, y, n, per_sample, p, hs_dropout_keep_scale(p), key, first_sample, o16, bf16);
+      out, in, y, n, per_sample, p, hs_dropout_keep_scale(p), key, first_sample, ds, o16, bf16);
   /* in, out (and y backward; the mask is recomputed), the 16-bit output */
   const size_t bytes = (BACKWARD ? 3 : 2) * n * sizeof(float) + (o16 ? n * sizeof(uint16_t) : 0);
   if (BACKWARD)

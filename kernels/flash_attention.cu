@@ -33,6 +33,7 @@
 #include "hs_launch.h"
 #include "flash_tiles.cuh"
 #include "tile_mma.cuh"
+#include "slots.cuh"
 #include "math/dropout.h"
 #include "math/fast_exp_erf.h"
 #include "math/softmax.h"
@@ -53,6 +54,7 @@ struct flash_shape {
   float scale, p, keep_scale;
   uint64_t key;
   int64_t first_sample;
+  const hs_dropout_slot *slot; /* key and first_sample in device memory (a graph region), or NULL */
   uint16_t *out16;      /* NULL, or the 16-bit twin of the output (ctx16 / dqkv16, same layout): to_half's bits */
   const uint16_t *in16; /* NULL, or qkv16: the 16-bit q|k|v read instead of qkv */
   int bf16;             /* out16's and in16's type: 1 bfloat16, 0 IEEE half */
@@ -84,7 +86,10 @@ __device__ __forceinline__ void put(const flash_shape &s, float *out, size_t i, 
 /* The dropout factor of element (i, j) of unit (b, h): keep/(1-p), or 1 without dropout */
 __device__ __forceinline__ float drop_factor(const flash_shape &s, int b, int h, int i, int j) {
   if (s.p <= 0.0f) return 1.0f;
-  return hs_dropout_factor(s.key, (uint64_t)(s.first_sample + b), hs_attention_dropout_elem(h, i, j, s.L), s.p,
+  uint64_t key = s.key;
+  int64_t first_sample = s.first_sample;
+  hs_dropout_slot_read(s.slot, key, first_sample);
+  return hs_dropout_factor(key, (uint64_t)(first_sample + b), hs_attention_dropout_elem(h, i, j, s.L), s.p,
                            s.keep_scale);
 }
 
@@ -102,6 +107,7 @@ template <class T, int DMAX, int BQ, int BK> struct fwd_smem {
 template <class T, int DMAX, int BQ, int BK>
 __global__ void flash_attention_forward_kernel(float *ctx, float *lse, const float *qkv, const float *mask_bias,
                                                flash_shape sh) {
+  hs_dropout_slot_resolve(sh); /* the slot read once per thread, not per element */
   typedef fwd_smem<T, DMAX, BQ, BK> smem_t;
   HS_SHARED(smem_t, sm);
   const int unit = blockIdx.y, b = unit / sh.heads, h = unit % sh.heads, i0 = blockIdx.x * BQ;
@@ -200,6 +206,7 @@ template <class T, int DMAX, int BQ, int BK> struct dq_smem {
 template <class T, int DMAX, int BQ, int BK>
 __global__ void flash_attention_dq_kernel(float *dqkv, const float *dctx, const float *qkv, const float *mask_bias,
                                           const float *lse, const float *D, flash_shape sh) {
+  hs_dropout_slot_resolve(sh); /* the slot read once per thread, not per element */
   typedef dq_smem<T, DMAX, BQ, BK> smem_t;
   HS_SHARED(smem_t, sm);
   const int unit = blockIdx.y, b = unit / sh.heads, h = unit % sh.heads, i0 = blockIdx.x * BQ;
@@ -273,6 +280,7 @@ template <class T, int DMAX, int BQ, int BK> struct dkv_smem {
 template <class T, int DMAX, int BQ, int BK>
 __global__ void flash_attention_dkv_kernel(float *dqkv, const float *dctx, const float *qkv, const float *mask_bias,
                                            const float *lse, const float *D, flash_shape sh) {
+  hs_dropout_slot_resolve(sh); /* the slot read once per thread, not per element */
   typedef dkv_smem<T, DMAX, BQ, BK> smem_t;
   HS_SHARED(smem_t, sm);
   const int unit = blockIdx.y, b = unit / sh.heads, h = unit % sh.heads, j0 = blockIdx.x * BK;
@@ -356,7 +364,9 @@ __global__ void flash_attention_dkv_kernel(float *dqkv, const float *dctx, const
 flash_shape shape_of(const hs_backend *be, int L, int heads, int d, float p, uint64_t key, int64_t first_sample,
                      uint16_t *out16, const uint16_t *in16) {
   return flash_shape{L, heads, d, (d + kTile - 1) / kTile * kTile, 1.0f / sqrtf((float)d), p,
-                     hs_dropout_keep_scale(p), key, first_sample, out16, in16, be->precision == HS_PRECISION_BF16};
+                     hs_dropout_keep_scale(p), key, first_sample,
+                     p > 0.0f ? hs_cuda_dropout_slot(be, key, first_sample) : nullptr, out16, in16,
+                     be->precision == HS_PRECISION_BF16};
 }
 
 /* bytes of one q|k|v element as the kernels read it: fp32, or the 16-bit copy */
@@ -430,6 +440,7 @@ extern "C" void hs_cuda_flash_attention_forward(const hs_backend *be, float *ctx
   if (batch <= 0 || seq_len <= 0 || heads <= 0 || head_dim <= 0) return;
   check_head_dim(head_dim);
   const flash_shape sh = shape_of(be, seq_len, heads, head_dim, p, key, first_sample, ctx16, qkv16);
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   const int big = head_dim > 64;
   switch (be->precision) {
   case HS_PRECISION_BF16:
@@ -453,6 +464,7 @@ extern "C" void hs_cuda_flash_attention_backward(const hs_backend *be, float *dq
   if (batch <= 0 || seq_len <= 0 || heads <= 0 || head_dim <= 0) return;
   check_head_dim(head_dim);
   const flash_shape sh = shape_of(be, seq_len, heads, head_dim, p, key, first_sample, dqkv16, qkv16);
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   const size_t rows = (size_t)batch * heads * seq_len;
   float *D = (float *)hs_cuda_scratch(be, rows * sizeof(float)); /* [B,heads,L] */
   HS_LAUNCH(hs_grid_for(rows), HS_BLOCK, 0, hs_cuda_stream(be), flash_attention_rowdot_kernel)(

@@ -31,6 +31,7 @@
 #include "backend/cuda/cuda_ops.h"
 #include "math/dropout.h"
 #include "math/layernorm.h"
+#include "slots.cuh"
 #include "util/lowp.h"
 
 namespace {
@@ -47,6 +48,7 @@ struct ln_dropout {
   uint64_t key;
   int64_t first_sample;
   size_t per_sample, group;
+  const hs_dropout_slot *slot; /* key and first_sample in device memory (a graph region), or NULL */
 };
 
 /* An optional 16-bit output (the seam's y16 / da16): p[i] = the rounding of to_half (src/util/lowp.h) of
@@ -65,7 +67,10 @@ static half_out half_out_for(const hs_backend *be, uint16_t *p) {
 }
 
 __device__ __forceinline__ float dropout_factor_at(const ln_dropout &d, size_t i) {
-  return hs_dropout_factor(d.key, (uint64_t)(d.first_sample + (int64_t)(i / d.per_sample)),
+  uint64_t key = d.key;
+  int64_t first_sample = d.first_sample;
+  hs_dropout_slot_read(d.slot, key, first_sample);
+  return hs_dropout_factor(key, (uint64_t)(first_sample + (int64_t)(i / d.per_sample)),
                            (i % d.per_sample) / d.group, d.p, d.keep_scale);
 }
 
@@ -78,6 +83,7 @@ __global__ void __launch_bounds__(HS_BLOCK)
     layernorm_forward_kernel(T *y, T *x_sum, float *mean, float *rstd, const T *x, const T *residual,
                              const float *gamma, const float *beta, int rows, int cols, float eps, ln_dropout drop,
                              half_out y16) {
+  hs_dropout_slot_resolve(drop); /* the slot read once per thread, not per element */
   const int lane = threadIdx.x % HS_WARP;
   const long long first = (long long)blockIdx.x * HS_ROWS_PER_BLOCK + threadIdx.x / HS_WARP;
   const long long stride = (long long)gridDim.x * HS_ROWS_PER_BLOCK;
@@ -128,6 +134,7 @@ __global__ void __launch_bounds__(HS_BLOCK)
     layernorm_backward_dx_kernel(double *partial, T *dx, T *da, const T *dy, const T *x, const float *mean,
                                  const float *rstd, const float *gamma, int rows, int cols, ln_dropout drop,
                                  half_out da16) {
+  hs_dropout_slot_resolve(drop); /* the slot read once per thread, not per element */
   const long long r0 = (long long)blockIdx.x * HS_LN_ROW_CHUNK;
   const long long r1 = r0 + HS_LN_ROW_CHUNK < rows ? r0 + HS_LN_ROW_CHUNK : rows;
   double *pg = partial + (size_t)blockIdx.x * 2 * (size_t)cols;
@@ -227,15 +234,16 @@ void launch_layernorm_backward(const hs_backend *be, T *dx, T *da, float *dgamma
 
 /* The dropout of dropout_forward(batch, per_sample, group, p, key, first_sample); off when p <= 0 (the
  * identity, as dropout_forward). */
-ln_dropout make_dropout(int rows, int cols, int batch, size_t per_sample, size_t group, float p, uint64_t key,
-                        int64_t first_sample) {
-  ln_dropout d = {0, p, hs_dropout_keep_scale(p), key, first_sample, per_sample, group};
+ln_dropout make_dropout(const hs_backend *be, int rows, int cols, int batch, size_t per_sample, size_t group, float p,
+                        uint64_t key, int64_t first_sample) {
+  ln_dropout d = {0, p, hs_dropout_keep_scale(p), key, first_sample, per_sample, group, nullptr};
   if (p <= 0.0f || rows <= 0 || cols <= 0) return d;
   if (group == 0 || per_sample == 0 || per_sample % group != 0 ||
       (size_t)(batch > 0 ? batch : 0) * per_sample != (size_t)rows * (size_t)cols)
     HS_FATAL(NULL, "dropout + LayerNorm: %d samples of %zu values in groups of %zu do not tile %d rows of %d", batch,
              per_sample, group, rows, cols);
   d.on = 1;
+  d.slot = hs_cuda_dropout_slot(be, key, first_sample);
   return d;
 }
 
@@ -263,7 +271,8 @@ extern "C" void hs_cuda_dropout_add_layernorm_forward(const hs_backend *be, floa
                                                       const float *gamma, const float *beta, int rows, int cols,
                                                       float eps, int batch, size_t per_sample, size_t group, float p,
                                                       uint64_t key, int64_t first_sample, uint16_t *y16) {
-  const ln_dropout drop = make_dropout(rows, cols, batch, per_sample, group, p, key, first_sample);
+  const ln_dropout drop = make_dropout(be, rows, cols, batch, per_sample, group, p, key, first_sample);
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   launch_layernorm_forward<float>(be, y, x_sum, mean, rstd, a, residual, gamma, beta, rows, cols, eps, drop,
                                   half_out_for(be, y16));
 }
@@ -274,7 +283,8 @@ extern "C" void hs_cuda_layernorm_dropout_backward(const hs_backend *be, float *
                                                    const float *rstd, const float *gamma, int rows, int cols,
                                                    int batch, size_t per_sample, size_t group, float p, uint64_t key,
                                                    int64_t first_sample, uint16_t *da16) {
-  const ln_dropout drop = make_dropout(rows, cols, batch, per_sample, group, p, key, first_sample);
+  const ln_dropout drop = make_dropout(be, rows, cols, batch, per_sample, group, p, key, first_sample);
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   launch_layernorm_backward<float>(be, dx, da, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols, drop,
                                    half_out_for(be, da16));
   if (!drop.on && rows > 0 && cols > 0) /* no dropout: da is a copy of dx, as dropout_backward makes it */

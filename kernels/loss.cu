@@ -21,6 +21,7 @@
 #include "hs_cuda.h"
 #include "hs_launch.h"
 #include "warp.cuh"
+#include "slots.cuh"
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
@@ -89,7 +90,8 @@ __global__ void __launch_bounds__(HS_BLOCK)
 template <class T>
 __global__ void __launch_bounds__(HS_BLOCK)
     log_softmax_nll_backward_kernel(T *dlogits, const T *logprobs, const int32_t *labels, int rows, int cols,
-                                    float scale) {
+                                    float scale, const float *scale_slot) {
+  scale = hs_slot(scale_slot, scale);
   for (size_t r = blockIdx.y; r < (size_t)rows; r += gridDim.y) {
     const int label = labels[r];
     const size_t off = r * (size_t)cols;
@@ -141,7 +143,8 @@ __global__ void __launch_bounds__(HS_BLOCK)
 template <class T>
 __global__ void __launch_bounds__(HS_BLOCK)
     softmax_xent_backward_kernel(T *dlogits, const T *probs, const int32_t *labels, int rows, int cols,
-                                 float scale) {
+                                 float scale, const float *scale_slot) {
+  scale = hs_slot(scale_slot, scale);
   for (size_t r = blockIdx.y; r < (size_t)rows; r += gridDim.y) {
     const int label = labels[r];
     const size_t off = r * (size_t)cols;
@@ -199,8 +202,10 @@ void launch_log_softmax_nll_backward(const hs_backend *be, T *dlogits, const T *
   if (rows <= 0 || cols <= 0) return;
   const size_t n = (size_t)rows * (size_t)cols;
   const dim3 grid(hs_grid_cols((size_t)cols), hs_grid_rows_y((size_t)rows));
+  const float *scale_slot = hs_cuda_slot_f32(be, scale);
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   HS_LAUNCH(grid, HS_BLOCK, 0, hs_cuda_stream(be), log_softmax_nll_backward_kernel<T>)(dlogits, logprobs, labels,
-                                                                                       rows, cols, scale);
+                                                                                       rows, cols, scale, scale_slot);
   HS_CUDA_LAUNCHED("log_softmax_nll_backward_kernel", 2 * n * sizeof(T) + (size_t)rows * sizeof(int32_t));
 }
 
@@ -223,8 +228,10 @@ void launch_softmax_xent_backward(const hs_backend *be, T *dlogits, const T *pro
   if (rows <= 0 || cols <= 0) return;
   const size_t n = (size_t)rows * (size_t)cols;
   const dim3 grid(hs_grid_cols((size_t)cols), hs_grid_rows_y((size_t)rows));
+  const float *scale_slot = hs_cuda_slot_f32(be, scale);
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   HS_LAUNCH(grid, HS_BLOCK, 0, hs_cuda_stream(be), softmax_xent_backward_kernel<T>)(dlogits, probs, labels, rows,
-                                                                                    cols, scale);
+                                                                                    cols, scale, scale_slot);
   HS_CUDA_LAUNCHED("softmax_xent_backward_kernel", 2 * n * sizeof(T) + (size_t)rows * sizeof(int32_t));
 }
 

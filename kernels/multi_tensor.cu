@@ -27,6 +27,7 @@
 #include "hs_cuda.h"
 #include "hs_launch.h"
 #include "warp.cuh"
+#include "slots.cuh"
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
@@ -68,6 +69,7 @@ static half_copy half_copy_of(const float *p) {
 
 /* op(tensor, i) for every flat index i of every tensor; grid (count, HS_TENSOR_SLICES). */
 template <class Op> __global__ void __launch_bounds__(HS_BLOCK) for_each_kernel(const hs_tensor_span *table, Op op) {
+  op.resolve(); /* the per-update values from their slots (a graph region), once per thread */
   const hs_tensor_span t = table[blockIdx.x];
   int64_t lo, hi;
   slice_bounds(t.numel, blockIdx.y, lo, hi);
@@ -83,7 +85,9 @@ template <class Op> void launch_for_each(const hs_backend *be, const hs_tensor_s
 struct scale_op {
   float *flat;
   float a;
-  __device__ void operator()(const hs_tensor_span &, int64_t i) const { flat[i] *= a; }
+  const float *a_slot; /* a in device memory (a graph region), or NULL */
+  __device__ void resolve() { a = hs_slot(a_slot, a), a_slot = nullptr; }
+  __device__ void operator()(const hs_tensor_span &, int64_t i) const { flat[i] *= hs_slot(a_slot, a); }
 };
 
 /* Adam: coefficients of the tensors whose decay flag is set / not set (the same when the decay applies
@@ -93,9 +97,13 @@ struct adam_op {
   const float *g;
   float *m, *v;
   hs_adam_coefs flagged, unflagged;
+  const hs_adam_coefs *slot; /* {flagged, unflagged} in device memory (a graph region), or NULL */
+  __device__ void resolve() {
+    if (slot) flagged = slot[0], unflagged = slot[1], slot = nullptr;
+  }
   half_copy half;
   __device__ void operator()(const hs_tensor_span &t, int64_t i) const {
-    hs_adam_elem(&p[i], g[i], &m[i], &v[i], t.decay ? &flagged : &unflagged);
+    hs_adam_elem(&p[i], g[i], &m[i], &v[i], slot ? &slot[t.decay ? 0 : 1] : t.decay ? &flagged : &unflagged);
     half.put(i, p[i]);
   }
 };
@@ -106,9 +114,13 @@ struct adadelta_op {
   const float *g;
   float *sq, *acc;
   hs_adadelta_coefs c;
+  const hs_adadelta_coefs *slot; /* c in device memory (a graph region), or NULL */
+  __device__ void resolve() {
+    if (slot) c = *slot, slot = nullptr;
+  }
   half_copy half;
   __device__ void operator()(const hs_tensor_span &, int64_t i) const {
-    hs_adadelta_elem(&p[i], g[i], &sq[i], &acc[i], &c);
+    hs_adadelta_elem(&p[i], g[i], &sq[i], &acc[i], slot ? slot : &c);
     half.put(i, p[i]);
   }
 };
@@ -120,9 +132,11 @@ struct sgd_op {
   float *buf;
   float lr, momentum, weight_decay;
   int first_step;
+  const float *lr_slot; /* lr in device memory (a graph region), or NULL */
+  __device__ void resolve() { lr = hs_slot(lr_slot, lr), lr_slot = nullptr; }
   half_copy half;
   __device__ void operator()(const hs_tensor_span &, int64_t i) const {
-    hs_sgd_elem(&p[i], g[i], buf ? &buf[i] : nullptr, lr, momentum, weight_decay, first_step);
+    hs_sgd_elem(&p[i], g[i], buf ? &buf[i] : nullptr, hs_slot(lr_slot, lr), momentum, weight_decay, first_step);
     half.put(i, p[i]);
   }
 };
@@ -168,11 +182,20 @@ __global__ void __launch_bounds__(HS_BLOCK)
 
 /* ---- LAMB --------------------------------------------------------------------------------------------- */
 
+/* LAMB's per-update values in device memory (a graph region): the coefficients (step count, gradient
+ * divisor) and the learning rate */
+struct lamb_slot {
+  hs_lamb_coefs decayed, undecayed;
+  double lr;
+};
+
 /* Stage 1 on slice s of tensor i: m, v updated; partial[(i·HS_TENSOR_SLICES + s)·2 + 0] = Σ p²,
  * [.. + 1] = Σ u² (double). Grid (count, HS_TENSOR_SLICES). */
 __global__ void __launch_bounds__(HS_BLOCK)
     lamb_moments_kernel(double *partial, const float *p, const float *g, float *m, float *v,
-                        const hs_tensor_span *table, hs_lamb_coefs decayed, hs_lamb_coefs undecayed) {
+                        const hs_tensor_span *table, hs_lamb_coefs decayed, hs_lamb_coefs undecayed,
+                        const lamb_slot *slot) {
+  if (slot) decayed = slot->decayed, undecayed = slot->undecayed;
   const hs_tensor_span t = table[blockIdx.x];
   double *out = partial + ((size_t)blockIdx.x * HS_TENSOR_SLICES + blockIdx.y) * 2;
   int64_t lo, hi;
@@ -216,7 +239,8 @@ __global__ void __launch_bounds__(HS_BLOCK) lamb_norms_kernel(double *norms, con
 __global__ void __launch_bounds__(HS_BLOCK)
     lamb_apply_kernel(float *p, const float *m, const float *v, const hs_tensor_span *table, const double *norms,
                       hs_lamb_coefs decayed, hs_lamb_coefs undecayed, double lr, double weight_decay,
-                      int trust_ratio_on_no_decay, half_copy half) {
+                      int trust_ratio_on_no_decay, half_copy half, const lamb_slot *slot) {
+  if (slot) decayed = slot->decayed, undecayed = slot->undecayed, lr = slot->lr;
   const hs_tensor_span t = table[blockIdx.x];
   int64_t lo, hi;
   slice_bounds(t.numel, blockIdx.y, lo, hi);
@@ -258,9 +282,11 @@ extern "C" void hs_cuda_sumsq_tensors(const hs_backend *be, double *sumsq, doubl
 extern "C" void hs_cuda_scale_tensors(const hs_backend *be, float *flat, float a, const hs_tensor_span *table,
                                       int count) {
   if (count <= 0) return;
+  const float *a_slot = hs_cuda_slot_f32(be, a);
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   /* not an optimizer: a parameter arena's 16-bit copy (if flat is one) is reconverted before it is read */
   hs_cuda_shadow_written(flat, 1);
-  launch_for_each(be, table, count, scale_op{flat, a});
+  launch_for_each(be, table, count, scale_op{flat, a, a_slot});
   HS_CUDA_LAUNCHED("for_each_kernel<scale_op>", hs_ledger_table_bytes(table, 2 * sizeof(float), 0));
 }
 
@@ -274,8 +300,11 @@ extern "C" void hs_cuda_adam_update(const hs_backend *be, float *p, const float 
   const hs_adam_coefs unflagged = h->decay_flagged_only
                                       ? hs_adam_make_coefs(h->lr, h->beta1, h->beta2, h->eps, 0.0, h->step, h->decoupled)
                                       : flagged;
+  const hs_adam_coefs both[2] = {flagged, unflagged};
+  const hs_adam_coefs *slot = (const hs_adam_coefs *)hs_cuda_slots(be, both, sizeof both);
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   const half_copy half = half_copy_of(p);
-  launch_for_each(be, table, count, adam_op{p, g, m, v, flagged, unflagged, half});
+  launch_for_each(be, table, count, adam_op{p, g, m, v, flagged, unflagged, slot, half});
   /* p, m, v read and written, g read (and the parameters' 16-bit copy written) */
   HS_CUDA_LAUNCHED("for_each_kernel<adam_op>", hs_ledger_table_bytes(table, 7 * sizeof(float) + half.bytes(), 0));
 }
@@ -286,7 +315,10 @@ extern "C" void hs_cuda_adadelta_update(const hs_backend *be, float *p, const fl
                                         double weight_decay) {
   if (count <= 0) return;
   const half_copy half = half_copy_of(p);
-  launch_for_each(be, table, count, adadelta_op{p, g, sq, acc, hs_adadelta_make_coefs(lr, rho, eps, weight_decay), half});
+  const hs_adadelta_coefs c = hs_adadelta_make_coefs(lr, rho, eps, weight_decay);
+  const hs_adadelta_coefs *slot = (const hs_adadelta_coefs *)hs_cuda_slots(be, &c, sizeof c);
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
+  launch_for_each(be, table, count, adadelta_op{p, g, sq, acc, c, slot, half});
   /* p, sq, acc read and written, g read (and the parameters' 16-bit copy written) */
   HS_CUDA_LAUNCHED("for_each_kernel<adadelta_op>", hs_ledger_table_bytes(table, 7 * sizeof(float) + half.bytes(), 0));
 }
@@ -296,9 +328,11 @@ extern "C" void hs_cuda_sgd_update(const hs_backend *be, float *p, const float *
                                    const hs_tensor_span *table, int count, double lr, double momentum,
                                    double weight_decay, int first_step) {
   if (count <= 0) return;
+  const float *lr_slot = hs_cuda_slot_f32(be, (float)lr);
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   const half_copy half = half_copy_of(p);
   launch_for_each(be, table, count,
-                  sgd_op{p, g, buf, (float)lr, (float)momentum, (float)weight_decay, first_step, half});
+                  sgd_op{p, g, buf, (float)lr, (float)momentum, (float)weight_decay, first_step, lr_slot, half});
   /* p read and written, g read (and the momentum buffer read and written, the parameters' 16-bit copy written) */
   HS_CUDA_LAUNCHED("for_each_kernel<sgd_op>",
                    hs_ledger_table_bytes(table, (momentum != 0.0 ? 5 : 3) * sizeof(float) + half.bytes(), 0));
@@ -313,19 +347,22 @@ extern "C" void hs_cuda_lamb_update(const hs_backend *be, float *p, const float 
   const cudaStream_t stream = hs_cuda_stream(be);
   const hs_lamb_coefs decayed = hs_lamb_make_coefs(h->beta1, h->beta2, h->eps, h->weight_decay, h->grad_divisor, h->step);
   const hs_lamb_coefs undecayed = hs_lamb_make_coefs(h->beta1, h->beta2, h->eps, 0.0, h->grad_divisor, h->step);
+  const lamb_slot values = {decayed, undecayed, h->lr};
+  const lamb_slot *slot = (const lamb_slot *)hs_cuda_slots(be, &values, sizeof values);
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   /* scratch: partial[count][HS_TENSOR_SLICES][2] doubles */
   double *partial =
       static_cast<double *>(hs_cuda_scratch(be, (size_t)count * HS_TENSOR_SLICES * 2 * sizeof(double)));
   const dim3 grid((unsigned)count, HS_TENSOR_SLICES);
   const half_copy half = half_copy_of(p);
-  HS_LAUNCH(grid, HS_BLOCK, 0, stream, lamb_moments_kernel)(partial, p, g, m, v, table, decayed, undecayed);
+  HS_LAUNCH(grid, HS_BLOCK, 0, stream, lamb_moments_kernel)(partial, p, g, m, v, table, decayed, undecayed, slot);
   /* p, g read, m, v read and written; the partials */
   HS_CUDA_LAUNCHED("lamb_moments_kernel", hs_ledger_table_bytes(table, 6 * sizeof(float),
                                                                 (uint64_t)count * HS_TENSOR_SLICES * 2 * sizeof(double)));
   HS_LAUNCH(1, HS_BLOCK, 0, stream, lamb_norms_kernel)(norms, partial, count);
   HS_CUDA_LAUNCHED("lamb_norms_kernel", (size_t)count * (HS_TENSOR_SLICES * 2 + 2) * sizeof(double));
   HS_LAUNCH(grid, HS_BLOCK, 0, stream, lamb_apply_kernel)(p, m, v, table, norms, decayed, undecayed, h->lr,
-                                                          h->weight_decay, h->trust_ratio_on_no_decay, half);
+                                                          h->weight_decay, h->trust_ratio_on_no_decay, half, slot);
   /* p read and written, m, v read (and the parameters' 16-bit copy written); the norms */
   HS_CUDA_LAUNCHED("lamb_apply_kernel", hs_ledger_table_bytes(table, 4 * sizeof(float) + half.bytes(),
                                                               (uint64_t)count * 2 * sizeof(double)));

@@ -34,6 +34,7 @@
 #include "hs_launch.h"
 #include "attention_common.cuh"
 #include "heads.cuh"
+#include "slots.cuh"
 #include "warp.cuh"
 #include "math/dropout.h"
 #include "math/fast_exp_erf.h"
@@ -76,7 +77,8 @@ __global__ void bias_kernel(T *qw, T *qr, const T *qkv, const T *r_w_bias, const
 template <class T>
 __global__ void score_softmax_kernel(T *probs, T *dropped, const T *bd, int batch, int qlen, int mlen, int heads,
                                      int lower_shift, float scale, float p, float keep_scale, uint64_t key,
-                                     int64_t first_sample) {
+                                     int64_t first_sample, const hs_dropout_slot *ds) {
+  hs_dropout_slot_read(ds, key, first_sample);
   const int lane = threadIdx.x % HS_WARP;
   const int klen = mlen + qlen;
   const size_t rows = (size_t)batch * heads * qlen;
@@ -215,6 +217,8 @@ extern "C" void hs_cuda_rel_attention_forward(const hs_backend *be, float *ctx, 
   const rel_shape sh = make_shape(batch, qlen, mlen, heads, head_dim);
   const int dropout = p > 0.0f;
   cudaStream_t stream = hs_cuda_stream(be);
+  const hs_dropout_slot *ds = dropout ? hs_cuda_dropout_slot(be, key, first_sample) : nullptr;
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
 
   /* scratch: qw [b, n, qlen, d], qr [n, b, qlen, d] (and ctx head-major [b, n, qlen, d] after qw); k, v
    * [b, n, klen, d]; BDraw [n, b, qlen, klen]; P' [b, n, qlen, klen] with dropout */
@@ -238,7 +242,7 @@ extern "C" void hs_cuda_rel_attention_forward(const hs_backend *be, float *ctx, 
   const size_t rows = sh.units * (size_t)qlen;
   HS_LAUNCH(hs_grid_for_rows(rows), HS_BLOCK, 0, stream, score_softmax_kernel<float>)(
       probs, dropped, bd, batch, qlen, mlen, heads, lower_shift, scale, p, hs_dropout_keep_scale(p), key,
-      first_sample);
+      first_sample, ds);
   /* AC read, P written over it, BDraw read (P' written with dropout) */
   HS_CUDA_LAUNCHED("score_softmax_kernel", sh.units * sh.QK * (dropout ? 4 : 3) * sizeof(float));
   /* ctx[s, :, h·d:(h+1)·d] = P'·V, head-major, then merged */
@@ -258,6 +262,7 @@ extern "C" void hs_cuda_rel_attention_backward(const hs_backend *be, float *dqkv
   (void)key;
   (void)first_sample; /* the dropout decisions are read back from the sign bits of probs, as on the CPU */
   (void)lower_shift;  /* masked keys have P = 0, hence dS = 0 */
+  if (hs_cuda_slots_only(be)) return; /* recorded: no slots */
   if (qlen <= 0 || heads <= 0 || head_dim <= 0) return;
   if (batch <= 0) { /* dr is a sum over no sequences */
     be->zero(be, dr, (size_t)(mlen + qlen) * (size_t)heads * (size_t)head_dim * sizeof(float));

@@ -58,6 +58,7 @@
 #include "hs_launch.h"
 #include "flash_tiles.cuh"
 #include "tile_mma.cuh"
+#include "slots.cuh"
 #include "math/dropout.h"
 #include "math/fast_exp_erf.h"
 #include "math/rel_attention.h"
@@ -84,6 +85,7 @@ struct rf_args {
   float scale, p, keep_scale;
   uint64_t key;
   int64_t first_sample;
+  const hs_dropout_slot *slot; /* key and first_sample in device memory (a graph region), or NULL */
   int bf16; /* the 16-bit outputs' type (ctx16, dqkv16, dr16): 1 bfloat16, 0 IEEE half */
 };
 
@@ -106,7 +108,10 @@ __device__ __forceinline__ bool allowed(const rf_args &g, int i, int j) {
 
 __device__ __forceinline__ float drop_factor(const rf_args &g, int s, int h, int i, int j) {
   if (g.p <= 0.0f) return 1.0f;
-  return hs_dropout_factor(g.key, (uint64_t)(g.first_sample + s), hs_rel_dropout_elem(h, i, j, g.qlen, g.klen), g.p,
+  uint64_t key = g.key;
+  int64_t first_sample = g.first_sample;
+  hs_dropout_slot_read(g.slot, key, first_sample);
+  return hs_dropout_factor(key, (uint64_t)(first_sample + s), hs_rel_dropout_elem(h, i, j, g.qlen, g.klen), g.p,
                            g.keep_scale);
 }
 
@@ -196,6 +201,7 @@ template <class T> struct fwd_layout {
  * the order, a block of its own would. */
 template <class T>
 __global__ void rel_flash_forward_kernel(float *ctx, float *lse, uint16_t *ctx16, rf_args g) {
+  hs_dropout_slot_resolve(g); /* the slot read once per thread, not per element */
   const warp_id wi = this_warp();
   const int dp = g.dp, rows = wi.nw * kTile, I0 = blockIdx.x * rows, i0 = I0 + wi.w * kTile;
   const size_t unit = blockIdx.y;
@@ -301,6 +307,7 @@ template <class T> struct dq_layout {
 template <class T>
 __global__ void rel_flash_dq_kernel(float *dqkv, uint16_t *dqkv16, float *dqw_out, float *dqr_out, const float *dctx,
                                     const float *lse, const float *D, rf_args g) {
+  hs_dropout_slot_resolve(g); /* the slot read once per thread, not per element */
   const warp_id wi = this_warp();
   const int dp = g.dp, rows = wi.nw * kTile, I0 = blockIdx.x * rows, i0 = I0 + wi.w * kTile;
   const size_t unit = blockIdx.y;
@@ -389,6 +396,7 @@ template <class T> struct dkv_layout {
 template <class T>
 __global__ void rel_flash_dkv_kernel(float *dqkv, uint16_t *dqkv16, const float *dctx, const float *lse, const float *D,
                                      rf_args g) {
+  hs_dropout_slot_resolve(g); /* the slot read once per thread, not per element */
   const warp_id wi = this_warp();
   const int dp = g.dp, rows = wi.nw * kTile, J0 = blockIdx.x * rows, j0 = J0 + wi.w * kTile;
   const size_t unit = blockIdx.y;
@@ -477,6 +485,7 @@ template <class T> struct dr_layout {
 template <class T>
 __global__ void rel_flash_dr_kernel(float *part, const float *dctx, const float *lse, const float *D, rf_args g,
                                     int per_group) {
+  hs_dropout_slot_resolve(g); /* the slot read once per thread, not per element */
   const warp_id wi = this_warp();
   const int dp = g.dp, rows = wi.nw * kTile, T0 = blockIdx.x * rows, t0 = T0 + wi.w * kTile, h = blockIdx.y;
   const int s_first = blockIdx.z * per_group, s_end = imin(g.batch, s_first + per_group);
@@ -578,7 +587,8 @@ __global__ void flash_sums_kernel(float *dr, uint16_t *dr16, int bf16, const flo
 
 /* ---- host side ----------------------------------------------------------------------------------- */
 
-rf_args make_args(const float *qkv, const float *r, const float *rwb, const float *rrb, int batch, int qlen, int mlen,
+rf_args make_args(const hs_backend *be, const float *qkv, const float *r, const float *rwb, const float *rrb, int batch,
+                  int qlen, int mlen,
                   int heads, int head_dim, int lower_shift, float scale, float p, uint64_t key,
                   int64_t first_sample, int bf16) {
   if (head_dim > kMaxHeadDim)
@@ -590,6 +600,7 @@ rf_args make_args(const float *qkv, const float *r, const float *rwb, const floa
   g.dp = (head_dim + kTile - 1) / kTile * kTile, g.H = heads * head_dim, g.ld = 3 * g.H;
   g.lower_shift = lower_shift, g.scale = scale, g.p = p, g.keep_scale = hs_dropout_keep_scale(p);
   g.key = key, g.first_sample = first_sample, g.bf16 = bf16;
+  g.slot = p > 0.0f ? hs_cuda_dropout_slot(be, key, first_sample) : nullptr;
   return g;
 }
 
@@ -755,8 +766,9 @@ extern "C" void hs_cuda_rel_flash_attention_forward(const hs_backend *be, float 
                                                     int lower_shift, float scale, float p, uint64_t key,
                                                     int64_t first_sample, uint16_t *ctx16) {
   if (batch <= 0 || qlen <= 0 || heads <= 0 || head_dim <= 0) return;
-  const rf_args g = make_args(qkv, r, r_w_bias, r_r_bias, batch, qlen, mlen, heads, head_dim, lower_shift, scale, p,
+  const rf_args g = make_args(be, qkv, r, r_w_bias, r_r_bias, batch, qlen, mlen, heads, head_dim, lower_shift, scale, p,
                               key, first_sample, be->precision == HS_PRECISION_BF16);
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   if (be->precision == HS_PRECISION_BF16)
     forward_t<hs_tile_bf16>(be, ctx, lse, ctx16, g);
   else if (be->precision == HS_PRECISION_FP16)
@@ -774,13 +786,15 @@ extern "C" void hs_cuda_rel_flash_attention_backward(const hs_backend *be, float
                                                      uint16_t *dr16) {
   if (qlen <= 0 || heads <= 0 || head_dim <= 0) return;
   if (batch <= 0) { /* dr is a sum over no sequences: +0, whose 16 bits are 0 in both types */
+    if (hs_cuda_slots_only(be)) return;
     const size_t n = (size_t)(mlen + qlen) * (size_t)heads * (size_t)head_dim;
     be->zero(be, dr, n * sizeof(float));
     if (dr16) be->zero(be, dr16, n * sizeof(uint16_t));
     return;
   }
-  const rf_args g = make_args(qkv, r, r_w_bias, r_r_bias, batch, qlen, mlen, heads, head_dim, lower_shift, scale, p,
+  const rf_args g = make_args(be, qkv, r, r_w_bias, r_r_bias, batch, qlen, mlen, heads, head_dim, lower_shift, scale, p,
                               key, first_sample, be->precision == HS_PRECISION_BF16);
+  if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   if (be->precision == HS_PRECISION_BF16)
     backward_t<hs_tile_bf16>(be, dqkv, dr, dr_w_bias, dr_r_bias, dctx, ctx, lse, dqkv16, dr16, g);
   else if (be->precision == HS_PRECISION_FP16)

@@ -7,6 +7,39 @@
 #include "util/check.h"
 
 hs_ledger hs_ledger_state;
+hs_ledger_tape *hs_ledger_taping;
+static _Thread_local int taping_thread;
+
+void hs_ledger_tape_start(hs_ledger_tape *t) {
+    taping_thread = 1;
+    hs_ledger_taping = t;
+}
+
+void hs_ledger_tape_stop(void) {
+    hs_ledger_taping = NULL;
+    taping_thread = 0;
+}
+
+void hs_ledger_tape_add(hs_ledger_tape *t, int slot, uint64_t bytes) {
+    if (!taping_thread) return;
+    if (t->n == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 256;
+        HS_REALLOC(t->slot, t->cap);
+        HS_REALLOC(t->bytes, t->cap);
+    }
+    t->slot[t->n] = slot;
+    t->bytes[t->n++] = bytes;
+}
+
+void hs_ledger_tape_replay(const hs_ledger_tape *t) {
+    for (size_t i = 0; i < t->n; i++) hs_ledger_count(t->slot[i], t->bytes[i]);
+}
+
+void hs_ledger_tape_free(hs_ledger_tape *t) {
+    free(t->slot);
+    free(t->bytes);
+    memset(t, 0, sizeof *t);
+}
 
 int hs_ledger_slot(const char *name, int kind) {
     hs_ledger *l = &hs_ledger_state;

@@ -63,8 +63,25 @@ extern hs_ledger hs_ledger_state;
  * share a row). More than HS_LEDGER_MAX_ROWS names fold into one row "(other)". */
 int hs_ledger_slot(const char *name, int kind);
 
+/* The calls counted while a tape is on (hs_ledger_taping): a CUDA graph keeps those of its capture and
+ * counts them again at each launch without a capture (src/backend/cuda/cuda_graph.c), so the ledger
+ * shows the ops a replayed graph runs. */
+typedef struct hs_ledger_tape {
+    int *slot;
+    uint64_t *bytes;
+    size_t n, cap;
+} hs_ledger_tape;
+extern hs_ledger_tape *hs_ledger_taping;
+/* the calling thread's counts go into t (NULL: none); other threads' counts are not taped */
+void hs_ledger_tape_start(hs_ledger_tape *t);
+void hs_ledger_tape_stop(void);
+void hs_ledger_tape_add(hs_ledger_tape *t, int slot, uint64_t bytes);
+void hs_ledger_tape_replay(const hs_ledger_tape *t);
+void hs_ledger_tape_free(hs_ledger_tape *t);
+
 /* One call of row `slot` moving `bytes` (HS_LEDGER_UNSIZED: unknown); nothing while counting is off. */
 static inline void hs_ledger_count(int slot, uint64_t bytes) {
+    if (hs_ledger_taping) hs_ledger_tape_add(hs_ledger_taping, slot, bytes);
     if (!hs_ledger_state.counting) return;
     hs_ledger_row *r = &hs_ledger_state.row[slot];
     r->calls++;

@@ -69,6 +69,7 @@ typedef struct trainer {
     hs_update_graphs graphs; /* cuda_graphs: the update's device work as CUDA graphs */
     /* this run's updates; of them, those whose forward..norm / optimizer step was launched as a graph */
     int64_t run_updates, graphed_updates, graphed_steps;
+    int64_t replayed_updates, replayed_steps; /* of those, launched without a capture (update_graphs.h) */
     /* the run */
     double start_time;
     char metrics_path[4096]; /* "" = no metrics file */
@@ -403,10 +404,11 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
     const int inject_overflow = hs_fault_fires(HS_FAULT_OVERFLOW, update);
     const int overlap = !inject_nan && !inject_overflow && (!t->balance.auto_mode || t->be->memory_is_host);
     /* CUDA graphs (cuda_graphs): from a shape's second update on, the device work from here to the
-     * gradient norm (forward, backward, the bucketed all-reduce) is captured and launched as one graph
-     * per shape: the staging slot and the micro-batch sizes. Not while anything in it waits for the
-     * device: balance = auto's timing, the injected faults, host-staged all-reduces, and inputs uploaded
-     * synchronously (no staging, HETSEQ_INPUT_STAGING=sync). */
+     * gradient norm (forward, backward, the bucketed all-reduce) is a graph region of the shape (the
+     * staging slot and the micro-batch sizes): recorded, then a graph of the same op sequence launched
+     * again without a capture, or the region captured (docs/gpu.md, "CUDA graphs"). Not while anything
+     * in it waits for the device: balance = auto's timing, the injected faults, host-staged all-reduces,
+     * and inputs uploaded synchronously (no staging, HETSEQ_INPUT_STAGING=sync). */
     uint64_t shape = hs_fnv1a64(HS_FNV64_OFFSET, &slot->index, sizeof slot->index);
     shape = hs_fnv1a64(shape, &slot->n, sizeof slot->n);
     for (int i = 0; i < slot->n; i++) shape = hs_fnv1a64(shape, &slot->ranges[i].count, sizeof slot->ranges[i].count);
@@ -448,7 +450,7 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
     hs_grad_sumsq(p, t->stats_dev + DEV_TENSOR_SUMSQ, t->stats_dev + DEV_GRAD_SUMSQ);
     t->run_updates++;
     if (graphed) { /* launched: the download below waits for it */
-        hs_update_graphs_end(&t->graphs);
+        t->replayed_updates += hs_update_graphs_end(&t->graphs) == 2;
         t->graphed_updates++;
         stage_ahead(t);
     }
@@ -494,7 +496,7 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
         if (!hs_optimizer_clips_internally(t->opt)) hs_clip_grad_scale(p, gnorm, t->tc.optim.clip_norm);
         hs_optimizer_step_with_grad_norm(t->opt, t->st.lr, gnorm);
         if (step_graphed) {
-            hs_update_graphs_end(&t->graphs);
+            t->replayed_steps += hs_update_graphs_end(&t->graphs) == 2;
             t->graphed_steps++;
         }
         if (t->scaler.cfg.enabled) hs_loss_scaler_update(&t->scaler, 0);
@@ -871,10 +873,12 @@ static int finish(trainer *t) {
         if (t->stage_inputs)
             hs_log("| inputs of %lld update(s) were staged while the update before computed", (long long)t->staged_ahead);
         if (t->graphs.enabled)
-            hs_log("| CUDA graphs: %lld of %lld update(s) launched as a graph, %lld optimizer step(s) as a graph (%lld "
-                   "graph(s) instantiated, %lld launch(es) of an updated graph)", (long long)t->graphed_updates,
-                   (long long)t->run_updates, (long long)t->graphed_steps,
-                   (long long)t->graphs.graphs_made, (long long)t->graphs.graphs_reused);
+            hs_log("| CUDA graphs: %lld of %lld update(s) launched as a graph (%lld replayed without a capture), %lld "
+                   "optimizer step(s) as a graph (%lld replayed without a capture) (%lld graph(s) instantiated, %lld "
+                   "launch(es) of an updated graph)",
+                   (long long)t->graphed_updates, (long long)t->run_updates, (long long)t->replayed_updates,
+                   (long long)t->graphed_steps, (long long)t->replayed_steps, (long long)t->graphs.graphs_made,
+                   (long long)t->graphs.graphs_reused);
     }
     print_device_ledger();
     if (!t->tc.no_save)

@@ -36,11 +36,14 @@ int hs_update_graphs_begin(hs_update_graphs *g, uint64_t key, int eligible) {
     return 1;
 }
 
-void hs_update_graphs_end(hs_update_graphs *g) {
-    if (g->current < 0) return;
-    if (g->be->graph_end_launch(g->be, &g->entry[g->current].exec)) g->graphs_reused++;
+int hs_update_graphs_end(hs_update_graphs *g) {
+    if (g->current < 0) return 0;
+    const int how = g->be->graph_end_launch(g->be, &g->entry[g->current].exec);
+    if (how == 2) g->graphs_replayed++;
+    else if (how == 1) g->graphs_reused++;
     else g->graphs_made++;
     g->current = -1;
+    return how;
 }
 
 void hs_update_graphs_free(hs_update_graphs *g) {

@@ -7,7 +7,11 @@
 # (LAMB, dropout and dropatt on, adaptive embedding and softmax, the memories carried from update to
 # update; fixed and variable segment lengths) on 1 and 2 ranks: for it the optimizer moments and the
 # memories (/task_state) compare equal too. The log says how many updates ran as graphs, so a run
-# that silently stopped capturing fails too. On the CPU the key is
+# that silently stopped capturing fails too, and how many of them were replayed without a capture (the
+# same executable graph launched again, its per-update scalars in device slots): the CNN replays every
+# update after a key's capture, and every model its optimizer step; a per-update scalar that a kernel
+# took as an argument instead of from its slot would replay the captured value (the dropout mask of
+# the capture's update, say), and the bit comparison with the eager run would fail. On the CPU the key is
 # ignored with a note. The emulator refuses what CUDA refuses during a capture (a synchronisation, a
 # cudaFree), so device code that would break a capture on a GPU fails here.
 . "$top_srcdir/tests/lib.sh"
@@ -27,12 +31,12 @@ run() {
   local bin=$1 np=$2 dir=$3; shift 3
   mpi "$np" "$bin" train "$@" -o checkpoint.save_dir=\"$dir\" > "$dir.log" 2>&1 || { cat "$dir.log"; fail "training into $dir failed"; }
 }
-# same NAME RANKS UPDATES MIN ARGS...: graphs on = off bit for bit; at least MIN updates and MIN
-# optimizer steps as graphs (a
-# shape's first update runs eagerly: the shape is the staging slot and the micro-batch sizes), some of
-# them launches of an updated graph
+# same NAME RANKS UPDATES MIN MIN_REPLAYED ARGS...: graphs on = off bit for bit; at least MIN updates and
+# MIN optimizer steps as graphs (a shape's first update runs eagerly: the shape is the staging slot and
+# the micro-batch sizes), at least MIN_REPLAYED updates replayed without a capture, and every optimizer
+# step but the first graphed one (it is captured) replayed
 same() {
-  local name=$1 np=$2 n=$3 min=$4; shift 4
+  local name=$1 np=$2 n=$3 min=$4 min_replayed=$5; shift 5
   run "$EMU" "$np" "${name}_on" "$@" -o device=\"cuda\" -o training.max_update=$n
   run "$EMU" "$np" "${name}_off" "$@" -o device=\"cuda\" -o training.max_update=$n -o cuda_graphs=false
   "$CMP" "${name}_on/checkpoint_last.h5" "${name}_off/checkpoint_last.h5" 0 || fail "$name: graphs on != off"
@@ -48,8 +52,11 @@ same() {
   [ -n "$line" ] || { cat "${name}_on.log"; fail "$name: no CUDA graphs line in the log"; }
   graphed=$(echo "$line" | sed 's/.*CUDA graphs: \([0-9]*\) of.*/\1/')
   steps=$(echo "$line" | sed 's/.*, \([0-9]*\) optimizer step(s) as a graph.*/\1/')
-  reused=$(echo "$line" | sed 's/.*, \([0-9]*\) launch(es) of an updated graph.*/\1/')
-  [ "$graphed" -ge "$min" ] && [ "$steps" -ge "$min" ] && [ "$reused" -ge 1 ] || fail "$name: only $graphed of $n updates ran as graphs ($line)"
+  replayed=$(echo "$line" | sed 's/.*update(s) launched as a graph (\([0-9]*\) replayed without a capture).*/\1/')
+  steps_replayed=$(echo "$line" | sed 's/.*optimizer step(s) as a graph (\([0-9]*\) replayed without a capture).*/\1/')
+  [ "$graphed" -ge "$min" ] && [ "$steps" -ge "$min" ] || fail "$name: only $graphed of $n updates ran as graphs ($line)"
+  [ "$replayed" -ge "$min_replayed" ] && [ "$steps_replayed" -eq $((steps - 1)) ] ||
+    fail "$name: $replayed update(s) (at least $min_replayed) and $steps_replayed of $steps optimizer steps replayed without a capture ($line)"
   ! grep -q "| CUDA graphs: " "${name}_off.log" || fail "$name: cuda_graphs = false still launched graphs"
   echo "ok: $name on $np rank(s): $line; = cuda_graphs = false bit for bit"
 }
@@ -57,8 +64,17 @@ same() {
 make_tiny_mnist mnist.h5
 CNN="$top_srcdir/tests/e2e/small.cfg"
 cnn="-o data.path=\"mnist.h5\" -o training.max_epoch=0 -o training.max_sentences=8"
-same cnn1 1 8 6 "$CNN" $cnn -o training.update_freq=2
-same cnn2 2 8 6 "$CNN" $cnn -o training.update_freq=2
+# two keys (the staging parity), each captured at its second update and replayed from its third on
+same cnn1 1 8 6 4 "$CNN" $cnn -o training.update_freq=2
+same cnn2 2 8 6 4 "$CNN" $cnn -o training.update_freq=2
+# a per-update scalar left out of its slot is caught: with the dropout's key and first sample passed by
+# value (HETSEQ_GRAPH_UNSLOT_DROPOUT, a test knob) the replayed updates redraw their capture's masks
+HETSEQ_GRAPH_UNSLOT_DROPOUT=1 run "$EMU" 1 cnn1_unslotted "$CNN" $cnn -o training.update_freq=2 -o device=\"cuda\" \
+  -o training.max_update=8
+grep -q "(4 replayed without a capture)" cnn1_unslotted.log || { cat cnn1_unslotted.log; fail "cnn1_unslotted: no replays"; }
+rc=0; "$CMP" cnn1_unslotted/checkpoint_last.h5 cnn1_off/checkpoint_last.h5 0 > unslotted.cmp || rc=$?
+[ "$rc" -eq 1 ] || { cat unslotted.cmp; fail "a dropout key passed by value to a replayed graph went unnoticed (h5compare: $rc)"; }
+echo "ok: the dropout key passed by value to the replayed graphs: $(tail -1 unslotted.cmp)"
 
 if [ -n "${PYTHON_TORCH:-}" ]; then
   "$PYTHON_TORCH" "$top_srcdir/tests/ref/make_bert_shards.py" shards --prefix wiki --split training \
@@ -66,7 +82,7 @@ if [ -n "${PYTHON_TORCH:-}" ]; then
   "$PYTHON_TORCH" "$top_srcdir/tests/ref/make_bert_shards.py" shards --prefix wiki --split test \
     --rows 24 --seq-len 32 --max-pred 5 --vocab 1000 --seed 4 || fail "writing test shards"
   # (the last micro-batch of a shard is smaller: 4 of the 8 updates have a shape seen before)
-  same bert2 2 8 4 "$top_srcdir/tests/e2e/bert_small.cfg" -o training.update_freq=2
+  same bert2 2 8 4 0 "$top_srcdir/tests/e2e/bert_small.cfg" -o training.update_freq=2
 else
   echo "BERT part skipped: no Python with h5py to write the test shards"
 fi
@@ -79,9 +95,9 @@ fi
 . "$top_srcdir/tests/ref/txl_corpus.sh"
 make_txl_corpus txl_data 600
 HS_TEST_DEVICE=cuda txl_experiment txl.cfg txl_data ""
-same txl1 1 12 8 txl.cfg -o log.interval=1
-same txl2 2 12 8 txl.cfg -o log.interval=1
-same txl1_varlen 1 12 8 txl.cfg -o log.interval=1 -o txl.varlen=true -o txl.div_val=1
+same txl1 1 12 8 0 txl.cfg -o log.interval=1
+same txl2 2 12 8 0 txl.cfg -o log.interval=1
+same txl1_varlen 1 12 8 0 txl.cfg -o log.interval=1 -o txl.varlen=true -o txl.div_val=1
 
 # the CPU ignores the key, and says so when it is set
 run "$HETSEQ" 1 cpu_note "$CNN" $cnn -o training.max_update=1 -o cuda_graphs=true

@@ -31,8 +31,8 @@ static void capture_with_frees(const hs_backend *be, float *keep, void **exec, i
     static void *blocks[FREES];
     for (int i = 0; i < FREES; i++) blocks[i] = be->alloc(be, BLOCK);
     be->synchronize(be);
+    be->graph_begin(be); /* the first one allocates the per-update scalars' slots (cuda_slots.c) */
     const uint64_t live = hs_ledger_state.live_bytes;
-    be->graph_begin(be);
     be->zero(be, keep, 64 * sizeof(float));
     for (int i = 0; i < FREES; i++) be->free(be, blocks[i]);
     EXPECT(hs_ledger_state.live_bytes == live, "round %d: %llu bytes freed during the capture", round,

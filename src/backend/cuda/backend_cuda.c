@@ -19,8 +19,9 @@ static hs_backend cuda_backend = {
     .name = "cuda",
     .impl = &device,
     .memory_is_host = 0,
-    /* every op of src/backend/ops.def: .op = hs_cuda_<op> */
-#define HS_OP(ret, name, params) .name = hs_cuda_##name,
+    /* every op of src/backend/ops.def: .op = hs_cuda_rec_<op> (cuda_record.c: hs_cuda_<op>, or recorded
+     * inside a graph region) */
+#define HS_OP(ret, name, params) .name = hs_cuda_rec_##name,
 #include "backend/ops.def"
 };
 
@@ -50,7 +51,10 @@ void *hs_cuda_scratch(const hs_backend *be, size_t bytes) {
     hs_cuda_device *d = hs_cuda_dev(be);
     if (bytes <= d->scratch_bytes && d->scratch) return d->scratch;
     /* grow: the old block may still be read by enqueued kernels */
-    if (d->scratch) hs_cuda_free_later(be, d->scratch);
+    if (d->scratch) {
+        hs_cuda_free_later(be, d->scratch);
+        hs_cuda_memory_freed(); /* a graph that holds the old block is not replayed (cuda_record.c) */
+    }
     size_t grown = d->scratch_bytes * 2 > bytes ? d->scratch_bytes * 2 : bytes;
     grown = (grown + 255) & ~(size_t)255;
     HS_CUDA_CHECK(cudaMalloc(&d->scratch, grown));

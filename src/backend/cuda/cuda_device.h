@@ -45,10 +45,43 @@ typedef struct hs_cuda_device {
      * doubles when full, so any number of frees may fall inside one capture. */
     void **deferred_free;
     size_t n_deferred, cap_deferred;
+    /* cuda_slots.c: per-update scalars of a graph region (device slots, the pinned mirror ring, the
+     * events after the copies that read each mirror; slots_active between graph_begin and the launch) */
+    void *slots_dev;
+    void *mirror[4];
+    cudaEvent_t mirror_read[4];
+    int mirror_cur, slots_active;
+    size_t slots_used;
+    /* cuda_slots.c / cuda_record.c: slots_only: a wrapper called by the recorder only writes its slots
+     * (and enqueues nothing); slots_verify: a played wrapper's slots must equal the recorded ones, up
+     * to slots_recorded */
+    int slots_only, slots_verify;
+    size_t slots_recorded;
+    /* cuda_record.c: a graph region being recorded (its command list, signature, and why it may not be
+     * replayed: the op that blocks it, or NULL) */
+    int recording;
+    unsigned char *rec_buf;
+    size_t rec_used, rec_cap;
+    uint64_t rec_hash;
+    const char *rec_blocked;
 } hs_cuda_device;
 
 static inline hs_cuda_device *hs_cuda_dev(const hs_backend *be) { return (hs_cuda_device *)be->impl; }
 static inline cudaStream_t hs_cuda_stream(const hs_backend *be) { return hs_cuda_dev(be)->compute; }
+/* 1 while the recorder runs a wrapper for its slots only: the wrapper returns after its hs_cuda_slots
+ * calls, before it enqueues anything or touches other state (cuda_slots.h) */
+static inline int hs_cuda_slots_only(const hs_backend *be) { return hs_cuda_dev(be)->slots_only; }
+
+/* The wrappers' host state that decides what they enqueue (cuda_shadow.c: stale copies; cuda_twins.c:
+ * bindings) changed: a recorded region's signature includes this count (cuda_record.c). */
+void hs_cuda_state_changed(void);
+uint64_t hs_cuda_state_generation(void);
+/* A block of the backend's own (the scratch, the GEMM's 16-bit operand buffer, a parameter arena's
+ * 16-bit copy: addresses a graph holds that are no op's argument) is being freed: a graph captured
+ * meanwhile is not kept for replay, and the signature holds the count (cuda_record.c). Blocks freed
+ * through the seam need no count: their addresses are op arguments, in the signature. */
+void hs_cuda_memory_freed(void);
+uint64_t hs_cuda_memory_epoch(void);
 
 /* Device scratch of at least `bytes` for one op's temporaries (per-row partial sums and the like),
  * valid until the next call. Grows only (synchronising the device before it frees the old block), so

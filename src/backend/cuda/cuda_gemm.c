@@ -172,7 +172,10 @@ static void to_half(const hs_backend *be, const gemm_shape *s, const float *a, c
     const size_t a_bytes = (na * sizeof(uint16_t) + 255) & ~(size_t)255; /* B starts 256-byte aligned */
     const size_t need = a_bytes + nb * sizeof(uint16_t);
     if (need > d->gemm_half_bytes) {
-        if (d->gemm_half) hs_cuda_free_later(be, d->gemm_half); /* enqueued GEMMs may still read the old copy */
+        if (d->gemm_half) {
+            hs_cuda_free_later(be, d->gemm_half); /* enqueued GEMMs may still read the old copy */
+            hs_cuda_memory_freed();                /* a graph that holds it is not replayed (cuda_record.c) */
+        }
         const size_t grown = need > 2 * d->gemm_half_bytes ? need : 2 * d->gemm_half_bytes;
         HS_CUDA_CHECK(cudaMalloc(&d->gemm_half, grown));
         hs_ledger_alloc(d->gemm_half, grown);

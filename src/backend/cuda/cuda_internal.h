@@ -47,6 +47,8 @@ void hs_cuda_memory_written(const void *dst, size_t bytes);
  * with a fresh conversion; a mismatch stops the run naming op and operand. */
 const uint16_t *hs_cuda_twin_operand(const hs_backend *be, const float *x, int64_t lo, int64_t hi, int precision,
                                      const char *op, const char *operand);
+/* 1 if f starts a range bound to a twin (unbind_half(f) would end a binding) */
+int hs_cuda_twin_bound(const float *f);
 /* dst[bytes] is written by a memory op: the bindings whose fp32 range or twin it overlaps end. */
 void hs_cuda_twins_written(const void *dst, size_t bytes);
 /* p is being freed: the bindings whose fp32 range or twin starts at p end. */

@@ -15,6 +15,9 @@ extern "C" {
 
 #define HS_OP(ret, name, params) ret hs_cuda_##name params;
 #include "backend/ops.def"
+/* the table's entries (cuda_record.c, generated): hs_cuda_<op>, or its record inside a graph region */
+#define HS_OP(ret, name, params) ret hs_cuda_rec_##name params;
+#include "backend/ops.def"
 
 /* kernels/lowp.cu: operands of the bf16/fp16 products (precision = HS_PRECISION_BF16 or _FP16; src/util/lowp.h):
  * y[n] = the 16-bit patterns of x[n] (CUDA_R_16BF / CUDA_R_16F), or x[n] rounded and kept in fp32 (y may alias x) */

@@ -64,6 +64,7 @@ void hs_cuda_register_params(const hs_backend *be, const float *data, size_t n) 
         HS_REALLOC(arenas, capacity);
     }
     arenas[n_arenas++] = (shadow){.lo = lo, .hi = hi, .half = NULL, .precision = 0, .stale = 1};
+    hs_cuda_state_changed();
     unlocked();
 }
 
@@ -74,10 +75,12 @@ void hs_cuda_shadow_forget(const void *p) {
         if (arenas[i].lo == (uintptr_t)p) {
             half = arenas[i].half;
             arenas[i] = arenas[--n_arenas];
+            hs_cuda_state_changed();
             break;
         }
     unlocked();
     if (half) {
+        hs_cuda_memory_freed(); /* a graph may hold its address */
         HS_CUDA_CHECK(cudaFree(half)); /* cudaFree waits for the products that may still read it */
         hs_ledger_free(half);
     }
@@ -88,7 +91,10 @@ void hs_cuda_shadow_written(const void *dst, size_t bytes) {
     const uintptr_t lo = (uintptr_t)dst, hi = lo + bytes;
     locked();
     for (int i = 0; i < n_arenas; i++)
-        if (arenas[i].lo < hi && lo < arenas[i].hi) arenas[i].stale = 1;
+        if (arenas[i].lo < hi && lo < arenas[i].hi && !arenas[i].stale) {
+            arenas[i].stale = 1;
+            hs_cuda_state_changed();
+        }
     unlocked();
 }
 
@@ -105,11 +111,13 @@ const uint16_t *hs_cuda_shadow_operand(const hs_backend *be, const float *x, int
     if (!s->half) {
         HS_CUDA_CHECK(cudaMalloc((void **)&s->half, n * sizeof(uint16_t)));
         hs_ledger_alloc(s->half, n * sizeof(uint16_t)); /* device memory outside the seam's alloc */
+        hs_cuda_state_changed();
     }
     if (s->precision != precision) s->precision = precision, s->stale = 1;
     if (s->stale) { /* enqueued on the compute stream: after the write that made it stale */
         hs_cuda_params_to_half(be, precision, s->half, (const float *)s->lo, n);
         s->stale = 0;
+        hs_cuda_state_changed();
     }
     /* signed: with a negative batch stride x itself may precede the arena while its span lies inside */
     const uint16_t *h = s->half + (intptr_t)((uintptr_t)x - s->lo) / (intptr_t)sizeof(float);

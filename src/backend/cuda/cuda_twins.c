@@ -39,7 +39,10 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static void locked(void) { HS_CHECK_ERRNO(pthread_mutex_lock(&lock), "locking the 16-bit twins' registry"); }
 static void unlocked(void) { HS_CHECK_ERRNO(pthread_mutex_unlock(&lock), "unlocking the 16-bit twins' registry"); }
 
-static void drop(int i) { twins[i] = twins[--n_twins]; }
+static void drop(int i) {
+    twins[i] = twins[--n_twins];
+    hs_cuda_state_changed();
+}
 
 void hs_cuda_bind_half(const hs_backend *be, const float *f, const uint16_t *h, size_t n) {
     (void)be;
@@ -53,6 +56,7 @@ void hs_cuda_bind_half(const hs_backend *be, const float *f, const uint16_t *h, 
         HS_REALLOC(twins, capacity);
     }
     twins[n_twins++] = (twin){.lo = lo, .hi = hi, .half = h};
+    hs_cuda_state_changed();
     unlocked();
 }
 
@@ -62,6 +66,14 @@ void hs_cuda_unbind_half(const hs_backend *be, const float *f) {
     for (int i = n_twins - 1; i >= 0; i--)
         if (twins[i].lo == (uintptr_t)f) drop(i);
     unlocked();
+}
+
+int hs_cuda_twin_bound(const float *f) {
+    int bound = 0;
+    locked();
+    for (int i = 0; i < n_twins && !bound; i++) bound = twins[i].lo == (uintptr_t)f;
+    unlocked();
+    return bound;
 }
 
 void hs_cuda_twins_written(const void *dst, size_t bytes) {
