@@ -162,8 +162,8 @@ def txl_act_bytes(layers, d, heads, dh, inter, tgt, mem, fused=True, **_):
 # HBM3e bandwidth.
 H200 = {"bf16_tflops": 989.4, "hbm": 4.8e12}
 # device ops per update of one micro-batch, ops = a·layers + b (tests/cuda/test_device_budget.sh)
-DEVICE_OPS = {("BERT", "bf16"): (26, 74), ("BERT", "tf32"): (24, 57), ("TXL", "bf16"): (34, 126),
-              ("TXL", "tf32"): (32, 85)}
+DEVICE_OPS = {("BERT", "bf16"): (26, 75), ("BERT", "tf32"): (24, 58), ("TXL", "bf16"): (34, 127),
+              ("TXL", "tf32"): (32, 86)}
 # bytes per parameter and update the optimizer moves: LAMB reads w, g, m, v (16) and writes w, m, v (12)
 # and the weights' 16-bit copy (2)
 OPT_BYTES_PER_PARAM = 16 + 12 + 2
@@ -308,11 +308,11 @@ def check():
     assert abs(txl_flops_per_token(**tb) - (16 * layer + 6 * 512 * 20000)) < 1, txl_flops_per_token(**tb)
     assert abs(txl_flops_per_token(**tb) / 1e9 - 0.470) < 0.001, txl_flops_per_token(**tb)
     # the floor of docs/gpu.md: 64 x 240.64 GFLOP / 989.4 TFLOP/s = 15.57 ms; 2 x 64 x 105.70 MB / 4.8 TB/s
-    # = 2.82 ms; 30 x 336.23 M / 4.8 TB/s = 2.10 ms; 20.49 ms, 3124 seq/s, 76.0 %; 26 x 24 + 74 = 698 ops
+    # = 2.82 ms; 30 x 336.23 M / 4.8 TB/s = 2.10 ms; 20.49 ms, 3124 seq/s, 76.0 %; 26 x 24 + 75 = 699 ops
     t = mixed_floor()
     assert abs(1e3 * t["gemm"] - 15.57) < 0.01 and abs(1e3 * t["act"] - 2.82) < 0.01, t
     assert abs(1e3 * t["opt"] - 2.10) < 0.01 and abs(1e3 * t["total"] - 20.49) < 0.01, t
-    assert abs(t["seq_s"] - 3124) < 1 and abs(100 * t["mfu"] - 76.0) < 0.1 and t["ops"] == 698, t
+    assert abs(t["seq_s"] - 3124) < 1 and abs(100 * t["mfu"] - 76.0) < 0.1 and t["ops"] == 699, t
     print("checks passed")
 
 
