@@ -113,7 +113,8 @@ if [ -x "$BUILD/config.status" ]; then
   done
 fi
 # ... with the build's CFLAGS and CXXFLAGS less their -g: debug information changes neither the code
-# GCC generates nor its warnings (-Werror), and writing it is a fifth of this build's compile time.
+# GCC generates nor its warnings (-Werror), and writing it costs 13% (C) to 25% (the emulated kernels'
+# C++) of each compile here.
 nodebug() { # flags...: the flags less -g, -g<level>, -ggdb..., -gdwarf...
   local f out=()
   for f in "$@"; do case $f in -g | -g[0-9] | -ggdb* | -gdwarf*) ;; *) out+=("$f") ;; esac; done
