@@ -150,7 +150,7 @@ test)
   # leaving the emulated device's tests out of the run.
   if step "build build/" build build --enable-cuda-emulation "${cuda[@]}" "${pyenv[@]}"; then
     step "make check (build/)" make -C build -j"$jobs" check || true
-    # valgrind memcheck of 40 training updates on 2 ranks, in the same build (tests/sanitizers.am).
+    # valgrind memcheck of 20 training updates on 2 ranks, in the same build (tests/sanitizers.am).
     step "valgrind (build/: make check-valgrind)" make -C build check-valgrind || true
   fi
   # ASan + UBSan: the CPU unit and gradient tests and the MPI, end-to-end and bad-input tests.

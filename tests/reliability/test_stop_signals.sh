@@ -10,10 +10,11 @@ need_cmd h5dump hdf5-tools
 make_tiny_mnist tiny.h5
 CFG="$top_srcdir/tests/e2e/small.cfg"
 # 50 updates per epoch on 2 ranks. Each run is long enough that the signal lands mid-run: the signal is
-# sent once 20 updates are logged; a signal to the ranks, or SIGUSR1 to mpirun, arrives at once (200
-# updates), while SIGTERM to mpirun reaches the ranks only after odls_base_sigkill_timeout (below), and an
-# idle machine runs ~60 updates a second (600).
-SHORT=200 LONG=600
+# sent once 20 updates are logged; a signal to the ranks, or SIGUSR1 to mpirun, arrives at once (100
+# updates: the stops land at update 21-22, and one that came too late fails the test, below), while
+# SIGTERM to mpirun reaches the ranks only after odls_base_sigkill_timeout (below), and an idle machine
+# runs ~60 updates a second (600).
+SHORT=100 LONG=600
 args=(-o data.path=\"tiny.h5\" -o training.max_sentences=4 -o training.max_epoch=0 -o log.interval=10)
 # mpirun waits this long before it passes its SIGTERM on to the ranks, and as long again before a
 # SIGKILL (Open MPI's default is 1 s: too short to write a large checkpoint).
