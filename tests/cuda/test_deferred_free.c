@@ -11,20 +11,11 @@
 
 #include "backend/backend.h"
 #include "backend/ledger.h"
+#include "expect.h"
 
 #define FREES 1000   /* per capture: well past the list's first 64 entries */
 #define BLOCK 256    /* bytes of each block */
 
-static int failures;
-#define EXPECT(cond, ...)                                                                                          \
-    do {                                                                                                           \
-        if (!(cond)) {                                                                                             \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                                   \
-            fprintf(stderr, __VA_ARGS__);                                                                          \
-            fputc('\n', stderr);                                                                                   \
-            failures++;                                                                                            \
-        }                                                                                                          \
-    } while (0)
 
 /* One capture: FREES blocks allocated before it, freed inside it around a node that writes `keep`. */
 static void capture_with_frees(const hs_backend *be, float *keep, void **exec, int round) {

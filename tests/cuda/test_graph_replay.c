@@ -15,21 +15,12 @@
 
 #include "backend/backend.h"
 #include "backend/ledger.h"
+#include "expect.h"
 
 #define ROWS 6
 #define COLS 40
 #define N (ROWS * COLS)
 
-static int failures;
-#define EXPECT(cond, ...)                                                                                          \
-    do {                                                                                                           \
-        if (!(cond)) {                                                                                             \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                                   \
-            fprintf(stderr, __VA_ARGS__);                                                                          \
-            fputc('\n', stderr);                                                                                   \
-            failures++;                                                                                            \
-        }                                                                                                          \
-    } while (0)
 
 typedef struct bufs {
     float *x, *y, *logprobs, *dlogits;

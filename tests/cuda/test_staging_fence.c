@@ -13,19 +13,10 @@
 
 #include "backend/backend.h"
 #include "train/prefetch.h"
+#include "expect.h"
 
 #define COUNT 64
 
-static int failures;
-#define EXPECT(cond, ...)                                                                                          \
-    do {                                                                                                           \
-        if (!(cond)) {                                                                                             \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                                   \
-            fprintf(stderr, __VA_ARGS__);                                                                          \
-            fputc('\n', stderr);                                                                                   \
-            failures++;                                                                                            \
-        }                                                                                                          \
-    } while (0)
 
 static size_t fake_batch_bytes(hs_task *t, int max_count) {
     (void)t;
