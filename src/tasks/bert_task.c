@@ -189,8 +189,10 @@ hs_task *hs_bert_task_create(const hs_task_settings *s, const hs_comm *comm, con
     hs_log("| activations: %.1f MB for a micro-batch of %d x %d tokens, %s; attention %s",
            hs_bert_activation_bytes(b->model) / 1e6, b->max_batch, b->seq_len,
            hs_bert_activations_16bit(b->model)
-               ? (fused ? "q|k|v, context and FFN activations kept in 16 bits (docs/gpu.md)"
-                        : "q|k|v, attention probabilities, context and FFN activations kept in 16 bits (docs/gpu.md)")
+               ? (fused ? "q|k|v, context, FFN pre-activation, layer input and h1 kept in 16 bits, GELU output "
+                          "recomputed (docs/gpu.md)"
+                        : "q|k|v, attention probabilities, context, FFN pre-activation, layer input and h1 kept in "
+                          "16 bits, GELU output recomputed (docs/gpu.md)")
                : "kept in fp32",
            fused ? "fused (row log-sum-exp kept, no L x L probabilities)" : "unfused (L x L probabilities kept)");
 
