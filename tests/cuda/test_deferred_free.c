@@ -36,12 +36,7 @@ static void capture_with_frees(const hs_backend *be, float *keep, void **exec, i
 }
 
 int main(void) {
-    char why[512] = "";
-    const hs_backend *be = hs_backend_cuda(0, why, sizeof why);
-    if (!be) {
-        fprintf(stderr, "SKIP: no CUDA device: %s\n", why);
-        return 77;
-    }
+    const hs_backend *be = cuda_backend_or_skip();
     float *keep = be->alloc(be, 64 * sizeof(float));
     void *exec = NULL;
     for (int round = 1; round <= 2; round++) capture_with_frees(be, keep, &exec, round);

@@ -61,12 +61,7 @@ static int region(const hs_backend *be, const bufs *b, void **exec, float p, int
 }
 
 int main(void) {
-    char why[512] = "";
-    const hs_backend *be = hs_backend_cuda(0, why, sizeof why);
-    if (!be) {
-        fprintf(stderr, "SKIP: no CUDA device: %s\n", why);
-        return 77;
-    }
+    const hs_backend *be = cuda_backend_or_skip();
     bufs b;
     b.x = be->alloc(be, N * sizeof(float));
     b.y = be->alloc(be, N * sizeof(float));

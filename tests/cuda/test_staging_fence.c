@@ -38,12 +38,7 @@ static int holds_batch(const int32_t *v, int64_t first) {
 }
 
 int main(void) {
-    char why[512] = "";
-    const hs_backend *be = hs_backend_cuda(0, why, sizeof why);
-    if (!be) {
-        fprintf(stderr, "SKIP: no CUDA device: %s\n", why);
-        return 77;
-    }
+    const hs_backend *be = cuda_backend_or_skip();
     hs_task task;
     memset(&task, 0, sizeof task);
     task.name = "fake";
