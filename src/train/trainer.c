@@ -30,6 +30,7 @@
 #include "train/trainer.h"
 #include "train/update_graphs.h"
 #include "util/check.h"
+#include "util/env_flag.h"
 #include "util/fault.h"
 #include "util/hash.h"
 #include "util/log.h"
@@ -844,8 +845,8 @@ static void train_loop(trainer *t) {
 
 /* HETSEQ_CUDA_LEDGER=1: the device-op ledger's per-op table on rank 0 (docs/gpu.md). */
 static void print_device_ledger(void) {
-    const char *env = getenv("HETSEQ_CUDA_LEDGER");
-    if (!env || !*env || !strcmp(env, "0") || hs_log_rank() != 0) return;
+    static int on = -1;
+    if (!hs_env_flag("HETSEQ_CUDA_LEDGER", &on) || hs_log_rank() != 0) return;
     if (!hs_ledger_state.used) {
         hs_log("| HETSEQ_CUDA_LEDGER: this backend keeps no device-op ledger (only device = \"cuda\" does)");
         return;

@@ -33,6 +33,7 @@
 #include "backend/cuda/cuda_record.h"
 #include "backend/cuda/cuda_slots.h"
 #include "util/check.h"
+#include "util/env_flag.h"
 
 #define HS_CUDA_GRAPHS_PER_KEY 4
 
@@ -40,11 +41,7 @@
  * that keeps it from being replayed) */
 static int tracing(void) {
     static int on = -1;
-    if (on < 0) {
-        const char *v = getenv("HETSEQ_GRAPH_TRACE");
-        on = v && *v && strcmp(v, "0") != 0;
-    }
-    return on;
+    return hs_env_flag("HETSEQ_GRAPH_TRACE", &on);
 }
 
 typedef struct graph_entry {

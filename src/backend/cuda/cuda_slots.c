@@ -7,6 +7,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
 #include "util/check.h"
+#include "util/env_flag.h"
 
 #define SLOT_BYTES ((size_t)HS_CUDA_SLOTS_MAX * 8)
 
@@ -61,11 +62,7 @@ const float *hs_cuda_slot_f32(const hs_backend *be, float v) {
  * tests/cuda/test_cuda_graphs.sh checks that the bit comparison with an eager run catches it */
 static int unslot_dropout(void) {
     static int on = -1;
-    if (on < 0) {
-        const char *v = getenv("HETSEQ_GRAPH_UNSLOT_DROPOUT");
-        on = v && *v && strcmp(v, "0") != 0;
-    }
-    return on;
+    return hs_env_flag("HETSEQ_GRAPH_UNSLOT_DROPOUT", &on);
 }
 
 const hs_dropout_slot *hs_cuda_dropout_slot(const hs_backend *be, uint64_t key, int64_t first_sample) {

@@ -26,6 +26,7 @@
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_internal.h"
 #include "backend/cuda/cuda_ops.h"
+#include "util/env_flag.h"
 
 typedef struct twin {
     uintptr_t lo, hi;     /* the fp32 bytes [lo, hi): float f[n] */
@@ -96,11 +97,7 @@ void hs_cuda_twins_forget(const void *p) {
 
 static int checking(void) {
     static int on = -1;
-    if (on < 0) {
-        const char *e = getenv("HETSEQ_CHECK_HALF_TWINS");
-        on = e && *e && strcmp(e, "0") != 0;
-    }
-    return on;
+    return hs_env_flag("HETSEQ_CHECK_HALF_TWINS", &on);
 }
 
 /* Compares twin h[n] with a fresh conversion of f[n] (both downloaded: the check waits for the device). */
