@@ -18,10 +18,10 @@ BEGIN {
   cls["upload_async"] = "now_once"
   cls["upload"] = "refuse"; cls["download"] = "refuse"; cls["synchronize"] = "refuse"
   cls["event_synchronize"] = "refuse"; cls["collectives_init"] = "refuse"
-  cls["bind_half"] = "keep"; cls["unbind_half"] = "keep"; cls["register_params"] = "keep"
-  # ... unless the call changes nothing: a bind of nothing, an unbind of an fp32 range without a twin (no
-  # bind before it in the region: a real one keeps the region from being replayed already)
-  keepif["bind_half"] = "f && h && n"; keepif["unbind_half"] = "hs_cuda_twin_bound(f)"
+  cls["register_params"] = "keep"
+  # bind_half and unbind_half are recorded: the twins' registry at the region's start is in the
+  # signature, and the registry after the capture is kept with the graph and set again at a replay
+  # (cuda_twins.c, cuda_graph.c)
   cls["graph_begin"] = "direct"; cls["graph_end_launch"] = "direct"; cls["graph_destroy"] = "direct"
   # the per-update scalars (cuda_slots.h): left out of the signature, written into slots
   split("dropout_forward dropout_backward relu_dropout_forward relu_dropout_backward dropout_add_layernorm_forward " \

@@ -5,7 +5,8 @@
  * GELU); everything else is shared. Dropout runs in place and stores no mask (the counter RNG redraws
  * it), the residual sums are written over the sub-layer outputs, and the backward pass works in three
  * [T,H] buffers plus one workspace that holds the FFN gradient [T,I] and later the attention's dqkv
- * [T,3H]. The MLM head sees only the labelled rows: logits [Np,V] with Np = labelled tokens.
+ * [T,3H]. The MLM head sees only the labelled rows: logits [Np,V] with Np = labelled tokens (on a backend
+ * that records graph regions, CUDA, padded to B·max_pred with ignored rows: mlm_rows_for).
  *
  * 16-bit storage (precision bf16 | fp16, unless HETSEQ_ACTIVATION_STORAGE=fp32): the tensors a
  * mixed-precision framework keeps in 16 bits — q|k|v, the attention probabilities, the context, the FFN
@@ -109,7 +110,8 @@ typedef struct bert_layer_half {
 typedef struct bert_input_bufs {
     int32_t *ids, *segments, *input_mask;        /* [B,L] */
     int32_t *nsp_labels, *cls_rows;              /* [B]: label, row b·L of the [CLS] token */
-    int32_t *mlm_rows, *mlm_labels;              /* [Np]: row b·L + position of each labelled token, its id */
+    int32_t *mlm_rows, *mlm_labels;              /* [Np]: row b·L + position of each labelled token, its id
+                                                  * (padding rows: row 0, label -1, mlm_rows_for) */
     int32_t *cls_host, *rows_host, *labels_host; /* host: what cls_rows, mlm_rows, mlm_labels upload from */
 } bert_input_bufs;
 
@@ -125,7 +127,7 @@ struct hs_bert {
     int pool_w, pool_b, mlm_bias, transform_w, transform_b, transform_ln_g, transform_ln_b, nsp_w, nsp_b;
 
     /* the staged micro-batch */
-    int batch, seq_len, mlm_count;
+    int batch, seq_len, mlm_count;       /* mlm_count: the MLM head's rows Np (mlm_rows_for) */
     bert_input_bufs in;                   /* its inputs on the device (and the derived host arrays) */
     float *mask_bias;                     /* [B,L] (1 - input_mask)·(-10000) */
 
@@ -471,8 +473,23 @@ static void check_range(const int32_t *v, size_t n, int per_row, int32_t limit, 
                    i / (size_t)per_row, i % (size_t)per_row, (int)limit, fix);
 }
 
+/* The MLM head's row count for a micro-batch of B sequences with n labelled tokens (at most P each):
+ * n itself, or on a backend that records graph regions (be->graph_begin: CUDA) B·P, the most the
+ * micro-batch can hold. The labelled-token count changes from micro-batch to micro-batch; it sets the
+ * MLM head's GEMM rows, the loss kernels' grids and the scratch they take, so a region holding it would
+ * have another signature every update and never replay (docs/gpu.md, "CUDA graphs"). Padded to B·P, the
+ * shapes depend on the micro-batch's size alone. The padding rows gather row 0 (the first [CLS] token,
+ * any valid row) and carry label -1, which the loss ignores: 0 added to every loss sum (the count and
+ * correct sums read the labels on the device), dlogits 0, so they add exact zeros to every gradient.
+ * The loss normalisation (1/labelled tokens of the update) is a slot of softmax_xent_backward. The CPU
+ * keeps n rows: its bits stay those of the PyTorch cross-checks. */
+static int mlm_rows_for(const hs_bert *m, int B, int P, int n) {
+    return m->be->graph_begin && P > 0 ? B * P : n;
+}
+
 /* The checks of a host micro-batch, then its derived host arrays: cls[B] = b·L, rows[n] = b·L + position
- * of each labelled token in batch order, labels[n] its id. Returns n. */
+ * of each labelled token in batch order, labels[n] its id, and rows/labels [n, mlm_rows_for) the
+ * padding (row 0, label -1). Returns n. */
 static int check_and_derive(const hs_bert *m, const hs_bert_batch *b, int32_t *cls, int32_t *rows, int32_t *labels) {
     const int B = b->count, L = b->seq_len, P = b->max_pred;
     if (B < 1 || B > m->max_batch || L < 1 || L > m->max_seq || P > m->max_pred)
@@ -498,28 +515,33 @@ static int check_and_derive(const hs_bert *m, const hs_bert_batch *b, int32_t *c
         }
     }
     check_range(labels, (size_t)n, n > 0 ? n : 1, m->cfg.padded_vocab_size, "masked-LM label", vocab_fix);
+    for (int k = n; k < mlm_rows_for(m, B, P, n); k++) rows[k] = 0, labels[k] = -1;
     return n;
 }
 
 typedef void (*upload_fn)(const hs_backend *be, void *dst, const void *src_host, size_t bytes);
 
 /* The checks of a host micro-batch, its derived host arrays into `in`, then every input uploaded with
- * `upload` (be->upload, or be->upload_async on the copy stream). Returns the labelled-token count. */
-static int inputs_stage(const hs_bert *m, const hs_bert_batch *b, bert_input_bufs *in, upload_fn upload) {
+ * `upload` (be->upload, or be->upload_async on the copy stream). Returns the labelled-token count;
+ * *rows_out the MLM head's row count (mlm_rows_for). */
+static int inputs_stage(const hs_bert *m, const hs_bert_batch *b, bert_input_bufs *in, upload_fn upload,
+                        int *rows_out) {
     const int n = check_and_derive(m, b, in->cls_host, in->rows_host, in->labels_host);
+    const int rows = *rows_out = mlm_rows_for(m, b->count, b->max_pred, n);
     const size_t B = (size_t)b->count, T = B * (size_t)b->seq_len;
     const int32_t *src[N_INPUTS] = {b->input_ids,  b->segment_ids,  b->input_mask,  b->nsp_labels,
                                     in->cls_host,  in->rows_host,   in->labels_host};
     int32_t **dev[N_INPUTS];
     size_t count[N_INPUTS];
     input_list(in, dev);
-    input_counts(B, T, (size_t)n, count);
+    input_counts(B, T, (size_t)rows, count);
     for (int i = 0; i < N_INPUTS; i++)
         if (count[i] > 0) upload(m->be, *dev[i], src[i], count[i] * sizeof(int32_t));
     return n;
 }
 
-/* The micro-batch whose inputs are in m->in: its sizes, and the attention mask bias built from them. */
+/* The micro-batch whose inputs are in m->in: its sizes (n: the MLM head's rows, padding included), and
+ * the attention mask bias built from them. */
 static void inputs_taken(hs_bert *m, int B, int L, int n) {
     hs_attention_mask_bias(m->be, m->mask_bias, m->in.input_mask, B, L);
     m->batch = B;
@@ -528,14 +550,15 @@ static void inputs_taken(hs_bert *m, int B, int L, int n) {
 }
 
 int hs_bert_stage_batch(hs_bert *m, const hs_bert_batch *b) {
-    const int n = inputs_stage(m, b, &m->in, m->be->upload);
-    inputs_taken(m, b->count, b->seq_len, n);
+    int rows;
+    const int n = inputs_stage(m, b, &m->in, m->be->upload, &rows);
+    inputs_taken(m, b->count, b->seq_len, rows);
     return n;
 }
 
 /* A staged micro-batch: inputs shaped like the model's own, and its sizes. */
 struct hs_bert_inputs {
-    int batch, seq_len, mlm_count;
+    int batch, seq_len, mlm_count; /* mlm_count: the MLM head's rows, padding included (mlm_rows_for) */
     bert_input_bufs bufs;
 };
 
@@ -553,10 +576,11 @@ void hs_bert_inputs_free(const hs_bert *m, hs_bert_inputs *in) {
 }
 
 int hs_bert_stage_batch_async(const hs_bert *m, const hs_bert_batch *b, hs_bert_inputs *in) {
-    const int n = inputs_stage(m, b, &in->bufs, m->be->upload_async);
+    int rows;
+    const int n = inputs_stage(m, b, &in->bufs, m->be->upload_async, &rows);
     in->batch = b->count;
     in->seq_len = b->seq_len;
-    in->mlm_count = n;
+    in->mlm_count = rows;
     return n;
 }
 

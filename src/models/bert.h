@@ -61,8 +61,9 @@ void hs_bert_init_params(hs_bert *m, uint64_t seed);
 /* Checks a host micro-batch (bert_shards.h view; count <= max_batch, seq_len <= max_seq_len,
  * max_pred <= the model's; token ids < vocab, segments < type_vocab, positions < L, labels in range:
  * a bad value ends the run with a message naming it) and uploads it into the model's device inputs,
- * with the labelled positions flattened to rows b·L + position in batch order. Returns the number of
- * labelled tokens. */
+ * with the labelled positions flattened to rows b·L + position in batch order (on a backend that
+ * records graph regions, CUDA, padded to count·max_pred rows the loss ignores, so a micro-batch size
+ * has one set of shapes: docs/gpu.md, "CUDA graphs"). Returns the number of labelled tokens. */
 int hs_bert_stage_batch(hs_bert *m, const hs_bert_batch *batch);
 
 /* Asynchronous staging (tasks/task.h, stage): a second set of device inputs with its own derived host

@@ -6,7 +6,10 @@
  * eagerly. A non-slotted argument that changes (the dropout probability) gives another signature: a
  * capture; back to the first one, its graph is replayed again (kept by signature). A region that frees
  * a block is captured every time. A replayed region counts the same device ops in the ledger as a
- * captured one. */
+ * captured one. A bf16 region that binds a 16-bit twin (bind_half) and leaves it bound is replayed, and
+ * after the replay the binding is there as after its capture (cuda_twins.c: kept with the graph, set
+ * again at the replay, which runs no wrapper): an eager product then reads the twin, converting
+ * nothing; with another binding at the region's start (in its signature) it is captured again. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,6 +17,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/cuda/cuda_internal.h"
 #include "backend/ledger.h"
 #include "expect.h"
 
@@ -113,13 +117,50 @@ int main(void) {
     EXPECT(ops_of[1] == ops_of[0] && ops_of[2] == ops_of[0],
            "the ledger counts %llu ops for a captured region, %llu and %llu for replayed ones",
            (unsigned long long)ops_of[0], (unsigned long long)ops_of[1], (unsigned long long)ops_of[2]);
+    /* the twins: a region round r of x16 = round(x), bind x to x16, c = x·wᵀ (reads the twin), left
+     * bound; then eagerly c = x·wᵀ again (no conversion of x when the binding is there, one otherwise) */
+    const hs_backend *bf = hs_backend_with_precision(be, "bf16");
+    uint16_t *x16 = bf->alloc(bf, N * sizeof(uint16_t));
+    float *w = bf->alloc(bf, COLS * COLS * sizeof(float)), *c = bf->alloc(bf, ROWS * COLS * sizeof(float));
+    bf->copy(bf, w, b.logprobs, COLS * COLS * sizeof(float) < N * sizeof(float) ? COLS * COLS * sizeof(float)
+                                                                                 : N * sizeof(float));
+    bf->zero(bf, w, 4); /* (w is no parameter arena: converted by every product, counted the same each time) */
+    /* eagerly first, as a key's first update runs: the GEMM's 16-bit operand buffer grows then, not in
+     * a capture (its address is in the signature) */
+    bf->gemm(bf, 0, 1, ROWS, COLS, COLS, 1.0f, b.x, COLS, w, COLS, 0.0f, c, COLS);
+    void *exec3 = NULL;
+    int twin_hows[4];
+    size_t eager_conversions[4];
+    for (int round = 0; round < 4; round++) {
+        if (round == 3) bf->bind_half(bf, b.y, x16, 8); /* another registry at the start: another signature */
+        bf->graph_begin(bf);
+        bf->to_half(bf, x16, b.x, N);
+        bf->bind_half(bf, b.x, x16, N);
+        bf->gemm(bf, 0, 1, ROWS, COLS, COLS, 1.0f, b.x, COLS, w, COLS, 0.0f, c, COLS);
+        twin_hows[round] = bf->graph_end_launch(bf, &exec3);
+        const size_t before = hs_cuda_gemm_conversions();
+        bf->gemm(bf, 0, 1, ROWS, COLS, COLS, 1.0f, b.x, COLS, w, COLS, 0.0f, c, COLS);
+        eager_conversions[round] = hs_cuda_gemm_conversions() - before;
+        bf->unbind_half(bf, b.x);
+        bf->unbind_half(bf, b.y);
+    }
+    EXPECT(twin_hows[0] == 0 && twin_hows[1] == 2 && twin_hows[2] == 2 && twin_hows[3] != 2,
+           "a region binding a twin: %d %d %d %d (0 instantiated, 2 replayed; the last starts from another binding)",
+           twin_hows[0], twin_hows[1], twin_hows[2], twin_hows[3]);
+    for (int round = 0; round < 4; round++)
+        EXPECT(eager_conversions[round] == 1,
+               "round %d: the product after the region converted %zu operands (1: the weight; x's twin bound)", round,
+               eager_conversions[round]);
+
     be->synchronize(be);
     be->graph_destroy(be, exec);
     be->graph_destroy(be, exec2);
+    bf->graph_destroy(bf, exec3);
     if (failures) return 1;
     printf("PASS: a region replayed without a capture 5 times and again after another signature, the eager "
            "bits every round; a region that frees a block captured every round; the ledger counts %llu ops "
-           "for a captured and for a replayed region\n",
+           "for a captured and for a replayed region; a region binding a twin replayed, its binding there after "
+           "the replay\n",
            (unsigned long long)ops_of[0]);
     return 0;
 }

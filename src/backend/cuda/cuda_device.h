@@ -72,8 +72,10 @@ static inline cudaStream_t hs_cuda_stream(const hs_backend *be) { return hs_cuda
  * calls, before it enqueues anything or touches other state (cuda_slots.h) */
 static inline int hs_cuda_slots_only(const hs_backend *be) { return hs_cuda_dev(be)->slots_only; }
 
-/* The wrappers' host state that decides what they enqueue (cuda_shadow.c: stale copies; cuda_twins.c:
- * bindings) changed: a recorded region's signature includes this count (cuda_record.c). */
+/* The wrappers' host state that decides what they enqueue, the parameter copies' registry (cuda_shadow.c:
+ * registered arenas, stale copies), changed: a recorded region's signature includes this count, and a
+ * graph captured while it changed is not replayed (cuda_record.c, cuda_graph.c). The activations' twins
+ * (cuda_twins.c) are hashed by content instead and kept with the graph (hs_cuda_twins_save). */
 void hs_cuda_state_changed(void);
 uint64_t hs_cuda_state_generation(void);
 /* A block of the backend's own (the scratch, the GEMM's 16-bit operand buffer, a parameter arena's

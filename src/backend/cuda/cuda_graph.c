@@ -29,6 +29,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_internal.h"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/cuda_record.h"
 #include "backend/cuda/cuda_slots.h"
@@ -50,6 +51,7 @@ typedef struct graph_entry {
     int64_t used;     /* the launch that used it last (LRU) */
     int replayable;   /* 0: captured while a block it holds was freed or the bookkeeping changed */
     hs_ledger_tape tape; /* the ledger counts of its capture */
+    hs_cuda_twins_state *twins; /* the activations' twins after its capture: set again at each replay */
 } graph_entry;
 
 /* What *exec of graph_end_launch points to: one key's executable graphs */
@@ -104,6 +106,7 @@ int hs_cuda_graph_end_launch(const hs_backend *be, void **exec) {
                 hs_cuda_slots_end(be);
                 d->capturing = 0;
                 hs_ledger_tape_replay(&e->tape);
+                hs_cuda_twins_restore(e->twins); /* the binds and unbinds its capture made */
                 if (tracing()) fprintf(stderr, "| graph %016llx: replayed\n", (unsigned long long)signature);
                 launch(be, e->exec);
                 return 2;
@@ -134,6 +137,8 @@ int hs_cuda_graph_end_launch(const hs_backend *be, void **exec) {
                 if (set->e[i].used < set->e[k].used) k = i;
         graph_entry *e = &set->e[k];
         hs_ledger_tape_free(&e->tape);
+        free(e->twins);
+        e->twins = hs_cuda_twins_save();
         reused = instantiate(&e->exec, graph);
         e->signature = signature;
         e->used = set->clock;
@@ -157,6 +162,7 @@ void hs_cuda_graph_destroy(const hs_backend *be, void *exec) {
     for (int i = 0; i < set->n; i++) {
         if (set->e[i].exec) HS_CUDA_CHECK(cudaGraphExecDestroy(set->e[i].exec));
         hs_ledger_tape_free(&set->e[i].tape);
+        free(set->e[i].twins);
     }
     if (set->always) HS_CUDA_CHECK(cudaGraphExecDestroy(set->always));
     free(set);

@@ -47,12 +47,17 @@ void hs_cuda_memory_written(const void *dst, size_t bytes);
  * with a fresh conversion; a mismatch stops the run naming op and operand. */
 const uint16_t *hs_cuda_twin_operand(const hs_backend *be, const float *x, int64_t lo, int64_t hi, int precision,
                                      const char *op, const char *operand);
-/* 1 if f starts a range bound to a twin (unbind_half(f) would end a binding) */
-int hs_cuda_twin_bound(const float *f);
 /* dst[bytes] is written by a memory op: the bindings whose fp32 range or twin it overlaps end. */
 void hs_cuda_twins_written(const void *dst, size_t bytes);
 /* p is being freed: the bindings whose fp32 range or twin starts at p end. */
 void hs_cuda_twins_forget(const void *p);
+/* CUDA graphs: the registry hashed into h (a region's signature holds it as the region starts); a copy
+ * of it (hs_xcalloc'd: free() it), and the registry set back to a copy (a replay: the binds and unbinds
+ * of the region, made while its capture was played, are not made again) */
+typedef struct hs_cuda_twins_state hs_cuda_twins_state;
+uint64_t hs_cuda_twins_hash(uint64_t h);
+hs_cuda_twins_state *hs_cuda_twins_save(void);
+void hs_cuda_twins_restore(const hs_cuda_twins_state *s);
 
 /* cuda_gemm.c: the operand conversions the bf16/fp16 GEMMs have launched so far (a parameter operand
  * read from its arena's copy is not one), for the tests that check weights are not converted per GEMM. */

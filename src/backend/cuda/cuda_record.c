@@ -39,10 +39,12 @@ void hs_cuda_record_begin(const hs_backend *be) {
     d->rec_blocked = NULL;
     d->rec_hash = HS_FNV64_OFFSET;
     /* the backend's own blocks the wrappers will use (grow-only: a graph that used a smaller one at the
-     * same address stays within it) and the 16-bit copies' bookkeeping */
+     * same address stays within it) and the 16-bit copies' bookkeeping: the parameter copies' changes
+     * counted, the activations' twins as they are (the region's binds and unbinds start from them) */
     const uint64_t state[3] = {(uint64_t)(uintptr_t)d->scratch, (uint64_t)(uintptr_t)d->gemm_half,
                                hs_cuda_state_generation()};
     hash(d, state, sizeof state);
+    d->rec_hash = hs_cuda_twins_hash(d->rec_hash);
 }
 
 uint64_t hs_cuda_record_end(const hs_backend *be) {

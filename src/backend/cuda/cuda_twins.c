@@ -15,7 +15,14 @@
  * op, the operand and the binding. The check waits for the device, so it is skipped while a CUDA graph is
  * being captured (a warm-up update runs uncaptured first).
  *
- * The registry is host-side, guarded by a mutex (the prefetch thread's upload_async asks it too). */
+ * The registry is host-side, guarded by a mutex (the prefetch thread's upload_async asks it too).
+ *
+ * CUDA graphs (docs/gpu.md, "CUDA graphs"): which operands a recorded GEMM reads from a twin is decided
+ * when its call is played into a capture, from the registry as the region's earlier binds and unbinds
+ * left it. A region's signature holds the registry as it was at the region's start (hs_cuda_twins_hash),
+ * and its binds and unbinds are ops of the signature like any other, so the registry after a capture is
+ * a function of the signature: it is kept with the graph (hs_cuda_twins_save) and put back at each
+ * replay (hs_cuda_twins_restore), which runs no wrapper. */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -27,6 +34,7 @@
 #include "backend/cuda/cuda_internal.h"
 #include "backend/cuda/cuda_ops.h"
 #include "util/env_flag.h"
+#include "util/hash.h"
 
 typedef struct twin {
     uintptr_t lo, hi;     /* the fp32 bytes [lo, hi): float f[n] */
@@ -40,10 +48,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static void locked(void) { HS_CHECK_ERRNO(pthread_mutex_lock(&lock), "locking the 16-bit twins' registry"); }
 static void unlocked(void) { HS_CHECK_ERRNO(pthread_mutex_unlock(&lock), "unlocking the 16-bit twins' registry"); }
 
-static void drop(int i) {
-    twins[i] = twins[--n_twins];
-    hs_cuda_state_changed();
-}
+static void drop(int i) { twins[i] = twins[--n_twins]; }
 
 void hs_cuda_bind_half(const hs_backend *be, const float *f, const uint16_t *h, size_t n) {
     (void)be;
@@ -57,7 +62,6 @@ void hs_cuda_bind_half(const hs_backend *be, const float *f, const uint16_t *h, 
         HS_REALLOC(twins, capacity);
     }
     twins[n_twins++] = (twin){.lo = lo, .hi = hi, .half = h};
-    hs_cuda_state_changed();
     unlocked();
 }
 
@@ -67,14 +71,6 @@ void hs_cuda_unbind_half(const hs_backend *be, const float *f) {
     for (int i = n_twins - 1; i >= 0; i--)
         if (twins[i].lo == (uintptr_t)f) drop(i);
     unlocked();
-}
-
-int hs_cuda_twin_bound(const float *f) {
-    int bound = 0;
-    locked();
-    for (int i = 0; i < n_twins && !bound; i++) bound = twins[i].lo == (uintptr_t)f;
-    unlocked();
-    return bound;
 }
 
 void hs_cuda_twins_written(const void *dst, size_t bytes) {
@@ -92,6 +88,42 @@ void hs_cuda_twins_forget(const void *p) {
     locked();
     for (int i = n_twins - 1; i >= 0; i--)
         if (twins[i].lo == (uintptr_t)p || (uintptr_t)twins[i].half == (uintptr_t)p) drop(i);
+    unlocked();
+}
+
+uint64_t hs_cuda_twins_hash(uint64_t h) {
+    locked();
+    h = hs_fnv1a64(h, &n_twins, sizeof n_twins);
+    for (int i = 0; i < n_twins; i++) { /* field by field: no padding bytes */
+        const uint64_t t[3] = {twins[i].lo, twins[i].hi, (uint64_t)(uintptr_t)twins[i].half};
+        h = hs_fnv1a64(h, t, sizeof t);
+    }
+    unlocked();
+    return h;
+}
+
+struct hs_cuda_twins_state {
+    int n;
+    twin t[]; /* [n] */
+};
+
+hs_cuda_twins_state *hs_cuda_twins_save(void) {
+    locked();
+    hs_cuda_twins_state *s = hs_xcalloc(1, sizeof *s + (size_t)n_twins * sizeof(twin), __FILE__, __LINE__);
+    s->n = n_twins;
+    if (n_twins) memcpy(s->t, twins, (size_t)n_twins * sizeof(twin));
+    unlocked();
+    return s;
+}
+
+void hs_cuda_twins_restore(const hs_cuda_twins_state *s) {
+    locked();
+    if (s->n > capacity) {
+        capacity = s->n;
+        HS_REALLOC(twins, capacity);
+    }
+    n_twins = s->n;
+    if (s->n) memcpy(twins, s->t, (size_t)s->n * sizeof(twin));
     unlocked();
 }
 
