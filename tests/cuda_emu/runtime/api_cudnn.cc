@@ -418,8 +418,12 @@ void filter_rows8(const float *dyrow, int ow, const float *const xs[8], float ou
   }
   _mm256_storeu_ps(out, row);
 }
-#else
+#else // never called: kVector sends every call to the loops below
 constexpr bool kVector = false;
+constexpr int kBlock = 8;
+void forward_block(const Geom &, const float *, const float *, int, int, int, float *) {}
+void backward_data_block(const Geom &, const float *, const float *, int, const std::vector<int> &, int, int, float *) {}
+void filter_rows8(const float *, int, const float *const[8], float[8]) {}
 #endif
 
 void run_forward(const Geom &g, float alpha, const float *x, const float *w, float beta, float *y, void *ws,
