@@ -300,9 +300,11 @@ inline __m256 mul_add(__m256 acc, __m256 a, __m256 b) { return _mm256_add_ps(acc
 
 // forward, output channels k0..k0+kBlock-1 (kb of them real) of image n, into acc (kBlock planes of oh x ow):
 // acc[(j, oh, ow)] = sum over c, r, s in that order of x[n, c, oh + r dh, ow + s dw] * w[k0 + j, c, r', s']
-void forward_block(const Geom &g, const float *x, const float *w, int n, int k0, int kb, float *acc) {
+// wk: the block's filters packed as wk[((c * r + r') * s + s') * kBlock + j] = w[k0 + j, c, r', s'] (the
+// channels past kb repeat the last one; their sums are not stored).
+void forward_block(const Geom &g, const float *x, const float *wk, int n, int kb, float *acc) {
   const Conv &cv = g.conv;
-  const size_t plane = static_cast<size_t>(g.oh) * g.ow, per_k = static_cast<size_t>(g.c) * g.r * g.s;
+  const size_t plane = static_cast<size_t>(g.oh) * g.ow;
   for (int oh = 0; oh < g.oh; oh++)
     for (int ow0 = 0; ow0 < g.ow; ow0 += 8) {
       const int ow = std::min(ow0, g.ow - 8); // the last block may overlap the one before: same values
@@ -315,9 +317,8 @@ void forward_block(const Geom &g, const float *x, const float *w, int n, int k0,
           for (int s = 0; s < g.s; s++) {
             const __m256 xv = _mm256_loadu_ps(xrow + s * cv.dw);
             const int fs = cv.flip ? g.s - 1 - s : s;
-            const float *wp = w + ((static_cast<size_t>(k0) * g.c + c) * g.r + fr) * g.s + fs;
-            for (int j = 0; j < kBlock; j++) // channels past kb repeat the last one; they are not stored
-              a[j] = mul_add(a[j], xv, _mm256_set1_ps(wp[static_cast<size_t>(std::min(j, kb - 1)) * per_k]));
+            const float *wp = wk + ((static_cast<size_t>(c) * g.r + fr) * g.s + fs) * kBlock;
+            for (int j = 0; j < kBlock; j++) a[j] = mul_add(a[j], xv, _mm256_set1_ps(wp[j]));
           }
         }
       for (int j = 0; j < kb; j++) _mm256_storeu_ps(acc + j * plane + static_cast<size_t>(oh) * g.ow + ow, a[j]);
@@ -329,10 +330,12 @@ void forward_block(const Geom &g, const float *x, const float *w, int n, int k0,
 // the terms whose dy position is inside dy only. dyp: image n's dy, rows padded by pad = (s - 1) dw
 // zeros on both sides (row length ow + 2 pad), so every lane's load is inside the buffer; the lanes
 // whose term does not exist keep their sum (blend), as the loops below skip them.
-void backward_data_block(const Geom &g, const float *w, const float *dyp, int pad, const std::vector<int> &ks, int c0,
-                         int cb, float *acc) {
+// wc: the block's filters packed as wc[((k * r + r') * s + s') * kBlock + j] = w[k, c0 + j, r', s'] (the
+// channels past cb repeat the last one; their sums are not stored).
+void backward_data_block(const Geom &g, const float *wc, const float *dyp, int pad, const std::vector<int> &ks, int cb,
+                         float *acc) {
   const Conv &cv = g.conv;
-  const size_t plane = static_cast<size_t>(g.h) * g.w, per_c = static_cast<size_t>(g.r) * g.s;
+  const size_t plane = static_cast<size_t>(g.h) * g.w;
   const int row = g.ow + 2 * pad;
   std::vector<float> mask(static_cast<size_t>(g.s) * 8); // per s, 8 lanes
   std::vector<char> full(static_cast<size_t>(g.s));
@@ -361,15 +364,12 @@ void backward_data_block(const Geom &g, const float *w, const float *dyp, int pa
           for (int s = 0; s < g.s; s++) {
             const __m256 dv = _mm256_loadu_ps(drow - s * cv.dw);
             const int fs = cv.flip ? g.s - 1 - s : s;
-            const float *wp = w + ((static_cast<size_t>(k) * g.c + c0) * g.r + fr) * g.s + fs;
+            const float *wp = wc + ((static_cast<size_t>(k) * g.r + fr) * g.s + fs) * kBlock;
             if (full[static_cast<size_t>(s)]) {
-              for (int j = 0; j < kBlock; j++) // channels past cb repeat the last one; they are not stored
-                a[j] = mul_add(a[j], dv, _mm256_set1_ps(wp[static_cast<size_t>(std::min(j, cb - 1)) * per_c]));
+              for (int j = 0; j < kBlock; j++) a[j] = mul_add(a[j], dv, _mm256_set1_ps(wp[j]));
             } else {
               const __m256 ms = _mm256_loadu_ps(mask.data() + static_cast<size_t>(s) * 8);
-              for (int j = 0; j < kBlock; j++)
-                a[j] = _mm256_blendv_ps(
-                    a[j], mul_add(a[j], dv, _mm256_set1_ps(wp[static_cast<size_t>(std::min(j, cb - 1)) * per_c])), ms);
+              for (int j = 0; j < kBlock; j++) a[j] = _mm256_blendv_ps(a[j], mul_add(a[j], dv, _mm256_set1_ps(wp[j])), ms);
             }
           }
         }
@@ -421,8 +421,8 @@ void filter_rows8(const float *dyrow, int ow, const float *const xs[8], float ou
 #else // never called: kVector sends every call to the loops below
 constexpr bool kVector = false;
 constexpr int kBlock = 8;
-void forward_block(const Geom &, const float *, const float *, int, int, int, float *) {}
-void backward_data_block(const Geom &, const float *, const float *, int, const std::vector<int> &, int, int, float *) {}
+void forward_block(const Geom &, const float *, const float *, int, int, float *) {}
+void backward_data_block(const Geom &, const float *, const float *, int, const std::vector<int> &, int, float *) {}
 void filter_rows8(const float *, int, const float *const[8], float[8]) {}
 #endif
 
@@ -432,11 +432,17 @@ void run_forward(const Geom &g, float alpha, const float *x, const float *w, flo
   const Conv &cv = g.conv;
   const size_t plane = static_cast<size_t>(g.oh) * g.ow;
   if (kVector && cv.ph == 0 && cv.pw == 0 && cv.u == 1 && cv.v == 1 && g.ow >= 8) {
-    std::vector<float> acc(kBlock * plane);
+    const size_t per_k = static_cast<size_t>(g.c) * g.r * g.s;
+    const int blocks = (g.k + kBlock - 1) / kBlock;
+    std::vector<float> acc(kBlock * plane), wk(static_cast<size_t>(blocks) * per_k * kBlock);
+    for (int b = 0; b < blocks; b++) // forward_block's packing
+      for (size_t i = 0; i < per_k; i++)
+        for (int j = 0; j < kBlock; j++)
+          wk[(b * per_k + i) * kBlock + j] = w[static_cast<size_t>(std::min(b * kBlock + j, g.k - 1)) * per_k + i];
     for (int n = 0; n < g.n; n++)
       for (int k0 = 0; k0 < g.k; k0 += kBlock) {
         const int kb = std::min(kBlock, g.k - k0);
-        forward_block(g, x, w, n, k0, kb, acc.data());
+        forward_block(g, x, wk.data() + static_cast<size_t>(k0) * per_k, n, kb, acc.data());
         float *out = y + (static_cast<size_t>(n) * g.k + k0) * plane;
         for (size_t i = 0; i < kb * plane; i++) out[i] = blend(alpha, acc[i], beta, &out[i]);
       }
@@ -483,7 +489,16 @@ void run_backward_data(const Geom &g, float alpha, const float *w, const float *
   const size_t plane = static_cast<size_t>(g.h) * g.w;
   if (kVector && cv.ph == 0 && cv.pw == 0 && cv.u == 1 && cv.v == 1 && g.w >= 8) {
     const int pad = (g.s - 1) * cv.dw, row = g.ow + 2 * pad;
+    const size_t per_c = static_cast<size_t>(g.r) * g.s, per_k = per_c * g.c;
+    const int blocks = (g.c + kBlock - 1) / kBlock;
     std::vector<float> acc(kBlock * plane), dyp(static_cast<size_t>(g.k) * g.oh * row, 0.0f);
+    std::vector<float> wc(static_cast<size_t>(blocks) * g.k * per_c * kBlock);
+    for (int b = 0; b < blocks; b++) // backward_data_block's packing
+      for (int k = 0; k < g.k; k++)
+        for (size_t i = 0; i < per_c; i++)
+          for (int j = 0; j < kBlock; j++)
+            wc[((static_cast<size_t>(b) * g.k + k) * per_c + i) * kBlock + j] =
+                w[k * per_k + static_cast<size_t>(std::min(b * kBlock + j, g.c - 1)) * per_c + i];
     for (int n = 0; n < g.n; n++) {
       for (int k = 0; k < g.k; k++) // image n's dy, each row between pad zeros
         for (int oh = 0; oh < g.oh; oh++)
@@ -491,7 +506,7 @@ void run_backward_data(const Geom &g, float alpha, const float *w, const float *
                  dy + ((static_cast<size_t>(n) * g.k + k) * g.oh + oh) * g.ow, sizeof(float) * g.ow);
       for (int c0 = 0; c0 < g.c; c0 += kBlock) {
         const int cb = std::min(kBlock, g.c - c0);
-        backward_data_block(g, w, dyp.data(), pad, ks, c0, cb, acc.data());
+        backward_data_block(g, wc.data() + static_cast<size_t>(c0) * g.k * per_c, dyp.data(), pad, ks, cb, acc.data());
         float *out = dx + (static_cast<size_t>(n) * g.c + c0) * plane;
         for (size_t i = 0; i < cb * plane; i++) out[i] = blend(alpha, acc[i], beta, &out[i]);
       }
