@@ -47,7 +47,7 @@
 //   - A matrix, bias or workspace that is not inside one device allocation (or pinned host memory) is
 //     reported and the process aborts: on a GPU the kernel would fault with an illegal address.
 // Test equipment that should not dominate the test run: the GEMM computes several independent outputs
-// side by side, which the compiler vectorises (each output's sum keeps the blocked order above).
+// side by side in AVX registers (each output's sum keeps the blocked order above; same bits).
 #pragma GCC optimize("O3")
 
 #include <algorithm>
@@ -309,9 +309,9 @@ SumOrder sum_order(const Problem &p) {
 //   total = 0; per slice [s0, s1) of per_split: slice = 0; per chunk [c0, c1) of o.chunk in the slice:
 //   part = 0, part = fmaf(x[q], y[q], part) for q = c0..c1-1, slice += part; then total += slice.
 // blocked_dots runs it for R rows of op(A) against kLanes columns of op(B) at once, both packed so that
-// one q's values are adjacent: pa[q * R + r] = op(A)[i0 + r, q], pb[q * kLanes + t] = op(B)[q, j0 + t]. Every (row, lane) pair does
-// exactly those operations in that order; only independent dot products run side by side, so the
-// compiler keeps them in vector registers (test equipment should not dominate the test run).
+// one q's values are adjacent: pa[q * R + r] = op(A)[i0 + r, q], pb[q * kLanes + t] = op(B)[q, j0 + t].
+// Every (row, lane) pair does exactly those operations in that order; only independent dot products
+// run side by side, in vector registers (a lane's fused multiply-add is fmaf's single rounding).
 constexpr int kLanes = 8;
 #if defined(__AVX__) && defined(__FMA__)
 // kLanes floats in one AVX register; fma is one fused multiply-add per lane (fmaf's single rounding)
@@ -469,7 +469,8 @@ void run_gemm(const Problem &p, float alpha, float beta, const void *A, const vo
       const int64_t lanes = std::min<int64_t>(kLanes, n - j0);
       for (int64_t i0 = 0; i0 < m; i0 += kRows) {
         float acc[kRows][kLanes];
-        blocked_dots<kRows>(pa.data() + (i0 / kRows) * k * kRows, k, pb.data() + (j0 / kLanes) * k * kLanes, order, acc);
+        const float *pai = pa.data() + (i0 / kRows) * k * kRows, *pbj = pb.data() + (j0 / kLanes) * k * kLanes;
+        blocked_dots<kRows>(pai, k, pbj, order, acc);
         const int64_t rows = std::min<int64_t>(kRows, m - i0);
         for (int64_t t = 0; t < lanes; t++) {
           const int64_t j = j0 + t;

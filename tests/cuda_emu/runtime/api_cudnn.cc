@@ -325,9 +325,9 @@ void forward_block(const Geom &g, const float *x, const float *wk, int n, int kb
     }
 }
 
-// backward data, input channels c0..c0+kBlock-1 (cb real) of image n, into acc (kBlock planes of h x w): acc[(j, ih,
-// iw)] = sum over k (in the order ks), r, s of dy[n, k, ih - r dh, iw - s dw] * w[k, c0 + j, r', s'],
-// the terms whose dy position is inside dy only. dyp: image n's dy, rows padded by pad = (s - 1) dw
+// backward data, input channels c0..c0+kBlock-1 (cb real) of image n, into acc (kBlock planes of h x w):
+// acc[(j, ih, iw)] = sum over k (in the order ks), r, s of dy[n, k, ih - r dh, iw - s dw] * w[k, c0 + j,
+// r', s'], the terms whose dy position is inside dy only. dyp: image n's dy, rows padded by pad = (s - 1) dw
 // zeros on both sides (row length ow + 2 pad), so every lane's load is inside the buffer; the lanes
 // whose term does not exist keep their sum (blend), as the loops below skip them.
 // wc: the block's filters packed as wc[((k * r + r') * s + s') * kBlock + j] = w[k, c0 + j, r', s'] (the
@@ -369,7 +369,8 @@ void backward_data_block(const Geom &g, const float *wc, const float *dyp, int p
               for (int j = 0; j < kBlock; j++) a[j] = mul_add(a[j], dv, _mm256_set1_ps(wp[j]));
             } else {
               const __m256 ms = _mm256_loadu_ps(mask.data() + static_cast<size_t>(s) * 8);
-              for (int j = 0; j < kBlock; j++) a[j] = _mm256_blendv_ps(a[j], mul_add(a[j], dv, _mm256_set1_ps(wp[j])), ms);
+              for (int j = 0; j < kBlock; j++)
+                a[j] = _mm256_blendv_ps(a[j], mul_add(a[j], dv, _mm256_set1_ps(wp[j])), ms);
             }
           }
         }
@@ -383,10 +384,14 @@ void transpose8(__m256 v[8]) {
   const __m256 t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]);
   const __m256 t4 = _mm256_unpacklo_ps(v[4], v[5]), t5 = _mm256_unpackhi_ps(v[4], v[5]);
   const __m256 t6 = _mm256_unpacklo_ps(v[6], v[7]), t7 = _mm256_unpackhi_ps(v[6], v[7]);
-  const __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0)), u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
-  const __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0)), u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
-  const __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0)), u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
-  const __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0)), u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
   v[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
   v[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
   v[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
