@@ -53,7 +53,7 @@ make_tiny_mnist mnist.h5
 CNN="$top_srcdir/tests/e2e/small.cfg"
 cnn="-o data.path=\"mnist.h5\" -o training.max_update=20 -o training.max_epoch=0 -o training.max_sentences=8"
 sgd="-o optimizer.name=\"sgd\" -o optimizer.lr=0.01 -o optimizer.momentum=0.0"
-# 10 updates of 48 images against the CPU (an emulated update costs ~2 s: the cuDNN stand-in is host loops)
+# 10 updates of 48 images against the CPU (an emulated update costs ~1 s: the cuDNN stand-in is host loops)
 vs_cpu="-o training.max_update=10"
 run "$HETSEQ" 1 cnn_cpu "$CNN" $cnn $sgd $vs_cpu -o training.update_freq=6
 t0=$(date +%s)

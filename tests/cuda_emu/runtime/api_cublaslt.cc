@@ -46,6 +46,10 @@
 //     CUBLAS_STATUS_NOT_SUPPORTED; an invalid stream is CUBLAS_STATUS_EXECUTION_FAILED (the launch fails).
 //   - A matrix, bias or workspace that is not inside one device allocation (or pinned host memory) is
 //     reported and the process aborts: on a GPU the kernel would fault with an illegal address.
+// Test equipment that should not dominate the test run: the GEMM computes several independent outputs
+// side by side in AVX registers (each output's sum keeps the blocked order above; same bits).
+#pragma GCC optimize("O3")
+
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
@@ -55,6 +59,9 @@
 #include <set>
 #include <string>
 #include <vector>
+#if defined(__AVX__) && defined(__FMA__)
+#include <immintrin.h>
+#endif
 #include "cublasLt.h"
 #include "memory.h"
 #include "state.h"
@@ -273,14 +280,6 @@ float gelu_tanh(float x) { // the tanh approximation of GELU, as cuBLASLt's epil
   return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
 }
 
-// Element i of a matrix of type t (fp32, fp16 or bf16) as the float the GEMM multiplies.
-float element(const void *base, cudaDataType t, int64_t i, bool tf32) {
-  if (t == CUDA_R_16F) return half_to_float(static_cast<const uint16_t *>(base)[i]);
-  if (t == CUDA_R_16BF) return bf16_to_float(static_cast<const uint16_t *>(base)[i]);
-  const float v = static_cast<const float *>(base)[i];
-  return tf32 ? to_tf32(v) : v;
-}
-
 // The summation order of one problem (see the header comment): a hash of the seed and the shape.
 struct SumOrder {
   int64_t chunk, splits;
@@ -306,23 +305,131 @@ SumOrder sum_order(const Problem &p) {
   return o;
 }
 
-// x[0..k) . y[0..k) in the blocked order o (fmaf within a chunk, chunk sums added to the slice's sum,
-// slice sums added in slice order).
-float blocked_dot(const float *x, const float *y, int64_t k, SumOrder o) {
+// The blocked dot product x[0..k) . y[0..k) in the order o (see the header comment) is, for one output:
+//   total = 0; per slice [s0, s1) of per_split: slice = 0; per chunk [c0, c1) of o.chunk in the slice:
+//   part = 0, part = fmaf(x[q], y[q], part) for q = c0..c1-1, slice += part; then total += slice.
+// blocked_dots runs it for R rows of op(A) against kLanes columns of op(B) at once, both packed so that
+// one q's values are adjacent: pa[q * R + r] = op(A)[i0 + r, q], pb[q * kLanes + t] = op(B)[q, j0 + t].
+// Every (row, lane) pair does exactly those operations in that order; only independent dot products
+// run side by side, in vector registers (a lane's fused multiply-add is fmaf's single rounding).
+constexpr int kLanes = 8;
+#if defined(__AVX__) && defined(__FMA__)
+// kLanes floats in one AVX register; fma is one fused multiply-add per lane (fmaf's single rounding)
+struct Lanes {
+  __m256 v;
+};
+inline Lanes lanes_zero() { return Lanes{_mm256_setzero_ps()}; }
+inline Lanes lanes_load(const float *p) { return Lanes{_mm256_loadu_ps(p)}; }
+inline void lanes_store(float *p, Lanes a) { _mm256_storeu_ps(p, a.v); }
+inline Lanes lanes_fma(float x, Lanes y, Lanes acc) { return Lanes{_mm256_fmadd_ps(_mm256_set1_ps(x), y.v, acc.v)}; }
+inline Lanes lanes_fma(Lanes x, float y, Lanes acc) { return Lanes{_mm256_fmadd_ps(x.v, _mm256_set1_ps(y), acc.v)}; }
+inline Lanes lanes_add(Lanes a, Lanes b) { return Lanes{_mm256_add_ps(a.v, b.v)}; }
+#else
+struct Lanes {
+  float v[kLanes];
+};
+inline Lanes lanes_zero() { return Lanes{}; }
+inline Lanes lanes_load(const float *p) {
+  Lanes r;
+  memcpy(r.v, p, sizeof r.v);
+  return r;
+}
+inline void lanes_store(float *p, Lanes a) { memcpy(p, a.v, sizeof a.v); }
+inline Lanes lanes_fma(float x, Lanes y, Lanes acc) {
+  for (int t = 0; t < kLanes; t++) acc.v[t] = std::fmaf(x, y.v[t], acc.v[t]);
+  return acc;
+}
+inline Lanes lanes_fma(Lanes x, float y, Lanes acc) {
+  for (int t = 0; t < kLanes; t++) acc.v[t] = std::fmaf(x.v[t], y, acc.v[t]);
+  return acc;
+}
+inline Lanes lanes_add(Lanes a, Lanes b) {
+  for (int t = 0; t < kLanes; t++) a.v[t] += b.v[t];
+  return a;
+}
+#endif
+
+template <int R>
+void blocked_dots(const float *pa, int64_t k, const float *pb, SumOrder o, float out[][kLanes]) {
   const int64_t per_split = (k + o.splits - 1) / o.splits;
-  float total = 0.0f;
+  Lanes total[R];
+  for (int r = 0; r < R; r++) total[r] = lanes_zero();
   for (int64_t s0 = 0; s0 < k; s0 += per_split) {
     const int64_t s1 = std::min(k, s0 + per_split);
-    float slice = 0.0f;
+    Lanes slice[R];
+    for (int r = 0; r < R; r++) slice[r] = lanes_zero();
     for (int64_t c0 = s0; c0 < s1; c0 += o.chunk) {
       const int64_t c1 = std::min(s1, c0 + o.chunk);
-      float part = 0.0f;
-      for (int64_t q = c0; q < c1; q++) part = std::fmaf(x[q], y[q], part);
-      slice += part;
+      Lanes part[R];
+      for (int r = 0; r < R; r++) part[r] = lanes_zero();
+      for (int64_t q = c0; q < c1; q++) {
+        const Lanes y = lanes_load(pb + q * kLanes);
+        for (int r = 0; r < R; r++) part[r] = lanes_fma(pa[q * R + r], y, part[r]); // fmaf(x[q], y[q], part)
+      }
+      for (int r = 0; r < R; r++) slice[r] = lanes_add(slice[r], part[r]);
     }
-    total += slice;
+    for (int r = 0; r < R; r++) total[r] = lanes_add(total[r], slice[r]);
   }
-  return total;
+  for (int r = 0; r < R; r++) lanes_store(out[r], total[r]);
+}
+
+// The bias gradient's blocked sums of kLanes vectors at once (lane t of pv: pv[q * kLanes + t]): the
+// blocked dot product of v and ones per lane, part = fmaf(v[q], 1, part) (1 * v is exact: a blocked sum).
+void blocked_sums(int64_t k, const float *pv, SumOrder o, float out[kLanes]) {
+  const int64_t per_split = (k + o.splits - 1) / o.splits;
+  Lanes total = lanes_zero();
+  for (int64_t s0 = 0; s0 < k; s0 += per_split) {
+    const int64_t s1 = std::min(k, s0 + per_split);
+    Lanes slice = lanes_zero();
+    for (int64_t c0 = s0; c0 < s1; c0 += o.chunk) {
+      const int64_t c1 = std::min(s1, c0 + o.chunk);
+      Lanes part = lanes_zero();
+      for (int64_t q = c0; q < c1; q++) part = lanes_fma(lanes_load(pv + q * kLanes), 1.0f, part);
+      slice = lanes_add(slice, part);
+    }
+    total = lanes_add(total, slice);
+  }
+  lanes_store(out, total);
+}
+
+// fp16 bits -> float through a table of all 65536 values (half_to_float's bits, NaN included)
+const float *half_table() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(65536);
+    for (uint32_t h = 0; h < 65536; h++) t[h] = half_to_float(static_cast<uint16_t>(h));
+    return t;
+  }();
+  return table.data();
+}
+
+// Columns [0, cols) of a k-row operand of type t (fp32, fp16 or bf16), element (q, j) at base[start +
+// q * qstep + j * jstep], as the floats the GEMM multiplies (16-bit ones widened exactly, fp32 ones
+// rounded to TF32 when tf32), packed W columns to a block: out[(j / W) * k * W + q * W + j % W], zero
+// past cols (the padding's products are computed and dropped). The type is dispatched once per call.
+void pack(const void *base, cudaDataType t, int64_t start, int64_t qstep, int64_t jstep, int64_t k, int64_t cols,
+          int64_t W, bool tf32, std::vector<float> &out) {
+  const int64_t blocks = (cols + W - 1) / W;
+  out.resize(static_cast<size_t>(blocks * k * W));
+  auto run = [&](auto get) {
+    float *o = out.data();
+    for (int64_t b = 0; b < blocks; b++)
+      for (int64_t q = 0; q < k; q++)
+        for (int64_t j = b * W; j < b * W + W; j++) *o++ = j < cols ? get(start + q * qstep + j * jstep) : 0.0f;
+  };
+  if (t == CUDA_R_16F) {
+    const float *table = half_table();
+    const uint16_t *p = static_cast<const uint16_t *>(base);
+    run([=](int64_t i) { return table[p[i]]; });
+  } else if (t == CUDA_R_16BF) {
+    const uint16_t *p = static_cast<const uint16_t *>(base);
+    run([=](int64_t i) { return bf16_to_float(p[i]); });
+  } else {
+    const float *p = static_cast<const float *>(base);
+    if (tf32)
+      run([=](int64_t i) { return to_tf32(p[i]); });
+    else
+      run([=](int64_t i) { return p[i]; });
+  }
 }
 
 void run_gemm(const Problem &p, float alpha, float beta, const void *A, const void *B, const float *C, float *D,
@@ -330,44 +437,53 @@ void run_gemm(const Problem &p, float alpha, float beta, const void *A, const vo
   const SumOrder order = sum_order(p);
   if (p.workspace_needed != 0) memset(workspace, kFillByte, p.workspace_needed); // the algorithm's scratch
   const int64_t m = p.m, n = p.n, k = p.k;
-  std::vector<float> opa(static_cast<size_t>(m * k)), opb(static_cast<size_t>(k * n));
+  constexpr int kRows = 4; // rows of op(A) per pass
+  // op(A) in blocks of kRows rows, op(B) in blocks of kLanes columns (see blocked_dots); the bias
+  // gradient's vectors in blocks of kLanes
+  std::vector<float> pa, pb, pv;
   for (int64_t bi = 0; bi < p.batch; bi++) {
     const float *c = C == nullptr ? nullptr : C + bi * p.c.stride; // null when beta == 0: not read
     float *d = D + bi * p.d.stride;
-    if (k != 0) { // op(A) as rows of k, op(B) as columns of k: each dot product runs over contiguous memory
-      const int64_t a0 = bi * p.a.stride, b0 = bi * p.b.stride;
-      for (int64_t i = 0; i < m; i++)
-        for (int64_t q = 0; q < k; q++)
-          opa[i * k + q] = element(A, p.a.type, a0 + (p.ta ? q + i * p.a.ld : i + q * p.a.ld), p.tf32);
-      for (int64_t j = 0; j < n; j++)
-        for (int64_t q = 0; q < k; q++)
-          opb[j * k + q] = element(B, p.b.type, b0 + (p.tb ? j + q * p.b.ld : q + j * p.b.ld), p.tf32);
-    }
+    const int64_t a0 = bi * p.a.stride, b0 = bi * p.b.stride;
+    // op(A)[i, q] = A[i, q] or A[q, i]: row i is column i of op(A)^T; op(B)[q, j] = B[q, j] or B[j, q]
+    const int64_t a_q = p.ta ? 1 : p.a.ld, a_i = p.ta ? p.a.ld : 1;
+    const int64_t b_q = p.tb ? p.b.ld : 1, b_j = p.tb ? 1 : p.b.ld;
+    pack(A, p.a.type, a0, a_q, a_i, k, m, kRows, p.tf32, pa);
+    pack(B, p.b.type, b0, b_q, b_j, k, n, kLanes, p.tf32, pb);
     const float *bias = p.bias == nullptr ? nullptr : p.bias + bi * p.bias_stride;
     if (p.epilogue & (kEpiBgradA | kEpiBgradB)) { // the bias gradient: op(A)'s rows or op(B)'s columns summed
       const bool a_side = (p.epilogue & kEpiBgradA) != 0;
       const int64_t len = a_side ? m : n;
-      const std::vector<float> ones(static_cast<size_t>(k), 1.0f);
-      const int64_t a0 = bi * p.a.stride, b0 = bi * p.b.stride;
-      std::vector<float> raw(static_cast<size_t>(k));
       float *grad = const_cast<float *>(bias);
-      for (int64_t i = 0; i < len; i++) {
-        for (int64_t q = 0; q < k; q++)
-          raw[q] = a_side ? element(A, p.a.type, a0 + (p.ta ? q + i * p.a.ld : i + q * p.a.ld), false)
-                          : element(B, p.b.type, b0 + (p.tb ? i + q * p.b.ld : q + i * p.b.ld), false);
-        grad[i] = blocked_dot(raw.data(), ones.data(), k, order); // 1 * x is exact: a blocked sum
+      if (a_side) // lanes: rows i of op(A), as stored (no TF32 rounding)
+        pack(A, p.a.type, a0, a_q, a_i, k, m, kLanes, false, pv);
+      else // lanes: columns j of op(B), as stored
+        pack(B, p.b.type, b0, b_q, b_j, k, n, kLanes, false, pv);
+      for (int64_t i0 = 0; i0 < len; i0 += kLanes) {
+        float sums[kLanes];
+        blocked_sums(k, pv.data() + (i0 / kLanes) * k * kLanes, order, sums);
+        for (int64_t t = 0; t < kLanes && i0 + t < len; t++) grad[i0 + t] = sums[t];
       }
     }
-    for (int64_t j = 0; j < n; j++) {
-      for (int64_t i = 0; i < m; i++) {
-        const float *x = opa.data() + i * k, *y = opb.data() + j * k;
-        const float acc = blocked_dot(x, y, k, order);
-        float v = alpha * acc;
-        if (beta != 0.0f) v += beta * c[i + j * p.c.ld];
-        if (p.epilogue & kEpiBias) v += bias[i];
-        if (p.epilogue & kEpiRelu) v = v > 0.0f ? v : 0.0f;
-        if (p.epilogue & kEpiGelu) v = gelu_tanh(v);
-        d[i + j * p.d.ld] = v;
+    for (int64_t j0 = 0; j0 < n; j0 += kLanes) {
+      const int64_t lanes = std::min<int64_t>(kLanes, n - j0);
+      for (int64_t i0 = 0; i0 < m; i0 += kRows) {
+        float acc[kRows][kLanes];
+        const float *pai = pa.data() + (i0 / kRows) * k * kRows, *pbj = pb.data() + (j0 / kLanes) * k * kLanes;
+        blocked_dots<kRows>(pai, k, pbj, order, acc);
+        const int64_t rows = std::min<int64_t>(kRows, m - i0);
+        for (int64_t t = 0; t < lanes; t++) {
+          const int64_t j = j0 + t;
+          for (int64_t r = 0; r < rows; r++) {
+            const int64_t i = i0 + r;
+            float v = alpha * acc[r][t];
+            if (beta != 0.0f) v += beta * c[i + j * p.c.ld];
+            if (p.epilogue & kEpiBias) v += bias[i];
+            if (p.epilogue & kEpiRelu) v = v > 0.0f ? v : 0.0f;
+            if (p.epilogue & kEpiGelu) v = gelu_tanh(v);
+            d[i + j * p.d.ld] = v;
+          }
+        }
       }
     }
   }

@@ -53,6 +53,9 @@
 #include <numeric>
 #include <string>
 #include <vector>
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
 #include "cudnn.h"
 #include "memory.h"
 #include "state.h"
@@ -283,11 +286,174 @@ void valid_range(int pad, int off, int stride, int in, int out, int *lo, int *hi
   if (*hi < *lo) *hi = *lo;
 }
 
+// ---- vectorised paths for the common geometry --------------------------------------------------------
+// Without padding and with unit strides (what the tests' CNN runs), several independent outputs are
+// computed side by side in AVX registers: 8 output (or input) channels x 8 columns for the forward and
+// backward-data sums, 8 filter elements for the backward-filter sums. Each output still gets exactly the
+// operations of the loops below in their order: a product (rounded), then added (rounded) to its sum.
+// Other geometries, and hosts without AVX, take the loops below.
+#if defined(__AVX__)
+constexpr bool kVector = true;
+
+constexpr int kBlock = 8; // channels per pass (forward, backward data)
+inline __m256 mul_add(__m256 acc, __m256 a, __m256 b) { return _mm256_add_ps(acc, _mm256_mul_ps(a, b)); }
+
+// forward, output channels k0..k0+kBlock-1 (kb of them real) of image n, into acc (kBlock planes of oh x ow):
+// acc[(j, oh, ow)] = sum over c, r, s in that order of x[n, c, oh + r dh, ow + s dw] * w[k0 + j, c, r', s']
+// wk: the block's filters packed as wk[((c * r + r') * s + s') * kBlock + j] = w[k0 + j, c, r', s'] (the
+// channels past kb repeat the last one; their sums are not stored).
+void forward_block(const Geom &g, const float *x, const float *wk, int n, int kb, float *acc) {
+  const Conv &cv = g.conv;
+  const size_t plane = static_cast<size_t>(g.oh) * g.ow;
+  for (int oh = 0; oh < g.oh; oh++)
+    for (int ow0 = 0; ow0 < g.ow; ow0 += 8) {
+      const int ow = std::min(ow0, g.ow - 8); // the last block may overlap the one before: same values
+      __m256 a[kBlock];
+      for (int j = 0; j < kBlock; j++) a[j] = _mm256_setzero_ps();
+      for (int c = 0; c < g.c; c++)
+        for (int r = 0; r < g.r; r++) {
+          const float *xrow = x + ((static_cast<size_t>(n) * g.c + c) * g.h + oh + r * cv.dh) * g.w + ow;
+          const int fr = cv.flip ? g.r - 1 - r : r;
+          for (int s = 0; s < g.s; s++) {
+            const __m256 xv = _mm256_loadu_ps(xrow + s * cv.dw);
+            const int fs = cv.flip ? g.s - 1 - s : s;
+            const float *wp = wk + ((static_cast<size_t>(c) * g.r + fr) * g.s + fs) * kBlock;
+            for (int j = 0; j < kBlock; j++) a[j] = mul_add(a[j], xv, _mm256_set1_ps(wp[j]));
+          }
+        }
+      for (int j = 0; j < kb; j++) _mm256_storeu_ps(acc + j * plane + static_cast<size_t>(oh) * g.ow + ow, a[j]);
+    }
+}
+
+// backward data, input channels c0..c0+kBlock-1 (cb real) of image n, into acc (kBlock planes of h x w):
+// acc[(j, ih, iw)] = sum over k (in the order ks), r, s of dy[n, k, ih - r dh, iw - s dw] * w[k, c0 + j,
+// r', s'], the terms whose dy position is inside dy only. dyp: image n's dy, rows padded by pad = (s - 1) dw
+// zeros on both sides (row length ow + 2 pad), so every lane's load is inside the buffer; the lanes
+// whose term does not exist keep their sum (blend), as the loops below skip them.
+// wc: the block's filters packed as wc[((k * r + r') * s + s') * kBlock + j] = w[k, c0 + j, r', s'] (the
+// channels past cb repeat the last one; their sums are not stored).
+void backward_data_block(const Geom &g, const float *wc, const float *dyp, int pad, const std::vector<int> &ks, int cb,
+                         float *acc) {
+  const Conv &cv = g.conv;
+  const size_t plane = static_cast<size_t>(g.h) * g.w;
+  const int row = g.ow + 2 * pad;
+  std::vector<float> mask(static_cast<size_t>(g.s) * 8); // per s, 8 lanes
+  std::vector<char> full(static_cast<size_t>(g.s));
+  for (int ih = 0; ih < g.h; ih++)
+    for (int iw0 = 0; iw0 < g.w; iw0 += 8) {
+      const int iw = std::min(iw0, g.w - 8); // the last block may overlap the one before: same values
+      for (int s = 0; s < g.s; s++) { // lane t has a term for s when its dy column is inside dy
+        float *m = mask.data() + static_cast<size_t>(s) * 8;
+        bool all = true;
+        for (int t = 0; t < 8; t++) {
+          const int ow = iw + t - s * cv.dw;
+          const bool in = ow >= 0 && ow < g.ow;
+          m[t] = in ? -1.0f : 1.0f; // the sign bit selects (blendv)
+          all = all && in;
+        }
+        full[static_cast<size_t>(s)] = all;
+      }
+      __m256 a[kBlock];
+      for (int j = 0; j < kBlock; j++) a[j] = _mm256_setzero_ps();
+      for (int k : ks)
+        for (int r = 0; r < g.r; r++) {
+          const int oh = ih - r * cv.dh;
+          if (oh < 0 || oh >= g.oh) continue;
+          const float *drow = dyp + (static_cast<size_t>(k) * g.oh + oh) * row + pad + iw;
+          const int fr = cv.flip ? g.r - 1 - r : r;
+          for (int s = 0; s < g.s; s++) {
+            const __m256 dv = _mm256_loadu_ps(drow - s * cv.dw);
+            const int fs = cv.flip ? g.s - 1 - s : s;
+            const float *wp = wc + ((static_cast<size_t>(k) * g.r + fr) * g.s + fs) * kBlock;
+            if (full[static_cast<size_t>(s)]) {
+              for (int j = 0; j < kBlock; j++) a[j] = mul_add(a[j], dv, _mm256_set1_ps(wp[j]));
+            } else {
+              const __m256 ms = _mm256_loadu_ps(mask.data() + static_cast<size_t>(s) * 8);
+              for (int j = 0; j < kBlock; j++)
+                a[j] = _mm256_blendv_ps(a[j], mul_add(a[j], dv, _mm256_set1_ps(wp[j])), ms);
+            }
+          }
+        }
+      for (int j = 0; j < cb; j++) _mm256_storeu_ps(acc + j * plane + static_cast<size_t>(ih) * g.w + iw, a[j]);
+    }
+}
+
+// 8 x 8 transpose: v[i][j] -> v[j][i]
+void transpose8(__m256 v[8]) {
+  const __m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(v[4], v[5]), t5 = _mm256_unpackhi_ps(v[4], v[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(v[6], v[7]), t7 = _mm256_unpackhi_ps(v[6], v[7]);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+  v[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+  v[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+  v[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+  v[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+  v[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+  v[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+  v[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+  v[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+// backward filter, one dy row (dyrow, ow long) against the x rows xs[0..8) (each read at [0, ow)) for 8
+// filter elements at once: per element the 8-lane scheme of the loops below (lane j sums the products
+// of the columns ow = j mod 8 of the whole blocks, the lanes then added in order to a row sum that
+// starts at 0, then the tail's products one by one), the 8 row sums returned in out.
+void filter_rows8(const float *dyrow, int ow, const float *const xs[8], float out[8]) {
+  __m256 lane[8];
+  const int full = ow / 8 * 8;
+  for (int o = 0; o < 8; o++) lane[o] = _mm256_setzero_ps();
+  for (int b = 0; b < full; b += 8) {
+    const __m256 dv = _mm256_loadu_ps(dyrow + b);
+    for (int o = 0; o < 8; o++) lane[o] = mul_add(lane[o], dv, _mm256_loadu_ps(xs[o] + b));
+  }
+  transpose8(lane); // lane[j]: lane j of the 8 elements
+  __m256 row = _mm256_setzero_ps();
+  for (int j = 0; j < 8; j++) row = _mm256_add_ps(row, lane[j]);
+  for (int i = full; i < ow; i++) {
+    const __m256 xv = _mm256_setr_ps(xs[0][i], xs[1][i], xs[2][i], xs[3][i], xs[4][i], xs[5][i], xs[6][i], xs[7][i]);
+    row = mul_add(row, _mm256_set1_ps(dyrow[i]), xv);
+  }
+  _mm256_storeu_ps(out, row);
+}
+#else // never called: kVector sends every call to the loops below
+constexpr bool kVector = false;
+constexpr int kBlock = 8;
+void forward_block(const Geom &, const float *, const float *, int, int, float *) {}
+void backward_data_block(const Geom &, const float *, const float *, int, const std::vector<int> &, int, float *) {}
+void filter_rows8(const float *, int, const float *const[8], float[8]) {}
+#endif
+
 void run_forward(const Geom &g, float alpha, const float *x, const float *w, float beta, float *y, void *ws,
                  size_t ws_bytes) {
   if (ws_bytes != 0) memset(ws, kFillByte, ws_bytes); // the GEMM algorithm's im2col buffer
   const Conv &cv = g.conv;
-  std::vector<float> acc(static_cast<size_t>(g.oh) * g.ow);
+  const size_t plane = static_cast<size_t>(g.oh) * g.ow;
+  if (kVector && cv.ph == 0 && cv.pw == 0 && cv.u == 1 && cv.v == 1 && g.ow >= 8) {
+    const size_t per_k = static_cast<size_t>(g.c) * g.r * g.s;
+    const int blocks = (g.k + kBlock - 1) / kBlock;
+    std::vector<float> acc(kBlock * plane), wk(static_cast<size_t>(blocks) * per_k * kBlock);
+    for (int b = 0; b < blocks; b++) // forward_block's packing
+      for (size_t i = 0; i < per_k; i++)
+        for (int j = 0; j < kBlock; j++)
+          wk[(b * per_k + i) * kBlock + j] = w[static_cast<size_t>(std::min(b * kBlock + j, g.k - 1)) * per_k + i];
+    for (int n = 0; n < g.n; n++)
+      for (int k0 = 0; k0 < g.k; k0 += kBlock) {
+        const int kb = std::min(kBlock, g.k - k0);
+        forward_block(g, x, wk.data() + static_cast<size_t>(k0) * per_k, n, kb, acc.data());
+        float *out = y + (static_cast<size_t>(n) * g.k + k0) * plane;
+        for (size_t i = 0; i < kb * plane; i++) out[i] = blend(alpha, acc[i], beta, &out[i]);
+      }
+    return;
+  }
+  std::vector<float> acc(plane);
   for (int n = 0; n < g.n; n++)
     for (int k = 0; k < g.k; k++) {
       std::fill(acc.begin(), acc.end(), 0.0f);
@@ -325,7 +491,34 @@ void run_backward_data(const Geom &g, float alpha, const float *w, const float *
                        bool shuffled) {
   const Conv &cv = g.conv;
   const std::vector<int> ks = order(g.k, shuffled);
-  std::vector<float> acc(static_cast<size_t>(g.h) * g.w);
+  const size_t plane = static_cast<size_t>(g.h) * g.w;
+  if (kVector && cv.ph == 0 && cv.pw == 0 && cv.u == 1 && cv.v == 1 && g.w >= 8) {
+    const int pad = (g.s - 1) * cv.dw, row = g.ow + 2 * pad;
+    const size_t per_c = static_cast<size_t>(g.r) * g.s, per_k = per_c * g.c;
+    const int blocks = (g.c + kBlock - 1) / kBlock;
+    std::vector<float> acc(kBlock * plane), dyp(static_cast<size_t>(g.k) * g.oh * row, 0.0f);
+    std::vector<float> wc(static_cast<size_t>(blocks) * g.k * per_c * kBlock);
+    for (int b = 0; b < blocks; b++) // backward_data_block's packing
+      for (int k = 0; k < g.k; k++)
+        for (size_t i = 0; i < per_c; i++)
+          for (int j = 0; j < kBlock; j++)
+            wc[((static_cast<size_t>(b) * g.k + k) * per_c + i) * kBlock + j] =
+                w[k * per_k + static_cast<size_t>(std::min(b * kBlock + j, g.c - 1)) * per_c + i];
+    for (int n = 0; n < g.n; n++) {
+      for (int k = 0; k < g.k; k++) // image n's dy, each row between pad zeros
+        for (int oh = 0; oh < g.oh; oh++)
+          memcpy(dyp.data() + (static_cast<size_t>(k) * g.oh + oh) * row + pad,
+                 dy + ((static_cast<size_t>(n) * g.k + k) * g.oh + oh) * g.ow, sizeof(float) * g.ow);
+      for (int c0 = 0; c0 < g.c; c0 += kBlock) {
+        const int cb = std::min(kBlock, g.c - c0);
+        backward_data_block(g, wc.data() + static_cast<size_t>(c0) * g.k * per_c, dyp.data(), pad, ks, cb, acc.data());
+        float *out = dx + (static_cast<size_t>(n) * g.c + c0) * plane;
+        for (size_t i = 0; i < cb * plane; i++) out[i] = blend(alpha, acc[i], beta, &out[i]);
+      }
+    }
+    return;
+  }
+  std::vector<float> acc(plane);
   for (int n = 0; n < g.n; n++)
     for (int c = 0; c < g.c; c++) {
       std::fill(acc.begin(), acc.end(), 0.0f);
@@ -377,6 +570,23 @@ void run_backward_filter(const Geom &g, float alpha, const float *x, const float
     s_hi[static_cast<size_t>(ow)] = std::max(lo, hi);
   }
   std::vector<float> acc(per_k);
+  // the vectorised 8-lane scheme: per output row oh, the filter elements (c, r, s) whose input row is
+  // inside the image, each with its x row's offset from image n's row oh * u - ph
+  const bool fast = kVector && cv.v == 1 && cv.pw == 0;
+  struct Item {
+    size_t at;    // in acc
+    int64_t x;    // x row (c, oh * u - ph + r * dh), column s * dw, from that of (0, oh * u - ph)
+  };
+  std::vector<std::vector<Item>> row_items(fast ? static_cast<size_t>(g.oh) : 0);
+  for (size_t oh = 0; oh < row_items.size(); oh++)
+    for (int c = 0; c < g.c; c++)
+      for (int r = 0; r < g.r; r++) {
+        const int ih = static_cast<int>(oh) * cv.u - cv.ph + r * cv.dh;
+        if (ih < 0 || ih >= g.h) continue;
+        for (int s = 0; s < g.s; s++)
+          row_items[oh].push_back(Item{(static_cast<size_t>(c) * g.r + r) * g.s + s,
+                                       (static_cast<int64_t>(c) * g.h + r * cv.dh) * g.w + s * cv.dw});
+      }
   for (int k = 0; k < g.k; k++) {
     std::fill(acc.begin(), acc.end(), 0.0f);
     for (int n : ns)
@@ -387,6 +597,19 @@ void run_backward_filter(const Geom &g, float alpha, const float *x, const float
           if (ih >= 0 && ih < g.h) rs.push_back(r);
         }
         const float *dyrow = dy + ((static_cast<size_t>(n) * g.k + k) * g.oh + oh) * g.ow;
+        if (fast) { // the 8-lane scheme below, for 8 filter elements at once
+          const std::vector<Item> &items = row_items[static_cast<size_t>(oh)];
+          const int64_t base = (static_cast<int64_t>(n) * g.c * g.h + oh * cv.u - cv.ph) * g.w;
+          for (size_t i0 = 0; i0 < items.size(); i0 += 8) {
+            const size_t m = std::min<size_t>(8, items.size() - i0);
+            const float *xs[8];
+            for (size_t o = 0; o < 8; o++) xs[o] = x + (base + items[i0 + std::min(o, m - 1)].x); // past m: dropped
+            float row[8];
+            filter_rows8(dyrow, g.ow, xs, row);
+            for (size_t o = 0; o < m; o++) acc[items[i0 + o].at] += row[o];
+          }
+          continue;
+        }
         for (int c = 0; c < g.c; c++) {
           const float *xplane = x + (static_cast<size_t>(n) * g.c + c) * g.h * g.w;
           float *ac = acc.data() + static_cast<size_t>(c) * g.r * g.s;
