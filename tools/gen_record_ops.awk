@@ -119,7 +119,7 @@ END {
       hz = ""
       if (name in slots) { ns = split(slots[name], sl, " "); for (k = 1; k <= ns; k++) hz = hz "    hash_." sl[k] " = 0;\n" }
       printf "    rec_%s hash_;\n    memcpy(&hash_, &rec_, sizeof hash_);\n%s", name, hz
-      blocks = c == "keep" ? ((name in keepif) ? keepif[name] : "1") : "0"
+      blocks = c == "keep" ? "1" : "0"
       printf "    hs_cuda_record(be, \"%s\", play_%s, &rec_, &hash_, sizeof rec_, %s);\n", name, name, blocks
       if (name in slots) printf "    hs_cuda_record_slots_begin(be);\n    hs_cuda_%s(%s);\n    hs_cuda_record_slots_end(be);\n", name, names
     }
