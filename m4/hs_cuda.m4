@@ -31,6 +31,10 @@ AC_DEFUN([HS_CHECK_CUDA], [
     AC_CHECK_HEADER([cublasLt.h], [], [AC_MSG_ERROR([--with-cuda: cublasLt.h not found under $CUDA_HOME/include])])
     CPPFLAGS=$hs_save_CPPFLAGS
     CUDA_LIBS="$CUDA_LIBS -lnccl -lcudnn -lcublasLt -lcudart -lstdc++"
+    # CUDA_LIBS link only the backend's module, hetseq_cuda.so; hetseq opens it with dlopen (DL_LIBS)
+    hs_save_LIBS=$LIBS; LIBS=
+    AC_SEARCH_LIBS([dlopen], [dl], [], [AC_MSG_ERROR([--with-cuda: dlopen not found (the CUDA backend is a module hetseq opens)])])
+    DL_LIBS=$LIBS; LIBS=$hs_save_LIBS
     hs_cuda_summary="$hs_cuda_summary, cuBLASLt, cuDNN, NCCL)"
     # Turing to Hopper as machine code, and PTX of the newest for GPUs after it
     NVCC_GENCODE="-gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_86,code=sm_86 -gencode arch=compute_89,code=sm_89 -gencode arch=compute_90,code=[[sm_90,compute_90]]"
@@ -39,5 +43,5 @@ AC_DEFUN([HS_CHECK_CUDA], [
       [AC_MSG_ERROR([--with-cudnn=DIR and --with-nccl=DIR need --with-cuda])])
   ])
   AM_CONDITIONAL([HAVE_CUDA], [test "x$with_cuda" != xno])
-  AC_SUBST([CUDA_CFLAGS]) AC_SUBST([CUDA_LIBS]) AC_SUBST([NVCC]) AC_SUBST([NVCC_GENCODE])
+  AC_SUBST([CUDA_CFLAGS]) AC_SUBST([CUDA_LIBS]) AC_SUBST([DL_LIBS]) AC_SUBST([NVCC]) AC_SUBST([NVCC_GENCODE])
 ])

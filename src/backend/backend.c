@@ -1,5 +1,6 @@
-/* Run-time backend choice: one installed binary serves CPU and GPU nodes of a mixed cluster. The CUDA
- * backend is linked in by configure --with-cuda (src/backend/cuda/); a build without it links
+/* Run-time backend choice: one installed binary serves CPU and GPU nodes of a mixed cluster. With
+ * configure --with-cuda the CUDA backend (src/backend/cuda/) is a module, hetseq_cuda.so, that
+ * cuda_module.c opens only when a rank asks for device "cuda" or "auto"; a build without it links
  * no_cuda.c, whose hs_backend_cuda always says why there is no GPU. */
 #include "backend/backend.h"
 
@@ -28,7 +29,7 @@ void hs_backend_check(const hs_backend *be) {
 }
 
 const hs_backend *hs_backend_select(const char *device, int local_rank) {
-    char why[256] = "";
+    char why[1024] = ""; /* cuda_module.c's load error names a path, dlerror's text and what to do */
     if (strcmp(device, "cpu") == 0) {
         hs_backend_check(hs_backend_cpu());
         return hs_backend_cpu();

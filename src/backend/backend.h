@@ -147,8 +147,9 @@ const hs_backend *hs_backend_cpu_rounded(int precision);
  * stub in a build without CUDA is never reached (there is no CUDA backend to pass). */
 const hs_backend *hs_backend_cuda_with_precision(const hs_backend *be, int precision);
 /* The CUDA device of this rank (GPU local_rank % device count), or NULL when no GPU is usable, with
- * the reason in why[why_len] (src/backend/cuda/backend_cuda.c; src/backend/no_cuda.c in a build
- * without the CUDA backend). */
+ * the reason in why[why_len] (src/backend/cuda/backend_cuda.c, reached through the module loader
+ * src/backend/cuda_module.c, whose own reason names the module and what to do when it cannot be loaded;
+ * src/backend/no_cuda.c in a build without the CUDA backend). */
 const hs_backend *hs_backend_cuda(int local_rank, char *why, size_t why_len);
 
 #ifdef __cplusplus
