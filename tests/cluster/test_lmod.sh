@@ -44,6 +44,10 @@ for f in mnist.slurm mnist.pbs bert_phase1.slurm bert_phase2.slurm bert_pretrain
   [ -f "$P/share/hetseq/batch/$f" ] || fail "make install did not install batch/$f"
 done
 [ -f "$P/share/hetseq/conf/mnist.cfg" ] || fail "make install did not install conf/mnist.cfg"
+# --with-cuda: the CUDA backend's module in $(pkglibdir), where the installed hetseq looks for it
+if [ -n "${HS_CUDA_MODULE_BUILT:-}" ]; then
+  [ -f "$P/lib/hetseq/$HS_CUDA_MODULE_BUILT" ] || { find "$P"; fail "make install-exec did not install $P/lib/hetseq/$HS_CUDA_MODULE_BUILT"; }
+fi
 echo "ok: installed into $P (modulefile $MF/hetseq/$ver.lua)"
 
 # ---- Lmod, in a clean state of its own ------------------------------------------------------------
