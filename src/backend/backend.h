@@ -151,6 +151,11 @@ const hs_backend *hs_backend_cuda_with_precision(const hs_backend *be, int preci
  * src/backend/cuda_module.c, whose own reason names the module and what to do when it cannot be loaded;
  * src/backend/no_cuda.c in a build without the CUDA backend). */
 const hs_backend *hs_backend_cuda(int local_rank, char *why, size_t why_len);
+/* The identity of the CUDA backend: the hetseq version and the size of the op table it was built with
+ * (HS_BACKEND_ID_FORMAT). The module loader (src/backend/cuda_module.c) uses a module, hetseq_cuda.so,
+ * only when its identity is the executable's own: a module of another build is named, not run. */
+#define HS_BACKEND_ID_FORMAT "hetseq %s, op table of %zu bytes"
+const char *hs_backend_cuda_id(void);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "build_config.h" /* PACKAGE_VERSION */
 #include "backend/backend.h"
 
 #ifndef HS_PKGLIBDIR
@@ -26,6 +27,7 @@
 
 typedef const hs_backend *(*hs_cuda_make_fn)(int local_rank, char *why, size_t why_len);
 typedef const hs_backend *(*hs_cuda_precision_fn)(const hs_backend *be, int precision);
+typedef const char *(*hs_cuda_id_fn)(void);
 
 static struct {
     int tried;                      /* the module was looked for (once per process) */
@@ -79,22 +81,38 @@ static void module_load(void) {
                  path, where, err ? err : "no reason given");
         return;
     }
-    dlerror(); /* clear any earlier error, so that the ones below are this lookup's */
-    hs_cuda_make_fn make = (hs_cuda_make_fn)dlsym(handle, "hs_backend_cuda");
-    const char *err = dlerror();
-    hs_cuda_precision_fn precision = NULL;
-    if (!err) {
-        precision = (hs_cuda_precision_fn)dlsym(handle, "hs_backend_cuda_with_precision");
+    /* dlsym on the handle: the module's own definitions, not the loader's of the same names in hetseq */
+    static const char *const names[3] = {"hs_backend_cuda_id", "hs_backend_cuda", "hs_backend_cuda_with_precision"};
+    void *entry[3] = {NULL, NULL, NULL};
+    const char *err = NULL;
+    for (int i = 0; i < 3 && !err; i++) {
+        dlerror(); /* clear any earlier error, so that the one read below is this lookup's */
+        entry[i] = dlsym(handle, names[i]);
         err = dlerror();
+        if (!err && !entry[i]) err = "an entry point is NULL";
     }
-    if (err || !make || !precision) {
+    if (err) {
         snprintf(module.error, sizeof module.error,
-                 "%.300s is not hetseq's CUDA backend module (%.300s); rebuild hetseq with configure --with-cuda, or point "
-                 "HETSEQ_CUDA_MODULE at the " HS_CUDA_MODULE_NAME " built with this hetseq",
-                 path, err ? err : "an entry point is NULL");
+                 "%.300s is not hetseq's CUDA backend module (%.300s); point HETSEQ_CUDA_MODULE at the "
+                 HS_CUDA_MODULE_NAME " built with this hetseq",
+                 path, err);
         dlclose(handle);
         return;
     }
+    /* a module of another build of hetseq would run with another op table: refused, by name */
+    char own[64];
+    snprintf(own, sizeof own, HS_BACKEND_ID_FORMAT, PACKAGE_VERSION, sizeof(hs_backend));
+    const char *id = ((hs_cuda_id_fn)entry[0])();
+    if (strcmp(id, own) != 0) {
+        snprintf(module.error, sizeof module.error,
+                 "%.300s is the CUDA backend module of another build of hetseq (%.63s; this hetseq: %s); point "
+                 "HETSEQ_CUDA_MODULE at the " HS_CUDA_MODULE_NAME " built with this hetseq, or install both again",
+                 path, id, own);
+        dlclose(handle);
+        return;
+    }
+    hs_cuda_make_fn make = (hs_cuda_make_fn)entry[1];
+    hs_cuda_precision_fn precision = (hs_cuda_precision_fn)entry[2];
     /* never closed: the backend's tables, kernels and device state live until the process ends */
     module.make = make;
     module.precision = precision;

@@ -7,8 +7,8 @@
 #   (c) device = "cuda", the module from the build tree: no GPU here, so the backend in the loaded
 #       module says so and both ranks end, non-zero (with a GPU visible: both ranks train on it).
 #   (d) HETSEQ_CUDA_MODULE=/nonexistent/...: the load error names the path, dlerror's text and what to
-#       do, non-zero on both ranks, no hang; a file that is not the module is named as such; device =
-#       "auto" runs on the CPU and says why.
+#       do, non-zero on both ranks, no hang; a file that is not the module, and the module of another
+#       build, are named as such; device = "auto" runs on the CPU and says why.
 . "$top_srcdir/tests/lib.sh"
 [ -n "${HS_CUDA_MODULE_BUILT:-}" ] || skip "this build has no CUDA backend module (configure --with-cuda builds it)"
 MODULE="$top_builddir/$HS_CUDA_MODULE_BUILT"
@@ -63,12 +63,30 @@ fi
  expect_error "device = \"cuda\", HETSEQ_CUDA_MODULE=$HETSEQ_CUDA_MODULE" \
    'device = "cuda" but the CUDA backend module /nonexistent/hetseq_cuda.so \(HETSEQ_CUDA_MODULE\) could not be loaded \(.*cannot open shared object file.*\)\. .*module load cuda.*LD_LIBRARY_PATH.*HETSEQ_CUDA_MODULE=' \
    mpi 2 "$HETSEQ" train "$CNN" $tiny -o device=\"cuda\") || exit 1
+# a mixed job: rank 0 on the CPU, rank 1 asks for CUDA where the module cannot be loaded: rank 1 says
+# why and the whole job ends (rank 0 is not left waiting)
+expect_error "rank 0 device = \"cpu\", rank 1 device = \"cuda\" without the module" \
+  'device = "cuda" but the CUDA backend module /nonexistent/hetseq_cuda.so \(HETSEQ_CUDA_MODULE\) could not be loaded' \
+  mpi 1 "$HETSEQ" train "$CNN" $tiny -o device=\"cpu\" : \
+  -np 1 env HETSEQ_CUDA_MODULE=/nonexistent/hetseq_cuda.so "$HETSEQ" train "$CNN" $tiny -o device=\"cuda\"
 # a shared object that is not the module (the C library: no hs_backend_cuda in it)
 libc=$(ldd "$HETSEQ" | sed -n 's/.*libc\.so\.6 => \([^ ]*\).*/\1/p')
 [ -f "$libc" ] || fail "ldd names no libc.so.6 for $HETSEQ"
 expect_error "HETSEQ_CUDA_MODULE=$libc (not the module)" \
   "$libc is not hetseq's CUDA backend module \(.*hs_backend_cuda.*\)" \
   env HETSEQ_CUDA_MODULE="$libc" "$HETSEQ" train "$CNN" $tiny -o device=\"cuda\"
+# a module of another build (another version or op table): refused, naming both identities
+need_cmd cc gcc
+cat > other.c <<'EOF'
+#include <stddef.h>
+const char *hs_backend_cuda_id(void) { return "hetseq 0.0.0, op table of 8 bytes"; }
+const void *hs_backend_cuda(int r, char *w, size_t n) { (void)r; (void)w; (void)n; return NULL; }
+const void *hs_backend_cuda_with_precision(const void *b, int p) { (void)p; return b; }
+EOF
+cc -shared -fPIC -o other.so other.c || fail "cc could not build other.so"
+expect_error "HETSEQ_CUDA_MODULE=other.so (another build's module)" \
+  "other.so is the CUDA backend module of another build of hetseq \(hetseq 0.0.0, op table of 8 bytes; this hetseq: hetseq [^,]*, op table of [0-9]+ bytes\)" \
+  env HETSEQ_CUDA_MODULE="$WORK/other.so" "$HETSEQ" train "$CNN" $tiny -o device=\"cuda\"
 HETSEQ_CUDA_MODULE=/nonexistent/hetseq_cuda.so "$HETSEQ" train "$CNN" $tiny -o device=\"auto\" \
   -o checkpoint.save_dir=\"auto\" > auto.log 2>&1 || { tail -40 auto.log; fail "device = auto without the module failed"; }
 grep -q '| device = auto: the CUDA backend module /nonexistent/hetseq_cuda.so (HETSEQ_CUDA_MODULE) could not be loaded (.*cannot open shared object file.*; running on the CPU' auto.log ||

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "build_config.h" /* PACKAGE_VERSION */
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_internal.h"
@@ -105,6 +106,12 @@ const hs_backend *hs_backend_cuda(int local_rank, char *why, size_t why_len) {
     hs_backend_check(&cuda_backend);
     ready = 1;
     return &cuda_backend;
+}
+
+const char *hs_backend_cuda_id(void) {
+    static char id[64];
+    if (!id[0]) snprintf(id, sizeof id, HS_BACKEND_ID_FORMAT, PACKAGE_VERSION, sizeof(hs_backend));
+    return id;
 }
 
 /* One table per precision, copies of the fp32 table with `precision` set: cuda_gemm.c (every product,
