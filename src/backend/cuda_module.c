@@ -7,7 +7,9 @@
  * that state. Where the module is looked for (docs/gpu.md, "The CUDA module"):
  *   1. $HETSEQ_CUDA_MODULE, when set (and then only there);
  *   2. hetseq_cuda.so next to the executable (/proc/self/exe's directory: a build tree);
- *   3. the configured $(pkglibdir) (HS_PKGLIBDIR: an installed hetseq).
+ *   3. ../lib/hetseq/hetseq_cuda.so from the executable's directory (an installed tree moved or copied
+ *      elsewhere after make install, as module trees often are);
+ *   4. the configured $(pkglibdir) (HS_PKGLIBDIR: an installed hetseq).
  * A build without the CUDA backend links no_cuda.c instead. */
 #include <dlfcn.h>
 #include <limits.h>
@@ -36,8 +38,8 @@ static struct {
     char error[1024];               /* why it could not be loaded: the path, dlerror's text, what to do */
 } module;
 
-/* The module's path into path[len]: $HETSEQ_CUDA_MODULE, else next to the executable when a file is
- * there, else in HS_PKGLIBDIR; where[where_len] says which of the three it is, for the error. */
+/* The module's path into path[len]: $HETSEQ_CUDA_MODULE, else next to the executable or in ../lib/hetseq
+ * from it when a file is there, else in HS_PKGLIBDIR; where[where_len] says which it is, for the error. */
 static void module_path(char *path, size_t len, char *where, size_t where_len) {
     const char *env = getenv("HETSEQ_CUDA_MODULE");
     if (env && *env) {
@@ -56,10 +58,14 @@ static void module_path(char *path, size_t len, char *where, size_t where_len) {
                 snprintf(where, where_len, "next to hetseq");
                 return;
             }
+            if ((size_t)snprintf(path, len, "%s../lib/hetseq/" HS_CUDA_MODULE_NAME, exe) < len && access(path, F_OK) == 0) {
+                snprintf(where, where_len, "../lib/hetseq from hetseq");
+                return;
+            }
         }
     }
     snprintf(path, len, "%s/" HS_CUDA_MODULE_NAME, HS_PKGLIBDIR);
-    snprintf(where, where_len, "none next to hetseq; the install directory");
+    snprintf(where, where_len, "none next to hetseq or in ../lib/hetseq; the install directory");
 }
 
 /* Opens the module and finds its two entry points; on failure module.error says why and what to do. */

@@ -89,4 +89,17 @@ set -u
 [ -z "${HETSEQ_ROOT:-}" ] || fail "module unload left HETSEQ_ROOT=$HETSEQ_ROOT"
 [ "$(command -v hetseq)" != "$P/bin/hetseq" ] || fail "module unload left $P/bin on PATH"
 echo "ok: module unload hetseq restores the environment"
+
+# --with-cuda: an installed tree moved after make install (module trees often are) still finds its CUDA
+# module, in ../lib/hetseq from its hetseq (the configured $(pkglibdir) is gone with the move)
+if [ -n "${HS_CUDA_MODULE_BUILT:-}" ]; then
+  mv "$P" "$WORK/moved"
+  out=$(cd "$WORK" && env -u HETSEQ_CUDA_MODULE timeout 60 "$WORK/moved/bin/hetseq" train "$WORK/moved/share/hetseq/conf/mnist.cfg" \
+        -o device=\"cuda\" -o data.path=\"$WORK/none.h5\" 2>&1)
+  case "$out" in *"could not be loaded"*) printf '%s\n' "$out"; fail "the moved install's hetseq did not find its CUDA module in ../lib/hetseq" ;; esac
+  printf '%s\n' "$out" | grep -q -e 'no usable GPU' -e 'uses GPU' \
+    || { printf '%s\n' "$out"; fail "the moved install's hetseq with device = \"cuda\": neither its module's no-GPU error nor a GPU"; }
+  mv "$WORK/moved" "$P"
+  echo "ok: a moved install's hetseq loads its CUDA module from ../lib/hetseq"
+fi
 pass
