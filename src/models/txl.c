@@ -531,11 +531,13 @@ void hs_txl_stage_batch_async(const hs_txl *m, const int32_t *tokens, int b, int
 }
 
 /* dst = src: the host metadata, and the device arrays by copies on the compute stream (a padded plan's
- * index blocks whole: copies of one size whatever the clusters' counts, nn/adaptive.h). */
+ * rows and local with the scatters' copies: 2·total entries, a function of the padded counts that the
+ * clusters' ops carry anyway, nn/adaptive.h). */
 static void take_plan(const hs_backend *be, hs_adaptive_plan *dst, const hs_adaptive_plan *src) {
     const size_t bytes = (size_t)src->n * sizeof(int32_t);
-    const size_t index_bytes = src->pad ? 2 * (size_t)src->cap * sizeof(int32_t) : bytes;
+    const size_t index_bytes = (src->pad ? 2 : 1) * (size_t)src->total * sizeof(int32_t);
     dst->n = src->n;
+    dst->total = src->total;
     memcpy(dst->count, src->count, sizeof dst->count);
     memcpy(dst->offset, src->offset, sizeof dst->offset);
     if (!bytes) return;

@@ -43,17 +43,13 @@ void hs_adaptive_plan_init(const hs_backend *be, hs_adaptive_plan *p, int max_to
     memset(p, 0, sizeof *p);
     p->max_tokens = max_tokens;
     p->pad = be->graph_begin != NULL; /* a backend that records graph regions (nn/adaptive.h) */
-    p->cap = p->pad ? hs_adaptive_plan_cap(max_tokens) : max_tokens;
+    p->cap = p->pad ? 2 * hs_adaptive_plan_cap(max_tokens) : max_tokens; /* padded: the scatters' copy too */
     const size_t bytes = (size_t)max_tokens * sizeof(int32_t), cap_bytes = (size_t)p->cap * sizeof(int32_t);
-    const size_t per_index = (p->pad ? 2 : 1) * cap_bytes; /* padded: the gathers' and the scatters' copy */
     p->ids = be->alloc(be, bytes);
     p->head_labels = be->alloc(be, bytes);
-    p->rows = be->alloc(be, per_index);
-    p->local = be->alloc(be, per_index);
-    p->rows_to = p->pad ? p->rows + p->cap : p->rows;
-    p->local_to = p->pad ? p->local + p->cap : p->local;
-    p->host = be->host_alloc(be, bytes + 4 * cap_bytes);
-    memset(p->host, 0, bytes + 4 * cap_bytes); /* a padded plan uploads its whole blocks */
+    p->rows = be->alloc(be, cap_bytes);
+    p->local = be->alloc(be, cap_bytes);
+    p->host = be->host_alloc(be, bytes + 2 * cap_bytes);
 }
 
 void hs_adaptive_plan_free(const hs_backend *be, hs_adaptive_plan *p) {
@@ -82,18 +78,19 @@ void hs_adaptive_plan_stage(const hs_backend *be, const hs_adaptive_dims *d, hs_
             hs_die("%s %d (sequence %d of the micro-batch, position %d) is outside the vocabulary [0, %d): the data "
                    "does not match the model; prepare the data and the model with the same vocabulary",
                    what, (int)ids_host[r], r / per_row, r % per_row, d->n_token);
-    /* host: head [max_tokens], rows and rows_to [cap] each, local and local_to [cap] each */
-    int32_t *head = p->host, *rows = p->host + p->max_tokens, *local = rows + 2 * (size_t)p->cap;
-    int32_t *rows_to = rows + p->cap, *local_to = local + p->cap;
+    /* host: head [max_tokens], rows [cap], local [cap] */
+    int32_t *head = p->host, *rows = p->host + p->max_tokens, *local = rows + p->cap;
     const int k = d->n_clusters + 1, c0 = d->ends[1];
     int tokens[HS_ADAPTIVE_MAX_CLUSTERS] = {0};
     for (int r = 0; r < n; r++) tokens[cluster_of(d, ids_host[r])]++;
     int fill[HS_ADAPTIVE_MAX_CLUSTERS];
-    for (int i = 0, o = 0; i < k; i++) {
+    int o = 0;
+    for (int i = 0; i < k; i++) {
         p->count[i] = p->pad && n > 0 ? hs_adaptive_bucket(tokens[i], n) : tokens[i];
         p->offset[i] = fill[i] = o;
         o += p->count[i];
     }
+    p->total = o;
     for (int r = 0; r < n; r++) {
         const int i = cluster_of(d, ids_host[r]);
         head[r] = i == 0 ? ids_host[r] : c0 + d->n_clusters - i;
@@ -111,15 +108,14 @@ void hs_adaptive_plan_stage(const hs_backend *be, const hs_adaptive_dims *d, hs_
         be->upload(be, p->local, local, bytes);
         return;
     }
-    /* padding rows: gather zeros, ignored labels (-1); the scatters' copies add their zero rows to row 0 */
+    /* padding rows: gather zeros, ignored labels (-1); the scatters' copy [total, 2·total) adds their
+     * zero rows to row 0 */
     for (int i = 0; i < k; i++)
         for (int j = p->offset[i] + tokens[i]; j < p->offset[i] + p->count[i]; j++) rows[j] = local[j] = -1;
-    const int total = p->offset[k - 1] + p->count[k - 1];
-    for (int j = 0; j < total; j++) {
-        rows_to[j] = rows[j] < 0 ? 0 : rows[j];
-        local_to[j] = local[j] < 0 ? 0 : local[j];
+    for (int j = 0; j < o; j++) {
+        rows[o + j] = rows[j] < 0 ? 0 : rows[j];
+        local[o + j] = local[j] < 0 ? 0 : local[j];
     }
-    /* the whole blocks, [cap] twice each: one upload per index, the same size every micro-batch */
-    be->upload(be, p->rows, rows, 2 * (size_t)p->cap * sizeof(int32_t));
-    be->upload(be, p->local, local, 2 * (size_t)p->cap * sizeof(int32_t));
+    be->upload(be, p->rows, rows, 2 * (size_t)o * sizeof(int32_t));
+    be->upload(be, p->local, local, 2 * (size_t)o * sizeof(int32_t));
 }

@@ -139,7 +139,7 @@ void hs_adaptive_softmax_backward(const hs_backend *be, const hs_adaptive_dims *
             be->gemm(be, 0, 1, c, dp, di, 1.0f, dhi, di, w->proj[i], di, 0.0f, dhid, dp);
             rows_grad = dhid;
         }
-        be->scatter_add_rows(be, dhidden, rows_grad, plan->rows_to + plan->offset[i], c, dp, n);
+        be->scatter_add_rows(be, dhidden, rows_grad, hs_adaptive_rows_to(plan) + plan->offset[i], c, dp, n);
     }
 }
 
