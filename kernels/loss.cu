@@ -97,8 +97,8 @@ __global__ void __launch_bounds__(HS_BLOCK)
     const int label = labels[r];
     const size_t off = r * (size_t)cols;
     for (size_t c = (size_t)blockIdx.x * HS_BLOCK + threadIdx.x; c < (size_t)cols; c += (size_t)gridDim.x * HS_BLOCK)
-      dlogits[off + c] = label >= 0 ? from_float<T>(hs_nll_logit_grad(to_float(logprobs[off + c]), (int)c == label, scale))
-                                    : from_float<T>(0.0f);
+      dlogits[off + c] =
+          from_float<T>(label >= 0 ? hs_nll_logit_grad(to_float(logprobs[off + c]), (int)c == label, scale) : 0.0f);
   }
 }
 

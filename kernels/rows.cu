@@ -26,8 +26,9 @@ namespace {
 /* ---- forward: gather -------------------------------------------------------------------------------- */
 
 /* y[count,cols] = x[index[i], :] (ACCUMULATE: +=); x[x_rows,cols]; each index < x_rows (checked while
- * the batch was staged), index < 0 a row of zeros (a padding row). Grid (column blocks, rows), both grid-strided; V = 4 moves 16 bytes per
- * thread step (cols % 4 == 0 and x, y 16-byte aligned: the host checked). */
+ * the batch was staged), index < 0 a row of zeros (a padding row). Grid (column blocks, rows), both
+ * grid-strided; V = 4 moves 16 bytes per thread step (cols % 4 == 0 and x, y 16-byte aligned: the host
+ * checked). */
 template <class T, bool ACCUMULATE, int V>
 __global__ void gather_rows_kernel(T *y, const T *x, const int32_t *index, int count, size_t cols) {
   const size_t groups = cols / V;

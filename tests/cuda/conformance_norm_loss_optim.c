@@ -258,8 +258,8 @@ static float *loss_logits(hs_conf *t, size_t n, int ties) {
     return x;
 }
 
-/* Labels of log_softmax_nll: every one in [0, cols) (the case sets every ninth to -1). Labels of softmax_xent: about a third of the rows
- * ignored (label -1 or another negative value). */
+/* Labels of log_softmax_nll: every one in [0, cols) (its case then ignores every ninth row: label -1).
+ * Labels of softmax_xent: about a third of the rows ignored (label -1 or another negative value). */
 static int32_t *loss_labels(hs_conf *t, int rows, int cols, int ignored) {
     int32_t *labels = hs_conf_rand_int(t, (size_t)rows, ignored ? -cols / 3 - 1 : 0, cols);
     if (ignored)
