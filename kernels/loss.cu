@@ -55,7 +55,8 @@ template <class T> __device__ __forceinline__ void row_argmax(const T *x, int co
 
 /* ---- log-softmax + NLL -------------------------------------------------------------------------------- */
 
-/* logprobs[rows,cols] = log_softmax(logits[rows,cols]); row_stats as above. One warp per row. */
+/* logprobs[rows,cols] = log_softmax(logits[rows,cols]); row_stats as above, zeros for rows with label < 0.
+ * One warp per row. */
 template <class T>
 __global__ void __launch_bounds__(HS_BLOCK)
     log_softmax_nll_forward_kernel(T *logprobs, const T *logits, const int32_t *labels, int rows, int cols,
@@ -66,27 +67,27 @@ __global__ void __launch_bounds__(HS_BLOCK)
   for (long long r = first; r < rows; r += stride) { /* uniform across the warp */
     const size_t off = (size_t)r * (size_t)cols;
     const T *x = logits + off;
-    const int label = labels[r];
+    const int label = labels[r]; /* < 0: an ignored (padding) row, its statistics zeros */
     float m;
     int best;
     row_argmax(x, cols, lane, m, best);
-    const bool owner = lane == label % HS_WARP; /* the lane holding column `label` */
-    const double x_label = owner ? (double)to_float(x[label]) : 0.0; /* read before logprobs is written */
+    const bool owner = label >= 0 ? lane == label % HS_WARP : lane == 0; /* the lane holding column `label` */
+    const double x_label = label >= 0 && owner ? (double)to_float(x[label]) : 0.0; /* before logprobs is written */
     double sum = 0.0;
     for (int c = lane; c < cols; c += HS_WARP) sum += exp((double)to_float(x[c]) - (double)m);
     const double log_norm = (double)m + log(warp_sum(sum));
     for (int c = lane; c < cols; c += HS_WARP)
       logprobs[off + c] = from_float<T>((float)((double)to_float(x[c]) - log_norm));
     if (owner) {
-      row_stats[r] = log_norm - x_label;
-      row_stats[(size_t)rows + r] = 1.0;
-      row_stats[2 * (size_t)rows + r] = best == label ? 1.0 : 0.0;
+      row_stats[r] = label >= 0 ? log_norm - x_label : 0.0;
+      row_stats[(size_t)rows + r] = label >= 0 ? 1.0 : 0.0;
+      row_stats[2 * (size_t)rows + r] = label >= 0 && best == label ? 1.0 : 0.0;
     }
   }
 }
 
-/* dlogits[rows,cols] = scale·(exp(logprobs) - onehot(labels)); element-wise over grid (column blocks,
- * rows), both grid-strided. */
+/* dlogits[rows,cols] = scale·(exp(logprobs) - onehot(labels)), 0 on rows with label < 0; element-wise
+ * over grid (column blocks, rows), both grid-strided. */
 template <class T>
 __global__ void __launch_bounds__(HS_BLOCK)
     log_softmax_nll_backward_kernel(T *dlogits, const T *logprobs, const int32_t *labels, int rows, int cols,
@@ -96,7 +97,8 @@ __global__ void __launch_bounds__(HS_BLOCK)
     const int label = labels[r];
     const size_t off = r * (size_t)cols;
     for (size_t c = (size_t)blockIdx.x * HS_BLOCK + threadIdx.x; c < (size_t)cols; c += (size_t)gridDim.x * HS_BLOCK)
-      dlogits[off + c] = from_float<T>(hs_nll_logit_grad(to_float(logprobs[off + c]), (int)c == label, scale));
+      dlogits[off + c] =
+          from_float<T>(label >= 0 ? hs_nll_logit_grad(to_float(logprobs[off + c]), (int)c == label, scale) : 0.0f);
   }
 }
 

@@ -1,7 +1,7 @@
 /* Row gathers and scatter-adds on the CUDA backend (embedding lookups, the pooler's first token, masked
  * positions) — src/backend/cpu/cpu_rows.c on the CPU.
  *
- *   gather_rows       y[i, :] (+)= x[index[i], :]          forward of a lookup
+ *   gather_rows       y[i, :] (+)= x[index[i], :] (0 for index < 0)  forward of a lookup
  *   scatter_add_rows  dx[index[i], :] += dy[i, :], i in order   its backward
  *   copy_rows         dst[r, :cols] = src[r, :cols], rows ld apart  pitched copies (Transformer-XL memory)
  *   add_rows          dst[r, :cols] += src[r, :cols], rows ld apart pitched adds (its memory's gradient rows)
@@ -25,15 +25,23 @@ namespace {
 
 /* ---- forward: gather -------------------------------------------------------------------------------- */
 
-/* y[count,cols] = x[index[i], :] (ACCUMULATE: +=); x[x_rows,cols]; each index in [0, x_rows) (checked
- * while the batch was staged). Grid (column blocks, rows), both grid-strided; V = 4 moves 16 bytes per
- * thread step (cols % 4 == 0 and x, y 16-byte aligned: the host checked). */
+/* y[count,cols] = x[index[i], :] (ACCUMULATE: +=); x[x_rows,cols]; each index < x_rows (checked while
+ * the batch was staged), index < 0 a row of zeros (a padding row). Grid (column blocks, rows), both
+ * grid-strided; V = 4 moves 16 bytes per thread step (cols % 4 == 0 and x, y 16-byte aligned: the host
+ * checked). */
 template <class T, bool ACCUMULATE, int V>
 __global__ void gather_rows_kernel(T *y, const T *x, const int32_t *index, int count, size_t cols) {
   const size_t groups = cols / V;
   for (size_t i = blockIdx.y; i < (size_t)count; i += gridDim.y) {
-    const T *src = x + (size_t)index[i] * cols;
+    const int32_t j = index[i];
     T *dst = y + i * cols;
+    if (j < 0) { /* a padding row: zeros (accumulating: nothing) */
+      if (!ACCUMULATE)
+        for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < cols; k += (size_t)gridDim.x * blockDim.x)
+          dst[k] = (T)0.0f;
+      continue;
+    }
+    const T *src = x + (size_t)j * cols;
     for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < groups; k += (size_t)gridDim.x * blockDim.x) {
       if constexpr (V == 4) {
         const float4 v = reinterpret_cast<const float4 *>(src)[k];

@@ -530,17 +530,21 @@ void hs_txl_stage_batch_async(const hs_txl *m, const int32_t *tokens, int b, int
     in->qlen = qlen;
 }
 
-/* dst = src: the host metadata, and the device arrays by copies on the compute stream. */
+/* dst = src: the host metadata, and the device arrays by copies on the compute stream (a padded plan's
+ * rows and local with the scatters' copies: 2·total entries, a function of the padded counts that the
+ * clusters' ops carry anyway, nn/adaptive.h). */
 static void take_plan(const hs_backend *be, hs_adaptive_plan *dst, const hs_adaptive_plan *src) {
     const size_t bytes = (size_t)src->n * sizeof(int32_t);
+    const size_t index_bytes = (src->pad ? 2 : 1) * (size_t)src->total * sizeof(int32_t);
     dst->n = src->n;
+    dst->total = src->total;
     memcpy(dst->count, src->count, sizeof dst->count);
     memcpy(dst->offset, src->offset, sizeof dst->offset);
     if (!bytes) return;
     be->copy(be, dst->ids, src->ids, bytes);
     be->copy(be, dst->head_labels, src->head_labels, bytes);
-    be->copy(be, dst->rows, src->rows, bytes);
-    be->copy(be, dst->local, src->local, bytes);
+    be->copy(be, dst->rows, src->rows, index_bytes);
+    be->copy(be, dst->local, src->local, index_bytes);
 }
 
 void hs_txl_take_inputs(hs_txl *m, const hs_txl_inputs *in) {

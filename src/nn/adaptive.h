@@ -44,18 +44,47 @@ int hs_adaptive_cluster_dim(const hs_adaptive_dims *d, int i);
 int hs_adaptive_cluster_size(const hs_adaptive_dims *d, int i);
 int hs_adaptive_has_proj(const hs_adaptive_dims *d, int i);
 
-/* A micro-batch's token ids sorted by cluster (device arrays sized for max_tokens at create). */
+/* A micro-batch's token ids sorted by cluster (device arrays sized for max_tokens at create).
+ *
+ * Padded plans (a backend that records graph regions, CUDA: be->graph_begin): each cluster's row count
+ * is rounded up to a bucket (hs_adaptive_bucket) so that the GEMM shapes, grids and scratch sizes of
+ * the clusters take a few values instead of a new one every micro-batch, and a CUDA graph region
+ * holding them repeats its signature. A padding row gathers zeros (index -1 in rows/local), is
+ * ignored by the loss (label -1 in local), and adds zeros through the scatter-adds (index 0 in their
+ * copy of the indices, hs_adaptive_rows_to / _local_to: zero rows), so losses and gradients are
+ * unchanged up to summation order; the true counts reach the kernels only on the device (the loss
+ * counts from the labels). The CPU's plans are not padded (count = tokens, the scatters read rows and
+ * local themselves): its bits are the PyTorch cross-checks'. */
 typedef struct hs_adaptive_plan {
     int n;                                   /* tokens */
-    int count[HS_ADAPTIVE_MAX_CLUSTERS];     /* tokens in cluster i */
+    int count[HS_ADAPTIVE_MAX_CLUSTERS];     /* rows of cluster i in rows/local (padded: its bucket) */
     int offset[HS_ADAPTIVE_MAX_CLUSTERS];    /* start of cluster i in rows/local */
     int max_tokens;
+    int pad;              /* counts padded to buckets (above) */
+    int cap;              /* entries of rows/local: max_tokens, padded 2·hs_adaptive_plan_cap(max_tokens) */
+    int total;            /* entries in use: Σ count (unpadded: n) */
     int32_t *ids;         /* device [n]: the ids in row order */
     int32_t *head_labels; /* device [n]: the head column of each row: id (< c_0) or c_0 + n_clusters - i */
-    int32_t *rows;        /* device [n]: rows of cluster 0, then of cluster 1, ... (row order inside) */
-    int32_t *local;       /* device [n]: id - e_i, in the order of rows */
-    int32_t *host;        /* host staging [4·max_tokens] */
+    int32_t *rows;        /* device [total]: rows of cluster 0, then of cluster 1, ... (row order inside);
+                           * gathers read it (padding -1: zeros); padded, the scatters' copy follows */
+    int32_t *local;       /* device [total]: id - e_i, in the order of rows (padding -1: zeros, ignored
+                           * label); padded, the scatters' copy follows */
+    int32_t *host;        /* host staging [max_tokens + 2·cap] */
 } hs_adaptive_plan;
+/* The scatter-adds' targets: rows / local, or a padded plan's copies with padding row 0. */
+static inline const int32_t *hs_adaptive_rows_to(const hs_adaptive_plan *p) {
+    return p->pad ? p->rows + p->total : p->rows;
+}
+static inline const int32_t *hs_adaptive_local_to(const hs_adaptive_plan *p) {
+    return p->pad ? p->local + p->total : p->local;
+}
+/* The rows of a cluster of c tokens (of n) in a padded plan: the smallest power of two >= c, at least
+ * HS_ADAPTIVE_MIN_BUCKET (c = 0 too: an empty cluster keeps its ops) and at most n. */
+#define HS_ADAPTIVE_MIN_BUCKET 16
+int hs_adaptive_bucket(int c, int n);
+/* Entries of rows/local a padded plan of max_tokens needs (the scatters' copy aside): a cluster's rows
+ * are under twice its count or the minimum bucket. */
+int hs_adaptive_plan_cap(int max_tokens);
 void hs_adaptive_plan_init(const hs_backend *be, hs_adaptive_plan *p, int max_tokens);
 void hs_adaptive_plan_free(const hs_backend *be, hs_adaptive_plan *p);
 /* Checks ids_host[n] against [0, n_token) — an id outside ends the run with a message naming the id,

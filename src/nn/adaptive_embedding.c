@@ -63,7 +63,8 @@ void hs_adaptive_embedding_forward(const hs_backend *be, const hs_adaptive_dims 
         be->gemm(be, 0, 1, n, dp, de, scale, e, de, w->proj[0], de, 0.0f, y, dp);
         return;
     }
-    /* div_val > 1: every cluster's rows, projected, scattered into their rows of y */
+    /* div_val > 1: every cluster's rows, projected, scattered into their rows of y (a padded plan's padding
+     * rows gather zeros, project to zeros and add them to row 0: nn/adaptive.h) */
     const int k = d->n_clusters + 1;
     int max_count = 0;
     for (int i = 0; i < k; i++)
@@ -79,7 +80,7 @@ void hs_adaptive_embedding_forward(const hs_backend *be, const hs_adaptive_dims 
         be->gather_rows(be, e, w->table[i], plan->local + plan->offset[i], c, di, hs_adaptive_cluster_size(d, i), 0);
         be->gemm(be, 0, 1, c, dp, di, scale, e, di, w->proj[i], di, 0.0f, out, dp);
         /* every row belongs to exactly one cluster: the scatter-add is a placement */
-        be->scatter_add_rows(be, y, out, plan->rows + plan->offset[i], c, dp, n);
+        be->scatter_add_rows(be, y, out, hs_adaptive_rows_to(plan) + plan->offset[i], c, dp, n);
     }
 }
 
@@ -118,7 +119,8 @@ void hs_adaptive_embedding_backward(const hs_backend *be, const hs_adaptive_dims
         be->gather_rows(be, gy, dy, plan->rows + plan->offset[i], c, dp, n, 0);
         be->gemm(be, 1, 0, dp, di, c, scale, gy, dp, e, di, 1.0f, g->proj[i], di);
         be->gemm(be, 0, 0, c, di, dp, scale, gy, dp, w->proj[i], di, 0.0f, ge, di);
-        be->scatter_add_rows(be, g->table[i], ge, plan->local + plan->offset[i], c, di, hs_adaptive_cluster_size(d, i));
+        be->scatter_add_rows(be, g->table[i], ge, hs_adaptive_local_to(plan) + plan->offset[i], c, di,
+                             hs_adaptive_cluster_size(d, i));
     }
 }
 

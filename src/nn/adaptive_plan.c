@@ -31,15 +31,25 @@ int hs_adaptive_has_proj(const hs_adaptive_dims *d, int i) {
     return d->div_val > 1 || d->d_proj != d->d_embed;
 }
 
+int hs_adaptive_bucket(int c, int n) {
+    int b = HS_ADAPTIVE_MIN_BUCKET;
+    while (b < c) b *= 2;
+    return b < n ? b : n;
+}
+
+int hs_adaptive_plan_cap(int max_tokens) { return 2 * max_tokens + HS_ADAPTIVE_MIN_BUCKET * HS_ADAPTIVE_MAX_CLUSTERS; }
+
 void hs_adaptive_plan_init(const hs_backend *be, hs_adaptive_plan *p, int max_tokens) {
     memset(p, 0, sizeof *p);
     p->max_tokens = max_tokens;
-    const size_t bytes = (size_t)max_tokens * sizeof(int32_t);
+    p->pad = be->graph_begin != NULL; /* a backend that records graph regions (nn/adaptive.h) */
+    p->cap = p->pad ? 2 * hs_adaptive_plan_cap(max_tokens) : max_tokens; /* padded: the scatters' copy too */
+    const size_t bytes = (size_t)max_tokens * sizeof(int32_t), cap_bytes = (size_t)p->cap * sizeof(int32_t);
     p->ids = be->alloc(be, bytes);
     p->head_labels = be->alloc(be, bytes);
-    p->rows = be->alloc(be, bytes);
-    p->local = be->alloc(be, bytes);
-    p->host = be->host_alloc(be, 4 * bytes);
+    p->rows = be->alloc(be, cap_bytes);
+    p->local = be->alloc(be, cap_bytes);
+    p->host = be->host_alloc(be, bytes + 2 * cap_bytes);
 }
 
 void hs_adaptive_plan_free(const hs_backend *be, hs_adaptive_plan *p) {
@@ -68,15 +78,19 @@ void hs_adaptive_plan_stage(const hs_backend *be, const hs_adaptive_dims *d, hs_
             hs_die("%s %d (sequence %d of the micro-batch, position %d) is outside the vocabulary [0, %d): the data "
                    "does not match the model; prepare the data and the model with the same vocabulary",
                    what, (int)ids_host[r], r / per_row, r % per_row, d->n_token);
-    int32_t *head = p->host, *rows = p->host + p->max_tokens, *local = p->host + 2 * p->max_tokens;
+    /* host: head [max_tokens], rows [cap], local [cap] */
+    int32_t *head = p->host, *rows = p->host + p->max_tokens, *local = rows + p->cap;
     const int k = d->n_clusters + 1, c0 = d->ends[1];
-    memset(p->count, 0, sizeof p->count);
-    for (int r = 0; r < n; r++) p->count[cluster_of(d, ids_host[r])]++;
+    int tokens[HS_ADAPTIVE_MAX_CLUSTERS] = {0};
+    for (int r = 0; r < n; r++) tokens[cluster_of(d, ids_host[r])]++;
     int fill[HS_ADAPTIVE_MAX_CLUSTERS];
-    for (int i = 0, o = 0; i < k; i++) {
+    int o = 0;
+    for (int i = 0; i < k; i++) {
+        p->count[i] = p->pad && n > 0 ? hs_adaptive_bucket(tokens[i], n) : tokens[i];
         p->offset[i] = fill[i] = o;
         o += p->count[i];
     }
+    p->total = o;
     for (int r = 0; r < n; r++) {
         const int i = cluster_of(d, ids_host[r]);
         head[r] = i == 0 ? ids_host[r] : c0 + d->n_clusters - i;
@@ -89,6 +103,19 @@ void hs_adaptive_plan_stage(const hs_backend *be, const hs_adaptive_dims *d, hs_
     const size_t bytes = (size_t)n * sizeof(int32_t);
     be->upload(be, p->ids, ids_host, bytes);
     be->upload(be, p->head_labels, head, bytes);
-    be->upload(be, p->rows, rows, bytes);
-    be->upload(be, p->local, local, bytes);
+    if (!p->pad) {
+        be->upload(be, p->rows, rows, bytes);
+        be->upload(be, p->local, local, bytes);
+        return;
+    }
+    /* padding rows: gather zeros, ignored labels (-1); the scatters' copy [total, 2·total) adds their
+     * zero rows to row 0 */
+    for (int i = 0; i < k; i++)
+        for (int j = p->offset[i] + tokens[i]; j < p->offset[i] + p->count[i]; j++) rows[j] = local[j] = -1;
+    for (int j = 0; j < o; j++) {
+        rows[o + j] = rows[j] < 0 ? 0 : rows[j];
+        local[o + j] = local[j] < 0 ? 0 : local[j];
+    }
+    be->upload(be, p->rows, rows, 2 * (size_t)o * sizeof(int32_t));
+    be->upload(be, p->local, local, 2 * (size_t)o * sizeof(int32_t));
 }

@@ -68,7 +68,8 @@ void hs_adaptive_softmax_forward(const hs_backend *be, const hs_adaptive_dims *d
     }
     be->log_softmax_nll_forward(be, base + L.logprobs0, logits, plan->head_labels, n, hs, head_stats);
 
-    /* tails: only the rows whose target falls in cluster i */
+    /* tails: only the rows whose target falls in cluster i (a padded plan's padding rows: zero hidden rows,
+     * label -1, ignored: nn/adaptive.h) */
     for (int i = 1; i <= nc; i++) {
         const int c = plan->count[i], di = hs_adaptive_cluster_dim(d, i), size = hs_adaptive_cluster_size(d, i);
         if (c == 0) continue;
@@ -138,7 +139,7 @@ void hs_adaptive_softmax_backward(const hs_backend *be, const hs_adaptive_dims *
             be->gemm(be, 0, 1, c, dp, di, 1.0f, dhi, di, w->proj[i], di, 0.0f, dhid, dp);
             rows_grad = dhid;
         }
-        be->scatter_add_rows(be, dhidden, rows_grad, plan->rows + plan->offset[i], c, dp, n);
+        be->scatter_add_rows(be, dhidden, rows_grad, hs_adaptive_rows_to(plan) + plan->offset[i], c, dp, n);
     }
 }
 

@@ -354,6 +354,7 @@ static void rows_cases(hs_conf *t) {
                 if (ny > MAX_ELEMS) continue;
                 float *x = hs_conf_rand(t, nx, -1, 1), *y = hs_conf_rand(t, ny, -1, 1);
                 int32_t *idx = hs_conf_rand_int(t, (size_t)count, 0, x_rows);
+                for (int i = 4; i < count; i += 5) idx[i] = -1; /* padding rows: zeros */
                 hs_conf_pair dx = hs_conf_pair_of(t, x, nx * 4), dy = hs_conf_pair_of(t, y, ny * 4), di = hs_conf_pair_of(t, idx, (size_t)count * 4);
                 t->cpu->gather_rows(t->cpu, dy.cpu, dx.cpu, di.cpu, count, cols, x_rows, acc);
                 t->cuda->gather_rows(t->cuda, dy.cuda, dx.cuda, di.cuda, count, cols, x_rows, acc);

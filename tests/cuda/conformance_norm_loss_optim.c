@@ -258,8 +258,8 @@ static float *loss_logits(hs_conf *t, size_t n, int ties) {
     return x;
 }
 
-/* Labels of log_softmax_nll: every one in [0, cols). Labels of softmax_xent: about a third of the rows
- * ignored (label -1 or another negative value). */
+/* Labels of log_softmax_nll: every one in [0, cols) (its case then ignores every ninth row: label -1).
+ * Labels of softmax_xent: about a third of the rows ignored (label -1 or another negative value). */
 static int32_t *loss_labels(hs_conf *t, int rows, int cols, int ignored) {
     int32_t *labels = hs_conf_rand_int(t, (size_t)rows, ignored ? -cols / 3 - 1 : 0, cols);
     if (ignored)
@@ -275,6 +275,7 @@ static void log_softmax_nll_case(hs_conf *t, int rows, int cols, int ties) {
     const size_t n = (size_t)rows * (size_t)cols;
     float *x = loss_logits(t, n, ties);
     int32_t *labels = loss_labels(t, rows, cols, 0);
+    for (int r = 8; r < rows; r += 9) labels[r] = -1; /* ignored rows (Transformer-XL's padded clusters) */
     hs_conf_pair pl = hs_conf_pair_of(t, labels, (size_t)rows * 4), px = hs_conf_pair_of(t, x, n * 4), plp = hs_conf_pair_of(t, NULL, n * 4),
          pd = hs_conf_pair_of(t, NULL, n * 4), pst = hs_conf_pair_of(t, loss_stats0, sizeof loss_stats0);
     snprintf(what, sizeof what, "rows=%d cols=%d%s", rows, cols, ties ? " (integer logits, ties)" : "");

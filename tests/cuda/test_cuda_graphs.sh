@@ -99,12 +99,21 @@ fi
 # and a save in between (the memories of evaluation and training are separate). varlen: every update
 # has another segment length (the graph's kernels change their shapes, not their kinds), div_val = 1
 # without projections (the embedding's scale op); the shapes' first updates run eagerly.
+# Replays: the adaptive embedding's and softmax's clusters are padded to power-of-two buckets (at
+# least 16 rows, at most the micro-batch's tokens; nn/adaptive.h), and the memory is full (mem_len)
+# from the second update on, so a key's signature repeats while the buckets do. 2 ranks: 16 tokens
+# per rank, every cluster one bucket (16): every graphed update after its key's capture replays (8 of
+# 10; none before the padding). 1 rank: 32 tokens, clusters of about 16 tokens switch between the
+# buckets 16 and 32 (a small test's worst case), 2 replayed. varlen: 4 (a signature per length).
 . "$top_srcdir/tests/ref/txl_corpus.sh"
 make_txl_corpus txl_data 600
 HS_TEST_DEVICE=cuda txl_experiment txl.cfg txl_data ""
-same txl1 1 12 8 0 txl.cfg -o log.interval=1
-same txl2 2 12 8 0 txl.cfg -o log.interval=1
-same txl1_varlen 1 12 8 0 txl.cfg -o log.interval=1 -o txl.varlen=true -o txl.div_val=1
+same txl1 1 12 8 2 txl.cfg -o log.interval=1
+same txl2 2 12 8 8 txl.cfg -o log.interval=1
+same txl1_varlen 1 12 8 4 txl.cfg -o log.interval=1 -o txl.varlen=true -o txl.div_val=1
+# bf16: the twins' registry kept with each graph, as BERT's
+same txl2_bf16 2 12 8 8 txl.cfg -o log.interval=1 -o precision=\"bf16\"
+same txl1_bf16 1 12 8 2 txl.cfg -o log.interval=1 -o precision=\"bf16\"
 
 # the CPU ignores the key, and says so when it is set
 run "$HETSEQ" 1 cpu_note "$CNN" $cnn -o training.max_update=1 -o cuda_graphs=true

@@ -70,6 +70,11 @@ BERT_TF32_TARGET="30 per layer, 100 per micro-batch"
 # attention as one strided-batched call per product (4 forward, 8 backward), LayerNorm/dropout fused
 # (2 + 2): about 35 per layer; the adaptive softmax's clusters and the memory update in the
 # per-micro-batch part: 150.
+# Measured 125 per micro-batch (tf32 84) since the clusters of the adaptive embedding and softmax are
+# padded to power-of-two buckets on CUDA (docs/gpu.md, "CUDA graphs"): the 2 fewer are not per-update
+# ops but two zero-fills (cudaMemsetAsync) of the clusters' workspaces, which the second update grew
+# when its token counts were larger than the first's; the buckets hold them from the first update on.
+# The budgets stay (a bucket may still grow in a later update: a one-time allocation, not the op count).
 TXL_BF16_PER_LAYER=34
 TXL_BF16_PER_MICRO_BATCH=127
 TXL_BF16_TARGET="35 per layer, 150 per micro-batch"

@@ -1,11 +1,15 @@
 /* Log-softmax + NLL on the CPU; the per-row math is kernels/math/softmax_nll.h. Rows run in parallel;
  * their losses land in per-row slots summed in row order (cpu_row_losses.h), so the statistics do not
- * depend on the thread count. Labels are valid (checked while the batch is staged). */
+ * depend on the thread count. Labels are < cols (checked while the batch is staged); label < 0 is an
+ * ignored (padding) row. */
+#include <string.h>
+
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_row_losses.h"
 #include "math/softmax_nll.h"
 
-/* logprobs[rows,cols] = log_softmax(logits[rows,cols]); stats[0] += Σ NLL, stats[1] += rows, stats[2] += correct */
+/* logprobs[rows,cols] = log_softmax(logits[rows,cols]); stats[0] += Σ NLL, stats[1] += rows, stats[2] += correct
+ * (rows with label < 0 ignored) */
 void hs_cpu_log_softmax_nll_forward(const hs_backend *be, float *logprobs, const float *logits, const int32_t *labels,
                                     int rows, int cols, double *stats) {
     (void)be;
@@ -14,20 +18,27 @@ void hs_cpu_log_softmax_nll_forward(const hs_backend *be, float *logprobs, const
 #pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > 32768)
     for (int r = 0; r < rows; r++) {
         int argmax;
+        /* label < 0: an ignored (padding) row, its log-probabilities written all the same */
+        const int label = labels[r] < 0 ? 0 : labels[r];
         slot.nll[r] = hs_log_softmax_nll_row(logprobs + (size_t)r * (size_t)cols, logits + (size_t)r * (size_t)cols,
-                                             cols, labels[r], &argmax);
+                                             cols, label, &argmax);
         slot.correct[r] = argmax == labels[r];
+        if (labels[r] < 0) slot.nll[r] = 0.0;
     }
-    hs_row_losses_sum(&slot, NULL, rows, stats);
+    hs_row_losses_sum(&slot, labels, rows, stats);
 }
 
-/* dlogits[rows,cols] = scale * (exp(logprobs) - onehot(labels)) */
+/* dlogits[rows,cols] = scale * (exp(logprobs) - onehot(labels)), 0 on rows with label < 0 */
 void hs_cpu_log_softmax_nll_backward(const hs_backend *be, float *dlogits, const float *logprobs, const int32_t *labels,
                                      int rows, int cols, float scale) {
     (void)be;
 #pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > 32768)
     for (int r = 0; r < rows; r++) {
         const size_t off = (size_t)r * (size_t)cols;
+        if (labels[r] < 0) { /* an ignored row */
+            memset(dlogits + off, 0, (size_t)cols * sizeof *dlogits);
+            continue;
+        }
         for (int c = 0; c < cols; c++) dlogits[off + c] = hs_nll_logit_grad(logprobs[off + c], c == labels[r], scale);
     }
 }

@@ -16,7 +16,7 @@
 
 /* ---- row gathers ------------------------------------------------------------------------------------- */
 
-/* y[count,cols] (+)= x[index[i], :] */
+/* y[count,cols] (+)= x[index[i], :]; index < 0: a row of zeros */
 void hs_cpu_gather_rows(const hs_backend *be, float *y, const float *x, const int32_t *index, int count, int cols,
                         int x_rows, int accumulate) {
     (void)be;
@@ -24,6 +24,10 @@ void hs_cpu_gather_rows(const hs_backend *be, float *y, const float *x, const in
 #pragma omp parallel for schedule(static) if ((size_t)count * (size_t)cols > HS_PAR_MIN)
     for (int i = 0; i < count; i++) {
         float *yr = y + (size_t)i * (size_t)cols;
+        if (index[i] < 0) { /* a padding row: zeros */
+            if (!accumulate) memset(yr, 0, (size_t)cols * sizeof *yr);
+            continue;
+        }
         const float *xr = x + (size_t)index[i] * (size_t)cols;
         if (accumulate) {
 #pragma omp simd
