@@ -147,6 +147,13 @@ class Runner:
         self.log = open(os.path.join(work, "runs.log"), "w")
         self.env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
 
+    def over_budget(self):
+        """A note when --budget's seconds are spent (no run starts after that), else None."""
+        b = self.args.budget
+        if b is not None and time.time() - self.args.t0 >= b:
+            return "not run: the --budget of %g s was spent" % b
+        return None
+
     def run(self, name, cmd, poll_gpu_memory=False):
         """Runs cmd (its output in work/NAME.out); returns (rc, output, peak RSS bytes, nvidia-smi peaks: poll_smi)."""
         out_path = os.path.join(self.work, name + ".out")
@@ -217,6 +224,8 @@ def last_json(text):
 
 def hetseq_result(runner, name, cfg, overrides, unit_key, warmup, flops_per_sample):
     a = runner.args
+    if runner.over_budget():
+        return {"note": runner.over_budget()}
     save = os.path.join(runner.work, "ck_" + name)
     cmd = [a.hetseq, "train", cfg]
     for kv in overrides + ["device=\"%s\"" % a.device, "checkpoint.save_dir=\"%s\"" % save, "checkpoint.no_save=true",
@@ -254,6 +263,8 @@ def hetseq_result(runner, name, cfg, overrides, unit_key, warmup, flops_per_samp
 
 
 def torch_result(runner, name, cmd, rate_key):
+    if runner.over_budget():
+        return {"note": runner.over_budget()}
     rc, text, _, _ = runner.run("pytorch " + name, [runner.args.python] + cmd)
     r = last_json(text)
     if rc != 0 or r is None:
@@ -337,7 +348,13 @@ def main():
     ap.add_argument("--out", help="also write the table to this file")
     ap.add_argument("--warmup", type=int, help="untimed updates (default 10, --quick 1)")
     ap.add_argument("--steps", type=int, help="timed updates (default 30, --quick 2)")
-    ap.add_argument("--only", default="bert-large,bert-base,txl,cnn", help="comma list of bert-large,bert-base,txl,cnn")
+    ap.add_argument("--only", default="bert-large,bert-base,txl,cnn",
+                    help="comma list of bert-large,bert-base,txl,cnn, run in that order")
+    ap.add_argument("--precisions", default="fp32,tf32,bf16,fp16",
+                    help="comma list of fp32,tf32,bf16,fp16, run in that order where a model has them "
+                         "(TXL: tf32, bf16; the CNN: fp32)")
+    ap.add_argument("--budget", type=float, help="seconds: no run starts after this much time (its cells say so); "
+                    "with --out every finished row is in the file as it ends")
     ap.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "0") or 0),
                     help="OMP_NUM_THREADS of every run (default: the environment's, else 1 with --quick, else 8)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds one run may take (default 1800)")
@@ -350,9 +367,13 @@ def main():
     a.steps = a.steps if a.steps is not None else (2 if a.quick else 30)
     a.threads = a.threads or (1 if a.quick else 8)
     a.hetseq = os.path.abspath(a.hetseq or os.path.join(a.build_dir, "hetseq"))
-    only = set(a.only.split(","))
-    if not only <= {"bert-large", "bert-base", "txl", "cnn"} or a.warmup < 0 or a.steps < 1:
-        sys.exit("--only takes bert-large,bert-base,txl,cnn; --warmup >= 0, --steps >= 1")
+    a.t0 = time.time()
+    only = list(dict.fromkeys(a.only.split(",")))
+    precisions = list(dict.fromkeys(a.precisions.split(",")))
+    if not set(only) <= {"bert-large", "bert-base", "txl", "cnn"} or \
+            not set(precisions) <= {"fp32", "tf32", "bf16", "fp16"} or a.warmup < 0 or a.steps < 1:
+        sys.exit("--only takes bert-large,bert-base,txl,cnn; --precisions fp32,tf32,bf16,fp16; --warmup >= 0, "
+                 "--steps >= 1")
     if not os.access(a.hetseq, os.X_OK):
         sys.exit("%s not built: run 'make hetseq' in %s" % (a.hetseq, a.build_dir))
 
@@ -389,18 +410,17 @@ def main():
 
     rows = []
     t_start = datetime.datetime.utcnow()
-    for model in ("bert-large", "bert-base"):
-        if model not in only:
-            continue
+
+    def bert(model):
         cfg_file = os.path.join(TOP, "conf", "%s_phase1.cfg" % model.replace("-", "_"))
         json_cfg = tiny if q else os.path.join(TOP, "conf", "bert_config_%s.json" % model.split("-")[1])
         c = json.load(open(json_cfg))
         V = (c["vocab_size"] + 7) // 8 * 8
         flops = bert_flops(c["num_hidden_layers"], c["hidden_size"], c["intermediate_size"], V, T, P)
         data = os.path.join(work, "bert_shards")
-        if not os.path.isdir(data):
-            make_bert_shards(data, B * (updates + 2), T, P, c["vocab_size"], 12345)
-        for prec in ("fp32", "tf32", "bf16", "fp16"):
+        for prec in (x for x in precisions if x in ("fp32", "tf32", "bf16", "fp16")):
+            if not os.path.isdir(data) and not runner.over_budget():
+                make_bert_shards(data, B * (updates + 2), T, P, c["vocab_size"], 12345)
             name = "%s %s" % (model, prec)
             hs = hetseq_result(runner, name.replace(" ", "_"), cfg_file, [
                 "precision=\"%s\"" % prec, "data.path=\"%s\"" % data, "model.config_file=\"%s\"" % json_cfg,
@@ -411,20 +431,23 @@ def main():
             eager = torch_result(runner, name + " eager", base, "seq_per_sec")
             comp = {"note": no_compile} if no_compile else torch_result(runner, name + " compiled", base + ["--compile"],
                                                                         "seq_per_sec")
-            rows.append({"model": model.replace("bert", "BERT"), "precision": prec, "unit": "seq/s", "flops": flops,
-                         "hetseq": hs, "eager": eager, "compiled": comp,
-                         "peak_tflops": peaks.get(prec) if peaks else None})
+            add_row({"model": model.replace("bert", "BERT"), "precision": prec, "unit": "seq/s", "flops": flops,
+                     "hetseq": hs, "eager": eager, "compiled": comp, "peak_tflops": peaks.get(prec) if peaks else None})
 
-    if "txl" in only:
+    def txl():
         text = os.path.join(work, "lm_text")
         lm = os.path.join(work, "lm")
-        make_lm_text(text, txl_vocab, txl_B * (txl_q * updates + 2), 1111)
-        rc, out, _, _ = runner.run("hetseq prep lm", [a.hetseq, "prep", "lm", "--in", text, "--out", lm])
         flops = txl_flops(txl_layers, 8, 64, 512, 2048, txl_q, txl_m, txl_cutoffs[0] + len(txl_cutoffs))
-        for prec in ("tf32", "bf16"):
+        prep = None
+        for prec in (x for x in precisions if x in ("tf32", "bf16")):
             name = "txl-base %s" % prec
-            if rc != 0:
-                hs = eager = comp = {"error": "hetseq prep lm failed: %s" % out.strip().splitlines()[-1:]}
+            if prep is None and not runner.over_budget():
+                make_lm_text(text, txl_vocab, txl_B * (txl_q * updates + 2), 1111)
+                prep = runner.run("hetseq prep lm", [a.hetseq, "prep", "lm", "--in", text, "--out", lm])
+            if prep is None:
+                hs = eager = comp = {"note": runner.over_budget()}
+            elif prep[0] != 0:
+                hs = eager = comp = {"error": "hetseq prep lm failed: %s" % prep[1].strip().splitlines()[-1:]}
             else:
                 hs = hetseq_result(runner, name.replace(" ", "_"), os.path.join(TOP, "conf", "txl_base_wt103.cfg"), [
                     "precision=\"%s\"" % prec, "data.path=\"%s\"" % lm, "txl.n_layer=%d" % txl_layers,
@@ -439,54 +462,80 @@ def main():
                 eager = torch_result(runner, name + " eager", base, "tokens_per_sec")
                 comp = {"note": no_compile} if no_compile else torch_result(runner, name + " compiled",
                                                                             base + ["--compile"], "tokens_per_sec")
-            rows.append({"model": "TXL-base", "precision": prec, "unit": "tokens/s", "flops": flops, "hetseq": hs,
-                         "eager": eager, "compiled": comp, "peak_tflops": peaks.get(prec) if peaks else None})
+            add_row({"model": "TXL-base", "precision": prec, "unit": "tokens/s", "flops": flops, "hetseq": hs,
+                     "eager": eager, "compiled": comp, "peak_tflops": peaks.get(prec) if peaks else None})
 
-    if "cnn" in only:
+    def cnn():
+        if "fp32" not in precisions:
+            return
         idx = os.path.join(work, "mnist_idx")
         h5 = os.path.join(work, "mnist.h5")
-        make_mnist_idx(idx, cnn_B * (updates + 2), 64, 1)
-        rc, out, _, _ = runner.run("hetseq prep mnist", [a.hetseq, "prep", "mnist", "--in", idx, "--out", h5])
         flops = cnn_flops()
-        if rc != 0:
-            hs = eager = comp = {"error": "hetseq prep mnist failed: %s" % out.strip().splitlines()[-1:]}
+        if runner.over_budget():
+            hs = eager = comp = {"note": runner.over_budget()}
         else:
-            hs = hetseq_result(runner, "cnn_fp32", os.path.join(TOP, "conf", "mnist.cfg"), [
-                "precision=\"fp32\"", "data.path=\"%s\"" % h5, "training.max_sentences=%d" % cnn_B,
-                "training.max_update=%d" % updates], "samples_per_sec", W, flops)
-            base = [os.path.join(TOP, "bench", "cnn_torch.py"), str(cnn_B), str(S), "--warmup", str(W), "--device",
-                    a.device, "--precision", "fp32", "--optim", "adadelta", "--json"]
-            eager = torch_result(runner, "cnn fp32 eager", base, "images_per_sec")
-            comp = {"note": no_compile} if no_compile else torch_result(runner, "cnn fp32 compiled", base + ["--compile"],
-                                                                        "images_per_sec")
-        rows.append({"model": "CNN (MNISTNet)", "precision": "fp32", "unit": "images/s", "flops": flops, "hetseq": hs,
-                     "eager": eager, "compiled": comp, "peak_tflops": peaks.get("fp32") if peaks else None})
+            make_mnist_idx(idx, cnn_B * (updates + 2), 64, 1)
+            rc, out, _, _ = runner.run("hetseq prep mnist", [a.hetseq, "prep", "mnist", "--in", idx, "--out", h5])
+            if rc != 0:
+                hs = eager = comp = {"error": "hetseq prep mnist failed: %s" % out.strip().splitlines()[-1:]}
+            else:
+                hs = hetseq_result(runner, "cnn_fp32", os.path.join(TOP, "conf", "mnist.cfg"), [
+                    "precision=\"fp32\"", "data.path=\"%s\"" % h5, "training.max_sentences=%d" % cnn_B,
+                    "training.max_update=%d" % updates], "samples_per_sec", W, flops)
+                base = [os.path.join(TOP, "bench", "cnn_torch.py"), str(cnn_B), str(S), "--warmup", str(W), "--device",
+                        a.device, "--precision", "fp32", "--optim", "adadelta", "--json"]
+                eager = torch_result(runner, "cnn fp32 eager", base, "images_per_sec")
+                comp = {"note": no_compile} if no_compile else torch_result(runner, "cnn fp32 compiled",
+                                                                            base + ["--compile"], "images_per_sec")
+        add_row({"model": "CNN (MNISTNet)", "precision": "fp32", "unit": "images/s", "flops": flops, "hetseq": hs,
+                 "eager": eager, "compiled": comp, "peak_tflops": peaks.get("fp32") if peaks else None})
 
-    # header: what ran where
+    # the header: what ran where (hetseq's and PyTorch's versions asked once, before the runs)
     v = subprocess.run([a.hetseq, "--version"], capture_output=True, text=True).stdout.strip().splitlines()
     tv = subprocess.run([a.python, "-c", "import torch; print(torch.__version__)\ntry:\n import transformers; "
                          "print(transformers.__version__)\nexcept ImportError: print('none')"],
                         capture_output=True, text=True).stdout.split()
-    head = [
-        "## hetseq and PyTorch, %s, %s" % (gpu.split(",")[0] if a.device == "cuda" else "CPU", t_start.strftime("%Y-%m-%d")),
-        "",
-        "- device: %s; %s" % (gpu, "MFU against the %s dense peaks (TFLOP/s): %s" % (peak_label, ", ".join(
-            "%s %g" % kv for kv in peaks.items())) if peaks else "MFU: n/a (no peak known for this device)"),
-        "- hetseq: %s; PyTorch %s, transformers %s (%s)" % (v[0] if v else "?", tv[0] if tv else "?",
-                                                            tv[1] if len(tv) > 1 else "?", a.python),
-        "- %s: BERT L %d, P %d, micro-batch %d%s; TXL %d layers, %d x %d tokens, memory %d, %d words, cutoffs %s; "
-        "CNN batch %d" % ("quick (smoke) shapes" if q else "shapes", T, P, B,
-                          " (2 layers, hidden 64, vocabulary 1000)" if q else "", txl_layers, txl_B, txl_q, txl_m,
-                          txl_vocab, txl_cutoffs, cnn_B),
-        "- %d warm-up + %d timed updates per run, one process per run, %d CPU threads; hetseq: LAMB (BERT, TXL), "
-        "Adadelta (CNN); PyTorch: AdamW (BERT; fused on a GPU), LAMB (TXL), Adadelta (CNN)" % (W, S, a.threads),
-        "- model FLOPs: src/tasks/model_flops.c's count (bench/gpu/gpu_bench.py's docstring), the same for every "
-        "side: " + ", ".join("%s %.4g per %s" % (m, f, u) for m, f, u in (
-            ("BERT-large", next((r["flops"] for r in rows if r["model"] == "BERT-large"), None), "sequence"),
-            ("BERT-base", next((r["flops"] for r in rows if r["model"] == "BERT-base"), None), "sequence"),
-            ("TXL", next((r["flops"] for r in rows if r["model"] == "TXL-base"), None), "token"),
-            ("CNN", next((r["flops"] for r in rows if r["model"].startswith("CNN")), None), "image")) if f),
-    ]
+
+    def header():
+        return [
+            "## hetseq and PyTorch, %s, %s" % (gpu.split(",")[0] if a.device == "cuda" else "CPU",
+                                               t_start.strftime("%Y-%m-%d")),
+            "",
+            "- device: %s; %s" % (gpu, "MFU against the %s dense peaks (TFLOP/s): %s" % (peak_label, ", ".join(
+                "%s %g" % kv for kv in peaks.items())) if peaks else "MFU: n/a (no peak known for this device)"),
+            "- hetseq: %s; PyTorch %s, transformers %s (%s)" % (v[0] if v else "?", tv[0] if tv else "?",
+                                                                tv[1] if len(tv) > 1 else "?", a.python),
+            "- %s: BERT L %d, P %d, micro-batch %d%s; TXL %d layers, %d x %d tokens, memory %d, %d words, cutoffs %s; "
+            "CNN batch %d" % ("quick (smoke) shapes" if q else "shapes", T, P, B,
+                              " (2 layers, hidden 64, vocabulary 1000)" if q else "", txl_layers, txl_B, txl_q, txl_m,
+                              txl_vocab, txl_cutoffs, cnn_B),
+            "- %d warm-up + %d timed updates per run, one process per run, %d CPU threads; hetseq: LAMB (BERT, TXL), "
+            "Adadelta (CNN); PyTorch: AdamW (BERT; fused on a GPU), LAMB (TXL), Adadelta (CNN)" % (W, S, a.threads),
+            "- model FLOPs: src/tasks/model_flops.c's count (bench/gpu/gpu_bench.py's docstring), the same for every "
+            "side: " + ", ".join("%s %.4g per %s" % (m, f, u) for m, f, u in (
+                ("BERT-large", next((r["flops"] for r in rows if r["model"] == "BERT-large"), None), "sequence"),
+                ("BERT-base", next((r["flops"] for r in rows if r["model"] == "BERT-base"), None), "sequence"),
+                ("TXL", next((r["flops"] for r in rows if r["model"] == "TXL-base"), None), "token"),
+                ("CNN", next((r["flops"] for r in rows if r["model"].startswith("CNN")), None), "image")) if f),
+        ]
+
+    def add_row(row):
+        """The row into the table, and the table so far into --out: a run cut short (a job's time limit) keeps
+        every row it finished."""
+        rows.append(row)
+        if a.out:
+            with open(a.out, "w") as f:
+                f.write(table(rows, header() + ["- partial: %d row(s) so far, the run goes on" % len(rows)], []))
+
+    for model in only:
+        if model in ("bert-large", "bert-base"):
+            bert(model)
+        elif model == "txl":
+            txl()
+        else:
+            cnn()
+
+    head = header()
     notes = []
     md = table(rows, head, notes)
     print()

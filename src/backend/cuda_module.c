@@ -20,6 +20,7 @@
 
 #include "build_config.h" /* PACKAGE_VERSION */
 #include "backend/backend.h"
+#include "util/log.h"
 
 #ifndef HS_PKGLIBDIR
 #error "HS_PKGLIBDIR (the directory make install puts hetseq_cuda.so in) comes from Makefile.am"
@@ -36,6 +37,9 @@ static struct {
     hs_cuda_make_fn make;           /* its hs_backend_cuda, NULL when it could not be loaded */
     hs_cuda_precision_fn precision; /* its hs_backend_cuda_with_precision */
     char error[1024];               /* why it could not be loaded: the path, dlerror's text, what to do */
+    char path[PATH_MAX];            /* the file opened, and how it was found, for the log line */
+    char where[64];
+    int logged;                     /* the log line was written (once per process) */
 } module;
 
 /* The module's path into path[len]: $HETSEQ_CUDA_MODULE, else next to the executable or in ../lib/hetseq
@@ -122,6 +126,8 @@ static void module_load(void) {
     /* never closed: the backend's tables, kernels and device state live until the process ends */
     module.make = make;
     module.precision = precision;
+    snprintf(module.path, sizeof module.path, "%s", path);
+    snprintf(module.where, sizeof module.where, "%s", where);
 }
 
 const hs_backend *hs_backend_cuda(int local_rank, char *why, size_t why_len) {
@@ -130,7 +136,14 @@ const hs_backend *hs_backend_cuda(int local_rank, char *why, size_t why_len) {
         snprintf(why, why_len, "%s", module.error);
         return NULL;
     }
-    return module.make(local_rank, why, why_len);
+    const hs_backend *be = module.make(local_rank, why, why_len);
+    /* with several installs (modules of other versions, a copied build) the file a job runs is worth a
+     * line: rank 0's, after the module's own per-rank device line */
+    if (be && !module.logged) {
+        module.logged = 1;
+        hs_log("| CUDA module: %s (%s)", module.path, module.where);
+    }
+    return be;
 }
 
 /* Only reached with a backend the module made (hs_backend_with_precision passes the CPU's elsewhere). */

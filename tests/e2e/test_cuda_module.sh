@@ -5,7 +5,8 @@
 #   (b) 2 CPU ranks train with HETSEQ_CUDA_MODULE naming a file that does not exist, and neither rank
 #       maps the module or a CUDA library (LD_DEBUG=files): device = "cpu" never opens it.
 #   (c) device = "cuda", the module from the build tree: no GPU here, so the backend in the loaded
-#       module says so and both ranks end, non-zero (with a GPU visible: both ranks train on it).
+#       module says so and both ranks end, non-zero (with a GPU visible: both ranks train on it, and
+#       rank 0 logs the module file it opened).
 #   (d) HETSEQ_CUDA_MODULE=/nonexistent/...: the load error names the path, dlerror's text and what to
 #       do, non-zero on both ranks, no hang; a file that is not the module, and the module of another
 #       build, are named as such; device = "auto" runs on the CPU and says why.
@@ -47,9 +48,12 @@ if command -v nvidia-smi > /dev/null 2>&1; then nvidia-smi -L 2> /dev/null | gre
 else ls /dev/nvidia[0-9]* > /dev/null 2>&1 && gpu=yes
 fi
 if [ $gpu = yes ]; then
+  unset HETSEQ_CUDA_MODULE
   mpi 2 "$HETSEQ" train "$CNN" $tiny -o device=\"cuda\" -o checkpoint.save_dir=\"gpu\" > gpu.log 2>&1 ||
     { tail -40 gpu.log; fail "2-rank training on the GPU (the module from the build tree) failed"; }
   [ "$(grep -c 'device = cuda: rank [01] .* uses GPU' gpu.log)" -eq 2 ] || { cat gpu.log; fail "not both ranks took a GPU"; }
+  grep -q "^| CUDA module: .*/hetseq_cuda.so (next to hetseq)\$" gpu.log ||
+    { cat gpu.log; fail "rank 0 did not log the module file it opened (| CUDA module: PATH (next to hetseq))"; }
   echo "ok: a GPU is visible: 2 ranks trained on it through $MODULE"
 else
   (unset HETSEQ_CUDA_MODULE

@@ -50,4 +50,18 @@ done
 grep -q 'hetseq counts' table.md && fail "hetseq's FLOP count differs from the table's: $(grep 'hetseq counts' table.md)"
 grep -q '^- model FLOPs: .*BERT-large [0-9.e+]* per sequence, BERT-base [0-9.e+]* per sequence, TXL [0-9.e+]* per token, CNN [0-9.e+]* per image$' table.md ||
   fail "the FLOP counts are not stated"
+
+# --only and --precisions in the order given, --budget: with a budget of 0 s no run starts, and every
+# cell of the rows asked for, in their order, says why
+timeout -k 5 300 bash "$top_srcdir/bench/gpu/run.sh" "$top_builddir" --device cpu --quick --threads 1 \
+  --only txl,bert-base --precisions bf16,tf32 --budget 0 --out budget.md > budget.log 2>&1 ||
+  { cat budget.log; fail "bench/gpu/run.sh --budget 0 failed"; }
+[ "$(awk -F' *[|] *' '/^[|] [^m-]/ { print $2, $3 }' budget.md)" = "$(printf '%s\n' 'TXL-base bf16' 'TXL-base tf32' \
+  'BERT-base bf16' 'BERT-base tf32')" ] ||
+  { cat budget.md; fail "--only txl,bert-base --precisions bf16,tf32: not those rows in that order"; }
+k=$(sed -n 's/^\[\([0-9]*\)\] not run: the --budget of 0 s was spent$/\1/p' budget.md)
+[ -n "$k" ] || { cat budget.md; fail "--budget 0: no note says the runs were not started"; }
+[ "$(grep -c "^| [^m-].*| n/a \[$k\] | n/a \[$k\] |" budget.md)" = 4 ] ||
+  { cat budget.md; fail "--budget 0: not every row's hetseq and eager cells carry the note [$k]"; }
+grep -Eq '^  (hetseq|pytorch) ' budget.log && { cat budget.log; fail "--budget 0 started a run"; }
 pass
