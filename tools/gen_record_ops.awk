@@ -9,7 +9,7 @@
 #   now_once   runs at once, and the region is not replayed (its effect must be seen every update)
 #   keep       recorded like `record`, and the region is not replayed (host state ops, run when played)
 #   refuse     waits for the device: an error inside a region, as in a capture
-#   direct     the graph ops themselves
+#   direct     the graph ops themselves, and profiler_range (called between regions only)
 # Host structs an op reads through a pointer (the conv shape, the optimizers' hyper-parameters, the
 # conversion list of convert_halves) are copied into the record. Usage: awk -f gen_record_ops.awk ops.def
 BEGIN {
@@ -23,6 +23,7 @@ BEGIN {
   # signature, and the registry after the capture is kept with the graph and set again at a replay
   # (cuda_twins.c, cuda_graph.c)
   cls["graph_begin"] = "direct"; cls["graph_end_launch"] = "direct"; cls["graph_destroy"] = "direct"
+  cls["profiler_range"] = "direct" # between updates, never inside a region
   # the per-update scalars (cuda_slots.h): left out of the signature, written into slots
   split("dropout_forward dropout_backward relu_dropout_forward relu_dropout_backward dropout_add_layernorm_forward " \
         "layernorm_dropout_backward attention_forward attention_backward flash_attention_forward " \

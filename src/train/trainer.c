@@ -25,6 +25,7 @@
 #include "train/checkpoint.h"
 #include "train/loss_scaler.h"
 #include "train/meters.h"
+#include "train/profile_range.h"
 #include "train/setup.h"
 #include "train/train_config.h"
 #include "train/trainer.h"
@@ -68,6 +69,7 @@ typedef struct trainer {
     hs_prefetch_slot *ahead;
     int64_t staged_ahead; /* updates whose inputs were staged during the update before */
     hs_update_graphs graphs; /* cuda_graphs: the update's device work as CUDA graphs */
+    hs_profile_range profile; /* HETSEQ_PROFILE_UPDATES: the profiler's range around chosen updates */
     /* this run's updates; of them, those whose forward..norm / optimizer step was launched as a graph */
     int64_t run_updates, graphed_updates, graphed_steps;
     int64_t replayed_updates, replayed_steps; /* of those, launched without a capture (update_graphs.h) */
@@ -368,6 +370,7 @@ static void skip_update(trainer *t, int64_t update) {
 static int train_update(trainer *t, hs_prefetch_slot *slot) {
     double t0 = hs_now();
     int64_t update = t->st.num_updates + 1; /* 1-based, as logged */
+    hs_profile_range_update_begin(&t->profile, update);
     hs_ledger_update_begin(); /* the device ops from here to the end of the update count as its own */
     hs_stall_phase(HS_PHASE_COMPUTE, update, 0);
     hs_fault_update_start(update);
@@ -518,6 +521,7 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
         p->be->upload(p->be, p->data, &v, sizeof v);
     }
     hs_ledger_update_end();
+    hs_profile_range_update_end(&t->profile, update);
     t->st.num_updates++;
     t->st.lr = hs_lr_step_update(&t->sched, t->st.num_updates);
     t->st.lr_base = t->sched.base_lr;
@@ -736,6 +740,7 @@ static void build_model(trainer *t) {
         hs_grad_buckets_create(t->comm, t->be, &t->task->params, (double)t->tc.bucket_cap_mb, t->tc.allreduce_dtype);
     t->stats_dev = t->be->alloc(t->be, ((size_t)DEV_TENSOR_SUMSQ + (size_t)t->task->params.count) * sizeof(double));
     hs_update_graphs_init(&t->graphs, t->be, t->tc.cuda_graphs);
+    hs_profile_range_init(&t->profile, t->be);
     if (t->be->memory_is_host && t->tc.cuda_graphs && t->tc.cuda_graphs_set)
         hs_log("| note: cuda_graphs = true is ignored on the %s backend (CUDA graphs are a device = \"cuda\" feature)",
                t->be->name);
@@ -860,6 +865,7 @@ static int finish(trainer *t) {
     hs_prefetch_stop(t->pf);
     hs_stall_phase(HS_PHASE_DONE, t->st.num_updates, 0);
     hs_stall_stop();
+    hs_profile_range_finish(&t->profile);
     int status = 0;
     int finished = (t->tc.max_epoch > 0 && t->st.epoch > t->tc.max_epoch) ||
                    (t->tc.max_update > 0 && t->st.num_updates >= t->tc.max_update);

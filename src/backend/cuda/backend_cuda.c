@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <cuda_profiler_api.h>
+
 #include "build_config.h" /* PACKAGE_VERSION */
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
@@ -106,6 +108,15 @@ const hs_backend *hs_backend_cuda(int local_rank, char *why, size_t why_len) {
     hs_backend_check(&cuda_backend);
     ready = 1;
     return &cuda_backend;
+}
+
+/* The profiler's capture range (HETSEQ_PROFILE_UPDATES). The device finishes the work enqueued before
+ * either call, so the range holds the chosen updates' device work and nothing of the ones around them
+ * (Nsight Systems records until cudaProfilerStop; Nsight Compute's range is the kernels launched). */
+void hs_cuda_profiler_range(const hs_backend *be, int on) {
+    hs_cuda_synchronize(be);
+    if (on) HS_CUDA_CHECK(cudaProfilerStart());
+    else HS_CUDA_CHECK(cudaProfilerStop());
 }
 
 const char *hs_backend_cuda_id(void) {

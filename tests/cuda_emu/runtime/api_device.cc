@@ -5,6 +5,7 @@
 // bus id and UUID (state.h: they share one execution engine; a process uses the one it set).
 #include <cstdio>
 #include <cstring>
+#include "cuda_profiler_api.h"
 #include "memory.h"
 #include "shared_memory.h"
 #include "state.h"
@@ -111,6 +112,34 @@ extern "C" cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, i
   case cudaDevAttrPciDomainId: *value = 0; break;
   default: return record_error(cudaErrorInvalidValue);
   }
+  return cudaSuccess;
+}
+
+// Profiler control: no profiler here. Each call says so on stderr, the stop with the kernels and graphs
+// launched since the start (host launches outside a capture, cudaGraphLaunch calls), so a test sees
+// where the program placed its range. Start while started, or stop while stopped, has no effect (as
+// CUDA's "has no effect" when the profiler is already on or off).
+namespace {
+bool g_profiling = false;
+hs_emu_stats g_profile_start;
+} // namespace
+
+extern "C" cudaError_t cudaProfilerStart(void) {
+  HS_EMU_API_ENTER;
+  if (g_profiling) return cudaSuccess;
+  g_profiling = true;
+  g_profile_start = g_stats;
+  fprintf(stderr, "hs_cuda_emu: cudaProfilerStart\n");
+  return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaProfilerStop(void) {
+  HS_EMU_API_ENTER;
+  if (!g_profiling) return cudaSuccess;
+  g_profiling = false;
+  fprintf(stderr, "hs_cuda_emu: cudaProfilerStop: %llu kernel launch(es), %llu graph launch(es) since cudaProfilerStart\n",
+          (unsigned long long)(g_stats.kernel_launches - g_profile_start.kernel_launches),
+          (unsigned long long)(g_stats.graph_launches - g_profile_start.graph_launches));
   return cudaSuccess;
 }
 

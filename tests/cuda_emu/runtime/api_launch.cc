@@ -66,6 +66,7 @@ void launch_kernel(const void *func, const LaunchSite &site, dim3 grid, dim3 blo
     record_error(cudaErrorStreamCaptureInvalidated);
     return;
   }
+  if (!s->capture) g_stats.kernel_launches++;
   auto launch = std::make_shared<KernelLaunch>();
   launch->site = site;
   launch->grid = grid;

@@ -32,6 +32,7 @@ struct hs_emu_stats {
   uint64_t graph_launches; // cudaGraphLaunch calls
   uint64_t graph_nodes;    // work items those launches enqueued
   uint64_t graph_captures; // capture sequences ended with a graph (cudaStreamEndCapture)
+  uint64_t kernel_launches; // kernels launched by the host outside a capture (graphs' kernels: graph_nodes)
 };
 void hs_emu_get_stats(struct hs_emu_stats *out);
 
