@@ -418,7 +418,7 @@ def main():
         V = (c["vocab_size"] + 7) // 8 * 8
         flops = bert_flops(c["num_hidden_layers"], c["hidden_size"], c["intermediate_size"], V, T, P)
         data = os.path.join(work, "bert_shards")
-        for prec in (x for x in precisions if x in ("fp32", "tf32", "bf16", "fp16")):
+        for prec in precisions:  # every precision is a BERT precision (checked above)
             if not os.path.isdir(data) and not runner.over_budget():
                 make_bert_shards(data, B * (updates + 2), T, P, c["vocab_size"], 12345)
             name = "%s %s" % (model, prec)

@@ -37,7 +37,7 @@ static struct {
     hs_cuda_make_fn make;           /* its hs_backend_cuda, NULL when it could not be loaded */
     hs_cuda_precision_fn precision; /* its hs_backend_cuda_with_precision */
     char error[1024];               /* why it could not be loaded: the path, dlerror's text, what to do */
-    char path[PATH_MAX];            /* the file opened, and how it was found, for the log line */
+    char path[PATH_MAX];            /* the file looked for (opened, when make is set) and how it was found */
     char where[64];
     int logged;                     /* the log line was written (once per process) */
 } module;
@@ -75,8 +75,8 @@ static void module_path(char *path, size_t len, char *where, size_t where_len) {
 /* Opens the module and finds its two entry points; on failure module.error says why and what to do. */
 static void module_load(void) {
     module.tried = 1;
-    char path[PATH_MAX], where[64];
-    module_path(path, sizeof path, where, sizeof where);
+    char *path = module.path, *where = module.where;
+    module_path(path, sizeof module.path, where, sizeof module.where);
     /* RTLD_NOW: a CUDA library or a symbol of hetseq the module needs and cannot find is reported here,
      * with its name, not as a crash in the middle of training. RTLD_LOCAL: the module's symbols stay
      * its own (the entry points are found by dlsym on its handle). */
@@ -126,8 +126,6 @@ static void module_load(void) {
     /* never closed: the backend's tables, kernels and device state live until the process ends */
     module.make = make;
     module.precision = precision;
-    snprintf(module.path, sizeof module.path, "%s", path);
-    snprintf(module.where, sizeof module.where, "%s", where);
 }
 
 const hs_backend *hs_backend_cuda(int local_rank, char *why, size_t why_len) {
