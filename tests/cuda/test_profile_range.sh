@@ -18,11 +18,14 @@ make_tiny_mnist mnist.h5
 CNN="$top_srcdir/tests/e2e/small.cfg"
 args=(-o data.path=\"mnist.h5\" -o training.max_update=6 -o training.max_epoch=0 -o training.max_sentences=8
   -o log.interval=1)
-# train DIR RANGE ARGS...: one emulated-CUDA rank, HETSEQ_PROFILE_UPDATES=RANGE ("" unset), output in DIR.log
+# train DIR RANGE ARGS...: one emulated-CUDA rank, HETSEQ_PROFILE_UPDATES=RANGE ("" unset), output in DIR.log.
+# The rank runs as an MPI singleton (no mpirun), so that its stdout (the log) and its stderr (the emulator's
+# profiler lines) are one file written in program order: mpirun forwards the two streams through separate
+# pipes, and their lines may interleave in any order.
 train() {
   local dir=$1 range=$2; shift 2
   (if [ -n "$range" ]; then export HETSEQ_PROFILE_UPDATES=$range; else unset HETSEQ_PROFILE_UPDATES; fi
-   mpi 1 "$EMU" train "$CNN" "${args[@]}" -o device=\"cuda\" -o checkpoint.save_dir=\"$dir\" "$@") > "$dir.log" 2>&1 ||
+   timeout -k 5 "${HS_MPI_LIMIT:-300}" "$EMU" train "$CNN" "${args[@]}" -o device=\"cuda\" -o checkpoint.save_dir=\"$dir\" "$@") > "$dir.log" 2>&1 ||
     { cat "$dir.log"; fail "training into $dir failed"; }
 }
 # line NUMBER of the first line of FILE matching the regular expression
