@@ -49,6 +49,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(TOP, "tests", "ref"))
+sys.path.insert(0, HERE)
+import ncu_summary  # noqa: E402 (bench/gpu/ncu_summary.py)
 
 # Dense (no sparsity) peak TFLOP/s of the data-sheets: fp32 (CUDA cores), tf32, bf16, fp16 (tensor cores).
 # nvidia-smi names, matched in this order: the first pattern found in the name wins.
@@ -60,6 +62,10 @@ PEAKS = [
     ("H100 SXM", "H100 SXM", {"fp32": 67.0, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4}),
     ("A100", "A100", {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0}),
 ]
+
+
+# Memory bandwidth of the data-sheets, GB/s, by the labels above (the A100's depends on its memory: none).
+BANDWIDTH = {"H200 NVL": 4800.0, "H200 SXM": 4800.0, "H100 PCIe": 2000.0, "H100 SXM": 3350.0}
 
 
 def gpu_peak(name):
@@ -235,6 +241,8 @@ def hetseq_result(runner, name, cfg, overrides, unit_key, warmup, flops_per_samp
     rc, text, rss, smi = runner.run("hetseq " + name, cmd, poll_gpu_memory=a.device == "cuda")
     if rc != 0:
         return {"error": "hetseq exit %d: %s" % (rc, text.strip().splitlines()[-1] if text.strip() else "")}
+    if a.ncu:
+        ncu_profile(runner, name, cmd, warmup)
     recs = []
     path = os.path.join(save, "metrics.jsonl")
     if os.path.exists(path):
@@ -260,6 +268,37 @@ def hetseq_result(runner, name, cfg, overrides, unit_key, warmup, flops_per_samp
     if own and abs(own[-1] / flops_per_sample - 1) > 0.01 + 0.01 / timed[-1]["samples_per_sec"]:
         res["note"] = "hetseq counts %.4g FLOPs per sample, the table %.4g" % (own[-1], flops_per_sample)
     return res
+
+
+def ncu_profile(runner, name, cmd, warmup):
+    """--ncu DIR: the run again, its updates WARMUP+1..WARMUP+N (N = --ncu-updates) under Nsight Compute
+    (HETSEQ_PROFILE_UPDATES opens the CUDA profiler's range around them, ncu --profile-from-start off records
+    only inside it: the steady state, not start-up): DIR/NAME.csv, and its table by kernel DIR/NAME.md
+    (bench/gpu/ncu_summary.py). A separate run, so that ncu's replays never touch the timed figures."""
+    a = runner.args
+    if runner.over_budget():
+        print("  %-34s %s" % ("ncu " + name, runner.over_budget()), flush=True)
+        return
+    first, last = warmup + 1, warmup + a.ncu_updates
+    csv_path = os.path.join(a.ncu, name + ".csv")
+    prof = [a.ncu_binary, "--target-processes", "all", "--profile-from-start", "off", "--metrics",
+            ",".join((ncu_summary.TIME, ncu_summary.READ, ncu_summary.WRITE)), "--csv", "--log-file", csv_path]
+    prof += cmd + ["-o", "training.max_update=%d" % last]
+    runner.env["HETSEQ_PROFILE_UPDATES"] = "%d-%d" % (first, last)
+    try:
+        rc, text, _, _ = runner.run("ncu " + name, prof)
+    finally:
+        del runner.env["HETSEQ_PROFILE_UPDATES"]
+    md = None
+    if rc == 0 and os.path.exists(csv_path):
+        md = ncu_summary.summarize(ncu_summary.read_csv(csv_path), last - first + 1, 40, a.peak_gbs, False,
+                                   "hetseq %s, updates %d-%d" % (name, first, last))
+    if md is None:
+        print("  ncu %s: no kernel profile (exit %d; %s)" % (name, rc, os.path.join(runner.work, "ncu " + name + ".out")),
+              flush=True)
+        return
+    with open(os.path.join(a.ncu, name + ".md"), "w") as f:
+        f.write(md)
 
 
 def torch_result(runner, name, cmd, rate_key):
@@ -361,6 +400,12 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory (data, logs)")
     ap.add_argument("--hetseq", help="the hetseq binary (default BUILD_DIR/hetseq; e.g. BUILD_DIR/tests/cuda/hetseq_emu, "
                     "hetseq on the emulated CUDA device, to try the script's device path without a GPU)")
+    ap.add_argument("--ncu", metavar="DIR", help="also profile each hetseq run's first N updates after the warm-up "
+                    "in a separate run under Nsight Compute ($NCU, else ncu): DIR/NAME.csv and its table by kernel "
+                    "DIR/NAME.md (bench/gpu/ncu_summary.py)")
+    ap.add_argument("--ncu-updates", type=int, default=2, help="updates each --ncu run profiles (default 2)")
+    ap.add_argument("--peak-gbs", type=float, help="the GPU's memory bandwidth in GB/s for --ncu's tables (default: "
+                    "the data-sheet's for a GPU in BANDWIDTH)")
     a = ap.parse_args()
     a.python = sys.executable
     a.warmup = a.warmup if a.warmup is not None else (1 if a.quick else 10)
@@ -376,6 +421,14 @@ def main():
                  "--steps >= 1")
     if not os.access(a.hetseq, os.X_OK):
         sys.exit("%s not built: run 'make hetseq' in %s" % (a.hetseq, a.build_dir))
+    a.ncu_binary = os.environ.get("NCU", "ncu")
+    if a.ncu:
+        if a.ncu_updates < 1:
+            sys.exit("--ncu-updates takes a count >= 1")
+        if not shutil.which(a.ncu_binary):
+            sys.exit("--ncu: %s not found (Nsight Compute; set NCU to its path)" % a.ncu_binary)
+        a.ncu = os.path.abspath(a.ncu)
+        os.makedirs(a.ncu, exist_ok=True)
 
     if a.device == "cuda":
         q = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
@@ -384,6 +437,7 @@ def main():
             sys.exit("--device cuda: nvidia-smi finds no GPU (on a machine without one: --device cpu --quick)")
         gpu = q.stdout.strip().splitlines()[0]
         peak_label, peaks = gpu_peak(gpu.split(",")[0])
+        a.peak_gbs = a.peak_gbs or BANDWIDTH.get(peak_label)
     else:
         cpu = [x.split(":", 1)[1].strip() for x in open("/proc/cpuinfo") if x.startswith("model name")]
         gpu = "no GPU: the CPU (%s), %d threads per run" % (cpu[0] if cpu else platform.machine(), a.threads)
