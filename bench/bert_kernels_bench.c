@@ -60,7 +60,7 @@ int main(int argc, char **argv) {
     TIME("SGEMM FFN up [4096x256]x[256x1024]", be->gemm(be, 0, 1, T, I, H, 1.0f, x, H, w1, H, 0.0f, g, I),
          2.0 * T * I * H);
     TIME("bias+GELU forward [4096,1024]", be->bias_gelu_forward(be, g, u, bias, T, I, NULL, NULL), 0);
-    TIME("GELU backward [4096,1024]", be->gelu_backward(be, g, du, u, (size_t)T * I, NULL, NULL, NULL), 0);
+    TIME("GELU backward [4096,1024]", be->gelu_backward(be, g, du, u, NULL, (size_t)T * I, NULL, NULL, NULL), 0);
     TIME("add+LayerNorm forward [4096,256]",
          be->layernorm_forward(be, y, sum, mean, rstd, x, x2, gamma, beta, T, H, 1e-12f), 0);
     TIME("LayerNorm backward [4096,256]",

@@ -53,12 +53,14 @@ __global__ void bias_gelu_forward_kernel(T *y, T *x, const T *bias, size_t n, si
   }
 }
 
-/* dx = dy·gelu'(x) = dy·(Φ(x) + x·φ(x)) from the pre-activation x; dx may alias dy. y: NULL, or gelu(x)
- * recomputed (the forward's output, for a model that did not keep it), with its rounding y16 */
+/* dx = dy·gelu'(x) = dy·(Φ(x) + x·φ(x)) from the pre-activation x, or from its 16-bit copy x16 (x NULL:
+ * widened here, exact); dx may alias dy. y: NULL, or gelu(x) recomputed (the forward's output, for a model
+ * that did not keep it), with its rounding y16 */
 template <class T>
-__global__ void gelu_backward_kernel(T *dx, const T *dy, const T *x, size_t n, half_out dx16, T *y, half_out y16) {
+__global__ void gelu_backward_kernel(T *dx, const T *dy, const T *x, const uint16_t *x16, int x16_bf16, size_t n,
+                                     half_out dx16, T *y, half_out y16) {
   GRID_STRIDE_LOOP(i, n) {
-    const float u = (float)x[i];
+    const float u = x ? (float)x[i] : x16_bf16 ? hs_bf16_to_float(x16[i]) : hs_fp16_to_float(x16[i]);
     if (y) {
       const T g = (T)hs_gelu(u);
       y[i] = g;
@@ -103,14 +105,18 @@ extern "C" void hs_cuda_bias_gelu_forward(const hs_backend *be, float *y, float 
                                                    ((x16 ? n : 0) + (y16 ? n : 0)) * sizeof(uint16_t));
 }
 
-extern "C" void hs_cuda_gelu_backward(const hs_backend *be, float *dx, const float *dy, const float *x, size_t n,
-                                      uint16_t *dx16, float *y, uint16_t *y16) {
+extern "C" void hs_cuda_gelu_backward(const hs_backend *be, float *dx, const float *dy, const float *x,
+                                      const uint16_t *x16, size_t n, uint16_t *dx16, float *y, uint16_t *y16) {
   if (y16 && !y) HS_FATAL(NULL, "gelu_backward: y16 without y");
+  if (!x == !x16) HS_FATAL(NULL, "gelu_backward: x or x16, not %s", x ? "both" : "neither");
+  if (x16 && be->precision != HS_PRECISION_BF16 && be->precision != HS_PRECISION_FP16)
+    HS_FATAL(NULL, "gelu_backward: x16 under a precision without 16-bit values");
   const int bf16 = be->precision == HS_PRECISION_BF16;
   HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), gelu_backward_kernel<float>)(
-      dx, dy, x, n, half_out{dx16, bf16}, y, half_out{y16, bf16});
-  HS_CUDA_LAUNCHED("gelu_backward_kernel", (3 * n + (y ? n : 0)) * sizeof(float) +
-                                               ((dx16 ? n : 0) + (y16 ? n : 0)) * sizeof(uint16_t));
+      dx, dy, x, x16, bf16, n, half_out{dx16, bf16}, y, half_out{y16, bf16});
+  /* dy read, dx written, x read in fp32 or 16 bits, y and the 16-bit outputs written */
+  HS_CUDA_LAUNCHED("gelu_backward_kernel", (2 * n + (x ? n : 0) + (y ? n : 0)) * sizeof(float) +
+                                               ((x16 ? n : 0) + (dx16 ? n : 0) + (y16 ? n : 0)) * sizeof(uint16_t));
 }
 
 extern "C" void hs_cuda_tanh_forward(const hs_backend *be, float *y, const float *x, size_t n) {

@@ -192,7 +192,7 @@ int main(int argc, char **argv) {
     float *u = dev_rand(TI, -3, 3), *g = dev_alloc(TI * 4), *bias_i = dev_rand((size_t)I, -0.1f, 0.1f);
     snprintf(shape, sizeof shape, "%d x %d", T, I);
     BENCH("bias_gelu_forward", shape, be->bias_gelu_forward(be, g, u, bias_i, T, I, NULL, NULL));
-    BENCH("gelu_backward", shape, be->gelu_backward(be, g, g, u, TI, NULL, NULL, NULL));
+    BENCH("gelu_backward", shape, be->gelu_backward(be, g, g, u, NULL, TI, NULL, NULL, NULL));
     be->free(be, g), be->free(be, bias_i);
 
     const size_t TP = (size_t)B * HEADS * L * L; /* attention probabilities */

@@ -754,11 +754,13 @@ static void layer_store_half(hs_bert *m, int i) {
 }
 
 /* Layer i's 16-bit copies -> the working set, widened (exact), before its backward; but for q|k|v under
- * the fused attention, whose backward reads the 16-bit copy itself (hs_attention_saved.qkv16) */
+ * the fused attention, whose backward reads the 16-bit copy itself (hs_attention_saved.qkv16), and the
+ * FFN pre-activation, which only the GELU backward reads, from its 16-bit copy (gelu_backward's x16) */
 static void layer_load_half(hs_bert *m, int i) {
     hs_act16 t[N_SAVED];
     layer_saved(m, i, t);
     if (m->fused_attention) t[HS_BERT_SAVED_QKV].count = 0;
+    t[HS_BERT_SAVED_FFN_PRE].count = 0;
     hs_act16_load(m->be, t, N_SAVED);
 }
 
@@ -887,11 +889,12 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
         hs_gelu_backward(be, dffn, dffn, a->ffn_pre, TI, NULL);
     } else {
         /* 16-bit storage kept no GELU output g: the GELU backward recomputes it from the kept (rounded)
-         * pre-activation, with its twin, for the weight gradient ∂W2 += doutᵀ·g that follows (the
-         * forward's product read round(gelu(u)), this one round(gelu(round(u))): the documented cost of
-         * 16 bits per token and column of the FFN width, docs/gpu.md "Mixed precision") */
+         * pre-activation, read from its 16-bit copy, with its twin, for the weight gradient
+         * ∂W2 += doutᵀ·g that follows (the forward's product read round(gelu(u)), this one
+         * round(gelu(round(u))): the documented cost of 16 bits per token and column of the FFN width,
+         * docs/gpu.md "Mixed precision") */
         be->gemm(be, 0, 0, T, I, H, 1.0f, dout, H, hs_param_data(p, l->out_w), I, 0.0f, dffn, I);
-        hs_gelu_backward_recompute(be, dffn, dffn, a->ffn_pre, TI, m->grad16_ffn, a->ffn_act, m->ffn_act16);
+        hs_gelu_backward_recompute(be, dffn, dffn, h->ffn_pre, TI, m->grad16_ffn, a->ffn_act, m->ffn_act16);
         be->bind_half(be, a->ffn_act, m->ffn_act16, TI);
         be->gemm_wgrad_bgrad(be, hs_param_grad(p, l->out_w), hs_param_grad(p, l->out_b), dout, H, a->ffn_act, T, I,
                              H, ctx->grads_zero);

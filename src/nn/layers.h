@@ -237,13 +237,14 @@ static inline void hs_bias_gelu_forward(const hs_backend *be, float *y, float *x
  * fused form the bias gradient is then be->bias_grad(be, dbias, dx, rows, cols). */
 static inline void hs_gelu_backward(const hs_backend *be, float *dx, const float *dy, const float *x, size_t count,
                                     uint16_t *dx16) {
-    be->gelu_backward(be, dx, dy, x, count, dx16, NULL, NULL);
+    be->gelu_backward(be, dx, dy, x, NULL, count, dx16, NULL, NULL);
 }
-/* The same, and y[n] = gelu(x) recomputed (with its rounding y16, or NULL) in the same pass, for a model
- * that did not keep the GELU output; y must not alias dx, dy or x. */
-static inline void hs_gelu_backward_recompute(const hs_backend *be, float *dx, const float *dy, const float *x,
+/* The same from the pre-activation's 16-bit copy x16 (bf16/fp16: read and widened in the same pass, not
+ * widened into memory first), and y[n] = gelu(x) recomputed (with its rounding y16, or NULL), for a model
+ * that kept the pre-activation in 16 bits and not the GELU output; y must not alias dx or dy. */
+static inline void hs_gelu_backward_recompute(const hs_backend *be, float *dx, const float *dy, const uint16_t *x16,
                                               size_t count, uint16_t *dx16, float *y, uint16_t *y16) {
-    be->gelu_backward(be, dx, dy, x, count, dx16, y, y16);
+    be->gelu_backward(be, dx, dy, NULL, x16, count, dx16, y, y16);
 }
 
 /* ---- tanh (e.g. BERT's pooler) ----------------------------------------------------------------------- */

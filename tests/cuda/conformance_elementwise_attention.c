@@ -105,7 +105,7 @@ static unary_op pick_unary(const hs_backend *be, int which) {
 /* dx = f(dy, z) on both backends */
 typedef void (*binary_op)(const hs_backend *be, float *dx, const float *dy, const float *z, size_t n);
 static void gelu_backward_no16(const hs_backend *be, float *dx, const float *dy, const float *z, size_t n) {
-    be->gelu_backward(be, dx, dy, z, n, NULL, NULL, NULL);
+    be->gelu_backward(be, dx, dy, z, NULL, n, NULL, NULL, NULL);
 }
 static binary_op pick_binary(const hs_backend *be, int which) {
     return which == 0 ? be->relu_backward : which == 1 ? gelu_backward_no16 : be->tanh_backward;

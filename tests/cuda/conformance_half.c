@@ -298,6 +298,12 @@ static void outputs16_on(hs_conf *t, const hs_backend *be, int rows, int cols) {
              *rd16 = be->alloc(be, n * 2);
     float *gy = be->alloc(be, n * 4); /* gelu_backward's recomputed GELU output, and its rounding */
     uint16_t *gy16 = be->alloc(be, n * 2);
+    /* gelu_backward from the pre-activation widened into memory [0] and from its 16-bit copy (x16) [1] */
+    float *uw = be->alloc(be, n * 4), *wdx[2], *wy[2];
+    uint16_t *wdx16[2], *wy16[2];
+    for (int k = 0; k < 2; k++)
+        wdx[k] = be->alloc(be, n * 4), wy[k] = be->alloc(be, n * 4), wdx16[k] = be->alloc(be, n * 2),
+        wy16[k] = be->alloc(be, n * 2);
     for (int k = 0; k < 2; k++) {
         y[k] = be->alloc(be, n * 4), sum[k] = hs_conf_dev(be, hx, n * 4), mean[k] = be->alloc(be, (size_t)rows * 4);
         rstd[k] = be->alloc(be, (size_t)rows * 4), da[k] = be->alloc(be, n * 4), dx[k] = hs_conf_dev(be, hr, n * 4);
@@ -317,7 +323,7 @@ static void outputs16_on(hs_conf *t, const hs_backend *be, int rows, int cols) {
                                            rows, cols, rows, (size_t)cols, 1, p, 99, 3, k ? da16 : NULL);
             be->copy(be, u[k], x, n * 4);
             be->bias_gelu_forward(be, g[k], u[k], beta, rows, cols, k ? u16 : NULL, k ? g16 : NULL);
-            be->gelu_backward(be, dx[k], dx[k], u[k], n, k ? d16 : NULL, k ? gy : NULL, k ? gy16 : NULL);
+            be->gelu_backward(be, dx[k], dx[k], u[k], NULL, n, k ? d16 : NULL, k ? gy : NULL, k ? gy16 : NULL);
             be->relu_dropout_forward(be, ru[k], x, rows, (size_t)cols, p, 99, 3, k ? ru16 : NULL);
             be->relu_dropout_backward(be, rd[k], res, ru[k], rows, (size_t)cols, p, 99, 3, k ? rd16 : NULL);
         }
@@ -340,7 +346,20 @@ static void outputs16_on(hs_conf *t, const hs_backend *be, int rows, int cols) {
         same_on(t, be, w, gy, g[1], n * 4);
         snprintf(w, sizeof w, "gelu_backward y16 = to_half(y) %s", what);
         is_rounding(t, be, w, gy16, gy, n);
+        /* from the 16-bit pre-activation u16 (x16): every output the bits of the same op on u16 widened */
+        const hs_half_conversion widen = {uw, u16, n, 0};
+        be->convert_halves(be, &widen, 1);
+        be->gelu_backward(be, wdx[0], res, uw, NULL, n, wdx16[0], wy[0], wy16[0]);
+        be->gelu_backward(be, wdx[1], res, NULL, u16, n, wdx16[1], wy[1], wy16[1]);
+        const char *wnames[] = {"dx", "dx16", "y", "y16"};
+        const void *w0[] = {wdx[0], wdx16[0], wy[0], wy16[0]}, *w1[] = {wdx[1], wdx16[1], wy[1], wy16[1]};
+        for (int o = 0; o < 4; o++) {
+            snprintf(w, sizeof w, "gelu_backward %s from x16 = from x16 widened %s", wnames[o], what);
+            same_on(t, be, w, w0[o], w1[o], n * (o % 2 ? 2 : 4));
+        }
     }
+    for (int k = 0; k < 2; k++) be->free(be, wdx[k]), be->free(be, wy[k]), be->free(be, wdx16[k]), be->free(be, wy16[k]);
+    be->free(be, uw);
     for (int k = 0; k < 2; k++) {
         be->free(be, y[k]), be->free(be, sum[k]), be->free(be, mean[k]), be->free(be, rstd[k]), be->free(be, da[k]);
         be->free(be, dx[k]), be->free(be, dg[k]), be->free(be, db[k]), be->free(be, u[k]), be->free(be, g[k]);

@@ -59,15 +59,21 @@ void hs_cpu_bias_gelu_forward(const hs_backend *be, float *y, float *x, const fl
     if (y16 && rows > 0 && cols > 0) hs_cpu_to_half(be, y16, y, (size_t)rows * (size_t)cols);
 }
 
-void hs_cpu_gelu_backward(const hs_backend *be, float *dx, const float *dy, const float *x, size_t n, uint16_t *dx16,
-                          float *y, uint16_t *y16) {
+void hs_cpu_gelu_backward(const hs_backend *be, float *dx, const float *dy, const float *x, const uint16_t *x16,
+                          size_t n, uint16_t *dx16, float *y, uint16_t *y16) {
     if (y16 && !y) HS_FATAL(NULL, "gelu_backward: y16 without y");
+    if (!x == !x16) HS_FATAL(NULL, "gelu_backward: x or x16, not %s", x ? "both" : "neither");
+    if (x16 && be->precision != HS_PRECISION_BF16 && be->precision != HS_PRECISION_FP16)
+        HS_FATAL(NULL, "gelu_backward: x16 under a precision without 16-bit values");
     const size_t spans = (n + HS_SPAN - 1) / HS_SPAN;
 #pragma omp parallel for schedule(static) if (n > HS_PAR_MIN)
     for (size_t s = 0; s < spans; s++) {
         const size_t lo = s * HS_SPAN, len = n - lo < HS_SPAN ? n - lo : HS_SPAN;
-        if (y) gelu_span(y + lo, x + lo, len); /* the forward's output again (the same formula) */
-        gelu_grad_span(dx + lo, dy + lo, x + lo, len);
+        float wide[HS_SPAN]; /* x16's span widened (exact), in the cache */
+        const float *u = x ? x + lo : wide;
+        if (x16) hs_cpu_from_half(be, wide, x16 + lo, len);
+        if (y) gelu_span(y + lo, u, len); /* the forward's output again (the same formula) */
+        gelu_grad_span(dx + lo, dy + lo, u, len);
     }
     if (dx16) hs_cpu_to_half(be, dx16, dx, n);
     if (y16) hs_cpu_to_half(be, y16, y, n);
