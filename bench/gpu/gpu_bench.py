@@ -302,6 +302,8 @@ def ncu_profile(runner, name, cmd, warmup):
 
 
 def torch_result(runner, name, cmd, rate_key):
+    if runner.args.no_pytorch:
+        return {"note": "not run: --no-pytorch"}
     if runner.over_budget():
         return {"note": runner.over_budget()}
     rc, text, _, _ = runner.run("pytorch " + name, [runner.args.python] + cmd)
@@ -400,6 +402,7 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory (data, logs)")
     ap.add_argument("--hetseq", help="the hetseq binary (default BUILD_DIR/hetseq; e.g. BUILD_DIR/tests/cuda/hetseq_emu, "
                     "hetseq on the emulated CUDA device, to try the script's device path without a GPU)")
+    ap.add_argument("--no-pytorch", action="store_true", help="hetseq's runs only (e.g. with --ncu: a profile)")
     ap.add_argument("--ncu", metavar="DIR", help="also profile each hetseq run's first N updates after the warm-up "
                     "in a separate run under Nsight Compute ($NCU, else ncu): DIR/NAME.csv and its table by kernel "
                     "DIR/NAME.md (bench/gpu/ncu_summary.py)")
@@ -442,7 +445,7 @@ def main():
         cpu = [x.split(":", 1)[1].strip() for x in open("/proc/cpuinfo") if x.startswith("model name")]
         gpu = "no GPU: the CPU (%s), %d threads per run" % (cpu[0] if cpu else platform.machine(), a.threads)
         peak_label, peaks = None, None
-    no_compile = compile_available(a.python)
+    no_compile = "not run: --no-pytorch" if a.no_pytorch else compile_available(a.python)
     work = tempfile.mkdtemp(prefix="hetseq-gpu-bench.")
     runner = Runner(a, work)
     updates = a.warmup + a.steps

@@ -6,7 +6,7 @@
 # not ncu's CSV, or a unit it does not know, ends with a message naming the file (and line). Then the GPU
 # benchmark's --ncu option, with a stand-in for ncu: the profiled run is a separate run of the updates
 # after the warm-up, with HETSEQ_PROFILE_UPDATES set to them and ncu told to record inside that range
-# only, and its table lands in the directory given.
+# only, and its table lands in the directory given; --no-pytorch leaves PyTorch out, and says so.
 . "${top_srcdir:-.}/tests/lib.sh"
 py=${PYTHON_TORCH:-$(command -v python3 || true)}
 [ -n "$py" ] || skip "no python3"
@@ -56,7 +56,6 @@ echo "ok: not a CSV, an unknown unit, no durations: each ends with a message nam
 
 # ---- bench/gpu/run.sh --ncu, with a stand-in for ncu ---------------------------------------------------
 need_python torch h5py numpy
-"$PYTHON_TORCH" -c 'import transformers' 2> /dev/null || skip "summaries checked; $PYTHON_TORCH has no transformers (bench/gpu/run.sh needs it)"
 mkdir -p fakebin
 cat > fakebin/ncu <<'NCU'
 #!/bin/bash
@@ -90,7 +89,7 @@ first=${HETSEQ_PROFILE_UPDATES%-*} last=${HETSEQ_PROFILE_UPDATES#*-}
 NCU
 chmod +x fakebin/ncu
 NCU="$PWD/fakebin/ncu" timeout -k 5 300 bash "$top_srcdir/bench/gpu/run.sh" "$top_builddir" --device cpu --quick \
-  --threads 1 --only cnn --warmup 2 --steps 2 --ncu-updates 3 --ncu prof --out cnn.md --keep > cnn.log 2>&1 ||
+  --threads 1 --only cnn --warmup 2 --steps 2 --ncu-updates 3 --ncu prof --no-pytorch --out cnn.md --keep > cnn.log 2>&1 ||
   { cat cnn.log; fail "bench/gpu/run.sh --ncu failed"; }
 scratch=$(sed -n 's/^scratch directory \(.*\) (kept)$/\1/p' cnn.log)
 [ -d "$scratch" ] || { cat cnn.log; fail "no scratch directory named"; }
@@ -103,5 +102,7 @@ grep -qx '3 kernel launches, 0.003 ms of GPU time per update (3 updates profiled
   { cat prof/cnn_fp32.md; fail "prof/cnn_fp32.md: not 3 launches per update over 3 updates"; }
 expect_row prof/cnn_fp32.md conv_kernel "2 0.002 66.7 1.0"
 grep -q '^| CNN (MNISTNet) | fp32 | images/s | [0-9]' cnn.md || { cat cnn.md; fail "the timed figure is gone with --ncu"; }
-echo "ok: --ncu profiles updates 3-5 (warm-up 2) in a separate run; its table is in prof/cnn_fp32.md"
+grep -q '^\[[0-9]*\] not run: --no-pytorch$' cnn.md || { cat cnn.md; fail "--no-pytorch: no note says PyTorch did not run"; }
+grep -q '^  pytorch ' cnn.log && { cat cnn.log; fail "--no-pytorch ran PyTorch"; }
+echo "ok: --ncu profiles updates 3-5 (warm-up 2) in a separate run; its table is in prof/cnn_fp32.md; --no-pytorch runs hetseq only"
 pass
