@@ -39,13 +39,14 @@ template <class T> __global__ void gelu_forward_kernel(T *y, const T *x, size_t 
   GRID_STRIDE_LOOP(i, n) y[i] = (T)hs_gelu((float)x[i]);
 }
 
-/* x[rows,cols] += bias[cols] (kept: it is the pre-activation the backward needs), y = gelu(x); one pass */
+/* x[rows,cols] += bias[cols] (kept: it is the pre-activation the backward needs), y = gelu(x); one pass.
+ * With x16 the pre-activation goes into x16 only (rounded) and x stays as it was. */
 template <class T>
 __global__ void bias_gelu_forward_kernel(T *y, T *x, const T *bias, size_t n, size_t cols, half_out x16,
                                          half_out y16) {
   GRID_STRIDE_LOOP(i, n) {
     const float u = (float)x[i] + (float)bias[i % cols];
-    x[i] = (T)u;
+    if (!x16.p) x[i] = (T)u;
     const T g = (T)hs_gelu(u);
     y[i] = g;
     put_half(x16, i, (float)(T)u);
@@ -100,8 +101,8 @@ extern "C" void hs_cuda_bias_gelu_forward(const hs_backend *be, float *y, float 
   const int bf16 = be->precision == HS_PRECISION_BF16;
   HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), bias_gelu_forward_kernel<float>)(
       y, x, bias, n, (size_t)cols, half_out{x16, bf16}, half_out{y16, bf16});
-  /* x read + written, y, bias, the 16-bit outputs */
-  HS_CUDA_LAUNCHED("bias_gelu_forward_kernel", (3 * n + (size_t)cols) * sizeof(float) +
+  /* x read (and written without x16), y, bias, the 16-bit outputs */
+  HS_CUDA_LAUNCHED("bias_gelu_forward_kernel", ((x16 ? 2 : 3) * n + (size_t)cols) * sizeof(float) +
                                                    ((x16 ? n : 0) + (y16 ? n : 0)) * sizeof(uint16_t));
 }
 

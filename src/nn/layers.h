@@ -228,7 +228,8 @@ static inline void hs_gelu_forward(const hs_backend *be, float *y, const float *
     be->gelu_forward(be, y, x, count);
 }
 /* Fused bias + GELU (BertIntermediate's LinearActivation): x[R,C] += bias[C] in place (x becomes the
- * pre-activation the backward needs), y[R,C] = gelu(x). Use after a bias-less GEMM. */
+ * pre-activation the backward needs), y[R,C] = gelu(x). Use after a bias-less GEMM. With x16 the
+ * pre-activation is written rounded into x16 only (x unchanged), y16: y's rounding. */
 static inline void hs_bias_gelu_forward(const hs_backend *be, float *y, float *x, const float *bias, int rows,
                                         int cols, uint16_t *x16, uint16_t *y16) {
     be->bias_gelu_forward(be, y, x, bias, rows, cols, x16, y16);

@@ -40,6 +40,15 @@ static HS_SIMD_CLONES void bias_gelu_row(float *y, float *x, const float *bias, 
     }
 }
 
+/* u[cols] = x + bias (the pre-activation, into u: x stays), y = gelu(u): one pass */
+static HS_SIMD_CLONES void bias_gelu_row_out(float *y, float *u, const float *x, const float *bias, int cols) {
+#pragma omp simd
+    for (int c = 0; c < cols; c++) {
+        u[c] = x[c] + bias[c];
+        y[c] = hs_gelu(u[c]);
+    }
+}
+
 void hs_cpu_gelu_forward(const hs_backend *be, float *y, const float *x, size_t n) {
     (void)be;
     const size_t spans = (n + HS_SPAN - 1) / HS_SPAN;
@@ -52,10 +61,22 @@ void hs_cpu_gelu_forward(const hs_backend *be, float *y, const float *x, size_t 
 
 void hs_cpu_bias_gelu_forward(const hs_backend *be, float *y, float *x, const float *bias, int rows, int cols,
                               uint16_t *x16, uint16_t *y16) {
+    if (x16) { /* the pre-activation into x16 only, a span of a row at a time through the cache; x stays */
 #pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > HS_PAR_MIN)
-    for (int r = 0; r < rows; r++) bias_gelu_row(y + (size_t)r * (size_t)cols, x + (size_t)r * (size_t)cols, bias, cols);
-    /* the 16-bit outputs: to_half's bits of the values just written */
-    if (x16 && rows > 0 && cols > 0) hs_cpu_to_half(be, x16, x, (size_t)rows * (size_t)cols);
+        for (int r = 0; r < rows; r++)
+            for (int c0 = 0; c0 < cols; c0 += HS_SPAN) {
+                const int len = cols - c0 < HS_SPAN ? cols - c0 : HS_SPAN;
+                const size_t at = (size_t)r * (size_t)cols + (size_t)c0;
+                float u[HS_SPAN];
+                bias_gelu_row_out(y + at, u, x + at, bias + c0, len);
+                hs_cpu_to_half(be, x16 + at, u, (size_t)len);
+            }
+    } else {
+#pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > HS_PAR_MIN)
+        for (int r = 0; r < rows; r++)
+            bias_gelu_row(y + (size_t)r * (size_t)cols, x + (size_t)r * (size_t)cols, bias, cols);
+    }
+    /* y's 16-bit output: to_half's bits of the values just written */
     if (y16 && rows > 0 && cols > 0) hs_cpu_to_half(be, y16, y, (size_t)rows * (size_t)cols);
 }
 
