@@ -108,10 +108,7 @@ extern "C" void hs_cuda_bias_gelu_forward(const hs_backend *be, float *y, float 
 
 extern "C" void hs_cuda_gelu_backward(const hs_backend *be, float *dx, const float *dy, const float *x,
                                       const uint16_t *x16, size_t n, uint16_t *dx16, float *y, uint16_t *y16) {
-  if (y16 && !y) HS_FATAL(NULL, "gelu_backward: y16 without y");
-  if (!x == !x16) HS_FATAL(NULL, "gelu_backward: x or x16, not %s", x ? "both" : "neither");
-  if (x16 && be->precision != HS_PRECISION_BF16 && be->precision != HS_PRECISION_FP16)
-    HS_FATAL(NULL, "gelu_backward: x16 under a precision without 16-bit values");
+  hs_gelu_backward_check(be, x, x16, y, y16);
   const int bf16 = be->precision == HS_PRECISION_BF16;
   HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), gelu_backward_kernel<float>)(
       dx, dy, x, x16, bf16, n, half_out{dx16, bf16}, y, half_out{y16, bf16});

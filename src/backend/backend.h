@@ -131,6 +131,10 @@ const char *hs_backend_missing_op(const hs_backend *be);
  * forgotten table entry is a named error, not a call through a NULL pointer. hs_backend_select checks
  * the CPU table it returns, hs_backend_cuda the CUDA table when it makes the device. */
 void hs_backend_check(const hs_backend *be);
+/* gelu_backward's contract on its optional arguments (ops.def), checked by every backend's implementation:
+ * one of x and x16, x16 only under bf16/fp16, y16 only with y. */
+void hs_gelu_backward_check(const hs_backend *be, const float *x, const uint16_t *x16, const float *y,
+                            const uint16_t *y16);
 /* The CPU device (its "stream" is the calling thread: every op has run when it returns). */
 const hs_backend *hs_backend_cpu(void);
 /* The same backend computing its products in `precision` (the config's value: "fp32" | "bf16" |

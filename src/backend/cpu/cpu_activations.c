@@ -82,10 +82,7 @@ void hs_cpu_bias_gelu_forward(const hs_backend *be, float *y, float *x, const fl
 
 void hs_cpu_gelu_backward(const hs_backend *be, float *dx, const float *dy, const float *x, const uint16_t *x16,
                           size_t n, uint16_t *dx16, float *y, uint16_t *y16) {
-    if (y16 && !y) HS_FATAL(NULL, "gelu_backward: y16 without y");
-    if (!x == !x16) HS_FATAL(NULL, "gelu_backward: x or x16, not %s", x ? "both" : "neither");
-    if (x16 && be->precision != HS_PRECISION_BF16 && be->precision != HS_PRECISION_FP16)
-        HS_FATAL(NULL, "gelu_backward: x16 under a precision without 16-bit values");
+    hs_gelu_backward_check(be, x, x16, y, y16);
     const size_t spans = (n + HS_SPAN - 1) / HS_SPAN;
 #pragma omp parallel for schedule(static) if (n > HS_PAR_MIN)
     for (size_t s = 0; s < spans; s++) {
