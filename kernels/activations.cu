@@ -40,7 +40,8 @@ template <class T> __global__ void gelu_forward_kernel(T *y, const T *x, size_t 
 }
 
 /* x[rows,cols] += bias[cols] (kept: it is the pre-activation the backward needs), y = gelu(x); one pass.
- * With x16 the pre-activation goes into x16 only (rounded) and x stays as it was. */
+ * With x16 the pre-activation goes into x16 only (rounded) and x stays as it was; without y (y16 then
+ * given) the output goes into y16 only. */
 template <class T>
 __global__ void bias_gelu_forward_kernel(T *y, T *x, const T *bias, size_t n, size_t cols, half_out x16,
                                          half_out y16) {
@@ -48,27 +49,27 @@ __global__ void bias_gelu_forward_kernel(T *y, T *x, const T *bias, size_t n, si
     const float u = (float)x[i] + (float)bias[i % cols];
     if (!x16.p) x[i] = (T)u;
     const T g = (T)hs_gelu(u);
-    y[i] = g;
+    if (y) y[i] = g;
     put_half(x16, i, (float)(T)u);
     put_half(y16, i, (float)g);
   }
 }
 
 /* dx = dy·gelu'(x) = dy·(Φ(x) + x·φ(x)) from the pre-activation x, or from its 16-bit copy x16 (x NULL:
- * widened here, exact); dx may alias dy. y: NULL, or gelu(x) recomputed (the forward's output, for a model
- * that did not keep it), with its rounding y16 */
+ * widened here, exact); dx may alias dy, and may be NULL (dx16 alone). y, y16: NULL, or gelu(x) recomputed
+ * (the forward's output, for a model that did not keep it) and its rounding */
 template <class T>
 __global__ void gelu_backward_kernel(T *dx, const T *dy, const T *x, const uint16_t *x16, int x16_bf16, size_t n,
                                      half_out dx16, T *y, half_out y16) {
   GRID_STRIDE_LOOP(i, n) {
     const float u = x ? (float)x[i] : x16_bf16 ? hs_bf16_to_float(x16[i]) : hs_fp16_to_float(x16[i]);
-    if (y) {
+    if (y || y16.p) {
       const T g = (T)hs_gelu(u);
-      y[i] = g;
+      if (y) y[i] = g;
       put_half(y16, i, (float)g);
     }
     const T d = (T)hs_gelu_grad((float)dy[i], u);
-    dx[i] = d;
+    if (dx) dx[i] = d;
     put_half(dx16, i, (float)d);
   }
 }
@@ -96,24 +97,25 @@ extern "C" void hs_cuda_gelu_forward(const hs_backend *be, float *y, const float
 
 extern "C" void hs_cuda_bias_gelu_forward(const hs_backend *be, float *y, float *x, const float *bias, int rows,
                                           int cols, uint16_t *x16, uint16_t *y16) {
+  if (!y && !y16) HS_FATAL(NULL, "bias_gelu_forward: neither y nor y16");
   if (rows <= 0 || cols <= 0) return;
   const size_t n = (size_t)rows * (size_t)cols;
   const int bf16 = be->precision == HS_PRECISION_BF16;
   HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), bias_gelu_forward_kernel<float>)(
       y, x, bias, n, (size_t)cols, half_out{x16, bf16}, half_out{y16, bf16});
   /* x read (and written without x16), y, bias, the 16-bit outputs */
-  HS_CUDA_LAUNCHED("bias_gelu_forward_kernel", ((x16 ? 2 : 3) * n + (size_t)cols) * sizeof(float) +
+  HS_CUDA_LAUNCHED("bias_gelu_forward_kernel", ((x16 ? 1 : 2) * n + (y ? n : 0) + (size_t)cols) * sizeof(float) +
                                                    ((x16 ? n : 0) + (y16 ? n : 0)) * sizeof(uint16_t));
 }
 
 extern "C" void hs_cuda_gelu_backward(const hs_backend *be, float *dx, const float *dy, const float *x,
                                       const uint16_t *x16, size_t n, uint16_t *dx16, float *y, uint16_t *y16) {
-  hs_gelu_backward_check(be, x, x16, y, y16);
+  hs_gelu_backward_check(be, dx, dx16, x, x16);
   const int bf16 = be->precision == HS_PRECISION_BF16;
   HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), gelu_backward_kernel<float>)(
       dx, dy, x, x16, bf16, n, half_out{dx16, bf16}, y, half_out{y16, bf16});
   /* dy read, dx written, x read in fp32 or 16 bits, y and the 16-bit outputs written */
-  HS_CUDA_LAUNCHED("gelu_backward_kernel", (2 * n + (x ? n : 0) + (y ? n : 0)) * sizeof(float) +
+  HS_CUDA_LAUNCHED("gelu_backward_kernel", (n + (dx ? n : 0) + (x ? n : 0) + (y ? n : 0)) * sizeof(float) +
                                                ((x16 ? n : 0) + (dx16 ? n : 0) + (y16 ? n : 0)) * sizeof(uint16_t));
 }
 

@@ -41,6 +41,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_internal.h"
 #include "backend/cuda/cuda_ops.h"
 #include "util/check.h"
 
@@ -77,9 +78,10 @@ __device__ __forceinline__ const uint16_t *qkv16_of(const flash_shape &s, int b,
   return s.in16 ? s.in16 + (size_t)b * (size_t)s.L * 3 * H + (size_t)h * (size_t)s.d : nullptr;
 }
 
-/* out[i] = v, and its 16-bit twin when the call asked for one (the rounding of src/util/lowp.h, as to_half) */
+/* out[i] = v, and its 16-bit twin when the call asked for one (the rounding of src/util/lowp.h, as to_half);
+ * out NULL: the twin alone (the forward's ctx under the 16-bit dataflow) */
 __device__ __forceinline__ void put(const flash_shape &s, float *out, size_t i, float v) {
-  out[i] = v;
+  if (out) out[i] = v;
   if (s.out16) s.out16[i] = s.bf16 ? hs_bf16_bits(v) : hs_fp16_bits(v);
 }
 
@@ -177,15 +179,20 @@ __global__ void flash_attention_forward_kernel(float *ctx, float *lse, const flo
 
 /* ---- backward ------------------------------------------------------------------------------------------ */
 
-/* D[unit, i] = dctx_i·ctx_i (head h's columns), one thread per row, e in order */
-__global__ void flash_attention_rowdot_kernel(float *D, const float *dctx, const float *ctx, int batch, int L,
-                                              int heads, int d) {
+/* D[unit, i] = dctx_i·ctx_i (head h's columns), one thread per row, e in order; ctx from its 16-bit twin
+ * ctx16 (widened, exact) when the fp32 context does not exist (bind_half_only) */
+__global__ void flash_attention_rowdot_kernel(float *D, const float *dctx, const float *ctx, const uint16_t *ctx16,
+                                              int ctx16_bf16, int batch, int L, int heads, int d) {
   const size_t rows = (size_t)batch * heads * L, H = (size_t)heads * d;
   for (size_t r = (size_t)blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += (size_t)gridDim.x * blockDim.x) {
     const size_t unit = r / L, i = r % L, b = unit / heads, h = unit % heads;
     const size_t off = (b * L + i) * H + h * d;
     float s = 0.0f;
-    for (int e = 0; e < d; e++) s += dctx[off + e] * ctx[off + e];
+    if (ctx16)
+      for (int e = 0; e < d; e++)
+        s += dctx[off + e] * (ctx16_bf16 ? hs_bf16_to_float(ctx16[off + e]) : hs_fp16_to_float(ctx16[off + e]));
+    else
+      for (int e = 0; e < d; e++) s += dctx[off + e] * ctx[off + e];
     D[r] = s;
   }
 }
@@ -396,7 +403,7 @@ void forward(const hs_backend *be, float *ctx, float *lse, const float *qkv, con
   const size_t tokh = (size_t)batch * sh.L * sh.heads * sh.d, nq = tiles(sh.L, tl::fq);
   const size_t rows = (size_t)batch * sh.heads * sh.L;
   HS_CUDA_LAUNCHED("flash_attention_forward_kernel",
-                   qkv_bytes(sh) * tokh * (1 + 2 * nq) + sizeof(float) * (tokh + rows * (1 + nq)) +
+                   qkv_bytes(sh) * tokh * (1 + 2 * nq) + sizeof(float) * ((ctx ? tokh : 0) + rows * (1 + nq)) +
                        (sh.out16 ? tokh * sizeof(uint16_t) : 0));
 }
 
@@ -437,6 +444,7 @@ extern "C" void hs_cuda_flash_attention_forward(const hs_backend *be, float *ctx
                                                 const uint16_t *qkv16, const float *mask_bias, int batch,
                                                 int seq_len, int heads, int head_dim, float p, uint64_t key,
                                                 int64_t first_sample, uint16_t *ctx16) {
+  if (!ctx && !ctx16) HS_FATAL(NULL, "flash_attention_forward: neither ctx nor ctx16");
   if (batch <= 0 || seq_len <= 0 || heads <= 0 || head_dim <= 0) return;
   check_head_dim(head_dim);
   const flash_shape sh = shape_of(be, seq_len, heads, head_dim, p, key, first_sample, ctx16, qkv16);
@@ -467,9 +475,13 @@ extern "C" void hs_cuda_flash_attention_backward(const hs_backend *be, float *dq
   if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   const size_t rows = (size_t)batch * heads * seq_len;
   float *D = (float *)hs_cuda_scratch(be, rows * sizeof(float)); /* [B,heads,L] */
+  /* the context exists only in 16 bits where the model bound it so (bind_half_only): read from there */
+  const uint16_t *ctx16 = hs_cuda_twin_only16(ctx, rows * (size_t)head_dim);
   HS_LAUNCH(hs_grid_for(rows), HS_BLOCK, 0, hs_cuda_stream(be), flash_attention_rowdot_kernel)(
-      D, dctx, ctx, batch, seq_len, heads, head_dim);
-  HS_CUDA_LAUNCHED("flash_attention_rowdot_kernel", sizeof(float) * (2 * rows * head_dim + rows));
+      D, dctx, ctx, ctx16, be->precision == HS_PRECISION_BF16, batch, seq_len, heads, head_dim);
+  HS_CUDA_LAUNCHED("flash_attention_rowdot_kernel",
+                   sizeof(float) * ((ctx16 ? 1 : 2) * rows * head_dim + rows) +
+                       (ctx16 ? rows * (size_t)head_dim * sizeof(uint16_t) : 0));
   const int big = head_dim > 64;
   switch (be->precision) {
   case HS_PRECISION_BF16:

@@ -169,7 +169,7 @@ __global__ void __launch_bounds__(HS_BLOCK)
       dx[off + c] = v;
       if (drop.on) {
         const T d = from_float<T>(to_float(v) * dropout_factor_at(drop, off + c));
-        da[off + c] = d;
+        if (da) da[off + c] = d;
         put_half(da16, off + c, to_float(d));
       } else {
         put_half(da16, off + c, to_float(v)); /* da is a copy of dx */
@@ -220,7 +220,7 @@ void launch_layernorm_backward(const hs_backend *be, T *dx, T *da, float *dgamma
       partial, dx, da, dy, x, mean, rstd, gamma, rows, cols, drop, da16);
   /* dy and x (counted once: the partials' rereads of a chunk just read), dx (and the dropout's gradient da
    * where it is written); mean, rstd; gamma; the partial sums written */
-  HS_CUDA_LAUNCHED("layernorm_backward_dx_kernel", (size_t)rows * (size_t)cols * (drop.on ? 4 : 3) * sizeof(T) +
+  HS_CUDA_LAUNCHED("layernorm_backward_dx_kernel", (size_t)rows * (size_t)cols * (drop.on && da ? 4 : 3) * sizeof(T) +
                                                        (da16.p ? (size_t)rows * (size_t)cols * sizeof(uint16_t) : 0) +
                                                        (size_t)rows * 2 * sizeof(float) + (size_t)cols * sizeof(float) +
                                                        (size_t)chunks * 2 * (size_t)cols * sizeof(double));
@@ -277,17 +277,19 @@ extern "C" void hs_cuda_dropout_add_layernorm_forward(const hs_backend *be, floa
                                   half_out_for(be, y16));
 }
 
-/* dx = LayerNorm backward (may alias dy), da = dx·dropout factor: the dx kernel writes both */
+/* dx = LayerNorm backward (may alias dy), da = dx·dropout factor: the dx kernel writes both (da NULL: only
+ * its rounding da16) */
 extern "C" void hs_cuda_layernorm_dropout_backward(const hs_backend *be, float *dx, float *da, float *dgamma,
                                                    float *dbeta, const float *dy, const float *x, const float *mean,
                                                    const float *rstd, const float *gamma, int rows, int cols,
                                                    int batch, size_t per_sample, size_t group, float p, uint64_t key,
                                                    int64_t first_sample, uint16_t *da16) {
+  if (!da && !da16) HS_FATAL(NULL, "layernorm_dropout_backward: neither da nor da16");
   const ln_dropout drop = make_dropout(be, rows, cols, batch, per_sample, group, p, key, first_sample);
   if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   launch_layernorm_backward<float>(be, dx, da, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols, drop,
                                    half_out_for(be, da16));
-  if (!drop.on && rows > 0 && cols > 0) /* no dropout: da is a copy of dx, as dropout_backward makes it */
+  if (!drop.on && da && rows > 0 && cols > 0) /* no dropout: da is a copy of dx, as dropout_backward makes it */
     HS_CUDA_CHECK(cudaMemcpyAsync(da, dx, (size_t)rows * (size_t)cols * sizeof(float), cudaMemcpyDeviceToDevice,
                                   hs_cuda_stream(be)));
 }

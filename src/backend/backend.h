@@ -114,6 +114,10 @@ struct hs_backend {
      * convolution and attention). A backend table with another precision comes from
      * hs_backend_with_precision; the trainer takes it before it creates the task. */
     int precision;
+    /* 1 when the products read operands bound to 16-bit twins instead of the fp32 tensors (CUDA under
+     * bf16/fp16): bind_half_only is then available, and a model may keep a tensor that only products
+     * read in 16 bits alone (docs/gpu.md "Mixed precision", the 16-bit dataflow). 0 on the CPU. */
+    int products_read_twins;
 
     /* ---- the operations: src/backend/ops.def lists them, each with its signature and contract --- */
 #define HS_OP(ret, name, params) ret(*name) params;
@@ -132,9 +136,9 @@ const char *hs_backend_missing_op(const hs_backend *be);
  * the CPU table it returns, hs_backend_cuda the CUDA table when it makes the device. */
 void hs_backend_check(const hs_backend *be);
 /* gelu_backward's contract on its optional arguments (ops.def), checked by every backend's implementation:
- * one of x and x16, x16 only under bf16/fp16, y16 only with y. */
-void hs_gelu_backward_check(const hs_backend *be, const float *x, const uint16_t *x16, const float *y,
-                            const uint16_t *y16);
+ * dx, dx16 or both; one of x and x16, x16 only under bf16/fp16. */
+void hs_gelu_backward_check(const hs_backend *be, const float *dx, const uint16_t *dx16, const float *x,
+                            const uint16_t *x16);
 /* The CPU device (its "stream" is the calling thread: every op has run when it returns). */
 const hs_backend *hs_backend_cpu(void);
 /* The same backend computing its products in `precision` (the config's value: "fp32" | "bf16" |

@@ -147,6 +147,12 @@ struct hs_bert {
                                            * the kept pre-activation for that product's weight gradient */
     size_t activation_bytes;              /* bytes of the buffers above (hs_bert_activation_bytes) */
     int fused_attention;                  /* hs_attention_fused(cfg.attention): lse kept, not probs */
+    int only16;                           /* the 16-bit dataflow (16-bit storage on a backend whose products
+                                           * read twins, be->products_read_twins): a tensor that only
+                                           * products read exists in 16 bits alone (bind_half_only): the
+                                           * GELU output and its gradient, the sublayer output gradients,
+                                           * the fused attention's context, and in the backward the layer's
+                                           * input, h1 and the context, not widened */
     float *pool_in, *pool_out;            /* [B,H] h[:,0]; tanh(pool_in·Wᵀ + b) */
     float *nsp_logits;                    /* [B,2], softmax in place */
     float *mlm_in, *mlm_pre, *mlm_act;    /* [Np,H] gathered rows; transform pre-activation; GELU */
@@ -338,6 +344,7 @@ void hs_bert_setup(hs_bert *m) {
     for (int i = 0; i <= N; i++) m->hidden[i] = half && i >= 2 ? m->hidden[i % 2] : alloc_act(m, T * H);
     HS_ALLOC(m->acts, N);
     if (half) HS_ALLOC(m->half, N);
+    m->only16 = half && be->products_read_twins;
     /* attention = auto takes the fused op where the backend's kernels take the head size (CUDA: head_dim
      * <= 128, kernels/flash_attention.cu); "fused" asks for it anyway (and a larger head stops there) */
     const int head_dim = m->cfg.hidden_size / m->cfg.num_attention_heads;
@@ -618,6 +625,15 @@ static layer_masks layer_dropout(const hs_bert *m, int i, const hs_step_ctx *ctx
         .ffn = hs_dropout_site_mask(ctx, first_sample, layer_site(i, DROP_FFN_OUTPUT), p_hidden)};
 }
 
+/* f bound to its 16-bit twin h: for products only (its fp32 values need not exist) under the 16-bit
+ * dataflow, else as a twin of the fp32 values */
+static void bind_twin(const hs_bert *m, const float *f, const uint16_t *h, size_t n) {
+    if (m->only16)
+        m->be->bind_half_only(m->be, f, h, n);
+    else
+        m->be->bind_half(m->be, f, h, n);
+}
+
 /* A layer's LayerNorm backward and the dropout before it: grad_h[T,H] (in place) = ∂/∂(the LayerNorm's
  * input), the residual's gradient; returns the sublayer output's gradient, the dropout backward of it
  * (into grad_tmp, one op with the LayerNorm's), or grad_h itself when the dropout is off. With 16-bit
@@ -637,9 +653,10 @@ static const float *layernorm_dropout_grad(hs_bert *m, const hs_dropout_mask *ma
         }
         return m->grad_h;
     }
-    hs_layernorm_dropout_backward(be, mask, m->grad_h, m->grad_tmp, dgamma, dbeta, m->grad_h, x, mean, rstd, gamma, T,
-                                  H, B, per_sample, m->grad16_h);
-    if (m->grad16_h) be->bind_half(be, m->grad_tmp, m->grad16_h, n);
+    /* the 16-bit dataflow: the sublayer output's gradient in 16 bits only (its readers are the products) */
+    hs_layernorm_dropout_backward(be, mask, m->grad_h, m->only16 ? NULL : m->grad_tmp, dgamma, dbeta, m->grad_h, x,
+                                  mean, rstd, gamma, T, H, B, per_sample, m->grad16_h);
+    if (m->grad16_h) bind_twin(m, m->grad_tmp, m->grad16_h, n);
     return m->grad_tmp;
 }
 
@@ -696,8 +713,14 @@ static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fir
      * attention.output.dense's operand */
     const hs_attention_saved saved = {.qkv = a->qkv, .probs = a->probs, .lse = a->lse, .ctx = a->ctx,
                                       .mask_bias = m->mask_bias, .ctx16 = h ? h->ctx : NULL};
-    hs_attention_forward(be, &dims, &w, m->mask_bias, &drop.probs, x, &saved, a->ctx);
-    if (h) be->bind_half(be, a->ctx, h->ctx, TH);
+    /* the 16-bit dataflow under the fused attention: the context only in 16 bits (the output product
+     * reads it, and the backward's row dot products, from there) */
+    const int ctx_only16 = m->only16 && m->fused_attention;
+    hs_attention_forward(be, &dims, &w, m->mask_bias, &drop.probs, x, &saved, ctx_only16 ? NULL : a->ctx);
+    if (h && ctx_only16)
+        be->bind_half_only(be, a->ctx, h->ctx, TH);
+    else if (h)
+        be->bind_half(be, a->ctx, h->ctx, TH);
     hs_linear_forward(be, a->attn_sum, a->ctx, hs_param_data(p, l->attn_out_w), hs_param_data(p, l->attn_out_b), T, H,
                       H);
     hs_dropout_add_layernorm_forward(be, &drop.attn, a->attn_out, a->attn_sum, a->attn_mean, a->attn_rstd, a->attn_sum,
@@ -706,9 +729,10 @@ static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fir
     if (h) be->bind_half(be, a->attn_out, h->attn_out, TH);
     /* u[T,I] = h1·W1ᵀ (bias-less GEMM), then u += b1 and gelu in one pass (their 16-bit copies with them) */
     be->gemm(be, 0, 1, T, I, H, 1.0f, a->attn_out, H, hs_param_data(p, l->inter_w), H, 0.0f, a->ffn_pre, I);
-    hs_bias_gelu_forward(be, a->ffn_act, a->ffn_pre, hs_param_data(p, l->inter_b), T, I, h ? h->ffn_pre : NULL,
-                         h ? m->ffn_act16 : NULL);
-    if (h) be->bind_half(be, a->ffn_act, m->ffn_act16, TI);
+    /* the 16-bit dataflow: the GELU output in 16 bits only, for the output product */
+    hs_bias_gelu_forward(be, m->only16 ? NULL : a->ffn_act, a->ffn_pre, hs_param_data(p, l->inter_b), T, I,
+                         h ? h->ffn_pre : NULL, h ? m->ffn_act16 : NULL);
+    if (h) bind_twin(m, a->ffn_act, m->ffn_act16, TI);
     hs_linear_forward(be, a->ffn_sum, a->ffn_act, hs_param_data(p, l->out_w), hs_param_data(p, l->out_b), T, I, H);
     const int last = i + 1 == m->cfg.num_hidden_layers;
     hs_dropout_add_layernorm_forward(be, &drop.ffn, m->hidden[i + 1], a->ffn_sum, a->ffn_mean, a->ffn_rstd, a->ffn_sum,
@@ -754,13 +778,18 @@ static void layer_store_half(hs_bert *m, int i) {
 }
 
 /* Layer i's 16-bit copies -> the working set, widened (exact), before its backward; but for q|k|v under
- * the fused attention, whose backward reads the 16-bit copy itself (hs_attention_saved.qkv16), and the
- * FFN pre-activation, which only the GELU backward reads, from its 16-bit copy (gelu_backward's x16) */
+ * the fused attention, whose backward reads the 16-bit copy itself (hs_attention_saved.qkv16), the FFN
+ * pre-activation, which only the GELU backward reads, from its 16-bit copy (gelu_backward's x16), and
+ * under the 16-bit dataflow (m->only16) the input, h1 and the context, which only products read (and the
+ * fused attention backward, from the context's twin: flash_attention_backward), bound with
+ * bind_half_only by layer_backward */
 static void layer_load_half(hs_bert *m, int i) {
     hs_act16 t[N_SAVED];
     layer_saved(m, i, t);
     if (m->fused_attention) t[HS_BERT_SAVED_QKV].count = 0;
     t[HS_BERT_SAVED_FFN_PRE].count = 0;
+    if (m->only16) /* read by products only, and the context by the fused attention backward from its twin */
+        t[HS_BERT_SAVED_INPUT].count = t[HS_BERT_SAVED_ATTN_OUT].count = t[HS_BERT_SAVED_CTX].count = 0;
     hs_act16_load(m->be, t, N_SAVED);
 }
 
@@ -871,11 +900,12 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
     float *dffn = m->ws.ptr; /* [T,I] */
     const bert_layer_half *h = m->half ? &m->half[i] : NULL;
     const size_t TH = (size_t)T * (size_t)H, TI = (size_t)T * (size_t)I;
-    if (h) { /* the working set widened back (exact), and the 16-bit copies bound as the GEMMs' operands */
+    if (h) { /* the working set widened back (exact), and the 16-bit copies bound as the GEMMs' operands;
+              * under the 16-bit dataflow what only products read is not widened (layer_load_half) */
         layer_load_half(m, i);
-        be->bind_half(be, a->ctx, h->ctx, TH);
-        be->bind_half(be, a->attn_out, h->attn_out, TH);
-        be->bind_half(be, m->hidden[i], h->input, TH);
+        bind_twin(m, a->ctx, h->ctx, TH);
+        bind_twin(m, a->attn_out, h->attn_out, TH);
+        bind_twin(m, m->hidden[i], h->input, TH);
     }
 
     /* second LayerNorm: grad_h = ∂/∂ffn_sum, which is the gradient of both the FFN output (after
@@ -894,12 +924,13 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
          * round(gelu(round(u))): the documented cost of 16 bits per token and column of the FFN width,
          * docs/gpu.md "Mixed precision") */
         be->gemm(be, 0, 0, T, I, H, 1.0f, dout, H, hs_param_data(p, l->out_w), I, 0.0f, dffn, I);
-        hs_gelu_backward_recompute(be, dffn, dffn, h->ffn_pre, TI, m->grad16_ffn, a->ffn_act, m->ffn_act16);
-        be->bind_half(be, a->ffn_act, m->ffn_act16, TI);
+        hs_gelu_backward_recompute(be, m->only16 ? NULL : dffn, dffn, h->ffn_pre, TI, m->grad16_ffn,
+                                   m->only16 ? NULL : a->ffn_act, m->ffn_act16);
+        bind_twin(m, a->ffn_act, m->ffn_act16, TI);
         be->gemm_wgrad_bgrad(be, hs_param_grad(p, l->out_w), hs_param_grad(p, l->out_b), dout, H, a->ffn_act, T, I,
                              H, ctx->grads_zero);
         be->unbind_half(be, dout);
-        be->bind_half(be, dffn, m->grad16_ffn, TI);
+        bind_twin(m, dffn, m->grad16_ffn, TI); /* read by the two products below only */
     }
     /* intermediate.dense_act: ∂b1 += Σ du, ∂W1[I,H] += duᵀ·h1, grad_h += du·W1 (onto the residual path) */
     be->gemm_wgrad_bgrad(be, hs_param_grad(p, l->inter_w), hs_param_grad(p, l->inter_b), dffn, I, a->attn_out, T, H, I,

@@ -320,7 +320,8 @@ void hs_attention_mask_bias(const hs_backend *be, float *mask_bias, const int32_
  * dropout uses drop->p and drop->key (drop->group is ignored): probability (h,i,j) of sample b is kept
  * iff hs_uniform(key, first_sample + b, (h·L + i)·L + j) >= p and then scaled by 1/(1-p); p = 0 (or
  * drop == NULL) is no dropout. The output projection (attention.output.dense) is NOT included: it is a
- * plain hs_linear_forward on ctx done by the model. ctx must not alias x. */
+ * plain hs_linear_forward on ctx done by the model. ctx must not alias x; it may be NULL under the fused
+ * attention with saved->ctx16 (the context only in 16 bits: be->bind_half_only). */
 void hs_attention_forward(const hs_backend *be, const hs_attention_dims *d, const hs_attention_params *w,
                           const float *mask_bias, const hs_dropout_mask *drop, const float *x,
                           const hs_attention_saved *saved, float *ctx);

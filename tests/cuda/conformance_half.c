@@ -365,6 +365,41 @@ static void outputs16_on(hs_conf *t, const hs_backend *be, int rows, int cols) {
             snprintf(w, sizeof w, "gelu_backward %s from x16 = from x16 widened %s", wnames[o], what);
             same_on(t, be, w, w0[o], w1[o], n * (o % 2 ? 2 : 4));
         }
+        /* the 16-bit dataflow: the fp32 outputs left out (NULL), the 16-bit ones the same bits as above */
+        for (int with_x16 = 0; with_x16 < 2; with_x16++) {
+            be->copy(be, u[1], x, n * 4);
+            be->bias_gelu_forward(be, NULL, u[1], beta, rows, cols, with_x16 ? ru16 : NULL, rd16);
+            snprintf(w, sizeof w, "bias_gelu_forward y16 without y (x16 %s) = with y %s", with_x16 ? "on" : "off", what);
+            same_on(t, be, w, g16, rd16, n * 2);
+            snprintf(w, sizeof w, "bias_gelu_forward %s without y = with y %s", with_x16 ? "x16" : "x", what);
+            if (with_x16)
+                same_on(t, be, w, u16, ru16, n * 2);
+            else
+                same_on(t, be, w, u[0], u[1], n * 4);
+        }
+        /* layernorm_dropout_backward without da: da16, dx and the parameter sums the bits of the call with da */
+        float *ldx[2] = {hs_conf_dev(be, hr, n * 4), hs_conf_dev(be, hr, n * 4)}, *lda = be->alloc(be, n * 4);
+        float *lg = be->alloc(be, (size_t)cols * 16);
+        uint16_t *l16[2] = {ru16, rd16};
+        be->zero(be, lg, (size_t)cols * 16);
+        for (int k = 0; k < 2; k++)
+            be->layernorm_dropout_backward(be, ldx[k], k ? NULL : lda, lg + 2 * k * cols, lg + (2 * k + 1) * cols,
+                                           ldx[k], sum[1], mean[1], rstd[1], gamma, rows, cols, rows, (size_t)cols, 1,
+                                           p, 99, 3, l16[k]);
+        snprintf(w, sizeof w, "layernorm_dropout_backward da16 without da = with da %s", what);
+        same_on(t, be, w, l16[0], l16[1], n * 2);
+        snprintf(w, sizeof w, "layernorm_dropout_backward dx, dgamma, dbeta without da = with da %s", what);
+        same_on(t, be, w, ldx[0], ldx[1], n * 4);
+        same_on(t, be, w, lg, lg + 2 * cols, (size_t)cols * 8);
+        be->free(be, ldx[0]), be->free(be, ldx[1]), be->free(be, lda), be->free(be, lg);
+        be->copy(be, wdx[0], res, n * 4);
+        be->gelu_backward(be, NULL, wdx[0], NULL, u16, n, ru16, NULL, rd16);
+        snprintf(w, sizeof w, "gelu_backward dx16 without dx = with dx %s", what);
+        same_on(t, be, w, wdx16[1], ru16, n * 2);
+        snprintf(w, sizeof w, "gelu_backward y16 without y = with y %s", what);
+        same_on(t, be, w, wy16[1], rd16, n * 2);
+        snprintf(w, sizeof w, "gelu_backward without dx leaves dy as it was %s", what);
+        same_on(t, be, w, res, wdx[0], n * 4);
     }
     for (int k = 0; k < 2; k++) be->free(be, wdx[k]), be->free(be, wy[k]), be->free(be, wdx16[k]), be->free(be, wy16[k]);
     be->free(be, uw);
@@ -414,6 +449,34 @@ static void flash_outputs16_on(hs_conf *t, const hs_backend *be, int batch, int 
     snprintf(what, sizeof what, "flash_attention dqkv16 = to_half(dqkv) B=%d L=%d heads=%d d=%d p=%g", batch, L,
              heads, d, p);
     is_rounding(t, be, what, dqkv16, dqkv[1], nqkv);
+    /* the 16-bit dataflow: the forward without ctx gives the same ctx16 and lse; where the products read
+     * twins (CUDA), the backward of a ctx bound with bind_half_only (its fp32 values other ones: they must
+     * not be read) reads the twin: the bits of the backward from ctx16 widened */
+    uint16_t *c16 = be->alloc(be, nctx * 2);
+    float *l2 = be->alloc(be, nlse * 4);
+    be->flash_attention_forward(be, NULL, l2, qkv, NULL, mb, batch, L, heads, d, p, 77, 2, c16);
+    snprintf(what, sizeof what, "flash_attention ctx16 without ctx = with ctx B=%d L=%d heads=%d d=%d p=%g", batch, L,
+             heads, d, p);
+    same_on(t, be, what, ctx16, c16, nctx * 2);
+    snprintf(what, sizeof what, "flash_attention lse without ctx = with ctx B=%d L=%d heads=%d d=%d p=%g", batch, L,
+             heads, d, p);
+    same_on(t, be, what, lse[1], l2, nlse * 4);
+    if (be->products_read_twins) {
+        float *stale = hs_conf_dev(be, hdctx, nctx * 4), *wide = be->alloc(be, nctx * 4);
+        float *dq[2] = {be->alloc(be, nqkv * 4), be->alloc(be, nqkv * 4)};
+        be->from_half(be, wide, c16, nctx);
+        be->flash_attention_backward(be, dq[0], dctx, qkv, NULL, mb, wide, l2, batch, L, heads, d, p, 77, 2, NULL);
+        be->bind_half_only(be, stale, c16, nctx);
+        be->flash_attention_backward(be, dq[1], dctx, qkv, NULL, mb, stale, l2, batch, L, heads, d, p, 77, 2, NULL);
+        be->unbind_half(be, stale);
+        snprintf(what, sizeof what,
+                 "flash_attention_backward dqkv, ctx bound with bind_half_only = from ctx16 widened B=%d L=%d "
+                 "heads=%d d=%d p=%g",
+                 batch, L, heads, d, p);
+        same_on(t, be, what, dq[0], dq[1], nqkv * 4);
+        be->free(be, stale), be->free(be, wide), be->free(be, dq[0]), be->free(be, dq[1]);
+    }
+    be->free(be, c16), be->free(be, l2);
     for (int k = 0; k < 2; k++) be->free(be, ctx[k]), be->free(be, lse[k]), be->free(be, dqkv[k]);
     be->free(be, ctx16), be->free(be, dqkv16), be->free(be, qkv), be->free(be, dctx), be->free(be, mb);
     free(hqkv), free(hdctx), free(hmb);

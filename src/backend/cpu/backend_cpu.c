@@ -11,7 +11,7 @@ static const hs_backend cpu_backend = {
     .precision = HS_PRECISION_FP32,
     /* every op of src/backend/ops.def: .op = hs_cpu_<op> */
 #define HS_OP(ret, name, params) .name = hs_cpu_##name,
-#define HS_OPTIONAL_OP(ret, name, params) /* none: comm/ runs MPI on host memory */
+#define HS_OPTIONAL_OP(ret, name, params) /* none: comm/ runs MPI on host memory; the products read fp32 */
 #include "backend/ops.def"
 };
 

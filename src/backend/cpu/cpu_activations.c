@@ -61,40 +61,46 @@ void hs_cpu_gelu_forward(const hs_backend *be, float *y, const float *x, size_t 
 
 void hs_cpu_bias_gelu_forward(const hs_backend *be, float *y, float *x, const float *bias, int rows, int cols,
                               uint16_t *x16, uint16_t *y16) {
-    if (x16) { /* the pre-activation into x16 only, a span of a row at a time through the cache; x stays */
+    if (!y && !y16) HS_FATAL(NULL, "bias_gelu_forward: neither y nor y16");
+    /* a span of a row at a time through the cache: the pre-activation into x (no x16) or into a span
+     * buffer rounded into x16 (x stays); the output into y, or into a span buffer (y16 only), rounded into
+     * y16 when asked: to_half's bits of the values just computed */
 #pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > HS_PAR_MIN)
-        for (int r = 0; r < rows; r++)
-            for (int c0 = 0; c0 < cols; c0 += HS_SPAN) {
-                const int len = cols - c0 < HS_SPAN ? cols - c0 : HS_SPAN;
-                const size_t at = (size_t)r * (size_t)cols + (size_t)c0;
-                float u[HS_SPAN];
-                bias_gelu_row_out(y + at, u, x + at, bias + c0, len);
+    for (int r = 0; r < rows; r++)
+        for (int c0 = 0; c0 < cols; c0 += HS_SPAN) {
+            const int len = cols - c0 < HS_SPAN ? cols - c0 : HS_SPAN;
+            const size_t at = (size_t)r * (size_t)cols + (size_t)c0;
+            float u[HS_SPAN], g[HS_SPAN];
+            float *out = y ? y + at : g;
+            if (x16) {
+                bias_gelu_row_out(out, u, x + at, bias + c0, len);
                 hs_cpu_to_half(be, x16 + at, u, (size_t)len);
+            } else {
+                bias_gelu_row(out, x + at, bias + c0, len);
             }
-    } else {
-#pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > HS_PAR_MIN)
-        for (int r = 0; r < rows; r++)
-            bias_gelu_row(y + (size_t)r * (size_t)cols, x + (size_t)r * (size_t)cols, bias, cols);
-    }
-    /* y's 16-bit output: to_half's bits of the values just written */
-    if (y16 && rows > 0 && cols > 0) hs_cpu_to_half(be, y16, y, (size_t)rows * (size_t)cols);
+            if (y16) hs_cpu_to_half(be, y16 + at, out, (size_t)len);
+        }
 }
 
 void hs_cpu_gelu_backward(const hs_backend *be, float *dx, const float *dy, const float *x, const uint16_t *x16,
                           size_t n, uint16_t *dx16, float *y, uint16_t *y16) {
-    hs_gelu_backward_check(be, x, x16, y, y16);
+    hs_gelu_backward_check(be, dx, dx16, x, x16);
     const size_t spans = (n + HS_SPAN - 1) / HS_SPAN;
 #pragma omp parallel for schedule(static) if (n > HS_PAR_MIN)
     for (size_t s = 0; s < spans; s++) {
         const size_t lo = s * HS_SPAN, len = n - lo < HS_SPAN ? n - lo : HS_SPAN;
-        float wide[HS_SPAN]; /* x16's span widened (exact), in the cache */
+        float wide[HS_SPAN], g[HS_SPAN], d[HS_SPAN]; /* x16's span widened (exact); y, dx when not kept */
         const float *u = x ? x + lo : wide;
         if (x16) hs_cpu_from_half(be, wide, x16 + lo, len);
-        if (y) gelu_span(y + lo, u, len); /* the forward's output again (the same formula) */
-        gelu_grad_span(dx + lo, dy + lo, u, len);
+        if (y || y16) { /* the forward's output again (the same formula) */
+            float *out = y ? y + lo : g;
+            gelu_span(out, u, len);
+            if (y16) hs_cpu_to_half(be, y16 + lo, out, len);
+        }
+        float *grad = dx ? dx + lo : d;
+        gelu_grad_span(grad, dy + lo, u, len);
+        if (dx16) hs_cpu_to_half(be, dx16 + lo, grad, len);
     }
-    if (dx16) hs_cpu_to_half(be, dx16, dx, n);
-    if (y16) hs_cpu_to_half(be, y16, y, n);
 }
 
 /* libm tanhf: only the pooler uses it (B·H values), so exactness beats speed here */

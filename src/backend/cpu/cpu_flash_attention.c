@@ -78,7 +78,10 @@ void hs_cpu_flash_attention_forward(const hs_backend *be, float *ctx, float *lse
                                     const uint16_t *qkv16, const float *mask_bias, int batch, int seq_len, int heads,
                                     int head_dim, float p, uint64_t key, int64_t first_sample, uint16_t *ctx16) {
     const int L = seq_len, d = head_dim, H = heads * head_dim, ld = 3 * H;
-    float *wide;
+    if (!ctx && !ctx16) HS_FATAL(NULL, "flash_attention_forward: neither ctx nor ctx16");
+    float *wide, *own_ctx = NULL; /* ctx16 alone: the context in a buffer of its own first */
+    const size_t n_ctx = batch > 0 && L > 0 ? (size_t)batch * (size_t)L * (size_t)H : 0;
+    if (!ctx) HS_ALLOC(own_ctx, n_ctx ? n_ctx : 1), ctx = own_ctx;
     const float *qkv = qkv_input(be, qkv_f, qkv16, &wide, batch > 0 && L > 0 ? (size_t)batch * (size_t)L * ld : 0);
     const float scale = 1.0f / sqrtf((float)d), keep_scale = hs_dropout_keep_scale(p);
     const int pr = be->precision;
@@ -118,7 +121,8 @@ void hs_cpu_flash_attention_forward(const hs_backend *be, float *ctx, float *lse
     }
     free(wide);
     /* the 16-bit output: to_half's bits of the context just written */
-    if (ctx16 && batch > 0 && L > 0) hs_cpu_to_half(be, ctx16, ctx, (size_t)batch * (size_t)L * (size_t)H);
+    if (ctx16 && n_ctx) hs_cpu_to_half(be, ctx16, ctx, n_ctx);
+    free(own_ctx);
 }
 
 void hs_cpu_flash_attention_backward(const hs_backend *be, float *dqkv, const float *dctx, const float *qkv_f,

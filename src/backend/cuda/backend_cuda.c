@@ -147,6 +147,7 @@ const hs_backend *hs_backend_cuda_with_precision(const hs_backend *be, int preci
     if (!t->name) {
         *t = cuda_backend;
         t->precision = precision;
+        t->products_read_twins = precision == HS_PRECISION_BF16 || precision == HS_PRECISION_FP16;
         hs_log("| precision %s on CUDA: %s; parameters, gradients, optimizer state, LayerNorm, softmax and losses "
                "stay fp32",
                names[precision], path[precision]);

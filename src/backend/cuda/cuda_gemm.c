@@ -304,6 +304,13 @@ void hs_cuda_gemm_wgrad_bgrad(const hs_backend *be, float *dw, float *dbias, con
     }
     if (overwrite_dbias) hs_cuda_zero(be, dbias, (size_t)out * sizeof *dbias);
     hs_cuda_gemm(be, 1, 0, out, in, rows, 1.0f, dy, ldy, x, in, 1.0f, dw, in);
+    const size_t span = (size_t)(rows - 1) * (size_t)ldy + (size_t)out;
+    const uint16_t *dy16 = hs_cuda_twin_only16(dy, span);
+    if (dy16) { /* dy exists only in 16 bits (bind_half_only): its sum from the twin widened (exact) */
+        float *wide = (float *)hs_cuda_scratch(be, span * sizeof *wide);
+        hs_cuda_from_half(be, wide, dy16, span);
+        dy = wide;
+    }
     if (ldy == out)
         hs_cuda_bias_grad(be, dbias, dy, rows, out);
     else

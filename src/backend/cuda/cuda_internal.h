@@ -47,6 +47,9 @@ void hs_cuda_memory_written(const void *dst, size_t bytes);
  * with a fresh conversion; a mismatch stops the run naming op and operand. */
 const uint16_t *hs_cuda_twin_operand(const hs_backend *be, const float *x, int64_t lo, int64_t hi, int precision,
                                      const char *op, const char *operand);
+/* The twin of x[0, n) when the range lies in a binding of bind_half_only (its fp32 values do not exist),
+ * else NULL: an op other than a product that must read the values reads them from there. */
+const uint16_t *hs_cuda_twin_only16(const float *x, size_t n);
 /* dst[bytes] is written by a memory op: the bindings whose fp32 range or twin it overlaps end. */
 void hs_cuda_twins_written(const void *dst, size_t bytes);
 /* p is being freed: the bindings whose fp32 range or twin starts at p end. */

@@ -39,6 +39,7 @@
 typedef struct twin {
     uintptr_t lo, hi;     /* the fp32 bytes [lo, hi): float f[n] */
     const uint16_t *half; /* device [n]: round(f) in the type of the precision */
+    uint64_t only16;      /* 1: bound by bind_half_only, f's values need not exist (and are not checked) */
 } twin;
 
 static twin *twins; /* [n_twins]: a few per layer being computed */
@@ -50,8 +51,9 @@ static void unlocked(void) { HS_CHECK_ERRNO(pthread_mutex_unlock(&lock), "unlock
 
 static void drop(int i) { twins[i] = twins[--n_twins]; }
 
-void hs_cuda_bind_half(const hs_backend *be, const float *f, const uint16_t *h, size_t n) {
-    (void)be;
+static int checking(void);
+
+static void bind(const float *f, const uint16_t *h, size_t n, int only16) {
     if (!f || !h || n == 0) return;
     const uintptr_t lo = (uintptr_t)f, hi = lo + n * sizeof(float);
     locked();
@@ -61,8 +63,26 @@ void hs_cuda_bind_half(const hs_backend *be, const float *f, const uint16_t *h, 
         capacity = capacity ? 2 * capacity : 16;
         HS_REALLOC(twins, capacity);
     }
-    twins[n_twins++] = (twin){.lo = lo, .hi = hi, .half = h};
+    twins[n_twins++] = (twin){.lo = lo, .hi = hi, .half = h, .only16 = (uint64_t)only16};
     unlocked();
+}
+
+void hs_cuda_bind_half(const hs_backend *be, const float *f, const uint16_t *h, size_t n) {
+    (void)be;
+    bind(f, h, n, 0);
+}
+
+/* The 16-bit dataflow: f holds nothing a product needs. Checking mode fills it with NaNs (all bits set:
+ * a quiet NaN) on the compute stream, not through the ledger's ops (the device-op counts stay those of a
+ * run without checking) and not through the memory ops that end bindings. */
+void hs_cuda_bind_half_only(const hs_backend *be, const float *f, const uint16_t *h, size_t n) {
+    if (!be->products_read_twins)
+        HS_FATAL("bind_half_only where the products do not read twins (precision fp32 or tf32)",
+                 "a tensor of %zu values would have no fp32 values for its products to read", n);
+    if (!f || !h || n == 0) return;
+    if (checking())
+        HS_CUDA_CHECK(cudaMemsetAsync((void *)f, 0xff, n * sizeof(float), hs_cuda_dev(be)->compute));
+    bind(f, h, n, 1);
 }
 
 void hs_cuda_unbind_half(const hs_backend *be, const float *f) {
@@ -95,7 +115,7 @@ uint64_t hs_cuda_twins_hash(uint64_t h) {
     locked();
     h = hs_fnv1a64(h, &n_twins, sizeof n_twins);
     for (int i = 0; i < n_twins; i++) { /* field by field: no padding bytes */
-        const uint64_t t[3] = {twins[i].lo, twins[i].hi, (uint64_t)(uintptr_t)twins[i].half};
+        const uint64_t t[4] = {twins[i].lo, twins[i].hi, (uint64_t)(uintptr_t)twins[i].half, twins[i].only16};
         h = hs_fnv1a64(h, t, sizeof t);
     }
     unlocked();
@@ -177,6 +197,17 @@ const uint16_t *hs_cuda_twin_operand(const hs_backend *be, const float *x, int64
     if (!t) return NULL;
     /* signed: with a negative batch stride x itself may precede the range while its span lies inside */
     const uint16_t *h = t->half + (intptr_t)((uintptr_t)x - t->lo) / (intptr_t)sizeof(float);
-    if (checking()) check(be, precision, h + lo, x + lo, (size_t)(hi - lo), op, operand, t);
+    if (checking() && !t->only16) check(be, precision, h + lo, x + lo, (size_t)(hi - lo), op, operand, t);
+    return h;
+}
+
+const uint16_t *hs_cuda_twin_only16(const float *x, size_t n) {
+    const uintptr_t from = (uintptr_t)x, to = (uintptr_t)(x + n);
+    const uint16_t *h = NULL;
+    locked();
+    for (int i = 0; i < n_twins && !h; i++)
+        if (twins[i].only16 && twins[i].lo <= from && to <= twins[i].hi)
+            h = twins[i].half + (from - twins[i].lo) / sizeof(float);
+    unlocked();
     return h;
 }
