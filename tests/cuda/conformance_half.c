@@ -523,6 +523,43 @@ static void flash_input16_on(hs_conf *t, const hs_backend *be, int batch, int L,
     free(hqkv), free(hstale), free(hdctx), free(hmb);
 }
 
+/* CUDA: gemm_wgrad_bgrad of a dy bound with bind_half_only (its fp32 values other ones: they must not be
+ * read) gives the bits of the same op on dy16 widened, with the bias-gradient epilogue and without
+ * (no_epilogue: the emulated heuristic finds no algorithm with an epilogue, HS_CUDA_EMU_NO_EPILOGUE_ALGO,
+ * so the fallback's bias_grad runs; a real GPU ignores the variable and checks the epilogue twice).
+ * Shapes of their own per pass: the library plans are kept per shape. */
+static void twin_only_wgrad(hs_conf *t, int no_epilogue) {
+    const hs_backend *be = t->cuda;
+    const int rows = 21 + 2 * no_epilogue, in = 19, out = 13;
+    const size_t ny = (size_t)rows * out, nx = (size_t)rows * in;
+    float *hy = hs_conf_rand(t, ny, -2, 2), *hstale = hs_conf_rand(t, ny, -2, 2), *hx = hs_conf_rand(t, nx, -2, 2);
+    float *y = hs_conf_dev(be, hy, ny * 4), *stale = hs_conf_dev(be, hstale, ny * 4), *x = hs_conf_dev(be, hx, nx * 4);
+    uint16_t *y16 = be->alloc(be, ny * 2);
+    be->to_half(be, y16, y, ny);
+    be->from_half(be, y, y16, ny); /* y = widen(round(y)) */
+    float *dw[2], *db[2];
+    if (no_epilogue) setenv("HS_CUDA_EMU_NO_EPILOGUE_ALGO", "1", 1);
+    for (int k = 0; k < 2; k++) { /* k = 1: dy bound with bind_half_only */
+        dw[k] = be->alloc(be, (size_t)out * in * 4), db[k] = be->alloc(be, (size_t)out * 4);
+        be->zero(be, dw[k], (size_t)out * in * 4), be->zero(be, db[k], (size_t)out * 4);
+        if (k) be->bind_half_only(be, stale, y16, ny);
+        for (int overwrite = 1; overwrite >= 0; overwrite--) /* written, then added */
+            be->gemm_wgrad_bgrad(be, dw[k], db[k], k ? stale : y, out, x, rows, in, out, overwrite);
+        if (k) be->unbind_half(be, stale);
+    }
+    if (no_epilogue) unsetenv("HS_CUDA_EMU_NO_EPILOGUE_ALGO");
+    char what[160];
+    snprintf(what, sizeof what, "gemm_wgrad_bgrad dw, dy bound with bind_half_only = from dy16 widened (%s)",
+             no_epilogue ? "no epilogue algorithm" : "BGRADB epilogue");
+    same_on(t, be, what, dw[0], dw[1], (size_t)out * in * 4);
+    snprintf(what, sizeof what, "gemm_wgrad_bgrad dbias, dy bound with bind_half_only = from dy16 widened (%s)",
+             no_epilogue ? "no epilogue algorithm" : "BGRADB epilogue");
+    same_on(t, be, what, db[0], db[1], (size_t)out * 4);
+    for (int k = 0; k < 2; k++) be->free(be, dw[k]), be->free(be, db[k]);
+    be->free(be, y), be->free(be, stale), be->free(be, x), be->free(be, y16);
+    free(hy), free(hstale), free(hx);
+}
+
 /* CUDA: products of operands bound to twins convert nothing and give the converting products' bits */
 static void twin_products(hs_conf *t) {
     const hs_backend *be = t->cuda;
@@ -605,5 +642,7 @@ void hs_conf_group_half(hs_conf *t) {
             }
         hs_conf_op(t, "bind_half (GEMM operands read from 16-bit twins)");
         twin_products(t);
+        hs_conf_op(t, "bind_half_only (tensors only in 16 bits)");
+        for (int no_epilogue = 0; no_epilogue < 2; no_epilogue++) twin_only_wgrad(t, no_epilogue);
     }
 }

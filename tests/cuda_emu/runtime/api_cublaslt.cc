@@ -36,7 +36,8 @@
 //     the stream and its events allow. It first fills the workspace it was given by the heuristic
 //     with NaN bytes, so memory shared between the workspace and live data shows up.
 //   - cublasLtMatmulAlgoGetHeuristic answers one algorithm: its workspaceSize is m*n*4 bytes rounded
-//     up to 256 (a split-k buffer) when that fits CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, else 0.
+//     up to 256 (a split-k buffer) when that fits CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, else 0;
+//     none (success, a count of 0) for a problem with an epilogue under HS_CUDA_EMU_NO_EPILOGUE_ALGO=1.
 //     cublasLtMatmul with less workspace than its algorithm needs is CUBLAS_STATUS_INVALID_VALUE;
 //     algo == NULL means the heuristic's first answer with default preferences (no workspace).
 //   - Statuses: an unknown handle is CUBLAS_STATUS_NOT_INITIALIZED; NULL arguments, attribute buffers
@@ -54,6 +55,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <set>
@@ -758,6 +760,13 @@ extern "C" cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightH
   if (st != CUBLAS_STATUS_SUCCESS) {
     *returnAlgoCount = 0;
     return st;
+  }
+  // HS_CUDA_EMU_NO_EPILOGUE_ALGO=1 (read at each call): no algorithm for a problem with an epilogue,
+  // as the real heuristic may answer for some shapes, so that a caller's fallback path runs in a test
+  const char *no_epi = getenv("HS_CUDA_EMU_NO_EPILOGUE_ALGO");
+  if (no_epi && strcmp(no_epi, "1") == 0 && p.epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
+    *returnAlgoCount = 0;
+    return CUBLAS_STATUS_SUCCESS;
   }
   cublasLtMatmulHeuristicResult_t &r = heuristicResultsArray[0];
   memset(&r, 0, sizeof r);
