@@ -48,7 +48,8 @@ template <class T> __global__ void relu_backward_kernel(T *dx, const T *dy, cons
 /* ---- ReLU and dropout in one pass (Transformer-XL's FFN activation) ---------------------------------- */
 
 /* BACKWARD = false: out = relu(in)·m; true: out = relu_grad(in·m, y). m as dropout_kernel (1 when p <= 0),
- * the formulas of the two separate kernels in their order, so the same bits; o16 = round(out) if set. */
+ * the formulas of the two separate kernels in their order, so the same bits; o16 = round(out) if set (out
+ * NULL: o16 alone). */
 template <bool BACKWARD>
 __global__ void relu_dropout_kernel(float *out, const float *in, const float *y, size_t n, size_t per_sample, float p,
                                     float keep_scale, uint64_t key, int64_t first_sample, const hs_dropout_slot *ds,
@@ -60,7 +61,7 @@ __global__ void relu_dropout_kernel(float *out, const float *in, const float *y,
     if (!BACKWARD) v = hs_relu(v);
     if (p > 0.0f) v = v * hs_dropout_factor(key, (uint64_t)(first_sample + (int64_t)sample), e, p, keep_scale);
     if (BACKWARD) v = hs_relu_grad(v, y[i]);
-    out[i] = v;
+    if (out) out[i] = v;
     if (o16) o16[i] = bf16 ? hs_bf16_bits(v) : hs_fp16_bits(v);
   }
 }
@@ -167,6 +168,7 @@ extern "C" void hs_cuda_dropout_backward(const hs_backend *be, float *dx, const 
 template <bool BACKWARD>
 static void relu_dropout(const hs_backend *be, float *out, const float *in, const float *y, int batch,
                          size_t per_sample, float p, uint64_t key, int64_t first_sample, uint16_t *o16) {
+  if (!out && !o16) HS_FATAL(NULL, "relu_dropout_%s: no output", BACKWARD ? "backward" : "forward");
   const size_t n = (size_t)(batch > 0 ? batch : 0) * per_sample;
   if (n == 0) return;
   const int bf16 = be->precision == HS_PRECISION_BF16;
@@ -175,7 +177,7 @@ static void relu_dropout(const hs_backend *be, float *out, const float *in, cons
   HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), relu_dropout_kernel<BACKWARD>)(
       out, in, y, n, per_sample, p, hs_dropout_keep_scale(p), key, first_sample, ds, o16, bf16);
   /* in, out (and y backward; the mask is recomputed), the 16-bit output */
-  const size_t bytes = (BACKWARD ? 3 : 2) * n * sizeof(float) + (o16 ? n * sizeof(uint16_t) : 0);
+  const size_t bytes = ((BACKWARD ? 2 : 1) + (out ? 1 : 0)) * n * sizeof(float) + (o16 ? n * sizeof(uint16_t) : 0);
   if (BACKWARD)
     HS_CUDA_LAUNCHED("relu_dropout_backward_kernel", bytes);
   else

@@ -66,6 +66,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_internal.h"
 #include "backend/cuda/cuda_ops.h"
 #include "util/check.h"
 
@@ -259,7 +260,7 @@ __global__ void rel_flash_forward_kernel(float *ctx, float *lse, uint16_t *ctx16
     if (i >= g.qlen) continue;
     const size_t o_at = ((size_t)s * g.qlen + i) * g.H + (size_t)h * g.d + c;
     const float v = sm.o[a * dp + c] / sm.l[a];
-    ctx[o_at] = v;
+    if (ctx) ctx[o_at] = v; /* NULL: the context only in 16 bits (bind_half_only) */
     if (ctx16) ctx16[o_at] = half_bits(g, v);
   }
   for (int a = threadIdx.x; a < rows; a += blockDim.x)
@@ -268,8 +269,10 @@ __global__ void rel_flash_forward_kernel(float *ctx, float *lse, uint16_t *ctx16
 
 /* ---- backward ------------------------------------------------------------------------------------ */
 
-/* D[b, n, qlen]: D[s,h,i] = Σ_c dctx[s,i,h·d+c]·ctx[s,i,h·d+c], in column order */
-__global__ void d_kernel(float *D, const float *dctx, const float *ctx, int batch, int qlen, int heads, int d) {
+/* D[b, n, qlen]: D[s,h,i] = Σ_c dctx[s,i,h·d+c]·ctx[s,i,h·d+c], in column order; ctx from its 16-bit twin
+ * ctx16 (widened, exact) when the fp32 context does not exist (bind_half_only) */
+__global__ void d_kernel(float *D, const float *dctx, const float *ctx, const uint16_t *ctx16, int ctx16_bf16,
+                         int batch, int qlen, int heads, int d) {
   const size_t rows = (size_t)batch * heads * qlen, H = (size_t)heads * d;
   for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < rows; e += (size_t)gridDim.x * blockDim.x) {
     const int i = (int)(e % (size_t)qlen);
@@ -277,7 +280,11 @@ __global__ void d_kernel(float *D, const float *dctx, const float *ctx, int batc
     const size_t s = unit / (size_t)heads, h = unit % (size_t)heads;
     const size_t off = (s * qlen + i) * H + h * d;
     float acc = 0.0f;
-    for (int c = 0; c < d; c++) acc += dctx[off + c] * ctx[off + c];
+    if (ctx16)
+      for (int c = 0; c < d; c++)
+        acc += dctx[off + c] * (ctx16_bf16 ? hs_bf16_to_float(ctx16[off + c]) : hs_fp16_to_float(ctx16[off + c]));
+    else
+      for (int c = 0; c < d; c++) acc += dctx[off + c] * ctx[off + c];
     D[e] = acc;
   }
 }
@@ -710,7 +717,8 @@ void forward_t(const hs_backend *be, float *ctx, float *lse, uint16_t *ctx16, co
   HS_LAUNCH(dim3(c.blocks, (unsigned)(g.batch * g.heads)), c.warps * HS_WARP, c.smem, hs_cuda_stream(be),
             rel_flash_forward_kernel<T>)(ctx, lse, ctx16, g);
   /* b·n·Σ_blocks [Σ_{key tiles} (k + v + r window rows)·d + 2·q rows·d + 2d + ctx rows·d + lse]·4 (+ ctx16) */
-  HS_CUDA_LAUNCHED("rel_flash_forward_kernel", query_block_bytes(g, c, false, ctx16 ? sizeof(uint16_t) : 0));
+  HS_CUDA_LAUNCHED("rel_flash_forward_kernel", query_block_bytes(g, c, false, ctx16 ? sizeof(uint16_t) : 0) -
+                                                   (ctx ? 0 : (size_t)g.batch * g.heads * g.qlen * g.d * sizeof(float)));
 }
 
 template <class T>
@@ -727,8 +735,12 @@ void backward_t(const hs_backend *be, float *dqkv, float *dr, float *dr_w_bias, 
   char *scratch = (char *)hs_cuda_scratch(be, rd + 2 * rq + (size_t)groups * n_r * sizeof(float));
   float *D = (float *)scratch, *dqw = (float *)(scratch + rd), *dqr = (float *)(scratch + rd + rq);
   float *part = (float *)(scratch + rd + 2 * rq);
-  HS_LAUNCH(hs_grid_for(rows), HS_BLOCK, 0, stream, d_kernel)(D, dctx, ctx, g.batch, g.qlen, g.heads, g.d);
-  HS_CUDA_LAUNCHED("rel_flash d_kernel", (2 * qh + rows) * sizeof(float)); /* dctx, ctx read, D written */
+  /* the context exists only in 16 bits where the model bound it so (bind_half_only): read from there */
+  const uint16_t *ctx16 = hs_cuda_twin_only16(ctx, qh);
+  HS_LAUNCH(hs_grid_for(rows), HS_BLOCK, 0, stream, d_kernel)(D, dctx, ctx, ctx16, g.bf16, g.batch, g.qlen, g.heads,
+                                                              g.d);
+  /* dctx, ctx (or its twin) read, D written */
+  HS_CUDA_LAUNCHED("rel_flash d_kernel", ((ctx16 ? 1 : 2) * qh + rows) * sizeof(float) + (ctx16 ? qh * sizeof(uint16_t) : 0));
   const unsigned units = (unsigned)(g.batch * g.heads);
   const launch_cfg cq = pick<dq_layout<T>>(g, g.qlen, "dQ");
   flash_allow_smem(rel_flash_dq_kernel<T>);
@@ -765,6 +777,7 @@ extern "C" void hs_cuda_rel_flash_attention_forward(const hs_backend *be, float 
                                                     int batch, int qlen, int mlen, int heads, int head_dim,
                                                     int lower_shift, float scale, float p, uint64_t key,
                                                     int64_t first_sample, uint16_t *ctx16) {
+  if (!ctx && !ctx16) HS_FATAL(NULL, "rel_flash_attention_forward: neither ctx nor ctx16");
   if (batch <= 0 || qlen <= 0 || heads <= 0 || head_dim <= 0) return;
   const rf_args g = make_args(be, qkv, r, r_w_bias, r_r_bias, batch, qlen, mlen, heads, head_dim, lower_shift, scale, p,
                               key, first_sample, be->precision == HS_PRECISION_BF16);

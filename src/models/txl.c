@@ -122,6 +122,11 @@ struct hs_txl {
     txl_layer_half *half;  /* [N] 16-bit copies, or NULL: fp32 storage */
     size_t activation_bytes; /* bytes of the buffers above (hs_txl_activation_bytes) */
     int fused;               /* attention = fused (rel_flash_attention: lse kept, no probabilities) */
+    int only16;              /* the 16-bit dataflow (16-bit storage where be->products_read_twins): the FFN
+                              * activation (forward), its gradient, the post-LN sublayer output gradients
+                              * and the context (the fused attention's forward; the backward widens it
+                              * not) exist in 16 bits alone (bind_half_only): only products read them
+                              * (and the fused attention backward reads the context's twin) */
 
     /* backward scratch */
     float *grad_h, *grad_tmp, *grad_h1; /* [T, D] */
@@ -308,6 +313,7 @@ void hs_txl_setup(hs_txl *m) {
     HS_ALLOC(m->acts, c->n_layer);
     const int half = hs_activations_16bit(be);
     if (half) HS_ALLOC(m->half, c->n_layer);
+    m->only16 = half && be->products_read_twins;
     /* attention = auto picks the fused op where the backend's kernels take the head size (CUDA: d_head
      * <= 128); "fused" asks for it anyway */
     m->fused = hs_attention_fused(be, c->attention[0] ? c->attention : NULL) &&
@@ -561,18 +567,23 @@ static uint64_t layer_site(int l, int which) { return (uint64_t)(DROP_LAYER_BASE
 /* A post-LN sublayer's LayerNorm backward, dy (in place) -> ∂/∂(its input), and the gradient through the
  * dropout before it: into scratch in the same op, or dy itself when the dropout is off. With the dropout
  * and a 16-bit twin buffer d16 (16-bit storage), the same op writes scratch's rounding there and it is
- * bound as scratch's twin (bind_half): the caller unbinds it after the two products that read it. */
+ * bound as scratch's twin (bind_half; under the 16-bit dataflow, only16, scratch is not written at all:
+ * bind_half_only): the caller unbinds it after the two products that read it. */
 static const float *layernorm_dropout_grad(const hs_backend *be, const hs_dropout_mask *mask, float *dy, float *scratch,
                                            float *dgamma, float *dbeta, const float *x, const float *mean,
                                            const float *rstd, const float *gamma, int rows, int cols, int batch,
-                                           size_t per_sample, uint16_t *d16) {
+                                           size_t per_sample, uint16_t *d16, int only16) {
     if (mask->p <= 0.0f) {
         hs_layernorm_backward(be, dy, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols);
         return dy;
     }
-    hs_layernorm_dropout_backward(be, mask, dy, scratch, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols, batch,
-                                  per_sample, d16);
-    if (d16) be->bind_half(be, scratch, d16, (size_t)rows * (size_t)cols);
+    /* the 16-bit dataflow: the gradient in 16 bits only (its readers are the products) */
+    hs_layernorm_dropout_backward(be, mask, dy, d16 && only16 ? NULL : scratch, dgamma, dbeta, dy, x, mean, rstd,
+                                  gamma, rows, cols, batch, per_sample, d16);
+    if (d16 && only16)
+        be->bind_half_only(be, scratch, d16, (size_t)rows * (size_t)cols);
+    else if (d16)
+        be->bind_half(be, scratch, d16, (size_t)rows * (size_t)cols);
     return scratch;
 }
 
@@ -757,8 +768,10 @@ static int layer_saved(const hs_txl *m, int l, const pass *ps, hs_act16 t[N_SAVE
 static int layer_conversions(const hs_txl *m, int l, const pass *ps, int to_half, hs_half_conversion *cv, int n) {
     hs_act16 t[N_SAVED];
     const int k = layer_saved(m, l, ps, t);
-    for (int i = 0; i < k; i++)
-        if (!(to_half && (i == 2 || i == 3))) cv[n++] = (hs_half_conversion){t[i].f, t[i].u, t[i].count, to_half};
+    for (int i = 0; i < k; i++) /* the 16-bit dataflow widens no ctx: only its product reads it (and the fused
+                                  * attention backward, from its twin) */
+        if (!(to_half && (i == 2 || i == 3)) && !(!to_half && i == 2 && m->only16))
+            cv[n++] = (hs_half_conversion){t[i].f, t[i].u, t[i].count, to_half};
     return n;
 }
 
@@ -818,8 +831,8 @@ static void layer_forward(hs_txl *m, int l, const pass *ps) {
     be->gemm(be, 0, 1, klen, nd, D, 1.0f, m->pos_drop, D, hs_param_data(p, w->r_w), D, 0.0f, a->r, nd);
     const float scale = (float)(1.0 / sqrt((double)c->d_head));
     const txl_layer_half *h16 = m->half ? &m->half[l] : NULL;
-    if (m->fused) /* writes ctx's 16-bit copy itself (16-bit storage) */
-        hs_rel_flash_attention_forward(be, a->ctx, a->lse, a->qkv, a->r, hs_param_data(p, m->r_w_bias),
+    if (m->fused) /* writes ctx's 16-bit copy itself (16-bit storage); the 16-bit dataflow: only that */
+        hs_rel_flash_attention_forward(be, m->only16 ? NULL : a->ctx, a->lse, a->qkv, a->r, hs_param_data(p, m->r_w_bias),
                                        hs_param_data(p, m->r_r_bias), b, qlen, mlen, c->n_head, c->d_head,
                                        ps->lower_shift, scale, d_att.p, d_att.key, ps->first, h16 ? h16->ctx : NULL);
     else
@@ -831,7 +844,10 @@ static void layer_forward(hs_txl *m, int l, const pass *ps) {
      * product), not after the layer (layer_conversions) */
     if (h16) {
         if (!m->fused) be->to_half(be, h16->ctx, a->ctx, (size_t)T * (size_t)nd);
-        be->bind_half(be, a->ctx, h16->ctx, (size_t)T * (size_t)nd);
+        if (m->fused && m->only16)
+            be->bind_half_only(be, a->ctx, h16->ctx, (size_t)T * (size_t)nd);
+        else
+            be->bind_half(be, a->ctx, h16->ctx, (size_t)T * (size_t)nd);
     }
     /* a = dropout(ctx·Woᵀ) */
     be->gemm(be, 0, 1, T, D, nd, 1.0f, a->ctx, nd, hs_param_data(p, w->o_w), nd, 0.0f, a->attn_sum, D);
@@ -851,9 +867,13 @@ static void layer_forward(hs_txl *m, int l, const pass *ps) {
     /* u = dropout(relu(ff_in·W1ᵀ + b1)) (relu's backward reads u: dropped entries have zero gradient anyway) */
     hs_linear_forward(be, a->ff_act, a->ff_in, hs_param_data(p, w->ff1_w), hs_param_data(p, w->ff1_b), T, D, I);
     be->unbind_half(be, a->ff_in); /* bound above (post-LN, 16-bit storage), or nothing */
-    be->relu_dropout_forward(be, a->ff_act, a->ff_act, b, (size_t)qlen * (size_t)I, d_inner.p, d_inner.key,
-                             d_inner.first_sample, h16 ? h16->ff_act : NULL);
-    if (h16) be->bind_half(be, a->ff_act, h16->ff_act, (size_t)T * (size_t)I);
+    /* the 16-bit dataflow: u only in 16 bits (the FFN2 product reads it; the backward widens its copy) */
+    be->relu_dropout_forward(be, m->only16 ? NULL : a->ff_act, a->ff_act, b, (size_t)qlen * (size_t)I, d_inner.p,
+                             d_inner.key, d_inner.first_sample, h16 ? h16->ff_act : NULL);
+    if (m->only16)
+        be->bind_half_only(be, a->ff_act, h16->ff_act, (size_t)T * (size_t)I);
+    else if (h16)
+        be->bind_half(be, a->ff_act, h16->ff_act, (size_t)T * (size_t)I);
     float *out = m->hidden[l + 1];
     if (c->pre_lnorm) {
         hs_linear_forward(be, out, a->ff_act, hs_param_data(p, w->ff2_w), hs_param_data(p, w->ff2_b), T, I, D);
@@ -937,7 +957,10 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
         const int n = layer_conversions(m, l, ps, 0, cv, 0);
         cv[n] = (hs_half_conversion){(float *)qkv_input(m, l), m->cat16, (size_t)K * (size_t)D, 1};
         be->convert_halves(be, cv, n + 1);
-        be->bind_half(be, a->ctx, h16->ctx, (size_t)T * (size_t)nd);
+        if (m->only16) /* not widened (layer_conversions) */
+            be->bind_half_only(be, a->ctx, h16->ctx, (size_t)T * (size_t)nd);
+        else
+            be->bind_half(be, a->ctx, h16->ctx, (size_t)T * (size_t)nd);
         be->bind_half(be, a->ff_act, h16->ff_act, (size_t)T * (size_t)I);
         if (h16->ff_in) be->bind_half(be, a->ff_in, h16->ff_in, (size_t)T * (size_t)D);
     }
@@ -948,7 +971,7 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
          * gradient in the same op */
         d2 = layernorm_dropout_grad(be, &d_ff, m->grad_h, m->grad_tmp, hs_param_grad(p, w->ff_ln_g),
                                     hs_param_grad(p, w->ff_ln_b), a->ff_sum, a->ln2_mean, a->ln2_rstd,
-                                    hs_param_data(p, w->ff_ln_g), T, D, b, per_sample, m->grad16);
+                                    hs_param_data(p, w->ff_ln_g), T, D, b, per_sample, m->grad16, m->only16);
     } else {
         d2 = dropout_grad(be, &d_ff, m->grad_tmp, m->grad_h, b, per_sample);
     }
@@ -956,9 +979,12 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
                        hs_param_data(p, w->ff2_w), T, I, D, ps->ctx->grads_zero);
     if (h16) be->unbind_half(be, d2), be->unbind_half(be, a->ff_act);
     /* dff, read by two products: its 16-bit twin into u's copy (widened already, free now) */
-    be->relu_dropout_backward(be, m->dff, m->dff, a->ff_act, b, (size_t)qlen * (size_t)I, d_inner.p, d_inner.key,
-                              d_inner.first_sample, h16 ? h16->ff_act : NULL);
-    if (h16) be->bind_half(be, m->dff, h16->ff_act, (size_t)T * (size_t)I);
+    be->relu_dropout_backward(be, m->only16 ? NULL : m->dff, m->dff, a->ff_act, b, (size_t)qlen * (size_t)I,
+                              d_inner.p, d_inner.key, d_inner.first_sample, h16 ? h16->ff_act : NULL);
+    if (m->only16) /* the 16-bit dataflow: dff only in 16 bits, for its two products */
+        be->bind_half_only(be, m->dff, h16->ff_act, (size_t)T * (size_t)I);
+    else if (h16)
+        be->bind_half(be, m->dff, h16->ff_act, (size_t)T * (size_t)I);
     be->gemm_wgrad_bgrad(be, hs_param_grad(p, w->ff1_w), hs_param_grad(p, w->ff1_b), m->dff, I, a->ff_in, T, D, I,
                          ps->ctx->grads_zero);
     if (h16) be->unbind_half(be, a->ff_in);
@@ -976,7 +1002,7 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
         be->gemm(be, 0, 0, T, D, I, 1.0f, m->dff, I, hs_param_data(p, w->ff1_w), D, 1.0f, m->grad_h, D);
         da = layernorm_dropout_grad(be, &d_out, m->grad_h, m->grad_tmp, hs_param_grad(p, w->attn_ln_g),
                                     hs_param_grad(p, w->attn_ln_b), a->attn_sum, a->ln1_mean, a->ln1_rstd,
-                                    hs_param_data(p, w->attn_ln_g), T, D, b, per_sample, m->grad16);
+                                    hs_param_data(p, w->attn_ln_g), T, D, b, per_sample, m->grad16, m->only16);
         dh1 = m->grad_h;
     }
     if (h16) be->unbind_half(be, m->dff);
@@ -984,7 +1010,7 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
     /* a = dropout(ctx·Woᵀ): ∂ctx = ∂a·Wo, ∂Wo += ∂aᵀ·ctx */
     be->gemm(be, 1, 0, D, nd, T, 1.0f, da, D, a->ctx, nd, 1.0f, hs_param_grad(p, w->o_w), nd);
     be->gemm(be, 0, 0, T, nd, D, 1.0f, da, D, hs_param_data(p, w->o_w), nd, 0.0f, m->grad_ctx, nd);
-    if (h16) be->unbind_half(be, da), be->unbind_half(be, a->ctx);
+    if (h16) be->unbind_half(be, da);
     const float scale = (float)(1.0 / sqrt((double)c->d_head));
     if (m->fused) /* 16-bit storage: ∂qkv and ∂r also rounded into q|k|v's and r's copies (widened already,
                    * free now), the twins of their products */
@@ -998,6 +1024,8 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
                                   m->grad_ctx, a->qkv, a->r, hs_param_data(p, m->r_w_bias),
                                   hs_param_data(p, m->r_r_bias), a->probs, b, qlen, mlen, c->n_head, c->d_head,
                                   ps->lower_shift, scale, d_att.p, d_att.key, ps->first);
+    /* after the attention backward: under the 16-bit dataflow the fused one reads the context's twin */
+    if (h16) be->unbind_half(be, a->ctx);
     if (h16) { /* ∂qkv, read by two products: the unfused op's rounded once into q|k|v's copy */
         if (!m->fused) be->to_half(be, h16->qkv, m->dqkv, (size_t)K * 3 * (size_t)nd);
         be->bind_half(be, m->dqkv, h16->qkv, (size_t)K * 3 * (size_t)nd);

@@ -377,6 +377,20 @@ static void outputs16_on(hs_conf *t, const hs_backend *be, int rows, int cols) {
             else
                 same_on(t, be, w, u[0], u[1], n * 4);
         }
+        /* relu_dropout_forward/backward without the fp32 output: the 16-bit one the same bits */
+        uint16_t *r16[4] = {be->alloc(be, n * 2), be->alloc(be, n * 2), be->alloc(be, n * 2), be->alloc(be, n * 2)};
+        be->relu_dropout_forward(be, wy[0], x, rows, (size_t)cols, p, 99, 3, r16[0]);
+        be->relu_dropout_forward(be, NULL, x, rows, (size_t)cols, p, 99, 3, r16[1]);
+        be->relu_dropout_backward(be, wy[1], res, wy[0], rows, (size_t)cols, p, 99, 3, r16[2]);
+        be->copy(be, wdx[0], res, n * 4);
+        be->relu_dropout_backward(be, NULL, wdx[0], wy[0], rows, (size_t)cols, p, 99, 3, r16[3]);
+        snprintf(w, sizeof w, "relu_dropout_forward y16 without y = with y %s", what);
+        same_on(t, be, w, r16[0], r16[1], n * 2);
+        snprintf(w, sizeof w, "relu_dropout_backward dx16 without dx = with dx %s", what);
+        same_on(t, be, w, r16[2], r16[3], n * 2);
+        snprintf(w, sizeof w, "relu_dropout_backward without dx leaves dy as it was %s", what);
+        same_on(t, be, w, res, wdx[0], n * 4);
+        for (int k = 0; k < 4; k++) be->free(be, r16[k]);
         /* layernorm_dropout_backward without da: da16, dx and the parameter sums the bits of the call with da */
         float *ldx[2] = {hs_conf_dev(be, hr, n * 4), hs_conf_dev(be, hr, n * 4)}, *lda = be->alloc(be, n * 4);
         float *lg = be->alloc(be, (size_t)cols * 16);

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "conformance.h"
 #include "backend/cuda/cuda_ops.h"
@@ -235,6 +236,71 @@ static void twin_bits(hs_conf *t, const hs_backend *be, const char *what, const 
     be->free(be, fresh);
 }
 
+/* a[bytes] and b[bytes] on be hold the same bits */
+static void same_on(hs_conf *t, const hs_backend *be, const char *what, const void *a_dev, const void *b_dev,
+                    size_t bytes) {
+    unsigned char *a = hs_conf_fetch(be, a_dev, bytes), *b = hs_conf_fetch(be, b_dev, bytes);
+    if (!memcmp(a, b, bytes)) t->checks++;
+    else {
+        hs_conf_fail(t);
+        printf("FAIL %s: %s on %s: not the same bits\n", t->op, what, be->name);
+    }
+    free(a), free(b);
+}
+
+/* The 16-bit dataflow (docs/gpu.md): the fused forward without ctx gives the ctx16 and lse of the call
+ * with it (ctx16_ref, lse_ref); where the products read twins (CUDA under bf16/fp16) the backward of a ctx
+ * bound with bind_half_only (its fp32 values other ones: they must not be read) gives the bits of the
+ * backward from ctx16 widened. in: qkv, r, r_w_bias, r_r_bias, dctx on be. */
+static void rel_flash_only16(hs_conf *t, const hs_backend *be, rel_case c, const float *const in[5],
+                             const uint16_t *ctx16_ref, const void *lse_ref, const float *junk, const float *gw,
+                             const float *gr) {
+    char what[200];
+    const int klen = c.mlen + c.qlen, H = c.heads * c.d;
+    const size_t nqkv = (size_t)c.batch * klen * 3 * H, nr = (size_t)klen * H, nb = (size_t)H,
+                 nctx = (size_t)c.batch * c.qlen * H, nlse = (size_t)c.batch * c.heads * c.qlen;
+    const uint64_t key = 0x5be1f0c2a7d3e419ULL;
+    const int64_t first_sample = 5;
+    const float scale = 1.0f / sqrtf((float)c.d);
+    uint16_t *c16 = be->alloc(be, nctx * sizeof(uint16_t));
+    void *lse = hs_conf_dev(be, junk, nlse * 4);
+    be->rel_flash_attention_forward(be, NULL, lse, in[0], in[1], in[2], in[3], c.batch, c.qlen, c.mlen, c.heads, c.d,
+                                    c.lower_shift, scale, c.p, key, first_sample, c16);
+    snprintf(what, sizeof what, "fused ctx16 without ctx = with ctx b=%d qlen=%d mlen=%d heads=%d d=%d", c.batch,
+             c.qlen, c.mlen, c.heads, c.d);
+    same_on(t, be, what, ctx16_ref, c16, nctx * sizeof(uint16_t));
+    snprintf(what, sizeof what, "fused lse without ctx = with ctx b=%d qlen=%d mlen=%d heads=%d d=%d", c.batch,
+             c.qlen, c.mlen, c.heads, c.d);
+    same_on(t, be, what, lse_ref, lse, nlse * 4);
+    if (be->products_read_twins) {
+        float *wide = be->alloc(be, nctx * 4), *stale = hs_conf_dev(be, junk, nctx * 4);
+        be->from_half(be, wide, c16, nctx);
+        void *dq[2], *dr[2], *dgw[2], *dgr[2];
+        for (int k = 0; k < 2; k++) { /* k = 1: ctx bound with bind_half_only */
+            dq[k] = hs_conf_dev(be, junk, nqkv * 4), dr[k] = hs_conf_dev(be, junk, nr * 4);
+            dgw[k] = hs_conf_dev(be, gw, nb * 4), dgr[k] = hs_conf_dev(be, gr, nb * 4);
+            if (k) be->bind_half_only(be, stale, c16, nctx);
+            be->rel_flash_attention_backward(be, dq[k], dr[k], dgw[k], dgr[k], in[4], in[0], in[1], in[2], in[3],
+                                             k ? stale : wide, lse, c.batch, c.qlen, c.mlen, c.heads, c.d,
+                                             c.lower_shift, scale, c.p, key, first_sample, NULL, NULL);
+            if (k) be->unbind_half(be, stale);
+        }
+        void *const *outs[4] = {dq, dr, dgw, dgr};
+        const char *names[4] = {"dqkv", "dr", "dr_w_bias", "dr_r_bias"};
+        const size_t bytes[4] = {nqkv * 4, nr * 4, nb * 4, nb * 4};
+        for (int o = 0; o < 4; o++) {
+            snprintf(what, sizeof what,
+                     "fused backward %s, ctx bound with bind_half_only = from ctx16 widened b=%d qlen=%d mlen=%d "
+                     "heads=%d d=%d",
+                     names[o], c.batch, c.qlen, c.mlen, c.heads, c.d);
+            same_on(t, be, what, outs[o][0], outs[o][1], bytes[o]);
+        }
+        for (int k = 0; k < 2; k++) be->free(be, dq[k]), be->free(be, dr[k]), be->free(be, dgw[k]), be->free(be, dgr[k]);
+        be->free(be, wide), be->free(be, stale);
+    }
+    be->free(be, c16), be->free(be, lse);
+}
+
 /* The fused op (rel_flash_attention_*, kernels/rel_flash_attention.cu) against the CPU's unfused
  * rel_attention, within the unfused op's bounds (derived from the CPU's probabilities): the fused op
  * computes the same sums in another order (tiles, an online softmax, P recomputed from lse, D from
@@ -299,6 +365,13 @@ static void rel_flash_case(hs_conf *t, rel_case c) {
                                             ctx[k], lse[k], c.batch, c.qlen, c.mlen, c.heads, c.d, c.lower_shift,
                                             scale, c.p, key, first_sample, h16[k][1], h16[k][2]);
     }
+    for (int k = 0; k < 3; k += 2) { /* the CPU's fused op, and CUDA with one warp per block as above */
+        const float *in[5];
+        for (int i = 0; i < 5; i++) in[i] = k == 0 ? ins[i]->cpu : ins[i]->cuda;
+        hs_cuda_rel_flash_max_warps(k == 2 ? 1 : 0);
+        rel_flash_only16(t, be[k], c, in, h16[k][0], lse[k], junk, gw, gr);
+    }
+    hs_cuda_rel_flash_max_warps(0);
     for (int k = 0; k < 3; k += 2) {
         void *outs16[3] = {ctx[k], dqkv[k], dr[k]};
         static const char *n16s[3] = {"ctx16", "dqkv16", "dr16"};

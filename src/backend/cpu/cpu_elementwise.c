@@ -6,6 +6,7 @@
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-trapping-math")
 #endif
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu/cpu_ops.h"
@@ -101,7 +102,10 @@ void hs_cpu_dropout_backward(const hs_backend *be, float *dx, const float *dy, i
  * dropout_forward's formulas per element, the same bits; y16 = to_half(y) */
 void hs_cpu_relu_dropout_forward(const hs_backend *be, float *y, const float *x, int batch, size_t per_sample,
                                  float p, uint64_t key, int64_t first_sample, uint16_t *y16) {
+    if (!y && !y16) HS_FATAL(NULL, "relu_dropout_forward: neither y nor y16");
     const size_t total = (size_t)(batch > 0 ? batch : 0) * per_sample;
+    float *out = y;
+    if (!y) HS_ALLOC(y, total ? total : 1); /* y16 alone: the output in a buffer of its own first */
     if (p <= 0.0f) {
         hs_cpu_relu_forward(be, y, x, total);
     } else {
@@ -116,12 +120,16 @@ void hs_cpu_relu_dropout_forward(const hs_backend *be, float *y, const float *x,
         }
     }
     if (y16 && total) hs_cpu_to_half(be, y16, y, total);
+    if (!out) free(y);
 }
 
 /* dx = relu_grad(dy·mask, y): dropout_backward then relu_backward per element; dx16 = to_half(dx) */
 void hs_cpu_relu_dropout_backward(const hs_backend *be, float *dx, const float *dy, const float *y, int batch,
                                   size_t per_sample, float p, uint64_t key, int64_t first_sample, uint16_t *dx16) {
+    if (!dx && !dx16) HS_FATAL(NULL, "relu_dropout_backward: neither dx nor dx16");
     const size_t total = (size_t)(batch > 0 ? batch : 0) * per_sample;
+    float *out = dx;
+    if (!dx) HS_ALLOC(dx, total ? total : 1); /* dx16 alone: the gradient in a buffer of its own first */
     if (p <= 0.0f) {
         hs_cpu_relu_backward(be, dx, dy, y, total);
     } else {
@@ -136,4 +144,5 @@ void hs_cpu_relu_dropout_backward(const hs_backend *be, float *dx, const float *
         }
     }
     if (dx16 && total) hs_cpu_to_half(be, dx16, dx, total);
+    if (!out) free(dx);
 }
