@@ -35,7 +35,9 @@ timeout 120 make -C build install-data > install-data.log 2>&1 || { cat install-
 # -o hetseq: install the program make check tests, never rebuild it here
 timeout 120 make -C "$BUILD" -o "hetseq" install-exec prefix="$P" > install-exec.log 2>&1 \
   || { cat install-exec.log; fail "make install-exec prefix=$P failed"; }
-version=$("$BUILD/hetseq" --version 2>&1 | head -n 1)
+# the version line is stdout's (stderr may carry a note, e.g. the OpenBLAS kernel switch's, with timings)
+version=$("$BUILD/hetseq" --version 2> version.err | head -n 1)
+[ -n "$version" ] || { cat version.err; fail "the built hetseq --version printed no version on stdout"; }
 ver=$(sed -n 's/^PACKAGE_VERSION=.//p' build/config.log | tr -d "'" | head -n 1)
 [ -n "$ver" ] || ver=$(sed -n "s/^S\[\"PACKAGE_VERSION\"\]=\"\(.*\)\"$/\1/p" build/config.status | head -n 1)
 [ -f "$MF/hetseq/$ver.lua" ] || { find "$P"; fail "no modulefile $MF/hetseq/$ver.lua"; }
@@ -69,8 +71,8 @@ set -u
 [ "$(command -v hetseq)" = "$P/bin/hetseq" ] || fail "after module load, hetseq is $(command -v hetseq), not $P/bin/hetseq"
 [ "${HETSEQ_ROOT:-}" = "$P" ] || fail "HETSEQ_ROOT is '${HETSEQ_ROOT:-}', expected $P"
 case ":${MANPATH:-}:" in *":$P/share/man:"*) ;; *) fail "MANPATH lacks $P/share/man: ${MANPATH:-}" ;; esac
-got=$(hetseq --version 2>&1 | head -n 1)
-[ "$got" = "$version" ] || fail "hetseq --version says '$got', the built one '$version'"
+got=$(hetseq --version 2> got.err | head -n 1)
+[ "$got" = "$version" ] || { cat got.err; fail "hetseq --version says '$got', the built one '$version'"; }
 echo "ok: module load hetseq -> $(command -v hetseq); hetseq --version: $got"
 
 set +u
