@@ -97,7 +97,7 @@ extern "C" void hs_cuda_gelu_forward(const hs_backend *be, float *y, const float
 
 extern "C" void hs_cuda_bias_gelu_forward(const hs_backend *be, float *y, float *x, const float *bias, int rows,
                                           int cols, uint16_t *x16, uint16_t *y16) {
-  if (!y && !y16) HS_FATAL(NULL, "bias_gelu_forward: neither y nor y16");
+  hs_output_check("bias_gelu_forward: y or y16", y, y16);
   if (rows <= 0 || cols <= 0) return;
   const size_t n = (size_t)rows * (size_t)cols;
   const int bf16 = be->precision == HS_PRECISION_BF16;

@@ -168,7 +168,7 @@ extern "C" void hs_cuda_dropout_backward(const hs_backend *be, float *dx, const 
 template <bool BACKWARD>
 static void relu_dropout(const hs_backend *be, float *out, const float *in, const float *y, int batch,
                          size_t per_sample, float p, uint64_t key, int64_t first_sample, uint16_t *o16) {
-  if (!out && !o16) HS_FATAL(NULL, "relu_dropout_%s: no output", BACKWARD ? "backward" : "forward");
+  hs_output_check(BACKWARD ? "relu_dropout_backward: dx or dx16" : "relu_dropout_forward: y or y16", out, o16);
   const size_t n = (size_t)(batch > 0 ? batch : 0) * per_sample;
   if (n == 0) return;
   const int bf16 = be->precision == HS_PRECISION_BF16;

@@ -444,7 +444,7 @@ extern "C" void hs_cuda_flash_attention_forward(const hs_backend *be, float *ctx
                                                 const uint16_t *qkv16, const float *mask_bias, int batch,
                                                 int seq_len, int heads, int head_dim, float p, uint64_t key,
                                                 int64_t first_sample, uint16_t *ctx16) {
-  if (!ctx && !ctx16) HS_FATAL(NULL, "flash_attention_forward: neither ctx nor ctx16");
+  hs_output_check("flash_attention_forward: ctx or ctx16", ctx, ctx16);
   if (batch <= 0 || seq_len <= 0 || heads <= 0 || head_dim <= 0) return;
   check_head_dim(head_dim);
   const flash_shape sh = shape_of(be, seq_len, heads, head_dim, p, key, first_sample, ctx16, qkv16);

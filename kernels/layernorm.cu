@@ -284,7 +284,7 @@ extern "C" void hs_cuda_layernorm_dropout_backward(const hs_backend *be, float *
                                                    const float *rstd, const float *gamma, int rows, int cols,
                                                    int batch, size_t per_sample, size_t group, float p, uint64_t key,
                                                    int64_t first_sample, uint16_t *da16) {
-  if (!da && !da16) HS_FATAL(NULL, "layernorm_dropout_backward: neither da nor da16");
+  hs_output_check("layernorm_dropout_backward: da or da16", da, da16);
   const ln_dropout drop = make_dropout(be, rows, cols, batch, per_sample, group, p, key, first_sample);
   if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   launch_layernorm_backward<float>(be, dx, da, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols, drop,

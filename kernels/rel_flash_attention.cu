@@ -777,7 +777,7 @@ extern "C" void hs_cuda_rel_flash_attention_forward(const hs_backend *be, float 
                                                     int batch, int qlen, int mlen, int heads, int head_dim,
                                                     int lower_shift, float scale, float p, uint64_t key,
                                                     int64_t first_sample, uint16_t *ctx16) {
-  if (!ctx && !ctx16) HS_FATAL(NULL, "rel_flash_attention_forward: neither ctx nor ctx16");
+  hs_output_check("rel_flash_attention_forward: ctx or ctx16", ctx, ctx16);
   if (batch <= 0 || qlen <= 0 || heads <= 0 || head_dim <= 0) return;
   const rf_args g = make_args(be, qkv, r, r_w_bias, r_r_bias, batch, qlen, mlen, heads, head_dim, lower_shift, scale, p,
                               key, first_sample, be->precision == HS_PRECISION_BF16);

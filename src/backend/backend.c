@@ -74,9 +74,13 @@ const hs_backend *hs_backend_with_precision(const hs_backend *be, const char *pr
     return hs_backend_cuda_with_precision(be, p);
 }
 
+void hs_output_check(const char *what, const void *f, const void *f16) {
+    if (!f && !f16) HS_FATAL(NULL, "%s: neither given", what);
+}
+
 void hs_gelu_backward_check(const hs_backend *be, const float *dx, const uint16_t *dx16, const float *x,
                             const uint16_t *x16) {
-    if (!dx && !dx16) HS_FATAL(NULL, "gelu_backward: neither dx nor dx16");
+    hs_output_check("gelu_backward: dx or dx16", dx, dx16);
     if (!x == !x16) HS_FATAL(NULL, "gelu_backward: x or x16, not %s", x ? "both" : "neither");
     if (x16 && be->precision != HS_PRECISION_BF16 && be->precision != HS_PRECISION_FP16)
         HS_FATAL(NULL, "gelu_backward: x16 under a precision without 16-bit values");

@@ -135,6 +135,10 @@ const char *hs_backend_missing_op(const hs_backend *be);
  * forgotten table entry is a named error, not a call through a NULL pointer. hs_backend_select checks
  * the CPU table it returns, hs_backend_cuda the CUDA table when it makes the device. */
 void hs_backend_check(const hs_backend *be);
+/* The contract of an op whose fp32 output may be NULL when its 16-bit output is given (ops.def: the
+ * 16-bit dataflow's producers): at least one of f and f16. Checked by every backend's implementation;
+ * names the op (what, e.g. "bias_gelu_forward: y or y16") when neither is given. */
+void hs_output_check(const char *what, const void *f, const void *f16);
 /* gelu_backward's contract on its optional arguments (ops.def), checked by every backend's implementation:
  * dx, dx16 or both; one of x and x16, x16 only under bf16/fp16. */
 void hs_gelu_backward_check(const hs_backend *be, const float *dx, const uint16_t *dx16, const float *x,

@@ -625,15 +625,6 @@ static layer_masks layer_dropout(const hs_bert *m, int i, const hs_step_ctx *ctx
         .ffn = hs_dropout_site_mask(ctx, first_sample, layer_site(i, DROP_FFN_OUTPUT), p_hidden)};
 }
 
-/* f bound to its 16-bit twin h: for products only (its fp32 values need not exist) under the 16-bit
- * dataflow, else as a twin of the fp32 values */
-static void bind_twin(const hs_bert *m, const float *f, const uint16_t *h, size_t n) {
-    if (m->only16)
-        m->be->bind_half_only(m->be, f, h, n);
-    else
-        m->be->bind_half(m->be, f, h, n);
-}
-
 /* A layer's LayerNorm backward and the dropout before it: grad_h[T,H] (in place) = ∂/∂(the LayerNorm's
  * input), the residual's gradient; returns the sublayer output's gradient, the dropout backward of it
  * (into grad_tmp, one op with the LayerNorm's), or grad_h itself when the dropout is off. With 16-bit
@@ -656,7 +647,7 @@ static const float *layernorm_dropout_grad(hs_bert *m, const hs_dropout_mask *ma
     /* the 16-bit dataflow: the sublayer output's gradient in 16 bits only (its readers are the products) */
     hs_layernorm_dropout_backward(be, mask, m->grad_h, m->only16 ? NULL : m->grad_tmp, dgamma, dbeta, m->grad_h, x,
                                   mean, rstd, gamma, T, H, B, per_sample, m->grad16_h);
-    if (m->grad16_h) bind_twin(m, m->grad_tmp, m->grad16_h, n);
+    if (m->grad16_h) hs_bind_twin(be, m->grad_tmp, m->grad16_h, n, m->only16);
     return m->grad_tmp;
 }
 
@@ -717,10 +708,7 @@ static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fir
      * reads it, and the backward's row dot products, from there) */
     const int ctx_only16 = m->only16 && m->fused_attention;
     hs_attention_forward(be, &dims, &w, m->mask_bias, &drop.probs, x, &saved, ctx_only16 ? NULL : a->ctx);
-    if (h && ctx_only16)
-        be->bind_half_only(be, a->ctx, h->ctx, TH);
-    else if (h)
-        be->bind_half(be, a->ctx, h->ctx, TH);
+    if (h) hs_bind_twin(be, a->ctx, h->ctx, TH, ctx_only16);
     hs_linear_forward(be, a->attn_sum, a->ctx, hs_param_data(p, l->attn_out_w), hs_param_data(p, l->attn_out_b), T, H,
                       H);
     hs_dropout_add_layernorm_forward(be, &drop.attn, a->attn_out, a->attn_sum, a->attn_mean, a->attn_rstd, a->attn_sum,
@@ -732,7 +720,7 @@ static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fir
     /* the 16-bit dataflow: the GELU output in 16 bits only, for the output product */
     hs_bias_gelu_forward(be, m->only16 ? NULL : a->ffn_act, a->ffn_pre, hs_param_data(p, l->inter_b), T, I,
                          h ? h->ffn_pre : NULL, h ? m->ffn_act16 : NULL);
-    if (h) bind_twin(m, a->ffn_act, m->ffn_act16, TI);
+    if (h) hs_bind_twin(be, a->ffn_act, m->ffn_act16, TI, m->only16);
     hs_linear_forward(be, a->ffn_sum, a->ffn_act, hs_param_data(p, l->out_w), hs_param_data(p, l->out_b), T, I, H);
     const int last = i + 1 == m->cfg.num_hidden_layers;
     hs_dropout_add_layernorm_forward(be, &drop.ffn, m->hidden[i + 1], a->ffn_sum, a->ffn_mean, a->ffn_rstd, a->ffn_sum,
@@ -903,9 +891,9 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
     if (h) { /* the working set widened back (exact), and the 16-bit copies bound as the GEMMs' operands;
               * under the 16-bit dataflow what only products read is not widened (layer_load_half) */
         layer_load_half(m, i);
-        bind_twin(m, a->ctx, h->ctx, TH);
-        bind_twin(m, a->attn_out, h->attn_out, TH);
-        bind_twin(m, m->hidden[i], h->input, TH);
+        hs_bind_twin(be, a->ctx, h->ctx, TH, m->only16);
+        hs_bind_twin(be, a->attn_out, h->attn_out, TH, m->only16);
+        hs_bind_twin(be, m->hidden[i], h->input, TH, m->only16);
     }
 
     /* second LayerNorm: grad_h = ∂/∂ffn_sum, which is the gradient of both the FFN output (after
@@ -926,11 +914,11 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
         be->gemm(be, 0, 0, T, I, H, 1.0f, dout, H, hs_param_data(p, l->out_w), I, 0.0f, dffn, I);
         hs_gelu_backward_recompute(be, m->only16 ? NULL : dffn, dffn, h->ffn_pre, TI, m->grad16_ffn,
                                    m->only16 ? NULL : a->ffn_act, m->ffn_act16);
-        bind_twin(m, a->ffn_act, m->ffn_act16, TI);
+        hs_bind_twin(be, a->ffn_act, m->ffn_act16, TI, m->only16);
         be->gemm_wgrad_bgrad(be, hs_param_grad(p, l->out_w), hs_param_grad(p, l->out_b), dout, H, a->ffn_act, T, I,
                              H, ctx->grads_zero);
         be->unbind_half(be, dout);
-        bind_twin(m, dffn, m->grad16_ffn, TI); /* read by the two products below only */
+        hs_bind_twin(be, dffn, m->grad16_ffn, TI, m->only16); /* read by the two products below only */
     }
     /* intermediate.dense_act: ∂b1 += Σ du, ∂W1[I,H] += duᵀ·h1, grad_h += du·W1 (onto the residual path) */
     be->gemm_wgrad_bgrad(be, hs_param_grad(p, l->inter_w), hs_param_grad(p, l->inter_b), dffn, I, a->attn_out, T, H, I,

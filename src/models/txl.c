@@ -580,10 +580,7 @@ static const float *layernorm_dropout_grad(const hs_backend *be, const hs_dropou
     /* the 16-bit dataflow: the gradient in 16 bits only (its readers are the products) */
     hs_layernorm_dropout_backward(be, mask, dy, d16 && only16 ? NULL : scratch, dgamma, dbeta, dy, x, mean, rstd,
                                   gamma, rows, cols, batch, per_sample, d16);
-    if (d16 && only16)
-        be->bind_half_only(be, scratch, d16, (size_t)rows * (size_t)cols);
-    else if (d16)
-        be->bind_half(be, scratch, d16, (size_t)rows * (size_t)cols);
+    if (d16) hs_bind_twin(be, scratch, d16, (size_t)rows * (size_t)cols, only16);
     return scratch;
 }
 
@@ -844,10 +841,7 @@ static void layer_forward(hs_txl *m, int l, const pass *ps) {
      * product), not after the layer (layer_conversions) */
     if (h16) {
         if (!m->fused) be->to_half(be, h16->ctx, a->ctx, (size_t)T * (size_t)nd);
-        if (m->fused && m->only16)
-            be->bind_half_only(be, a->ctx, h16->ctx, (size_t)T * (size_t)nd);
-        else
-            be->bind_half(be, a->ctx, h16->ctx, (size_t)T * (size_t)nd);
+        hs_bind_twin(be, a->ctx, h16->ctx, (size_t)T * (size_t)nd, m->fused && m->only16);
     }
     /* a = dropout(ctx·Woᵀ) */
     be->gemm(be, 0, 1, T, D, nd, 1.0f, a->ctx, nd, hs_param_data(p, w->o_w), nd, 0.0f, a->attn_sum, D);
@@ -870,10 +864,7 @@ static void layer_forward(hs_txl *m, int l, const pass *ps) {
     /* the 16-bit dataflow: u only in 16 bits (the FFN2 product reads it; the backward widens its copy) */
     be->relu_dropout_forward(be, m->only16 ? NULL : a->ff_act, a->ff_act, b, (size_t)qlen * (size_t)I, d_inner.p,
                              d_inner.key, d_inner.first_sample, h16 ? h16->ff_act : NULL);
-    if (m->only16)
-        be->bind_half_only(be, a->ff_act, h16->ff_act, (size_t)T * (size_t)I);
-    else if (h16)
-        be->bind_half(be, a->ff_act, h16->ff_act, (size_t)T * (size_t)I);
+    if (h16) hs_bind_twin(be, a->ff_act, h16->ff_act, (size_t)T * (size_t)I, m->only16);
     float *out = m->hidden[l + 1];
     if (c->pre_lnorm) {
         hs_linear_forward(be, out, a->ff_act, hs_param_data(p, w->ff2_w), hs_param_data(p, w->ff2_b), T, I, D);
@@ -957,10 +948,7 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
         const int n = layer_conversions(m, l, ps, 0, cv, 0);
         cv[n] = (hs_half_conversion){(float *)qkv_input(m, l), m->cat16, (size_t)K * (size_t)D, 1};
         be->convert_halves(be, cv, n + 1);
-        if (m->only16) /* not widened (layer_conversions) */
-            be->bind_half_only(be, a->ctx, h16->ctx, (size_t)T * (size_t)nd);
-        else
-            be->bind_half(be, a->ctx, h16->ctx, (size_t)T * (size_t)nd);
+        hs_bind_twin(be, a->ctx, h16->ctx, (size_t)T * (size_t)nd, m->only16); /* not widened under only16 */
         be->bind_half(be, a->ff_act, h16->ff_act, (size_t)T * (size_t)I);
         if (h16->ff_in) be->bind_half(be, a->ff_in, h16->ff_in, (size_t)T * (size_t)D);
     }
@@ -981,10 +969,8 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
     /* dff, read by two products: its 16-bit twin into u's copy (widened already, free now) */
     be->relu_dropout_backward(be, m->only16 ? NULL : m->dff, m->dff, a->ff_act, b, (size_t)qlen * (size_t)I,
                               d_inner.p, d_inner.key, d_inner.first_sample, h16 ? h16->ff_act : NULL);
-    if (m->only16) /* the 16-bit dataflow: dff only in 16 bits, for its two products */
-        be->bind_half_only(be, m->dff, h16->ff_act, (size_t)T * (size_t)I);
-    else if (h16)
-        be->bind_half(be, m->dff, h16->ff_act, (size_t)T * (size_t)I);
+    if (h16) /* the 16-bit dataflow: dff only in 16 bits, for its two products */
+        hs_bind_twin(be, m->dff, h16->ff_act, (size_t)T * (size_t)I, m->only16);
     be->gemm_wgrad_bgrad(be, hs_param_grad(p, w->ff1_w), hs_param_grad(p, w->ff1_b), m->dff, I, a->ff_in, T, D, I,
                          ps->ctx->grads_zero);
     if (h16) be->unbind_half(be, a->ff_in);

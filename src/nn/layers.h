@@ -54,6 +54,15 @@ typedef struct hs_act16 {
  * all of them (n <= HS_HALF_CONVERSIONS_MAX). */
 void hs_act16_store(const hs_backend *be, const hs_act16 *t, int n);
 void hs_act16_load(const hs_backend *be, const hs_act16 *t, int n);
+/* f bound to its 16-bit twin h (be->bind_half), or, with only16 (the 16-bit dataflow: a tensor only
+ * products read, on a backend where be->products_read_twins), bound as existing in 16 bits alone
+ * (be->bind_half_only: its fp32 values need not be written) */
+static inline void hs_bind_twin(const hs_backend *be, const float *f, const uint16_t *h, size_t n, int only16) {
+    if (only16)
+        be->bind_half_only(be, f, h, n);
+    else
+        be->bind_half(be, f, h, n);
+}
 
 /* ---- linear (PyTorch nn.Linear, W[out,in]) --------------------------------------------------------- */
 /* y[B,out] = x[B,in] · W[out,in]ᵀ + b[out] */

@@ -61,7 +61,7 @@ void hs_cpu_gelu_forward(const hs_backend *be, float *y, const float *x, size_t 
 
 void hs_cpu_bias_gelu_forward(const hs_backend *be, float *y, float *x, const float *bias, int rows, int cols,
                               uint16_t *x16, uint16_t *y16) {
-    if (!y && !y16) HS_FATAL(NULL, "bias_gelu_forward: neither y nor y16");
+    hs_output_check("bias_gelu_forward: y or y16", y, y16);
     /* a span of a row at a time through the cache: the pre-activation into x (no x16) or into a span
      * buffer rounded into x16 (x stays); the output into y, or into a span buffer (y16 only), rounded into
      * y16 when asked: to_half's bits of the values just computed */

@@ -102,7 +102,7 @@ void hs_cpu_dropout_backward(const hs_backend *be, float *dx, const float *dy, i
  * dropout_forward's formulas per element, the same bits; y16 = to_half(y) */
 void hs_cpu_relu_dropout_forward(const hs_backend *be, float *y, const float *x, int batch, size_t per_sample,
                                  float p, uint64_t key, int64_t first_sample, uint16_t *y16) {
-    if (!y && !y16) HS_FATAL(NULL, "relu_dropout_forward: neither y nor y16");
+    hs_output_check("relu_dropout_forward: y or y16", y, y16);
     const size_t total = (size_t)(batch > 0 ? batch : 0) * per_sample;
     float *out = y;
     if (!y) HS_ALLOC(y, total ? total : 1); /* y16 alone: the output in a buffer of its own first */
@@ -126,7 +126,7 @@ void hs_cpu_relu_dropout_forward(const hs_backend *be, float *y, const float *x,
 /* dx = relu_grad(dy·mask, y): dropout_backward then relu_backward per element; dx16 = to_half(dx) */
 void hs_cpu_relu_dropout_backward(const hs_backend *be, float *dx, const float *dy, const float *y, int batch,
                                   size_t per_sample, float p, uint64_t key, int64_t first_sample, uint16_t *dx16) {
-    if (!dx && !dx16) HS_FATAL(NULL, "relu_dropout_backward: neither dx nor dx16");
+    hs_output_check("relu_dropout_backward: dx or dx16", dx, dx16);
     const size_t total = (size_t)(batch > 0 ? batch : 0) * per_sample;
     float *out = dx;
     if (!dx) HS_ALLOC(dx, total ? total : 1); /* dx16 alone: the gradient in a buffer of its own first */

@@ -78,7 +78,7 @@ void hs_cpu_flash_attention_forward(const hs_backend *be, float *ctx, float *lse
                                     const uint16_t *qkv16, const float *mask_bias, int batch, int seq_len, int heads,
                                     int head_dim, float p, uint64_t key, int64_t first_sample, uint16_t *ctx16) {
     const int L = seq_len, d = head_dim, H = heads * head_dim, ld = 3 * H;
-    if (!ctx && !ctx16) HS_FATAL(NULL, "flash_attention_forward: neither ctx nor ctx16");
+    hs_output_check("flash_attention_forward: ctx or ctx16", ctx, ctx16);
     float *wide, *own_ctx = NULL; /* ctx16 alone: the context in a buffer of its own first */
     const size_t n_ctx = batch > 0 && L > 0 ? (size_t)batch * (size_t)L * (size_t)H : 0;
     if (!ctx) HS_ALLOC(own_ctx, n_ctx ? n_ctx : 1), ctx = own_ctx;

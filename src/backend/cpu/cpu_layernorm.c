@@ -140,7 +140,7 @@ void hs_cpu_layernorm_dropout_backward(const hs_backend *be, float *dx, float *d
                                        const float *dy, const float *x, const float *mean, const float *rstd,
                                        const float *gamma, int rows, int cols, int batch, size_t per_sample,
                                        size_t group, float p, uint64_t key, int64_t first_sample, uint16_t *da16) {
-    if (!da && !da16) HS_FATAL(NULL, "layernorm_dropout_backward: neither da nor da16");
+    hs_output_check("layernorm_dropout_backward: da or da16", da, da16);
     hs_cpu_layernorm_backward(be, dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols);
     const size_t n = (size_t)rows * (size_t)cols;
     float *out = da;

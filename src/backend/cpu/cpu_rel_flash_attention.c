@@ -74,7 +74,7 @@ void hs_cpu_rel_flash_attention_forward(const hs_backend *be, float *ctx, float 
                                         const float *r, const float *r_w_bias, const float *r_r_bias, int batch,
                                         int qlen, int mlen, int heads, int head_dim, int lower_shift, float scale,
                                         float p, uint64_t key, int64_t first_sample, uint16_t *ctx16) {
-    if (!ctx && !ctx16) HS_FATAL(NULL, "rel_flash_attention_forward: neither ctx nor ctx16");
+    hs_output_check("rel_flash_attention_forward: ctx or ctx16", ctx, ctx16);
     if (batch <= 0 || qlen <= 0 || heads <= 0 || head_dim <= 0) return;
     const int klen = mlen + qlen, d = head_dim, H = heads * d, prec = be->precision;
     float *own_ctx = NULL; /* ctx16 alone: the context in a buffer of its own first */
