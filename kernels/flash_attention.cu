@@ -58,7 +58,8 @@ struct flash_shape {
   const hs_dropout_slot *slot; /* key and first_sample in device memory (a graph region), or NULL */
   uint16_t *out16;      /* NULL, or the 16-bit twin of the output (ctx16 / dqkv16, same layout): to_half's bits */
   const uint16_t *in16; /* NULL, or qkv16: the 16-bit q|k|v read instead of qkv */
-  int bf16;             /* out16's and in16's type: 1 bfloat16, 0 IEEE half */
+  uint16_t *qkv16_out;  /* forward: NULL, or receives round(qkv) (to_half's bits) from the tiles it loads */
+  int bf16;             /* out16's, in16's and qkv16_out's type: 1 bfloat16, 0 IEEE half */
 };
 
 /* dst[rows][dp] = rows row0.. of q, k or v (src, row stride ld: head h's columns), from its 16-bit copy
@@ -83,6 +84,20 @@ __device__ __forceinline__ const uint16_t *qkv16_of(const flash_shape &s, int b,
 __device__ __forceinline__ void put(const flash_shape &s, float *out, size_t i, float v) {
   if (out) out[i] = v;
   if (s.out16) s.out16[i] = s.bf16 ? hs_bf16_bits(v) : hs_fp16_bits(v);
+}
+
+/* The forward's copy of q|k|v in 16 bits (qkv16_out): rows row0.. of a loaded tile (row stride DMAX, the
+ * bits of the tile's values rounded to the output's type: to_half's bits of the fp32 input, as load_rows
+ * rounds it to a 16-bit T the same way) into the copy's head-h columns starting at dst (row stride ld) */
+template <class T>
+__device__ __forceinline__ void keep_rows16(const flash_shape &s, uint16_t *dst, const T *tile, int stride, int rows,
+                                            size_t ld, int row0) {
+  for (int idx = threadIdx.x; idx < rows * s.d; idx += blockDim.x) {
+    const int r = idx / s.d, e = idx % s.d;
+    if (row0 + r >= s.L) continue;
+    const float v = tile_value(tile[r * stride + e]);
+    dst[(size_t)(row0 + r) * ld + e] = s.bf16 ? hs_bf16_bits(v) : hs_fp16_bits(v);
+  }
 }
 
 /* The dropout factor of element (i, j) of unit (b, h): keep/(1-p), or 1 without dropout */
@@ -118,12 +133,17 @@ __global__ void flash_attention_forward_kernel(float *ctx, float *lse, const flo
   const float *q = qkv + (size_t)b * (size_t)L * ld + (size_t)h * (size_t)d, *k = q + H, *v = q + 2 * H;
   const uint16_t *q16 = qkv16_of(sh, b, h), *k16 = q16 ? q16 + H : nullptr, *v16 = q16 ? q16 + 2 * H : nullptr;
   const float *mb = mask_bias + (size_t)b * (size_t)L;
+  /* qkv16_out: every block its query rows; the first query tile's block the keys' k and v, as it streams them */
+  uint16_t *q_out = sh.qkv16_out ? sh.qkv16_out + (size_t)b * (size_t)L * ld + (size_t)h * (size_t)d : nullptr;
+  uint16_t *kv_out = q_out && blockIdx.x == 0 ? q_out + H : nullptr;
   load_qkv(sm.q, BQ, DMAX, sh, q, q16, ld, i0);
   for (int idx = threadIdx.x; idx < BQ * DMAX; idx += blockDim.x) sm.o[idx] = 0.0f;
   if (threadIdx.x < BQ) sm.m[threadIdx.x] = -INFINITY, sm.l[threadIdx.x] = 0.0f;
   for (int j0 = 0; j0 < L; j0 += BK) {
     load_qkv(sm.kv, BK, DMAX, sh, k, k16, ld, j0);
     __syncthreads();
+    if (q_out && j0 == 0) keep_rows16(sh, q_out, sm.q, DMAX, BQ, ld, i0);
+    if (kv_out) keep_rows16(sh, kv_out, sm.kv, DMAX, BK, ld, j0); /* read before the V tile replaces it */
     /* S[BQ,BK] = Q·Kᵀ */
     for (int t = warp; t < (BQ / kTile) * (BK / kTile); t += kWarps) {
       const int ti = t / (BK / kTile), tj = t % (BK / kTile);
@@ -161,6 +181,7 @@ __global__ void flash_attention_forward_kernel(float *ctx, float *lse, const flo
     for (int idx = threadIdx.x; idx < BQ * DMAX; idx += blockDim.x) sm.o[idx] *= sm.alpha[idx / DMAX];
     load_qkv(sm.kv, BK, DMAX, sh, v, v16, ld, j0);
     __syncthreads();
+    if (kv_out) keep_rows16(sh, kv_out + H, sm.kv, DMAX, BK, ld, j0);
     /* O[BQ,dp] += P'·V */
     for (int t = warp; t < (BQ / kTile) * (sh.dp / kTile); t += kWarps) {
       const int ti = t / (sh.dp / kTile), tn = t % (sh.dp / kTile);
@@ -369,10 +390,10 @@ __global__ void flash_attention_dkv_kernel(float *dqkv, const float *dctx, const
 /* ---- host side ------------------------------------------------------------------------------------------ */
 
 flash_shape shape_of(const hs_backend *be, int L, int heads, int d, float p, uint64_t key, int64_t first_sample,
-                     uint16_t *out16, const uint16_t *in16) {
+                     uint16_t *out16, const uint16_t *in16, uint16_t *qkv16_out = nullptr) {
   return flash_shape{L, heads, d, (d + kTile - 1) / kTile * kTile, 1.0f / sqrtf((float)d), p,
                      hs_dropout_keep_scale(p), key, first_sample,
-                     p > 0.0f ? hs_cuda_dropout_slot(be, key, first_sample) : nullptr, out16, in16,
+                     p > 0.0f ? hs_cuda_dropout_slot(be, key, first_sample) : nullptr, out16, in16, qkv16_out,
                      be->precision == HS_PRECISION_BF16};
 }
 
@@ -399,12 +420,13 @@ void forward(const hs_backend *be, float *ctx, float *lse, const float *qkv, con
   HS_LAUNCH(grid, kThreads, 0, hs_cuda_stream(be), flash_attention_forward_kernel<T, DMAX, tl::fq, tl::fk>)(
       ctx, lse, qkv, mask_bias, sh);
   /* a block per (query tile, b·h): q once, k, v and the mask row per block (q|k|v fp32 or 16-bit); ctx
-   * (and its 16-bit twin), lse written: qkv·tokh·(1 + 2·nq) + (tokh + rows·(1 + nq))·4 (rows = b·h·L) */
+   * (and its 16-bit twin), lse written: qkv·tokh·(1 + 2·nq) + (tokh + rows·(1 + nq))·4 (rows = b·h·L);
+   * and q|k|v's 16-bit copy (qkv16_out) once: 3·tokh·2 */
   const size_t tokh = (size_t)batch * sh.L * sh.heads * sh.d, nq = tiles(sh.L, tl::fq);
   const size_t rows = (size_t)batch * sh.heads * sh.L;
   HS_CUDA_LAUNCHED("flash_attention_forward_kernel",
                    qkv_bytes(sh) * tokh * (1 + 2 * nq) + sizeof(float) * ((ctx ? tokh : 0) + rows * (1 + nq)) +
-                       (sh.out16 ? tokh * sizeof(uint16_t) : 0));
+                       (sh.out16 ? tokh * sizeof(uint16_t) : 0) + (sh.qkv16_out ? 3 * tokh * sizeof(uint16_t) : 0));
 }
 
 template <class T, int DMAX>
@@ -443,11 +465,12 @@ void check_head_dim(int d) {
 extern "C" void hs_cuda_flash_attention_forward(const hs_backend *be, float *ctx, float *lse, const float *qkv,
                                                 const uint16_t *qkv16, const float *mask_bias, int batch,
                                                 int seq_len, int heads, int head_dim, float p, uint64_t key,
-                                                int64_t first_sample, uint16_t *ctx16) {
+                                                int64_t first_sample, uint16_t *ctx16, uint16_t *qkv16_out) {
   hs_output_check("flash_attention_forward: ctx or ctx16", ctx, ctx16);
+  hs_flash_qkv16_out_check(qkv16, qkv16_out);
   if (batch <= 0 || seq_len <= 0 || heads <= 0 || head_dim <= 0) return;
   check_head_dim(head_dim);
-  const flash_shape sh = shape_of(be, seq_len, heads, head_dim, p, key, first_sample, ctx16, qkv16);
+  const flash_shape sh = shape_of(be, seq_len, heads, head_dim, p, key, first_sample, ctx16, qkv16, qkv16_out);
   if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   const int big = head_dim > 64;
   switch (be->precision) {

@@ -702,8 +702,11 @@ static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fir
     const size_t TH = (size_t)T * (size_t)H, TI = (size_t)T * (size_t)I;
     /* the context's 16-bit copy, written by the attention with it: kept for the backward pass, and
      * attention.output.dense's operand */
+    /* training under the fused attention: q|k|v's 16-bit copy for the backward pass, written by the
+     * attention as it reads q|k|v (layer_store_half converts nothing then) */
     const hs_attention_saved saved = {.qkv = a->qkv, .probs = a->probs, .lse = a->lse, .ctx = a->ctx,
-                                      .mask_bias = m->mask_bias, .ctx16 = h ? h->ctx : NULL};
+                                      .mask_bias = m->mask_bias, .ctx16 = h ? h->ctx : NULL,
+                                      .qkv16_out = h && ctx && m->fused_attention ? h->qkv : NULL};
     /* the 16-bit dataflow under the fused attention: the context only in 16 bits (the output product
      * reads it, and the backward's row dot products, from there) */
     const int ctx_only16 = m->only16 && m->fused_attention;
@@ -757,11 +760,13 @@ static void layer_saved(const hs_bert *m, int i, hs_act16 t[N_SAVED]) {
     t[HS_BERT_SAVED_ATTN_OUT] = (hs_act16){a->attn_out, h ? h->attn_out : NULL, T * H};
 }
 
-/* Layer i's working set (fp32) -> its 16-bit copies (rounded): q|k|v and the probabilities; layer_forward
- * had the context's written by the attention, the FFN pre-activation's by bias_gelu_forward */
+/* Layer i's working set (fp32) -> its 16-bit copies (rounded): q|k|v and the probabilities of the unfused
+ * attention; layer_forward had the context's written by the attention, the FFN pre-activation's by
+ * bias_gelu_forward, and under the fused attention q|k|v's by the attention (qkv16_out) */
 static void layer_store_half(hs_bert *m, int i) {
     hs_act16 t[N_SAVED];
     layer_saved(m, i, t);
+    if (m->fused_attention) t[HS_BERT_SAVED_QKV].count = 0;
     hs_act16_store(m->be, t, HS_BERT_SAVED_PROBS + 1);
 }
 

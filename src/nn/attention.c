@@ -55,7 +55,7 @@ void hs_attention_forward(const hs_backend *be, const hs_attention_dims *d, cons
     if (saved->lse) /* fused: lse[B,heads,L] kept instead of probs[B,heads,L,L] */
         be->flash_attention_forward(be, ctx, saved->lse, saved->qkv, saved->qkv16, mask_bias, d->batch, d->seq_len, d->heads,
                                     H / d->heads, dropout_p(drop), drop ? drop->key : 0, drop ? drop->first_sample : 0,
-                                    saved->ctx16);
+                                    saved->ctx16, saved->qkv16_out);
     else {
         be->attention_forward(be, ctx, saved->probs, saved->qkv, mask_bias, d->batch, d->seq_len, d->heads,
                               H / d->heads, dropout_p(drop), drop ? drop->key : 0, drop ? drop->first_sample : 0);

@@ -314,6 +314,9 @@ typedef struct hs_attention_saved {
     const uint16_t *qkv16; /* fused only: NULL, or [B,L,3H] holding round(qkv) (to_half's bits), which the fused
                             * ops read instead of qkv (the same results under bf16/fp16): a model keeping
                             * q|k|v in 16 bits need not widen it for the backward pass. Unfused: ignored. */
+    uint16_t *qkv16_out; /* fused forward only: NULL, or [B,L,3H] receiving round(qkv) (to_half's bits) from the
+                          * attention kernel as it reads q|k|v: the copy the backward reads as qkv16, with no
+                          * conversion of its own. Unfused: ignored. */
 } hs_attention_saved;
 size_t hs_attention_qkv_floats(const hs_attention_dims *d);   /* B·L·3H */
 size_t hs_attention_probs_floats(const hs_attention_dims *d); /* B·heads·L·L */

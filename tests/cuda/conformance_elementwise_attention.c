@@ -648,13 +648,13 @@ static void flash_attention_case(hs_conf *t, int batch, int L, int heads, int d,
     t->cpu->attention_backward(t->cpu, d_dqkv.cpu, d_dctx.cpu, d_qkv.cpu, probs, batch, L, heads, d, p, key,
                                first_sample);
     t->cpu->flash_attention_forward(t->cpu, fctx, d_lse.cpu, d_qkv.cpu, NULL, d_mb.cpu, batch, L, heads, d, p, key,
-                                    first_sample, NULL);
+                                    first_sample, NULL, NULL);
     t->cpu->flash_attention_backward(t->cpu, fdqkv, d_dctx.cpu, d_qkv.cpu, NULL, d_mb.cpu, fctx, d_lse.cpu, batch, L, heads,
                                      d, p, key, first_sample, NULL);
     for (int run = 0; run < 2; run++) {
         float *c = run ? ctx2 : d_ctx.cuda, *l = run ? lse2 : d_lse.cuda, *g = run ? dqkv2 : d_dqkv.cuda;
         t->cuda->flash_attention_forward(t->cuda, c, l, d_qkv.cuda, NULL, d_mb.cuda, batch, L, heads, d, p, key,
-                                         first_sample, NULL);
+                                         first_sample, NULL, NULL);
         t->cuda->flash_attention_backward(t->cuda, g, d_dctx.cuda, d_qkv.cuda, NULL, d_mb.cuda, c, l, batch, L, heads, d, p,
                                           key, first_sample, NULL);
     }

@@ -439,11 +439,11 @@ static void flash_outputs16_on(hs_conf *t, const hs_backend *be, int batch, int 
     float *qkv = hs_conf_dev(be, hqkv, nqkv * 4), *dctx = hs_conf_dev(be, hdctx, nctx * 4);
     float *mb = hs_conf_dev(be, hmb, (size_t)batch * L * 4);
     float *ctx[2], *lse[2], *dqkv[2];
-    uint16_t *ctx16 = be->alloc(be, nctx * 2), *dqkv16 = be->alloc(be, nqkv * 2);
+    uint16_t *ctx16 = be->alloc(be, nctx * 2), *dqkv16 = be->alloc(be, nqkv * 2), *qkv16 = be->alloc(be, nqkv * 2);
     for (int k = 0; k < 2; k++) { /* k = 1 with the 16-bit outputs */
         ctx[k] = be->alloc(be, nctx * 4), lse[k] = be->alloc(be, nlse * 4), dqkv[k] = be->alloc(be, nqkv * 4);
         be->flash_attention_forward(be, ctx[k], lse[k], qkv, NULL, mb, batch, L, heads, d, p, 77, 2,
-                                    k ? ctx16 : NULL);
+                                    k ? ctx16 : NULL, k ? qkv16 : NULL);
         be->flash_attention_backward(be, dqkv[k], dctx, qkv, NULL, mb, ctx[k], lse[k], batch, L, heads, d, p, 77, 2,
                                      k ? dqkv16 : NULL);
     }
@@ -463,12 +463,15 @@ static void flash_outputs16_on(hs_conf *t, const hs_backend *be, int batch, int 
     snprintf(what, sizeof what, "flash_attention dqkv16 = to_half(dqkv) B=%d L=%d heads=%d d=%d p=%g", batch, L,
              heads, d, p);
     is_rounding(t, be, what, dqkv16, dqkv[1], nqkv);
+    snprintf(what, sizeof what, "flash_attention_forward qkv16_out = to_half(qkv) B=%d L=%d heads=%d d=%d p=%g", batch,
+             L, heads, d, p);
+    is_rounding(t, be, what, qkv16, qkv, nqkv);
     /* the 16-bit dataflow: the forward without ctx gives the same ctx16 and lse; where the products read
      * twins (CUDA), the backward of a ctx bound with bind_half_only (its fp32 values other ones: they must
      * not be read) reads the twin: the bits of the backward from ctx16 widened */
     uint16_t *c16 = be->alloc(be, nctx * 2);
     float *l2 = be->alloc(be, nlse * 4);
-    be->flash_attention_forward(be, NULL, l2, qkv, NULL, mb, batch, L, heads, d, p, 77, 2, c16);
+    be->flash_attention_forward(be, NULL, l2, qkv, NULL, mb, batch, L, heads, d, p, 77, 2, c16, NULL);
     snprintf(what, sizeof what, "flash_attention ctx16 without ctx = with ctx B=%d L=%d heads=%d d=%d p=%g", batch, L,
              heads, d, p);
     same_on(t, be, what, ctx16, c16, nctx * 2);
@@ -492,7 +495,8 @@ static void flash_outputs16_on(hs_conf *t, const hs_backend *be, int batch, int 
     }
     be->free(be, c16), be->free(be, l2);
     for (int k = 0; k < 2; k++) be->free(be, ctx[k]), be->free(be, lse[k]), be->free(be, dqkv[k]);
-    be->free(be, ctx16), be->free(be, dqkv16), be->free(be, qkv), be->free(be, dctx), be->free(be, mb);
+    be->free(be, ctx16), be->free(be, dqkv16), be->free(be, qkv16), be->free(be, qkv), be->free(be, dctx);
+    be->free(be, mb);
     free(hqkv), free(hdctx), free(hmb);
 }
 
@@ -516,7 +520,7 @@ static void flash_input16_on(hs_conf *t, const hs_backend *be, int batch, int L,
         ctx[k] = be->alloc(be, nctx * 4), lse[k] = be->alloc(be, nlse * 4), dqkv[k] = be->alloc(be, nqkv * 4);
         ctx16[k] = be->alloc(be, nctx * 2), dqkv16[k] = be->alloc(be, nqkv * 2);
         be->flash_attention_forward(be, ctx[k], lse[k], k ? stale : qkv, k ? qkv16 : NULL, mb, batch, L, heads, d, p,
-                                    77, 2, ctx16[k]);
+                                    77, 2, ctx16[k], NULL);
         be->flash_attention_backward(be, dqkv[k], dctx, k ? stale : qkv, k ? qkv16 : NULL, mb, ctx[k], lse[k], batch,
                                      L, heads, d, p, 77, 2, dqkv16[k]);
     }
@@ -639,7 +643,7 @@ void hs_conf_group_half(hs_conf *t) {
             outputs16_on(t, t->cpu, shapes[k][0], shapes[k][1]);
             outputs16_on(t, t->cuda, shapes[k][0], shapes[k][1]);
         }
-        hs_conf_op(t, "16-bit outputs of the fused attention (ctx16, dqkv16)");
+        hs_conf_op(t, "16-bit outputs of the fused attention (ctx16, dqkv16, qkv16_out)");
         static const int flash[][4] = {{2, 7, 2, 8}, {2, 33, 3, 40}, {1, 20, 2, 72}}; /* B, L, heads, head_dim */
         for (size_t k = 0; k < sizeof flash / sizeof flash[0]; k++)
             for (int drop = 0; drop < 2; drop++) {

@@ -76,9 +76,11 @@ static const float *qkv_input(const hs_backend *be, const float *qkv, const uint
 
 void hs_cpu_flash_attention_forward(const hs_backend *be, float *ctx, float *lse, const float *qkv_f,
                                     const uint16_t *qkv16, const float *mask_bias, int batch, int seq_len, int heads,
-                                    int head_dim, float p, uint64_t key, int64_t first_sample, uint16_t *ctx16) {
+                                    int head_dim, float p, uint64_t key, int64_t first_sample, uint16_t *ctx16,
+                                    uint16_t *qkv16_out) {
     const int L = seq_len, d = head_dim, H = heads * head_dim, ld = 3 * H;
     hs_output_check("flash_attention_forward: ctx or ctx16", ctx, ctx16);
+    hs_flash_qkv16_out_check(qkv16, qkv16_out);
     float *wide, *own_ctx = NULL; /* ctx16 alone: the context in a buffer of its own first */
     const size_t n_ctx = batch > 0 && L > 0 ? (size_t)batch * (size_t)L * (size_t)H : 0;
     if (!ctx) HS_ALLOC(own_ctx, n_ctx ? n_ctx : 1), ctx = own_ctx;
@@ -120,8 +122,9 @@ void hs_cpu_flash_attention_forward(const hs_backend *be, float *ctx, float *lse
         free(s);
     }
     free(wide);
-    /* the 16-bit output: to_half's bits of the context just written */
+    /* the 16-bit outputs: to_half's bits of the context just written, and of q|k|v */
     if (ctx16 && n_ctx) hs_cpu_to_half(be, ctx16, ctx, n_ctx);
+    if (qkv16_out && n_ctx) hs_cpu_to_half(be, qkv16_out, qkv_f, 3 * n_ctx);
     free(own_ctx);
 }
 
