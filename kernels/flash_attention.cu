@@ -59,6 +59,8 @@ struct flash_shape {
   uint16_t *out16;      /* NULL, or the 16-bit twin of the output (ctx16 / dqkv16, same layout): to_half's bits */
   const uint16_t *in16; /* NULL, or qkv16: the 16-bit q|k|v read instead of qkv */
   uint16_t *qkv16_out;  /* forward: NULL, or receives round(qkv) (to_half's bits) from the tiles it loads */
+  const uint16_t *dctx16; /* backward with 16-bit tiles: dctx rounded by the row-dot kernel, read by dQ and
+                           * dK/dV instead of dctx (the same tile values, half the bytes); else NULL */
   int bf16;             /* out16's, in16's and qkv16_out's type: 1 bfloat16, 0 IEEE half */
 };
 
@@ -67,6 +69,17 @@ struct flash_shape {
 template <class T>
 __device__ __forceinline__ void load_qkv(T *dst, int rows, int dp, const flash_shape &s, const float *src,
                                          const uint16_t *src16, size_t ld, int row0) {
+  if (src16)
+    load_rows(dst, rows, dp, src16, s.bf16, ld, row0, s.L, s.d);
+  else
+    load_rows(dst, rows, dp, src, ld, row0, s.L, s.d, (const float *)nullptr);
+}
+
+/* dst[rows][dp] = rows row0.. of dctx's head-h columns (src, row stride ld), from its rounded copy src16
+ * when the backward made one (the same tile values: load_rows rounds either to T) */
+template <class T>
+__device__ __forceinline__ void load_dctx(T *dst, int rows, int dp, const flash_shape &s, const float *src,
+                                          const uint16_t *src16, size_t ld, int row0) {
   if (src16)
     load_rows(dst, rows, dp, src16, s.bf16, ld, row0, s.L, s.d);
   else
@@ -201,9 +214,10 @@ __global__ void flash_attention_forward_kernel(float *ctx, float *lse, const flo
 /* ---- backward ------------------------------------------------------------------------------------------ */
 
 /* D[unit, i] = dctx_i·ctx_i (head h's columns), one thread per row, e in order; ctx from its 16-bit twin
- * ctx16 (widened, exact) when the fp32 context does not exist (bind_half_only) */
-__global__ void flash_attention_rowdot_kernel(float *D, const float *dctx, const float *ctx, const uint16_t *ctx16,
-                                              int ctx16_bf16, int batch, int L, int heads, int d) {
+ * ctx16 (widened, exact) when the fp32 context does not exist (bind_half_only). dctx16: NULL, or receives
+ * round(dctx) (the 16-bit type: bf16 1 bfloat16, 0 IEEE half), the copy dQ and dK/dV read. */
+__global__ void flash_attention_rowdot_kernel(float *D, uint16_t *dctx16, const float *dctx, const float *ctx,
+                                              const uint16_t *ctx16, int bf16, int batch, int L, int heads, int d) {
   const size_t rows = (size_t)batch * heads * L, H = (size_t)heads * d;
   for (size_t r = (size_t)blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += (size_t)gridDim.x * blockDim.x) {
     const size_t unit = r / L, i = r % L, b = unit / heads, h = unit % heads;
@@ -211,10 +225,12 @@ __global__ void flash_attention_rowdot_kernel(float *D, const float *dctx, const
     float s = 0.0f;
     if (ctx16)
       for (int e = 0; e < d; e++)
-        s += dctx[off + e] * (ctx16_bf16 ? hs_bf16_to_float(ctx16[off + e]) : hs_fp16_to_float(ctx16[off + e]));
+        s += dctx[off + e] * (bf16 ? hs_bf16_to_float(ctx16[off + e]) : hs_fp16_to_float(ctx16[off + e]));
     else
       for (int e = 0; e < d; e++) s += dctx[off + e] * ctx[off + e];
     D[r] = s;
+    if (dctx16)
+      for (int e = 0; e < d; e++) dctx16[off + e] = bf16 ? hs_bf16_bits(dctx[off + e]) : hs_fp16_bits(dctx[off + e]);
   }
 }
 
@@ -242,10 +258,12 @@ __global__ void flash_attention_dq_kernel(float *dqkv, const float *dctx, const 
   const size_t ld = 3 * (size_t)H;
   const float *q = qkv + (size_t)b * (size_t)L * ld + (size_t)h * (size_t)d, *k = q + H, *v = q + 2 * H;
   const uint16_t *q16 = qkv16_of(sh, b, h), *k16 = q16 ? q16 + H : nullptr, *v16 = q16 ? q16 + 2 * H : nullptr;
-  const float *dc = dctx + (size_t)b * (size_t)L * (size_t)H + (size_t)h * (size_t)d;
+  const size_t dc_off = (size_t)b * (size_t)L * (size_t)H + (size_t)h * (size_t)d;
+  const float *dc = dctx + dc_off;
+  const uint16_t *dc16 = sh.dctx16 ? sh.dctx16 + dc_off : nullptr;
   const float *mb = mask_bias + (size_t)b * (size_t)L;
   load_qkv(sm.q, BQ, DMAX, sh, q, q16, ld, i0);
-  load_rows(sm.dc, BQ, DMAX, dc, (size_t)H, i0, L, d, (const float *)nullptr);
+  load_dctx(sm.dc, BQ, DMAX, sh, dc, dc16, (size_t)H, i0);
   for (int idx = threadIdx.x; idx < BQ * DMAX; idx += blockDim.x) sm.dq[idx] = 0.0f;
   load_row_stats(sm.lse, BQ, lse + (size_t)unit * L, i0, L);
   load_row_stats(sm.D, BQ, D + (size_t)unit * L, i0, L);
@@ -290,8 +308,13 @@ __global__ void flash_attention_dq_kernel(float *dqkv, const float *dctx, const 
   }
 }
 
+/* 16-bit tiles leave room under the 48 KiB for the block's K and V tiles side by side, loaded once; fp32
+ * ones share one buffer, K then V, reloaded per query tile (the same values either way) */
+template <class T> __host__ __device__ constexpr bool dkv_resident() { return sizeof(T) == 2; }
+
 template <class T, int DMAX, int BQ, int BK> struct dkv_smem {
-  alignas(32) T kv[BK * DMAX]; /* the block's K tile, then its V tile (reloaded per query tile) */
+  alignas(32) T kv[BK * DMAX]; /* the block's K tile (and its V tile after it, when not resident) */
+  alignas(32) T v[dkv_resident<T>() ? BK * DMAX : 16]; /* the block's V tile, when resident */
   alignas(32) T q[BQ * DMAX];
   alignas(32) T dc[BQ * DMAX];
   alignas(32) T pt[BK * BQ];  /* P'ᵀ */
@@ -316,14 +339,22 @@ __global__ void flash_attention_dkv_kernel(float *dqkv, const float *dctx, const
   const size_t ld = 3 * (size_t)H;
   const float *q = qkv + (size_t)b * (size_t)L * ld + (size_t)h * (size_t)d, *k = q + H, *v = q + 2 * H;
   const uint16_t *q16 = qkv16_of(sh, b, h), *k16 = q16 ? q16 + H : nullptr, *v16 = q16 ? q16 + 2 * H : nullptr;
-  const float *dc = dctx + (size_t)b * (size_t)L * (size_t)H + (size_t)h * (size_t)d;
+  const size_t dc_off = (size_t)b * (size_t)L * (size_t)H + (size_t)h * (size_t)d;
+  const float *dc = dctx + dc_off;
+  const uint16_t *dc16 = sh.dctx16 ? sh.dctx16 + dc_off : nullptr;
   const float *mb = mask_bias + (size_t)b * (size_t)L;
   for (int idx = threadIdx.x; idx < BK * DMAX; idx += blockDim.x) sm.dk[idx] = 0.0f, sm.dv[idx] = 0.0f;
   constexpr int nt = (BK / kTile) * (BQ / kTile);
-  for (int i0 = 0; i0 < L; i0 += BQ) {
+  constexpr bool resident = dkv_resident<T>();
+  T *vt = resident ? sm.v : sm.kv; /* the V tile the products read */
+  if (resident) { /* once: the loop's first barrier orders them before their readers */
     load_qkv(sm.kv, BK, DMAX, sh, k, k16, ld, j0);
+    load_qkv(sm.v, BK, DMAX, sh, v, v16, ld, j0);
+  }
+  for (int i0 = 0; i0 < L; i0 += BQ) {
+    if (!resident) load_qkv(sm.kv, BK, DMAX, sh, k, k16, ld, j0);
     load_qkv(sm.q, BQ, DMAX, sh, q, q16, ld, i0);
-    load_rows(sm.dc, BQ, DMAX, dc, (size_t)H, i0, L, d, (const float *)nullptr);
+    load_dctx(sm.dc, BQ, DMAX, sh, dc, dc16, (size_t)H, i0);
     load_row_stats(sm.lse, BQ, lse + (size_t)unit * L, i0, L);
     load_row_stats(sm.D, BQ, D + (size_t)unit * L, i0, L);
     __syncthreads();
@@ -334,7 +365,7 @@ __global__ void flash_attention_dkv_kernel(float *dqkv, const float *dctx, const
                     sm.q + tq * kTile * DMAX, DMAX, sh.dp, true, false);
     }
     __syncthreads();
-    /* P (sign bit set where dropped) and P'ᵀ; the V tile into the K tile's buffer */
+    /* P (sign bit set where dropped) and P'ᵀ; fp32 tiles: the V tile into the K tile's buffer */
     for (int idx = threadIdx.x; idx < BK * BQ; idx += blockDim.x) {
       const int c = idx / BQ, r = idx % BQ, i = i0 + r, j = j0 + c;
       float pij = 0.0f, f = 1.0f;
@@ -345,14 +376,14 @@ __global__ void flash_attention_dkv_kernel(float *dqkv, const float *dctx, const
       sm.st[idx] = f == 0.0f ? -pij : pij;
       tile_store(sm.pt[idx], pij * f);
     }
-    load_qkv(sm.kv, BK, DMAX, sh, v, v16, ld, j0);
+    if (!resident) load_qkv(sm.kv, BK, DMAX, sh, v, v16, ld, j0);
     __syncthreads();
     /* dP'ᵀ[BK,BQ] = V·dCᵀ;  dV[BK,dp] += P'ᵀ·dC */
     const int nv = (BK / kTile) * (sh.dp / kTile);
     for (int t = warp; t < nt + nv; t += kWarps) {
       if (t < nt) {
         const int tk = t / (BQ / kTile), tq = t % (BQ / kTile);
-        warp_tile_mma(sm.dpt + tk * kTile * BQ + tq * kTile, BQ, sm.kv + tk * kTile * DMAX, DMAX,
+        warp_tile_mma(sm.dpt + tk * kTile * BQ + tq * kTile, BQ, vt + tk * kTile * DMAX, DMAX,
                       sm.dc + tq * kTile * DMAX, DMAX, sh.dp, true, false);
       } else {
         const int u = t - nt, tk = u / (sh.dp / kTile), tn = u % (sh.dp / kTile);
@@ -394,11 +425,12 @@ flash_shape shape_of(const hs_backend *be, int L, int heads, int d, float p, uin
   return flash_shape{L, heads, d, (d + kTile - 1) / kTile * kTile, 1.0f / sqrtf((float)d), p,
                      hs_dropout_keep_scale(p), key, first_sample,
                      p > 0.0f ? hs_cuda_dropout_slot(be, key, first_sample) : nullptr, out16, in16, qkv16_out,
-                     be->precision == HS_PRECISION_BF16};
+                     nullptr, be->precision == HS_PRECISION_BF16};
 }
 
-/* bytes of one q|k|v element as the kernels read it: fp32, or the 16-bit copy */
+/* bytes of one q|k|v element as the kernels read it: fp32, or the 16-bit copy; the same for dctx */
 size_t qkv_bytes(const flash_shape &sh) { return sh.in16 ? sizeof(uint16_t) : sizeof(float); }
+size_t dctx_bytes(const flash_shape &sh) { return sh.dctx16 ? sizeof(uint16_t) : sizeof(float); }
 
 unsigned tiles(int L, int t) { return (unsigned)((L + t - 1) / t); }
 
@@ -440,18 +472,20 @@ void backward(const hs_backend *be, float *dqkv, const float *dctx, const float 
   HS_LAUNCH(dim3((unsigned)nq, units), kThreads, 0, stream, flash_attention_dq_kernel<T, DMAX, tl::qq, tl::qk>)(
       dqkv, dctx, qkv, mask_bias, lse, D, sh);
   /* q, dctx, lse, D once; k, v and the mask row once per block (query tile, b·h); dq (and its 16-bit twin)
-   * written: qkv·tokh·(1 + 2·nq) + (2·tokh + rows·(2 + nq))·4 */
+   * written: qkv·tokh·(1 + 2·nq) + dctx·tokh + (tokh + rows·(2 + nq))·4 */
   HS_CUDA_LAUNCHED("flash_attention_dq_kernel",
-                   qkv_bytes(sh) * tokh * (1 + 2 * nq) + sizeof(float) * (2 * tokh + rows * (2 + nq)) +
+                   qkv_bytes(sh) * tokh * (1 + 2 * nq) + dctx_bytes(sh) * tokh + sizeof(float) * (tokh + rows * (2 + nq)) +
                        (sh.out16 ? tokh * sizeof(uint16_t) : 0));
   HS_LAUNCH(dim3((unsigned)nk, units), kThreads, 0, stream, flash_attention_dkv_kernel<T, DMAX, tl::kq, tl::kk>)(
       dqkv, dctx, qkv, mask_bias, lse, D, sh);
-  /* a block per (key tile, b·h): q, dctx, lse, D once per block; its k, v and mask entries once per
-   * streamed query tile; dk, dv (and their 16-bit twins) written: qkv·tokh·(2·nkq + nk) + (tokh·(nk + 2) +
-   * rows·(2·nk + nkq))·4 */
-  const size_t nkq = tiles(sh.L, tl::kq);
+  /* a block per (key tile, b·h): q, dctx, lse, D once per block; its k and v once (16-bit tiles, resident)
+   * or once per streamed query tile (fp32 tiles), its mask entries once per streamed query tile; dk, dv
+   * (and their 16-bit twins) written: qkv·tokh·(2·(1 or nkq) + nk) + dctx·tokh·nk + (2·tokh + rows·(2·nk +
+   * nkq))·4 */
+  const size_t nkq = tiles(sh.L, tl::kq), kv_loads = dkv_resident<T>() ? 1 : nkq;
   HS_CUDA_LAUNCHED("flash_attention_dkv_kernel",
-                   qkv_bytes(sh) * tokh * (2 * nkq + nk) + sizeof(float) * (tokh * (nk + 2) + rows * (2 * nk + nkq)) +
+                   qkv_bytes(sh) * tokh * (2 * kv_loads + nk) + dctx_bytes(sh) * tokh * nk +
+                       sizeof(float) * (2 * tokh + rows * (2 * nk + nkq)) +
                        (sh.out16 ? 2 * tokh * sizeof(uint16_t) : 0));
 }
 
@@ -494,17 +528,23 @@ extern "C" void hs_cuda_flash_attention_backward(const hs_backend *be, float *dq
                                                  float p, uint64_t key, int64_t first_sample, uint16_t *dqkv16) {
   if (batch <= 0 || seq_len <= 0 || heads <= 0 || head_dim <= 0) return;
   check_head_dim(head_dim);
-  const flash_shape sh = shape_of(be, seq_len, heads, head_dim, p, key, first_sample, dqkv16, qkv16);
+  flash_shape sh = shape_of(be, seq_len, heads, head_dim, p, key, first_sample, dqkv16, qkv16);
   if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
-  const size_t rows = (size_t)batch * heads * seq_len;
-  float *D = (float *)hs_cuda_scratch(be, rows * sizeof(float)); /* [B,heads,L] */
+  const size_t rows = (size_t)batch * heads * seq_len, tokh = rows * (size_t)head_dim;
+  /* scratch: D [B,heads,L]; with 16-bit tiles then dctx rounded [B,L,H], 256-byte aligned */
+  const int tiles16 = be->precision == HS_PRECISION_BF16 || be->precision == HS_PRECISION_FP16;
+  const size_t d_bytes = (rows * sizeof(float) + 255) & ~(size_t)255;
+  char *scratch = (char *)hs_cuda_scratch(be, d_bytes + (tiles16 ? tokh * sizeof(uint16_t) : 0));
+  float *D = (float *)scratch;
+  uint16_t *dctx16 = tiles16 ? (uint16_t *)(scratch + d_bytes) : nullptr;
+  sh.dctx16 = dctx16;
   /* the context exists only in 16 bits where the model bound it so (bind_half_only): read from there */
-  const uint16_t *ctx16 = hs_cuda_twin_only16(ctx, rows * (size_t)head_dim);
+  const uint16_t *ctx16 = hs_cuda_twin_only16(ctx, tokh);
   HS_LAUNCH(hs_grid_for(rows), HS_BLOCK, 0, hs_cuda_stream(be), flash_attention_rowdot_kernel)(
-      D, dctx, ctx, ctx16, be->precision == HS_PRECISION_BF16, batch, seq_len, heads, head_dim);
+      D, dctx16, dctx, ctx, ctx16, be->precision == HS_PRECISION_BF16, batch, seq_len, heads, head_dim);
   HS_CUDA_LAUNCHED("flash_attention_rowdot_kernel",
-                   sizeof(float) * ((ctx16 ? 1 : 2) * rows * head_dim + rows) +
-                       (ctx16 ? rows * (size_t)head_dim * sizeof(uint16_t) : 0));
+                   sizeof(float) * ((ctx16 ? 1 : 2) * tokh + rows) + (ctx16 ? tokh * sizeof(uint16_t) : 0) +
+                       (dctx16 ? tokh * sizeof(uint16_t) : 0));
   const int big = head_dim > 64;
   switch (be->precision) {
   case HS_PRECISION_BF16:

@@ -139,6 +139,18 @@ static void parse_train_eval(hs_cli *cli, int argc, char **argv) {
     }
 }
 
+int hs_cli_computes_nothing(int argc, char **argv) {
+    if (argc < 2) return 1; /* the usage and an error */
+    const char *cmd = argv[1];
+    static const char *const asks[] = {"-h", "--help", "help", "-V", "--version", "version"};
+    for (size_t k = 0; k < sizeof asks / sizeof asks[0]; k++)
+        if (!strcmp(cmd, asks[k])) return 1;
+    if (strcmp(cmd, "train") != 0 && strcmp(cmd, "eval") != 0) return 0;
+    for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++) /* as getopt: options end at "--" */
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return 1;
+    return 0;
+}
+
 void hs_cli_parse(hs_cli *cli, int argc, char **argv) {
     memset(cli, 0, sizeof *cli);
     if (argc < 2) {

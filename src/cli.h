@@ -25,6 +25,10 @@ typedef struct hs_cli {
 /* Parses argv; a usage error prints the message and usage and ends every rank (hs_die_all). */
 void hs_cli_parse(hs_cli *cli, int argc, char **argv);
 void hs_cli_free(hs_cli *cli);
+/* 1 when argv asks for help or the version (hetseq --help, -h, help, --version, -V, version, or a -h /
+ * --help among train's or eval's options): a command that computes nothing, so start-up work meant for
+ * computing (the OpenBLAS kernel probe, train/blas_autofix.h) is skipped. Reads argv only (before MPI). */
+int hs_cli_computes_nothing(int argc, char **argv);
 void hs_cli_print_usage(void);
 
 #endif

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "build_config.h"
+#include "cli.h"
 #include "util/check.h"
 #include "util/log.h"
 #include "util/timer.h"
@@ -200,6 +201,8 @@ void hs_blas_autofix(int argc, char **argv) {
         report_switch(marker);
         return;
     }
+    /* --help and --version compute nothing: no probe (two SGEMM timings) before they print */
+    if (hs_cli_computes_nothing(argc, argv)) return;
     /* valgrind virtualises cpuid (no AVX-512), and an exec'd image would leave it */
     const char *preload = getenv("LD_PRELOAD");
     if (preload && strstr(preload, "vgpreload")) return;

@@ -75,9 +75,19 @@ grep -q "HETSEQ_OPENBLAS_AUTOFIX=0 keeps hetseq from switching. Set OPENBLAS_COR
   { cat off.log; fail "HETSEQ_OPENBLAS_AUTOFIX=0: no warning naming the setting"; }
 same_losses right off 1e-3
 
-# 2 ranks (one node): the note once, not once per rank; hetseq prep re-executes too.
-out=$(OPENBLAS_CORETYPE=Prescott HETSEQ_OPENBLAS_AUTOFIX_TEST=detected,faster mpi 2 "$HETSEQ" --version 2>&1) ||
-  fail "2 ranks: hetseq --version failed: $out"
+# --help and --version compute nothing: they print at once, with no probe and no note.
+for ask in --version --help; do
+  out=$(OPENBLAS_CORETYPE=Prescott HETSEQ_OPENBLAS_AUTOFIX_TEST=detected,faster "$HETSEQ" $ask 2>&1) ||
+    fail "hetseq $ask failed: $out"
+  printf '%s\n' "$out" | grep -q "$NOTE\|OpenBLAS" && fail "hetseq $ask probed OpenBLAS's kernels: $out"
+done
+out=$(OPENBLAS_CORETYPE=Prescott HETSEQ_OPENBLAS_AUTOFIX_TEST=detected,faster "$HETSEQ" --version 2>/dev/null)
+printf '%s\n' "$out" | grep -qx 'hetseq [0-9][0-9.a-z-]*' || fail "hetseq --version printed: $out"
+
+# 2 ranks (one node) training: the note once, not once per rank; hetseq prep re-executes too.
+out=$(OPENBLAS_CORETYPE=Prescott HETSEQ_OPENBLAS_AUTOFIX_TEST=detected,faster mpi 2 "$HETSEQ" train \
+  "$top_srcdir/tests/e2e/small.cfg" -o data.path=\"$DATA\" -o training.max_update=1 -o checkpoint.save_dir=\"ck_two\" \
+  -o log.metrics_file=\"two.jsonl\" 2>&1) || fail "2 ranks: hetseq train failed: $out"
 [ "$(printf '%s\n' "$out" | grep -c "$NOTE $want kernels")" = 1 ] || fail "2 ranks: the note is not printed once: $out"
 OPENBLAS_CORETYPE=Prescott HETSEQ_OPENBLAS_AUTOFIX_TEST=detected,faster "$HETSEQ" prep mnist \
   --in "${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}" --limit-train 64 --limit-test 8 --out p.h5 > prep.log 2>&1 ||
