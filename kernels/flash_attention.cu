@@ -64,22 +64,11 @@ struct flash_shape {
   int bf16;             /* out16's, in16's and qkv16_out's type: 1 bfloat16, 0 IEEE half */
 };
 
-/* dst[rows][dp] = rows row0.. of q, k or v (src, row stride ld: head h's columns), from its 16-bit copy
- * src16 when the call gave one (flash_tiles.cuh load_rows, either form) */
+/* dst[rows][dp] = rows row0.. of q, k, v or dctx (src, row stride ld: head h's columns), from its 16-bit
+ * copy src16 when there is one (flash_tiles.cuh load_rows, either form: the same tile values) */
 template <class T>
-__device__ __forceinline__ void load_qkv(T *dst, int rows, int dp, const flash_shape &s, const float *src,
+__device__ __forceinline__ void load_head_rows(T *dst, int rows, int dp, const flash_shape &s, const float *src,
                                          const uint16_t *src16, size_t ld, int row0) {
-  if (src16)
-    load_rows(dst, rows, dp, src16, s.bf16, ld, row0, s.L, s.d);
-  else
-    load_rows(dst, rows, dp, src, ld, row0, s.L, s.d, (const float *)nullptr);
-}
-
-/* dst[rows][dp] = rows row0.. of dctx's head-h columns (src, row stride ld), from its rounded copy src16
- * when the backward made one (the same tile values: load_rows rounds either to T) */
-template <class T>
-__device__ __forceinline__ void load_dctx(T *dst, int rows, int dp, const flash_shape &s, const float *src,
-                                          const uint16_t *src16, size_t ld, int row0) {
   if (src16)
     load_rows(dst, rows, dp, src16, s.bf16, ld, row0, s.L, s.d);
   else
@@ -149,11 +138,11 @@ __global__ void flash_attention_forward_kernel(float *ctx, float *lse, const flo
   /* qkv16_out: every block its query rows; the first query tile's block the keys' k and v, as it streams them */
   uint16_t *q_out = sh.qkv16_out ? sh.qkv16_out + (size_t)b * (size_t)L * ld + (size_t)h * (size_t)d : nullptr;
   uint16_t *kv_out = q_out && blockIdx.x == 0 ? q_out + H : nullptr;
-  load_qkv(sm.q, BQ, DMAX, sh, q, q16, ld, i0);
+  load_head_rows(sm.q, BQ, DMAX, sh, q, q16, ld, i0);
   for (int idx = threadIdx.x; idx < BQ * DMAX; idx += blockDim.x) sm.o[idx] = 0.0f;
   if (threadIdx.x < BQ) sm.m[threadIdx.x] = -INFINITY, sm.l[threadIdx.x] = 0.0f;
   for (int j0 = 0; j0 < L; j0 += BK) {
-    load_qkv(sm.kv, BK, DMAX, sh, k, k16, ld, j0);
+    load_head_rows(sm.kv, BK, DMAX, sh, k, k16, ld, j0);
     __syncthreads();
     if (q_out && j0 == 0) keep_rows16(sh, q_out, sm.q, DMAX, BQ, ld, i0);
     if (kv_out) keep_rows16(sh, kv_out, sm.kv, DMAX, BK, ld, j0); /* read before the V tile replaces it */
@@ -192,7 +181,7 @@ __global__ void flash_attention_forward_kernel(float *ctx, float *lse, const flo
     __syncthreads();
     /* O ← α·O; the V tile into the K tile's buffer (S is computed) */
     for (int idx = threadIdx.x; idx < BQ * DMAX; idx += blockDim.x) sm.o[idx] *= sm.alpha[idx / DMAX];
-    load_qkv(sm.kv, BK, DMAX, sh, v, v16, ld, j0);
+    load_head_rows(sm.kv, BK, DMAX, sh, v, v16, ld, j0);
     __syncthreads();
     if (kv_out) keep_rows16(sh, kv_out + H, sm.kv, DMAX, BK, ld, j0);
     /* O[BQ,dp] += P'·V */
@@ -262,14 +251,14 @@ __global__ void flash_attention_dq_kernel(float *dqkv, const float *dctx, const 
   const float *dc = dctx + dc_off;
   const uint16_t *dc16 = sh.dctx16 ? sh.dctx16 + dc_off : nullptr;
   const float *mb = mask_bias + (size_t)b * (size_t)L;
-  load_qkv(sm.q, BQ, DMAX, sh, q, q16, ld, i0);
-  load_dctx(sm.dc, BQ, DMAX, sh, dc, dc16, (size_t)H, i0);
+  load_head_rows(sm.q, BQ, DMAX, sh, q, q16, ld, i0);
+  load_head_rows(sm.dc, BQ, DMAX, sh, dc, dc16, (size_t)H, i0);
   for (int idx = threadIdx.x; idx < BQ * DMAX; idx += blockDim.x) sm.dq[idx] = 0.0f;
   load_row_stats(sm.lse, BQ, lse + (size_t)unit * L, i0, L);
   load_row_stats(sm.D, BQ, D + (size_t)unit * L, i0, L);
   for (int j0 = 0; j0 < L; j0 += BK) {
-    load_qkv(sm.k, BK, DMAX, sh, k, k16, ld, j0);
-    load_qkv(sm.v, BK, DMAX, sh, v, v16, ld, j0);
+    load_head_rows(sm.k, BK, DMAX, sh, k, k16, ld, j0);
+    load_head_rows(sm.v, BK, DMAX, sh, v, v16, ld, j0);
     __syncthreads();
     /* S = Q·Kᵀ and dP' = dC·Vᵀ, [BQ,BK] each */
     constexpr int nt = (BQ / kTile) * (BK / kTile);
@@ -348,13 +337,13 @@ __global__ void flash_attention_dkv_kernel(float *dqkv, const float *dctx, const
   constexpr bool resident = dkv_resident<T>();
   T *vt = resident ? sm.v : sm.kv; /* the V tile the products read */
   if (resident) { /* once: the loop's first barrier orders them before their readers */
-    load_qkv(sm.kv, BK, DMAX, sh, k, k16, ld, j0);
-    load_qkv(sm.v, BK, DMAX, sh, v, v16, ld, j0);
+    load_head_rows(sm.kv, BK, DMAX, sh, k, k16, ld, j0);
+    load_head_rows(sm.v, BK, DMAX, sh, v, v16, ld, j0);
   }
   for (int i0 = 0; i0 < L; i0 += BQ) {
-    if (!resident) load_qkv(sm.kv, BK, DMAX, sh, k, k16, ld, j0);
-    load_qkv(sm.q, BQ, DMAX, sh, q, q16, ld, i0);
-    load_dctx(sm.dc, BQ, DMAX, sh, dc, dc16, (size_t)H, i0);
+    if (!resident) load_head_rows(sm.kv, BK, DMAX, sh, k, k16, ld, j0);
+    load_head_rows(sm.q, BQ, DMAX, sh, q, q16, ld, i0);
+    load_head_rows(sm.dc, BQ, DMAX, sh, dc, dc16, (size_t)H, i0);
     load_row_stats(sm.lse, BQ, lse + (size_t)unit * L, i0, L);
     load_row_stats(sm.D, BQ, D + (size_t)unit * L, i0, L);
     __syncthreads();
@@ -376,7 +365,7 @@ __global__ void flash_attention_dkv_kernel(float *dqkv, const float *dctx, const
       sm.st[idx] = f == 0.0f ? -pij : pij;
       tile_store(sm.pt[idx], pij * f);
     }
-    if (!resident) load_qkv(sm.kv, BK, DMAX, sh, v, v16, ld, j0);
+    if (!resident) load_head_rows(sm.kv, BK, DMAX, sh, v, v16, ld, j0);
     __syncthreads();
     /* dP'ᵀ[BK,BQ] = V·dCᵀ;  dV[BK,dp] += P'ᵀ·dC */
     const int nv = (BK / kTile) * (sh.dp / kTile);
