@@ -139,12 +139,16 @@ static void parse_train_eval(hs_cli *cli, int argc, char **argv) {
     }
 }
 
+/* the command words that ask for the usage, and for the version */
+static int asks_help(const char *cmd) { return !strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help"); }
+static int asks_version(const char *cmd) {
+    return !strcmp(cmd, "-V") || !strcmp(cmd, "--version") || !strcmp(cmd, "version");
+}
+
 int hs_cli_computes_nothing(int argc, char **argv) {
     if (argc < 2) return 1; /* the usage and an error */
     const char *cmd = argv[1];
-    static const char *const asks[] = {"-h", "--help", "help", "-V", "--version", "version"};
-    for (size_t k = 0; k < sizeof asks / sizeof asks[0]; k++)
-        if (!strcmp(cmd, asks[k])) return 1;
+    if (asks_help(cmd) || asks_version(cmd)) return 1;
     if (strcmp(cmd, "train") != 0 && strcmp(cmd, "eval") != 0) return 0;
     for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++) /* as getopt: options end at "--" */
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return 1;
@@ -160,11 +164,11 @@ void hs_cli_parse(hs_cli *cli, int argc, char **argv) {
     const char *cmd = argv[1];
     cli->eval.split = "valid";
     cli->eval.warmup_steps = 2;
-    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+    if (asks_help(cmd)) {
         cli->command = "help";
         return;
     }
-    if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+    if (asks_version(cmd)) {
         cli->command = "version";
         return;
     }

@@ -760,13 +760,19 @@ static void layer_saved(const hs_bert *m, int i, hs_act16 t[N_SAVED]) {
     t[HS_BERT_SAVED_ATTN_OUT] = (hs_act16){a->attn_out, h ? h->attn_out : NULL, T * H};
 }
 
-/* Layer i's working set (fp32) -> its 16-bit copies (rounded): q|k|v and the probabilities of the unfused
- * attention; layer_forward had the context's written by the attention, the FFN pre-activation's by
- * bias_gelu_forward, and under the fused attention q|k|v's by the attention (qkv16_out) */
-static void layer_store_half(hs_bert *m, int i) {
-    hs_act16 t[N_SAVED];
+/* layer_saved, less what no conversion touches either way: the fused attention's q|k|v, whose 16-bit
+ * copy its forward writes (qkv16_out) and its backward reads (qkv16) */
+static void layer_converted(const hs_bert *m, int i, hs_act16 t[N_SAVED]) {
     layer_saved(m, i, t);
     if (m->fused_attention) t[HS_BERT_SAVED_QKV].count = 0;
+}
+
+/* Layer i's working set (fp32) -> its 16-bit copies (rounded): q|k|v and the probabilities of the unfused
+ * attention; layer_forward had the context's written by the attention, the FFN pre-activation's by
+ * bias_gelu_forward */
+static void layer_store_half(hs_bert *m, int i) {
+    hs_act16 t[N_SAVED];
+    layer_converted(m, i, t);
     hs_act16_store(m->be, t, HS_BERT_SAVED_PROBS + 1);
 }
 
@@ -778,8 +784,7 @@ static void layer_store_half(hs_bert *m, int i) {
  * bind_half_only by layer_backward */
 static void layer_load_half(hs_bert *m, int i) {
     hs_act16 t[N_SAVED];
-    layer_saved(m, i, t);
-    if (m->fused_attention) t[HS_BERT_SAVED_QKV].count = 0;
+    layer_converted(m, i, t);
     t[HS_BERT_SAVED_FFN_PRE].count = 0;
     if (m->only16) /* read by products only, and the context by the fused attention backward from its twin */
         t[HS_BERT_SAVED_INPUT].count = t[HS_BERT_SAVED_ATTN_OUT].count = t[HS_BERT_SAVED_CTX].count = 0;
