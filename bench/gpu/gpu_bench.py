@@ -5,6 +5,7 @@ picks the Python; see there for the usage). Every run is a fresh process, one af
   model         shapes (full run)                                    precisions       PyTorch side
   BERT-large    conf/bert_large_phase1.cfg: L 128, P 20, B 64        fp32 tf32 bf16   bench/gpu/bert_hf.py
   BERT-base     conf/bert_base_phase1.cfg: the same                  fp16             (HF, eager + compiled)
+  BERT-large p2 conf/bert_large_phase2.cfg: L 512, P 80, B 32        (the same)       (the same)
   TXL-base      conf/txl_base_wt103.cfg: 16 layers, d 512, 32 x 192  tf32 bf16       bench/txl_torch.py
                 tokens, memory 192, 267 735 words, cutoffs WT103's                    (NVIDIA's MemTransformerLM)
   CNN           conf/mnist.cfg: MNISTNet, batch 64, Adadelta         fp32             bench/cnn_torch.py
@@ -17,7 +18,7 @@ the optimizer step). Data are made in a scratch directory: full-length BERT shar
 random MNIST IDX files through `hetseq prep mnist`. PyTorch runs on the same shapes, synthetic or the same
 lm.h5; WARMUP updates untimed, STEPS timed.
 
---quick: tiny shapes (BERT 2 layers, hidden 64, vocabulary 1000, L 32, P 5, B 4; TXL 2 layers, 2 x 16
+--quick: tiny shapes (BERT 2 layers, hidden 64, vocabulary 1000, L 32, P 5, B 4, phase 2 L 64, P 10, B 2; TXL 2 layers, 2 x 16
 tokens, memory 16, 2000 words; CNN batch 8), 1 warm-up + 2 timed updates: a smoke run of every path,
 for `--device cpu` on a machine without a GPU (hetseq on its CPU backend, PyTorch on the CPU).
 
@@ -62,6 +63,10 @@ PEAKS = [
     ("H100 SXM", "H100 SXM", {"fp32": 67.0, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4}),
     ("A100", "A100", {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0}),
 ]
+
+
+# What --only takes, in its default order.
+MODELS = ("bert-large", "bert-base", "bert-large-p2", "txl", "cnn")
 
 
 # Memory bandwidth of the data-sheets, GB/s, by the labels above (the A100's depends on its memory: none).
@@ -389,8 +394,8 @@ def main():
     ap.add_argument("--out", help="also write the table to this file")
     ap.add_argument("--warmup", type=int, help="untimed updates (default 10, --quick 1)")
     ap.add_argument("--steps", type=int, help="timed updates (default 30, --quick 2)")
-    ap.add_argument("--only", default="bert-large,bert-base,txl,cnn",
-                    help="comma list of bert-large,bert-base,txl,cnn, run in that order")
+    ap.add_argument("--only", default="bert-large,bert-base,bert-large-p2,txl,cnn",
+                    help="comma list of bert-large,bert-base,bert-large-p2 (phase-2 shapes),txl,cnn, run in that order")
     ap.add_argument("--precisions", default="fp32,tf32,bf16,fp16",
                     help="comma list of fp32,tf32,bf16,fp16, run in that order where a model has them "
                          "(TXL: tf32, bf16; the CNN: fp32)")
@@ -418,9 +423,9 @@ def main():
     a.t0 = time.time()
     only = list(dict.fromkeys(a.only.split(",")))
     precisions = list(dict.fromkeys(a.precisions.split(",")))
-    if not set(only) <= {"bert-large", "bert-base", "txl", "cnn"} or \
+    if not set(only) <= set(MODELS) or \
             not set(precisions) <= {"fp32", "tf32", "bf16", "fp16"} or a.warmup < 0 or a.steps < 1:
-        sys.exit("--only takes bert-large,bert-base,txl,cnn; --precisions fp32,tf32,bf16,fp16; --warmup >= 0, "
+        sys.exit("--only takes " + ",".join(MODELS) + "; --precisions fp32,tf32,bf16,fp16; --warmup >= 0, "
                  "--steps >= 1")
     if not os.access(a.hetseq, os.X_OK):
         sys.exit("%s not built: run 'make hetseq' in %s" % (a.hetseq, a.build_dir))
@@ -453,8 +458,8 @@ def main():
     W, S = a.warmup, a.steps
     print("scratch directory %s (%s)" % (work, "kept" if a.keep else "removed at the end"), flush=True)
 
-    # shapes
-    B, T, P = (4, 32, 5) if q else (64, 128, 20)
+    # shapes: BERT (micro-batch, sequence length, masked positions) by phase
+    bert_shapes = {1: (4, 32, 5) if q else (64, 128, 20), 2: (2, 64, 10) if q else (32, 512, 80)}
     tiny = os.path.join(work, "bert_config_tiny.json")
     with open(tiny, "w") as f:
         json.dump({"attention_probs_dropout_prob": 0.1, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
@@ -469,26 +474,31 @@ def main():
     t_start = datetime.datetime.utcnow()
 
     def bert(model):
-        cfg_file = os.path.join(TOP, "conf", "%s_phase1.cfg" % model.replace("-", "_"))
-        json_cfg = tiny if q else os.path.join(TOP, "conf", "bert_config_%s.json" % model.split("-")[1])
+        size, phase = model.split("-")[1], 2 if model.endswith("-p2") else 1
+        B, T, P = bert_shapes[phase]
+        cfg_file = os.path.join(TOP, "conf", "bert_%s_phase%d.cfg" % (size, phase))
+        json_cfg = tiny if q else os.path.join(TOP, "conf", "bert_config_%s.json" % size)
         c = json.load(open(json_cfg))
         V = (c["vocab_size"] + 7) // 8 * 8
         flops = bert_flops(c["num_hidden_layers"], c["hidden_size"], c["intermediate_size"], V, T, P)
-        data = os.path.join(work, "bert_shards")
+        data = os.path.join(work, "bert_shards_L%d_P%d" % (T, P))
         for prec in precisions:  # every precision is a BERT precision (checked above)
             if not os.path.isdir(data) and not runner.over_budget():
                 make_bert_shards(data, B * (updates + 2), T, P, c["vocab_size"], 12345)
             name = "%s %s" % (model, prec)
+            # phase 2's file starts from phase 1's checkpoint: the benchmark starts from its initialisation
             hs = hetseq_result(runner, name.replace(" ", "_"), cfg_file, [
                 "precision=\"%s\"" % prec, "data.path=\"%s\"" % data, "model.config_file=\"%s\"" % json_cfg,
-                "training.max_sentences=%d" % B, "training.max_update=%d" % updates], "samples_per_sec", W, flops)
+                "checkpoint.init_checkpoint=\"\"", "training.max_sentences=%d" % B,
+                "training.max_update=%d" % updates], "samples_per_sec", W, flops)
             base = ["%s/bert_hf.py" % HERE, "--config", json_cfg, "--batch", str(B), "--seq-len", str(T), "--pred",
                     str(P), "--warmup", str(W), "--steps", str(S), "--device", a.device, "--precision", prec,
                     "--threads", str(a.threads)]
             eager = torch_result(runner, name + " eager", base, "seq_per_sec")
             comp = {"note": no_compile} if no_compile else torch_result(runner, name + " compiled", base + ["--compile"],
                                                                         "seq_per_sec")
-            add_row({"model": model.replace("bert", "BERT"), "precision": prec, "unit": "seq/s", "flops": flops,
+            label = model.replace("bert", "BERT").replace("-p2", " phase 2")
+            add_row({"model": label, "precision": prec, "unit": "seq/s", "flops": flops,
                      "hetseq": hs, "eager": eager, "compiled": comp, "peak_tflops": peaks.get(prec) if peaks else None})
 
     def txl():
@@ -562,16 +572,19 @@ def main():
                 "%s %g" % kv for kv in peaks.items())) if peaks else "MFU: n/a (no peak known for this device)"),
             "- hetseq: %s; PyTorch %s, transformers %s (%s)" % (v[0] if v else "?", tv[0] if tv else "?",
                                                                 tv[1] if len(tv) > 1 else "?", a.python),
-            "- %s: BERT L %d, P %d, micro-batch %d%s; TXL %d layers, %d x %d tokens, memory %d, %d words, cutoffs %s; "
-            "CNN batch %d" % ("quick (smoke) shapes" if q else "shapes", T, P, B,
-                              " (2 layers, hidden 64, vocabulary 1000)" if q else "", txl_layers, txl_B, txl_q, txl_m,
-                              txl_vocab, txl_cutoffs, cnn_B),
+            "- %s: BERT L %d, P %d, micro-batch %d%s (phase 2: L %d, P %d, micro-batch %d); TXL %d layers, %d x %d "
+            "tokens, memory %d, %d words, cutoffs %s; CNN batch %d" % (
+                "quick (smoke) shapes" if q else "shapes", bert_shapes[1][1], bert_shapes[1][2], bert_shapes[1][0],
+                " (2 layers, hidden 64, vocabulary 1000)" if q else "", bert_shapes[2][1], bert_shapes[2][2],
+                bert_shapes[2][0], txl_layers, txl_B, txl_q, txl_m, txl_vocab, txl_cutoffs, cnn_B),
             "- %d warm-up + %d timed updates per run, one process per run, %d CPU threads; hetseq: LAMB (BERT, TXL), "
             "Adadelta (CNN); PyTorch: AdamW (BERT; fused on a GPU), LAMB (TXL), Adadelta (CNN)" % (W, S, a.threads),
             "- model FLOPs: src/tasks/model_flops.c's count (bench/gpu/gpu_bench.py's docstring), the same for every "
             "side: " + ", ".join("%s %.4g per %s" % (m, f, u) for m, f, u in (
                 ("BERT-large", next((r["flops"] for r in rows if r["model"] == "BERT-large"), None), "sequence"),
                 ("BERT-base", next((r["flops"] for r in rows if r["model"] == "BERT-base"), None), "sequence"),
+                ("BERT-large phase 2", next((r["flops"] for r in rows if r["model"] == "BERT-large phase 2"), None),
+                 "sequence"),
                 ("TXL", next((r["flops"] for r in rows if r["model"] == "TXL-base"), None), "token"),
                 ("CNN", next((r["flops"] for r in rows if r["model"].startswith("CNN")), None), "image")) if f),
         ]
@@ -585,7 +598,7 @@ def main():
                 f.write(table(rows, header() + ["- partial: %d row(s) so far, the run goes on" % len(rows)], []))
 
     for model in only:
-        if model in ("bert-large", "bert-base"):
+        if model.startswith("bert-"):
             bert(model)
         elif model == "txl":
             txl()

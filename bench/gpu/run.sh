@@ -1,6 +1,7 @@
 #!/bin/sh
 # hetseq next to PyTorch on one GPU, the same shapes, side by side, the same day: BERT-large and BERT-base
-# phase 1 (L 128, 20 masked positions, micro-batch 64) at fp32/tf32/bf16/fp16, Transformer-XL base
+# phase 1 (L 128, 20 masked positions, micro-batch 64) and BERT-large at phase-2 shapes (L 512, 80 masked
+# positions, micro-batch 32) at fp32/tf32/bf16/fp16, Transformer-XL base
 # (16 layers, d_model 512, 32 x 192 tokens, memory 192) at tf32/bf16, the MNIST CNN at batch 64; PyTorch:
 # Hugging Face's BertForPreTraining (SDPA) eager and under torch.compile, NVIDIA's MemTransformerLM
 # (tests/ref/txl_torch.py) eager and compiled, the CNN eager and compiled. One markdown table: throughput,
@@ -8,7 +9,7 @@
 # how each is measured and counted).
 #
 #   usage: bash bench/gpu/run.sh BUILD_DIR [--quick] [--device cuda|cpu] [--out FILE] [--warmup W]
-#              [--steps S] [--only bert-large,bert-base,txl,cnn] [--precisions fp32,tf32,bf16,fp16]
+#              [--steps S] [--only bert-large,bert-base,bert-large-p2,txl,cnn] [--precisions fp32,tf32,bf16,fp16]
 #              [--budget SEC] [--threads N] [--timeout SEC] [--keep] [--hetseq BINARY]
 #              [--no-pytorch] [--ncu DIR [--ncu-updates N] [--peak-gbs GB/s]]
 #   BUILD_DIR: a build with `make hetseq` done (configure --with-cuda for a GPU run);
@@ -23,7 +24,7 @@
 # Python: $PYTHON_TORCH, else BUILD_DIR/pyenv/bin/python (tools/quickstart.sh makes it: the system's torch
 # plus transformers), else python3; it needs torch, h5py, numpy and transformers.
 set -eu
-[ $# -ge 1 ] || { sed -n '10,22p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '11,23p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
 build=$1
 python=${PYTHON_TORCH:-}

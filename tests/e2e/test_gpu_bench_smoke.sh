@@ -1,6 +1,6 @@
 # A user without a GPU tries the GPU benchmark (bench/gpu/run.sh) in its smoke mode, --device cpu --quick:
 # every path of the script runs (data made by `hetseq prep` and the shard writer, hetseq BERT-large/-base
-# at fp32/tf32/bf16/fp16, Transformer-XL at tf32/bf16 and the CNN on the CPU backend, the PyTorch side of
+# at fp32/tf32/bf16/fp16 and BERT-large at phase-2 shapes (its file's init_checkpoint overridden), Transformer-XL at tf32/bf16 and the CNN on the CPU backend, the PyTorch side of
 # each: Hugging Face's BertForPreTraining, NVIDIA's MemTransformerLM, the CNN; torch.compile where the
 # PyTorch has it, else a note), and the table it prints and writes has every row, a positive rate for
 # hetseq and PyTorch eager, ratios, model TFLOP/s and peak memory as numbers, MFU n/a (no GPU peak), a
@@ -23,7 +23,8 @@ grep -qF "$(grep -m1 '^| BERT-large | fp32 |' table.md)" run.log || fail "the ta
 num='[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?'
 marks='( \[[0-9]+(,[0-9]+)*\])?'
 for row in "BERT-large fp32" "BERT-large tf32" "BERT-large bf16" "BERT-large fp16" "BERT-base fp32" \
-  "BERT-base tf32" "BERT-base bf16" "BERT-base fp16" "TXL-base tf32" "TXL-base bf16" "CNN (MNISTNet) fp32"; do
+  "BERT-base tf32" "BERT-base bf16" "BERT-base fp16" "BERT-large phase 2 fp32" "BERT-large phase 2 tf32" \
+  "BERT-large phase 2 bf16" "BERT-large phase 2 fp16" "TXL-base tf32" "TXL-base bf16" "CNN (MNISTNet) fp32"; do
   model=${row% *} prec=${row##* }
   line=$(grep -F "| $model | $prec |" table.md)
   [ "$(printf '%s\n' "$line" | grep -c .)" = 1 ] || fail "row '$model $prec': $(printf '%s\n' "$line" | grep -c .) lines, not 1"
@@ -42,13 +43,13 @@ for row in "BERT-large fp32" "BERT-large tf32" "BERT-large bf16" "BERT-large fp1
   [[ $(t "$mem") =~ ^$num\ /\ $num\ /\ ($num|n/a)$ ]] || fail "$row: peak memory '$(t "$mem")'"
   awk -v a="$(t "$hs")" -v b="$(t "$eager")" 'BEGIN { exit !(a + 0 > 0 && b + 0 > 0) }' || fail "$row: a rate of 0"
 done
-[ "$(grep -c '^| ' table.md)" = 12 ] || fail "expected the header and 11 rows, got $(grep -c '^| ' table.md) lines"
+[ "$(grep -c '^| ' table.md)" = 16 ] || fail "expected the header and 15 rows, got $(grep -c '^| ' table.md) lines"
 # every note marked is there; hetseq's FLOPs per sample (its tflops field) are the table's
 for k in $(grep -o '\[[0-9,]*\]' table.md | tr -d '[]' | tr ',' '\n' | sort -u); do
   grep -q "^\[$k\] ." table.md || fail "note [$k] is marked but not written"
 done
 grep -q 'hetseq counts' table.md && fail "hetseq's FLOP count differs from the table's: $(grep 'hetseq counts' table.md)"
-grep -q '^- model FLOPs: .*BERT-large [0-9.e+]* per sequence, BERT-base [0-9.e+]* per sequence, TXL [0-9.e+]* per token, CNN [0-9.e+]* per image$' table.md ||
+grep -q '^- model FLOPs: .*BERT-large [0-9.e+]* per sequence, BERT-base [0-9.e+]* per sequence, BERT-large phase 2 [0-9.e+]* per sequence, TXL [0-9.e+]* per token, CNN [0-9.e+]* per image$' table.md ||
   fail "the FLOP counts are not stated"
 
 # --only and --precisions in the order given, --budget: with a budget of 0 s no run starts, and every
