@@ -1,5 +1,5 @@
 /* Smooth activations of the CUDA backend (the family of src/backend/cpu/cpu_activations.c): exact-erf
- * GELU (alone and with the bias add fused in) and tanh. Every formula is the kernels/math helper
+ * GELU (alone, with the bias add fused in, and from a 16-bit pre-activation) and tanh. Every formula is the kernels/math helper
  * (math/gelu.h, math/activations.h) the CPU uses, so both devices compute the same expression per
  * element; nothing crosses elements, so the results depend on neither the grid nor the thread schedule.
  * Each kernel is one grid-stride loop over a grid from hs_grid_for(n); an element is read and then
@@ -55,6 +55,15 @@ __global__ void bias_gelu_forward_kernel(T *y, T *x, const T *bias, size_t n, si
   }
 }
 
+/* y = gelu(x) of a pre-activation that exists in 16 bits only (x16 widened, exact); y and/or its rounding */
+__global__ void gelu_forward_half_kernel(float *y, const uint16_t *x16, int x16_bf16, size_t n, half_out y16) {
+  GRID_STRIDE_LOOP(i, n) {
+    const float g = hs_gelu(x16_bf16 ? hs_bf16_to_float(x16[i]) : hs_fp16_to_float(x16[i]));
+    if (y) y[i] = g;
+    put_half(y16, i, g);
+  }
+}
+
 /* dx = dy·gelu'(x) = dy·(Φ(x) + x·φ(x)) from the pre-activation x, or from its 16-bit copy x16 (x NULL:
  * widened here, exact); dx may alias dy, and may be NULL (dx16 alone). y, y16: NULL, or gelu(x) recomputed
  * (the forward's output, for a model that did not keep it) and its rounding */
@@ -106,6 +115,18 @@ extern "C" void hs_cuda_bias_gelu_forward(const hs_backend *be, float *y, float 
   /* x read (and written without x16), y, bias, the 16-bit outputs */
   HS_CUDA_LAUNCHED("bias_gelu_forward_kernel", ((x16 ? 1 : 2) * n + (y ? n : 0) + (size_t)cols) * sizeof(float) +
                                                    ((x16 ? n : 0) + (y16 ? n : 0)) * sizeof(uint16_t));
+}
+
+extern "C" void hs_cuda_gelu_forward_half(const hs_backend *be, float *y, const uint16_t *x16, size_t n,
+                                          uint16_t *y16) {
+  hs_half_precision_check(be, "gelu_forward_half");
+  hs_output_check("gelu_forward_half: y or y16", y, y16);
+  if (n == 0) return;
+  const int bf16 = be->precision == HS_PRECISION_BF16;
+  HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), gelu_forward_half_kernel)(y, x16, bf16, n,
+                                                                                      half_out{y16, bf16});
+  /* x16 read, y and y16 written */
+  HS_CUDA_LAUNCHED("gelu_forward_half_kernel", (y ? n : 0) * sizeof(float) + ((y16 ? n : 0) + n) * sizeof(uint16_t));
 }
 
 extern "C" void hs_cuda_gelu_backward(const hs_backend *be, float *dx, const float *dy, const float *x,

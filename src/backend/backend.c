@@ -82,6 +82,11 @@ void hs_flash_qkv16_out_check(const void *qkv16, const void *qkv16_out) {
     if (qkv16 && qkv16_out) HS_FATAL(NULL, "flash_attention_forward: qkv16 (read) and qkv16_out (written) both given");
 }
 
+void hs_half_precision_check(const hs_backend *be, const char *what) {
+    if (be->precision != HS_PRECISION_BF16 && be->precision != HS_PRECISION_FP16)
+        HS_FATAL(NULL, "%s: an op of the 16-bit precisions (bf16, fp16) called under another", what);
+}
+
 void hs_gelu_backward_check(const hs_backend *be, const float *dx, const uint16_t *dx16, const float *x,
                             const uint16_t *x16) {
     hs_output_check("gelu_backward: dx or dx16", dx, dx16);

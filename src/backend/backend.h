@@ -142,6 +142,9 @@ void hs_output_check(const char *what, const void *f, const void *f16);
 /* flash_attention_forward's contract: q|k|v read from its 16-bit copy (qkv16) or that copy written
  * (qkv16_out), not both. */
 void hs_flash_qkv16_out_check(const void *qkv16, const void *qkv16_out);
+/* The contract of an op defined under bf16/fp16 only (its 16-bit values have the precision's type):
+ * names the op (what) under another precision. */
+void hs_half_precision_check(const hs_backend *be, const char *what);
 /* gelu_backward's contract on its optional arguments (ops.def), checked by every backend's implementation:
  * dx, dx16 or both; one of x and x16, x16 only under bf16/fp16. */
 void hs_gelu_backward_check(const hs_backend *be, const float *dx, const uint16_t *dx16, const float *x,

@@ -15,6 +15,7 @@
 #include "backend/cuda/cuda_internal.h"
 #include "conformance.h"
 #include "util/check.h"
+#include "util/lowp.h"
 
 /* bytes of the CPU's and CUDA's results, equal or a failure naming the first differing element */
 static void same_bits(hs_conf *t, const char *what, const void *cpu_dev, const void *cuda_dev, size_t n, size_t elem) {
@@ -632,6 +633,108 @@ static void twin_products(hs_conf *t) {
     free(ha), free(hb);
 }
 
+/* ---- products and activations whose output exists in 16 bits only (the 16-bit dataflow) ----------------
+ * gemm_bias_half: on the CPU, y16 is to_half of gemm_bias with the bias rounded first, bit for bit (the
+ * same sums); on CUDA, whose cuBLASLt algorithm for a 16-bit D is another one than for fp32 (another
+ * summation order), within the sums' bound plus one 16-bit rounding of that, and the same bits twice;
+ * CUDA against the CPU within the same bound. gelu_forward_half: on each backend the bits of
+ * bias_gelu_forward on the widened pre-activation with a zero bias (y, and y16 with and without y). */
+/* two fp32 buffers of one backend, |a_i - b_i| <= bound[i], or a failure naming the worst element */
+static void within_on(hs_conf *t, const hs_backend *be, const char *what, const float *a_dev, const float *b_dev,
+                      size_t n, const double *bound) {
+    float *a = hs_conf_download_f32(be, a_dev, n), *b = hs_conf_download_f32(be, b_dev, n);
+    size_t worst = 0;
+    double worst_ratio = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double r = fabs((double)a[i] - b[i]) / (bound[i] > 0 ? bound[i] : 1e-300);
+        if (!(r <= worst_ratio)) worst_ratio = r, worst = i; /* NaN counts as worst */
+    }
+    t->checks++;
+    if (!(worst_ratio <= 1.0)) {
+        hs_conf_fail(t);
+        printf("FAIL %s: %s on %s: [%zu] %.9g vs %.9g, err/bound %.3g\n", t->op, what, be->name, worst, a[worst],
+               b[worst], worst_ratio);
+    }
+    free(a), free(b);
+}
+
+static void gemm_bias_half_cases(hs_conf *t) {
+    static const int dims[][3] = {{1, 1, 1}, {31, 33, 17}, {33, 127, 31}, {128, 64, 96}, {7, 5, 300}};
+    const int bf16 = t->precision == HS_PRECISION_BF16;
+    const double u16 = bf16 ? 0x1p-8 : 0x1p-11; /* the 16-bit type's unit roundoff */
+    char what[160];
+    for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++) {
+        const int rows = dims[d][0], in = dims[d][1], out = dims[d][2];
+        const size_t ny = (size_t)rows * (size_t)out;
+        float *x = hs_conf_rand(t, (size_t)rows * in, -1, 1), *w = hs_conf_rand(t, (size_t)out * in, -1, 1);
+        float *b = hs_conf_rand(t, (size_t)out, -1, 1), *br;
+        HS_ALLOC(br, (size_t)out);
+        for (int j = 0; j < out; j++) br[j] = bf16 ? hs_bf16_to_float(hs_bf16_bits(b[j])) : hs_fp16_to_float(hs_fp16_bits(b[j]));
+        hs_conf_pair px = hs_conf_pair_of(t, x, (size_t)rows * in * 4), pw = hs_conf_pair_of(t, w, (size_t)out * in * 4);
+        hs_conf_pair pb = hs_conf_pair_of(t, b, (size_t)out * 4), pbr = hs_conf_pair_of(t, br, (size_t)out * 4);
+        hs_conf_pair y16 = hs_conf_pair_of(t, NULL, ny * 2), scratch = hs_conf_pair_of(t, NULL, ny * 4);
+        hs_conf_pair ref = hs_conf_pair_of(t, NULL, ny * 4), wide = hs_conf_pair_of(t, NULL, ny * 4);
+        uint16_t *again = t->cuda->alloc(t->cuda, ny * 2);
+        float *ref_wide = t->cuda->alloc(t->cuda, ny * 4);
+        uint16_t *ref16 = t->cuda->alloc(t->cuda, ny * 2);
+        snprintf(what, sizeof what, "y16 = round(x·wᵀ + round(bias)) rows=%d in=%d out=%d", rows, in, out);
+        t->cpu->gemm_bias_half(t->cpu, y16.cpu, scratch.cpu, px.cpu, pw.cpu, pb.cpu, rows, in, out);
+        t->cpu->gemm_bias(t->cpu, ref.cpu, out, px.cpu, pw.cpu, pbr.cpu, rows, in, out);
+        is_rounding(t, t->cpu, what, y16.cpu, ref.cpu, ny);
+        t->cuda->gemm_bias_half(t->cuda, y16.cuda, scratch.cuda, px.cuda, pw.cuda, pb.cuda, rows, in, out);
+        t->cuda->gemm_bias_half(t->cuda, again, scratch.cuda, px.cuda, pw.cuda, pb.cuda, rows, in, out);
+        hs_conf_same_bits(t, what, y16.cuda, again, ny * 2);
+        t->cuda->gemm_bias(t->cuda, ref.cuda, out, px.cuda, pw.cuda, pbr.cuda, rows, in, out);
+        /* bound: the sums' (in + 1 terms, the bias too) and one 16-bit rounding on each side */
+        float *yc = hs_conf_download_f32(t->cpu, ref.cpu, ny);
+        double *bound;
+        HS_ALLOC(bound, ny);
+        for (int r = 0; r < rows; r++)
+            for (int j = 0; j < out; j++) {
+                double absdot = fabs((double)br[j]);
+                for (int q = 0; q < in; q++) absdot += fabs((double)x[(size_t)r * in + q] * w[(size_t)j * in + q]);
+                const double sums = hs_conf_dot_factor(t, in + 1.0) * absdot;
+                bound[(size_t)r * out + j] = (1.0 + 4 * u16) * (sums + 2 * u16 * (fabs((double)yc[(size_t)r * out + j]) + sums));
+            }
+        t->cpu->from_half(t->cpu, wide.cpu, y16.cpu, ny);
+        t->cuda->from_half(t->cuda, wide.cuda, y16.cuda, ny);
+        hs_conf_check_bound(t, what, wide.cpu, wide.cuda, ny, bound);
+        t->cuda->to_half(t->cuda, ref16, ref.cuda, ny); /* CUDA's own fp32 product with the rounded bias, rounded */
+        t->cuda->from_half(t->cuda, ref_wide, ref16, ny);
+        snprintf(what, sizeof what, "y16 = round(gemm_bias(x, w, round(bias))) on cuda rows=%d in=%d out=%d", rows, in, out);
+        within_on(t, t->cuda, what, ref_wide, wide.cuda, ny, bound);
+        free(bound), free(yc);
+        hs_conf_pair_free(t, px), hs_conf_pair_free(t, pw), hs_conf_pair_free(t, pb), hs_conf_pair_free(t, pbr);
+        hs_conf_pair_free(t, y16), hs_conf_pair_free(t, scratch), hs_conf_pair_free(t, ref), hs_conf_pair_free(t, wide);
+        t->cuda->free(t->cuda, again), t->cuda->free(t->cuda, ref_wide), t->cuda->free(t->cuda, ref16);
+        free(x), free(w), free(b), free(br);
+    }
+}
+
+static void gelu_forward_half_on(hs_conf *t, const hs_backend *be, size_t n) {
+    char what[160];
+    float *hx = hs_conf_rand(t, n, -4, 4), *hz;
+    HS_ALLOC(hz, n);
+    float *x = hs_conf_dev(be, hx, n * 4), *zero = hs_conf_dev(be, hz, n * 4), *y = be->alloc(be, n * 4);
+    float *yb = be->alloc(be, n * 4);
+    uint16_t *x16 = be->alloc(be, n * 2), *y16 = be->alloc(be, n * 2), *y16_only = be->alloc(be, n * 2);
+    uint16_t *y16b = be->alloc(be, n * 2);
+    be->to_half(be, x16, x, n);
+    be->from_half(be, x, x16, n); /* the pre-activation widened */
+    be->gelu_forward_half(be, y, x16, n, y16);
+    be->gelu_forward_half(be, NULL, x16, n, y16_only);
+    be->bias_gelu_forward(be, yb, x, zero, 1, (int)n, NULL, y16b); /* x += 0: unchanged */
+    snprintf(what, sizeof what, "gelu_forward_half y = bias_gelu_forward's y n=%zu", n);
+    same_on(t, be, what, y, yb, n * 4);
+    snprintf(what, sizeof what, "gelu_forward_half y16 = bias_gelu_forward's y16 n=%zu", n);
+    same_on(t, be, what, y16, y16b, n * 2);
+    snprintf(what, sizeof what, "gelu_forward_half y16 without y = with y n=%zu", n);
+    same_on(t, be, what, y16_only, y16, n * 2);
+    be->free(be, x), be->free(be, zero), be->free(be, y), be->free(be, yb), be->free(be, x16), be->free(be, y16);
+    be->free(be, y16_only), be->free(be, y16b);
+    free(hx), free(hz);
+}
+
 void hs_conf_group_half(hs_conf *t) {
     if (t->precision == HS_PRECISION_BF16 || t->precision == HS_PRECISION_FP16) {
         half_cases(t);
@@ -658,6 +761,13 @@ void hs_conf_group_half(hs_conf *t) {
                 flash_input16_on(t, t->cpu, flash[k][0], flash[k][1], flash[k][2], flash[k][3], p);
                 flash_input16_on(t, t->cuda, flash[k][0], flash[k][1], flash[k][2], flash[k][3], p);
             }
+        hs_conf_op(t, "gemm_bias_half (the linear layer's output in 16 bits only)");
+        gemm_bias_half_cases(t);
+        hs_conf_op(t, "gelu_forward_half (GELU of a 16-bit pre-activation)");
+        for (int s = 0; s < hs_conf_nsizes; s++) {
+            gelu_forward_half_on(t, t->cpu, hs_conf_sizes[s]);
+            gelu_forward_half_on(t, t->cuda, hs_conf_sizes[s]);
+        }
         hs_conf_op(t, "bind_half (GEMM operands read from 16-bit twins)");
         twin_products(t);
         hs_conf_op(t, "bind_half_only (tensors only in 16 bits)");

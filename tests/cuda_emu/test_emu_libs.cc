@@ -3,7 +3,8 @@
 // bad arguments, and run their work only when the stream does:
 //   - cuBLASLt: every transpose combination, sizes 1, 31, 33, 127, leading dimensions above the row
 //     count, strided batches, beta = 0 over a NaN-filled C, in-place C == D, the bias / ReLU / GELU
-//     epilogues, the heuristic's workspace; CUDA_R_16BF and CUDA_R_16F A and B with fp32 C and D, and
+//     epilogues, the heuristic's workspace; CUDA_R_16BF and CUDA_R_16F A and B with fp32 C and D (and with
+//     C and D of their type, the bias epilogue's vector of D's type, rounded once), and
 //     CUBLAS_COMPUTE_32F_FAST_TF32 (inputs rounded to TF32), each against a reference of the rounded
 //     inputs that the other interpretation (the other 16-bit type, unrounded fp32) fails; the type
 //     combinations cuBLASLt's table does not list are NOT_SUPPORTED; the summation order of a GPU (a
@@ -445,6 +446,84 @@ void check_lowp_gemm(const LtEnv &env, Lowp kind, bool ta, bool tb, int m, int n
   CUDA_OK(cudaFree(dd));
 }
 
+// bits -> value of the 16-bit type, and the gap between v and its 16-bit neighbours (an ulp at |v|)
+double ulp16(Lowp kind, double v) {
+  const int e = v == 0.0 ? -126 : std::ilogb(v);
+  return kind == Lowp::Bf16 ? std::ldexp(1.0, std::max(e, -126) - 7) : std::ldexp(1.0, std::max(e, -14) - 10);
+}
+
+// 16-bit C and D (A's type) with the BIAS epilogue and a bias of D's type: D = round(alpha op(A) op(B) +
+// beta C + bias), checked against the double reference within half an ulp of the 16-bit result plus the
+// float sums' bound; the reference without the bias must fail (the bias is read, as D's type).
+void check_lowp_gemm_out16(const LtEnv &env, Lowp kind, int m, int n, int k, uint64_t seed) {
+  Rng r{seed};
+  const bool bf = kind == Lowp::Bf16;
+  auto round16 = [&](float v) -> uint16_t { // host rounding: nearest even, via the value grid
+    const double u = ulp16(kind, v), q = std::nearbyint(v / u) * u;
+    const float f = static_cast<float>(q);
+    uint32_t b;
+    memcpy(&b, &f, sizeof b);
+    if (bf) return static_cast<uint16_t>(b >> 16);
+    const _Float16 h = static_cast<_Float16>(f);
+    uint16_t hb;
+    memcpy(&hb, &h, sizeof hb);
+    return hb;
+  };
+  auto value = [&](uint16_t h) -> double { return bf ? t_bf16(h) : t_fp16(h); };
+  std::vector<uint16_t> a(static_cast<size_t>(m) * k), b(static_cast<size_t>(k) * n), c(static_cast<size_t>(m) * n),
+      bias(static_cast<size_t>(m));
+  for (auto &x : a) x = round16(r.next());
+  for (auto &x : b) x = round16(r.next());
+  for (auto &x : c) x = round16(r.next() * 2.0f);
+  for (auto &x : bias) x = round16(r.next() * 4.0f);
+  auto up = [&](const std::vector<uint16_t> &h) {
+    void *d;
+    CUDA_OK(cudaMalloc(&d, h.size() * 2));
+    CUDA_OK(cudaMemcpy(d, h.data(), h.size() * 2, cudaMemcpyHostToDevice));
+    return d;
+  };
+  void *da = up(a), *db = up(b), *dc = up(c), *dbias = up(bias), *dd;
+  CUDA_OK(cudaMalloc(&dd, c.size() * 2));
+  const cudaDataType_t t = bf ? CUDA_R_16BF : CUDA_R_16F;
+  cublasLtMatmulDesc_t desc;
+  LT_OK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const uint32_t epi = CUBLASLT_EPILOGUE_BIAS;
+  LT_OK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+  LT_OK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &dbias, sizeof dbias));
+  cublasLtMatrixLayout_t la, lb, lc;
+  LT_OK(cublasLtMatrixLayoutCreate(&la, t, static_cast<uint64_t>(m), static_cast<uint64_t>(k), m));
+  LT_OK(cublasLtMatrixLayoutCreate(&lb, t, static_cast<uint64_t>(k), static_cast<uint64_t>(n), k));
+  LT_OK(cublasLtMatrixLayoutCreate(&lc, t, static_cast<uint64_t>(m), static_cast<uint64_t>(n), m));
+  const float alpha = 1.0f, beta = 0.5f;
+  LT_OK(cublasLtMatmul(env.lt, desc, &alpha, da, la, db, lb, &beta, dc, lc, dd, lc, nullptr, nullptr, 0, env.stream));
+  CUDA_OK(cudaStreamSynchronize(env.stream));
+  std::vector<uint16_t> got(c.size());
+  CUDA_OK(cudaMemcpy(got.data(), dd, got.size() * 2, cudaMemcpyDeviceToHost));
+  double worst = 0.0, worst_unbiased = 0.0;
+  for (int j = 0; j < n; j++)
+    for (int i = 0; i < m; i++) {
+      double acc = 0.0, mag = 0.0;
+      for (int q = 0; q < k; q++) {
+        const double p = value(a[static_cast<size_t>(i + q * m)]) * value(b[static_cast<size_t>(q + j * k)]);
+        acc += p, mag += std::fabs(p);
+      }
+      const double cv = beta * value(c[static_cast<size_t>(i + j * m)]), bv = value(bias[static_cast<size_t>(i)]);
+      const double want = alpha * acc + cv + bv, g = value(got[static_cast<size_t>(i + j * m)]);
+      const double tol = 0.5 * ulp16(kind, want) + (k + 3) * 0x1p-24 * (mag + std::fabs(cv) + std::fabs(bv)) + 1e-30;
+      worst = std::max(worst, std::fabs(g - want) / tol);
+      worst_unbiased = std::max(worst_unbiased, std::fabs(g - (want - bv)) / tol);
+    }
+  if (worst > 1.0 || worst_unbiased <= 1.0) {
+    fprintf(stderr, "FAIL cublasLtMatmul %s C and D with a %s bias m=%d n=%d k=%d: error %.3g x tolerance (must be "
+            "<= 1), without the bias %.3g x (must be > 1)\n", bf ? "bf16" : "fp16", bf ? "bf16" : "fp16", m, n, k,
+            worst, worst_unbiased);
+    exit(1);
+  }
+  for (cublasLtMatrixLayout_t l : {la, lb, lc}) LT_OK(cublasLtMatrixLayoutDestroy(l));
+  LT_OK(cublasLtMatmulDescDestroy(desc));
+  for (void *d : {da, db, dc, dbias, dd}) CUDA_OK(cudaFree(d));
+}
+
 void cublaslt_lowp(const LtEnv &env) {
   uint64_t seed = 5000;
   const int sizes[][3] = {{7, 5, 33}, {16, 9, 64}, {1, 31, 17}};
@@ -468,16 +547,18 @@ void cublaslt_lowp(const LtEnv &env) {
             CUBLAS_STATUS_NOT_SUPPORTED); // A fp16, B bf16
   LT_EXPECT(cublasLtMatmul(env.lt, dtf32, &one, f, b16, f, b16, &zero, f, f32, f, f32, nullptr, nullptr, 0, env.stream),
             CUBLAS_STATUS_NOT_SUPPORTED); // 16-bit inputs under FAST_TF32
-  LT_EXPECT(cublasLtMatmul(env.lt, d32, &one, f, h16, f, h16, &zero, f, c16, f, c16, nullptr, nullptr, 0, env.stream),
-            CUBLAS_STATUS_NOT_SUPPORTED); // fp16 C and D: NVIDIA computes it, the stand-in does not
+  LT_EXPECT(cublasLtMatmul(env.lt, d32, &one, f, b16, f, b16, &zero, f, c16, f, c16, nullptr, nullptr, 0, env.stream),
+            CUBLAS_STATUS_NOT_SUPPORTED); // bf16 A and B, fp16 C and D
   cublasLtMatmulDesc_t tmp;
   LT_EXPECT(cublasLtMatmulDescCreate(&tmp, CUBLAS_COMPUTE_32F_FAST_16BF, CUDA_R_32F), CUBLAS_STATUS_NOT_SUPPORTED);
   for (cublasLtMatrixLayout_t l : {h16, b16, f32, c16}) LT_OK(cublasLtMatrixLayoutDestroy(l));
   LT_OK(cublasLtMatmulDescDestroy(d32));
   LT_OK(cublasLtMatmulDescDestroy(dtf32));
   CUDA_OK(cudaFree(f));
+  for (Lowp kind : {Lowp::Bf16, Lowp::Fp16}) check_lowp_gemm_out16(env, kind, 7, 5, 33, seed += 7);
   printf("ok   cublasLtMatmul: CUDA_R_16BF / CUDA_R_16F A and B with fp32 C and D, CUBLAS_COMPUTE_32F_FAST_TF32: "
-         "exact products of the rounded inputs, fp32 sums; unlisted type combinations NOT_SUPPORTED\n");
+         "exact products of the rounded inputs, fp32 sums; 16-bit C and D with a bias of D's type (the float "
+         "result rounded once); unlisted type combinations NOT_SUPPORTED\n");
 }
 
 void cublaslt_errors(const LtEnv &env) {

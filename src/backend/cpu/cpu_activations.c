@@ -1,4 +1,5 @@
-/* Smooth activations on the CPU: exact-erf GELU (alone and with the bias add fused in) and tanh; the
+/* Smooth activations on the CPU: exact-erf GELU (alone, with the bias add fused in, and from a 16-bit
+ * pre-activation) and tanh; the
  * formulas are kernels/math/gelu.h and activations.h. Element-wise, so the results do not depend on the
  * thread count. (ReLU lives with the other piecewise-linear ops in cpu_elementwise.c.) */
 /* Floating-point exceptions are never trapped here, so let GCC turn the selects inside the
@@ -80,6 +81,21 @@ void hs_cpu_bias_gelu_forward(const hs_backend *be, float *y, float *x, const fl
             }
             if (y16) hs_cpu_to_half(be, y16 + at, out, (size_t)len);
         }
+}
+
+void hs_cpu_gelu_forward_half(const hs_backend *be, float *y, const uint16_t *x16, size_t n, uint16_t *y16) {
+    hs_half_precision_check(be, "gelu_forward_half");
+    hs_output_check("gelu_forward_half: y or y16", y, y16);
+    const size_t spans = (n + HS_SPAN - 1) / HS_SPAN;
+#pragma omp parallel for schedule(static) if (n > HS_PAR_MIN)
+    for (size_t s = 0; s < spans; s++) {
+        const size_t lo = s * HS_SPAN, len = n - lo < HS_SPAN ? n - lo : HS_SPAN;
+        float wide[HS_SPAN], g[HS_SPAN]; /* x16's span widened (exact); the output when not kept */
+        hs_cpu_from_half(be, wide, x16 + lo, len);
+        float *out = y ? y + lo : g;
+        gelu_span(out, wide, len);
+        if (y16) hs_cpu_to_half(be, y16 + lo, out, len);
+    }
 }
 
 void hs_cpu_gelu_backward(const hs_backend *be, float *dx, const float *dy, const float *x, const uint16_t *x16,

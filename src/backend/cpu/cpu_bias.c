@@ -1,10 +1,13 @@
 /* Bias passes on the CPU (the family of kernels/bias.cu): y += bias over rows, over rows of a column slice
- * of a wider matrix (the q|k|v thirds), and their gradients. Every gradient sum crosses rows: it is cut
+ * of a wider matrix (the q|k|v thirds), and their gradients; the GEMMs with a bias epilogue. Every gradient sum crosses rows: it is cut
  * into column blocks fixed by the shapes alone and each column is summed in row order in double, so the
  * bits do not depend on the thread count. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu/cpu_ops.h"
+#include "util/check.h"
+#include "util/lowp.h"
 
 #define HS_PAR_MIN 32768 /* below this many values the thread pool costs more than the work */
 #define HS_COL_BLOCK 64  /* columns per block of the column-parallel reductions */
@@ -82,6 +85,30 @@ void hs_cpu_gemm_bias(const hs_backend *be, float *y, int ldy, const float *x, c
         hs_cpu_add_bias(be, y, bias, rows, out);
     else
         hs_cpu_add_bias_strided(be, y, ldy, bias, rows, out);
+}
+
+/* y16[rows, out] = round(x · wᵀ + round(bias)): gemm's sums into the scratch y, then per element the
+ * rounded bias added and the sum rounded (cuBLASLt's recipe for a 16-bit D: its bias has D's type). */
+void hs_cpu_gemm_bias_half(const hs_backend *be, uint16_t *y16, float *y, const float *x, const float *w,
+                           const float *bias, int rows, int in, int out) {
+    hs_half_precision_check(be, "gemm_bias_half");
+    if (rows <= 0 || out <= 0) return;
+    hs_cpu_gemm(be, 0, 1, rows, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
+    float *bias_rounded;
+    HS_ALLOC(bias_rounded, (size_t)out);
+    const int bf16 = be->precision == HS_PRECISION_BF16;
+    for (int c = 0; c < out; c++)
+        bias_rounded[c] = bf16 ? hs_bf16_to_float(hs_bf16_bits(bias[c])) : hs_fp16_to_float(hs_fp16_bits(bias[c]));
+#pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)out > HS_PAR_MIN)
+    for (int r = 0; r < rows; r++) {
+        const float *yr = y + (size_t)r * (size_t)out;
+        uint16_t *hr = y16 + (size_t)r * (size_t)out;
+        if (bf16)
+            for (int c = 0; c < out; c++) hr[c] = hs_bf16_bits(yr[c] + bias_rounded[c]);
+        else
+            for (int c = 0; c < out; c++) hr[c] = hs_fp16_bits(yr[c] + bias_rounded[c]);
+    }
+    free(bias_rounded);
 }
 
 /* dw[out, in] += dy[rows, out]ᵀ · x[rows, in] (dy rows ldy apart), then dbias[out] (+)= Σ_r dy[r, :]

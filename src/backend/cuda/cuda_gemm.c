@@ -8,7 +8,8 @@
  *         cuda_twins.c) from the twin, any other converted (kernels/lowp.cu, nearest-even, the bits of
  *         src/util/lowp.h) into a grow-only device workspace; C and D CUDA_R_32F, CUBLAS_COMPUTE_32F
  *         (fp32 accumulation), scale type CUDA_R_32F — a combination cuBLASLt's type table lists for
- *         CUBLAS_COMPUTE_32F. The outputs stay fp32, so nothing downstream changes type.
+ *         CUBLAS_COMPUTE_32F. The outputs stay fp32, so nothing downstream changes type; but for
+ *         gemm_bias_half, whose C and D (and bias) have A's 16-bit type, another row of that table.
  *
  * The seam is row-major; cuBLASLt is column-major. A row-major matrix X[r,c] with row stride ld is the
  * column-major matrix Xᵀ[c,r] with the same ld, so the row-major product C = op(A)·op(B) is computed as
@@ -45,6 +46,7 @@ typedef struct gemm_shape {
     int trans_a, trans_b, m, n, k, lda, ldb, ldc, batch, beta_zero;
     int64_t stride_a, stride_b, stride_c;
     int epilogue; /* cublasLtEpilogue_t: DEFAULT, BIAS or BGRADB (the bias pointer is set per call) */
+    int out16;    /* C, D and the bias of the operands' 16-bit type (gemm_bias_half), else fp32 */
 } gemm_shape;
 
 typedef struct gemm_plan {
@@ -116,7 +118,7 @@ static void make_plan(const hs_backend *be, gemm_plan *p, const gemm_shape *s, v
                       : layout(t, s->n, s->k, s->ldb, s->batch, s->stride_b);
     p->b = s->trans_a ? layout(t, s->m, s->k, s->lda, s->batch, s->stride_a)
                       : layout(t, s->k, s->m, s->lda, s->batch, s->stride_a);
-    p->c = layout(CUDA_R_32F, s->n, s->m, s->ldc, s->batch, s->stride_c);
+    p->c = layout(s->out16 ? t : CUDA_R_32F, s->n, s->m, s->ldc, s->batch, s->stride_c);
     cublasLtMatmulPreference_t pref;
     HS_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     uint64_t ws = d->gemm_workspace_bytes;
@@ -200,7 +202,7 @@ static void to_half(const hs_backend *be, const gemm_shape *s, const float *a, c
 /* Runs the GEMM of shape s (with its epilogue's bias vector `bias`, NULL for DEFAULT); returns 0, having
  * enqueued nothing, when the heuristic has no algorithm for an epilogue. */
 static int run(const hs_backend *be, const gemm_shape *s, float alpha, const float *a, const float *b, float beta,
-               float *c, void *bias, const char *op) {
+               void *c, void *bias, const char *op) {
     hs_cuda_device *d = hs_cuda_dev(be);
     gemm_plan *cache = (gemm_plan *)d->gemm_plans;
     gemm_plan *p = NULL, once;
@@ -283,6 +285,29 @@ void hs_cuda_gemm_bias(const hs_backend *be, float *y, int ldy, const float *x, 
         hs_cuda_add_bias(be, y, bias, rows, out);
     else
         hs_cuda_add_bias_strided(be, y, ldy, bias, rows, out);
+}
+
+/* y16 = round(x·wᵀ + round(bias)): BIAS with C, D and the bias vector in the 16-bit type (cuBLASLt's bias
+ * has D's type), the bias read from the parameter arena's 16-bit copy (else rounded into scratch). Where
+ * the heuristic has no algorithm: the fp32 GEMM into y, the rounded bias added, then rounded. */
+void hs_cuda_gemm_bias_half(const hs_backend *be, uint16_t *y16, float *y, const float *x, const float *w,
+                            const float *bias, int rows, int in, int out) {
+    hs_half_precision_check(be, "gemm_bias_half");
+    if (rows <= 0 || out <= 0) return;
+    const uint16_t *bias16 = hs_cuda_shadow_operand(be, bias, 0, out, be->precision);
+    if (!bias16) {
+        uint16_t *b = (uint16_t *)hs_cuda_scratch(be, (size_t)out * sizeof *b);
+        hs_cuda_to_half_bits(be, be->precision, b, bias, (size_t)out);
+        bias16 = b;
+    }
+    gemm_shape s = epilogue_shape(be, 0, 1, rows, out, in, in, in, out, 0.0f, CUBLASLT_EPILOGUE_BIAS);
+    s.out16 = 1;
+    if (in > 0 && run(be, &s, 1.0f, x, w, 0.0f, y16, (void *)bias16, "gemm_bias_half (a = x, b = w)")) return;
+    hs_cuda_gemm(be, 0, 1, rows, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
+    float *bias_rounded = (float *)hs_cuda_scratch(be, (size_t)out * sizeof *bias_rounded);
+    hs_cuda_round_floats(be, be->precision, bias_rounded, bias, (size_t)out);
+    hs_cuda_add_bias(be, y, bias_rounded, rows, out);
+    hs_cuda_to_half_bits(be, be->precision, y16, y, (size_t)rows * (size_t)out);
 }
 
 void hs_cuda_gemm_wgrad_bgrad(const hs_backend *be, float *dw, float *dbias, const float *dy, int ldy, const float *x,

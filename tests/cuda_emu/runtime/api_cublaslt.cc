@@ -3,22 +3,25 @@
 //   - cublasLtMatmul computes D = alpha * op(A) * op(B) + beta * C, then the epilogue (bias added to
 //     every column, bias[i] for row i of D, then ReLU or GELU), column-major with leading dimensions,
 //     for every matrix of a strided batch. The bias-gradient epilogues leave D as DEFAULT does and WRITE
-//     (never add) a vector into the bias buffer (CUBLASLT_MATMUL_DESC_BIAS_POINTER, fp32, one per batch
+//     (never add) a vector into the bias buffer (CUBLASLT_MATMUL_DESC_BIAS_POINTER, one per batch
 //     entry BIAS_BATCH_STRIDE apart): BGRADA the sum of op(A) over the GEMM's k, one value per row of D
 //     (bias[i] = sum_q op(A)[i,q]); BGRADB the sum of op(B) over k, one value per column of D
-//     (bias[j] = sum_q op(B)[q,j]). The input matrix itself is summed, as stored (16-bit elements
+//     (bias[j] = sum_q op(B)[q,j]). The bias vector has D's type (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE
+//     -1, or that type set explicitly: the header's rule, whose exceptions, IMMA and fp8, are not computed). The input matrix itself is summed, as stored (16-bit elements
 //     widened, fp32 ones not rounded to TF32), unscaled by alpha, in the blocked order of the products. Scale type CUDA_R_32F, alpha and beta host pointers read at
 //     the call (CUBLASLT_POINTER_MODE_HOST). The type combinations computed are rows of NVIDIA's table
 //     of cublasLtMatmul's supported types:
 //       CUBLAS_COMPUTE_32F(_PEDANTIC)  A, B CUDA_R_32F, CUDA_R_16F or CUDA_R_16BF (both the same); C, D
-//                                      CUDA_R_32F. 16-bit elements are widened exactly to float.
+//                                      CUDA_R_32F, or (A, B 16-bit) C, D of A's type. 16-bit elements are
+//                                      widened exactly to float; a 16-bit D is the float result (the
+//                                      epilogue's bias added) rounded once, nearest, ties to even.
 //       CUBLAS_COMPUTE_32F_FAST_TF32   A, B, C, D CUDA_R_32F; every element of A and B rounded to TF32
 //                                      (nearest, ties to even: the 13 low significand bits dropped)
 //                                      before it is multiplied — the down-conversion the compute type
 //                                      allows, done always so a test sees it.
 //     Products of the (widened or rounded) inputs are exact in float (at most 2 x 11 significand bits),
 //     so every compute type is "exact products, float sums". Other combinations NVIDIA's table lists
-//     (16-bit C and D, FAST_16F, FAST_16BF, ...) are CUBLAS_STATUS_NOT_SUPPORTED here; combinations it
+//     (FAST_16F, FAST_16BF, a bias gradient of 16-bit D, ...) are CUBLAS_STATUS_NOT_SUPPORTED here; combinations it
 //     does not list (A and B of different types, 16-bit inputs under FAST_TF32) are
 //     CUBLAS_STATUS_NOT_SUPPORTED as NVIDIA's cublasLtMatmul answers them.
 //   - beta == 0: C is not read (the cuBLAS convention "if beta == 0, C does not have to be a valid
@@ -169,6 +172,21 @@ float bf16_to_float(uint16_t h) {
   memcpy(&v, &u, sizeof v);
   return v;
 }
+// float -> bf16 bits: nearest, ties to even; NaN stays NaN (quiet), infinities and the sign kept
+uint16_t float_to_bf16(float v) {
+  uint32_t u;
+  memcpy(&u, &v, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+// float -> fp16 bits: the compiler's conversion (IEEE nearest, ties to even; overflow to infinity)
+uint16_t float_to_half(float v) {
+  const _Float16 h = static_cast<_Float16>(v);
+  uint16_t bits;
+  memcpy(&bits, &h, sizeof bits);
+  return bits;
+}
 bool known_compute(int32_t c) { return (c >= 64 && c <= 75) || c == 77 || c == 78 || c == 79; }
 
 enum : uint32_t { kEpiRelu = 2, kEpiBias = 4, kEpiGelu = 32, kEpiBgradA = 256, kEpiBgradB = 512 };
@@ -197,7 +215,7 @@ struct Problem {
   bool ta, tb;
   Layout a, b, c, d;
   uint32_t epilogue;
-  const float *bias;
+  const void *bias;      // of D's type
   int64_t bias_stride;
   size_t workspace_needed; // by the heuristic's algorithm for this shape
   bool tf32;               // CUBLAS_COMPUTE_32F_FAST_TF32: A and B rounded to TF32
@@ -218,12 +236,15 @@ cublasStatus_t check_problem(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t A
   // what this stand-in computes (NVIDIA's library does more)
   if (!computed(md->compute) || md->scale != CUDA_R_32F || md->pointer_mode != CUBLASLT_POINTER_MODE_HOST ||
       md->transc != CUBLAS_OP_N || !epilogue_supported(md->epilogue) ||
-      (md->bias_type != -1 && md->bias_type != CUDA_R_32F))
+      (md->bias_type != -1 && md->bias_type != d->type))
     return CUBLAS_STATUS_NOT_SUPPORTED;
   for (const Layout *l : {a, b, c, d})
     if (l->order != CUBLASLT_ORDER_COL) return CUBLAS_STATUS_NOT_SUPPORTED;
-  // the type table: C = D = fp32 here; A and B of one type; 16-bit inputs only under COMPUTE_32F(_PEDANTIC)
-  if (c->type != CUDA_R_32F || d->type != CUDA_R_32F || a->type != b->type) return CUBLAS_STATUS_NOT_SUPPORTED;
+  // the type table: A and B of one type; 16-bit inputs only under COMPUTE_32F(_PEDANTIC); C = D, fp32 or
+  // (16-bit inputs) A's type; a bias gradient only into fp32 (the stand-in's choice)
+  if (c->type != d->type || a->type != b->type) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (d->type != CUDA_R_32F && (d->type != a->type || (md->epilogue & (kEpiBgradA | kEpiBgradB)) != 0))
+    return CUBLAS_STATUS_NOT_SUPPORTED;
   if (a->type != CUDA_R_32F && !fp32_compute(md->compute)) return CUBLAS_STATUS_NOT_SUPPORTED;
   p->tf32 = md->compute == CUBLAS_COMPUTE_32F_FAST_TF32;
   for (const Layout *l : {a, b, c, d})
@@ -248,7 +269,7 @@ cublasStatus_t check_problem(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t A
   p->c = *c;
   p->d = *d;
   p->epilogue = md->epilogue;
-  p->bias = static_cast<const float *>(md->bias);
+  p->bias = md->bias;
   p->bias_stride = md->bias_stride;
   if (uses_bias(md->epilogue) && md->bias == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
   return CUBLAS_STATUS_SUCCESS;
@@ -434,7 +455,19 @@ void pack(const void *base, cudaDataType t, int64_t start, int64_t qstep, int64_
   }
 }
 
-void run_gemm(const Problem &p, float alpha, float beta, const void *A, const void *B, const float *C, float *D,
+// Element i of a matrix or vector of type t (fp32, fp16 or bf16) as a float (widened exactly), and a float
+// stored into one (16-bit: rounded once, nearest, ties to even).
+float load_as_float(const void *base, cudaDataType t, int64_t i) {
+  if (t == CUDA_R_32F) return static_cast<const float *>(base)[i];
+  const uint16_t h = static_cast<const uint16_t *>(base)[i];
+  return t == CUDA_R_16BF ? bf16_to_float(h) : half_to_float(h);
+}
+void store_float(void *base, cudaDataType t, int64_t i, float v) {
+  if (t == CUDA_R_32F) static_cast<float *>(base)[i] = v;
+  else static_cast<uint16_t *>(base)[i] = t == CUDA_R_16BF ? float_to_bf16(v) : float_to_half(v);
+}
+
+void run_gemm(const Problem &p, float alpha, float beta, const void *A, const void *B, const void *C, void *D,
               void *workspace) {
   const SumOrder order = sum_order(p);
   if (p.workspace_needed != 0) memset(workspace, kFillByte, p.workspace_needed); // the algorithm's scratch
@@ -444,19 +477,18 @@ void run_gemm(const Problem &p, float alpha, float beta, const void *A, const vo
   // gradient's vectors in blocks of kLanes
   std::vector<float> pa, pb, pv;
   for (int64_t bi = 0; bi < p.batch; bi++) {
-    const float *c = C == nullptr ? nullptr : C + bi * p.c.stride; // null when beta == 0: not read
-    float *d = D + bi * p.d.stride;
+    const int64_t c0 = bi * p.c.stride, d0 = bi * p.d.stride; // C null when beta == 0: not read
     const int64_t a0 = bi * p.a.stride, b0 = bi * p.b.stride;
     // op(A)[i, q] = A[i, q] or A[q, i]: row i is column i of op(A)^T; op(B)[q, j] = B[q, j] or B[j, q]
     const int64_t a_q = p.ta ? 1 : p.a.ld, a_i = p.ta ? p.a.ld : 1;
     const int64_t b_q = p.tb ? p.b.ld : 1, b_j = p.tb ? 1 : p.b.ld;
     pack(A, p.a.type, a0, a_q, a_i, k, m, kRows, p.tf32, pa);
     pack(B, p.b.type, b0, b_q, b_j, k, n, kLanes, p.tf32, pb);
-    const float *bias = p.bias == nullptr ? nullptr : p.bias + bi * p.bias_stride;
-    if (p.epilogue & (kEpiBgradA | kEpiBgradB)) { // the bias gradient: op(A)'s rows or op(B)'s columns summed
+    const int64_t bias0 = bi * p.bias_stride;
+    if (p.epilogue & (kEpiBgradA | kEpiBgradB)) { // the bias gradient (fp32 D): op(A)'s rows or op(B)'s columns
       const bool a_side = (p.epilogue & kEpiBgradA) != 0;
       const int64_t len = a_side ? m : n;
-      float *grad = const_cast<float *>(bias);
+      float *grad = static_cast<float *>(const_cast<void *>(p.bias)) + bias0;
       if (a_side) // lanes: rows i of op(A), as stored (no TF32 rounding)
         pack(A, p.a.type, a0, a_q, a_i, k, m, kLanes, false, pv);
       else // lanes: columns j of op(B), as stored
@@ -479,11 +511,11 @@ void run_gemm(const Problem &p, float alpha, float beta, const void *A, const vo
           for (int64_t r = 0; r < rows; r++) {
             const int64_t i = i0 + r;
             float v = alpha * acc[r][t];
-            if (beta != 0.0f) v += beta * c[i + j * p.c.ld];
-            if (p.epilogue & kEpiBias) v += bias[i];
+            if (beta != 0.0f) v += beta * load_as_float(C, p.c.type, c0 + i + j * p.c.ld);
+            if (p.epilogue & kEpiBias) v += load_as_float(p.bias, p.d.type, bias0 + i);
             if (p.epilogue & kEpiRelu) v = v > 0.0f ? v : 0.0f;
             if (p.epilogue & kEpiGelu) v = gelu_tanh(v);
-            d[i + j * p.d.ld] = v;
+            store_float(D, p.d.type, d0 + i + j * p.d.ld, v);
           }
         }
       }
@@ -682,7 +714,7 @@ extern "C" cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t ma
     return read_attr(buf, sizeInBytes, &d->bias_stride) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
   case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE:
     if (!read_attr(buf, sizeInBytes, &i32) || !known_data_type(i32)) return CUBLAS_STATUS_INVALID_VALUE;
-    if (i32 != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (!stored_type(i32)) return CUBLAS_STATUS_NOT_SUPPORTED; // D's type is checked at the matmul
     d->bias_type = i32;
     return CUBLAS_STATUS_SUCCESS;
   case CUBLASLT_MATMUL_DESC_FILL_MODE:
@@ -817,12 +849,13 @@ extern "C" cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtM
     check_memory("A", A, span_of(p.a, p.batch), elem_size(p.a.type));
     check_memory("B", B, span_of(p.b, p.batch), elem_size(p.b.type));
   }
-  if (read_c) check_memory("C", C, span_of(p.c, p.batch), sizeof(float)); // ld 0: one column, broadcast
-  check_memory("D", D, span_of(p.d, p.batch), sizeof(float));
+  if (read_c) check_memory("C", C, span_of(p.c, p.batch), elem_size(p.c.type)); // ld 0: one column, broadcast
+  check_memory("D", D, span_of(p.d, p.batch), elem_size(p.d.type));
   if (uses_bias(p.epilogue)) { // BGRADB's vector has one value per column of D, the others one per row
     const uint64_t len = static_cast<uint64_t>(p.epilogue & kEpiBgradB ? p.n : p.m);
-    const Layout bias{CUDA_R_32F, 0, len, 1, static_cast<int64_t>(len), static_cast<int32_t>(p.batch), p.bias_stride};
-    check_memory("the bias vector (CUBLASLT_MATMUL_DESC_BIAS_POINTER)", p.bias, span_of(bias, p.batch), sizeof(float));
+    const Layout bias{p.d.type, 0, len, 1, static_cast<int64_t>(len), static_cast<int32_t>(p.batch), p.bias_stride};
+    check_memory("the bias vector (CUBLASLT_MATMUL_DESC_BIAS_POINTER)", p.bias, span_of(bias, p.batch),
+                 elem_size(p.d.type));
   }
   if (p.workspace_needed != 0)
     check_memory("the workspace", workspace, Span{0, static_cast<int64_t>(p.workspace_needed)}, 1);
@@ -830,9 +863,8 @@ extern "C" cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtM
   snprintf(label, sizeof label, "cublasLtMatmul m=%" PRId64 " n=%" PRId64 " k=%" PRId64 " batch=%" PRId64 "%s%s%s", p.m,
            p.n, p.k, p.batch, p.ta ? " A^T" : "", p.tb ? " B^T" : "",
            p.a.type == CUDA_R_16F ? " fp16" : p.a.type == CUDA_R_16BF ? " bf16" : p.tf32 ? " tf32" : "");
-  const void *a = A, *b = B;
-  const float *c = read_c ? static_cast<const float *>(C) : nullptr;
-  float *d = static_cast<float *>(D);
+  const void *a = A, *b = B, *c = read_c ? C : nullptr;
+  void *d = D;
   if (!read_ab) p.k = 0;
   enqueue(s, label, [p, a_scale, b_scale, a, b, c, d, workspace] { run_gemm(p, a_scale, b_scale, a, b, c, d, workspace); });
   return CUBLAS_STATUS_SUCCESS;
