@@ -83,7 +83,7 @@ void hs_flash_qkv16_out_check(const void *qkv16, const void *qkv16_out) {
 }
 
 void hs_half_precision_check(const hs_backend *be, const char *what) {
-    if (be->precision != HS_PRECISION_BF16 && be->precision != HS_PRECISION_FP16)
+    if (!hs_precision_is_16bit(be->precision))
         HS_FATAL(NULL, "%s: an op of the 16-bit precisions (bf16, fp16) called under another", what);
 }
 

@@ -86,7 +86,8 @@ typedef enum hs_allreduce_dtype {
     HS_ALLREDUCE_FP16 = 2
 } hs_allreduce_dtype;
 
-/* The arithmetic of the matrix products (the config's `precision`). Only products change: parameters,
+/* The arithmetic of the matrix products (the config's `precision`). Only products change (and, under
+ * bf16/fp16, the outputs of the 16-bit linear layers a model chooses: gemm_bias_half): parameters,
  * gradients, optimizer state, LayerNorm, softmax and losses stay fp32 under every precision. */
 typedef enum hs_precision {
     HS_PRECISION_FP32 = 0, /* fp32 inputs, fp32 sums (the default of every backend table) */
@@ -95,6 +96,11 @@ typedef enum hs_precision {
     HS_PRECISION_FP16 = 3  /* inputs rounded to IEEE fp16 (ties to even, subnormals, ±inf beyond 65504),
                             * products summed in fp32; training needs loss scaling (src/train/loss_scaler.h) */
 } hs_precision;
+
+/* bf16 or fp16: the precisions with a 16-bit type (16-bit storage, the 16-bit ops of ops.def) */
+static inline int hs_precision_is_16bit(int precision) {
+    return precision == HS_PRECISION_BF16 || precision == HS_PRECISION_FP16;
+}
 
 struct hs_backend {
     const char *name; /* "cpu" | "cuda" */

@@ -37,6 +37,7 @@
  *                h1 = hs_add_layernorm_forward(a, h)            (LN(a + h), the sum kept for backward)
  *                u = hs_linear_forward(h1; intermediate.dense) without bias, then
  *                g = hs_bias_gelu_forward(u += bias)            (fused bias + exact-erf GELU)
+ *                (bf16/fp16: u = gemm_bias_half, the 16-bit linear layer; g = gelu_forward(_half)(u))
  *                o = hs_linear_forward(g; output.dense) → dropout
  *                h = hs_add_layernorm_forward(o, h1)
  *   pooler       p = tanh(W·h[:,0] + b): hs_gather_rows_forward (rows b·L), hs_linear_forward, hs_tanh_forward
@@ -142,7 +143,7 @@ struct hs_bert {
     uint16_t *grad16_qkv;                 /* [T,3H]: dqkv's twin (the attention backward writes it); the
                                            * same buffer as grad16_ffn when that holds T·3H (I >= 3H) */
     uint16_t *ffn_act16;                  /* [T,I]: the GELU output's twin, one for every layer (16-bit
-                                           * storage only): bias_gelu_forward writes it for the output
+                                           * storage only): gelu_forward_half writes it for the output
                                            * product, and the backward's gelu_backward recomputes it from
                                            * the kept pre-activation for that product's weight gradient */
     size_t activation_bytes;              /* bytes of the buffers above (hs_bert_activation_bytes) */
@@ -706,7 +707,7 @@ static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fir
      * attention as it reads q|k|v (layer_store_half converts nothing then) */
     const hs_attention_saved saved = {.qkv = a->qkv, .probs = a->probs, .lse = a->lse, .ctx = a->ctx,
                                       .mask_bias = m->mask_bias, .ctx16 = h ? h->ctx : NULL,
-                                      .qkv16_out = h && ctx && m->fused_attention ? h->qkv : NULL};
+                                      .qkv16_out = h && m->fused_attention ? h->qkv : NULL};
     /* the 16-bit dataflow under the fused attention: the context only in 16 bits (the output product
      * reads it, and the backward's row dot products, from there) */
     const int ctx_only16 = m->only16 && m->fused_attention;
@@ -718,11 +719,20 @@ static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fir
                                      x, hs_param_data(p, l->attn_ln_g), hs_param_data(p, l->attn_ln_b), T, H,
                                      HS_BERT_LAYERNORM_EPS, B, per_sample, h ? h->attn_out : NULL);
     if (h) be->bind_half(be, a->attn_out, h->attn_out, TH);
-    /* u[T,I] = h1·W1ᵀ (bias-less GEMM), then u += b1 and gelu in one pass (their 16-bit copies with them) */
-    be->gemm(be, 0, 1, T, I, H, 1.0f, a->attn_out, H, hs_param_data(p, l->inter_w), H, 0.0f, a->ffn_pre, I);
-    /* the 16-bit dataflow: the GELU output in 16 bits only, for the output product */
-    hs_bias_gelu_forward(be, m->only16 ? NULL : a->ffn_act, a->ffn_pre, hs_param_data(p, l->inter_b), T, I,
-                         h ? h->ffn_pre : NULL, h ? m->ffn_act16 : NULL);
+    if (hs_precision_is_16bit(be->precision)) {
+        /* the 16-bit linear layer: u[T,I] = round(h1·W1ᵀ + round(b1)) (gemm_bias_half), the pre-activation
+         * the GELU reads forward and backward; under 16-bit storage in 16 bits only (ffn_pre is scratch),
+         * the GELU output then in 16 bits only under the 16-bit dataflow (the output product's operand) */
+        be->gemm_bias_half(be, h ? h->ffn_pre : NULL, a->ffn_pre, a->attn_out, hs_param_data(p, l->inter_w),
+                           hs_param_data(p, l->inter_b), T, H, I);
+        if (h)
+            be->gelu_forward_half(be, m->only16 ? NULL : a->ffn_act, h->ffn_pre, TI, m->ffn_act16);
+        else
+            be->gelu_forward(be, a->ffn_act, a->ffn_pre, TI);
+    } else { /* u[T,I] = h1·W1ᵀ (bias-less GEMM), then u += b1 and gelu in one pass */
+        be->gemm(be, 0, 1, T, I, H, 1.0f, a->attn_out, H, hs_param_data(p, l->inter_w), H, 0.0f, a->ffn_pre, I);
+        hs_bias_gelu_forward(be, a->ffn_act, a->ffn_pre, hs_param_data(p, l->inter_b), T, I, NULL, NULL);
+    }
     if (h) hs_bind_twin(be, a->ffn_act, m->ffn_act16, TI, m->only16);
     hs_linear_forward(be, a->ffn_sum, a->ffn_act, hs_param_data(p, l->out_w), hs_param_data(p, l->out_b), T, I, H);
     const int last = i + 1 == m->cfg.num_hidden_layers;

@@ -44,7 +44,17 @@ void hs_attention_forward(const hs_backend *be, const hs_attention_dims *d, cons
     const float *weights[3] = {w->query_w, w->key_w, w->value_w}, *biases[3] = {w->query_b, w->key_b, w->value_b};
     /* qkv[T,3H] = x[T,H] · [Wq;Wk;Wv]ᵀ + [bq|bk|bv] */
     const int fused_w = adjacent(w->query_w, w->key_w, w->value_w, H);
-    if (fused_w && adjacent_bias(biases[0], biases[1], biases[2], H)) {
+    const int fused_b = adjacent_bias(biases[0], biases[1], biases[2], H);
+    /* Under bf16/fp16, with one [3H,H] matrix and one [3H] bias (the parameter arena's layout when H is a
+     * multiple of 16), the projection is the 16-bit linear layer: q|k|v = round(x·Wᵀ + round(b))
+     * (gemm_bias_half), in fp32 (widened) or, for the fused attention with its 16-bit copy wanted, in 16
+     * bits only (qkv16_out; qkv is then scratch), which the attention reads. Otherwise the fused attention
+     * rounds the fp32 q|k|v into qkv16_out as it reads them. */
+    const int half_projection = hs_precision_is_16bit(be->precision) && fused_w && fused_b;
+    const int qkv_only16 = half_projection && saved->lse && saved->qkv16_out;
+    if (half_projection) {
+        be->gemm_bias_half(be, qkv_only16 ? saved->qkv16_out : NULL, saved->qkv, x, w->query_w, biases[0], T, H, ld);
+    } else if (fused_w && fused_b) {
         be->gemm_bias(be, saved->qkv, ld, x, w->query_w, biases[0], T, H, ld); /* one GEMM, its bias fused */
     } else if (!fused_w) {
         for (int i = 0; i < 3; i++) be->gemm_bias(be, saved->qkv + i * H, ld, x, weights[i], biases[i], T, H, H);
@@ -53,9 +63,10 @@ void hs_attention_forward(const hs_backend *be, const hs_attention_dims *d, cons
         for (int i = 0; i < 3; i++) be->add_bias_strided(be, saved->qkv + i * H, ld, biases[i], T, H);
     }
     if (saved->lse) /* fused: lse[B,heads,L] kept instead of probs[B,heads,L,L] */
-        be->flash_attention_forward(be, ctx, saved->lse, saved->qkv, saved->qkv16, mask_bias, d->batch, d->seq_len, d->heads,
-                                    H / d->heads, dropout_p(drop), drop ? drop->key : 0, drop ? drop->first_sample : 0,
-                                    saved->ctx16, saved->qkv16_out);
+        be->flash_attention_forward(be, ctx, saved->lse, saved->qkv, qkv_only16 ? saved->qkv16_out : saved->qkv16,
+                                    mask_bias, d->batch, d->seq_len, d->heads, H / d->heads, dropout_p(drop),
+                                    drop ? drop->key : 0, drop ? drop->first_sample : 0, saved->ctx16,
+                                    qkv_only16 ? NULL : saved->qkv16_out);
     else {
         be->attention_forward(be, ctx, saved->probs, saved->qkv, mask_bias, d->batch, d->seq_len, d->heads,
                               H / d->heads, dropout_p(drop), drop ? drop->key : 0, drop ? drop->first_sample : 0);

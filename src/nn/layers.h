@@ -314,9 +314,14 @@ typedef struct hs_attention_saved {
     const uint16_t *qkv16; /* fused only: NULL, or [B,L,3H] holding round(qkv) (to_half's bits), which the fused
                             * ops read instead of qkv (the same results under bf16/fp16): a model keeping
                             * q|k|v in 16 bits need not widen it for the backward pass. Unfused: ignored. */
-    uint16_t *qkv16_out; /* fused forward only: NULL, or [B,L,3H] receiving round(qkv) (to_half's bits) from the
-                          * attention kernel as it reads q|k|v: the copy the backward reads as qkv16, with no
-                          * conversion of its own. Unfused: ignored. */
+    uint16_t *qkv16_out; /* fused forward only (bf16/fp16): NULL, or [B,L,3H] receiving q|k|v in 16 bits, the copy
+                          * the backward reads as qkv16, with no conversion of its own. Where the q, k, v
+                          * weights form one [3H,H] matrix and their biases one [3H] vector (the parameter
+                          * arena's layout when H is a multiple of 16), the projection (gemm_bias_half:
+                          * round(x·Wᵀ + round(b)), under bf16/fp16 whatever the storage) writes it alone
+                          * (qkv is scratch) and the attention reads it; else the attention kernel writes
+                          * round(qkv) as it reads the fp32 q|k|v.
+                          * Unfused: ignored. */
 } hs_attention_saved;
 size_t hs_attention_qkv_floats(const hs_attention_dims *d);   /* B·L·3H */
 size_t hs_attention_probs_floats(const hs_attention_dims *d); /* B·heads·L·L */

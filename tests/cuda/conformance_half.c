@@ -637,7 +637,8 @@ static void twin_products(hs_conf *t) {
  * gemm_bias_half: on the CPU, y16 is to_half of gemm_bias with the bias rounded first, bit for bit (the
  * same sums); on CUDA, whose cuBLASLt algorithm for a 16-bit D is another one than for fp32 (another
  * summation order), within the sums' bound plus one 16-bit rounding of that, and the same bits twice;
- * CUDA against the CPU within the same bound. gelu_forward_half: on each backend the bits of
+ * CUDA against the CPU within the same bound; without y16, y holds those sums widened (the CPU's y16
+ * widened, bit for bit; CUDA's within the bound, and values of the 16-bit type). gelu_forward_half: on each backend the bits of
  * bias_gelu_forward on the widened pre-activation with a zero bias (y, and y16 with and without y). */
 /* two fp32 buffers of one backend, |a_i - b_i| <= bound[i], or a failure naming the worst element */
 static void within_on(hs_conf *t, const hs_backend *be, const char *what, const float *a_dev, const float *b_dev,
@@ -699,6 +700,15 @@ static void gemm_bias_half_cases(hs_conf *t) {
         t->cpu->from_half(t->cpu, wide.cpu, y16.cpu, ny);
         t->cuda->from_half(t->cuda, wide.cuda, y16.cuda, ny);
         hs_conf_check_bound(t, what, wide.cpu, wide.cuda, ny, bound);
+        /* without y16: the same sums rounded, widened into y (the CPU's bits; CUDA's fp32 GEMM is another call) */
+        snprintf(what, sizeof what, "y (no y16) = widen(y16) rows=%d in=%d out=%d", rows, in, out);
+        t->cpu->gemm_bias_half(t->cpu, NULL, scratch.cpu, px.cpu, pw.cpu, pb.cpu, rows, in, out);
+        same_on(t, t->cpu, what, scratch.cpu, wide.cpu, ny * 4);
+        t->cuda->gemm_bias_half(t->cuda, NULL, scratch.cuda, px.cuda, pw.cuda, pb.cuda, rows, in, out);
+        within_on(t, t->cuda, what, scratch.cuda, wide.cuda, ny, bound);
+        t->cuda->to_half(t->cuda, ref16, scratch.cuda, ny); /* already rounded: to_half is exact */
+        t->cuda->from_half(t->cuda, ref_wide, ref16, ny);
+        same_on(t, t->cuda, what, scratch.cuda, ref_wide, ny * 4);
         t->cuda->to_half(t->cuda, ref16, ref.cuda, ny); /* CUDA's own fp32 product with the rounded bias, rounded */
         t->cuda->from_half(t->cuda, ref_wide, ref16, ny);
         snprintf(what, sizeof what, "y16 = round(gemm_bias(x, w, round(bias))) on cuda rows=%d in=%d out=%d", rows, in, out);
@@ -761,7 +771,7 @@ void hs_conf_group_half(hs_conf *t) {
                 flash_input16_on(t, t->cpu, flash[k][0], flash[k][1], flash[k][2], flash[k][3], p);
                 flash_input16_on(t, t->cuda, flash[k][0], flash[k][1], flash[k][2], flash[k][3], p);
             }
-        hs_conf_op(t, "gemm_bias_half (the linear layer's output in 16 bits only)");
+        hs_conf_op(t, "gemm_bias_half (the 16-bit linear layer)");
         gemm_bias_half_cases(t);
         hs_conf_op(t, "gelu_forward_half (GELU of a 16-bit pre-activation)");
         for (int s = 0; s < hs_conf_nsizes; s++) {

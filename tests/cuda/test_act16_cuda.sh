@@ -9,8 +9,11 @@
 #     tests/cuda/test_cuda_training.sh), which now and then moves a value across a rounding midpoint
 #     of the 16-bit type; measured (4 layers): at most 4.2e-5 (bf16) and 1.3e-5 (fp16);
 #   - HETSEQ_ACTIVATION_STORAGE=fp32 on CUDA keeps fp32 storage (and says so), with a larger activation
-#     figure and the SAME first loss (storage changes only the backward), then a trajectory within
-#     1e-3 of the 16-bit one (measured: 4e-5).
+#     figure and a first loss within 1e-4 relative (the same here): storage changes only the backward,
+#     but the FFN input product, the 16-bit linear layer gemm_bias_half, writes its output in 16 bits
+#     under 16-bit storage and in fp32 (rounded after) under fp32 storage: two cuBLASLt calls, whose
+#     algorithms a GPU may sum in another order; then a trajectory within 1e-3 of the 16-bit one
+#     (measured: 1e-5).
 # 4 layers instead of the config's 2: with 2, one fp32 working set and two 16-bit copies weigh what two
 # fp32 layers do. The attention is the unfused one on both backends (attention = "unfused"), whose
 # probabilities are among the 16-bit tensors; the fused one under 16-bit storage is
@@ -68,8 +71,11 @@ HETSEQ_ACTIVATION_STORAGE=fp32 run "$EMU" cuda_bf16_fp32 bf16 -o device=\"cuda\"
 grep -q "| activations: .* kept in fp32" cuda_bf16_fp32.log || fail "HETSEQ_ACTIVATION_STORAGE=fp32: the log does not say fp32"
 awk -v a="$(act_mb cuda_bf16_fp32.log)" -v b="$(act_mb cuda_bf16.log)" 'BEGIN { exit !(a > b) }' ||
   fail "16-bit storage ($(act_mb cuda_bf16.log) MB) is not smaller than fp32 storage ($(act_mb cuda_bf16_fp32.log) MB)"
-[ "$(traj "cuda_bf16/metrics.jsonl" | head -1 | cut -d' ' -f2)" = "$(traj "cuda_bf16_fp32/metrics.jsonl" | head -1 | cut -d' ' -f2)" ] ||
-  fail "the first loss depends on the activation storage: $(traj "cuda_bf16/metrics.jsonl" | head -1) against $(traj "cuda_bf16_fp32/metrics.jsonl" | head -1)"
+awk -v a="$(traj "cuda_bf16/metrics.jsonl" | head -1 | cut -d' ' -f2)" \
+  -v b="$(traj "cuda_bf16_fp32/metrics.jsonl" | head -1 | cut -d' ' -f2)" \
+  'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-4 * (b < 0 ? -b : b)) }' ||
+  fail "the first loss depends on the activation storage by more than a summation order:" \
+    "$(traj "cuda_bf16/metrics.jsonl" | head -1) against $(traj "cuda_bf16_fp32/metrics.jsonl" | head -1)"
 same_traj "cuda_bf16_fp32/metrics.jsonl" "cuda_bf16/metrics.jsonl" 1e-3
 echo "activations: bf16 $(act_mb cuda_bf16.log) MB, with HETSEQ_ACTIVATION_STORAGE=fp32 $(act_mb cuda_bf16_fp32.log) MB"
 pass

@@ -176,9 +176,9 @@ static float round16(int precision, float x) {
 }
 
 /* 16-bit against fp32 storage in one precision. The gradients differ only where the backward reads a
- * kept tensor outside a product: the GELU derivative at the rounded pre-activation, the GELU output
- * recomputed from it for the FFN output weight's gradient (16-bit storage keeps no GELU output), and the softmax
- * backward dS = P ⊙ (dP - Σ P·dP) with the rounded P (products round their operands anyway). Each
+ * kept tensor outside a product: the softmax backward dS = P ⊙ (dP - Σ P·dP) with the rounded P
+ * (products round their operands anyway; the FFN pre-activation, which the GELU backward reads, is the
+ * 16-bit linear layer's rounded output under both storages, and so is the GELU output recomputed from it). Each
  * rounded value is within a relative 2^-p of the fp32 one (p = 8 significant bits for bf16, 11 for
  * fp16), and these perturbations enter the gradients linearly with O(1) factors (|gelu''| <= 0.8, the
  * softmax Jacobian has norm <= 1) — except that dP - Σ P·dP cancels, which amplifies the relative

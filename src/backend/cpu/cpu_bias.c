@@ -88,7 +88,8 @@ void hs_cpu_gemm_bias(const hs_backend *be, float *y, int ldy, const float *x, c
 }
 
 /* y16[rows, out] = round(x · wᵀ + round(bias)): gemm's sums into the scratch y, then per element the
- * rounded bias added and the sum rounded (cuBLASLt's recipe for a 16-bit D: its bias has D's type). */
+ * rounded bias added and the sum rounded (cuBLASLt's recipe for a 16-bit D: its bias has D's type); without
+ * y16 the rounded sums widened back into y. */
 void hs_cpu_gemm_bias_half(const hs_backend *be, uint16_t *y16, float *y, const float *x, const float *w,
                            const float *bias, int rows, int in, int out) {
     hs_half_precision_check(be, "gemm_bias_half");
@@ -102,11 +103,18 @@ void hs_cpu_gemm_bias_half(const hs_backend *be, uint16_t *y16, float *y, const 
 #pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)out > HS_PAR_MIN)
     for (int r = 0; r < rows; r++) {
         const float *yr = y + (size_t)r * (size_t)out;
-        uint16_t *hr = y16 + (size_t)r * (size_t)out;
-        if (bf16)
-            for (int c = 0; c < out; c++) hr[c] = hs_bf16_bits(yr[c] + bias_rounded[c]);
-        else
-            for (int c = 0; c < out; c++) hr[c] = hs_fp16_bits(yr[c] + bias_rounded[c]);
+        float *yw = y + (size_t)r * (size_t)out;
+        if (y16) {
+            uint16_t *hr = y16 + (size_t)r * (size_t)out;
+            if (bf16)
+                for (int c = 0; c < out; c++) hr[c] = hs_bf16_bits(yr[c] + bias_rounded[c]);
+            else
+                for (int c = 0; c < out; c++) hr[c] = hs_fp16_bits(yr[c] + bias_rounded[c]);
+        } else if (bf16) {
+            for (int c = 0; c < out; c++) yw[c] = hs_bf16_to_float(hs_bf16_bits(yr[c] + bias_rounded[c]));
+        } else {
+            for (int c = 0; c < out; c++) yw[c] = hs_fp16_to_float(hs_fp16_bits(yr[c] + bias_rounded[c]));
+        }
     }
     free(bias_rounded);
 }

@@ -133,11 +133,13 @@ const hs_backend *hs_backend_cuda_with_precision(const hs_backend *be, int preci
         [HS_PRECISION_TF32] = "cuBLASLt CUBLAS_COMPUTE_32F_FAST_TF32 on fp32 data (tensor cores round the inputs "
                               "to tf32, sums in fp32); cuDNN convolutions with CUDNN_DEFAULT_MATH (TF32 permitted) on fp32 data",
         [HS_PRECISION_BF16] = "cuBLASLt A and B in CUDA_R_16BF (nearest, ties to even: weights from a 16-bit copy the "
-                              "optimizer writes, other operands converted), C and D fp32, "
-                              "CUBLAS_COMPUTE_32F; cuDNN convolutions on bf16-rounded fp32 operands, FMA math",
+                              "optimizer writes, other operands converted), C and D fp32 (the 16-bit linear layers: "
+                              "C, D and bias CUDA_R_16BF), CUBLAS_COMPUTE_32F; cuDNN convolutions on bf16-rounded fp32 "
+                              "operands, FMA math",
         [HS_PRECISION_FP16] = "cuBLASLt A and B in CUDA_R_16F (nearest, ties to even: weights from a 16-bit copy the "
-                              "optimizer writes, other operands converted), C and D fp32, "
-                              "CUBLAS_COMPUTE_32F; cuDNN convolutions on fp16-rounded fp32 operands, FMA math",
+                              "optimizer writes, other operands converted), C and D fp32 (the 16-bit linear layers: "
+                              "C, D and bias CUDA_R_16F), CUBLAS_COMPUTE_32F; cuDNN convolutions on fp16-rounded fp32 "
+                              "operands, FMA math",
     };
     static const char *const names[4] = {"fp32", "bf16", "tf32", "fp16"};
     if (precision == HS_PRECISION_FP32 || be != &cuda_backend) return be;

@@ -289,11 +289,19 @@ void hs_cuda_gemm_bias(const hs_backend *be, float *y, int ldy, const float *x, 
 
 /* y16 = round(x·wᵀ + round(bias)): BIAS with C, D and the bias vector in the 16-bit type (cuBLASLt's bias
  * has D's type), the bias read from the parameter arena's 16-bit copy (else rounded into scratch). Where
- * the heuristic has no algorithm: the fp32 GEMM into y, the rounded bias added, then rounded. */
+ * the heuristic has no algorithm, and for the fp32 output (y16 NULL): the fp32 GEMM into y, the rounded
+ * bias added, then rounded (into y16, or in place). */
 void hs_cuda_gemm_bias_half(const hs_backend *be, uint16_t *y16, float *y, const float *x, const float *w,
                             const float *bias, int rows, int in, int out) {
     hs_half_precision_check(be, "gemm_bias_half");
     if (rows <= 0 || out <= 0) return;
+    if (!y16) {
+        float *bias_rounded = (float *)hs_cuda_scratch(be, (size_t)out * sizeof *bias_rounded);
+        hs_cuda_round_floats(be, be->precision, bias_rounded, bias, (size_t)out);
+        hs_cuda_gemm_bias(be, y, out, x, w, bias_rounded, rows, in, out);
+        hs_cuda_round_floats(be, be->precision, y, y, (size_t)rows * (size_t)out);
+        return;
+    }
     const uint16_t *bias16 = hs_cuda_shadow_operand(be, bias, 0, out, be->precision);
     if (!bias16) {
         uint16_t *b = (uint16_t *)hs_cuda_scratch(be, (size_t)out * sizeof *b);
