@@ -21,42 +21,24 @@ usage() { sed -n '6,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 build=$(cd "$1" && pwd); shift
 config=$top/conf/bert_large_phase1.cfg model_json=$top/conf/bert_config_large.json
 precision=bf16 batches=1,2 to=64 seq=128 pred=20 vocab=30522 hetseq=$build/tests/cuda/hetseq_emu keep=0
-extra=()
+extra=() me=ledger_bert scratch=hetseq-ledger
+. "$here/ledger_lib.sh"
 while [ $# -gt 0 ]; do
   case $1 in
-    --config) config=$(cd "$(dirname "$2")" && pwd)/$(basename "$2") model_json=""; shift 2 ;;
-    --precision) precision=$2; shift 2 ;;
-    --batches) batches=$2; shift 2 ;;
-    --to) to=$2; shift 2 ;;
     --seq-len) seq=$2; shift 2 ;;
     --pred) pred=$2; shift 2 ;;
     --vocab) vocab=$2; shift 2 ;;
-    --hetseq) hetseq=$2; shift 2 ;;
-    --keep) keep=1; shift ;;
-    -o) extra+=(-o "$2"); shift 2 ;;
-    *) usage ;;
+    *) ledger_option "$1" "${2-}"; [ "$used" -gt 0 ] || usage; shift "$used" ;;
   esac
 done
-b1=${batches%,*} b2=${batches#*,}
-[[ $b1 =~ ^[0-9]+$ && $b2 =~ ^[0-9]+$ && $b1 != "$b2" && $b1 -ge 1 && $b2 -ge 1 ]] ||
-  { echo "ledger_bert: --batches takes two different micro-batches, e.g. 1,2" >&2; exit 2; }
-[ -x "$hetseq" ] || { echo "ledger_bert: $hetseq is not built (make in a build configured --enable-cuda-emulation, or --hetseq)" >&2; exit 1; }
-python=${PYTHON_TORCH:-python3}
-work=$(mktemp -d "${TMPDIR:-/tmp}/hetseq-ledger.XXXXXX")
-[ $keep = 1 ] || trap 'rm -rf "$work"' EXIT
-cd "$work"
-rows=$((b1 > b2 ? b1 : b2))
+ledger_start
 "$python" "$top/tests/ref/make_bert_shards.py" shards --prefix wiki --split training --rows $((2 * rows)) \
   --seq-len "$seq" --max-pred "$pred" --vocab "$vocab" --seed 3
 "$python" "$top/tests/ref/make_bert_shards.py" shards --prefix wiki --split test --rows 2 \
   --seq-len "$seq" --max-pred "$pred" --vocab "$vocab" --seed 4
 for b in $b1 $b2; do
-  echo "micro-batch $b: $hetseq train $(basename "$config") (log in $work/b$b.log)" >&2
-  args=(-o device=\"cuda\" -o precision=\"$precision\" -o data.path=\"shards\" -o training.max_sentences=$b
-        -o training.update_freq=1 -o training.max_update=2 -o training.max_epoch=0 -o training.disable_validation=true
-        -o checkpoint.no_save=true -o checkpoint.save_dir=\"ck$b\" -o log.interval=1)
+  args=(-o data.path=\"shards\" -o training.max_sentences=$b)
   [ -z "$model_json" ] || args+=(-o model.config_file=\"$model_json\")
-  HETSEQ_CUDA_LEDGER=1 HS_CUDA_EMU_MEM_MB=${HS_CUDA_EMU_MEM_MB:-16000} "$hetseq" train "$config" "${args[@]}" \
-    "${extra[@]}" > "b$b.log" 2>&1 || { tail -5 "b$b.log" >&2; echo "ledger_bert: the micro-batch $b run failed" >&2; exit 1; }
+  ledger_run "$b" "${args[@]}"
 done
-"$python" "$here/ledger_scale.py" "b$b1.log" "$b1" "b$b2.log" "$b2" --to "$to" --exclude "to_half_kernel (parameter copy)"
+ledger_report

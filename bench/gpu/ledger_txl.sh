@@ -22,31 +22,17 @@ usage() { sed -n '6,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 build=$(cd "$1" && pwd); shift
 config=$top/conf/txl_base_wt103.cfg
 precision=bf16 batches=1,2 to=32 vocab=267735 hetseq=$build/tests/cuda/hetseq_emu keep=0
-extra=()
+extra=() me=ledger_txl scratch=hetseq-ledger-txl
+. "$here/ledger_lib.sh"
 while [ $# -gt 0 ]; do
   case $1 in
-    --config) config=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift 2 ;;
-    --precision) precision=$2; shift 2 ;;
-    --batches) batches=$2; shift 2 ;;
-    --to) to=$2; shift 2 ;;
     --vocab) vocab=$2; shift 2 ;;
-    --hetseq) hetseq=$2; shift 2 ;;
-    --keep) keep=1; shift ;;
-    -o) extra+=(-o "$2"); shift 2 ;;
-    *) usage ;;
+    *) ledger_option "$1" "${2-}"; [ "$used" -gt 0 ] || usage; shift "$used" ;;
   esac
 done
-b1=${batches%,*} b2=${batches#*,}
-[[ $b1 =~ ^[0-9]+$ && $b2 =~ ^[0-9]+$ && $b1 != "$b2" && $b1 -ge 1 && $b2 -ge 1 ]] ||
-  { echo "ledger_txl: --batches takes two different column counts, e.g. 1,2" >&2; exit 2; }
 [[ $vocab =~ ^[0-9]+$ && $vocab -ge 1000 ]] || { echo "ledger_txl: --vocab takes a word count >= 1000" >&2; exit 2; }
-[ -x "$hetseq" ] || { echo "ledger_txl: $hetseq is not built (make in a build configured --enable-cuda-emulation, or --hetseq)" >&2; exit 1; }
-python=${PYTHON_TORCH:-python3}
-work=$(mktemp -d "${TMPDIR:-/tmp}/hetseq-ledger-txl.XXXXXX")
-[ $keep = 1 ] || trap 'rm -rf "$work"' EXIT
-cd "$work"
-rows=$((b1 > b2 ? b1 : b2))
-# a Zipf corpus over the vocabulary, every word once (gpu_bench.py's writer); 3 updates' worth of tokens
+ledger_start
+# a Zipf corpus over the vocabulary, every word once (gpu_bench.py's writer); 4 updates' worth of tokens
 "$python" -c "
 import sys; sys.path.insert(0, sys.argv[1])
 from gpu_bench import make_lm_text
@@ -55,12 +41,6 @@ make_lm_text('text', int(sys.argv[2]), int(sys.argv[3]), 1111)" "$here" "$vocab"
 # WikiText-103's cutoffs scaled to this vocabulary (the same at its size)
 cutoffs=$(awk -v v="$vocab" 'BEGIN { printf "%d,%d,%d", int(19997 * v / 267735), int(39997 * v / 267735), int(199997 * v / 267735) }')
 for b in $b1 $b2; do
-  echo "batch $b: $hetseq train $(basename "$config") (log in $work/b$b.log)" >&2
-  args=(-o device=\"cuda\" -o precision=\"$precision\" -o data.path=\"lm\" -o txl.batch_size=$b
-        -o txl.eval_batch_size=$b -o txl.cutoffs=[$cutoffs] -o training.update_freq=1 -o training.max_update=2
-        -o training.max_epoch=0 -o training.disable_validation=true -o checkpoint.no_save=true
-        -o checkpoint.save_dir=\"ck$b\" -o log.interval=1)
-  HETSEQ_CUDA_LEDGER=1 HS_CUDA_EMU_MEM_MB=${HS_CUDA_EMU_MEM_MB:-16000} "$hetseq" train "$config" "${args[@]}" \
-    "${extra[@]}" > "b$b.log" 2>&1 || { tail -5 "b$b.log" >&2; echo "ledger_txl: the batch $b run failed" >&2; exit 1; }
+  ledger_run "$b" -o data.path=\"lm\" -o txl.batch_size=$b -o txl.eval_batch_size=$b -o txl.cutoffs=[$cutoffs]
 done
-"$python" "$here/ledger_scale.py" "b$b1.log" "$b1" "b$b2.log" "$b2" --to "$to" --exclude "to_half_kernel (parameter copy)"
+ledger_report
