@@ -27,6 +27,7 @@
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_ops.h"
 #include "math/fast_exp_erf.h"
+#include "util/lowp.h"
 #include "math/softmax_nll.h"
 
 namespace {
@@ -91,14 +92,17 @@ __global__ void __launch_bounds__(HS_BLOCK)
 template <class T>
 __global__ void __launch_bounds__(HS_BLOCK)
     log_softmax_nll_backward_kernel(T *dlogits, const T *logprobs, const int32_t *labels, int rows, int cols,
-                                    float scale, const float *scale_slot) {
+                                    float scale, const float *scale_slot, uint16_t *dlogits16, int bf16) {
   scale = hs_slot(scale_slot, scale);
   for (size_t r = blockIdx.y; r < (size_t)rows; r += gridDim.y) {
     const int label = labels[r];
     const size_t off = r * (size_t)cols;
-    for (size_t c = (size_t)blockIdx.x * HS_BLOCK + threadIdx.x; c < (size_t)cols; c += (size_t)gridDim.x * HS_BLOCK)
-      dlogits[off + c] =
+    for (size_t c = (size_t)blockIdx.x * HS_BLOCK + threadIdx.x; c < (size_t)cols; c += (size_t)gridDim.x * HS_BLOCK) {
+      const T d =
           from_float<T>(label >= 0 ? hs_nll_logit_grad(to_float(logprobs[off + c]), (int)c == label, scale) : 0.0f);
+      dlogits[off + c] = d;
+      if (dlogits16) dlogits16[off + c] = bf16 ? hs_bf16_bits(to_float(d)) : hs_fp16_bits(to_float(d));
+    }
   }
 }
 
@@ -200,15 +204,16 @@ void launch_log_softmax_nll_forward(const hs_backend *be, T *logprobs, const T *
 
 template <class T>
 void launch_log_softmax_nll_backward(const hs_backend *be, T *dlogits, const T *logprobs, const int32_t *labels,
-                                     int rows, int cols, float scale) {
+                                     int rows, int cols, float scale, uint16_t *dlogits16) {
   if (rows <= 0 || cols <= 0) return;
   const size_t n = (size_t)rows * (size_t)cols;
   const dim3 grid(hs_grid_cols((size_t)cols), hs_grid_rows_y((size_t)rows));
   const float *scale_slot = hs_cuda_slot_f32(be, scale);
   if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
-  HS_LAUNCH(grid, HS_BLOCK, 0, hs_cuda_stream(be), log_softmax_nll_backward_kernel<T>)(dlogits, logprobs, labels,
-                                                                                       rows, cols, scale, scale_slot);
-  HS_CUDA_LAUNCHED("log_softmax_nll_backward_kernel", 2 * n * sizeof(T) + (size_t)rows * sizeof(int32_t));
+  HS_LAUNCH(grid, HS_BLOCK, 0, hs_cuda_stream(be), log_softmax_nll_backward_kernel<T>)(
+      dlogits, logprobs, labels, rows, cols, scale, scale_slot, dlogits16, be->precision == HS_PRECISION_BF16);
+  HS_CUDA_LAUNCHED("log_softmax_nll_backward_kernel",
+                   2 * n * sizeof(T) + (size_t)rows * sizeof(int32_t) + (dlogits16 ? n * sizeof(uint16_t) : 0));
 }
 
 template <class T>
@@ -247,8 +252,10 @@ extern "C" void hs_cuda_log_softmax_nll_forward(const hs_backend *be, float *log
 
 /* dlogits[rows,cols] = scale·(softmax - onehot(label)) from the stored log-probabilities */
 extern "C" void hs_cuda_log_softmax_nll_backward(const hs_backend *be, float *dlogits, const float *logprobs,
-                                                 const int32_t *labels, int rows, int cols, float scale) {
-  launch_log_softmax_nll_backward<float>(be, dlogits, logprobs, labels, rows, cols, scale);
+                                                 const int32_t *labels, int rows, int cols, float scale,
+                                                 uint16_t *dlogits16) {
+  if (dlogits16) hs_half_precision_check(be, "log_softmax_nll_backward: dlogits16");
+  launch_log_softmax_nll_backward<float>(be, dlogits, logprobs, labels, rows, cols, scale, dlogits16);
 }
 
 /* probs[rows,cols] = softmax(logits) (may alias); per row with label >= 0: stats[0] += NLL, [1] += 1,

@@ -95,15 +95,26 @@ void hs_adaptive_softmax_backward(const hs_backend *be, const hs_adaptive_dims *
     float *base = st->saved.ptr;
     const int d0 = hs_adaptive_cluster_dim(d, 0);
     int max_count = 0;
-    for (int i = 1; i <= nc; i++)
+    size_t max_logits = (size_t)n * (size_t)hs; /* the largest dlogits: the head's or a tail's */
+    for (int i = 1; i <= nc; i++) {
         if (plan->count[i] > max_count) max_count = plan->count[i];
-    hs_workspace_reserve(be, &st->grad,
-                         ((size_t)n * (size_t)d0 + (size_t)max_count * (size_t)(d->d_embed + dp)) * sizeof(float));
+        const size_t tail = (size_t)plan->count[i] * (size_t)hs_adaptive_cluster_size(d, i);
+        if (tail > max_logits) max_logits = tail;
+    }
+    /* a backend whose products read 16-bit twins (CUDA under bf16/fp16): each dlogits with its twin, written
+     * by the loss's backward, which the products read instead of converting it (two products each, over
+     * the widest matrices of the update) */
+    const int twins = be->products_read_twins;
+    const size_t scratch_bytes = ((size_t)n * (size_t)d0 + (size_t)max_count * (size_t)(d->d_embed + dp)) * sizeof(float);
+    const size_t twin_at = (scratch_bytes + 255) & ~(size_t)255; /* the twin 256-byte aligned, as a product's operand */
+    hs_workspace_reserve(be, &st->grad, twins ? twin_at + max_logits * sizeof(uint16_t) : scratch_bytes);
     float *scratch = st->grad.ptr;
+    uint16_t *dlogits16 = twins ? (uint16_t *)((char *)st->grad.ptr + twin_at) : NULL;
 
     /* head: dlogits (into the logits buffer, free after the forward) = scale·(softmax - onehot) */
     float *dlogits = base + L.logits0;
-    be->log_softmax_nll_backward(be, dlogits, base + L.logprobs0, plan->head_labels, n, hs, scale);
+    be->log_softmax_nll_backward(be, dlogits, base + L.logprobs0, plan->head_labels, n, hs, scale, dlogits16);
+    if (twins) be->bind_half(be, dlogits, dlogits16, (size_t)n * (size_t)hs);
     const int proj0 = hs_adaptive_has_proj(d, 0);
     const float *h0 = proj0 ? base + L.ph0 : hidden;
     /* ∂W_0[c0, d0] += dlogits[:, :c0]ᵀ·h0, ∂b_0 += Σ; the same for the cluster block */
@@ -117,6 +128,7 @@ void hs_adaptive_softmax_backward(const hs_backend *be, const hs_adaptive_dims *
         be->bias_grad_strided(be, g->cluster_bias, dlogits + c0, hs, n, nc);
         be->gemm(be, 0, 0, n, d0, nc, 1.0f, dlogits + c0, hs, w->cluster_weight, d0, 1.0f, dh0, d0);
     }
+    if (twins) be->unbind_half(be, dlogits);
     if (proj0) {
         /* h0 = hidden·P_0: ∂P_0[dp, d0] += hiddenᵀ·∂h0, ∂hidden = ∂h0·P_0ᵀ */
         be->gemm(be, 1, 0, dp, d0, n, 1.0f, hidden, dp, dh0, d0, 1.0f, g->proj[0], d0);
@@ -128,11 +140,14 @@ void hs_adaptive_softmax_backward(const hs_backend *be, const hs_adaptive_dims *
         if (c == 0) continue;
         const int proj = hs_adaptive_has_proj(d, i);
         float *dl = base + L.logits[i];
-        be->log_softmax_nll_backward(be, dl, base + L.logprobs[i], plan->local + plan->offset[i], c, size, scale);
+        be->log_softmax_nll_backward(be, dl, base + L.logprobs[i], plan->local + plan->offset[i], c, size, scale,
+                                     dlogits16);
+        if (twins) be->bind_half(be, dl, dlogits16, (size_t)c * (size_t)size);
         const float *hid = base + L.hid[i], *hi = proj ? base + L.ph[i] : hid;
         float *dhi = scratch;                                       /* [c, d_i] */
         float *dhid = scratch + (size_t)max_count * (size_t)d->d_embed; /* [c, d_proj] */
         hs_linear_backward(be, dhi, g->weight[i], g->bias[i], dl, hi, w->weight[i], c, di, size, 0);
+        if (twins) be->unbind_half(be, dl);
         const float *rows_grad = dhi;
         if (proj) {
             be->gemm(be, 1, 0, dp, di, c, 1.0f, hid, dp, dhi, di, 1.0f, g->proj[i], di);

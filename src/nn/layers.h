@@ -152,7 +152,7 @@ static inline void hs_log_softmax_nll_forward(const hs_backend *be, float *logpr
 /* dlogits[B,classes] = scale · (softmax - onehot(label)): the gradient of scale · Σ NLL */
 static inline void hs_log_softmax_nll_backward(const hs_backend *be, float *dlogits, const float *logprobs,
                                                const int32_t *labels, int batch, int classes, float scale) {
-    be->log_softmax_nll_backward(be, dlogits, logprobs, labels, batch, classes, scale);
+    be->log_softmax_nll_backward(be, dlogits, logprobs, labels, batch, classes, scale, NULL);
 }
 
 

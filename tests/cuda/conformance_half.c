@@ -721,6 +721,32 @@ static void gemm_bias_half_cases(hs_conf *t) {
     }
 }
 
+/* log_softmax_nll_backward's dlogits16: to_half of its dlogits, which are the bits of the call without it
+ * (an ignored row, label -1, among the rows) */
+static void nll_backward16_on(hs_conf *t, const hs_backend *be, int rows, int cols) {
+    char what[160];
+    const size_t n = (size_t)rows * (size_t)cols;
+    float *hx = hs_conf_rand(t, n, -4, 4);
+    int32_t *hl = hs_conf_rand_int(t, (size_t)rows, 0, cols);
+    hl[rows / 2] = -1;
+    float *logits = hs_conf_dev(be, hx, n * 4), *logprobs = be->alloc(be, n * 4);
+    float *d = be->alloc(be, n * 4), *d_plain = be->alloc(be, n * 4);
+    int32_t *labels = hs_conf_dev(be, hl, (size_t)rows * 4);
+    double *stats = be->alloc(be, 3 * sizeof(double));
+    uint16_t *d16 = be->alloc(be, n * 2);
+    be->zero(be, stats, 3 * sizeof(double));
+    be->log_softmax_nll_forward(be, logprobs, logits, labels, rows, cols, stats);
+    be->log_softmax_nll_backward(be, d, logprobs, labels, rows, cols, 0.25f, d16);
+    be->log_softmax_nll_backward(be, d_plain, logprobs, labels, rows, cols, 0.25f, NULL);
+    snprintf(what, sizeof what, "log_softmax_nll_backward dlogits with dlogits16 = without rows=%d cols=%d", rows, cols);
+    same_on(t, be, what, d, d_plain, n * 4);
+    snprintf(what, sizeof what, "log_softmax_nll_backward dlogits16 = to_half(dlogits) rows=%d cols=%d", rows, cols);
+    is_rounding(t, be, what, d16, d, n);
+    be->free(be, logits), be->free(be, logprobs), be->free(be, d), be->free(be, d_plain), be->free(be, labels);
+    be->free(be, stats), be->free(be, d16);
+    free(hx), free(hl);
+}
+
 static void gelu_forward_half_on(hs_conf *t, const hs_backend *be, size_t n) {
     char what[160];
     float *hx = hs_conf_rand(t, n, -4, 4), *hz;
@@ -750,11 +776,13 @@ void hs_conf_group_half(hs_conf *t) {
         half_cases(t);
         convert_halves_cases(t);
         shadow_cases(t);
-        hs_conf_op(t, "16-bit outputs (y16, da16, x16, dx16)"); /* relu_dropout_forward/backward's too */
+        hs_conf_op(t, "16-bit outputs (y16, da16, x16, dx16, dlogits16)"); /* relu_dropout_forward/backward's too */
         static const int shapes[][2] = {{1, 31}, {12, 33}, {64, 768}};
         for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
             outputs16_on(t, t->cpu, shapes[k][0], shapes[k][1]);
             outputs16_on(t, t->cuda, shapes[k][0], shapes[k][1]);
+            nll_backward16_on(t, t->cpu, shapes[k][0] + 2, shapes[k][1]);
+            nll_backward16_on(t, t->cuda, shapes[k][0] + 2, shapes[k][1]);
         }
         hs_conf_op(t, "16-bit outputs of the fused attention (ctx16, dqkv16, qkv16_out)");
         static const int flash[][4] = {{2, 7, 2, 8}, {2, 33, 3, 40}, {1, 20, 2, 72}}; /* B, L, heads, head_dim */

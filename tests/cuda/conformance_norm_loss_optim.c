@@ -284,8 +284,8 @@ static void log_softmax_nll_case(hs_conf *t, int rows, int cols, int ties) {
     check_ew(t, what, plp, n);
     check_stats(t, what, pst, rows, cols);
     const float scale = 1.0f / (float)rows;
-    t->cpu->log_softmax_nll_backward(t->cpu, pd.cpu, plp.cpu, pl.cpu, rows, cols, scale);
-    t->cuda->log_softmax_nll_backward(t->cuda, pd.cuda, plp.cuda, pl.cuda, rows, cols, scale);
+    t->cpu->log_softmax_nll_backward(t->cpu, pd.cpu, plp.cpu, pl.cpu, rows, cols, scale, NULL);
+    t->cuda->log_softmax_nll_backward(t->cuda, pd.cuda, plp.cuda, pl.cuda, rows, cols, scale, NULL);
     check_ew(t, what, pd, n);
     hs_conf_pair_free(t, pl), hs_conf_pair_free(t, px), hs_conf_pair_free(t, plp), hs_conf_pair_free(t, pd), hs_conf_pair_free(t, pst);
     free(x), free(labels);

@@ -130,7 +130,7 @@ static void test_log_softmax_nll_exact(void **unused) {
     assert_true(stats[1] == 4.0);
     /* row 0: argmax 1 == label; row 1: tie, first max 0 == label; row 2: tie, first max 0 != label 1 */
     assert_true(stats[2] == 3.0);
-    be->log_softmax_nll_backward(be, d, lp, labels, 3, 2, 0.5f);
+    be->log_softmax_nll_backward(be, d, lp, labels, 3, 2, 0.5f, NULL);
     assert_float_equal(d[0], 0.125f, 1e-6), assert_float_equal(d[1], -0.125f, 1e-6);
     assert_float_equal(d[2], -0.25f, 1e-6), assert_float_equal(d[3], 0.25f, 1e-6);
 }

@@ -30,8 +30,8 @@ void hs_cpu_log_softmax_nll_forward(const hs_backend *be, float *logprobs, const
 
 /* dlogits[rows,cols] = scale * (exp(logprobs) - onehot(labels)), 0 on rows with label < 0 */
 void hs_cpu_log_softmax_nll_backward(const hs_backend *be, float *dlogits, const float *logprobs, const int32_t *labels,
-                                     int rows, int cols, float scale) {
-    (void)be;
+                                     int rows, int cols, float scale, uint16_t *dlogits16) {
+    if (dlogits16) hs_half_precision_check(be, "log_softmax_nll_backward: dlogits16");
 #pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > 32768)
     for (int r = 0; r < rows; r++) {
         const size_t off = (size_t)r * (size_t)cols;
@@ -41,4 +41,5 @@ void hs_cpu_log_softmax_nll_backward(const hs_backend *be, float *dlogits, const
         }
         for (int c = 0; c < cols; c++) dlogits[off + c] = hs_nll_logit_grad(logprobs[off + c], c == labels[r], scale);
     }
+    if (dlogits16) hs_cpu_to_half(be, dlogits16, dlogits, (size_t)rows * (size_t)cols);
 }
