@@ -56,12 +56,12 @@ template <class T> __device__ __forceinline__ void row_argmax(const T *x, int co
 
 /* ---- log-softmax + NLL -------------------------------------------------------------------------------- */
 
-/* logprobs[rows,cols] = log_softmax(logits[rows,cols]); row_stats as above, zeros for rows with label < 0.
- * One warp per row. */
+/* logprobs[rows,cols] = log_softmax(logits[rows,cols]) (NULL: not written) and log_norm[rows] (NULL: not);
+ * row_stats as above, zeros for rows with label < 0. One warp per row. */
 template <class T>
 __global__ void __launch_bounds__(HS_BLOCK)
     log_softmax_nll_forward_kernel(T *logprobs, const T *logits, const int32_t *labels, int rows, int cols,
-                                   double *row_stats) {
+                                   double *row_stats, double *log_norm_out) {
   const int lane = threadIdx.x % HS_WARP;
   const long long first = (long long)blockIdx.x * HS_ROWS_PER_BLOCK + threadIdx.x / HS_WARP;
   const long long stride = (long long)gridDim.x * HS_ROWS_PER_BLOCK;
@@ -77,8 +77,9 @@ __global__ void __launch_bounds__(HS_BLOCK)
     double sum = 0.0;
     for (int c = lane; c < cols; c += HS_WARP) sum += exp((double)to_float(x[c]) - (double)m);
     const double log_norm = (double)m + log(warp_sum(sum));
-    for (int c = lane; c < cols; c += HS_WARP)
-      logprobs[off + c] = from_float<T>((float)((double)to_float(x[c]) - log_norm));
+    if (logprobs)
+      for (int c = lane; c < cols; c += HS_WARP) logprobs[off + c] = from_float<T>(hs_logprob(to_float(x[c]), log_norm));
+    if (log_norm_out && lane == 0) log_norm_out[r] = log_norm;
     if (owner) {
       row_stats[r] = label >= 0 ? log_norm - x_label : 0.0;
       row_stats[(size_t)rows + r] = label >= 0 ? 1.0 : 0.0;
@@ -87,19 +88,21 @@ __global__ void __launch_bounds__(HS_BLOCK)
   }
 }
 
-/* dlogits[rows,cols] = scale·(exp(logprobs) - onehot(labels)), 0 on rows with label < 0; element-wise
- * over grid (column blocks, rows), both grid-strided. */
+/* dlogits[rows,cols] = scale·(exp(logprobs) - onehot(labels)), 0 on rows with label < 0, the log-probabilities
+ * read, or (logprobs NULL) recomputed from logits and log_norm (dlogits may alias logits: each element is
+ * read, then written, by one thread); element-wise over grid (column blocks, rows), both grid-strided. */
 template <class T>
 __global__ void __launch_bounds__(HS_BLOCK)
-    log_softmax_nll_backward_kernel(T *dlogits, const T *logprobs, const int32_t *labels, int rows, int cols,
-                                    float scale, const float *scale_slot, uint16_t *dlogits16, int bf16) {
+    log_softmax_nll_backward_kernel(T *dlogits, const T *logprobs, const T *logits, const double *log_norm,
+                                    const int32_t *labels, int rows, int cols, float scale, const float *scale_slot,
+                                    uint16_t *dlogits16, int bf16) {
   scale = hs_slot(scale_slot, scale);
   for (size_t r = blockIdx.y; r < (size_t)rows; r += gridDim.y) {
     const int label = labels[r];
     const size_t off = r * (size_t)cols;
     for (size_t c = (size_t)blockIdx.x * HS_BLOCK + threadIdx.x; c < (size_t)cols; c += (size_t)gridDim.x * HS_BLOCK) {
-      const T d =
-          from_float<T>(label >= 0 ? hs_nll_logit_grad(to_float(logprobs[off + c]), (int)c == label, scale) : 0.0f);
+      const float lp = logprobs ? to_float(logprobs[off + c]) : hs_logprob(to_float(logits[off + c]), log_norm[r]);
+      const T d = from_float<T>(label >= 0 ? hs_nll_logit_grad(lp, (int)c == label, scale) : 0.0f);
       dlogits[off + c] = d;
       if (dlogits16) dlogits16[off + c] = bf16 ? hs_bf16_bits(to_float(d)) : hs_fp16_bits(to_float(d));
     }
@@ -191,29 +194,34 @@ void launch_loss_stats(const hs_backend *be, double *stats, const double *row_st
 
 template <class T>
 void launch_log_softmax_nll_forward(const hs_backend *be, T *logprobs, const T *logits, const int32_t *labels,
-                                    int rows, int cols, double *stats) {
+                                    int rows, int cols, double *stats, double *log_norm) {
+  hs_output_check("log_softmax_nll_forward: logprobs or log_norm", logprobs, log_norm);
   if (rows <= 0 || cols <= 0) return;
   double *row_stats = row_stats_scratch(be, rows);
   HS_LAUNCH(hs_grid_for_rows((size_t)rows), HS_BLOCK, 0, hs_cuda_stream(be), log_softmax_nll_forward_kernel<T>)(
-      logprobs, logits, labels, rows, cols, row_stats);
-  /* logits, logprobs, labels, the per-row statistics */
+      logprobs, logits, labels, rows, cols, row_stats, log_norm);
+  /* logits, logprobs, labels, the per-row statistics, log_norm */
   HS_CUDA_LAUNCHED("log_softmax_nll_forward_kernel",
-                   2 * (size_t)rows * (size_t)cols * sizeof(T) + (size_t)rows * (sizeof(int32_t) + 3 * sizeof(double)));
+                   (logprobs ? 2 : 1) * (size_t)rows * (size_t)cols * sizeof(T) +
+                       (size_t)rows * (sizeof(int32_t) + (log_norm ? 4 : 3) * sizeof(double)));
   launch_loss_stats(be, stats, row_stats, rows);
 }
 
 template <class T>
-void launch_log_softmax_nll_backward(const hs_backend *be, T *dlogits, const T *logprobs, const int32_t *labels,
-                                     int rows, int cols, float scale, uint16_t *dlogits16) {
+void launch_log_softmax_nll_backward(const hs_backend *be, T *dlogits, const T *logprobs, const T *logits,
+                                     const double *log_norm, const int32_t *labels, int rows, int cols, float scale,
+                                     uint16_t *dlogits16) {
   if (rows <= 0 || cols <= 0) return;
   const size_t n = (size_t)rows * (size_t)cols;
   const dim3 grid(hs_grid_cols((size_t)cols), hs_grid_rows_y((size_t)rows));
   const float *scale_slot = hs_cuda_slot_f32(be, scale);
   if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   HS_LAUNCH(grid, HS_BLOCK, 0, hs_cuda_stream(be), log_softmax_nll_backward_kernel<T>)(
-      dlogits, logprobs, labels, rows, cols, scale, scale_slot, dlogits16, be->precision == HS_PRECISION_BF16);
-  HS_CUDA_LAUNCHED("log_softmax_nll_backward_kernel",
-                   2 * n * sizeof(T) + (size_t)rows * sizeof(int32_t) + (dlogits16 ? n * sizeof(uint16_t) : 0));
+      dlogits, logprobs, logits, log_norm, labels, rows, cols, scale, scale_slot, dlogits16,
+      be->precision == HS_PRECISION_BF16);
+  HS_CUDA_LAUNCHED("log_softmax_nll_backward_kernel", 2 * n * sizeof(T) +
+                                                          (size_t)rows * (sizeof(int32_t) + (logprobs ? 0 : sizeof(double))) +
+                                                          (dlogits16 ? n * sizeof(uint16_t) : 0));
 }
 
 template <class T>
@@ -246,16 +254,18 @@ void launch_softmax_xent_backward(const hs_backend *be, T *dlogits, const T *pro
 
 /* logprobs[rows,cols] = log_softmax(logits); stats[0] += Σ NLL, [1] += rows, [2] += correct */
 extern "C" void hs_cuda_log_softmax_nll_forward(const hs_backend *be, float *logprobs, const float *logits,
-                                                const int32_t *labels, int rows, int cols, double *stats) {
-  launch_log_softmax_nll_forward<float>(be, logprobs, logits, labels, rows, cols, stats);
+                                                const int32_t *labels, int rows, int cols, double *stats,
+                                                double *log_norm) {
+  launch_log_softmax_nll_forward<float>(be, logprobs, logits, labels, rows, cols, stats, log_norm);
 }
 
 /* dlogits[rows,cols] = scale·(softmax - onehot(label)) from the stored log-probabilities */
 extern "C" void hs_cuda_log_softmax_nll_backward(const hs_backend *be, float *dlogits, const float *logprobs,
-                                                 const int32_t *labels, int rows, int cols, float scale,
-                                                 uint16_t *dlogits16) {
+                                                 const float *logits, const double *log_norm, const int32_t *labels,
+                                                 int rows, int cols, float scale, uint16_t *dlogits16) {
   if (dlogits16) hs_half_precision_check(be, "log_softmax_nll_backward: dlogits16");
-  launch_log_softmax_nll_backward<float>(be, dlogits, logprobs, labels, rows, cols, scale, dlogits16);
+  hs_log_softmax_nll_backward_check(logprobs, logits, log_norm);
+  launch_log_softmax_nll_backward<float>(be, dlogits, logprobs, logits, log_norm, labels, rows, cols, scale, dlogits16);
 }
 
 /* probs[rows,cols] = softmax(logits) (may alias); per row with label >= 0: stats[0] += NLL, [1] += 1,

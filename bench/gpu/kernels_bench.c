@@ -208,8 +208,8 @@ int main(int argc, char **argv) {
     double *stats = dev_alloc(3 * sizeof(double));
     be->zero(be, stats, 3 * sizeof(double));
     snprintf(shape, sizeof shape, "%d x %d", P, V);
-    BENCH("log_softmax_nll_forward", shape, be->log_softmax_nll_forward(be, logp, logits, labels, P, V, stats));
-    BENCH("log_softmax_nll_backward", shape, be->log_softmax_nll_backward(be, logits, logp, labels, P, V, 1.0f / P, NULL));
+    BENCH("log_softmax_nll_forward", shape, be->log_softmax_nll_forward(be, logp, logits, labels, P, V, stats, NULL));
+    BENCH("log_softmax_nll_backward", shape, be->log_softmax_nll_backward(be, logits, logp, NULL, NULL, labels, P, V, 1.0f / P, NULL));
     be->free(be, logits), be->free(be, logp), be->free(be, labels), be->free(be, stats);
 
     /* embeddings: the lookup and its gradient (word, position, token-type tables) */

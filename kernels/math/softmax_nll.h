@@ -8,10 +8,15 @@
 
 #include "math/hs_math.h"
 
-/* logits[cols] -> logprobs[cols]; returns the NLL of `label` (double) and sets *argmax to the first
- * maximal logit (PyTorch's argmax on ties). The exponent sum is accumulated in double. */
+/* logprob = x - log_norm, rounded once to float: the forward's value, and the backward's when it
+ * recomputes it from the logits and the row's log_norm */
+HS_HD static inline float hs_logprob(float x, double log_norm) { return (float)((double)x - log_norm); }
+
+/* logits[cols] -> logprobs[cols] (NULL: not written); returns the NLL of `label` (double), sets *argmax to
+ * the first maximal logit (PyTorch's argmax on ties) and *log_norm_out (NULL: not) to the row's log_norm.
+ * The exponent sum is accumulated in double. */
 HS_HD static inline double hs_log_softmax_nll_row(float *logprobs, const float *logits, int cols, int label,
-                                                  int *argmax) {
+                                                  int *argmax, double *log_norm_out) {
     float m = logits[0];
     int best = 0;
     for (int c = 1; c < cols; c++)
@@ -22,7 +27,9 @@ HS_HD static inline double hs_log_softmax_nll_row(float *logprobs, const float *
     double sum = 0.0;
     for (int c = 0; c < cols; c++) sum += exp((double)logits[c] - (double)m);
     const double log_norm = (double)m + log(sum);
-    for (int c = 0; c < cols; c++) logprobs[c] = (float)((double)logits[c] - log_norm);
+    if (logprobs)
+        for (int c = 0; c < cols; c++) logprobs[c] = hs_logprob(logits[c], log_norm);
+    if (log_norm_out) *log_norm_out = log_norm;
     *argmax = best;
     return log_norm - (double)logits[label];
 }

@@ -82,6 +82,11 @@ void hs_flash_qkv16_out_check(const void *qkv16, const void *qkv16_out) {
     if (qkv16 && qkv16_out) HS_FATAL(NULL, "flash_attention_forward: qkv16 (read) and qkv16_out (written) both given");
 }
 
+void hs_log_softmax_nll_backward_check(const float *logprobs, const float *logits, const double *log_norm) {
+    if (!logprobs && (!logits || !log_norm))
+        HS_FATAL(NULL, "log_softmax_nll_backward: neither logprobs nor the logits with their log_norm given");
+}
+
 void hs_half_precision_check(const hs_backend *be, const char *what) {
     if (!hs_precision_is_16bit(be->precision))
         HS_FATAL(NULL, "%s: an op of the 16-bit precisions (bf16, fp16) called under another", what);

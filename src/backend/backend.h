@@ -148,6 +148,8 @@ void hs_output_check(const char *what, const void *f, const void *f16);
 /* flash_attention_forward's contract: q|k|v read from its 16-bit copy (qkv16) or that copy written
  * (qkv16_out), not both. */
 void hs_flash_qkv16_out_check(const void *qkv16, const void *qkv16_out);
+/* log_softmax_nll_backward's contract: the log-probabilities, or the logits with the rows' log_norm. */
+void hs_log_softmax_nll_backward_check(const float *logprobs, const float *logits, const double *log_norm);
 /* The contract of an op defined under bf16/fp16 only (its 16-bit values have the precision's type):
  * names the op (what) under another precision. */
 void hs_half_precision_check(const hs_backend *be, const char *what);

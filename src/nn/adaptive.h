@@ -137,7 +137,7 @@ typedef struct hs_adaptive_softmax_grads {
     float *cluster_weight, *cluster_bias;
 } hs_adaptive_softmax_grads;
 typedef struct hs_adaptive_softmax_state {
-    hs_workspace saved; /* projected hidden rows, logits, log-probabilities of every cluster */
+    hs_workspace saved; /* projected hidden rows, logits and the rows' log_norm of every cluster */
     hs_workspace grad;  /* backward scratch */
 } hs_adaptive_softmax_state;
 /* NLL of every target (plan staged from the targets) given hidden[n, d_proj]:

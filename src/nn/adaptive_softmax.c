@@ -7,15 +7,24 @@
 #include "nn/adaptive.h"
 #include "util/check.h"
 
-/* Where the forward pass keeps what the backward pass reads (floats into st->saved). */
+/* Where the forward pass keeps what the backward pass reads (floats into st->saved): the logits and each
+ * row's log_norm (float64, at even offsets), from which the backward recomputes the log-probabilities
+ * (log_softmax_nll_backward: the forward's bits), not the log-probabilities themselves. */
 typedef struct softmax_layout {
-    size_t ph0, logits0, logprobs0;            /* [n, d_0] (with a head projection), [n, hs], [n, hs] */
+    size_t ph0, logits0, log_norm0;            /* [n, d_0] (with a head projection), [n, hs], [n] float64 */
     size_t hid[HS_ADAPTIVE_MAX_CLUSTERS];      /* tail i: gathered hidden rows [c, d_proj] */
     size_t ph[HS_ADAPTIVE_MAX_CLUSTERS];       /* tail i: projected rows [c, d_i] (with a projection) */
     size_t logits[HS_ADAPTIVE_MAX_CLUSTERS];   /* tail i: [c, size_i] */
-    size_t logprobs[HS_ADAPTIVE_MAX_CLUSTERS]; /* tail i: [c, size_i] */
+    size_t log_norm[HS_ADAPTIVE_MAX_CLUSTERS]; /* tail i: [c] float64 */
     size_t total;
 } softmax_layout;
+
+/* n float64 values from float offset o (rounded up to even): their offset; o moves past them */
+static size_t place_doubles(size_t *o, size_t n) {
+    const size_t at = (*o + 1) & ~(size_t)1;
+    *o = at + 2 * n;
+    return at;
+}
 
 static softmax_layout layout_of(const hs_adaptive_dims *d, const hs_adaptive_plan *plan) {
     softmax_layout L;
@@ -26,8 +35,7 @@ static softmax_layout layout_of(const hs_adaptive_dims *d, const hs_adaptive_pla
     if (hs_adaptive_has_proj(d, 0)) o += n * (size_t)d->d_embed;
     L.logits0 = o;
     o += n * hs;
-    L.logprobs0 = o;
-    o += n * hs;
+    L.log_norm0 = place_doubles(&o, n);
     for (int i = 1; i <= d->n_clusters; i++) {
         const size_t c = (size_t)plan->count[i], size = (size_t)hs_adaptive_cluster_size(d, i);
         L.hid[i] = o;
@@ -36,8 +44,7 @@ static softmax_layout layout_of(const hs_adaptive_dims *d, const hs_adaptive_pla
         if (hs_adaptive_has_proj(d, i)) o += c * (size_t)hs_adaptive_cluster_dim(d, i);
         L.logits[i] = o;
         o += c * size;
-        L.logprobs[i] = o;
-        o += c * size;
+        L.log_norm[i] = place_doubles(&o, c);
     }
     L.total = o;
     return L;
@@ -66,7 +73,7 @@ void hs_adaptive_softmax_forward(const hs_backend *be, const hs_adaptive_dims *d
         be->gemm(be, 0, 1, n, nc, d0, 1.0f, h0, d0, w->cluster_weight, d0, 0.0f, logits + c0, hs);
         be->add_bias_strided(be, logits + c0, hs, w->cluster_bias, n, nc);
     }
-    be->log_softmax_nll_forward(be, base + L.logprobs0, logits, plan->head_labels, n, hs, head_stats);
+    be->log_softmax_nll_forward(be, NULL, logits, plan->head_labels, n, hs, head_stats, (double *)(base + L.log_norm0));
 
     /* tails: only the rows whose target falls in cluster i (a padded plan's padding rows: zero hidden rows,
      * label -1, ignored: nn/adaptive.h) */
@@ -81,8 +88,8 @@ void hs_adaptive_softmax_forward(const hs_backend *be, const hs_adaptive_dims *d
             hi = base + L.ph[i];
         }
         hs_linear_forward(be, base + L.logits[i], hi, w->weight[i], w->bias[i], c, di, size);
-        be->log_softmax_nll_forward(be, base + L.logprobs[i], base + L.logits[i], plan->local + plan->offset[i], c, size,
-                                    tail_stats);
+        be->log_softmax_nll_forward(be, NULL, base + L.logits[i], plan->local + plan->offset[i], c, size, tail_stats,
+                                    (double *)(base + L.log_norm[i]));
     }
 }
 
@@ -111,9 +118,10 @@ void hs_adaptive_softmax_backward(const hs_backend *be, const hs_adaptive_dims *
     float *scratch = st->grad.ptr;
     uint16_t *dlogits16 = twins ? (uint16_t *)((char *)st->grad.ptr + twin_at) : NULL;
 
-    /* head: dlogits (into the logits buffer, free after the forward) = scale·(softmax - onehot) */
+    /* head: dlogits (over the logits, in place) = scale·(softmax - onehot), softmax from the logits and log_norm */
     float *dlogits = base + L.logits0;
-    be->log_softmax_nll_backward(be, dlogits, base + L.logprobs0, plan->head_labels, n, hs, scale, dlogits16);
+    be->log_softmax_nll_backward(be, dlogits, NULL, dlogits, (const double *)(base + L.log_norm0), plan->head_labels,
+                                 n, hs, scale, dlogits16);
     if (twins) be->bind_half(be, dlogits, dlogits16, (size_t)n * (size_t)hs);
     const int proj0 = hs_adaptive_has_proj(d, 0);
     const float *h0 = proj0 ? base + L.ph0 : hidden;
@@ -140,8 +148,8 @@ void hs_adaptive_softmax_backward(const hs_backend *be, const hs_adaptive_dims *
         if (c == 0) continue;
         const int proj = hs_adaptive_has_proj(d, i);
         float *dl = base + L.logits[i];
-        be->log_softmax_nll_backward(be, dl, base + L.logprobs[i], plan->local + plan->offset[i], c, size, scale,
-                                     dlogits16);
+        be->log_softmax_nll_backward(be, dl, NULL, dl, (const double *)(base + L.log_norm[i]),
+                                     plan->local + plan->offset[i], c, size, scale, dlogits16);
         if (twins) be->bind_half(be, dl, dlogits16, (size_t)c * (size_t)size);
         const float *hid = base + L.hid[i], *hi = proj ? base + L.ph[i] : hid;
         float *dhi = scratch;                                       /* [c, d_i] */

@@ -147,12 +147,12 @@ static inline void hs_dropout_backward(const hs_backend *be, const hs_dropout_ma
  * sample_count, correct). labels: device int32, each in [0, classes) (checked on the host when staged). */
 static inline void hs_log_softmax_nll_forward(const hs_backend *be, float *logprobs, const float *logits,
                                               const int32_t *labels, int batch, int classes, double *stats) {
-    be->log_softmax_nll_forward(be, logprobs, logits, labels, batch, classes, stats);
+    be->log_softmax_nll_forward(be, logprobs, logits, labels, batch, classes, stats, NULL);
 }
 /* dlogits[B,classes] = scale · (softmax - onehot(label)): the gradient of scale · Σ NLL */
 static inline void hs_log_softmax_nll_backward(const hs_backend *be, float *dlogits, const float *logprobs,
                                                const int32_t *labels, int batch, int classes, float scale) {
-    be->log_softmax_nll_backward(be, dlogits, logprobs, labels, batch, classes, scale, NULL);
+    be->log_softmax_nll_backward(be, dlogits, logprobs, NULL, NULL, labels, batch, classes, scale, NULL);
 }
 
 

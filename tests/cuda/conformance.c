@@ -90,6 +90,17 @@ void hs_conf_fail(hs_conf *t) {
     t->failures++;
 }
 
+void hs_conf_same_on(hs_conf *t, const hs_backend *be, const char *what, const void *a_dev, const void *b_dev,
+                     size_t bytes) {
+    unsigned char *a = hs_conf_fetch(be, a_dev, bytes), *b = hs_conf_fetch(be, b_dev, bytes);
+    t->checks++;
+    if (memcmp(a, b, bytes)) {
+        hs_conf_fail(t);
+        printf("FAIL %s: %s on %s: not the same bits\n", t->op ? t->op : "?", what, be->name);
+    }
+    free(a), free(b);
+}
+
 void hs_conf_same_bits(hs_conf *t, const char *what, const void *a_dev, const void *b_dev, size_t bytes) {
     unsigned char *a = hs_conf_fetch(t->cuda, a_dev, bytes), *b = hs_conf_fetch(t->cuda, b_dev, bytes);
     size_t first = 0, bad = 0;

@@ -87,6 +87,9 @@ void hs_conf_pair_free(hs_conf *t, hs_conf_pair p);
 void *hs_conf_fetch(const hs_backend *be, const void *dev, size_t bytes);
 /* Counts one failed check (the caller prints what failed). */
 void hs_conf_fail(hs_conf *t);
+/* Two buffers of one backend hold the same bytes (two ways to one result), or a failure naming what. */
+void hs_conf_same_on(hs_conf *t, const hs_backend *be, const char *what, const void *a_dev, const void *b_dev,
+                     size_t bytes);
 /* Two CUDA results of the same op on the same inputs must be bit-identical (determinism). */
 void hs_conf_same_bits(hs_conf *t, const char *what, const void *a_dev, const void *b_dev, size_t bytes);
 /* The sign bits of n floats (dropout marks), CPU against CUDA. */

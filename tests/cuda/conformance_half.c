@@ -266,17 +266,7 @@ static void shadow_cases(hs_conf *t) {
  * are bound to such twins converts nothing and gives the bits of the GEMM that converts them; a write by a
  * memory op ends the binding (the next GEMM converts again). */
 
-/* bytes of two buffers of one backend, equal or a failure naming what */
-static void same_on(hs_conf *t, const hs_backend *be, const char *what, const void *a_dev, const void *b_dev,
-                    size_t bytes) {
-    unsigned char *a = hs_conf_fetch(be, a_dev, bytes), *b = hs_conf_fetch(be, b_dev, bytes);
-    t->checks++;
-    if (memcmp(a, b, bytes)) {
-        hs_conf_fail(t);
-        printf("FAIL %s: %s on %s: not the same bits\n", t->op, what, be->name);
-    }
-    free(a), free(b);
-}
+#define same_on hs_conf_same_on /* bytes of two buffers of one backend, equal or a failure naming what */
 
 /* round(f[n]) by to_half equals h[n] */
 static void is_rounding(hs_conf *t, const hs_backend *be, const char *what, const uint16_t *h, const float *f,
@@ -735,9 +725,9 @@ static void nll_backward16_on(hs_conf *t, const hs_backend *be, int rows, int co
     double *stats = be->alloc(be, 3 * sizeof(double));
     uint16_t *d16 = be->alloc(be, n * 2);
     be->zero(be, stats, 3 * sizeof(double));
-    be->log_softmax_nll_forward(be, logprobs, logits, labels, rows, cols, stats);
-    be->log_softmax_nll_backward(be, d, logprobs, labels, rows, cols, 0.25f, d16);
-    be->log_softmax_nll_backward(be, d_plain, logprobs, labels, rows, cols, 0.25f, NULL);
+    be->log_softmax_nll_forward(be, logprobs, logits, labels, rows, cols, stats, NULL);
+    be->log_softmax_nll_backward(be, d, logprobs, NULL, NULL, labels, rows, cols, 0.25f, d16);
+    be->log_softmax_nll_backward(be, d_plain, logprobs, NULL, NULL, labels, rows, cols, 0.25f, NULL);
     snprintf(what, sizeof what, "log_softmax_nll_backward dlogits with dlogits16 = without rows=%d cols=%d", rows, cols);
     same_on(t, be, what, d, d_plain, n * 4);
     snprintf(what, sizeof what, "log_softmax_nll_backward dlogits16 = to_half(dlogits) rows=%d cols=%d", rows, cols);

@@ -279,14 +279,31 @@ static void log_softmax_nll_case(hs_conf *t, int rows, int cols, int ties) {
     hs_conf_pair pl = hs_conf_pair_of(t, labels, (size_t)rows * 4), px = hs_conf_pair_of(t, x, n * 4), plp = hs_conf_pair_of(t, NULL, n * 4),
          pd = hs_conf_pair_of(t, NULL, n * 4), pst = hs_conf_pair_of(t, loss_stats0, sizeof loss_stats0);
     snprintf(what, sizeof what, "rows=%d cols=%d%s", rows, cols, ties ? " (integer logits, ties)" : "");
-    t->cpu->log_softmax_nll_forward(t->cpu, plp.cpu, px.cpu, pl.cpu, rows, cols, pst.cpu);
-    t->cuda->log_softmax_nll_forward(t->cuda, plp.cuda, px.cuda, pl.cuda, rows, cols, pst.cuda);
+    t->cpu->log_softmax_nll_forward(t->cpu, plp.cpu, px.cpu, pl.cpu, rows, cols, pst.cpu, NULL);
+    t->cuda->log_softmax_nll_forward(t->cuda, plp.cuda, px.cuda, pl.cuda, rows, cols, pst.cuda, NULL);
     check_ew(t, what, plp, n);
     check_stats(t, what, pst, rows, cols);
     const float scale = 1.0f / (float)rows;
-    t->cpu->log_softmax_nll_backward(t->cpu, pd.cpu, plp.cpu, pl.cpu, rows, cols, scale, NULL);
-    t->cuda->log_softmax_nll_backward(t->cuda, pd.cuda, plp.cuda, pl.cuda, rows, cols, scale, NULL);
+    t->cpu->log_softmax_nll_backward(t->cpu, pd.cpu, plp.cpu, NULL, NULL, pl.cpu, rows, cols, scale, NULL);
+    t->cuda->log_softmax_nll_backward(t->cuda, pd.cuda, plp.cuda, NULL, NULL, pl.cuda, rows, cols, scale, NULL);
     check_ew(t, what, pd, n);
+    /* the forward keeping each row's log_norm instead of the log-probabilities, the backward recomputing them
+     * from the logits in place (dlogits over a copy of the logits): on each backend the same statistics and
+     * dlogits as the log-probabilities' path, bit for bit */
+    hs_conf_pair pn = hs_conf_pair_of(t, NULL, (size_t)rows * sizeof(double));
+    hs_conf_pair pst2 = hs_conf_pair_of(t, loss_stats0, sizeof loss_stats0), pdl = hs_conf_pair_of(t, x, n * 4);
+    const hs_backend *bes[2] = {t->cpu, t->cuda};
+    for (int k = 0; k < 2; k++) {
+        void *norm = k ? pn.cuda : pn.cpu, *st2 = k ? pst2.cuda : pst2.cpu, *dl = k ? pdl.cuda : pdl.cpu;
+        bes[k]->log_softmax_nll_forward(bes[k], NULL, k ? px.cuda : px.cpu, k ? pl.cuda : pl.cpu, rows, cols, st2, norm);
+        bes[k]->log_softmax_nll_backward(bes[k], dl, NULL, dl, norm, k ? pl.cuda : pl.cpu, rows, cols, scale, NULL);
+        char w2[320];
+        snprintf(w2, sizeof w2, "%s: statistics with log_norm = with logprobs", what);
+        hs_conf_same_on(t, bes[k], w2, st2, k ? pst.cuda : pst.cpu, sizeof loss_stats0);
+        snprintf(w2, sizeof w2, "%s: dlogits from the logits and log_norm, in place = from logprobs", what);
+        hs_conf_same_on(t, bes[k], w2, dl, k ? pd.cuda : pd.cpu, n * 4);
+    }
+    hs_conf_pair_free(t, pn), hs_conf_pair_free(t, pst2), hs_conf_pair_free(t, pdl);
     hs_conf_pair_free(t, pl), hs_conf_pair_free(t, px), hs_conf_pair_free(t, plp), hs_conf_pair_free(t, pd), hs_conf_pair_free(t, pst);
     free(x), free(labels);
 }
@@ -528,7 +545,7 @@ static void lamb_cases(hs_conf *t, const table_t *tb) {
                     snprintf(what, sizeof what, "trust_ratio_on_no_decay=%d grad_divisor=%g weight_decay=%g step=%lld",
                              trust, divisors[d], decays[w], (long long)step);
                     optim_check(t, what, tb, &b, 2);
-                    char w2[240];
+                    char w2[320];
                     snprintf(w2, sizeof w2, "%s: norms", what);
                     /* Σ p² and Σ u² per tensor, summed in double: p is stored (its squares exact in double),
                      * u = the float update direction, computed element-wise on each device (HS_CONF_EW_ULPS

@@ -34,7 +34,8 @@ typedef struct bufs {
 /* the region's ops: y = dropout(x) [ROWS, COLS]; dlogits = scale·(softmax - onehot) from logprobs */
 static void ops(const hs_backend *be, const bufs *b, float p, int round) {
     be->dropout_forward(be, b->y, b->x, ROWS, COLS, 1, p, 0x1234ull + (uint64_t)round * 77, 3 * round);
-    be->log_softmax_nll_backward(be, b->dlogits, b->logprobs, b->labels, ROWS, COLS, 1.0f / (float)(round + 1), NULL);
+    be->log_softmax_nll_backward(be, b->dlogits, b->logprobs, NULL, NULL, b->labels, ROWS, COLS,
+                                 1.0f / (float)(round + 1), NULL);
 }
 
 /* the outputs, downloaded */

@@ -123,14 +123,14 @@ static void test_log_softmax_nll_exact(void **unused) {
     const int32_t labels[3] = {1, 0, 1};
     float lp[6], d[6];
     double stats[3] = {1.0, 1.0, 1.0}; /* accumulates: Σ NLL, rows, correct */
-    be->log_softmax_nll_forward(be, lp, logits, labels, 3, 2, stats);
+    be->log_softmax_nll_forward(be, lp, logits, labels, 3, 2, stats, NULL);
     assert_float_equal(lp[0], -logf(4.0f), 1e-6), assert_float_equal(lp[1], logf(0.75f), 1e-6);
     assert_float_equal(lp[2], -logf(2.0f), 1e-6), assert_float_equal(lp[3], -logf(2.0f), 1e-6);
     assert_true(fabs(stats[0] - (1.0 + log(4.0 / 3.0) + 2.0 * log(2.0))) < 1e-6);
     assert_true(stats[1] == 4.0);
     /* row 0: argmax 1 == label; row 1: tie, first max 0 == label; row 2: tie, first max 0 != label 1 */
     assert_true(stats[2] == 3.0);
-    be->log_softmax_nll_backward(be, d, lp, labels, 3, 2, 0.5f, NULL);
+    be->log_softmax_nll_backward(be, d, lp, NULL, NULL, labels, 3, 2, 0.5f, NULL);
     assert_float_equal(d[0], 0.125f, 1e-6), assert_float_equal(d[1], -0.125f, 1e-6);
     assert_float_equal(d[2], -0.25f, 1e-6), assert_float_equal(d[3], 0.25f, 1e-6);
 }

@@ -8,11 +8,12 @@
 #include "backend/cpu/cpu_row_losses.h"
 #include "math/softmax_nll.h"
 
-/* logprobs[rows,cols] = log_softmax(logits[rows,cols]); stats[0] += Σ NLL, stats[1] += rows, stats[2] += correct
- * (rows with label < 0 ignored) */
+/* logprobs[rows,cols] = log_softmax(logits[rows,cols]) and/or log_norm[rows]; stats[0] += Σ NLL, stats[1] +=
+ * rows, stats[2] += correct (rows with label < 0 ignored) */
 void hs_cpu_log_softmax_nll_forward(const hs_backend *be, float *logprobs, const float *logits, const int32_t *labels,
-                                    int rows, int cols, double *stats) {
+                                    int rows, int cols, double *stats, double *log_norm) {
     (void)be;
+    hs_output_check("log_softmax_nll_forward: logprobs or log_norm", logprobs, log_norm);
     if (rows <= 0) return;
     hs_row_losses slot = hs_row_losses_alloc(rows);
 #pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > 32768)
@@ -20,18 +21,22 @@ void hs_cpu_log_softmax_nll_forward(const hs_backend *be, float *logprobs, const
         int argmax;
         /* label < 0: an ignored (padding) row, its log-probabilities written all the same */
         const int label = labels[r] < 0 ? 0 : labels[r];
-        slot.nll[r] = hs_log_softmax_nll_row(logprobs + (size_t)r * (size_t)cols, logits + (size_t)r * (size_t)cols,
-                                             cols, label, &argmax);
+        slot.nll[r] = hs_log_softmax_nll_row(logprobs ? logprobs + (size_t)r * (size_t)cols : NULL,
+                                             logits + (size_t)r * (size_t)cols, cols, label, &argmax,
+                                             log_norm ? log_norm + r : NULL);
         slot.correct[r] = argmax == labels[r];
         if (labels[r] < 0) slot.nll[r] = 0.0;
     }
     hs_row_losses_sum(&slot, labels, rows, stats);
 }
 
-/* dlogits[rows,cols] = scale * (exp(logprobs) - onehot(labels)), 0 on rows with label < 0 */
-void hs_cpu_log_softmax_nll_backward(const hs_backend *be, float *dlogits, const float *logprobs, const int32_t *labels,
-                                     int rows, int cols, float scale, uint16_t *dlogits16) {
+/* dlogits[rows,cols] = scale * (exp(logprobs) - onehot(labels)), 0 on rows with label < 0; logprobs from the
+ * logits and log_norm when NULL (dlogits may alias logits: each element read, then written) */
+void hs_cpu_log_softmax_nll_backward(const hs_backend *be, float *dlogits, const float *logprobs, const float *logits,
+                                     const double *log_norm, const int32_t *labels, int rows, int cols, float scale,
+                                     uint16_t *dlogits16) {
     if (dlogits16) hs_half_precision_check(be, "log_softmax_nll_backward: dlogits16");
+    hs_log_softmax_nll_backward_check(logprobs, logits, log_norm);
 #pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > 32768)
     for (int r = 0; r < rows; r++) {
         const size_t off = (size_t)r * (size_t)cols;
@@ -39,7 +44,11 @@ void hs_cpu_log_softmax_nll_backward(const hs_backend *be, float *dlogits, const
             memset(dlogits + off, 0, (size_t)cols * sizeof *dlogits);
             continue;
         }
-        for (int c = 0; c < cols; c++) dlogits[off + c] = hs_nll_logit_grad(logprobs[off + c], c == labels[r], scale);
+        if (logprobs)
+            for (int c = 0; c < cols; c++) dlogits[off + c] = hs_nll_logit_grad(logprobs[off + c], c == labels[r], scale);
+        else
+            for (int c = 0; c < cols; c++)
+                dlogits[off + c] = hs_nll_logit_grad(hs_logprob(logits[off + c], log_norm[r]), c == labels[r], scale);
     }
     if (dlogits16) hs_cpu_to_half(be, dlogits16, dlogits, (size_t)rows * (size_t)cols);
 }
