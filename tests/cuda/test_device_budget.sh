@@ -81,8 +81,11 @@ BERT_TF32_TARGET="30 per layer, 100 per micro-batch"
 # ops but two zero-fills (cudaMemsetAsync) of the clusters' workspaces, which the second update grew
 # when its token counts were larger than the first's; the buckets hold them from the first update on.
 # The budgets stay (a bucket may still grow in a later update: a one-time allocation, not the op count).
+# Measured 117 per micro-batch since the adaptive softmax's backward products read dlogits' 16-bit twin,
+# written by the loss's backward (log_softmax_nll_backward's dlogits16), instead of converting it: 8
+# GEMM-operand conversions fewer (two products each of the head's two column blocks and of two tails).
 TXL_BF16_PER_LAYER=34
-TXL_BF16_PER_MICRO_BATCH=127
+TXL_BF16_PER_MICRO_BATCH=119
 TXL_BF16_TARGET="35 per layer, 150 per micro-batch"
 # Transformer-XL tf32 (measured 32 per layer, 85 per micro-batch; 34 + 85 with the LayerNorm backward in
 # three kernels, 36 + 85 before relu_dropout, 43 + 85 before add_rows, 64 + 86 before

@@ -1,7 +1,7 @@
 /* Smooth activations on the CPU: exact-erf GELU (alone, with the bias add fused in, and from a 16-bit
- * pre-activation) and tanh; the
- * formulas are kernels/math/gelu.h and activations.h. Element-wise, so the results do not depend on the
- * thread count. (ReLU lives with the other piecewise-linear ops in cpu_elementwise.c.) */
+ * pre-activation) and tanh; the formulas are kernels/math/gelu.h and activations.h. Element-wise, so the
+ * results do not depend on the thread count. (ReLU lives with the other piecewise-linear ops in
+ * cpu_elementwise.c.) */
 /* Floating-point exceptions are never trapped here, so let GCC turn the selects inside the
  * kernels/math formulas into vector blends (with trapping math it keeps them as branches and the
  * exp/erf loops stay scalar). */

@@ -1,7 +1,7 @@
 /* Bias passes on the CPU (the family of kernels/bias.cu): y += bias over rows, over rows of a column slice
- * of a wider matrix (the q|k|v thirds), and their gradients; the GEMMs with a bias epilogue. Every gradient sum crosses rows: it is cut
- * into column blocks fixed by the shapes alone and each column is summed in row order in double, so the
- * bits do not depend on the thread count. */
+ * of a wider matrix (the q|k|v thirds), and their gradients; the GEMMs with a bias epilogue. Every
+ * gradient sum crosses rows: it is cut into column blocks fixed by the shapes alone and each column is
+ * summed in row order in double, so the bits do not depend on the thread count. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,8 +102,7 @@ void hs_cpu_gemm_bias_half(const hs_backend *be, uint16_t *y16, float *y, const 
         bias_rounded[c] = bf16 ? hs_bf16_to_float(hs_bf16_bits(bias[c])) : hs_fp16_to_float(hs_fp16_bits(bias[c]));
 #pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)out > HS_PAR_MIN)
     for (int r = 0; r < rows; r++) {
-        const float *yr = y + (size_t)r * (size_t)out;
-        float *yw = y + (size_t)r * (size_t)out;
+        float *yr = y + (size_t)r * (size_t)out;
         if (y16) {
             uint16_t *hr = y16 + (size_t)r * (size_t)out;
             if (bf16)
@@ -111,9 +110,9 @@ void hs_cpu_gemm_bias_half(const hs_backend *be, uint16_t *y16, float *y, const 
             else
                 for (int c = 0; c < out; c++) hr[c] = hs_fp16_bits(yr[c] + bias_rounded[c]);
         } else if (bf16) {
-            for (int c = 0; c < out; c++) yw[c] = hs_bf16_to_float(hs_bf16_bits(yr[c] + bias_rounded[c]));
+            for (int c = 0; c < out; c++) yr[c] = hs_bf16_to_float(hs_bf16_bits(yr[c] + bias_rounded[c]));
         } else {
-            for (int c = 0; c < out; c++) yw[c] = hs_fp16_to_float(hs_fp16_bits(yr[c] + bias_rounded[c]));
+            for (int c = 0; c < out; c++) yr[c] = hs_fp16_to_float(hs_fp16_bits(yr[c] + bias_rounded[c]));
         }
     }
     free(bias_rounded);
