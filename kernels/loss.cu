@@ -103,7 +103,7 @@ __global__ void __launch_bounds__(HS_BLOCK)
     for (size_t c = (size_t)blockIdx.x * HS_BLOCK + threadIdx.x; c < (size_t)cols; c += (size_t)gridDim.x * HS_BLOCK) {
       const float lp = logprobs ? to_float(logprobs[off + c]) : hs_logprob(to_float(logits[off + c]), log_norm[r]);
       const T d = from_float<T>(label >= 0 ? hs_nll_logit_grad(lp, (int)c == label, scale) : 0.0f);
-      dlogits[off + c] = d;
+      if (dlogits) dlogits[off + c] = d;
       if (dlogits16) dlogits16[off + c] = bf16 ? hs_bf16_bits(to_float(d)) : hs_fp16_bits(to_float(d));
     }
   }
@@ -219,7 +219,7 @@ void launch_log_softmax_nll_backward(const hs_backend *be, T *dlogits, const T *
   HS_LAUNCH(grid, HS_BLOCK, 0, hs_cuda_stream(be), log_softmax_nll_backward_kernel<T>)(
       dlogits, logprobs, logits, log_norm, labels, rows, cols, scale, scale_slot, dlogits16,
       be->precision == HS_PRECISION_BF16);
-  HS_CUDA_LAUNCHED("log_softmax_nll_backward_kernel", 2 * n * sizeof(T) +
+  HS_CUDA_LAUNCHED("log_softmax_nll_backward_kernel", (dlogits ? 2 : 1) * n * sizeof(T) +
                                                           (size_t)rows * (sizeof(int32_t) + (logprobs ? 0 : sizeof(double))) +
                                                           (dlogits16 ? n * sizeof(uint16_t) : 0));
 }
@@ -264,6 +264,7 @@ extern "C" void hs_cuda_log_softmax_nll_backward(const hs_backend *be, float *dl
                                                  const float *logits, const double *log_norm, const int32_t *labels,
                                                  int rows, int cols, float scale, uint16_t *dlogits16) {
   if (dlogits16) hs_half_precision_check(be, "log_softmax_nll_backward: dlogits16");
+  hs_output_check("log_softmax_nll_backward: dlogits or dlogits16", dlogits, dlogits16);
   hs_log_softmax_nll_backward_check(logprobs, logits, log_norm);
   launch_log_softmax_nll_backward<float>(be, dlogits, logprobs, logits, log_norm, labels, rows, cols, scale, dlogits16);
 }

@@ -108,9 +108,10 @@ void hs_adaptive_softmax_backward(const hs_backend *be, const hs_adaptive_dims *
         const size_t tail = (size_t)plan->count[i] * (size_t)hs_adaptive_cluster_size(d, i);
         if (tail > max_logits) max_logits = tail;
     }
-    /* a backend whose products read 16-bit twins (CUDA under bf16/fp16): each dlogits with its twin, written
-     * by the loss's backward, which the products read instead of converting it (two products each, over
-     * the widest matrices of the update) */
+    /* a backend whose products read 16-bit twins (CUDA under bf16/fp16): each dlogits only as its twin,
+     * written by the loss's backward (bind_half_only), which the products read instead of converting it
+     * (two products each, over the widest matrices of the update), and the bias gradients too (the
+     * weight-gradient products' BGRADB epilogue sums the 16-bit operand) */
     const int twins = be->products_read_twins;
     const size_t scratch_bytes = ((size_t)n * (size_t)d0 + (size_t)max_count * (size_t)(d->d_embed + dp)) * sizeof(float);
     const size_t twin_at = (scratch_bytes + 255) & ~(size_t)255; /* the twin 256-byte aligned, as a product's operand */
@@ -120,20 +121,18 @@ void hs_adaptive_softmax_backward(const hs_backend *be, const hs_adaptive_dims *
 
     /* head: dlogits (over the logits, in place) = scale·(softmax - onehot), softmax from the logits and log_norm */
     float *dlogits = base + L.logits0;
-    be->log_softmax_nll_backward(be, dlogits, NULL, dlogits, (const double *)(base + L.log_norm0), plan->head_labels,
-                                 n, hs, scale, dlogits16);
-    if (twins) be->bind_half(be, dlogits, dlogits16, (size_t)n * (size_t)hs);
+    be->log_softmax_nll_backward(be, twins ? NULL : dlogits, NULL, dlogits, (const double *)(base + L.log_norm0),
+                                 plan->head_labels, n, hs, scale, dlogits16);
+    if (twins) be->bind_half_only(be, dlogits, dlogits16, (size_t)n * (size_t)hs);
     const int proj0 = hs_adaptive_has_proj(d, 0);
     const float *h0 = proj0 ? base + L.ph0 : hidden;
-    /* ∂W_0[c0, d0] += dlogits[:, :c0]ᵀ·h0, ∂b_0 += Σ; the same for the cluster block */
-    be->gemm(be, 1, 0, c0, d0, n, 1.0f, dlogits, hs, h0, d0, 1.0f, g->weight[0], d0);
-    be->bias_grad_strided(be, g->bias[0], dlogits, hs, n, c0);
+    /* ∂W_0[c0, d0] += dlogits[:, :c0]ᵀ·h0, ∂b_0 += Σ (one op: gemm_wgrad_bgrad); the same for the cluster block */
+    be->gemm_wgrad_bgrad(be, g->weight[0], g->bias[0], dlogits, hs, h0, n, d0, c0, 0);
     /* ∂h0[n, d0] = dlogits[:, :c0]·W_0 + dlogits[:, c0:]·C */
     float *dh0 = proj0 ? scratch : dhidden;
     be->gemm(be, 0, 0, n, d0, c0, 1.0f, dlogits, hs, w->weight[0], d0, 0.0f, dh0, d0);
     if (nc > 0) {
-        be->gemm(be, 1, 0, nc, d0, n, 1.0f, dlogits + c0, hs, h0, d0, 1.0f, g->cluster_weight, d0);
-        be->bias_grad_strided(be, g->cluster_bias, dlogits + c0, hs, n, nc);
+        be->gemm_wgrad_bgrad(be, g->cluster_weight, g->cluster_bias, dlogits + c0, hs, h0, n, d0, nc, 0);
         be->gemm(be, 0, 0, n, d0, nc, 1.0f, dlogits + c0, hs, w->cluster_weight, d0, 1.0f, dh0, d0);
     }
     if (twins) be->unbind_half(be, dlogits);
@@ -148,9 +147,9 @@ void hs_adaptive_softmax_backward(const hs_backend *be, const hs_adaptive_dims *
         if (c == 0) continue;
         const int proj = hs_adaptive_has_proj(d, i);
         float *dl = base + L.logits[i];
-        be->log_softmax_nll_backward(be, dl, NULL, dl, (const double *)(base + L.log_norm[i]),
+        be->log_softmax_nll_backward(be, twins ? NULL : dl, NULL, dl, (const double *)(base + L.log_norm[i]),
                                      plan->local + plan->offset[i], c, size, scale, dlogits16);
-        if (twins) be->bind_half(be, dl, dlogits16, (size_t)c * (size_t)size);
+        if (twins) be->bind_half_only(be, dl, dlogits16, (size_t)c * (size_t)size);
         const float *hid = base + L.hid[i], *hi = proj ? base + L.ph[i] : hid;
         float *dhi = scratch;                                       /* [c, d_i] */
         float *dhid = scratch + (size_t)max_count * (size_t)d->d_embed; /* [c, d_proj] */

@@ -711,8 +711,8 @@ static void gemm_bias_half_cases(hs_conf *t) {
     }
 }
 
-/* log_softmax_nll_backward's dlogits16: to_half of its dlogits, which are the bits of the call without it
- * (an ignored row, label -1, among the rows) */
+/* log_softmax_nll_backward's dlogits16: to_half of its dlogits, which are the bits of the call without it,
+ * and the same bits without dlogits (the gradient only in 16 bits) (an ignored row, label -1, among the rows) */
 static void nll_backward16_on(hs_conf *t, const hs_backend *be, int rows, int cols) {
     char what[160];
     const size_t n = (size_t)rows * (size_t)cols;
@@ -723,17 +723,20 @@ static void nll_backward16_on(hs_conf *t, const hs_backend *be, int rows, int co
     float *d = be->alloc(be, n * 4), *d_plain = be->alloc(be, n * 4);
     int32_t *labels = hs_conf_dev(be, hl, (size_t)rows * 4);
     double *stats = be->alloc(be, 3 * sizeof(double));
-    uint16_t *d16 = be->alloc(be, n * 2);
+    uint16_t *d16 = be->alloc(be, n * 2), *d16_only = be->alloc(be, n * 2);
     be->zero(be, stats, 3 * sizeof(double));
     be->log_softmax_nll_forward(be, logprobs, logits, labels, rows, cols, stats, NULL);
     be->log_softmax_nll_backward(be, d, logprobs, NULL, NULL, labels, rows, cols, 0.25f, d16);
     be->log_softmax_nll_backward(be, d_plain, logprobs, NULL, NULL, labels, rows, cols, 0.25f, NULL);
+    be->log_softmax_nll_backward(be, NULL, logprobs, NULL, NULL, labels, rows, cols, 0.25f, d16_only);
     snprintf(what, sizeof what, "log_softmax_nll_backward dlogits with dlogits16 = without rows=%d cols=%d", rows, cols);
     same_on(t, be, what, d, d_plain, n * 4);
     snprintf(what, sizeof what, "log_softmax_nll_backward dlogits16 = to_half(dlogits) rows=%d cols=%d", rows, cols);
     is_rounding(t, be, what, d16, d, n);
+    snprintf(what, sizeof what, "log_softmax_nll_backward dlogits16 without dlogits = with rows=%d cols=%d", rows, cols);
+    same_on(t, be, what, d16_only, d16, n * 2);
     be->free(be, logits), be->free(be, logprobs), be->free(be, d), be->free(be, d_plain), be->free(be, labels);
-    be->free(be, stats), be->free(be, d16);
+    be->free(be, stats), be->free(be, d16), be->free(be, d16_only);
     free(hx), free(hl);
 }
 

@@ -83,7 +83,9 @@ BERT_TF32_TARGET="30 per layer, 100 per micro-batch"
 # The budgets stay (a bucket may still grow in a later update: a one-time allocation, not the op count).
 # Measured 117 per micro-batch since the adaptive softmax's backward products read dlogits' 16-bit twin,
 # written by the loss's backward (log_softmax_nll_backward's dlogits16), instead of converting it: 8
-# GEMM-operand conversions fewer (two products each of the head's two column blocks and of two tails).
+# GEMM-operand conversions fewer (two products each of the head's two column blocks and of two tails);
+# the head's bias gradients ride on its weight-gradient products (gemm_wgrad_bgrad) with one small add
+# each, as many ops as the bias_grad kernels they replace.
 TXL_BF16_PER_LAYER=34
 TXL_BF16_PER_MICRO_BATCH=119
 TXL_BF16_TARGET="35 per layer, 150 per micro-batch"

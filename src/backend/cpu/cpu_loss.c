@@ -30,25 +30,31 @@ void hs_cpu_log_softmax_nll_forward(const hs_backend *be, float *logprobs, const
     hs_row_losses_sum(&slot, labels, rows, stats);
 }
 
+#define HS_NLL_SPAN 1024 /* columns of a row per pass (a stack buffer when dlogits is not written) */
+
 /* dlogits[rows,cols] = scale * (exp(logprobs) - onehot(labels)), 0 on rows with label < 0; logprobs from the
- * logits and log_norm when NULL (dlogits may alias logits: each element read, then written) */
+ * logits and log_norm when NULL (dlogits may alias logits: each element read, then written); dlogits16
+ * its rounding, and dlogits NULL (the gradient only in 16 bits) when dlogits16 is not */
 void hs_cpu_log_softmax_nll_backward(const hs_backend *be, float *dlogits, const float *logprobs, const float *logits,
                                      const double *log_norm, const int32_t *labels, int rows, int cols, float scale,
                                      uint16_t *dlogits16) {
     if (dlogits16) hs_half_precision_check(be, "log_softmax_nll_backward: dlogits16");
+    hs_output_check("log_softmax_nll_backward: dlogits or dlogits16", dlogits, dlogits16);
     hs_log_softmax_nll_backward_check(logprobs, logits, log_norm);
 #pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)cols > 32768)
-    for (int r = 0; r < rows; r++) {
-        const size_t off = (size_t)r * (size_t)cols;
-        if (labels[r] < 0) { /* an ignored row */
-            memset(dlogits + off, 0, (size_t)cols * sizeof *dlogits);
-            continue;
+    for (int r = 0; r < rows; r++)
+        for (int c0 = 0; c0 < cols; c0 += HS_NLL_SPAN) {
+            const int len = cols - c0 < HS_NLL_SPAN ? cols - c0 : HS_NLL_SPAN;
+            const size_t off = (size_t)r * (size_t)cols + (size_t)c0;
+            float span[HS_NLL_SPAN];
+            float *d = dlogits ? dlogits + off : span;
+            if (labels[r] < 0) /* an ignored row */
+                memset(d, 0, (size_t)len * sizeof *d);
+            else if (logprobs)
+                for (int c = 0; c < len; c++) d[c] = hs_nll_logit_grad(logprobs[off + c], c0 + c == labels[r], scale);
+            else
+                for (int c = 0; c < len; c++)
+                    d[c] = hs_nll_logit_grad(hs_logprob(logits[off + c], log_norm[r]), c0 + c == labels[r], scale);
+            if (dlogits16) hs_cpu_to_half(be, dlogits16 + off, d, (size_t)len);
         }
-        if (logprobs)
-            for (int c = 0; c < cols; c++) dlogits[off + c] = hs_nll_logit_grad(logprobs[off + c], c == labels[r], scale);
-        else
-            for (int c = 0; c < cols; c++)
-                dlogits[off + c] = hs_nll_logit_grad(hs_logprob(logits[off + c], log_norm[r]), c == labels[r], scale);
-    }
-    if (dlogits16) hs_cpu_to_half(be, dlogits16, dlogits, (size_t)rows * (size_t)cols);
 }
