@@ -13,7 +13,15 @@ FMNIST_H5="$top_builddir/tests/fashion-mnist.h5"
 
 TEST_NAME=$(basename "$0" .sh)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/hetseq-$TEST_NAME.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+# Open MPI 4 keeps every job's session directory under one per-user directory, /tmp/ompi.HOST.UID: a
+# job starting while two others create and remove it fails in orte_init ("A call to mkdir was unable
+# to create the desired directory ... File exists"). make check runs tests two at a time, so each test
+# gets a base of its own. It must be short: PMIx's sockets live under it (a socket path holds 107 bytes).
+OMPI_MCA_orte_tmpdir_base=$(mktemp -d /tmp/hs-ompi.XXXXXX) || exit 99
+export OMPI_MCA_orte_tmpdir_base
+# remove_scratch: what a test's own EXIT trap calls last.
+remove_scratch() { rm -rf "$WORK" "$OMPI_MCA_orte_tmpdir_base"; }
+trap remove_scratch EXIT
 cd "$WORK" || exit 99
 
 fail() { echo "FAIL: $*" >&2; exit 1; }

@@ -6,4 +6,11 @@ if [ -z "${PYTHON_TORCH:-}" ]; then
     "(tools/quickstart.sh test installs them), then configure again" >&2
   exit 1
 fi
-exec "$PYTHON_TORCH" "$@"
+# The MPI jobs a test starts keep their Open MPI session directories under a base of the test's own,
+# as in tests/lib.sh (two tests' jobs racing on /tmp/ompi.HOST.UID fail in orte_init).
+OMPI_MCA_orte_tmpdir_base=$(mktemp -d /tmp/hs-ompi.XXXXXX) || exit 99
+export OMPI_MCA_orte_tmpdir_base
+"$PYTHON_TORCH" "$@"
+rc=$?
+rm -rf "$OMPI_MCA_orte_tmpdir_base"
+exit $rc

@@ -17,7 +17,7 @@
 # limit, ^C) is acted on at once, not when they end: their timeout passes it on to mpirun.
 CHILD=
 run_bg() { "$@" & CHILD=$!; wait $CHILD; local rc=$?; CHILD=; return $rc; }
-trap 'netns_cluster_down; rm -rf "$WORK"' EXIT
+trap 'netns_cluster_down; remove_scratch' EXIT
 trap '[ -z "$CHILD" ] || kill -TERM $CHILD 2> /dev/null; exit 130' INT TERM HUP
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 CFG="$top_srcdir/tests/e2e/small.cfg"

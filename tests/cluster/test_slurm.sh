@@ -65,7 +65,7 @@ cleanup() {
   for pid in $(grep -l -s -F "SLURM_CONF=$SLURM_CONF" /proc/[0-9]*/environ | cut -d/ -f3); do
     [ "$pid" != $$ ] && kill -9 "$pid" 2> /dev/null
   done
-  rm -rf "$WORK"
+  remove_scratch
 }
 trap cleanup EXIT
 

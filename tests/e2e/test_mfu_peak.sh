@@ -23,7 +23,7 @@ at_most_one() {
 # two busy loops on the cores while the run starts and trains (ended by their pids)
 ( while :; do :; done ) & load1=$!
 ( while :; do :; done ) & load2=$!
-trap 'kill $load1 $load2 2>/dev/null; rm -rf "$WORK"' EXIT
+trap 'kill $load1 $load2 2>/dev/null; remove_scratch' EXIT
 train loaded
 kill $load1 $load2; wait $load1 $load2 2>/dev/null
 grep -qE '^\| MFU against [0-9.e+-]+ TFLOP/s per rank \(SGEMM 512×512×512 measured at start, best of 0\.5 s\)$' loaded.log ||
