@@ -7,6 +7,10 @@
 builddir=${top_builddir:-.}
 prog="$builddir/tests/cuda_emu/test_emu_libs"
 [ -x "$prog" ] || { echo "FAIL: $prog not built"; exit 1; }
+# A session-directory base of its own, as in tests/lib.sh (concurrent jobs race on /tmp/ompi.HOST.UID).
+OMPI_MCA_orte_tmpdir_base=$(mktemp -d /tmp/hs-ompi.XXXXXX) || exit 99
+export OMPI_MCA_orte_tmpdir_base
+trap 'rm -rf "$OMPI_MCA_orte_tmpdir_base"' EXIT
 out=$(HS_CUDA_EMU_DEVICES=3 NCCL_DEBUG=WARN timeout -k 5 120 "${MPIRUN:-mpirun}" --allow-run-as-root --oversubscribe -np 3 \
   --mca btl self,vader --mca rmaps_base_oversubscribe 1 "$prog" --ranks 2>&1)
 rc=$?
