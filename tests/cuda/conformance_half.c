@@ -624,8 +624,8 @@ static void twin_products(hs_conf *t) {
 }
 
 /* ---- products and activations whose output exists in 16 bits only (the 16-bit dataflow) ----------------
- * gemm_bias_half: on the CPU, y16 is to_half of gemm_bias with the bias rounded first, bit for bit (the
- * same sums); on CUDA, whose cuBLASLt algorithm for a 16-bit D is another one than for fp32 (another
+ * gemm_bias_half (with a bias, and without: the references' bias zeros): on the CPU, y16 is to_half of gemm_bias
+ * with the bias rounded first, bit for bit (the same sums); on CUDA, whose cuBLASLt algorithm for a 16-bit D is another one than for fp32 (another
  * summation order), within the sums' bound plus one 16-bit rounding of that, and the same bits twice;
  * CUDA against the CPU within the same bound; without y16, y holds those sums widened (the CPU's y16
  * widened, bit for bit; CUDA's within the bound, and values of the 16-bit type). gelu_forward_half: on each backend the bits of
@@ -654,26 +654,34 @@ static void gemm_bias_half_cases(hs_conf *t) {
     const int bf16 = t->precision == HS_PRECISION_BF16;
     const double u16 = bf16 ? 0x1p-8 : 0x1p-11; /* the 16-bit type's unit roundoff */
     char what[160];
-    for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++) {
+    /* with a bias, then without (bias NULL: the references' bias is zeros) */
+    for (size_t dc = 0; dc < 2 * sizeof dims / sizeof dims[0]; dc++) {
+        const size_t d = dc % (sizeof dims / sizeof dims[0]);
+        const int no_bias = dc >= sizeof dims / sizeof dims[0];
         const int rows = dims[d][0], in = dims[d][1], out = dims[d][2];
         const size_t ny = (size_t)rows * (size_t)out;
         float *x = hs_conf_rand(t, (size_t)rows * in, -1, 1), *w = hs_conf_rand(t, (size_t)out * in, -1, 1);
         float *b = hs_conf_rand(t, (size_t)out, -1, 1), *br;
         HS_ALLOC(br, (size_t)out);
-        for (int j = 0; j < out; j++) br[j] = bf16 ? hs_bf16_to_float(hs_bf16_bits(b[j])) : hs_fp16_to_float(hs_fp16_bits(b[j]));
+        for (int j = 0; j < out; j++) {
+            if (no_bias) b[j] = 0.0f;
+            br[j] = bf16 ? hs_bf16_to_float(hs_bf16_bits(b[j])) : hs_fp16_to_float(hs_fp16_bits(b[j]));
+        }
         hs_conf_pair px = hs_conf_pair_of(t, x, (size_t)rows * in * 4), pw = hs_conf_pair_of(t, w, (size_t)out * in * 4);
         hs_conf_pair pb = hs_conf_pair_of(t, b, (size_t)out * 4), pbr = hs_conf_pair_of(t, br, (size_t)out * 4);
+        const float *bias_cpu = no_bias ? NULL : pb.cpu, *bias_cuda = no_bias ? NULL : pb.cuda;
         hs_conf_pair y16 = hs_conf_pair_of(t, NULL, ny * 2), scratch = hs_conf_pair_of(t, NULL, ny * 4);
         hs_conf_pair ref = hs_conf_pair_of(t, NULL, ny * 4), wide = hs_conf_pair_of(t, NULL, ny * 4);
         uint16_t *again = t->cuda->alloc(t->cuda, ny * 2);
         float *ref_wide = t->cuda->alloc(t->cuda, ny * 4);
         uint16_t *ref16 = t->cuda->alloc(t->cuda, ny * 2);
-        snprintf(what, sizeof what, "y16 = round(x·wᵀ + round(bias)) rows=%d in=%d out=%d", rows, in, out);
-        t->cpu->gemm_bias_half(t->cpu, y16.cpu, scratch.cpu, px.cpu, pw.cpu, pb.cpu, rows, in, out);
+        snprintf(what, sizeof what, "y16 = round(x·wᵀ%s) rows=%d in=%d out=%d", no_bias ? " (no bias)" : " + round(bias)",
+                 rows, in, out);
+        t->cpu->gemm_bias_half(t->cpu, y16.cpu, scratch.cpu, px.cpu, pw.cpu, bias_cpu, rows, in, out);
         t->cpu->gemm_bias(t->cpu, ref.cpu, out, px.cpu, pw.cpu, pbr.cpu, rows, in, out);
         is_rounding(t, t->cpu, what, y16.cpu, ref.cpu, ny);
-        t->cuda->gemm_bias_half(t->cuda, y16.cuda, scratch.cuda, px.cuda, pw.cuda, pb.cuda, rows, in, out);
-        t->cuda->gemm_bias_half(t->cuda, again, scratch.cuda, px.cuda, pw.cuda, pb.cuda, rows, in, out);
+        t->cuda->gemm_bias_half(t->cuda, y16.cuda, scratch.cuda, px.cuda, pw.cuda, bias_cuda, rows, in, out);
+        t->cuda->gemm_bias_half(t->cuda, again, scratch.cuda, px.cuda, pw.cuda, bias_cuda, rows, in, out);
         hs_conf_same_bits(t, what, y16.cuda, again, ny * 2);
         t->cuda->gemm_bias(t->cuda, ref.cuda, out, px.cuda, pw.cuda, pbr.cuda, rows, in, out);
         /* bound: the sums' (in + 1 terms, the bias too) and one 16-bit rounding on each side */
@@ -691,10 +699,11 @@ static void gemm_bias_half_cases(hs_conf *t) {
         t->cuda->from_half(t->cuda, wide.cuda, y16.cuda, ny);
         hs_conf_check_bound(t, what, wide.cpu, wide.cuda, ny, bound);
         /* without y16: the same sums rounded, widened into y (the CPU's bits; CUDA's fp32 GEMM is another call) */
-        snprintf(what, sizeof what, "y (no y16) = widen(y16) rows=%d in=%d out=%d", rows, in, out);
-        t->cpu->gemm_bias_half(t->cpu, NULL, scratch.cpu, px.cpu, pw.cpu, pb.cpu, rows, in, out);
+        snprintf(what, sizeof what, "y (no y16) = widen(y16)%s rows=%d in=%d out=%d", no_bias ? " (no bias)" : "", rows,
+                 in, out);
+        t->cpu->gemm_bias_half(t->cpu, NULL, scratch.cpu, px.cpu, pw.cpu, bias_cpu, rows, in, out);
         same_on(t, t->cpu, what, scratch.cpu, wide.cpu, ny * 4);
-        t->cuda->gemm_bias_half(t->cuda, NULL, scratch.cuda, px.cuda, pw.cuda, pb.cuda, rows, in, out);
+        t->cuda->gemm_bias_half(t->cuda, NULL, scratch.cuda, px.cuda, pw.cuda, bias_cuda, rows, in, out);
         within_on(t, t->cuda, what, scratch.cuda, wide.cuda, ny, bound);
         t->cuda->to_half(t->cuda, ref16, scratch.cuda, ny); /* already rounded: to_half is exact */
         t->cuda->from_half(t->cuda, ref_wide, ref16, ny);

@@ -89,15 +89,26 @@ void hs_cpu_gemm_bias(const hs_backend *be, float *y, int ldy, const float *x, c
 
 /* y16[rows, out] = round(x · wᵀ + round(bias)): gemm's sums into the scratch y, then per element the
  * rounded bias added and the sum rounded (cuBLASLt's recipe for a 16-bit D: its bias has D's type); without
- * y16 the rounded sums widened back into y. */
+ * y16 the rounded sums widened back into y. Without a bias nothing is added (a -0 sum stays -0). */
 void hs_cpu_gemm_bias_half(const hs_backend *be, uint16_t *y16, float *y, const float *x, const float *w,
                            const float *bias, int rows, int in, int out) {
     hs_half_precision_check(be, "gemm_bias_half");
     if (rows <= 0 || out <= 0) return;
     hs_cpu_gemm(be, 0, 1, rows, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
+    const int bf16 = be->precision == HS_PRECISION_BF16;
+    if (!bias) {
+        const size_t n = (size_t)rows * (size_t)out;
+        if (y16) {
+            hs_cpu_to_half(be, y16, y, n);
+            return;
+        }
+#pragma omp parallel for schedule(static) if (n > HS_PAR_MIN)
+        for (size_t e = 0; e < n; e++)
+            y[e] = bf16 ? hs_bf16_to_float(hs_bf16_bits(y[e])) : hs_fp16_to_float(hs_fp16_bits(y[e]));
+        return;
+    }
     float *bias_rounded;
     HS_ALLOC(bias_rounded, (size_t)out);
-    const int bf16 = be->precision == HS_PRECISION_BF16;
     for (int c = 0; c < out; c++)
         bias_rounded[c] = bf16 ? hs_bf16_to_float(hs_bf16_bits(bias[c])) : hs_fp16_to_float(hs_fp16_bits(bias[c]));
 #pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)out > HS_PAR_MIN)

@@ -130,7 +130,7 @@ static void make_plan(const hs_backend *be, gemm_plan *p, const gemm_shape *s, v
     HS_CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
     p->usable = found >= 1;
     if (found >= 1) p->algo = result.algo;
-    if (found < 1 && s->epilogue != CUBLASLT_EPILOGUE_DEFAULT) return; /* the caller runs separate ops */
+    if (found < 1 && (s->epilogue != CUBLASLT_EPILOGUE_DEFAULT || s->out16)) return; /* the caller runs separate ops */
     if (found < 1)
         HS_FATAL("cuBLASLt has no algorithm for this GEMM: please report it with the model configuration",
                  "GEMM m=%d n=%d k=%d lda=%d ldb=%d ldc=%d batch=%d precision %d", s->m, s->n, s->k, s->lda, s->ldb,
@@ -200,7 +200,7 @@ static void to_half(const hs_backend *be, const gemm_shape *s, const float *a, c
 }
 
 /* Runs the GEMM of shape s (with its epilogue's bias vector `bias`, NULL for DEFAULT); returns 0, having
- * enqueued nothing, when the heuristic has no algorithm for an epilogue. */
+ * enqueued nothing, when the heuristic has no algorithm for an epilogue or a 16-bit D. */
 static int run(const hs_backend *be, const gemm_shape *s, float alpha, const float *a, const float *b, float beta,
                void *c, void *bias, const char *op) {
     hs_cuda_device *d = hs_cuda_dev(be);
@@ -290,11 +290,26 @@ void hs_cuda_gemm_bias(const hs_backend *be, float *y, int ldy, const float *x, 
 /* y16 = round(x·wᵀ + round(bias)): BIAS with C, D and the bias vector in the 16-bit type (cuBLASLt's bias
  * has D's type), the bias read from the parameter arena's 16-bit copy (else rounded into scratch). Where
  * the heuristic has no algorithm, and for the fp32 output (y16 NULL): the fp32 GEMM into y, the rounded
- * bias added, then rounded (into y16, or in place). */
+ * bias added, then rounded (into y16, or in place). No bias: DEFAULT with the 16-bit D (y16), or the fp32
+ * GEMM rounded in place (y). */
 void hs_cuda_gemm_bias_half(const hs_backend *be, uint16_t *y16, float *y, const float *x, const float *w,
                             const float *bias, int rows, int in, int out) {
     hs_half_precision_check(be, "gemm_bias_half");
     if (rows <= 0 || out <= 0) return;
+    if (!bias) {
+        const size_t n = (size_t)rows * (size_t)out;
+        if (y16) {
+            gemm_shape s = epilogue_shape(be, 0, 1, rows, out, in, in, in, out, 0.0f, CUBLASLT_EPILOGUE_DEFAULT);
+            s.out16 = 1;
+            if (in > 0 && run(be, &s, 1.0f, x, w, 0.0f, y16, NULL, "gemm_bias_half, no bias (a = x, b = w)")) return;
+        }
+        hs_cuda_gemm(be, 0, 1, rows, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
+        if (y16)
+            hs_cuda_to_half_bits(be, be->precision, y16, y, n);
+        else
+            hs_cuda_round_floats(be, be->precision, y, y, n);
+        return;
+    }
     if (!y16) {
         float *bias_rounded = (float *)hs_cuda_scratch(be, (size_t)out * sizeof *bias_rounded);
         hs_cuda_round_floats(be, be->precision, bias_rounded, bias, (size_t)out);
