@@ -8,7 +8,8 @@
  *       hs_tile_fp16) = rows row0.. of src (row stride ld, columns 0..d-1) + bias[c] (bias may be null),
  *       rounded to T as stored; rows outside [0, row_end) and columns >= d are 0 (padding a product's k
  *       to a multiple of 16 and a partial tile's rows). Block-wide: every thread of the block calls it.
- *   load_rows(dst, rows, dp, src16, bf16, ld, row0, row_end, d)   the same from 16-bit rows (no bias).
+ *   load_rows(dst, rows, dp, src16, bf16, ld, row0, row_end, d, bias)   the same from 16-bit rows (bias
+ *       optional, fp32).
  *   load_row_stats(vals, rows, src, row0, row_end)   vals[rows] = src[row0 + a], 0 outside [0, row_end)
  *   smem_carver{base, 0}.take<X>(count)              the next count X of dynamic shared memory
  *   flash_smem_limit(), flash_resident_warps(warps, bytes), flash_allow_smem(kernel)   host: the
@@ -57,18 +58,19 @@ __device__ __forceinline__ void load_rows(T *dst, int rows, int dp, const float 
   }
 }
 
-/* The same from 16-bit rows (bf16: bfloat16 bits, else IEEE half; no bias): each value widened (exact),
- * then rounded to T as stored — under T of that 16-bit type the stored bits are src's, the bits
- * load_rows stores from the fp32 rows src was rounded from. */
+/* The same from 16-bit rows (bf16: bfloat16 bits, else IEEE half): each value widened (exact), the bias
+ * added in fp32 (when given), then rounded to T as stored — the bits load_rows stores from fp32 rows
+ * holding the widened values (without a bias and T of that 16-bit type: src's bits). */
 template <class T>
 __device__ __forceinline__ void load_rows(T *dst, int rows, int dp, const uint16_t *src, int bf16, size_t ld,
-                                          int row0, int row_end, int d) {
+                                          int row0, int row_end, int d, const float *bias = nullptr) {
   for (int e = threadIdx.x; e < rows * dp; e += blockDim.x) {
     const int rr = e / dp, c = e % dp, row = row0 + rr;
     float v = 0.0f;
     if (c < d && row >= 0 && row < row_end) {
       const uint16_t u = src[(size_t)row * ld + c];
       v = bf16 ? hs_bf16_to_float(u) : hs_fp16_to_float(u);
+      if (bias) v += bias[c];
     }
     tile_store(dst[e], v);
   }

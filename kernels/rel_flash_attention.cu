@@ -82,6 +82,9 @@ __host__ __device__ __forceinline__ int imax(int a, int b) { return a > b ? a : 
 /* The shapes and scalars every kernel reads. */
 struct rf_args {
   const float *qkv, *r, *rwb, *rrb;
+  const uint16_t *qkv16, *r16; /* q|k|v's, r's 16-bit twins where they exist in 16 bits only (bind_half_only), or
+                                * NULL: the tiles load from these instead (the same tile bits: the fp32 values
+                                * would be these widened) */
   int batch, qlen, mlen, klen, heads, d, dp, H, ld, lower_shift;
   float scale, p, keep_scale;
   uint64_t key;
@@ -93,6 +96,27 @@ struct rf_args {
 /* to_half's bits of v in the 16-bit type of the precision */
 __device__ __forceinline__ uint16_t half_bits(const rf_args &g, float v) {
   return g.bf16 ? hs_bf16_bits(v) : hs_fp16_bits(v);
+}
+
+/* Rows of q|k|v or of r: the fp32 rows, or their 16-bit twin (u, when the model keeps them in 16 bits
+ * only); + moves both by the same element offset. */
+struct src_rows {
+  const float *f;
+  const uint16_t *u;
+  int bf16;
+  __device__ src_rows operator+(size_t o) const { return src_rows{f + o, u ? u + o : nullptr, bf16}; }
+};
+__device__ __forceinline__ src_rows qkv_rows(const rf_args &g) { return src_rows{g.qkv, g.qkv16, g.bf16}; }
+__device__ __forceinline__ src_rows r_rows(const rf_args &g) { return src_rows{g.r, g.r16, g.bf16}; }
+
+/* load_rows (flash_tiles.cuh) from whichever src holds */
+template <class T>
+__device__ __forceinline__ void load_src(T *dst, int rows, int dp, const src_rows &src, size_t ld, int row0,
+                                         int row_end, int d, const float *bias) {
+  if (src.u)
+    load_rows(dst, rows, dp, src.u, src.bf16, ld, row0, row_end, d, bias);
+  else
+    load_rows(dst, rows, dp, src.f, ld, row0, row_end, d, bias);
 }
 
 /* The block's warps: nw of them, this thread's warp w and lane. */
@@ -214,9 +238,9 @@ __global__ void rel_flash_forward_kernel(float *ctx, float *lse, uint16_t *ctx16
   T *qw = sm.qw + ws, *qr = sm.qr + ws, *pt = sm.pt + wt;
   float *S = sm.S + wt, *bdw = sm.bdw + 2 * wt, *o = sm.o + ws, *m = sm.m + wi.w * kTile, *l = sm.l + wi.w * kTile;
 
-  const float *seq = g.qkv + (size_t)s * g.klen * g.ld + (size_t)h * g.d;
-  load_rows(sm.qw, rows, dp, seq + (size_t)g.mlen * g.ld, g.ld, I0, g.qlen, g.d, g.rwb + (size_t)h * g.d);
-  load_rows(sm.qr, rows, dp, seq + (size_t)g.mlen * g.ld, g.ld, I0, g.qlen, g.d, g.rrb + (size_t)h * g.d);
+  const src_rows seq = qkv_rows(g) + ((size_t)s * g.klen * g.ld + (size_t)h * g.d);
+  load_src(sm.qw, rows, dp, seq + (size_t)g.mlen * g.ld, g.ld, I0, g.qlen, g.d, g.rwb + (size_t)h * g.d);
+  load_src(sm.qr, rows, dp, seq + (size_t)g.mlen * g.ld, g.ld, I0, g.qlen, g.d, g.rrb + (size_t)h * g.d);
   for (int e = threadIdx.x; e < rows * dp; e += blockDim.x) sm.o[e] = 0.0f;
   for (int a = threadIdx.x; a < rows; a += blockDim.x) sm.m[a] = -INFINITY, sm.l[a] = 0.0f;
   int first, last, bfirst, blast, unused;
@@ -226,10 +250,10 @@ __global__ void rel_flash_forward_kernel(float *ctx, float *lse, uint16_t *ctx16
   const bool live = i0 < g.qlen;
   for (int j0 = bfirst; j0 <= blast; j0 += kTile) {
     __syncthreads();
-    load_rows(sm.kt, kTile, dp, seq + g.H, g.ld, j0, g.klen, g.d, (const float *)nullptr);
-    load_rows(sm.vt, kTile, dp, seq + 2 * g.H, g.ld, j0, g.klen, g.d, (const float *)nullptr);
+    load_src(sm.kt, kTile, dp, seq + g.H, g.ld, j0, g.klen, g.d, (const float *)nullptr);
+    load_src(sm.vt, kTile, dp, seq + 2 * g.H, g.ld, j0, g.klen, g.d, (const float *)nullptr);
     /* warp w's window starts at r_window(I0 + 16w, j0) = the last warp's + 16·(nw-1-w) */
-    load_rows(sm.rw, rows + kTile, dp, g.r + (size_t)h * g.d, (size_t)g.H, r_window(g, I0 + rows - kTile, j0), g.klen,
+    load_src(sm.rw, rows + kTile, dp, r_rows(g) + (size_t)h * g.d, (size_t)g.H, r_window(g, I0 + rows - kTile, j0), g.klen,
               g.d, (const float *)nullptr);
     __syncthreads();
     if (!live || j0 < first || j0 > last) continue; /* warp-uniform */
@@ -327,9 +351,9 @@ __global__ void rel_flash_dq_kernel(float *dqkv, uint16_t *dqkv16, float *dqw_ou
   float *S = sm.S + wt, *bdw = sm.bdw + 2 * wt, *dpp = sm.dpp + wt, *accw = sm.accw + ws, *accr = sm.accr + ws;
   const float *lse_t = sm.lse_t + wi.w * kTile, *d_t = sm.d_t + wi.w * kTile;
 
-  const float *seq = g.qkv + (size_t)s * g.klen * g.ld + (size_t)h * g.d;
-  load_rows(sm.qw, rows, dp, seq + (size_t)g.mlen * g.ld, g.ld, I0, g.qlen, g.d, g.rwb + (size_t)h * g.d);
-  load_rows(sm.qr, rows, dp, seq + (size_t)g.mlen * g.ld, g.ld, I0, g.qlen, g.d, g.rrb + (size_t)h * g.d);
+  const src_rows seq = qkv_rows(g) + ((size_t)s * g.klen * g.ld + (size_t)h * g.d);
+  load_src(sm.qw, rows, dp, seq + (size_t)g.mlen * g.ld, g.ld, I0, g.qlen, g.d, g.rwb + (size_t)h * g.d);
+  load_src(sm.qr, rows, dp, seq + (size_t)g.mlen * g.ld, g.ld, I0, g.qlen, g.d, g.rrb + (size_t)h * g.d);
   load_rows(sm.dct, rows, dp, dctx + (size_t)s * g.qlen * g.H + (size_t)h * g.d, (size_t)g.H, I0, g.qlen, g.d,
             (const float *)nullptr);
   load_row_stats(sm.lse_t, rows, lse + unit * g.qlen, I0, g.qlen);
@@ -342,9 +366,9 @@ __global__ void rel_flash_dq_kernel(float *dqkv, uint16_t *dqkv16, float *dqw_ou
   const bool live = i0 < g.qlen;
   for (int j0 = bfirst; j0 <= blast; j0 += kTile) {
     __syncthreads();
-    load_rows(sm.kt, kTile, dp, seq + g.H, g.ld, j0, g.klen, g.d, (const float *)nullptr);
-    load_rows(sm.vt, kTile, dp, seq + 2 * g.H, g.ld, j0, g.klen, g.d, (const float *)nullptr);
-    load_rows(sm.rw, rows + kTile, dp, g.r + (size_t)h * g.d, (size_t)g.H, r_window(g, I0 + rows - kTile, j0), g.klen,
+    load_src(sm.kt, kTile, dp, seq + g.H, g.ld, j0, g.klen, g.d, (const float *)nullptr);
+    load_src(sm.vt, kTile, dp, seq + 2 * g.H, g.ld, j0, g.klen, g.d, (const float *)nullptr);
+    load_src(sm.rw, rows + kTile, dp, r_rows(g) + (size_t)h * g.d, (size_t)g.H, r_window(g, I0 + rows - kTile, j0), g.klen,
               g.d, (const float *)nullptr);
     __syncthreads();
     if (!live || j0 < first || j0 > last) continue; /* warp-uniform */
@@ -415,9 +439,9 @@ __global__ void rel_flash_dkv_kernel(float *dqkv, uint16_t *dqkv16, const float 
   T *kt = sm.kt + ws, *vt = sm.vt + ws, *ptt = sm.ptt + wt, *dst = sm.dst + wt;
   float *S = sm.S + wt, *bdw = sm.bdw + 2 * wt, *dpp = sm.dpp + wt, *acck = sm.acck + ws, *accv = sm.accv + ws;
 
-  const float *seq = g.qkv + (size_t)s * g.klen * g.ld + (size_t)h * g.d;
-  load_rows(sm.kt, rows, dp, seq + g.H, g.ld, J0, g.klen, g.d, (const float *)nullptr);
-  load_rows(sm.vt, rows, dp, seq + 2 * g.H, g.ld, J0, g.klen, g.d, (const float *)nullptr);
+  const src_rows seq = qkv_rows(g) + ((size_t)s * g.klen * g.ld + (size_t)h * g.d);
+  load_src(sm.kt, rows, dp, seq + g.H, g.ld, J0, g.klen, g.d, (const float *)nullptr);
+  load_src(sm.vt, rows, dp, seq + 2 * g.H, g.ld, J0, g.klen, g.d, (const float *)nullptr);
   for (int e = threadIdx.x; e < rows * dp; e += blockDim.x) sm.acck[e] = sm.accv[e] = 0.0f;
   int first, last, bfirst, blast, unused;
   query_tiles(g, j0, first, last);
@@ -426,12 +450,12 @@ __global__ void rel_flash_dkv_kernel(float *dqkv, uint16_t *dqkv16, const float 
   const bool live = j0 < g.klen;
   for (int i0 = bfirst; i0 <= blast; i0 += kTile) {
     __syncthreads();
-    load_rows(sm.qw, kTile, dp, seq + (size_t)g.mlen * g.ld, g.ld, i0, g.qlen, g.d, g.rwb + (size_t)h * g.d);
-    load_rows(sm.qr, kTile, dp, seq + (size_t)g.mlen * g.ld, g.ld, i0, g.qlen, g.d, g.rrb + (size_t)h * g.d);
+    load_src(sm.qw, kTile, dp, seq + (size_t)g.mlen * g.ld, g.ld, i0, g.qlen, g.d, g.rwb + (size_t)h * g.d);
+    load_src(sm.qr, kTile, dp, seq + (size_t)g.mlen * g.ld, g.ld, i0, g.qlen, g.d, g.rrb + (size_t)h * g.d);
     load_rows(sm.dct, kTile, dp, dctx + (size_t)s * g.qlen * g.H + (size_t)h * g.d, (size_t)g.H, i0, g.qlen, g.d,
               (const float *)nullptr);
     /* warp w's window starts at r_window(i0, J0 + 16w) = the first warp's + 16w */
-    load_rows(sm.rw, rows + kTile, dp, g.r + (size_t)h * g.d, (size_t)g.H, r_window(g, i0, J0), g.klen, g.d,
+    load_src(sm.rw, rows + kTile, dp, r_rows(g) + (size_t)h * g.d, (size_t)g.H, r_window(g, i0, J0), g.klen, g.d,
               (const float *)nullptr);
     load_row_stats(sm.lse_t, kTile, lse + unit * g.qlen, i0, g.qlen);
     load_row_stats(sm.d_t, kTile, D + unit * g.qlen, i0, g.qlen);
@@ -504,27 +528,27 @@ __global__ void rel_flash_dr_kernel(float *part, const float *dctx, const float 
   float *sac = sm.sac + 2 * wt, *bd = sm.bd + wt, *dpp = sm.dpp + 2 * wt, *sd = sm.sd + wt, *acc = sm.acc + ws;
   const T *win = sm.buf + wi.w * kTile * dp; /* warp w's 32 keys (k, then v) start 16w after the first warp's */
   for (int e = threadIdx.x; e < rows * dp; e += blockDim.x) sm.acc[e] = 0.0f;
-  const float *rh = g.r + (size_t)h * g.d;
+  const src_rows rh = r_rows(g) + (size_t)h * g.d;
   /* (a, x = a + tt) reads r row t0 + x - a = t0 + tt: BD of the diagonal is Qr·R_tileᵀ */
-  load_rows(sm.rt, rows, dp, rh, (size_t)g.H, T0, g.klen, g.d, (const float *)nullptr);
+  load_src(sm.rt, rows, dp, rh, (size_t)g.H, T0, g.klen, g.d, (const float *)nullptr);
   /* a query row i reaches r row t through key j = t - (qlen-1) + i >= 0: i >= qlen - 1 - t */
   const int first = imax(0, g.qlen - 1 - (t0 + kTile - 1)) / kTile * kTile;
   const int bfirst = imax(0, g.qlen - 1 - (last_tile(T0, wi.nw, g.klen) + kTile - 1)) / kTile * kTile;
   const bool live = t0 < g.klen;
   for (int s = s_first; s < s_end; s++) {
     const size_t unit = (size_t)s * g.heads + h;
-    const float *seq = g.qkv + (size_t)s * g.klen * g.ld + (size_t)h * g.d;
+    const src_rows seq = qkv_rows(g) + ((size_t)s * g.klen * g.ld + (size_t)h * g.d);
     for (int i0 = bfirst; i0 < g.qlen; i0 += kTile) {
       const int jbase = t0 - (g.qlen - 1) + i0, Jbase = T0 - (g.qlen - 1) + i0; /* key x of the window: jbase + x */
       const bool on = live && i0 >= first; /* warp-uniform */
       __syncthreads();
-      load_rows(sm.qw, kTile, dp, seq + (size_t)g.mlen * g.ld, g.ld, i0, g.qlen, g.d, g.rwb + (size_t)h * g.d);
-      load_rows(sm.qr, kTile, dp, seq + (size_t)g.mlen * g.ld, g.ld, i0, g.qlen, g.d, g.rrb + (size_t)h * g.d);
+      load_src(sm.qw, kTile, dp, seq + (size_t)g.mlen * g.ld, g.ld, i0, g.qlen, g.d, g.rwb + (size_t)h * g.d);
+      load_src(sm.qr, kTile, dp, seq + (size_t)g.mlen * g.ld, g.ld, i0, g.qlen, g.d, g.rrb + (size_t)h * g.d);
       load_rows(sm.dct, kTile, dp, dctx + (size_t)s * g.qlen * g.H + (size_t)h * g.d, (size_t)g.H, i0, g.qlen, g.d,
                 (const float *)nullptr);
       load_row_stats(sm.lse_t, kTile, lse + unit * g.qlen, i0, g.qlen);
       load_row_stats(sm.d_t, kTile, D + unit * g.qlen, i0, g.qlen);
-      load_rows(sm.buf, rows + kTile, dp, seq + g.H, g.ld, Jbase, g.klen, g.d, (const float *)nullptr); /* K */
+      load_src(sm.buf, rows + kTile, dp, seq + g.H, g.ld, Jbase, g.klen, g.d, (const float *)nullptr); /* K */
       __syncthreads();
       if (on) {
         warp_tile_mma(sac, 2 * kTile, sm.qw, dp, win, dp, dp, true, false);
@@ -538,7 +562,7 @@ __global__ void rel_flash_dr_kernel(float *part, const float *dctx, const float 
         }
       }
       __syncthreads();
-      load_rows(sm.buf, rows + kTile, dp, seq + 2 * g.H, g.ld, Jbase, g.klen, g.d, (const float *)nullptr); /* V */
+      load_src(sm.buf, rows + kTile, dp, seq + 2 * g.H, g.ld, Jbase, g.klen, g.d, (const float *)nullptr); /* V */
       __syncthreads();
       if (!on) continue;
       warp_tile_mma(dpp, 2 * kTile, sm.dct, dp, win, dp, dp, true, false);
@@ -608,6 +632,9 @@ rf_args make_args(const hs_backend *be, const float *qkv, const float *r, const 
   g.lower_shift = lower_shift, g.scale = scale, g.p = p, g.keep_scale = hs_dropout_keep_scale(p);
   g.key = key, g.first_sample = first_sample, g.bf16 = bf16;
   g.slot = p > 0.0f ? hs_cuda_dropout_slot(be, key, first_sample) : nullptr;
+  /* q|k|v and r where the model keeps them in 16 bits only (bind_half_only): read from there */
+  g.qkv16 = hs_cuda_twin_only16(qkv, (size_t)batch * g.klen * g.ld);
+  g.r16 = hs_cuda_twin_only16(r, (size_t)g.klen * g.H);
   return g;
 }
 
@@ -646,37 +673,47 @@ launch_cfg pick(const rf_args &g, int n, const char *kernel) {
 }
 
 /* Bytes each fused kernel moves in device memory for its launch configuration, the kernel's own loops
- * replayed on the host: load_rows reads only the rows inside [0, row_end) (d floats each, plus the d
+ * replayed on the host: load_rows reads only the rows inside [0, row_end) (d values each, plus the d
  * floats of a bias), the rows a block shares are read once per block per streamed tile, every block of
- * a grid row (b·n units, or n heads by sequence groups) loops alike. fp32 values, 16-bit twins where
- * asked (h16: 2 bytes an element, 0 without). */
+ * a grid row (b·n units, or n heads by sequence groups) loops alike. q|k|v and r elements are 4 bytes, or
+ * 2 read from their 16-bit twins (g.qkv16, g.r16); everything else fp32, plus 16-bit outputs where asked
+ * (h16: 2 bytes an element, 0 without). */
 size_t rows_in(int row0, int rows, int end) { return (size_t)imax(0, imin(row0 + rows, end) - imax(row0, 0)); }
 
-/* forward (w16 = 16-bit ctx) and dQ (w16 = 16-bit dq): per query block I0 (nq = its rows in qlen),
- * Σ_{j0} (k + v + r window rows)·d·4, then forward: 2 q loads + ctx + lse, dQ: 3 loads (q twice, dC)
- * + lse, D + dq, dQw, dQr */
+/* elements read of q|k|v (qk) and of r (rr), floats (fl) and 16-bit outputs (el16), in bytes */
+size_t counted_bytes(const rf_args &g, size_t qk, size_t rr, size_t fl, size_t el16, size_t h16) {
+  return qk * (g.qkv16 ? sizeof(uint16_t) : sizeof(float)) + rr * (g.r16 ? sizeof(uint16_t) : sizeof(float)) +
+         fl * sizeof(float) + el16 * h16;
+}
+
+/* forward (h16 = 16-bit ctx) and dQ (h16 = 16-bit dq): per query block I0 (nq = its rows in qlen),
+ * Σ_{j0} (k + v + r window rows)·d, then forward: q twice, 2d bias, ctx, lse; dQ: q twice, dC, 2d bias,
+ * lse, D, then dq, dQw, dQr written */
 size_t query_block_bytes(const rf_args &g, const launch_cfg &c, bool dq, size_t h16) {
   const int rows = c.warps * kTile;
-  size_t fl = 0, el16 = 0; /* floats, 16-bit elements */
+  size_t qk = 0, rr = 0, fl = 0, el16 = 0;
   for (unsigned bx = 0; bx < c.blocks; bx++) {
     const int I0 = (int)bx * rows;
     const size_t nq = rows_in(I0, rows, g.qlen);
     int bfirst, blast, unused;
     key_tiles(g, I0, bfirst, unused);
     key_tiles(g, last_tile(I0, c.warps, g.qlen), unused, blast);
-    for (int j0 = bfirst; j0 <= blast; j0 += kTile)
-      fl += (2 * rows_in(j0, kTile, g.klen) + rows_in(r_window(g, I0 + rows - kTile, j0), rows + kTile, g.klen)) * g.d;
-    fl += dq ? nq * (3 * g.d + 2) + 2 * g.d + nq * 3 * g.d : nq * 2 * g.d + 2 * g.d + nq * (g.d + 1);
+    for (int j0 = bfirst; j0 <= blast; j0 += kTile) {
+      qk += 2 * rows_in(j0, kTile, g.klen) * g.d;
+      rr += rows_in(r_window(g, I0 + rows - kTile, j0), rows + kTile, g.klen) * g.d;
+    }
+    qk += nq * 2 * g.d;
+    fl += dq ? nq * (g.d + 2) + 2 * g.d + nq * 3 * g.d : 2 * g.d + nq * (g.d + 1);
     el16 += nq * g.d;
   }
-  return (size_t)g.batch * g.heads * (fl * sizeof(float) + el16 * h16);
+  return (size_t)g.batch * g.heads * counted_bytes(g, qk, rr, fl, el16, h16);
 }
 
 /* dK/dV: per key block J0 (nk = its rows in klen), k and v rows, Σ_{i0} (q twice + dC + the r window
  * rows)·d + 2d bias + lse, D; dk, dv written (and 0 into the memory rows' q columns) */
 size_t dkv_bytes(const rf_args &g, const launch_cfg &c, size_t h16) {
   const int rows = c.warps * kTile;
-  size_t fl = 0, el16 = 0;
+  size_t qk = 0, rr = 0, fl = 0, el16 = 0;
   for (unsigned bx = 0; bx < c.blocks; bx++) {
     const int J0 = (int)bx * rows;
     const size_t nk = rows_in(J0, rows, g.klen), out = (2 * nk + rows_in(J0, rows, g.mlen)) * g.d;
@@ -685,29 +722,35 @@ size_t dkv_bytes(const rf_args &g, const launch_cfg &c, size_t h16) {
     query_tiles(g, last_tile(J0, c.warps, g.klen), unused, blast);
     for (int i0 = bfirst; i0 <= blast; i0 += kTile) {
       const size_t nq = rows_in(i0, kTile, g.qlen);
-      fl += (3 * nq + 2) * g.d + rows_in(r_window(g, i0, J0), rows + kTile, g.klen) * g.d + 2 * nq;
+      qk += 2 * nq * g.d;
+      fl += (nq + 2) * g.d + 2 * nq;
+      rr += rows_in(r_window(g, i0, J0), rows + kTile, g.klen) * g.d;
     }
-    fl += 2 * nk * g.d + out;
+    qk += 2 * nk * g.d;
+    fl += out;
     el16 += out;
   }
-  return (size_t)g.batch * g.heads * (fl * sizeof(float) + el16 * h16);
+  return (size_t)g.batch * g.heads * counted_bytes(g, qk, rr, fl, el16, h16);
 }
 
 /* dr: per (r block T0, head, group) the r rows and the part written; per sequence Σ_{i0} (q twice + dC)
  * ·d + 2d bias + lse, D + the k and v windows of 16·(nw+1) rows from T0 - (qlen-1) + i0 */
 size_t dr_bytes(const rf_args &g, const launch_cfg &c, int groups) {
   const int rows = c.warps * kTile;
-  size_t per_seq = 0, per_group = 0; /* floats, per head */
+  size_t qk = 0, fl = 0, rr = 0, part = 0; /* per head: per sequence (qk, fl), per group (rr, part) */
   for (unsigned bx = 0; bx < c.blocks; bx++) {
     const int T0 = (int)bx * rows;
     const int bfirst = imax(0, g.qlen - 1 - (last_tile(T0, c.warps, g.klen) + kTile - 1)) / kTile * kTile;
     for (int i0 = bfirst; i0 < g.qlen; i0 += kTile) {
       const size_t nq = rows_in(i0, kTile, g.qlen);
-      per_seq += (3 * nq + 2) * g.d + 2 * nq + 2 * rows_in(T0 - (g.qlen - 1) + i0, rows + kTile, g.klen) * g.d;
+      qk += 2 * nq * g.d + 2 * rows_in(T0 - (g.qlen - 1) + i0, rows + kTile, g.klen) * g.d;
+      fl += (nq + 2) * g.d + 2 * nq;
     }
-    per_group += 2 * rows_in(T0, rows, g.klen) * g.d;
+    rr += rows_in(T0, rows, g.klen) * g.d;
+    part += rows_in(T0, rows, g.klen) * g.d;
   }
-  return (size_t)g.heads * ((size_t)g.batch * per_seq + (size_t)groups * per_group) * sizeof(float);
+  const size_t b = (size_t)g.batch, z = (size_t)groups;
+  return (size_t)g.heads * counted_bytes(g, b * qk, z * rr, b * fl + z * part, 0, 0);
 }
 
 template <class T>
@@ -716,7 +759,7 @@ void forward_t(const hs_backend *be, float *ctx, float *lse, uint16_t *ctx16, co
   flash_allow_smem(rel_flash_forward_kernel<T>);
   HS_LAUNCH(dim3(c.blocks, (unsigned)(g.batch * g.heads)), c.warps * HS_WARP, c.smem, hs_cuda_stream(be),
             rel_flash_forward_kernel<T>)(ctx, lse, ctx16, g);
-  /* b·n·Σ_blocks [Σ_{key tiles} (k + v + r window rows)·d + 2·q rows·d + 2d + ctx rows·d + lse]·4 (+ ctx16) */
+  /* b·n·Σ_blocks [Σ_{key tiles} (k + v + r window rows)·d + 2·q rows·d + 2d + ctx rows·d + lse] (+ ctx16) */
   HS_CUDA_LAUNCHED("rel_flash_forward_kernel", query_block_bytes(g, c, false, ctx16 ? sizeof(uint16_t) : 0) -
                                                    (ctx ? 0 : (size_t)g.batch * g.heads * g.qlen * g.d * sizeof(float)));
 }

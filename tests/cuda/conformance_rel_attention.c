@@ -301,6 +301,58 @@ static void rel_flash_only16(hs_conf *t, const hs_backend *be, rel_case c, const
     be->free(be, c16), be->free(be, lse);
 }
 
+/* Where the products read twins (CUDA under bf16/fp16): q|k|v and r bound with bind_half_only to their
+ * 16-bit roundings (their fp32 values other ones: they must not be read), as Transformer-XL's 16-bit
+ * dataflow keeps them, give the bits of the fused forward (ctx, ctx16, lse) and backward (dqkv, dr and the
+ * bias gradients) from fp32 inputs holding those roundings widened. in: qkv, r, r_w_bias, r_r_bias, dctx
+ * on be. */
+static void rel_flash_inputs16(hs_conf *t, const hs_backend *be, rel_case c, const float *const in[5],
+                               const float *junk, const float *gw, const float *gr) {
+    if (!be->products_read_twins) return;
+    char what[220];
+    const int klen = c.mlen + c.qlen, H = c.heads * c.d;
+    const size_t nqkv = (size_t)c.batch * klen * 3 * H, nr = (size_t)klen * H, nb = (size_t)H,
+                 nctx = (size_t)c.batch * c.qlen * H, nlse = (size_t)c.batch * c.heads * c.qlen;
+    const uint64_t key = 0x5be1f0c2a7d3e419ULL;
+    const int64_t first_sample = 5;
+    const float scale = 1.0f / sqrtf((float)c.d);
+    uint16_t *qkv16 = be->alloc(be, nqkv * 2), *r16 = be->alloc(be, nr * 2);
+    be->to_half(be, qkv16, in[0], nqkv);
+    be->to_half(be, r16, in[1], nr);
+    float *qkv_wide = be->alloc(be, nqkv * 4), *r_wide = be->alloc(be, nr * 4);
+    be->from_half(be, qkv_wide, qkv16, nqkv);
+    be->from_half(be, r_wide, r16, nr);
+    float *qkv_stale = hs_conf_dev(be, junk, nqkv * 4), *r_stale = hs_conf_dev(be, junk, nr * 4);
+    void *ctx[2], *lse[2], *c16[2], *dq[2], *dr[2], *dgw[2], *dgr[2];
+    for (int k = 0; k < 2; k++) { /* k = 1: q|k|v and r bound with bind_half_only */
+        ctx[k] = hs_conf_dev(be, junk, nctx * 4), lse[k] = hs_conf_dev(be, junk, nlse * 4);
+        c16[k] = be->alloc(be, nctx * 2);
+        dq[k] = hs_conf_dev(be, junk, nqkv * 4), dr[k] = hs_conf_dev(be, junk, nr * 4);
+        dgw[k] = hs_conf_dev(be, gw, nb * 4), dgr[k] = hs_conf_dev(be, gr, nb * 4);
+        const float *qkv = k ? qkv_stale : qkv_wide, *r = k ? r_stale : r_wide;
+        if (k) be->bind_half_only(be, qkv_stale, qkv16, nqkv), be->bind_half_only(be, r_stale, r16, nr);
+        be->rel_flash_attention_forward(be, ctx[k], lse[k], qkv, r, in[2], in[3], c.batch, c.qlen, c.mlen, c.heads,
+                                        c.d, c.lower_shift, scale, c.p, key, first_sample, c16[k]);
+        be->rel_flash_attention_backward(be, dq[k], dr[k], dgw[k], dgr[k], in[4], qkv, r, in[2], in[3], ctx[k], lse[k],
+                                         c.batch, c.qlen, c.mlen, c.heads, c.d, c.lower_shift, scale, c.p, key,
+                                         first_sample, NULL, NULL);
+        if (k) be->unbind_half(be, qkv_stale), be->unbind_half(be, r_stale);
+    }
+    void *const *outs[7] = {ctx, c16, lse, dq, dr, dgw, dgr};
+    const char *names[7] = {"ctx", "ctx16", "lse", "dqkv", "dr", "dr_w_bias", "dr_r_bias"};
+    const size_t bytes[7] = {nctx * 4, nctx * 2, nlse * 4, nqkv * 4, nr * 4, nb * 4, nb * 4};
+    for (int o = 0; o < 7; o++) {
+        snprintf(what, sizeof what,
+                 "fused %s, q|k|v and r bound with bind_half_only = from their roundings widened b=%d qlen=%d "
+                 "mlen=%d heads=%d d=%d",
+                 names[o], c.batch, c.qlen, c.mlen, c.heads, c.d);
+        same_on(t, be, what, outs[o][0], outs[o][1], bytes[o]);
+    }
+    for (int o = 0; o < 7; o++) be->free(be, outs[o][0]), be->free(be, outs[o][1]);
+    be->free(be, qkv16), be->free(be, r16), be->free(be, qkv_wide), be->free(be, r_wide);
+    be->free(be, qkv_stale), be->free(be, r_stale);
+}
+
 /* The fused op (rel_flash_attention_*, kernels/rel_flash_attention.cu) against the CPU's unfused
  * rel_attention, within the unfused op's bounds (derived from the CPU's probabilities): the fused op
  * computes the same sums in another order (tiles, an online softmax, P recomputed from lse, D from
@@ -372,6 +424,11 @@ static void rel_flash_case(hs_conf *t, rel_case c) {
         rel_flash_only16(t, be[k], c, in, h16[k][0], lse[k], junk, gw, gr);
     }
     hs_cuda_rel_flash_max_warps(0);
+    { /* the launch's own warps per block */
+        const float *in[5];
+        for (int i = 0; i < 5; i++) in[i] = ins[i]->cuda;
+        rel_flash_inputs16(t, t->cuda, c, in, junk, gw, gr);
+    }
     for (int k = 0; k < 3; k += 2) {
         void *outs16[3] = {ctx[k], dqkv[k], dr[k]};
         static const char *n16s[3] = {"ctx16", "dqkv16", "dr16"};
