@@ -127,6 +127,9 @@ struct hs_txl {
                               * and the context (the fused attention's forward; the backward widens it
                               * not) exist in 16 bits alone (bind_half_only): only products read them
                               * (and the fused attention backward reads the context's twin) */
+    int proj16;              /* only16 with the fused attention: the q|k|v and r products write their 16-bit
+                              * copies alone (gemm_bias_half), which the fused attention reads as twins
+                              * (bind_half_only), forward and backward; nothing converts them */
 
     /* backward scratch */
     float *grad_h, *grad_tmp, *grad_h1; /* [T, D] */
@@ -137,6 +140,8 @@ struct hs_txl {
                                          * its weight gradient */
     float *grad_ctx;                    /* [T, nd] */
     float *dqkv;                        /* [K, 3nd] */
+    uint16_t *dqkv16, *dr16;            /* [K, 3nd], [klen, nd]: ∂qkv's and ∂r's 16-bit twins under proj16
+                                         * (the layer's q|k|v and r copies are being read meanwhile) */
     float *dcat;                        /* [K, D] */
     float *dr;                          /* [klen, nd] */
     float *dff;                         /* [T, I] */
@@ -318,6 +323,7 @@ void hs_txl_setup(hs_txl *m) {
      * <= 128); "fused" asks for it anyway */
     m->fused = hs_attention_fused(be, c->attention[0] ? c->attention : NULL) &&
                (strcmp(c->attention, "fused") == 0 || be->memory_is_host || c->d_head <= 128);
+    m->proj16 = m->only16 && m->fused;
     const size_t n_probs = b * (size_t)c->n_head * q * klen, n_lse = b * (size_t)c->n_head * q;
     for (int l = 0; l < c->n_layer; l++) {
         txl_layer_acts *a = &m->acts[l];
@@ -362,6 +368,8 @@ void hs_txl_setup(hs_txl *m) {
     if (half) m->grad16 = be->alloc(be, T * D * sizeof(uint16_t));
     if (half) m->pos16 = be->alloc(be, klen * D * sizeof(uint16_t));
     if (half) m->cat16 = be->alloc(be, K * D * sizeof(uint16_t));
+    if (m->proj16) m->dqkv16 = be->alloc(be, K * 3 * nd * sizeof(uint16_t));
+    if (m->proj16) m->dr16 = be->alloc(be, klen * nd * sizeof(uint16_t));
     m->grad_h1 = falloc(be, T * D);
     m->grad_ctx = falloc(be, T * nd);
     m->dqkv = falloc(be, K * 3 * nd);
@@ -766,8 +774,9 @@ static int layer_conversions(const hs_txl *m, int l, const pass *ps, int to_half
     hs_act16 t[N_SAVED];
     const int k = layer_saved(m, l, ps, t);
     for (int i = 0; i < k; i++) /* the 16-bit dataflow widens no ctx: only its product reads it (and the fused
-                                  * attention backward, from its twin) */
-        if (!(to_half && (i == 2 || i == 3)) && !(!to_half && i == 2 && m->only16))
+                                  * attention backward, from its twin); under proj16 q|k|v and r exist only
+                                  * in 16 bits, as their products wrote them */
+        if (!(to_half && (i == 2 || i == 3)) && !(!to_half && i == 2 && m->only16) && !(m->proj16 && i < 2))
             cv[n++] = (hs_half_conversion){t[i].f, t[i].u, t[i].count, to_half};
     return n;
 }
@@ -822,12 +831,22 @@ static void layer_forward(hs_txl *m, int l, const pass *ps) {
         be->bind_half(be, in, m->cat16, (size_t)K * (size_t)D);
         if (l == 0) bind_pos16(m, ps);
     }
-    /* qkv[K, 3nd] = c'·Wqkvᵀ; r[klen, nd] = pos'·Wrᵀ (no biases) */
-    be->gemm(be, 0, 1, K, 3 * nd, D, 1.0f, in, D, hs_param_data(p, w->qkv_w), D, 0.0f, a->qkv, 3 * nd);
-    be->unbind_half(be, in); /* bound above (16-bit storage), or nothing */
-    be->gemm(be, 0, 1, klen, nd, D, 1.0f, m->pos_drop, D, hs_param_data(p, w->r_w), D, 0.0f, a->r, nd);
-    const float scale = (float)(1.0 / sqrt((double)c->d_head));
+    /* qkv[K, 3nd] = c'·Wqkvᵀ; r[klen, nd] = pos'·Wrᵀ (no biases). bf16/fp16: 16-bit linear layers (their
+     * outputs rounded, autocast's: gemm_bias_half without a bias), in fp32 (widened) or, under proj16, in
+     * the layer's 16-bit copies alone, which the fused attention reads as twins */
     const txl_layer_half *h16 = m->half ? &m->half[l] : NULL;
+    const size_t n_qkv = (size_t)K * 3 * (size_t)nd, n_r = (size_t)klen * (size_t)nd;
+    if (hs_precision_is_16bit(be->precision))
+        be->gemm_bias_half(be, m->proj16 ? h16->qkv : NULL, a->qkv, in, hs_param_data(p, w->qkv_w), NULL, K, D, 3 * nd);
+    else
+        be->gemm(be, 0, 1, K, 3 * nd, D, 1.0f, in, D, hs_param_data(p, w->qkv_w), D, 0.0f, a->qkv, 3 * nd);
+    be->unbind_half(be, in); /* bound above (16-bit storage), or nothing */
+    if (hs_precision_is_16bit(be->precision))
+        be->gemm_bias_half(be, m->proj16 ? h16->r : NULL, a->r, m->pos_drop, hs_param_data(p, w->r_w), NULL, klen, D, nd);
+    else
+        be->gemm(be, 0, 1, klen, nd, D, 1.0f, m->pos_drop, D, hs_param_data(p, w->r_w), D, 0.0f, a->r, nd);
+    if (m->proj16) be->bind_half_only(be, a->qkv, h16->qkv, n_qkv), be->bind_half_only(be, a->r, h16->r, n_r);
+    const float scale = (float)(1.0 / sqrt((double)c->d_head));
     if (m->fused) /* writes ctx's 16-bit copy itself (16-bit storage); the 16-bit dataflow: only that */
         hs_rel_flash_attention_forward(be, m->only16 ? NULL : a->ctx, a->lse, a->qkv, a->r, hs_param_data(p, m->r_w_bias),
                                        hs_param_data(p, m->r_r_bias), b, qlen, mlen, c->n_head, c->d_head,
@@ -836,6 +855,7 @@ static void layer_forward(hs_txl *m, int l, const pass *ps) {
         hs_rel_attention_forward(be, a->ctx, a->probs, a->qkv, a->r, hs_param_data(p, m->r_w_bias),
                                  hs_param_data(p, m->r_r_bias), b, qlen, mlen, c->n_head, c->d_head, ps->lower_shift,
                                  scale, d_att.p, d_att.key, ps->first);
+    if (m->proj16) be->unbind_half(be, a->qkv), be->unbind_half(be, a->r);
     /* 16-bit storage: ctx and u are rounded into their layer's copies here (ctx by the fused attention,
      * u by relu_dropout_forward), where the o and FFN2 products read them as twins (no conversion in the
      * product), not after the layer (layer_conversions) */
@@ -998,13 +1018,18 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
     be->gemm(be, 0, 0, T, nd, D, 1.0f, da, D, hs_param_data(p, w->o_w), nd, 0.0f, m->grad_ctx, nd);
     if (h16) be->unbind_half(be, da);
     const float scale = (float)(1.0 / sqrt((double)c->d_head));
-    if (m->fused) /* 16-bit storage: ∂qkv and ∂r also rounded into q|k|v's and r's copies (widened already,
-                   * free now), the twins of their products */
+    const size_t n_qkv = (size_t)K * 3 * (size_t)nd, n_r = (size_t)klen * (size_t)nd;
+    /* 16-bit storage: ∂qkv and ∂r also rounded into 16-bit twins for their products: q|k|v's and r's copies
+     * (widened already, free now), or under proj16, where the kernels read those copies as q|k|v and r
+     * themselves, dqkv16 and dr16 */
+    uint16_t *dqkv16 = m->proj16 ? m->dqkv16 : h16 ? h16->qkv : NULL, *dr16 = m->proj16 ? m->dr16 : h16 ? h16->r : NULL;
+    if (m->proj16) be->bind_half_only(be, a->qkv, h16->qkv, n_qkv), be->bind_half_only(be, a->r, h16->r, n_r);
+    if (m->fused)
         hs_rel_flash_attention_backward(be, m->dqkv, m->dr, hs_param_grad(p, m->r_w_bias),
                                         hs_param_grad(p, m->r_r_bias), m->grad_ctx, a->qkv, a->r,
                                         hs_param_data(p, m->r_w_bias), hs_param_data(p, m->r_r_bias), a->ctx, a->lse, b,
                                         qlen, mlen, c->n_head, c->d_head, ps->lower_shift, scale, d_att.p, d_att.key,
-                                        ps->first, h16 ? h16->qkv : NULL, h16 ? h16->r : NULL);
+                                        ps->first, dqkv16, dr16);
     else
         hs_rel_attention_backward(be, m->dqkv, m->dr, hs_param_grad(p, m->r_w_bias), hs_param_grad(p, m->r_r_bias),
                                   m->grad_ctx, a->qkv, a->r, hs_param_data(p, m->r_w_bias),
@@ -1012,10 +1037,11 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
                                   ps->lower_shift, scale, d_att.p, d_att.key, ps->first);
     /* after the attention backward: under the 16-bit dataflow the fused one reads the context's twin */
     if (h16) be->unbind_half(be, a->ctx);
+    if (m->proj16) be->unbind_half(be, a->qkv), be->unbind_half(be, a->r);
     if (h16) { /* ∂qkv, read by two products: the unfused op's rounded once into q|k|v's copy */
-        if (!m->fused) be->to_half(be, h16->qkv, m->dqkv, (size_t)K * 3 * (size_t)nd);
-        be->bind_half(be, m->dqkv, h16->qkv, (size_t)K * 3 * (size_t)nd);
-        if (m->fused) be->bind_half(be, m->dr, h16->r, (size_t)klen * (size_t)nd);
+        if (!m->fused) be->to_half(be, dqkv16, m->dqkv, n_qkv);
+        be->bind_half(be, m->dqkv, dqkv16, n_qkv);
+        if (m->fused) be->bind_half(be, m->dr, dr16, n_r);
     }
     /* r = pos'·Wrᵀ: ∂Wr += ∂rᵀ·pos' (the positions need no gradient; pos' read from its twin, bind_pos16) */
     be->gemm(be, 1, 0, nd, D, klen, 1.0f, m->dr, nd, m->pos_drop, D, 1.0f, hs_param_grad(p, w->r_w), D);
@@ -1093,6 +1119,8 @@ void hs_txl_free(hs_txl *m) {
         if (m->grad16) be->free(be, m->grad16);
         if (m->pos16) be->free(be, m->pos16);
         if (m->cat16) be->free(be, m->cat16);
+        if (m->dqkv16) be->free(be, m->dqkv16);
+        if (m->dr16) be->free(be, m->dr16);
         float *bufs[] = {m->emb, m->final, m->pos, m->pos_drop, m->grad_h, m->grad_tmp, m->grad_h1,
                          m->grad_ctx, m->dqkv, m->dcat, m->dr, m->dff};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) be->free(be, bufs[i]);
