@@ -34,13 +34,15 @@ ledger_start() {
   rows=$((b1 > b2 ? b1 : b2))
 }
 
-# ledger_run B OVERRIDE...: 2 updates of the config at batch B with the ledger on, into b$B.log (the
-# overrides the script's own: data, batch; then the common ones and -o's)
+# ledger_run B OVERRIDE...: 2 updates of the config at batch B with the ledger on, into b$B.log, whose
+# table counts the second (HETSEQ_CUDA_LEDGER_WARMUP=1: the first allocates, and zero-fills, the
+# workspaces the later ones reuse) (the overrides the script's own: data, batch; then the common ones and
+# -o's)
 ledger_run() {
   local b=$1
   shift
   echo "micro-batch $b: $hetseq train $(basename "$config") (log in $work/b$b.log)" >&2
-  HETSEQ_CUDA_LEDGER=1 HS_CUDA_EMU_MEM_MB=${HS_CUDA_EMU_MEM_MB:-16000} "$hetseq" train "$config" "$@" \
+  HETSEQ_CUDA_LEDGER=1 HETSEQ_CUDA_LEDGER_WARMUP=1 HS_CUDA_EMU_MEM_MB=${HS_CUDA_EMU_MEM_MB:-16000} "$hetseq" train "$config" "$@" \
     -o device=\"cuda\" -o precision=\"$precision\" -o training.update_freq=1 -o training.max_update=2 \
     -o training.max_epoch=0 -o training.disable_validation=true -o checkpoint.no_save=true \
     -o checkpoint.save_dir=\"ck$b\" -o log.interval=1 "${extra[@]}" > "b$b.log" 2>&1 ||

@@ -18,7 +18,7 @@ import argparse
 import re
 import sys
 
-HEAD = re.compile(r"^\| device-op ledger over (\d+) update\(s\): (\d+) device ops")
+HEAD = re.compile(r"^\| device-op ledger over (\d+) update\(s\)(?: after the first \d+)?: (\d+) device ops")
 ROW = re.compile(r"^\| (.+?)\s{2,}(kernel|library|copy)\s+(\d+)\s+[\d.]+\s+(\S+)\s+\S+\s*$")
 
 

@@ -7,6 +7,7 @@
 #include "util/check.h"
 
 hs_ledger hs_ledger_state;
+static hs_ledger marked; /* the counts at hs_ledger_mark (zeros without one, or after a reset) */
 hs_ledger_tape *hs_ledger_taping;
 static _Thread_local int taping_thread;
 
@@ -167,6 +168,7 @@ static void forget_table(const void *p) {
 }
 
 void hs_ledger_reset(void) {
+    memset(&marked, 0, sizeof marked);
     hs_ledger *l = &hs_ledger_state;
     for (int i = 0; i < l->rows; i++) {
         l->row[i].calls = 0;
@@ -192,18 +194,37 @@ static int by_calls(const void *a, const void *b) {
     return strcmp(x->name, y->name);
 }
 
-void hs_ledger_print(FILE *out, int64_t updates) {
+void hs_ledger_mark(void) { marked = hs_ledger_state; }
+
+static void print_table(FILE *out, const hs_ledger *l, int64_t updates, int64_t left_out);
+
+void hs_ledger_print(FILE *out, int64_t updates) { print_table(out, &hs_ledger_state, updates, 0); }
+
+void hs_ledger_print_since_mark(FILE *out) {
+    hs_ledger since = hs_ledger_state;
+    since.ops -= marked.ops;
+    since.bytes -= marked.bytes;
+    for (int i = 0; i < marked.rows; i++) { /* rows only grow: row i is the same op in both */
+        since.row[i].calls -= marked.row[i].calls;
+        since.row[i].bytes -= marked.row[i].bytes;
+        since.row[i].unsized -= marked.row[i].unsized;
+    }
+    print_table(out, &since, since.updates - marked.updates, marked.updates);
+}
+
+static void print_table(FILE *out, const hs_ledger *l, int64_t updates, int64_t left_out) {
     static const char *const kinds[] = {"kernel", "library", "copy"};
-    const hs_ledger *l = &hs_ledger_state;
     const hs_ledger_row *sorted[HS_LEDGER_MAX_ROWS];
     int n = 0;
     for (int i = 0; i < l->rows; i++)
         if (l->row[i].calls) sorted[n++] = &l->row[i];
     qsort(sorted, (size_t)n, sizeof *sorted, by_calls);
     const double u = updates > 0 ? (double)updates : 1.0;
-    fprintf(out, "| device-op ledger over %lld update(s): %llu device ops (%.1f per update), %.4g GB moved by hetseq's "
+    char after[64] = "";
+    if (left_out > 0) snprintf(after, sizeof after, " after the first %lld", (long long)left_out);
+    fprintf(out, "| device-op ledger over %lld update(s)%s: %llu device ops (%.1f per update), %.4g GB moved by hetseq's "
                  "kernels and copies (%.4g GB per update), peak device memory %.4g GB\n",
-            (long long)updates, (unsigned long long)l->ops, (double)l->ops / u, (double)l->bytes / 1e9,
+            (long long)updates, after, (unsigned long long)l->ops, (double)l->ops / u, (double)l->bytes / 1e9,
             (double)l->bytes / 1e9 / u, (double)l->peak_bytes / 1e9);
     fprintf(out, "| %-48s %-8s %12s %12s %14s %14s\n", "op", "kind", "calls", "per update", "bytes", "bytes/update");
     for (int i = 0; i < n; i++) {

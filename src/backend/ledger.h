@@ -123,6 +123,12 @@ const hs_ledger_row *hs_ledger_find(const char *name);
 /* The per-op table (name, kind, calls, calls per update, bytes, bytes per update), rows by calls,
  * with `updates` the number of updates counted. */
 void hs_ledger_print(FILE *out, int64_t updates);
+/* The same for the updates since hs_ledger_mark (the counts then taken off; `left_out`, the updates
+ * before the mark, named in the heading), or for every update without a mark. The trainer marks after
+ * HETSEQ_CUDA_LEDGER_WARMUP updates: a run's first update allocates the workspaces (and zero-fills
+ * some) that the later ones reuse. */
+void hs_ledger_mark(void);
+void hs_ledger_print_since_mark(FILE *out);
 
 #ifdef __cplusplus
 }

@@ -80,6 +80,23 @@ typedef struct trainer {
     int resumed;             /* resumed from checkpoint_last.h5 */
 } trainer;
 
+
+/* HETSEQ_CUDA_LEDGER_WARMUP: how many first updates the ledger's table leaves out (a non-negative
+ * integer; unset: 0). Read once; a malformed value ends the run with a message. */
+static int64_t ledger_warmup(void) {
+    static int64_t n = -1;
+    if (n < 0) {
+        const char *v = getenv("HETSEQ_CUDA_LEDGER_WARMUP");
+        char *end = NULL;
+        long long x = v && *v ? strtoll(v, &end, 10) : 0;
+        if (v && *v && (*end || x < 0))
+            HS_FATAL("set it to a number of updates, e.g. HETSEQ_CUDA_LEDGER_WARMUP=1",
+                     "HETSEQ_CUDA_LEDGER_WARMUP=%s is not a non-negative integer", v);
+        n = x;
+    }
+    return n;
+}
+
 static void make_dir(const char *dir) {
     char path[4096];
     snprintf(path, sizeof path, "%s", dir);
@@ -521,6 +538,7 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
         p->be->upload(p->be, p->data, &v, sizeof v);
     }
     hs_ledger_update_end();
+    if (ledger_warmup() > 0 && hs_ledger_state.updates == ledger_warmup()) hs_ledger_mark();
     hs_profile_range_update_end(&t->profile, update);
     t->st.num_updates++;
     t->st.lr = hs_lr_step_update(&t->sched, t->st.num_updates);
@@ -708,6 +726,7 @@ static void start_run(trainer *t, const hs_config *cfg, const hs_comm *comm) {
     t->last_saved_update = -1;
     t->start_time = hs_now();
     hs_fault_init(comm->rank);
+    (void)ledger_warmup(); /* a malformed HETSEQ_CUDA_LEDGER_WARMUP ends the run before any work */
     hs_train_config_load(cfg, &t->tc);
     hs_stall_start(comm, t->tc.stall_timeout);
     hs_setup_threads(comm);
@@ -848,7 +867,8 @@ static void train_loop(trainer *t) {
     }
 }
 
-/* HETSEQ_CUDA_LEDGER=1: the device-op ledger's per-op table on rank 0 (docs/gpu.md). */
+/* HETSEQ_CUDA_LEDGER=1: the device-op ledger's per-op table on rank 0 (docs/gpu.md), over the updates
+ * after the first HETSEQ_CUDA_LEDGER_WARMUP (default 0). */
 static void print_device_ledger(void) {
     static int on = -1;
     if (!hs_env_flag("HETSEQ_CUDA_LEDGER", &on) || hs_log_rank() != 0) return;
@@ -856,7 +876,10 @@ static void print_device_ledger(void) {
         hs_log("| HETSEQ_CUDA_LEDGER: this backend keeps no device-op ledger (only device = \"cuda\" does)");
         return;
     }
-    hs_ledger_print(stdout, hs_ledger_state.updates);
+    if (ledger_warmup() > 0 && hs_ledger_state.updates <= ledger_warmup())
+        hs_log("| HETSEQ_CUDA_LEDGER_WARMUP=%lld: the run made only %lld update(s), the table counts them all",
+               (long long)ledger_warmup(), (long long)hs_ledger_state.updates);
+    hs_ledger_print_since_mark(stdout);
 }
 
 /* The reads stopped, the closing lines, everything freed; returns the exit status. */

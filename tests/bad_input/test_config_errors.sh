@@ -128,6 +128,9 @@ expect_error "an unknown short option" "unknown option '-x' for hetseq train \(s
 expect_error "an unknown long option" "unknown option '--frobnicate' for hetseq eval" "$HETSEQ" eval ok.cfg --frobnicate
 expect_error "a value for --help" "option '--help' takes no value" "$HETSEQ" train ok.cfg --help=yes
 expect_error "an unknown command" "unknown command 'trian' \(expected train, eval, prep; see hetseq --help\)" "$HETSEQ" trian ok.cfg
+# an environment knob with a malformed value: one message, before any work
+expect_error "a malformed HETSEQ_CUDA_LEDGER_WARMUP" "HETSEQ_CUDA_LEDGER_WARMUP=one is not a non-negative integer" \
+  env HETSEQ_CUDA_LEDGER_WARMUP=one "$HETSEQ" train ok.cfg
 expect_error "-oKEY=VALUE, options before CONFIG" "-o optimizer\.lrr=1: unknown key 'optimizer\.lrr'" \
   "$HETSEQ" train -ooptimizer.lrr=1 ok.cfg
 "$HETSEQ" train ok.cfg -o seed=1 --help 2>&1 | grep -q "^usage: hetseq" || fail "--help after options prints no usage"

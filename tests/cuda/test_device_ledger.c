@@ -147,6 +147,29 @@ int main(void) {
     EXPECT_EQ(strstr(text, "4 device ops (4.0 per update)") != NULL, 1, "the table's total");
     EXPECT_EQ(strstr(text, "launched without a byte count") != NULL, 1, "the table flags unsized launches");
 
+    /* ---- the table after a warm-up (HETSEQ_CUDA_LEDGER_WARMUP): the updates before the mark left out ---- */
+    hs_ledger_reset();
+    for (int u = 0; u < 3; u++) { /* a first update of 3 memsets, then two of 1 */
+        hs_ledger_update_begin();
+        for (int k = 0; k < (u == 0 ? 3 : 1); k++) cuda->zero(cuda, c, 100);
+        hs_ledger_update_end();
+        if (u == 0) hs_ledger_mark();
+    }
+    out = tmpfile();
+    if (!out) {
+        perror("tmpfile");
+        return 2;
+    }
+    hs_ledger_print_since_mark(out);
+    rewind(out);
+    got = fread(text, 1, sizeof text - 1, out);
+    text[got] = 0;
+    fclose(out);
+    fputs(text, stdout);
+    EXPECT_EQ(strstr(text, "over 2 update(s) after the first 1: 2 device ops (1.0 per update), 2e-07 GB") != NULL, 1,
+              "the table since the mark: 2 updates of 1 memset of 100 bytes");
+    EXPECT_EQ(hs_ledger_state.ops, 5, "the ledger itself keeps every update's ops");
+
     cuda->synchronize(cuda);
     printf("%s\n", failures ? "FAIL" : "PASS: the device-op ledger counts the known sequence exactly");
     return failures ? 1 : 0;
