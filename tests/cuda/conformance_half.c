@@ -266,14 +266,13 @@ static void shadow_cases(hs_conf *t) {
  * are bound to such twins converts nothing and gives the bits of the GEMM that converts them; a write by a
  * memory op ends the binding (the next GEMM converts again). */
 
-#define same_on hs_conf_same_on /* bytes of two buffers of one backend, equal or a failure naming what */
 
 /* round(f[n]) by to_half equals h[n] */
 static void is_rounding(hs_conf *t, const hs_backend *be, const char *what, const uint16_t *h, const float *f,
                         size_t n) {
     uint16_t *r = be->alloc(be, n * sizeof *r);
     be->to_half(be, r, f, n);
-    same_on(t, be, what, h, r, n * sizeof *r);
+    hs_conf_same_on(t, be, what, h, r, n * sizeof *r);
     be->free(be, r);
 }
 
@@ -329,20 +328,20 @@ static void outputs16_on(hs_conf *t, const hs_backend *be, int rows, int cols) {
             char w[256];
             if (o == 2) { /* bias_gelu_forward with x16: the pre-activation only in x16; x as it was */
                 snprintf(w, sizeof w, "bias_gelu_forward x with x16: unchanged %s", what);
-                same_on(t, be, w, x, u[1], n * 4);
+                hs_conf_same_on(t, be, w, x, u[1], n * 4);
                 snprintf(w, sizeof w, "bias_gelu_forward x16 = to_half(x + bias) %s", what);
                 is_rounding(t, be, w, u16, u[0], n);
                 continue;
             }
             snprintf(w, sizeof w, "%s (fp32, with and without the 16-bit output) %s", names[o], what);
-            same_on(t, be, w, f0[o], f1[o], n * 4);
+            hs_conf_same_on(t, be, w, f0[o], f1[o], n * 4);
             snprintf(w, sizeof w, "%s16 = to_half(%s) %s", names[o], names[o], what);
             is_rounding(t, be, w, h[o], f1[o], n);
         }
         /* the GELU output recomputed by the backward: bias_gelu_forward's y of the same x, and its rounding */
         char w[256];
         snprintf(w, sizeof w, "gelu_backward y = bias_gelu_forward y %s", what);
-        same_on(t, be, w, gy, g[1], n * 4);
+        hs_conf_same_on(t, be, w, gy, g[1], n * 4);
         snprintf(w, sizeof w, "gelu_backward y16 = to_half(y) %s", what);
         is_rounding(t, be, w, gy16, gy, n);
         /* from the 16-bit pre-activation u16 (x16): every output the bits of the same op on u16 widened */
@@ -354,19 +353,19 @@ static void outputs16_on(hs_conf *t, const hs_backend *be, int rows, int cols) {
         const void *w0[] = {wdx[0], wdx16[0], wy[0], wy16[0]}, *w1[] = {wdx[1], wdx16[1], wy[1], wy16[1]};
         for (int o = 0; o < 4; o++) {
             snprintf(w, sizeof w, "gelu_backward %s from x16 = from x16 widened %s", wnames[o], what);
-            same_on(t, be, w, w0[o], w1[o], n * (o % 2 ? 2 : 4));
+            hs_conf_same_on(t, be, w, w0[o], w1[o], n * (o % 2 ? 2 : 4));
         }
         /* the 16-bit dataflow: the fp32 outputs left out (NULL), the 16-bit ones the same bits as above */
         for (int with_x16 = 0; with_x16 < 2; with_x16++) {
             be->copy(be, u[1], x, n * 4);
             be->bias_gelu_forward(be, NULL, u[1], beta, rows, cols, with_x16 ? ru16 : NULL, rd16);
             snprintf(w, sizeof w, "bias_gelu_forward y16 without y (x16 %s) = with y %s", with_x16 ? "on" : "off", what);
-            same_on(t, be, w, g16, rd16, n * 2);
+            hs_conf_same_on(t, be, w, g16, rd16, n * 2);
             snprintf(w, sizeof w, "bias_gelu_forward %s without y = with y %s", with_x16 ? "x16" : "x", what);
             if (with_x16)
-                same_on(t, be, w, u16, ru16, n * 2);
+                hs_conf_same_on(t, be, w, u16, ru16, n * 2);
             else
-                same_on(t, be, w, u[0], u[1], n * 4);
+                hs_conf_same_on(t, be, w, u[0], u[1], n * 4);
         }
         /* relu_dropout_forward/backward without the fp32 output: the 16-bit one the same bits */
         uint16_t *r16[4] = {be->alloc(be, n * 2), be->alloc(be, n * 2), be->alloc(be, n * 2), be->alloc(be, n * 2)};
@@ -376,11 +375,11 @@ static void outputs16_on(hs_conf *t, const hs_backend *be, int rows, int cols) {
         be->copy(be, wdx[0], res, n * 4);
         be->relu_dropout_backward(be, NULL, wdx[0], wy[0], rows, (size_t)cols, p, 99, 3, r16[3]);
         snprintf(w, sizeof w, "relu_dropout_forward y16 without y = with y %s", what);
-        same_on(t, be, w, r16[0], r16[1], n * 2);
+        hs_conf_same_on(t, be, w, r16[0], r16[1], n * 2);
         snprintf(w, sizeof w, "relu_dropout_backward dx16 without dx = with dx %s", what);
-        same_on(t, be, w, r16[2], r16[3], n * 2);
+        hs_conf_same_on(t, be, w, r16[2], r16[3], n * 2);
         snprintf(w, sizeof w, "relu_dropout_backward without dx leaves dy as it was %s", what);
-        same_on(t, be, w, res, wdx[0], n * 4);
+        hs_conf_same_on(t, be, w, res, wdx[0], n * 4);
         for (int k = 0; k < 4; k++) be->free(be, r16[k]);
         /* layernorm_dropout_backward without da: da16, dx and the parameter sums the bits of the call with da */
         float *ldx[2] = {hs_conf_dev(be, hr, n * 4), hs_conf_dev(be, hr, n * 4)}, *lda = be->alloc(be, n * 4);
@@ -392,19 +391,19 @@ static void outputs16_on(hs_conf *t, const hs_backend *be, int rows, int cols) {
                                            ldx[k], sum[1], mean[1], rstd[1], gamma, rows, cols, rows, (size_t)cols, 1,
                                            p, 99, 3, l16[k]);
         snprintf(w, sizeof w, "layernorm_dropout_backward da16 without da = with da %s", what);
-        same_on(t, be, w, l16[0], l16[1], n * 2);
+        hs_conf_same_on(t, be, w, l16[0], l16[1], n * 2);
         snprintf(w, sizeof w, "layernorm_dropout_backward dx, dgamma, dbeta without da = with da %s", what);
-        same_on(t, be, w, ldx[0], ldx[1], n * 4);
-        same_on(t, be, w, lg, lg + 2 * cols, (size_t)cols * 8);
+        hs_conf_same_on(t, be, w, ldx[0], ldx[1], n * 4);
+        hs_conf_same_on(t, be, w, lg, lg + 2 * cols, (size_t)cols * 8);
         be->free(be, ldx[0]), be->free(be, ldx[1]), be->free(be, lda), be->free(be, lg);
         be->copy(be, wdx[0], res, n * 4);
         be->gelu_backward(be, NULL, wdx[0], NULL, u16, n, ru16, NULL, rd16);
         snprintf(w, sizeof w, "gelu_backward dx16 without dx = with dx %s", what);
-        same_on(t, be, w, wdx16[1], ru16, n * 2);
+        hs_conf_same_on(t, be, w, wdx16[1], ru16, n * 2);
         snprintf(w, sizeof w, "gelu_backward y16 without y = with y %s", what);
-        same_on(t, be, w, wy16[1], rd16, n * 2);
+        hs_conf_same_on(t, be, w, wy16[1], rd16, n * 2);
         snprintf(w, sizeof w, "gelu_backward without dx leaves dy as it was %s", what);
-        same_on(t, be, w, res, wdx[0], n * 4);
+        hs_conf_same_on(t, be, w, res, wdx[0], n * 4);
     }
     for (int k = 0; k < 2; k++) be->free(be, wdx[k]), be->free(be, wy[k]), be->free(be, wdx16[k]), be->free(be, wy16[k]);
     be->free(be, uw);
@@ -441,13 +440,13 @@ static void flash_outputs16_on(hs_conf *t, const hs_backend *be, int batch, int 
     char what[200];
     snprintf(what, sizeof what, "flash_attention ctx (fp32, with and without ctx16) B=%d L=%d heads=%d d=%d p=%g",
              batch, L, heads, d, p);
-    same_on(t, be, what, ctx[0], ctx[1], nctx * 4);
+    hs_conf_same_on(t, be, what, ctx[0], ctx[1], nctx * 4);
     snprintf(what, sizeof what, "flash_attention lse (with and without ctx16) B=%d L=%d heads=%d d=%d p=%g", batch,
              L, heads, d, p);
-    same_on(t, be, what, lse[0], lse[1], nlse * 4);
+    hs_conf_same_on(t, be, what, lse[0], lse[1], nlse * 4);
     snprintf(what, sizeof what, "flash_attention dqkv (fp32, with and without dqkv16) B=%d L=%d heads=%d d=%d p=%g",
              batch, L, heads, d, p);
-    same_on(t, be, what, dqkv[0], dqkv[1], nqkv * 4);
+    hs_conf_same_on(t, be, what, dqkv[0], dqkv[1], nqkv * 4);
     snprintf(what, sizeof what, "flash_attention ctx16 = to_half(ctx) B=%d L=%d heads=%d d=%d p=%g", batch, L,
              heads, d, p);
     is_rounding(t, be, what, ctx16, ctx[1], nctx);
@@ -465,10 +464,10 @@ static void flash_outputs16_on(hs_conf *t, const hs_backend *be, int batch, int 
     be->flash_attention_forward(be, NULL, l2, qkv, NULL, mb, batch, L, heads, d, p, 77, 2, c16, NULL);
     snprintf(what, sizeof what, "flash_attention ctx16 without ctx = with ctx B=%d L=%d heads=%d d=%d p=%g", batch, L,
              heads, d, p);
-    same_on(t, be, what, ctx16, c16, nctx * 2);
+    hs_conf_same_on(t, be, what, ctx16, c16, nctx * 2);
     snprintf(what, sizeof what, "flash_attention lse without ctx = with ctx B=%d L=%d heads=%d d=%d p=%g", batch, L,
              heads, d, p);
-    same_on(t, be, what, lse[1], l2, nlse * 4);
+    hs_conf_same_on(t, be, what, lse[1], l2, nlse * 4);
     if (be->products_read_twins) {
         float *stale = hs_conf_dev(be, hdctx, nctx * 4), *wide = be->alloc(be, nctx * 4);
         float *dq[2] = {be->alloc(be, nqkv * 4), be->alloc(be, nqkv * 4)};
@@ -481,7 +480,7 @@ static void flash_outputs16_on(hs_conf *t, const hs_backend *be, int batch, int 
                  "flash_attention_backward dqkv, ctx bound with bind_half_only = from ctx16 widened B=%d L=%d "
                  "heads=%d d=%d p=%g",
                  batch, L, heads, d, p);
-        same_on(t, be, what, dq[0], dq[1], nqkv * 4);
+        hs_conf_same_on(t, be, what, dq[0], dq[1], nqkv * 4);
         be->free(be, stale), be->free(be, wide), be->free(be, dq[0]), be->free(be, dq[1]);
     }
     be->free(be, c16), be->free(be, l2);
@@ -522,7 +521,7 @@ static void flash_input16_on(hs_conf *t, const hs_backend *be, int batch, int L,
         char what[200];
         snprintf(what, sizeof what, "flash_attention %s (from qkv and from qkv16) B=%d L=%d heads=%d d=%d p=%g",
                  names[o], batch, L, heads, d, p);
-        same_on(t, be, what, a[o], b[o], bytes[o]);
+        hs_conf_same_on(t, be, what, a[o], b[o], bytes[o]);
     }
     for (int k = 0; k < 2; k++) {
         be->free(be, ctx[k]), be->free(be, lse[k]), be->free(be, dqkv[k]);
@@ -560,10 +559,10 @@ static void twin_only_wgrad(hs_conf *t, int no_epilogue) {
     char what[160];
     snprintf(what, sizeof what, "gemm_wgrad_bgrad dw, dy bound with bind_half_only = from dy16 widened (%s)",
              no_epilogue ? "no epilogue algorithm" : "BGRADB epilogue");
-    same_on(t, be, what, dw[0], dw[1], (size_t)out * in * 4);
+    hs_conf_same_on(t, be, what, dw[0], dw[1], (size_t)out * in * 4);
     snprintf(what, sizeof what, "gemm_wgrad_bgrad dbias, dy bound with bind_half_only = from dy16 widened (%s)",
              no_epilogue ? "no epilogue algorithm" : "BGRADB epilogue");
-    same_on(t, be, what, db[0], db[1], (size_t)out * 4);
+    hs_conf_same_on(t, be, what, db[0], db[1], (size_t)out * 4);
     for (int k = 0; k < 2; k++) be->free(be, dw[k]), be->free(be, db[k]);
     be->free(be, y), be->free(be, stale), be->free(be, x), be->free(be, y16);
     free(hy), free(hstale), free(hx);
@@ -597,9 +596,9 @@ static void twin_products(hs_conf *t) {
                    want);
         }
     }
-    same_on(t, be, "gemm_bias with twins", c[0], c[1], (size_t)M * N * 4);
-    same_on(t, be, "gemm_wgrad_bgrad with twins", dw[0], dw[1], (size_t)N * K * 4);
-    same_on(t, be, "gemm_wgrad_bgrad's bias gradient with twins", dbias[0], dbias[1], (size_t)N * 4);
+    hs_conf_same_on(t, be, "gemm_bias with twins", c[0], c[1], (size_t)M * N * 4);
+    hs_conf_same_on(t, be, "gemm_wgrad_bgrad with twins", dw[0], dw[1], (size_t)N * K * 4);
+    hs_conf_same_on(t, be, "gemm_wgrad_bgrad's bias gradient with twins", dbias[0], dbias[1], (size_t)N * 4);
     /* a memory op writing the fp32 range ends its binding: converted again */
     be->zero(be, a + 5, 4);
     size_t before = hs_cuda_gemm_conversions();
@@ -702,12 +701,12 @@ static void gemm_bias_half_cases(hs_conf *t) {
         snprintf(what, sizeof what, "y (no y16) = widen(y16)%s rows=%d in=%d out=%d", no_bias ? " (no bias)" : "", rows,
                  in, out);
         t->cpu->gemm_bias_half(t->cpu, NULL, scratch.cpu, px.cpu, pw.cpu, bias_cpu, rows, in, out);
-        same_on(t, t->cpu, what, scratch.cpu, wide.cpu, ny * 4);
+        hs_conf_same_on(t, t->cpu, what, scratch.cpu, wide.cpu, ny * 4);
         t->cuda->gemm_bias_half(t->cuda, NULL, scratch.cuda, px.cuda, pw.cuda, bias_cuda, rows, in, out);
         within_on(t, t->cuda, what, scratch.cuda, wide.cuda, ny, bound);
         t->cuda->to_half(t->cuda, ref16, scratch.cuda, ny); /* already rounded: to_half is exact */
         t->cuda->from_half(t->cuda, ref_wide, ref16, ny);
-        same_on(t, t->cuda, what, scratch.cuda, ref_wide, ny * 4);
+        hs_conf_same_on(t, t->cuda, what, scratch.cuda, ref_wide, ny * 4);
         t->cuda->to_half(t->cuda, ref16, ref.cuda, ny); /* CUDA's own fp32 product with the rounded bias, rounded */
         t->cuda->from_half(t->cuda, ref_wide, ref16, ny);
         snprintf(what, sizeof what, "y16 = round(gemm_bias(x, w, round(bias))) on cuda rows=%d in=%d out=%d", rows, in, out);
@@ -739,11 +738,11 @@ static void nll_backward16_on(hs_conf *t, const hs_backend *be, int rows, int co
     be->log_softmax_nll_backward(be, d_plain, logprobs, NULL, NULL, labels, rows, cols, 0.25f, NULL);
     be->log_softmax_nll_backward(be, NULL, logprobs, NULL, NULL, labels, rows, cols, 0.25f, d16_only);
     snprintf(what, sizeof what, "log_softmax_nll_backward dlogits with dlogits16 = without rows=%d cols=%d", rows, cols);
-    same_on(t, be, what, d, d_plain, n * 4);
+    hs_conf_same_on(t, be, what, d, d_plain, n * 4);
     snprintf(what, sizeof what, "log_softmax_nll_backward dlogits16 = to_half(dlogits) rows=%d cols=%d", rows, cols);
     is_rounding(t, be, what, d16, d, n);
     snprintf(what, sizeof what, "log_softmax_nll_backward dlogits16 without dlogits = with rows=%d cols=%d", rows, cols);
-    same_on(t, be, what, d16_only, d16, n * 2);
+    hs_conf_same_on(t, be, what, d16_only, d16, n * 2);
     be->free(be, logits), be->free(be, logprobs), be->free(be, d), be->free(be, d_plain), be->free(be, labels);
     be->free(be, stats), be->free(be, d16), be->free(be, d16_only);
     free(hx), free(hl);
@@ -763,11 +762,11 @@ static void gelu_forward_half_on(hs_conf *t, const hs_backend *be, size_t n) {
     be->gelu_forward_half(be, NULL, x16, n, y16_only);
     be->bias_gelu_forward(be, yb, x, zero, 1, (int)n, NULL, y16b); /* x += 0: unchanged */
     snprintf(what, sizeof what, "gelu_forward_half y = bias_gelu_forward's y n=%zu", n);
-    same_on(t, be, what, y, yb, n * 4);
+    hs_conf_same_on(t, be, what, y, yb, n * 4);
     snprintf(what, sizeof what, "gelu_forward_half y16 = bias_gelu_forward's y16 n=%zu", n);
-    same_on(t, be, what, y16, y16b, n * 2);
+    hs_conf_same_on(t, be, what, y16, y16b, n * 2);
     snprintf(what, sizeof what, "gelu_forward_half y16 without y = with y n=%zu", n);
-    same_on(t, be, what, y16_only, y16, n * 2);
+    hs_conf_same_on(t, be, what, y16_only, y16, n * 2);
     be->free(be, x), be->free(be, zero), be->free(be, y), be->free(be, yb), be->free(be, x16), be->free(be, y16);
     be->free(be, y16_only), be->free(be, y16b);
     free(hx), free(hz);

@@ -236,18 +236,6 @@ static void twin_bits(hs_conf *t, const hs_backend *be, const char *what, const 
     be->free(be, fresh);
 }
 
-/* a[bytes] and b[bytes] on be hold the same bits */
-static void same_on(hs_conf *t, const hs_backend *be, const char *what, const void *a_dev, const void *b_dev,
-                    size_t bytes) {
-    unsigned char *a = hs_conf_fetch(be, a_dev, bytes), *b = hs_conf_fetch(be, b_dev, bytes);
-    if (!memcmp(a, b, bytes)) t->checks++;
-    else {
-        hs_conf_fail(t);
-        printf("FAIL %s: %s on %s: not the same bits\n", t->op, what, be->name);
-    }
-    free(a), free(b);
-}
-
 /* The 16-bit dataflow (docs/gpu.md): the fused forward without ctx gives the ctx16 and lse of the call
  * with it (ctx16_ref, lse_ref); where the products read twins (CUDA under bf16/fp16) the backward of a ctx
  * bound with bind_half_only (its fp32 values other ones: they must not be read) gives the bits of the
@@ -268,10 +256,10 @@ static void rel_flash_only16(hs_conf *t, const hs_backend *be, rel_case c, const
                                     c.lower_shift, scale, c.p, key, first_sample, c16);
     snprintf(what, sizeof what, "fused ctx16 without ctx = with ctx b=%d qlen=%d mlen=%d heads=%d d=%d", c.batch,
              c.qlen, c.mlen, c.heads, c.d);
-    same_on(t, be, what, ctx16_ref, c16, nctx * sizeof(uint16_t));
+    hs_conf_same_on(t, be, what, ctx16_ref, c16, nctx * sizeof(uint16_t));
     snprintf(what, sizeof what, "fused lse without ctx = with ctx b=%d qlen=%d mlen=%d heads=%d d=%d", c.batch,
              c.qlen, c.mlen, c.heads, c.d);
-    same_on(t, be, what, lse_ref, lse, nlse * 4);
+    hs_conf_same_on(t, be, what, lse_ref, lse, nlse * 4);
     if (be->products_read_twins) {
         float *wide = be->alloc(be, nctx * 4), *stale = hs_conf_dev(be, junk, nctx * 4);
         be->from_half(be, wide, c16, nctx);
@@ -293,7 +281,7 @@ static void rel_flash_only16(hs_conf *t, const hs_backend *be, rel_case c, const
                      "fused backward %s, ctx bound with bind_half_only = from ctx16 widened b=%d qlen=%d mlen=%d "
                      "heads=%d d=%d",
                      names[o], c.batch, c.qlen, c.mlen, c.heads, c.d);
-            same_on(t, be, what, outs[o][0], outs[o][1], bytes[o]);
+            hs_conf_same_on(t, be, what, outs[o][0], outs[o][1], bytes[o]);
         }
         for (int k = 0; k < 2; k++) be->free(be, dq[k]), be->free(be, dr[k]), be->free(be, dgw[k]), be->free(be, dgr[k]);
         be->free(be, wide), be->free(be, stale);
@@ -346,7 +334,7 @@ static void rel_flash_inputs16(hs_conf *t, const hs_backend *be, rel_case c, con
                  "fused %s, q|k|v and r bound with bind_half_only = from their roundings widened b=%d qlen=%d "
                  "mlen=%d heads=%d d=%d",
                  names[o], c.batch, c.qlen, c.mlen, c.heads, c.d);
-        same_on(t, be, what, outs[o][0], outs[o][1], bytes[o]);
+        hs_conf_same_on(t, be, what, outs[o][0], outs[o][1], bytes[o]);
     }
     for (int o = 0; o < 7; o++) be->free(be, outs[o][0]), be->free(be, outs[o][1]);
     be->free(be, qkv16), be->free(be, r16), be->free(be, qkv_wide), be->free(be, r_wide);
