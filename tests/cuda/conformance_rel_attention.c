@@ -155,6 +155,26 @@ typedef struct rel_case {
     float p;
 } rel_case;
 
+/* A case's sizes: klen, H = heads·d, the element counts of q|k|v, r, a bias, ctx, the probabilities and
+ * lse, and the scale 1/√d */
+typedef struct rel_sizes {
+    int klen, H;
+    size_t nqkv, nr, nb, nctx, nprobs, nlse;
+    float scale;
+} rel_sizes;
+static rel_sizes rel_sizes_of(rel_case c) {
+    rel_sizes z;
+    z.klen = c.mlen + c.qlen, z.H = c.heads * c.d;
+    z.nqkv = (size_t)c.batch * z.klen * 3 * z.H, z.nr = (size_t)z.klen * z.H, z.nb = (size_t)z.H;
+    z.nctx = (size_t)c.batch * c.qlen * z.H, z.nprobs = (size_t)c.batch * c.heads * c.qlen * z.klen;
+    z.nlse = (size_t)c.batch * c.heads * c.qlen;
+    z.scale = 1.0f / sqrtf((float)c.d);
+    return z;
+}
+/* the fused op's cases: their dropout key and first sample */
+#define REL_FLASH_KEY 0x5be1f0c2a7d3e419ULL
+#define REL_FLASH_FIRST_SAMPLE 5
+
 static void rel_attention_case(hs_conf *t, rel_case c) {
     char what[200];
     const int klen = c.mlen + c.qlen, H = c.heads * c.d;
@@ -236,6 +256,18 @@ static void twin_bits(hs_conf *t, const hs_backend *be, const char *what, const 
     be->free(be, fresh);
 }
 
+/* outs[o][0] and outs[o][1] (bytes[o] each) on be hold the same bits, for o < n: a check per output, named
+ * "fused PASS NAME, HOW" and the case */
+static void same_pairs(hs_conf *t, const hs_backend *be, rel_case c, const char *pass, const char *how, int n,
+                       void *const *const outs[], const char *const names[], const size_t bytes[]) {
+    char what[240];
+    for (int o = 0; o < n; o++) {
+        snprintf(what, sizeof what, "fused %s %s, %s b=%d qlen=%d mlen=%d heads=%d d=%d", pass, names[o], how, c.batch,
+                 c.qlen, c.mlen, c.heads, c.d);
+        hs_conf_same_on(t, be, what, outs[o][0], outs[o][1], bytes[o]);
+    }
+}
+
 /* The 16-bit dataflow (docs/gpu.md): the fused forward without ctx gives the ctx16 and lse of the call
  * with it (ctx16_ref, lse_ref); where the products read twins (CUDA under bf16/fp16) the backward of a ctx
  * bound with bind_half_only (its fp32 values other ones: they must not be read) gives the bits of the
@@ -244,12 +276,11 @@ static void rel_flash_only16(hs_conf *t, const hs_backend *be, rel_case c, const
                              const uint16_t *ctx16_ref, const void *lse_ref, const float *junk, const float *gw,
                              const float *gr) {
     char what[200];
-    const int klen = c.mlen + c.qlen, H = c.heads * c.d;
-    const size_t nqkv = (size_t)c.batch * klen * 3 * H, nr = (size_t)klen * H, nb = (size_t)H,
-                 nctx = (size_t)c.batch * c.qlen * H, nlse = (size_t)c.batch * c.heads * c.qlen;
-    const uint64_t key = 0x5be1f0c2a7d3e419ULL;
-    const int64_t first_sample = 5;
-    const float scale = 1.0f / sqrtf((float)c.d);
+    const rel_sizes z = rel_sizes_of(c);
+    const size_t nqkv = z.nqkv, nr = z.nr, nb = z.nb, nctx = z.nctx, nlse = z.nlse;
+    const uint64_t key = REL_FLASH_KEY;
+    const int64_t first_sample = REL_FLASH_FIRST_SAMPLE;
+    const float scale = z.scale;
     uint16_t *c16 = be->alloc(be, nctx * sizeof(uint16_t));
     void *lse = hs_conf_dev(be, junk, nlse * 4);
     be->rel_flash_attention_forward(be, NULL, lse, in[0], in[1], in[2], in[3], c.batch, c.qlen, c.mlen, c.heads, c.d,
@@ -276,13 +307,7 @@ static void rel_flash_only16(hs_conf *t, const hs_backend *be, rel_case c, const
         void *const *outs[4] = {dq, dr, dgw, dgr};
         const char *names[4] = {"dqkv", "dr", "dr_w_bias", "dr_r_bias"};
         const size_t bytes[4] = {nqkv * 4, nr * 4, nb * 4, nb * 4};
-        for (int o = 0; o < 4; o++) {
-            snprintf(what, sizeof what,
-                     "fused backward %s, ctx bound with bind_half_only = from ctx16 widened b=%d qlen=%d mlen=%d "
-                     "heads=%d d=%d",
-                     names[o], c.batch, c.qlen, c.mlen, c.heads, c.d);
-            hs_conf_same_on(t, be, what, outs[o][0], outs[o][1], bytes[o]);
-        }
+        same_pairs(t, be, c, "backward", "ctx bound with bind_half_only = from ctx16 widened", 4, outs, names, bytes);
         for (int k = 0; k < 2; k++) be->free(be, dq[k]), be->free(be, dr[k]), be->free(be, dgw[k]), be->free(be, dgr[k]);
         be->free(be, wide), be->free(be, stale);
     }
@@ -297,13 +322,8 @@ static void rel_flash_only16(hs_conf *t, const hs_backend *be, rel_case c, const
 static void rel_flash_inputs16(hs_conf *t, const hs_backend *be, rel_case c, const float *const in[5],
                                const float *junk, const float *gw, const float *gr) {
     if (!be->products_read_twins) return;
-    char what[220];
-    const int klen = c.mlen + c.qlen, H = c.heads * c.d;
-    const size_t nqkv = (size_t)c.batch * klen * 3 * H, nr = (size_t)klen * H, nb = (size_t)H,
-                 nctx = (size_t)c.batch * c.qlen * H, nlse = (size_t)c.batch * c.heads * c.qlen;
-    const uint64_t key = 0x5be1f0c2a7d3e419ULL;
-    const int64_t first_sample = 5;
-    const float scale = 1.0f / sqrtf((float)c.d);
+    const rel_sizes z = rel_sizes_of(c);
+    const size_t nqkv = z.nqkv, nr = z.nr, nb = z.nb, nctx = z.nctx, nlse = z.nlse;
     uint16_t *qkv16 = be->alloc(be, nqkv * 2), *r16 = be->alloc(be, nr * 2);
     be->to_half(be, qkv16, in[0], nqkv);
     be->to_half(be, r16, in[1], nr);
@@ -320,22 +340,17 @@ static void rel_flash_inputs16(hs_conf *t, const hs_backend *be, rel_case c, con
         const float *qkv = k ? qkv_stale : qkv_wide, *r = k ? r_stale : r_wide;
         if (k) be->bind_half_only(be, qkv_stale, qkv16, nqkv), be->bind_half_only(be, r_stale, r16, nr);
         be->rel_flash_attention_forward(be, ctx[k], lse[k], qkv, r, in[2], in[3], c.batch, c.qlen, c.mlen, c.heads,
-                                        c.d, c.lower_shift, scale, c.p, key, first_sample, c16[k]);
+                                        c.d, c.lower_shift, z.scale, c.p, REL_FLASH_KEY, REL_FLASH_FIRST_SAMPLE, c16[k]);
         be->rel_flash_attention_backward(be, dq[k], dr[k], dgw[k], dgr[k], in[4], qkv, r, in[2], in[3], ctx[k], lse[k],
-                                         c.batch, c.qlen, c.mlen, c.heads, c.d, c.lower_shift, scale, c.p, key,
-                                         first_sample, NULL, NULL);
+                                         c.batch, c.qlen, c.mlen, c.heads, c.d, c.lower_shift, z.scale, c.p,
+                                         REL_FLASH_KEY, REL_FLASH_FIRST_SAMPLE, NULL, NULL);
         if (k) be->unbind_half(be, qkv_stale), be->unbind_half(be, r_stale);
     }
     void *const *outs[7] = {ctx, c16, lse, dq, dr, dgw, dgr};
     const char *names[7] = {"ctx", "ctx16", "lse", "dqkv", "dr", "dr_w_bias", "dr_r_bias"};
     const size_t bytes[7] = {nctx * 4, nctx * 2, nlse * 4, nqkv * 4, nr * 4, nb * 4, nb * 4};
-    for (int o = 0; o < 7; o++) {
-        snprintf(what, sizeof what,
-                 "fused %s, q|k|v and r bound with bind_half_only = from their roundings widened b=%d qlen=%d "
-                 "mlen=%d heads=%d d=%d",
-                 names[o], c.batch, c.qlen, c.mlen, c.heads, c.d);
-        hs_conf_same_on(t, be, what, outs[o][0], outs[o][1], bytes[o]);
-    }
+    same_pairs(t, be, c, "forward/backward", "q|k|v and r bound with bind_half_only = from their roundings widened", 7,
+               outs, names, bytes);
     for (int o = 0; o < 7; o++) be->free(be, outs[o][0]), be->free(be, outs[o][1]);
     be->free(be, qkv16), be->free(be, r16), be->free(be, qkv_wide), be->free(be, r_wide);
     be->free(be, qkv_stale), be->free(be, r_stale);
@@ -351,13 +366,11 @@ static void rel_flash_inputs16(hs_conf *t, const hs_backend *be, rel_case c, con
  * unchanged. */
 static void rel_flash_case(hs_conf *t, rel_case c) {
     char what[200];
-    const int klen = c.mlen + c.qlen, H = c.heads * c.d;
-    const size_t nqkv = (size_t)c.batch * klen * 3 * H, nr = (size_t)klen * H, nb = (size_t)H,
-                 nctx = (size_t)c.batch * c.qlen * H, nprobs = (size_t)c.batch * c.heads * c.qlen * klen,
-                 nlse = (size_t)c.batch * c.heads * c.qlen;
-    const uint64_t key = 0x5be1f0c2a7d3e419ULL;
-    const int64_t first_sample = 5;
-    const float scale = 1.0f / sqrtf((float)c.d);
+    const rel_sizes z = rel_sizes_of(c);
+    const size_t nqkv = z.nqkv, nr = z.nr, nb = z.nb, nctx = z.nctx, nprobs = z.nprobs, nlse = z.nlse;
+    const uint64_t key = REL_FLASH_KEY;
+    const int64_t first_sample = REL_FLASH_FIRST_SAMPLE;
+    const float scale = z.scale;
     float *qkv = hs_conf_rand(t, nqkv, -2, 2), *r = hs_conf_rand(t, nr, -1, 1);
     float *rwb = hs_conf_rand(t, nb, -0.5f, 0.5f), *rrb = hs_conf_rand(t, nb, -0.5f, 0.5f);
     float *dctx = hs_conf_rand(t, nctx, -1, 1), *gw = hs_conf_rand(t, nb, -1, 1), *gr = hs_conf_rand(t, nb, -1, 1);
