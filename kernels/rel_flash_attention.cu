@@ -85,6 +85,9 @@ struct rf_args {
   const uint16_t *qkv16, *r16; /* q|k|v's, r's 16-bit twins where they exist in 16 bits only (bind_half_only), or
                                 * NULL: the tiles load from these instead (the same tile bits: the fp32 values
                                 * would be these widened) */
+  const uint16_t *dctx16; /* backward under bf16/fp16: dctx rounded by d_kernel, which the dq, dk|dv and dr
+                           * kernels load their dC tiles from (the tiles' bits: they round dC to that type),
+                           * or NULL: from dctx */
   int batch, qlen, mlen, klen, heads, d, dp, H, ld, lower_shift;
   float scale, p, keep_scale;
   uint64_t key;
@@ -108,6 +111,7 @@ struct src_rows {
 };
 __device__ __forceinline__ src_rows qkv_rows(const rf_args &g) { return src_rows{g.qkv, g.qkv16, g.bf16}; }
 __device__ __forceinline__ src_rows r_rows(const rf_args &g) { return src_rows{g.r, g.r16, g.bf16}; }
+__device__ __forceinline__ src_rows dc_rows(const rf_args &g, const float *dctx) { return src_rows{dctx, g.dctx16, g.bf16}; }
 
 /* load_rows (flash_tiles.cuh) from whichever src holds */
 template <class T>
@@ -294,9 +298,10 @@ __global__ void rel_flash_forward_kernel(float *ctx, float *lse, uint16_t *ctx16
 /* ---- backward ------------------------------------------------------------------------------------ */
 
 /* D[b, n, qlen]: D[s,h,i] = Σ_c dctx[s,i,h·d+c]·ctx[s,i,h·d+c], in column order; ctx from its 16-bit twin
- * ctx16 (widened, exact) when the fp32 context does not exist (bind_half_only) */
+ * ctx16 (widened, exact) when the fp32 context does not exist (bind_half_only). dctx16 (NULL or like dctx)
+ * receives dctx rounded to the 16-bit type (ctx16_bf16's), each element by the thread of its row. */
 __global__ void d_kernel(float *D, const float *dctx, const float *ctx, const uint16_t *ctx16, int ctx16_bf16,
-                         int batch, int qlen, int heads, int d) {
+                         uint16_t *dctx16, int batch, int qlen, int heads, int d) {
   const size_t rows = (size_t)batch * heads * qlen, H = (size_t)heads * d;
   for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < rows; e += (size_t)gridDim.x * blockDim.x) {
     const int i = (int)(e % (size_t)qlen);
@@ -310,6 +315,9 @@ __global__ void d_kernel(float *D, const float *dctx, const float *ctx, const ui
     else
       for (int c = 0; c < d; c++) acc += dctx[off + c] * ctx[off + c];
     D[e] = acc;
+    if (dctx16)
+      for (int c = 0; c < d; c++)
+        dctx16[off + c] = ctx16_bf16 ? hs_bf16_bits(dctx[off + c]) : hs_fp16_bits(dctx[off + c]);
   }
 }
 
@@ -354,7 +362,7 @@ __global__ void rel_flash_dq_kernel(float *dqkv, uint16_t *dqkv16, float *dqw_ou
   const src_rows seq = qkv_rows(g) + ((size_t)s * g.klen * g.ld + (size_t)h * g.d);
   load_src(sm.qw, rows, dp, seq + (size_t)g.mlen * g.ld, g.ld, I0, g.qlen, g.d, g.rwb + (size_t)h * g.d);
   load_src(sm.qr, rows, dp, seq + (size_t)g.mlen * g.ld, g.ld, I0, g.qlen, g.d, g.rrb + (size_t)h * g.d);
-  load_rows(sm.dct, rows, dp, dctx + (size_t)s * g.qlen * g.H + (size_t)h * g.d, (size_t)g.H, I0, g.qlen, g.d,
+  load_src(sm.dct, rows, dp, dc_rows(g, dctx) + (size_t)s * g.qlen * g.H + (size_t)h * g.d, (size_t)g.H, I0, g.qlen, g.d,
             (const float *)nullptr);
   load_row_stats(sm.lse_t, rows, lse + unit * g.qlen, I0, g.qlen);
   load_row_stats(sm.d_t, rows, D + unit * g.qlen, I0, g.qlen);
@@ -452,7 +460,7 @@ __global__ void rel_flash_dkv_kernel(float *dqkv, uint16_t *dqkv16, const float 
     __syncthreads();
     load_src(sm.qw, kTile, dp, seq + (size_t)g.mlen * g.ld, g.ld, i0, g.qlen, g.d, g.rwb + (size_t)h * g.d);
     load_src(sm.qr, kTile, dp, seq + (size_t)g.mlen * g.ld, g.ld, i0, g.qlen, g.d, g.rrb + (size_t)h * g.d);
-    load_rows(sm.dct, kTile, dp, dctx + (size_t)s * g.qlen * g.H + (size_t)h * g.d, (size_t)g.H, i0, g.qlen, g.d,
+    load_src(sm.dct, kTile, dp, dc_rows(g, dctx) + (size_t)s * g.qlen * g.H + (size_t)h * g.d, (size_t)g.H, i0, g.qlen, g.d,
               (const float *)nullptr);
     /* warp w's window starts at r_window(i0, J0 + 16w) = the first warp's + 16w */
     load_src(sm.rw, rows + kTile, dp, r_rows(g) + (size_t)h * g.d, (size_t)g.H, r_window(g, i0, J0), g.klen, g.d,
@@ -544,7 +552,7 @@ __global__ void rel_flash_dr_kernel(float *part, const float *dctx, const float 
       __syncthreads();
       load_src(sm.qw, kTile, dp, seq + (size_t)g.mlen * g.ld, g.ld, i0, g.qlen, g.d, g.rwb + (size_t)h * g.d);
       load_src(sm.qr, kTile, dp, seq + (size_t)g.mlen * g.ld, g.ld, i0, g.qlen, g.d, g.rrb + (size_t)h * g.d);
-      load_rows(sm.dct, kTile, dp, dctx + (size_t)s * g.qlen * g.H + (size_t)h * g.d, (size_t)g.H, i0, g.qlen, g.d,
+      load_src(sm.dct, kTile, dp, dc_rows(g, dctx) + (size_t)s * g.qlen * g.H + (size_t)h * g.d, (size_t)g.H, i0, g.qlen, g.d,
                 (const float *)nullptr);
       load_row_stats(sm.lse_t, kTile, lse + unit * g.qlen, i0, g.qlen);
       load_row_stats(sm.d_t, kTile, D + unit * g.qlen, i0, g.qlen);
@@ -635,6 +643,7 @@ rf_args make_args(const hs_backend *be, const float *qkv, const float *r, const 
   /* q|k|v and r where the model keeps them in 16 bits only (bind_half_only): read from there */
   g.qkv16 = hs_cuda_twin_only16(qkv, (size_t)batch * g.klen * g.ld);
   g.r16 = hs_cuda_twin_only16(r, (size_t)g.klen * g.H);
+  g.dctx16 = nullptr; /* backward_t's */
   return g;
 }
 
@@ -645,7 +654,8 @@ inline unsigned tiles(int n) { return (unsigned)((n + kTile - 1) / kTile); }
  * brings its own tiles and accumulators, the shared k, v, q and r rows are what grows slower), the
  * larger on a tie (fewer loads of the shared rows). Which count runs does not change a bit of the
  * results: each warp computes its tile as a block of its own would. */
-int warp_cap; /* hs_cuda_rel_flash_max_warps */
+int warp_cap;    /* hs_cuda_rel_flash_max_warps */
+int dctx16_off;  /* hs_cuda_rel_flash_dctx16(0) */
 
 struct launch_cfg {
   int warps;
@@ -675,15 +685,15 @@ launch_cfg pick(const rf_args &g, int n, const char *kernel) {
 /* Bytes each fused kernel moves in device memory for its launch configuration, the kernel's own loops
  * replayed on the host: load_rows reads only the rows inside [0, row_end) (d values each, plus the d
  * floats of a bias), the rows a block shares are read once per block per streamed tile, every block of
- * a grid row (b·n units, or n heads by sequence groups) loops alike. q|k|v and r elements are 4 bytes, or
- * 2 read from their 16-bit twins (g.qkv16, g.r16); everything else fp32, plus 16-bit outputs where asked
- * (h16: 2 bytes an element, 0 without). */
+ * a grid row (b·n units, or n heads by sequence groups) loops alike. q|k|v, r and dC elements are 4 bytes,
+ * or 2 read from their 16-bit twins (g.qkv16, g.r16, g.dctx16); everything else fp32, plus 16-bit outputs
+ * where asked (h16: 2 bytes an element, 0 without). */
 size_t rows_in(int row0, int rows, int end) { return (size_t)imax(0, imin(row0 + rows, end) - imax(row0, 0)); }
 
-/* elements read of q|k|v (qk) and of r (rr), floats (fl) and 16-bit outputs (el16), in bytes */
-size_t counted_bytes(const rf_args &g, size_t qk, size_t rr, size_t fl, size_t el16, size_t h16) {
+/* elements read of q|k|v (qk), of r (rr) and of dC (dc), floats (fl) and 16-bit outputs (el16), in bytes */
+size_t counted_bytes(const rf_args &g, size_t qk, size_t rr, size_t dc, size_t fl, size_t el16, size_t h16) {
   return qk * (g.qkv16 ? sizeof(uint16_t) : sizeof(float)) + rr * (g.r16 ? sizeof(uint16_t) : sizeof(float)) +
-         fl * sizeof(float) + el16 * h16;
+         dc * (g.dctx16 ? sizeof(uint16_t) : sizeof(float)) + fl * sizeof(float) + el16 * h16;
 }
 
 /* forward (h16 = 16-bit ctx) and dQ (h16 = 16-bit dq): per query block I0 (nq = its rows in qlen),
@@ -691,7 +701,7 @@ size_t counted_bytes(const rf_args &g, size_t qk, size_t rr, size_t fl, size_t e
  * lse, D, then dq, dQw, dQr written */
 size_t query_block_bytes(const rf_args &g, const launch_cfg &c, bool dq, size_t h16) {
   const int rows = c.warps * kTile;
-  size_t qk = 0, rr = 0, fl = 0, el16 = 0;
+  size_t qk = 0, rr = 0, dc = 0, fl = 0, el16 = 0;
   for (unsigned bx = 0; bx < c.blocks; bx++) {
     const int I0 = (int)bx * rows;
     const size_t nq = rows_in(I0, rows, g.qlen);
@@ -703,17 +713,18 @@ size_t query_block_bytes(const rf_args &g, const launch_cfg &c, bool dq, size_t 
       rr += rows_in(r_window(g, I0 + rows - kTile, j0), rows + kTile, g.klen) * g.d;
     }
     qk += nq * 2 * g.d;
-    fl += dq ? nq * (g.d + 2) + 2 * g.d + nq * 3 * g.d : 2 * g.d + nq * (g.d + 1);
+    dc += dq ? nq * g.d : 0;
+    fl += dq ? 2 * nq + 2 * g.d + nq * 3 * g.d : 2 * g.d + nq * (g.d + 1);
     el16 += nq * g.d;
   }
-  return (size_t)g.batch * g.heads * counted_bytes(g, qk, rr, fl, el16, h16);
+  return (size_t)g.batch * g.heads * counted_bytes(g, qk, rr, dc, fl, el16, h16);
 }
 
 /* dK/dV: per key block J0 (nk = its rows in klen), k and v rows, Σ_{i0} (q twice + dC + the r window
  * rows)·d + 2d bias + lse, D; dk, dv written (and 0 into the memory rows' q columns) */
 size_t dkv_bytes(const rf_args &g, const launch_cfg &c, size_t h16) {
   const int rows = c.warps * kTile;
-  size_t qk = 0, rr = 0, fl = 0, el16 = 0;
+  size_t qk = 0, rr = 0, dc = 0, fl = 0, el16 = 0;
   for (unsigned bx = 0; bx < c.blocks; bx++) {
     const int J0 = (int)bx * rows;
     const size_t nk = rows_in(J0, rows, g.klen), out = (2 * nk + rows_in(J0, rows, g.mlen)) * g.d;
@@ -723,34 +734,36 @@ size_t dkv_bytes(const rf_args &g, const launch_cfg &c, size_t h16) {
     for (int i0 = bfirst; i0 <= blast; i0 += kTile) {
       const size_t nq = rows_in(i0, kTile, g.qlen);
       qk += 2 * nq * g.d;
-      fl += (nq + 2) * g.d + 2 * nq;
+      dc += nq * g.d;
+      fl += 2 * g.d + 2 * nq;
       rr += rows_in(r_window(g, i0, J0), rows + kTile, g.klen) * g.d;
     }
     qk += 2 * nk * g.d;
     fl += out;
     el16 += out;
   }
-  return (size_t)g.batch * g.heads * counted_bytes(g, qk, rr, fl, el16, h16);
+  return (size_t)g.batch * g.heads * counted_bytes(g, qk, rr, dc, fl, el16, h16);
 }
 
 /* dr: per (r block T0, head, group) the r rows and the part written; per sequence Σ_{i0} (q twice + dC)
  * ·d + 2d bias + lse, D + the k and v windows of 16·(nw+1) rows from T0 - (qlen-1) + i0 */
 size_t dr_bytes(const rf_args &g, const launch_cfg &c, int groups) {
   const int rows = c.warps * kTile;
-  size_t qk = 0, fl = 0, rr = 0, part = 0; /* per head: per sequence (qk, fl), per group (rr, part) */
+  size_t qk = 0, dc = 0, fl = 0, rr = 0, part = 0; /* per head: per sequence (qk, dc, fl), per group (rr, part) */
   for (unsigned bx = 0; bx < c.blocks; bx++) {
     const int T0 = (int)bx * rows;
     const int bfirst = imax(0, g.qlen - 1 - (last_tile(T0, c.warps, g.klen) + kTile - 1)) / kTile * kTile;
     for (int i0 = bfirst; i0 < g.qlen; i0 += kTile) {
       const size_t nq = rows_in(i0, kTile, g.qlen);
       qk += 2 * nq * g.d + 2 * rows_in(T0 - (g.qlen - 1) + i0, rows + kTile, g.klen) * g.d;
-      fl += (nq + 2) * g.d + 2 * nq;
+      dc += nq * g.d;
+      fl += 2 * g.d + 2 * nq;
     }
     rr += rows_in(T0, rows, g.klen) * g.d;
     part += rows_in(T0, rows, g.klen) * g.d;
   }
   const size_t b = (size_t)g.batch, z = (size_t)groups;
-  return (size_t)g.heads * counted_bytes(g, b * qk, z * rr, b * fl + z * part, 0, 0);
+  return (size_t)g.heads * counted_bytes(g, b * qk, z * rr, b * dc, b * fl + z * part, 0, 0);
 }
 
 template <class T>
@@ -766,24 +779,31 @@ void forward_t(const hs_backend *be, float *ctx, float *lse, uint16_t *ctx16, co
 
 template <class T>
 void backward_t(const hs_backend *be, float *dqkv, float *dr, float *dr_w_bias, float *dr_r_bias, const float *dctx,
-                const float *ctx, const float *lse, uint16_t *dqkv16, uint16_t *dr16, const rf_args &g) {
+                const float *ctx, const float *lse, uint16_t *dqkv16, uint16_t *dr16, const rf_args &args) {
   cudaStream_t stream = hs_cuda_stream(be);
+  rf_args g = args;
   const size_t rows = (size_t)g.batch * g.heads * g.qlen, qh = (size_t)g.batch * g.qlen * g.H;
   /* dr's sum over the sequences runs in groups of per_group (up to kDrGroups groups, fixed by the batch
    * alone: the same bits on every device), one grid slice each, then the groups in order */
   const int per_group = (g.batch + kDrGroups - 1) / kDrGroups, groups = (g.batch + per_group - 1) / per_group;
   const size_t n_r = (size_t)g.klen * g.H;
-  /* scratch: D [b, n, qlen], dQw and dQr [b, qlen, H], dr's parts [groups, klen, H] */
+  /* scratch: D [b, n, qlen], dQw and dQr [b, qlen, H], dr's parts [groups, klen, H]; 16-bit tiles (bf16,
+   * fp16): dctx16 [b, qlen, H] */
+  const bool tiles16 = sizeof(T) == sizeof(uint16_t) && !dctx16_off;
   const size_t rd = (rows * sizeof(float) + 255) / 256 * 256, rq = (qh * sizeof(float) + 255) / 256 * 256;
-  char *scratch = (char *)hs_cuda_scratch(be, rd + 2 * rq + (size_t)groups * n_r * sizeof(float));
+  const size_t rp = ((size_t)groups * n_r * sizeof(float) + 255) / 256 * 256;
+  char *scratch = (char *)hs_cuda_scratch(be, rd + 2 * rq + rp + (tiles16 ? qh * sizeof(uint16_t) : 0));
   float *D = (float *)scratch, *dqw = (float *)(scratch + rd), *dqr = (float *)(scratch + rd + rq);
   float *part = (float *)(scratch + rd + 2 * rq);
+  uint16_t *dctx16 = tiles16 ? (uint16_t *)(scratch + rd + 2 * rq + rp) : nullptr;
+  g.dctx16 = dctx16;
   /* the context exists only in 16 bits where the model bound it so (bind_half_only): read from there */
   const uint16_t *ctx16 = hs_cuda_twin_only16(ctx, qh);
-  HS_LAUNCH(hs_grid_for(rows), HS_BLOCK, 0, stream, d_kernel)(D, dctx, ctx, ctx16, g.bf16, g.batch, g.qlen, g.heads,
-                                                              g.d);
-  /* dctx, ctx (or its twin) read, D written */
-  HS_CUDA_LAUNCHED("rel_flash d_kernel", ((ctx16 ? 1 : 2) * qh + rows) * sizeof(float) + (ctx16 ? qh * sizeof(uint16_t) : 0));
+  HS_LAUNCH(hs_grid_for(rows), HS_BLOCK, 0, stream, d_kernel)(D, dctx, ctx, ctx16, g.bf16, dctx16, g.batch, g.qlen,
+                                                              g.heads, g.d);
+  /* dctx, ctx (or its twin) read, D written (and dctx16) */
+  HS_CUDA_LAUNCHED("rel_flash d_kernel", ((ctx16 ? 1 : 2) * qh + rows) * sizeof(float) +
+                                             ((ctx16 ? qh : 0) + (dctx16 ? qh : 0)) * sizeof(uint16_t));
   const unsigned units = (unsigned)(g.batch * g.heads);
   const launch_cfg cq = pick<dq_layout<T>>(g, g.qlen, "dQ");
   flash_allow_smem(rel_flash_dq_kernel<T>);
@@ -814,6 +834,7 @@ void backward_t(const hs_backend *be, float *dqkv, float *dr, float *dr_w_bias, 
 } // namespace
 
 extern "C" void hs_cuda_rel_flash_max_warps(int warps) { warp_cap = warps; }
+extern "C" void hs_cuda_rel_flash_dctx16(int on) { dctx16_off = !on; }
 
 extern "C" void hs_cuda_rel_flash_attention_forward(const hs_backend *be, float *ctx, float *lse, const float *qkv,
                                                     const float *r, const float *r_w_bias, const float *r_r_bias,

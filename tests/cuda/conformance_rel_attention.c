@@ -356,6 +356,28 @@ static void rel_flash_inputs16(hs_conf *t, const hs_backend *be, rel_case c, con
     be->free(be, qkv_stale), be->free(be, r_stale);
 }
 
+/* CUDA under bf16/fp16: the backward loading its dC tiles from dctx itself (hs_cuda_rel_flash_dctx16(0))
+ * gives the bits of the default run from dctx's 16-bit copy (ref: dqkv, dr, dr_w_bias, dr_r_bias of that
+ * run, from gw and gr). in: qkv, r, r_w_bias, r_r_bias, dctx on CUDA; ctx and lse of the forward. */
+static void rel_flash_dctx16_same(hs_conf *t, rel_case c, const float *const in[5], const void *ctx, const void *lse,
+                                  void *const ref[4], const float *junk, const float *gw, const float *gr) {
+    const hs_backend *be = t->cuda;
+    const rel_sizes z = rel_sizes_of(c);
+    void *out[4] = {hs_conf_dev(be, junk, z.nqkv * 4), hs_conf_dev(be, junk, z.nr * 4), hs_conf_dev(be, gw, z.nb * 4),
+                    hs_conf_dev(be, gr, z.nb * 4)};
+    hs_cuda_rel_flash_dctx16(0);
+    be->rel_flash_attention_backward(be, out[0], out[1], out[2], out[3], in[4], in[0], in[1], in[2], in[3], ctx, lse,
+                                     c.batch, c.qlen, c.mlen, c.heads, c.d, c.lower_shift, z.scale, c.p, REL_FLASH_KEY,
+                                     REL_FLASH_FIRST_SAMPLE, NULL, NULL);
+    hs_cuda_rel_flash_dctx16(1);
+    void *const pairs[4][2] = {{ref[0], out[0]}, {ref[1], out[1]}, {ref[2], out[2]}, {ref[3], out[3]}};
+    void *const *outs[4] = {pairs[0], pairs[1], pairs[2], pairs[3]};
+    const char *names[4] = {"dqkv", "dr", "dr_w_bias", "dr_r_bias"};
+    const size_t bytes[4] = {z.nqkv * 4, z.nr * 4, z.nb * 4, z.nb * 4};
+    same_pairs(t, be, c, "backward", "dC tiles from dctx = from its 16-bit copy", 4, outs, names, bytes);
+    for (int o = 0; o < 4; o++) be->free(be, out[o]);
+}
+
 /* The fused op (rel_flash_attention_*, kernels/rel_flash_attention.cu) against the CPU's unfused
  * rel_attention, within the unfused op's bounds (derived from the CPU's probabilities): the fused op
  * computes the same sums in another order (tiles, an online softmax, P recomputed from lse, D from
@@ -417,6 +439,12 @@ static void rel_flash_case(hs_conf *t, rel_case c) {
         be[k]->rel_flash_attention_backward(be[k], dqkv[k], dr[k], gwv[k], grv[k], in[4], in[0], in[1], in[2], in[3],
                                             ctx[k], lse[k], c.batch, c.qlen, c.mlen, c.heads, c.d, c.lower_shift,
                                             scale, c.p, key, first_sample, h16[k][1], h16[k][2]);
+    }
+    {
+        const float *in[5];
+        for (int i = 0; i < 5; i++) in[i] = ins[i]->cuda;
+        void *const ref[4] = {dqkv[1], dr[1], gwv[1], grv[1]};
+        rel_flash_dctx16_same(t, c, in, ctx[1], lse[1], ref, junk, gw, gr);
     }
     for (int k = 0; k < 3; k += 2) { /* the CPU's fused op, and CUDA with one warp per block as above */
         const float *in[5];

@@ -32,6 +32,9 @@ void hs_cuda_round_floats(const hs_backend *be, int precision, float *y, const f
  * take (0, the default: no cap, each launch picks its count). For tests: a run capped at 1 gives the
  * same bits as any other, which test_op_conformance checks. */
 void hs_cuda_rel_flash_max_warps(int warps);
+/* The same kernels' backward under bf16/fp16 loads its dC tiles from a 16-bit copy of dctx (1, the
+ * default) or from dctx (0). For tests: both give the same bits, which test_op_conformance checks. */
+void hs_cuda_rel_flash_dctx16(int on);
 
 #ifdef __cplusplus
 }
