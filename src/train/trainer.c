@@ -876,9 +876,12 @@ static void print_device_ledger(void) {
         hs_log("| HETSEQ_CUDA_LEDGER: this backend keeps no device-op ledger (only device = \"cuda\" does)");
         return;
     }
-    if (ledger_warmup() > 0 && hs_ledger_state.updates <= ledger_warmup())
+    if (ledger_warmup() > 0 && hs_ledger_state.updates <= ledger_warmup()) { /* none after the warm-up */
         hs_log("| HETSEQ_CUDA_LEDGER_WARMUP=%lld: the run made only %lld update(s), the table counts them all",
                (long long)ledger_warmup(), (long long)hs_ledger_state.updates);
+        hs_ledger_print(stdout, hs_ledger_state.updates);
+        return;
+    }
     hs_ledger_print_since_mark(stdout);
 }
 
