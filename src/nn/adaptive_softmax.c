@@ -59,7 +59,9 @@ void hs_adaptive_softmax_forward(const hs_backend *be, const hs_adaptive_dims *d
     hs_workspace_reserve(be, &st->saved, L.total * sizeof(float));
     float *base = st->saved.ptr;
 
-    /* head: h0[n, d_0] = hidden·P_0 (F.linear(hidden, P_0ᵀ)), logits = h0·[W_0; C]ᵀ + [b_0; c_b] */
+    /* head: h0[n, d_0] = hidden·P_0 (F.linear(hidden, P_0ᵀ)), logits = h0·[W_0; C]ᵀ + [b_0; c_b]: each column
+     * block one product with its bias (gemm_bias: the bias in the product's epilogue on CUDA, not a pass
+     * over the widest matrix of the update) */
     const int d0 = hs_adaptive_cluster_dim(d, 0);
     const float *h0 = hidden;
     if (hs_adaptive_has_proj(d, 0)) {
@@ -67,12 +69,8 @@ void hs_adaptive_softmax_forward(const hs_backend *be, const hs_adaptive_dims *d
         h0 = base + L.ph0;
     }
     float *logits = base + L.logits0;
-    be->gemm(be, 0, 1, n, c0, d0, 1.0f, h0, d0, w->weight[0], d0, 0.0f, logits, hs);
-    be->add_bias_strided(be, logits, hs, w->bias[0], n, c0);
-    if (nc > 0) {
-        be->gemm(be, 0, 1, n, nc, d0, 1.0f, h0, d0, w->cluster_weight, d0, 0.0f, logits + c0, hs);
-        be->add_bias_strided(be, logits + c0, hs, w->cluster_bias, n, nc);
-    }
+    be->gemm_bias(be, logits, hs, h0, w->weight[0], w->bias[0], n, d0, c0);
+    if (nc > 0) be->gemm_bias(be, logits + c0, hs, h0, w->cluster_weight, w->cluster_bias, n, d0, nc);
     be->log_softmax_nll_forward(be, NULL, logits, plan->head_labels, n, hs, head_stats, (double *)(base + L.log_norm0));
 
     /* tails: only the rows whose target falls in cluster i (a padded plan's padding rows: zero hidden rows,

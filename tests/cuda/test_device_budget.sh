@@ -87,15 +87,17 @@ BERT_TF32_TARGET="30 per layer, 100 per micro-batch"
 # the head's bias gradients ride on its weight-gradient products (gemm_wgrad_bgrad) with one small add
 # each, as many ops as the bias_grad kernels they replace. Measured 116 since the q|k|v and r products
 # write their 16-bit copies alone, which the fused attention reads as twins: the last layer's store after
-# the forward has nothing left to round (its convert_halves op is gone).
+# the forward has nothing left to round (its convert_halves op is gone). Measured 114 since the head's
+# two column blocks add their biases in their products' epilogues (gemm_bias), not in two add_bias passes.
 TXL_BF16_PER_LAYER=34
-TXL_BF16_PER_MICRO_BATCH=118
+TXL_BF16_PER_MICRO_BATCH=116
 TXL_BF16_TARGET="35 per layer, 150 per micro-batch"
-# Transformer-XL tf32 (measured 32 per layer, 85 per micro-batch; 34 + 85 with the LayerNorm backward in
+# Transformer-XL tf32 (measured 32 per layer, 82 per micro-batch since the head's biases ride on its
+# products (gemm_bias); 32 + 84 before, 34 + 85 with the LayerNorm backward in
 # three kernels, 36 + 85 before relu_dropout, 43 + 85 before add_rows, 64 + 86 before
 # copy_rows, 80 + 86 unfused, 125 + 88 before that)
 TXL_TF32_PER_LAYER=32
-TXL_TF32_PER_MICRO_BATCH=86
+TXL_TF32_PER_MICRO_BATCH=84
 TXL_TF32_TARGET="35 per layer, 150 per micro-batch"
 
 # ---- the bf16 GEMM-operand conversions (to_half_kernel (GEMM operand)) per BERT layer per update ------
