@@ -202,27 +202,6 @@ __global__ void flash_attention_forward_kernel(float *ctx, float *lse, const flo
 
 /* ---- backward ------------------------------------------------------------------------------------------ */
 
-/* D[unit, i] = dctx_i·ctx_i (head h's columns), one thread per row, e in order; ctx from its 16-bit twin
- * ctx16 (widened, exact) when the fp32 context does not exist (bind_half_only). dctx16: NULL, or receives
- * round(dctx) (the 16-bit type: bf16 1 bfloat16, 0 IEEE half), the copy dQ and dK/dV read. */
-__global__ void flash_attention_rowdot_kernel(float *D, uint16_t *dctx16, const float *dctx, const float *ctx,
-                                              const uint16_t *ctx16, int bf16, int batch, int L, int heads, int d) {
-  const size_t rows = (size_t)batch * heads * L, H = (size_t)heads * d;
-  for (size_t r = (size_t)blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += (size_t)gridDim.x * blockDim.x) {
-    const size_t unit = r / L, i = r % L, b = unit / heads, h = unit % heads;
-    const size_t off = (b * L + i) * H + h * d;
-    float s = 0.0f;
-    if (ctx16)
-      for (int e = 0; e < d; e++)
-        s += dctx[off + e] * (bf16 ? hs_bf16_to_float(ctx16[off + e]) : hs_fp16_to_float(ctx16[off + e]));
-    else
-      for (int e = 0; e < d; e++) s += dctx[off + e] * ctx[off + e];
-    D[r] = s;
-    if (dctx16)
-      for (int e = 0; e < d; e++) dctx16[off + e] = bf16 ? hs_bf16_bits(dctx[off + e]) : hs_fp16_bits(dctx[off + e]);
-  }
-}
-
 template <class T, int DMAX, int BQ, int BK> struct dq_smem {
   alignas(32) T q[BQ * DMAX];
   alignas(32) T dc[BQ * DMAX];
@@ -529,7 +508,8 @@ extern "C" void hs_cuda_flash_attention_backward(const hs_backend *be, float *dq
   sh.dctx16 = dctx16;
   /* the context exists only in 16 bits where the model bound it so (bind_half_only): read from there */
   const uint16_t *ctx16 = hs_cuda_twin_only16(ctx, tokh);
-  HS_LAUNCH(hs_grid_for(rows), HS_BLOCK, 0, hs_cuda_stream(be), flash_attention_rowdot_kernel)(
+  /* D[unit, i] = dctx_i·ctx_i (head h's columns), and dctx's 16-bit copy (flash_tiles.cuh) */
+  HS_LAUNCH(flash_row_dot_grid(rows), HS_BLOCK, 0, hs_cuda_stream(be), flash_row_dot_kernel)(
       D, dctx16, dctx, ctx, ctx16, be->precision == HS_PRECISION_BF16, batch, seq_len, heads, head_dim);
   HS_CUDA_LAUNCHED("flash_attention_rowdot_kernel",
                    sizeof(float) * ((ctx16 ? 1 : 2) * tokh + rows) + (ctx16 ? tokh * sizeof(uint16_t) : 0) +

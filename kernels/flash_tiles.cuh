@@ -14,14 +14,17 @@
  *   smem_carver{base, 0}.take<X>(count)              the next count X of dynamic shared memory
  *   flash_smem_limit(), flash_resident_warps(warps, bytes), flash_allow_smem(kernel)   host: the
  *       device's per-block limit of dynamic shared memory, the warps a multiprocessor holds with such
- *       blocks, and a kernel's opt-in to more than 48 KiB (cudaFuncAttributeMaxDynamicSharedMemorySize). */
+ *       blocks, and a kernel's opt-in to more than 48 KiB (cudaFuncAttributeMaxDynamicSharedMemorySize).
+ *   flash_row_dot_kernel   the backwards' row dot products D = rowsum(dctx ∘ ctx) and dctx's 16-bit copy. */
 #ifndef HS_KERNELS_FLASH_TILES_CUH
 #define HS_KERNELS_FLASH_TILES_CUH
 
 #include <stddef.h>
 
 #include "hs_cuda.h"
+#include "hs_launch.h"
 #include "tile_mma.cuh"
+#include "util/lowp.h"
 
 #include "backend/cuda/cuda_check.h"
 
@@ -133,6 +136,55 @@ inline void flash_allow_smem(K *kernel) {
     if (done[i] == (const void *)kernel) return;
   HS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)flash_smem_limit()));
   if (n_done < 64) done[n_done++] = (const void *)kernel;
+}
+
+/* The backward's row dot products of both fused attentions: D[unit·L + i] = Σ_c dctx[o + c]·ctx[o + c],
+ * c = 0..d-1 in order (one thread's sum, the order the CPU backend sums in), o = (b·L + i)·H + h·d for
+ * unit = b·heads + h, H = heads·d; ctx from its 16-bit twin ctx16 (widened, exact) when ctx16 is not null
+ * (bind_half_only); dctx16 (null, or like dctx) receives round(dctx) (bf16: bfloat16, else IEEE half),
+ * the copy the tile kernels load dC from.
+ * A row is d contiguous values H apart from the next, so a thread per row reading its own row makes every
+ * load of a warp touch 32 sectors for 32 values. Here a block stages kRowDotRows rows at a time in shared
+ * memory, each row read (and dctx16 written) by consecutive threads, then a thread per row sums from
+ * shared memory: the same sums, coalesced global traffic. Row pitch d + 1 (odd): the summing threads'
+ * column c falls in 32 different banks. d <= kRowDotMaxD. */
+constexpr int kRowDotRows = 32, kRowDotMaxD = 128;
+
+__global__ void __launch_bounds__(HS_BLOCK)
+    flash_row_dot_kernel(float *D, uint16_t *dctx16, const float *dctx, const float *ctx, const uint16_t *ctx16,
+                         int bf16, int batch, int L, int heads, int d) {
+  HS_SHARED(float[kRowDotRows * (kRowDotMaxD + 1)], dc);
+  HS_SHARED(float[kRowDotRows * (kRowDotMaxD + 1)], cx);
+  const size_t rows = (size_t)batch * heads * L, H = (size_t)heads * d;
+  const int pitch = d + 1;
+  const size_t tiles = (rows + kRowDotRows - 1) / kRowDotRows;
+  for (size_t t = blockIdx.x; t < tiles; t += gridDim.x) { /* uniform across the block */
+    const size_t r0 = t * kRowDotRows;
+    for (int k = threadIdx.x; k < kRowDotRows * d; k += blockDim.x) {
+      const int a = k / d, c = k % d;
+      const size_t r = r0 + (size_t)a;
+      if (r >= rows) continue;
+      const size_t unit = r / (size_t)L, i = r % (size_t)L, b = unit / (size_t)heads, h = unit % (size_t)heads;
+      const size_t o = (b * (size_t)L + i) * H + h * (size_t)d + (size_t)c;
+      const float g = dctx[o];
+      dc[a * pitch + c] = g;
+      cx[a * pitch + c] = ctx16 ? (bf16 ? hs_bf16_to_float(ctx16[o]) : hs_fp16_to_float(ctx16[o])) : ctx[o];
+      if (dctx16) dctx16[o] = bf16 ? hs_bf16_bits(g) : hs_fp16_bits(g);
+    }
+    __syncthreads();
+    if (threadIdx.x < kRowDotRows && r0 + threadIdx.x < rows) {
+      const float *x = dc + threadIdx.x * pitch, *y = cx + threadIdx.x * pitch;
+      float s = 0.0f;
+      for (int c = 0; c < d; c++) s += x[c] * y[c];
+      D[r0 + threadIdx.x] = s;
+    }
+    __syncthreads();
+  }
+}
+
+/* Host: flash_row_dot_kernel's grid for rows rows (a block per kRowDotRows rows, capped as hs_grid_for) */
+static inline unsigned flash_row_dot_grid(size_t rows) {
+  return hs_grid_for((rows + kRowDotRows - 1) / kRowDotRows * (size_t)HS_BLOCK);
 }
 
 } // namespace

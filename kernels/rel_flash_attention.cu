@@ -27,7 +27,7 @@
  *
  * Backward, with P = exp(s - lse), P' = keep·P/(1-p), dP' = dC·Vᵀ, D_i = rowsum(dC ∘ ctx) =
  * Σ_j P'_ij dP'_ij, dS = P ⊙ (keep/(1-p)·dP' - D):
- *   D                        d_kernel, a thread per query row
+ *   D                        flash_row_dot_kernel (flash_tiles.cuh): rows staged in shared memory, a thread per row sums
  *   dQw = scale·dS·K, dQr = scale·dBDwin·Rwin   rel_flash_dq_kernel: a warp per query tile, key tiles
  *       streamed; dBDwin[a][w] = dS[a][w - 15 + a] is the shift undone in the window; dq = dQw + dQr
  *       into dqkv, dQw and dQr kept for the bias gradients
@@ -85,9 +85,9 @@ struct rf_args {
   const uint16_t *qkv16, *r16; /* q|k|v's, r's 16-bit twins where they exist in 16 bits only (bind_half_only), or
                                 * NULL: the tiles load from these instead (the same tile bits: the fp32 values
                                 * would be these widened) */
-  const uint16_t *dctx16; /* backward under bf16/fp16: dctx rounded by d_kernel, which the dq, dk|dv and dr
-                           * kernels load their dC tiles from (the tiles' bits: they round dC to that type),
-                           * or NULL: from dctx */
+  const uint16_t *dctx16; /* backward under bf16/fp16: dctx rounded by flash_row_dot_kernel, which the dq,
+                           * dk|dv and dr kernels load their dC tiles from (the tiles' bits: they round dC to
+                           * that type), or NULL: from dctx */
   int batch, qlen, mlen, klen, heads, d, dp, H, ld, lower_shift;
   float scale, p, keep_scale;
   uint64_t key;
@@ -296,30 +296,6 @@ __global__ void rel_flash_forward_kernel(float *ctx, float *lse, uint16_t *ctx16
 }
 
 /* ---- backward ------------------------------------------------------------------------------------ */
-
-/* D[b, n, qlen]: D[s,h,i] = Σ_c dctx[s,i,h·d+c]·ctx[s,i,h·d+c], in column order; ctx from its 16-bit twin
- * ctx16 (widened, exact) when the fp32 context does not exist (bind_half_only). dctx16 (NULL or like dctx)
- * receives dctx rounded to the 16-bit type (ctx16_bf16's), each element by the thread of its row. */
-__global__ void d_kernel(float *D, const float *dctx, const float *ctx, const uint16_t *ctx16, int ctx16_bf16,
-                         uint16_t *dctx16, int batch, int qlen, int heads, int d) {
-  const size_t rows = (size_t)batch * heads * qlen, H = (size_t)heads * d;
-  for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < rows; e += (size_t)gridDim.x * blockDim.x) {
-    const int i = (int)(e % (size_t)qlen);
-    const size_t unit = e / (size_t)qlen;
-    const size_t s = unit / (size_t)heads, h = unit % (size_t)heads;
-    const size_t off = (s * qlen + i) * H + h * d;
-    float acc = 0.0f;
-    if (ctx16)
-      for (int c = 0; c < d; c++)
-        acc += dctx[off + c] * (ctx16_bf16 ? hs_bf16_to_float(ctx16[off + c]) : hs_fp16_to_float(ctx16[off + c]));
-    else
-      for (int c = 0; c < d; c++) acc += dctx[off + c] * ctx[off + c];
-    D[e] = acc;
-    if (dctx16)
-      for (int c = 0; c < d; c++)
-        dctx16[off + c] = ctx16_bf16 ? hs_bf16_bits(dctx[off + c]) : hs_fp16_bits(dctx[off + c]);
-  }
-}
 
 template <class T> struct dq_layout {
   T *qw, *qr, *dct;       /* [rows][dp] per warp */
@@ -799,8 +775,9 @@ void backward_t(const hs_backend *be, float *dqkv, float *dr, float *dr_w_bias, 
   g.dctx16 = dctx16;
   /* the context exists only in 16 bits where the model bound it so (bind_half_only): read from there */
   const uint16_t *ctx16 = hs_cuda_twin_only16(ctx, qh);
-  HS_LAUNCH(hs_grid_for(rows), HS_BLOCK, 0, stream, d_kernel)(D, dctx, ctx, ctx16, g.bf16, dctx16, g.batch, g.qlen,
-                                                              g.heads, g.d);
+  /* D[s, h, i] = dctx_i·ctx_i (head h's columns), and dctx's 16-bit copy (flash_tiles.cuh) */
+  HS_LAUNCH(flash_row_dot_grid(rows), HS_BLOCK, 0, stream, flash_row_dot_kernel)(D, dctx16, dctx, ctx, ctx16, g.bf16,
+                                                                               g.batch, g.qlen, g.heads, g.d);
   /* dctx, ctx (or its twin) read, D written (and dctx16) */
   HS_CUDA_LAUNCHED("rel_flash d_kernel", ((ctx16 ? 1 : 2) * qh + rows) * sizeof(float) +
                                              ((ctx16 ? qh : 0) + (dctx16 ? qh : 0)) * sizeof(uint16_t));

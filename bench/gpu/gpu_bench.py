@@ -118,25 +118,41 @@ def make_bert_shards(out, rows, T, P, vocab, seed):
         mbs.write_shard(os.path.join(out, "wiki_%s_0.hdf5" % split), (ids, mask, seg, pos, lab, nsp))
 
 
-def make_lm_text(out, vocab, train_tokens, seed):
+def make_lm_text(out, vocab, train_tokens, seed, columns=1):
     """WikiText-format files: Zipf(1.1)-distributed words over `vocab` ranks (natural text's shape, so the
-    adaptive softmax's clusters see text-like traffic), then every word once so the vocabulary is complete."""
+    adaptive softmax's clusters see text-like traffic), and every word once so the vocabulary is complete.
+
+    A run cuts the train split into contiguous columns (its txl.batch_size) and a short run reads only the
+    first segments of each. So the train file is `columns` chunks of equal length, one per column of a run
+    with `columns` columns (or a divisor of it): train_tokens / columns Zipf words first, then that column's
+    share of the every-word-once list. A single list at the end would fill whole columns of a many-column
+    run with rare words (a run of 32 columns over WikiText-103's vocabulary: 13 of them), which would
+    inflate the tail clusters' work far beyond natural text's."""
     os.makedirs(out, exist_ok=True)
     rng = np.random.default_rng(seed)
     words = np.array(["w%d" % i for i in range(vocab)])
 
     def stream(n):
-        r = rng.zipf(1.1, size=4 * n)
-        return r[r <= vocab][:n] - 1
+        r = np.empty(0, dtype=np.int64)
+        while len(r) < n:
+            z = rng.zipf(1.1, size=4 * n)
+            r = np.concatenate([r, z[z <= vocab] - 1])
+        return r[:n]
 
-    def write(name, ranks):
+    def lines(ranks):
+        return "".join(" " + " ".join(words[ranks[k:k + 100]]) + " \n" for k in range(0, len(ranks), 100))
+
+    per = -(-train_tokens // columns)
+    share = -(-vocab // columns)
+    once = np.arange(vocab)
+    with open(os.path.join(out, "wiki.train.tokens"), "w") as f:
+        for c in range(columns):
+            mine = once[c * share:(c + 1) * share]
+            # every chunk per + share words: the same lines, so the same tokens with the line ends' <eos>
+            f.write(lines(np.concatenate([stream(per + share - len(mine)), mine])))
+    for name in ("wiki.valid.tokens", "wiki.test.tokens"):
         with open(os.path.join(out, name), "w") as f:
-            for k in range(0, len(ranks), 100):
-                f.write(" " + " ".join(words[ranks[k:k + 100]]) + " \n")
-
-    write("wiki.train.tokens", np.concatenate([stream(train_tokens), np.arange(vocab)]))
-    write("wiki.valid.tokens", stream(2000))
-    write("wiki.test.tokens", stream(2000))
+            f.write(lines(stream(2000)))
 
 
 def make_mnist_idx(out, n_train, n_test, seed):
@@ -509,7 +525,7 @@ def main():
         for prec in (x for x in precisions if x in ("tf32", "bf16")):
             name = "txl-base %s" % prec
             if prep is None and not runner.over_budget():
-                make_lm_text(text, txl_vocab, txl_B * (txl_q * updates + 2), 1111)
+                make_lm_text(text, txl_vocab, txl_B * (txl_q * updates + 2), 1111, txl_B)
                 prep = runner.run("hetseq prep lm", [a.hetseq, "prep", "lm", "--in", text, "--out", lm])
             if prep is None:
                 hs = eager = comp = {"note": runner.over_budget()}

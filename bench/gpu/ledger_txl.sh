@@ -32,11 +32,16 @@ while [ $# -gt 0 ]; do
 done
 [[ $vocab =~ ^[0-9]+$ && $vocab -ge 1000 ]] || { echo "ledger_txl: --vocab takes a word count >= 1000" >&2; exit 2; }
 ledger_start
-# a Zipf corpus over the vocabulary, every word once (gpu_bench.py's writer); 4 updates' worth of tokens
+# a Zipf corpus over the vocabulary, every word once (gpu_bench.py's writer): 4 updates' worth of Zipf
+# tokens at the start of every column of both runs (chunks for lcm(B1, B2) columns; the every-word-once
+# list after them, where the two updates do not reach)
+g=$b1 h=$b2
+while [ "$h" -gt 0 ]; do t=$((g % h)); g=$h h=$t; done
+columns=$((b1 * b2 / g))
 "$python" -c "
 import sys; sys.path.insert(0, sys.argv[1])
 from gpu_bench import make_lm_text
-make_lm_text('text', int(sys.argv[2]), int(sys.argv[3]), 1111)" "$here" "$vocab" $((rows * 192 * 4)) > /dev/null
+make_lm_text('text', int(sys.argv[2]), int(sys.argv[3]), 1111, int(sys.argv[4]))" "$here" "$vocab" $((columns * 192 * 4)) "$columns" > /dev/null
 "$hetseq" prep lm --in text --out lm > prep.log 2>&1 || { tail -5 prep.log >&2; echo "ledger_txl: hetseq prep lm failed" >&2; exit 1; }
 # WikiText-103's cutoffs scaled to this vocabulary (the same at its size)
 cutoffs=$(awk -v v="$vocab" 'BEGIN { printf "%d,%d,%d", int(19997 * v / 267735), int(39997 * v / 267735), int(199997 * v / 267735) }')
