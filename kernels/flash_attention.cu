@@ -511,7 +511,7 @@ extern "C" void hs_cuda_flash_attention_backward(const hs_backend *be, float *dq
   /* D[unit, i] = dctx_i·ctx_i (head h's columns), and dctx's 16-bit copy (flash_tiles.cuh) */
   HS_LAUNCH(flash_row_dot_grid(rows), HS_BLOCK, 0, hs_cuda_stream(be), flash_row_dot_kernel)(
       D, dctx16, dctx, ctx, ctx16, be->precision == HS_PRECISION_BF16, batch, seq_len, heads, head_dim);
-  HS_CUDA_LAUNCHED("flash_attention_rowdot_kernel",
+  HS_CUDA_LAUNCHED("flash_row_dot_kernel (attention)",
                    sizeof(float) * ((ctx16 ? 1 : 2) * tokh + rows) + (ctx16 ? tokh * sizeof(uint16_t) : 0) +
                        (dctx16 ? tokh * sizeof(uint16_t) : 0));
   const int big = head_dim > 64;

@@ -27,7 +27,7 @@
  *
  * Backward, with P = exp(s - lse), P' = keep·P/(1-p), dP' = dC·Vᵀ, D_i = rowsum(dC ∘ ctx) =
  * Σ_j P'_ij dP'_ij, dS = P ⊙ (keep/(1-p)·dP' - D):
- *   D                        flash_row_dot_kernel (flash_tiles.cuh): rows staged in shared memory, a thread per row sums
+ *   D                        flash_row_dot_kernel (flash_tiles.cuh): rows staged in shared memory
  *   dQw = scale·dS·K, dQr = scale·dBDwin·Rwin   rel_flash_dq_kernel: a warp per query tile, key tiles
  *       streamed; dBDwin[a][w] = dS[a][w - 15 + a] is the shift undone in the window; dq = dQw + dQr
  *       into dqkv, dQw and dQr kept for the bias gradients
@@ -779,8 +779,8 @@ void backward_t(const hs_backend *be, float *dqkv, float *dr, float *dr_w_bias, 
   HS_LAUNCH(flash_row_dot_grid(rows), HS_BLOCK, 0, stream, flash_row_dot_kernel)(D, dctx16, dctx, ctx, ctx16, g.bf16,
                                                                                g.batch, g.qlen, g.heads, g.d);
   /* dctx, ctx (or its twin) read, D written (and dctx16) */
-  HS_CUDA_LAUNCHED("rel_flash d_kernel", ((ctx16 ? 1 : 2) * qh + rows) * sizeof(float) +
-                                             ((ctx16 ? qh : 0) + (dctx16 ? qh : 0)) * sizeof(uint16_t));
+  HS_CUDA_LAUNCHED("flash_row_dot_kernel (relative attention)",
+                   ((ctx16 ? 1 : 2) * qh + rows) * sizeof(float) + ((ctx16 ? qh : 0) + (dctx16 ? qh : 0)) * sizeof(uint16_t));
   const unsigned units = (unsigned)(g.batch * g.heads);
   const launch_cfg cq = pick<dq_layout<T>>(g, g.qlen, "dQ");
   flash_allow_smem(rel_flash_dq_kernel<T>);
