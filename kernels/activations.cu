@@ -14,6 +14,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_internal.h"
 #include "backend/cuda/cuda_ops.h"
 
 #define GRID_STRIDE_LOOP(i, n) \
@@ -65,19 +66,21 @@ __global__ void gelu_forward_half_kernel(float *y, const uint16_t *x16, int x16_
 }
 
 /* dx = dy·gelu'(x) = dy·(Φ(x) + x·φ(x)) from the pre-activation x, or from its 16-bit copy x16 (x NULL:
- * widened here, exact); dx may alias dy, and may be NULL (dx16 alone). y, y16: NULL, or gelu(x) recomputed
- * (the forward's output, for a model that did not keep it) and its rounding */
+ * widened here, exact); dy from dy16 (widened, exact) where dy exists in 16 bits only (dy NULL then); dx
+ * may alias dy, and dx16 dy16; dx may be NULL (dx16 alone). y, y16: NULL, or gelu(x) recomputed (the
+ * forward's output, for a model that did not keep it) and its rounding */
 template <class T>
-__global__ void gelu_backward_kernel(T *dx, const T *dy, const T *x, const uint16_t *x16, int x16_bf16, size_t n,
-                                     half_out dx16, T *y, half_out y16) {
+__global__ void gelu_backward_kernel(T *dx, const T *dy, const uint16_t *dy16, const T *x, const uint16_t *x16,
+                                     int bf16, size_t n, half_out dx16, T *y, half_out y16) {
   GRID_STRIDE_LOOP(i, n) {
-    const float u = x ? (float)x[i] : x16_bf16 ? hs_bf16_to_float(x16[i]) : hs_fp16_to_float(x16[i]);
+    const float u = x ? (float)x[i] : bf16 ? hs_bf16_to_float(x16[i]) : hs_fp16_to_float(x16[i]);
+    const float g_out = dy16 ? (bf16 ? hs_bf16_to_float(dy16[i]) : hs_fp16_to_float(dy16[i])) : (float)dy[i];
     if (y || y16.p) {
       const T g = (T)hs_gelu(u);
       if (y) y[i] = g;
       put_half(y16, i, (float)g);
     }
-    const T d = (T)hs_gelu_grad((float)dy[i], u);
+    const T d = (T)hs_gelu_grad(g_out, u);
     if (dx) dx[i] = d;
     put_half(dx16, i, (float)d);
   }
@@ -133,11 +136,14 @@ extern "C" void hs_cuda_gelu_backward(const hs_backend *be, float *dx, const flo
                                       const uint16_t *x16, size_t n, uint16_t *dx16, float *y, uint16_t *y16) {
   hs_gelu_backward_check(be, dx, dx16, x, x16);
   const int bf16 = be->precision == HS_PRECISION_BF16;
+  /* dy exists only in 16 bits where the model bound it so (bind_half_only): read from its twin */
+  const uint16_t *dy16 = hs_cuda_twin_only16(dy, n);
   HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), gelu_backward_kernel<float>)(
-      dx, dy, x, x16, bf16, n, half_out{dx16, bf16}, y, half_out{y16, bf16});
-  /* dy read, dx written, x read in fp32 or 16 bits, y and the 16-bit outputs written */
-  HS_CUDA_LAUNCHED("gelu_backward_kernel", (n + (dx ? n : 0) + (x ? n : 0) + (y ? n : 0)) * sizeof(float) +
-                                               ((x16 ? n : 0) + (dx16 ? n : 0) + (y16 ? n : 0)) * sizeof(uint16_t));
+      dx, dy16 ? nullptr : dy, dy16, x, x16, bf16, n, half_out{dx16, bf16}, y, half_out{y16, bf16});
+  /* dy read in fp32 or 16 bits, dx written, x read in fp32 or 16 bits, y and the 16-bit outputs written */
+  HS_CUDA_LAUNCHED("gelu_backward_kernel",
+                   ((dy16 ? 0 : n) + (dx ? n : 0) + (x ? n : 0) + (y ? n : 0)) * sizeof(float) +
+                       ((dy16 ? n : 0) + (x16 ? n : 0) + (dx16 ? n : 0) + (y16 ? n : 0)) * sizeof(uint16_t));
 }
 
 extern "C" void hs_cuda_tanh_forward(const hs_backend *be, float *y, const float *x, size_t n) {

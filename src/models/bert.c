@@ -920,10 +920,18 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
      * dropout) and the residual h1 */
     const float *dout = layernorm_dropout_grad(m, &drop.ffn, hs_param_grad(p, l->out_ln_g), hs_param_grad(p, l->out_ln_b),
                                                a->ffn_sum, a->ffn_mean, a->ffn_rstd, hs_param_data(p, l->out_ln_g));
-    /* output.dense: dffn[T,I] = dout·W2 */
+    /* output.dense: dffn[T,I] = dout·W2; under bf16/fp16 rounded to 16 bits (gemm_half_out: the gradient of
+     * the GELU output as autocast's matmul writes it), with either storage */
+    const int half = hs_precision_is_16bit(be->precision);
     if (!h) {
-        hs_linear_backward(be, dffn, hs_param_grad(p, l->out_w), hs_param_grad(p, l->out_b), dout, a->ffn_act,
-                           hs_param_data(p, l->out_w), T, I, H, ctx->grads_zero);
+        if (half) {
+            be->gemm_wgrad_bgrad(be, hs_param_grad(p, l->out_w), hs_param_grad(p, l->out_b), dout, H, a->ffn_act, T,
+                                 I, H, ctx->grads_zero);
+            be->gemm_half_out(be, NULL, dffn, 0, 0, T, I, H, dout, H, hs_param_data(p, l->out_w), I);
+        } else {
+            hs_linear_backward(be, dffn, hs_param_grad(p, l->out_w), hs_param_grad(p, l->out_b), dout, a->ffn_act,
+                               hs_param_data(p, l->out_w), T, I, H, ctx->grads_zero);
+        }
         hs_gelu_backward(be, dffn, dffn, a->ffn_pre, TI, NULL);
     } else {
         /* 16-bit storage kept no GELU output g: the GELU backward recomputes it from the kept (rounded)
@@ -931,7 +939,11 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
          * ∂W2 += doutᵀ·g that follows (the forward's product read round(gelu(u)), this one
          * round(gelu(round(u))): the documented cost of 16 bits per token and column of the FFN width,
          * docs/gpu.md "Mixed precision") */
-        be->gemm(be, 0, 0, T, I, H, 1.0f, dout, H, hs_param_data(p, l->out_w), I, 0.0f, dffn, I);
+        /* under the 16-bit dataflow dffn only in 16 bits, in the twin the GELU backward reads it from and
+         * overwrites with its own gradient (element by element) */
+        be->gemm_half_out(be, m->only16 ? m->grad16_ffn : NULL, dffn, 0, 0, T, I, H, dout, H,
+                          hs_param_data(p, l->out_w), I);
+        if (m->only16) be->bind_half_only(be, dffn, m->grad16_ffn, TI);
         hs_gelu_backward_recompute(be, m->only16 ? NULL : dffn, dffn, h->ffn_pre, TI, m->grad16_ffn,
                                    m->only16 ? NULL : a->ffn_act, m->ffn_act16);
         hs_bind_twin(be, a->ffn_act, m->ffn_act16, TI, m->only16);

@@ -568,6 +568,33 @@ static void twin_only_wgrad(hs_conf *t, int no_epilogue) {
     free(hy), free(hstale), free(hx);
 }
 
+/* CUDA: gelu_backward whose dy exists only in 16 bits (bind_half_only; the fp32 range holds NaNs) reads
+ * the twin: dx16 (written over the twin itself) and the recomputed y16 are the bits of the call on dy16
+ * widened */
+static void twin_only_gelu_backward(hs_conf *t) {
+    const hs_backend *be = t->cuda;
+    const size_t n = 1000;
+    float *hdy = hs_conf_rand(t, n, -2, 2), *hu = hs_conf_rand(t, n, -4, 4), *hnan;
+    HS_ALLOC(hnan, n);
+    for (size_t i = 0; i < n; i++) hnan[i] = NAN;
+    float *dy = hs_conf_dev(be, hdy, n * 4), *u = hs_conf_dev(be, hu, n * 4), *stale = hs_conf_dev(be, hnan, n * 4);
+    uint16_t *dy16 = be->alloc(be, n * 2), *u16 = be->alloc(be, n * 2), *dx16 = be->alloc(be, n * 2);
+    uint16_t *y16[2] = {be->alloc(be, n * 2), be->alloc(be, n * 2)};
+    be->to_half(be, dy16, dy, n);
+    be->from_half(be, dy, dy16, n); /* dy = widen(round(dy)) */
+    be->to_half(be, u16, u, n);
+    be->gelu_backward(be, NULL, dy, NULL, u16, n, dx16, NULL, y16[0]);
+    be->bind_half_only(be, stale, dy16, n);
+    be->gelu_backward(be, NULL, stale, NULL, u16, n, dy16, NULL, y16[1]); /* dx16 over dy's twin */
+    be->unbind_half(be, stale);
+    hs_conf_same_on(t, be, "gelu_backward dx16, dy bound with bind_half_only (dx16 its twin) = from dy16 widened",
+                    dy16, dx16, n * 2);
+    hs_conf_same_on(t, be, "gelu_backward y16, dy bound with bind_half_only = from dy16 widened", y16[1], y16[0], n * 2);
+    be->free(be, dy), be->free(be, u), be->free(be, stale), be->free(be, dy16), be->free(be, u16);
+    be->free(be, dx16), be->free(be, y16[0]), be->free(be, y16[1]);
+    free(hdy), free(hu), free(hnan);
+}
+
 /* CUDA: products of operands bound to twins convert nothing and give the converting products' bits */
 static void twin_products(hs_conf *t) {
     const hs_backend *be = t->cuda;
@@ -719,6 +746,63 @@ static void gemm_bias_half_cases(hs_conf *t) {
     }
 }
 
+/* gemm_half_out, every transpose: on the CPU the rounding of its own gemm (bit for bit); on CUDA the same
+ * bits twice, within the bound of the sums and one 16-bit rounding on each side of the CPU's, and without
+ * c16 the rounded values widened into c (to_half of them exact) within the same bound */
+static void gemm_half_out_cases(hs_conf *t) {
+    static const int dims[][3] = {{1, 1, 1}, {31, 33, 17}, {64, 40, 96}, {7, 300, 5}}; /* m, n, k */
+    const int bf16 = t->precision == HS_PRECISION_BF16;
+    const double u16 = bf16 ? 0x1p-8 : 0x1p-11;
+    char what[160];
+    for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
+        for (int tr = 0; tr < 4; tr++) {
+            const int m = dims[d][0], n = dims[d][1], k = dims[d][2], ta = tr & 1, tb = tr >> 1;
+            const int lda = ta ? m : k, ldb = tb ? k : n;
+            const size_t na = (size_t)m * k, nb = (size_t)k * n, nc = (size_t)m * n;
+            float *a = hs_conf_rand(t, na, -1, 1), *b = hs_conf_rand(t, nb, -1, 1);
+            hs_conf_pair pa = hs_conf_pair_of(t, a, na * 4), pb = hs_conf_pair_of(t, b, nb * 4);
+            hs_conf_pair c16 = hs_conf_pair_of(t, NULL, nc * 2), c = hs_conf_pair_of(t, NULL, nc * 4);
+            hs_conf_pair ref = hs_conf_pair_of(t, NULL, nc * 4), wide = hs_conf_pair_of(t, NULL, nc * 4);
+            uint16_t *again = t->cuda->alloc(t->cuda, nc * 2), *r16 = t->cuda->alloc(t->cuda, nc * 2);
+            float *rw = t->cuda->alloc(t->cuda, nc * 4);
+            snprintf(what, sizeof what, "c16 = round(op(a)·op(b)) trans %d%d m=%d n=%d k=%d", ta, tb, m, n, k);
+            t->cpu->gemm_half_out(t->cpu, c16.cpu, c.cpu, ta, tb, m, n, k, pa.cpu, lda, pb.cpu, ldb);
+            t->cpu->gemm(t->cpu, ta, tb, m, n, k, 1.0f, pa.cpu, lda, pb.cpu, ldb, 0.0f, ref.cpu, n);
+            is_rounding(t, t->cpu, what, c16.cpu, ref.cpu, nc);
+            t->cuda->gemm_half_out(t->cuda, c16.cuda, c.cuda, ta, tb, m, n, k, pa.cuda, lda, pb.cuda, ldb);
+            t->cuda->gemm_half_out(t->cuda, again, c.cuda, ta, tb, m, n, k, pa.cuda, lda, pb.cuda, ldb);
+            hs_conf_same_bits(t, what, c16.cuda, again, nc * 2);
+            float *yc = hs_conf_download_f32(t->cpu, ref.cpu, nc);
+            double *bound;
+            HS_ALLOC(bound, nc);
+            for (int r = 0; r < m; r++)
+                for (int j = 0; j < n; j++) {
+                    double absdot = 0.0;
+                    for (int q = 0; q < k; q++)
+                        absdot += fabs((double)a[ta ? (size_t)q * m + r : (size_t)r * k + q] *
+                                       b[tb ? (size_t)j * k + q : (size_t)q * n + j]);
+                    const double sums = hs_conf_dot_factor(t, k) * absdot;
+                    bound[(size_t)r * n + j] = (1.0 + 4 * u16) * (sums + 2 * u16 * (fabs((double)yc[(size_t)r * n + j]) + sums));
+                }
+            t->cpu->from_half(t->cpu, wide.cpu, c16.cpu, nc);
+            t->cuda->from_half(t->cuda, wide.cuda, c16.cuda, nc);
+            hs_conf_check_bound(t, what, wide.cpu, wide.cuda, nc, bound);
+            snprintf(what, sizeof what, "c (no c16) = widen(c16) trans %d%d m=%d n=%d k=%d", ta, tb, m, n, k);
+            t->cpu->gemm_half_out(t->cpu, NULL, c.cpu, ta, tb, m, n, k, pa.cpu, lda, pb.cpu, ldb);
+            hs_conf_same_on(t, t->cpu, what, c.cpu, wide.cpu, nc * 4);
+            t->cuda->gemm_half_out(t->cuda, NULL, c.cuda, ta, tb, m, n, k, pa.cuda, lda, pb.cuda, ldb);
+            within_on(t, t->cuda, what, c.cuda, wide.cuda, nc, bound);
+            t->cuda->to_half(t->cuda, r16, c.cuda, nc); /* already rounded: to_half is exact */
+            t->cuda->from_half(t->cuda, rw, r16, nc);
+            hs_conf_same_on(t, t->cuda, what, c.cuda, rw, nc * 4);
+            free(bound), free(yc);
+            hs_conf_pair_free(t, pa), hs_conf_pair_free(t, pb), hs_conf_pair_free(t, c16), hs_conf_pair_free(t, c);
+            hs_conf_pair_free(t, ref), hs_conf_pair_free(t, wide);
+            t->cuda->free(t->cuda, again), t->cuda->free(t->cuda, r16), t->cuda->free(t->cuda, rw);
+            free(a), free(b);
+        }
+}
+
 /* log_softmax_nll_backward's dlogits16: to_half of its dlogits, which are the bits of the call without it,
  * and the same bits without dlogits (the gradient only in 16 bits) (an ignored row, label -1, among the rows) */
 static void nll_backward16_on(hs_conf *t, const hs_backend *be, int rows, int cols) {
@@ -802,6 +886,8 @@ void hs_conf_group_half(hs_conf *t) {
             }
         hs_conf_op(t, "gemm_bias_half (the 16-bit linear layer)");
         gemm_bias_half_cases(t);
+        hs_conf_op(t, "gemm_half_out (a product with a 16-bit output)");
+        gemm_half_out_cases(t);
         hs_conf_op(t, "gelu_forward_half (GELU of a 16-bit pre-activation)");
         for (int s = 0; s < hs_conf_nsizes; s++) {
             gelu_forward_half_on(t, t->cpu, hs_conf_sizes[s]);
@@ -811,5 +897,6 @@ void hs_conf_group_half(hs_conf *t) {
         twin_products(t);
         hs_conf_op(t, "bind_half_only (tensors only in 16 bits)");
         for (int no_epilogue = 0; no_epilogue < 2; no_epilogue++) twin_only_wgrad(t, no_epilogue);
+        twin_only_gelu_backward(t);
     }
 }

@@ -94,19 +94,12 @@ void hs_cpu_gemm_bias_half(const hs_backend *be, uint16_t *y16, float *y, const 
                            const float *bias, int rows, int in, int out) {
     hs_half_precision_check(be, "gemm_bias_half");
     if (rows <= 0 || out <= 0) return;
-    hs_cpu_gemm(be, 0, 1, rows, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
-    const int bf16 = be->precision == HS_PRECISION_BF16;
     if (!bias) {
-        const size_t n = (size_t)rows * (size_t)out;
-        if (y16) {
-            hs_cpu_to_half(be, y16, y, n);
-            return;
-        }
-#pragma omp parallel for schedule(static) if (n > HS_PAR_MIN)
-        for (size_t e = 0; e < n; e++)
-            y[e] = bf16 ? hs_bf16_to_float(hs_bf16_bits(y[e])) : hs_fp16_to_float(hs_fp16_bits(y[e]));
+        hs_cpu_gemm_half_out(be, y16, y, 0, 1, rows, out, in, x, in, w, in);
         return;
     }
+    hs_cpu_gemm(be, 0, 1, rows, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
+    const int bf16 = be->precision == HS_PRECISION_BF16;
     float *bias_rounded;
     HS_ALLOC(bias_rounded, (size_t)out);
     for (int c = 0; c < out; c++)
@@ -127,6 +120,23 @@ void hs_cpu_gemm_bias_half(const hs_backend *be, uint16_t *y16, float *y, const 
         }
     }
     free(bias_rounded);
+}
+
+/* c16[m, n] = round(op(a)·op(b)): gemm's sums into the scratch c, then rounded (into c16, or in c widened) */
+void hs_cpu_gemm_half_out(const hs_backend *be, uint16_t *c16, float *c, int trans_a, int trans_b, int m, int n,
+                          int k, const float *a, int lda, const float *b, int ldb) {
+    hs_half_precision_check(be, "gemm_half_out");
+    if (m <= 0 || n <= 0) return;
+    hs_cpu_gemm(be, trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n);
+    const size_t count = (size_t)m * (size_t)n;
+    if (c16) {
+        hs_cpu_to_half(be, c16, c, count);
+        return;
+    }
+    const int bf16 = be->precision == HS_PRECISION_BF16;
+#pragma omp parallel for schedule(static) if (count > HS_PAR_MIN)
+    for (size_t e = 0; e < count; e++)
+        c[e] = bf16 ? hs_bf16_to_float(hs_bf16_bits(c[e])) : hs_fp16_to_float(hs_fp16_bits(c[e]));
 }
 
 /* dw[out, in] += dy[rows, out]ᵀ · x[rows, in] (dy rows ldy apart), then dbias[out] (+)= Σ_r dy[r, :]

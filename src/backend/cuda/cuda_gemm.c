@@ -297,17 +297,7 @@ void hs_cuda_gemm_bias_half(const hs_backend *be, uint16_t *y16, float *y, const
     hs_half_precision_check(be, "gemm_bias_half");
     if (rows <= 0 || out <= 0) return;
     if (!bias) {
-        const size_t n = (size_t)rows * (size_t)out;
-        if (y16) {
-            gemm_shape s = epilogue_shape(be, 0, 1, rows, out, in, in, in, out, 0.0f, CUBLASLT_EPILOGUE_DEFAULT);
-            s.out16 = 1;
-            if (in > 0 && run(be, &s, 1.0f, x, w, 0.0f, y16, NULL, "gemm_bias_half, no bias (a = x, b = w)")) return;
-        }
-        hs_cuda_gemm(be, 0, 1, rows, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
-        if (y16)
-            hs_cuda_to_half_bits(be, be->precision, y16, y, n);
-        else
-            hs_cuda_round_floats(be, be->precision, y, y, n);
+        hs_cuda_gemm_half_out(be, y16, y, 0, 1, rows, out, in, x, in, w, in);
         return;
     }
     if (!y16) {
@@ -331,6 +321,25 @@ void hs_cuda_gemm_bias_half(const hs_backend *be, uint16_t *y16, float *y, const
     hs_cuda_round_floats(be, be->precision, bias_rounded, bias, (size_t)out);
     hs_cuda_add_bias(be, y, bias_rounded, rows, out);
     hs_cuda_to_half_bits(be, be->precision, y16, y, (size_t)rows * (size_t)out);
+}
+
+/* c16 = round(op(a)·op(b)): DEFAULT with C and D in the 16-bit type; where the heuristic has no algorithm,
+ * and for the fp32 output (c16 NULL), the fp32 GEMM into c, then rounded (into c16, or in place). */
+void hs_cuda_gemm_half_out(const hs_backend *be, uint16_t *c16, float *c, int trans_a, int trans_b, int m, int n,
+                           int k, const float *a, int lda, const float *b, int ldb) {
+    hs_half_precision_check(be, "gemm_half_out");
+    if (m <= 0 || n <= 0) return;
+    if (c16) {
+        gemm_shape s = epilogue_shape(be, !!trans_a, !!trans_b, m, n, k, lda, ldb, n, 0.0f, CUBLASLT_EPILOGUE_DEFAULT);
+        s.out16 = 1;
+        if (k > 0 && run(be, &s, 1.0f, a, b, 0.0f, c16, NULL, "gemm_half_out (a, b)")) return;
+    }
+    hs_cuda_gemm(be, trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n);
+    const size_t count = (size_t)m * (size_t)n;
+    if (c16)
+        hs_cuda_to_half_bits(be, be->precision, c16, c, count);
+    else
+        hs_cuda_round_floats(be, be->precision, c, c, count);
 }
 
 void hs_cuda_gemm_wgrad_bgrad(const hs_backend *be, float *dw, float *dbias, const float *dy, int ldy, const float *x,
