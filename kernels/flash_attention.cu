@@ -499,21 +499,24 @@ extern "C" void hs_cuda_flash_attention_backward(const hs_backend *be, float *dq
   flash_shape sh = shape_of(be, seq_len, heads, head_dim, p, key, first_sample, dqkv16, qkv16);
   if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   const size_t rows = (size_t)batch * heads * seq_len, tokh = rows * (size_t)head_dim;
-  /* scratch: D [B,heads,L]; with 16-bit tiles then dctx rounded [B,L,H], 256-byte aligned */
+  /* scratch: D [B,heads,L]; with 16-bit tiles then dctx rounded [B,L,H], 256-byte aligned, unless dctx
+   * exists only in 16 bits (bind_half_only: a model's 16-bit output gradient), which is then that copy */
   const int tiles16 = be->precision == HS_PRECISION_BF16 || be->precision == HS_PRECISION_FP16;
+  const uint16_t *dctx_only16 = tiles16 ? hs_cuda_twin_only16(dctx, tokh) : nullptr;
   const size_t d_bytes = (rows * sizeof(float) + 255) & ~(size_t)255;
-  char *scratch = (char *)hs_cuda_scratch(be, d_bytes + (tiles16 ? tokh * sizeof(uint16_t) : 0));
+  char *scratch = (char *)hs_cuda_scratch(be, d_bytes + (tiles16 && !dctx_only16 ? tokh * sizeof(uint16_t) : 0));
   float *D = (float *)scratch;
-  uint16_t *dctx16 = tiles16 ? (uint16_t *)(scratch + d_bytes) : nullptr;
-  sh.dctx16 = dctx16;
+  uint16_t *dctx16 = tiles16 && !dctx_only16 ? (uint16_t *)(scratch + d_bytes) : nullptr;
+  sh.dctx16 = dctx_only16 ? dctx_only16 : dctx16;
   /* the context exists only in 16 bits where the model bound it so (bind_half_only): read from there */
   const uint16_t *ctx16 = hs_cuda_twin_only16(ctx, tokh);
   /* D[unit, i] = dctx_i·ctx_i (head h's columns), and dctx's 16-bit copy (flash_tiles.cuh) */
   HS_LAUNCH(flash_row_dot_grid(rows), HS_BLOCK, 0, hs_cuda_stream(be), flash_row_dot_kernel)(
-      D, dctx16, dctx, ctx, ctx16, be->precision == HS_PRECISION_BF16, batch, seq_len, heads, head_dim);
+      D, dctx16, dctx_only16 ? nullptr : dctx, dctx_only16, ctx, ctx16, be->precision == HS_PRECISION_BF16, batch,
+      seq_len, heads, head_dim);
+  /* dctx and ctx read (each in fp32 or 16 bits), D written, and dctx16 */
   HS_CUDA_LAUNCHED("flash_row_dot_kernel (attention)",
-                   sizeof(float) * ((ctx16 ? 1 : 2) * tokh + rows) + (ctx16 ? tokh * sizeof(uint16_t) : 0) +
-                       (dctx16 ? tokh * sizeof(uint16_t) : 0));
+                   tokh * ((dctx_only16 ? 2 : 4) + (ctx16 ? 2 : 4) + (dctx16 ? 2 : 0)) + rows * sizeof(float));
   const int big = head_dim > 64;
   switch (be->precision) {
   case HS_PRECISION_BF16:

@@ -141,8 +141,8 @@ inline void flash_allow_smem(K *kernel) {
 /* The backward's row dot products of both fused attentions: D[unit·L + i] = Σ_c dctx[o + c]·ctx[o + c],
  * c = 0..d-1 in order (one thread's sum, the order the CPU backend sums in), o = (b·L + i)·H + h·d for
  * unit = b·heads + h, H = heads·d; ctx from its 16-bit twin ctx16 (widened, exact) when ctx16 is not null
- * (bind_half_only); dctx16 (null, or like dctx) receives round(dctx) (bf16: bfloat16, else IEEE half),
- * the copy the tile kernels load dC from.
+ * (bind_half_only), dctx likewise from dctx_in16; dctx16 (null, or like dctx) receives round(dctx) (bf16:
+ * bfloat16, else IEEE half), the copy the tile kernels load dC from (null where dctx_in16 is that copy).
  * A row is d contiguous values H apart from the next, so a thread per row reading its own row makes every
  * load of a warp touch 32 sectors for 32 values. Here a block stages kRowDotRows rows at a time in shared
  * memory, each row read (and dctx16 written) by consecutive threads, then a thread per row sums from
@@ -151,8 +151,8 @@ inline void flash_allow_smem(K *kernel) {
 constexpr int kRowDotRows = 32, kRowDotMaxD = 128;
 
 __global__ void __launch_bounds__(HS_BLOCK)
-    flash_row_dot_kernel(float *D, uint16_t *dctx16, const float *dctx, const float *ctx, const uint16_t *ctx16,
-                         int bf16, int batch, int L, int heads, int d) {
+    flash_row_dot_kernel(float *D, uint16_t *dctx16, const float *dctx, const uint16_t *dctx_in16, const float *ctx,
+                         const uint16_t *ctx16, int bf16, int batch, int L, int heads, int d) {
   HS_SHARED(float[kRowDotRows * (kRowDotMaxD + 1)], dc);
   HS_SHARED(float[kRowDotRows * (kRowDotMaxD + 1)], cx);
   const size_t rows = (size_t)batch * heads * L, H = (size_t)heads * d;
@@ -166,7 +166,7 @@ __global__ void __launch_bounds__(HS_BLOCK)
       if (r >= rows) continue;
       const size_t unit = r / (size_t)L, i = r % (size_t)L, b = unit / (size_t)heads, h = unit % (size_t)heads;
       const size_t o = (b * (size_t)L + i) * H + h * (size_t)d + (size_t)c;
-      const float g = dctx[o];
+      const float g = dctx_in16 ? (bf16 ? hs_bf16_to_float(dctx_in16[o]) : hs_fp16_to_float(dctx_in16[o])) : dctx[o];
       dc[a * pitch + c] = g;
       cx[a * pitch + c] = ctx16 ? (bf16 ? hs_bf16_to_float(ctx16[o]) : hs_fp16_to_float(ctx16[o])) : ctx[o];
       if (dctx16) dctx16[o] = bf16 ? hs_bf16_bits(g) : hs_fp16_bits(g);

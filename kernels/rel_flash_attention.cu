@@ -768,19 +768,23 @@ void backward_t(const hs_backend *be, float *dqkv, float *dr, float *dr_w_bias, 
   const bool tiles16 = sizeof(T) == sizeof(uint16_t) && !dctx16_off;
   const size_t rd = (rows * sizeof(float) + 255) / 256 * 256, rq = (qh * sizeof(float) + 255) / 256 * 256;
   const size_t rp = ((size_t)groups * n_r * sizeof(float) + 255) / 256 * 256;
-  char *scratch = (char *)hs_cuda_scratch(be, rd + 2 * rq + rp + (tiles16 ? qh * sizeof(uint16_t) : 0));
+  /* dctx exists only in 16 bits where the model bound it so (bind_half_only: its 16-bit output gradient):
+   * the tiles' dC copy is then that one, whatever hs_cuda_rel_flash_dctx16 says (there is no fp32 dctx) */
+  const uint16_t *dctx_only16 = sizeof(T) == sizeof(uint16_t) ? hs_cuda_twin_only16(dctx, qh) : nullptr;
+  const bool round_dctx = tiles16 && !dctx_only16;
+  char *scratch = (char *)hs_cuda_scratch(be, rd + 2 * rq + rp + (round_dctx ? qh * sizeof(uint16_t) : 0));
   float *D = (float *)scratch, *dqw = (float *)(scratch + rd), *dqr = (float *)(scratch + rd + rq);
   float *part = (float *)(scratch + rd + 2 * rq);
-  uint16_t *dctx16 = tiles16 ? (uint16_t *)(scratch + rd + 2 * rq + rp) : nullptr;
-  g.dctx16 = dctx16;
+  uint16_t *dctx16 = round_dctx ? (uint16_t *)(scratch + rd + 2 * rq + rp) : nullptr;
+  g.dctx16 = dctx_only16 ? dctx_only16 : dctx16;
   /* the context exists only in 16 bits where the model bound it so (bind_half_only): read from there */
   const uint16_t *ctx16 = hs_cuda_twin_only16(ctx, qh);
   /* D[s, h, i] = dctx_i·ctx_i (head h's columns), and dctx's 16-bit copy (flash_tiles.cuh) */
-  HS_LAUNCH(flash_row_dot_grid(rows), HS_BLOCK, 0, stream, flash_row_dot_kernel)(D, dctx16, dctx, ctx, ctx16, g.bf16,
-                                                                               g.batch, g.qlen, g.heads, g.d);
-  /* dctx, ctx (or its twin) read, D written (and dctx16) */
+  HS_LAUNCH(flash_row_dot_grid(rows), HS_BLOCK, 0, stream, flash_row_dot_kernel)(
+      D, dctx16, dctx_only16 ? nullptr : dctx, dctx_only16, ctx, ctx16, g.bf16, g.batch, g.qlen, g.heads, g.d);
+  /* dctx and ctx read (each in fp32 or 16 bits), D written, and dctx16 */
   HS_CUDA_LAUNCHED("flash_row_dot_kernel (relative attention)",
-                   ((ctx16 ? 1 : 2) * qh + rows) * sizeof(float) + ((ctx16 ? qh : 0) + (dctx16 ? qh : 0)) * sizeof(uint16_t));
+                   qh * ((dctx_only16 ? 2 : 4) + (ctx16 ? 2 : 4) + (dctx16 ? 2 : 0)) + rows * sizeof(float));
   const unsigned units = (unsigned)(g.batch * g.heads);
   const launch_cfg cq = pick<dq_layout<T>>(g, g.qlen, "dQ");
   flash_allow_smem(rel_flash_dq_kernel<T>);

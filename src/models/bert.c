@@ -142,6 +142,10 @@ struct hs_bert {
                                            * gradients in the backward pass (16-bit storage only) */
     uint16_t *grad16_qkv;                 /* [T,3H]: dqkv's twin (the attention backward writes it); the
                                            * same buffer as grad16_ffn when that holds T·3H (I >= 3H) */
+    uint16_t *grad16_ctx;                 /* [T,H]: the context's gradient in 16 bits only (the 16-bit
+                                           * dataflow with the fused attention), which the attention
+                                           * backward reads beside writing dqkv's twin: grad16_ffn's last
+                                           * T·H when it holds T·4H (I >= 4H), else its own */
     uint16_t *ffn_act16;                  /* [T,I]: the GELU output's twin, one for every layer (16-bit
                                            * storage only): gelu_forward_half writes it for the output
                                            * product, and the backward's gelu_backward recomputes it from
@@ -385,6 +389,7 @@ void hs_bert_setup(hs_bert *m) {
         m->grad16_ffn = alloc_half(m, T * I);
         /* dqkv's twin is written after the FFN's is read (the layer's backward order) */
         m->grad16_qkv = I >= 3 * H ? m->grad16_ffn : alloc_half(m, T * 3 * H);
+        if (m->only16 && fused) m->grad16_ctx = I >= 4 * H ? m->grad16_ffn + T * 3 * H : alloc_half(m, T * H);
         m->ffn_act16 = alloc_half(m, T * I);
     }
     m->pool_in = alloc_act(m, B * H);
@@ -963,9 +968,19 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
     const float *dattn = layernorm_dropout_grad(m, &drop.attn, hs_param_grad(p, l->attn_ln_g),
                                                 hs_param_grad(p, l->attn_ln_b), a->attn_sum, a->attn_mean, a->attn_rstd,
                                                 hs_param_data(p, l->attn_ln_g));
-    hs_linear_backward(be, m->grad_ctx, hs_param_grad(p, l->attn_out_w), hs_param_grad(p, l->attn_out_b), dattn,
-                       a->ctx, hs_param_data(p, l->attn_out_w), T, H, H, ctx->grads_zero);
+    /* under bf16/fp16 grad_ctx rounded to 16 bits (gemm_half_out, autocast's matmul), with either storage;
+     * under the 16-bit dataflow with the fused attention in 16 bits only: the attention backward reads it
+     * from there, its row dot products and its dC tiles */
+    if (half) {
+        be->gemm_wgrad_bgrad(be, hs_param_grad(p, l->attn_out_w), hs_param_grad(p, l->attn_out_b), dattn, H, a->ctx,
+                             T, H, H, ctx->grads_zero);
+        be->gemm_half_out(be, m->grad16_ctx, m->grad_ctx, 0, 0, T, H, H, dattn, H, hs_param_data(p, l->attn_out_w), H);
+    } else {
+        hs_linear_backward(be, m->grad_ctx, hs_param_grad(p, l->attn_out_w), hs_param_grad(p, l->attn_out_b), dattn,
+                           a->ctx, hs_param_data(p, l->attn_out_w), T, H, H, ctx->grads_zero);
+    }
     if (h) be->unbind_half(be, dattn);
+    if (m->grad16_ctx) be->bind_half_only(be, m->grad_ctx, m->grad16_ctx, TH);
 
     /* self-attention: grad_h (the residual's gradient) += ∂/∂x through Q, K, V */
     const hs_attention_dims dims = attention_dims(m);
@@ -983,6 +998,7 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
                                       .mask_bias = m->mask_bias,
                                       .qkv16 = h && m->fused_attention ? h->qkv : NULL};
     hs_attention_backward(be, &dims, &w, &g, &drop.probs, m->hidden[i], &saved, m->grad_ctx, m->grad_h, 1, &m->ws);
+    if (m->grad16_ctx) be->unbind_half(be, m->grad_ctx);
     if (h) {
         be->unbind_half(be, a->ctx);
         be->unbind_half(be, a->ffn_act);
@@ -1058,6 +1074,7 @@ void hs_bert_free(hs_bert *m) {
         if (m->grad16_h) be->free(be, m->grad16_h);
         if (m->grad16_ffn) be->free(be, m->grad16_ffn);
         if (m->grad16_qkv && m->grad16_qkv != m->grad16_ffn) be->free(be, m->grad16_qkv);
+        if (m->grad16_ctx && (m->cfg.intermediate_size < 4 * m->cfg.hidden_size)) be->free(be, m->grad16_ctx);
         if (m->ffn_act16) be->free(be, m->ffn_act16);
         hs_workspace_release(be, &m->ws);
     }

@@ -142,6 +142,8 @@ struct hs_txl {
     float *dqkv;                        /* [K, 3nd] */
     uint16_t *dqkv16, *dr16;            /* [K, 3nd], [klen, nd]: ∂qkv's and ∂r's 16-bit twins under proj16
                                          * (the layer's q|k|v and r copies are being read meanwhile) */
+    uint16_t *grad16_ctx;               /* [T, nd]: ∂ctx in 16 bits only under proj16 (gemm_half_out's
+                                         * output, which the fused attention's backward reads) */
     float *dcat;                        /* [K, D] */
     float *dr;                          /* [klen, nd] */
     float *dff;                         /* [T, I] */
@@ -370,6 +372,7 @@ void hs_txl_setup(hs_txl *m) {
     if (half) m->cat16 = be->alloc(be, K * D * sizeof(uint16_t));
     if (m->proj16) m->dqkv16 = be->alloc(be, K * 3 * nd * sizeof(uint16_t));
     if (m->proj16) m->dr16 = be->alloc(be, klen * nd * sizeof(uint16_t));
+    if (m->proj16) m->grad16_ctx = be->alloc(be, T * nd * sizeof(uint16_t));
     m->grad_h1 = falloc(be, T * D);
     m->grad_ctx = falloc(be, T * nd);
     m->dqkv = falloc(be, K * 3 * nd);
@@ -1013,10 +1016,16 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
     }
     if (h16) be->unbind_half(be, m->dff);
     hs_grads_ready_after(&m->ready, ps->ctx, stage_ffn(m, l));
-    /* a = dropout(ctx·Woᵀ): ∂ctx = ∂a·Wo, ∂Wo += ∂aᵀ·ctx */
+    /* a = dropout(ctx·Woᵀ): ∂ctx = ∂a·Wo, ∂Wo += ∂aᵀ·ctx; under bf16/fp16 ∂ctx rounded to 16 bits
+     * (gemm_half_out, autocast's matmul), with either storage; under proj16 in 16 bits only, which the
+     * fused attention's backward reads (its row dot products and dC tiles) */
     be->gemm(be, 1, 0, D, nd, T, 1.0f, da, D, a->ctx, nd, 1.0f, hs_param_grad(p, w->o_w), nd);
-    be->gemm(be, 0, 0, T, nd, D, 1.0f, da, D, hs_param_data(p, w->o_w), nd, 0.0f, m->grad_ctx, nd);
+    if (hs_precision_is_16bit(be->precision))
+        be->gemm_half_out(be, m->grad16_ctx, m->grad_ctx, 0, 0, T, nd, D, da, D, hs_param_data(p, w->o_w), nd);
+    else
+        be->gemm(be, 0, 0, T, nd, D, 1.0f, da, D, hs_param_data(p, w->o_w), nd, 0.0f, m->grad_ctx, nd);
     if (h16) be->unbind_half(be, da);
+    if (m->grad16_ctx) be->bind_half_only(be, m->grad_ctx, m->grad16_ctx, (size_t)T * (size_t)nd);
     const float scale = (float)(1.0 / sqrt((double)c->d_head));
     const size_t n_qkv = (size_t)K * 3 * (size_t)nd, n_r = (size_t)klen * (size_t)nd;
     /* 16-bit storage: ∂qkv and ∂r also rounded into 16-bit twins for their products: q|k|v's and r's copies
@@ -1037,6 +1046,7 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
                                   ps->lower_shift, scale, d_att.p, d_att.key, ps->first);
     /* after the attention backward: under the 16-bit dataflow the fused one reads the context's twin */
     if (h16) be->unbind_half(be, a->ctx);
+    if (m->grad16_ctx) be->unbind_half(be, m->grad_ctx);
     if (m->proj16) be->unbind_half(be, a->qkv), be->unbind_half(be, a->r);
     if (h16) { /* ∂qkv, read by two products: the unfused op's rounded once into q|k|v's copy */
         if (!m->fused) be->to_half(be, dqkv16, m->dqkv, n_qkv);
@@ -1120,6 +1130,7 @@ void hs_txl_free(hs_txl *m) {
         if (m->pos16) be->free(be, m->pos16);
         if (m->cat16) be->free(be, m->cat16);
         if (m->dqkv16) be->free(be, m->dqkv16);
+        if (m->grad16_ctx) be->free(be, m->grad16_ctx);
         if (m->dr16) be->free(be, m->dr16);
         float *bufs[] = {m->emb, m->final, m->pos, m->pos_drop, m->grad_h, m->grad_tmp, m->grad_h1,
                          m->grad_ctx, m->dqkv, m->dcat, m->dr, m->dff};

@@ -531,6 +531,46 @@ static void flash_input16_on(hs_conf *t, const hs_backend *be, int batch, int L,
     free(hqkv), free(hstale), free(hdctx), free(hmb);
 }
 
+/* CUDA: flash_attention_backward whose dctx exists only in 16 bits (bind_half_only, other fp32 values in
+ * its range) gives the bits of the call on dctx16 widened: dqkv and dqkv16 (its row dot products and dC
+ * tiles read the twin, which is then the tiles' copy) */
+static void flash_dctx_only16(hs_conf *t, int batch, int L, int heads, int d, float p) {
+    const hs_backend *be = t->cuda;
+    const int H = heads * d;
+    const size_t nqkv = (size_t)batch * L * 3 * H, nctx = (size_t)batch * L * H, nlse = (size_t)batch * heads * L;
+    float *hqkv = hs_conf_rand(t, nqkv, -2, 2), *hdctx = hs_conf_rand(t, nctx, -1, 1), *hstale = hs_conf_rand(t, nctx, -1, 1);
+    float *hmb;
+    HS_ALLOC(hmb, (size_t)batch * L);
+    for (int i = 0; i < batch * L; i++) hmb[i] = i % 5 == 4 ? -10000.0f : 0.0f;
+    float *qkv = hs_conf_dev(be, hqkv, nqkv * 4), *dctx = hs_conf_dev(be, hdctx, nctx * 4);
+    float *stale = hs_conf_dev(be, hstale, nctx * 4), *mb = hs_conf_dev(be, hmb, (size_t)batch * L * 4);
+    float *ctx = be->alloc(be, nctx * 4), *lse = be->alloc(be, nlse * 4);
+    uint16_t *dctx16 = be->alloc(be, nctx * 2);
+    be->to_half(be, dctx16, dctx, nctx);
+    be->from_half(be, dctx, dctx16, nctx); /* dctx = widen(round(dctx)) */
+    be->flash_attention_forward(be, ctx, lse, qkv, NULL, mb, batch, L, heads, d, p, 77, 2, NULL, NULL);
+    float *dqkv[2];
+    uint16_t *dqkv16[2];
+    for (int k = 0; k < 2; k++) { /* k = 1: dctx bound with bind_half_only */
+        dqkv[k] = be->alloc(be, nqkv * 4), dqkv16[k] = be->alloc(be, nqkv * 2);
+        if (k) be->bind_half_only(be, stale, dctx16, nctx);
+        be->flash_attention_backward(be, dqkv[k], k ? stale : dctx, qkv, NULL, mb, ctx, lse, batch, L, heads, d, p, 77,
+                                     2, dqkv16[k]);
+        if (k) be->unbind_half(be, stale);
+    }
+    char what[200];
+    snprintf(what, sizeof what, "flash_attention_backward dqkv, dctx bound with bind_half_only = from dctx16 widened "
+                                "B=%d L=%d heads=%d d=%d p=%g", batch, L, heads, d, p);
+    hs_conf_same_on(t, be, what, dqkv[0], dqkv[1], nqkv * 4);
+    snprintf(what, sizeof what, "flash_attention_backward dqkv16, dctx bound with bind_half_only = from dctx16 widened "
+                                "B=%d L=%d heads=%d d=%d p=%g", batch, L, heads, d, p);
+    hs_conf_same_on(t, be, what, dqkv16[0], dqkv16[1], nqkv * 2);
+    for (int k = 0; k < 2; k++) be->free(be, dqkv[k]), be->free(be, dqkv16[k]);
+    be->free(be, qkv), be->free(be, dctx), be->free(be, stale), be->free(be, mb), be->free(be, ctx);
+    be->free(be, lse), be->free(be, dctx16);
+    free(hqkv), free(hdctx), free(hstale), free(hmb);
+}
+
 /* CUDA: gemm_wgrad_bgrad of a dy bound with bind_half_only (its fp32 values other ones: they must not be
  * read) gives the bits of the same op on dy16 widened, with the bias-gradient epilogue and without
  * (no_epilogue: the emulated heuristic finds no algorithm with an epilogue, HS_CUDA_EMU_NO_EPILOGUE_ALGO,
@@ -898,5 +938,8 @@ void hs_conf_group_half(hs_conf *t) {
         hs_conf_op(t, "bind_half_only (tensors only in 16 bits)");
         for (int no_epilogue = 0; no_epilogue < 2; no_epilogue++) twin_only_wgrad(t, no_epilogue);
         twin_only_gelu_backward(t);
+        for (size_t k = 0; k < sizeof flash / sizeof flash[0]; k++)
+            for (int drop = 0; drop < 2; drop++)
+                flash_dctx_only16(t, flash[k][0], flash[k][1], flash[k][2], flash[k][3], drop ? 0.1f : 0.0f);
     }
 }

@@ -331,8 +331,12 @@ static void rel_flash_inputs16(hs_conf *t, const hs_backend *be, rel_case c, con
     be->from_half(be, qkv_wide, qkv16, nqkv);
     be->from_half(be, r_wide, r16, nr);
     float *qkv_stale = hs_conf_dev(be, junk, nqkv * 4), *r_stale = hs_conf_dev(be, junk, nr * 4);
+    uint16_t *dctx16 = be->alloc(be, nctx * 2);
+    be->to_half(be, dctx16, in[4], nctx);
+    float *dctx_wide = be->alloc(be, nctx * 4), *dctx_stale = hs_conf_dev(be, junk, nctx * 4);
+    be->from_half(be, dctx_wide, dctx16, nctx);
     void *ctx[2], *lse[2], *c16[2], *dq[2], *dr[2], *dgw[2], *dgr[2];
-    for (int k = 0; k < 2; k++) { /* k = 1: q|k|v and r bound with bind_half_only */
+    for (int k = 0; k < 2; k++) { /* k = 1: q|k|v, r and (in the backward) dctx bound with bind_half_only */
         ctx[k] = hs_conf_dev(be, junk, nctx * 4), lse[k] = hs_conf_dev(be, junk, nlse * 4);
         c16[k] = be->alloc(be, nctx * 2);
         dq[k] = hs_conf_dev(be, junk, nqkv * 4), dr[k] = hs_conf_dev(be, junk, nr * 4);
@@ -341,19 +345,21 @@ static void rel_flash_inputs16(hs_conf *t, const hs_backend *be, rel_case c, con
         if (k) be->bind_half_only(be, qkv_stale, qkv16, nqkv), be->bind_half_only(be, r_stale, r16, nr);
         be->rel_flash_attention_forward(be, ctx[k], lse[k], qkv, r, in[2], in[3], c.batch, c.qlen, c.mlen, c.heads,
                                         c.d, c.lower_shift, z.scale, c.p, REL_FLASH_KEY, REL_FLASH_FIRST_SAMPLE, c16[k]);
-        be->rel_flash_attention_backward(be, dq[k], dr[k], dgw[k], dgr[k], in[4], qkv, r, in[2], in[3], ctx[k], lse[k],
-                                         c.batch, c.qlen, c.mlen, c.heads, c.d, c.lower_shift, z.scale, c.p,
-                                         REL_FLASH_KEY, REL_FLASH_FIRST_SAMPLE, NULL, NULL);
-        if (k) be->unbind_half(be, qkv_stale), be->unbind_half(be, r_stale);
+        if (k) be->bind_half_only(be, dctx_stale, dctx16, nctx);
+        be->rel_flash_attention_backward(be, dq[k], dr[k], dgw[k], dgr[k], k ? dctx_stale : dctx_wide, qkv, r, in[2],
+                                         in[3], ctx[k], lse[k], c.batch, c.qlen, c.mlen, c.heads, c.d, c.lower_shift,
+                                         z.scale, c.p, REL_FLASH_KEY, REL_FLASH_FIRST_SAMPLE, NULL, NULL);
+        if (k) be->unbind_half(be, qkv_stale), be->unbind_half(be, r_stale), be->unbind_half(be, dctx_stale);
     }
     void *const *outs[7] = {ctx, c16, lse, dq, dr, dgw, dgr};
     const char *names[7] = {"ctx", "ctx16", "lse", "dqkv", "dr", "dr_w_bias", "dr_r_bias"};
     const size_t bytes[7] = {nctx * 4, nctx * 2, nlse * 4, nqkv * 4, nr * 4, nb * 4, nb * 4};
-    same_pairs(t, be, c, "forward/backward", "q|k|v and r bound with bind_half_only = from their roundings widened", 7,
-               outs, names, bytes);
+    same_pairs(t, be, c, "forward/backward",
+               "q|k|v, r and dctx bound with bind_half_only = from their roundings widened", 7, outs, names, bytes);
     for (int o = 0; o < 7; o++) be->free(be, outs[o][0]), be->free(be, outs[o][1]);
     be->free(be, qkv16), be->free(be, r16), be->free(be, qkv_wide), be->free(be, r_wide);
     be->free(be, qkv_stale), be->free(be, r_stale);
+    be->free(be, dctx16), be->free(be, dctx_wide), be->free(be, dctx_stale);
 }
 
 /* CUDA under bf16/fp16: the backward loading its dC tiles from dctx itself (hs_cuda_rel_flash_dctx16(0))
