@@ -28,6 +28,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_internal.h"
 #include "backend/cuda/cuda_ops.h"
 #include "math/dropout.h"
 #include "math/layernorm.h"
@@ -77,12 +78,14 @@ __device__ __forceinline__ float dropout_factor_at(const ln_dropout &d, size_t i
 /* ---- forward ------------------------------------------------------------------------------------------ */
 
 /* y[rows,cols], x_sum[rows,cols] (only with residual), mean[rows], rstd[rows] from x[rows,cols],
- * residual[rows,cols] or NULL, gamma[cols], beta[cols]. One warp per row, rows grid-strided. */
+ * residual[rows,cols] or NULL, gamma[cols], beta[cols]. With a residual, x may come from its 16-bit twin
+ * x16 instead (widened, exact; x16 of y16's type, x_sum may alias x). One warp per row, rows
+ * grid-strided. */
 template <class T>
 __global__ void __launch_bounds__(HS_BLOCK)
-    layernorm_forward_kernel(T *y, T *x_sum, float *mean, float *rstd, const T *x, const T *residual,
-                             const float *gamma, const float *beta, int rows, int cols, float eps, ln_dropout drop,
-                             half_out y16) {
+    layernorm_forward_kernel(T *y, T *x_sum, float *mean, float *rstd, const T *x, const uint16_t *x16,
+                             const T *residual, const float *gamma, const float *beta, int rows, int cols, float eps,
+                             ln_dropout drop, half_out y16) {
   hs_dropout_slot_resolve(drop); /* the slot read once per thread, not per element */
   const int lane = threadIdx.x % HS_WARP;
   const long long first = (long long)blockIdx.x * HS_ROWS_PER_BLOCK + threadIdx.x / HS_WARP;
@@ -92,7 +95,8 @@ __global__ void __launch_bounds__(HS_BLOCK)
     const T *in = x + off;
     if (residual) { /* in = x + residual, kept for the backward pass */
       for (int c = lane; c < cols; c += HS_WARP) {
-        float a = to_float(x[off + c]);
+        float a = x16 ? (y16.bf16 ? hs_bf16_to_float(x16[off + c]) : hs_fp16_to_float(x16[off + c]))
+                      : to_float(x[off + c]);
         if (drop.on) /* rounded to T as dropout_kernel stores it */
           a = to_float(from_float<T>(a * dropout_factor_at(drop, off + c)));
         x_sum[off + c] = from_float<T>(a + to_float(residual[off + c]));
@@ -198,12 +202,16 @@ void launch_layernorm_forward(const hs_backend *be, T *y, T *x_sum, float *mean,
                               const T *residual, const float *gamma, const float *beta, int rows, int cols,
                               float eps, ln_dropout drop, half_out y16 = half_out{}) {
   if (rows <= 0 || cols <= 0) return;
+  const size_t n = (size_t)rows * (size_t)cols;
+  /* with a residual, x may exist only in 16 bits (bind_half_only: a 16-bit linear layer's output) */
+  const uint16_t *x16 = residual ? hs_cuda_twin_only16(x, n) : nullptr;
   HS_LAUNCH(hs_grid_for_rows((size_t)rows), HS_BLOCK, 0, hs_cuda_stream(be), layernorm_forward_kernel<T>)(
-      y, x_sum, mean, rstd, x, residual, gamma, beta, rows, cols, eps, drop, y16);
-  /* x (+ residual, and their sum written), y, mean and rstd, gamma and beta (the dropout's mask is
-   * recomputed from its counter, not read) */
-  HS_CUDA_LAUNCHED("layernorm_forward_kernel", (size_t)rows * (size_t)cols * sizeof(T) * (residual ? 4 : 2) +
-                                                   (y16.p ? (size_t)rows * (size_t)cols * sizeof(uint16_t) : 0) +
+      y, x_sum, mean, rstd, x16 ? nullptr : x, x16, residual, gamma, beta, rows, cols, eps, drop, y16);
+  /* x (in fp32 or 16 bits; + residual, and their sum written), y, mean and rstd, gamma and beta (the
+   * dropout's mask is recomputed from its counter, not read) */
+  HS_CUDA_LAUNCHED("layernorm_forward_kernel", n * (sizeof(T) * (residual ? 3 : 2) +
+                                                    (residual ? (x16 ? sizeof(uint16_t) : sizeof(T)) : 0)) +
+                                                   (y16.p ? n * sizeof(uint16_t) : 0) +
                                                    (size_t)rows * 2 * sizeof(float) + (size_t)cols * 2 * sizeof(float));
 }
 

@@ -142,6 +142,9 @@ struct hs_bert {
                                            * gradients in the backward pass (16-bit storage only) */
     uint16_t *grad16_qkv;                 /* [T,3H]: dqkv's twin (the attention backward writes it); the
                                            * same buffer as grad16_ffn when that holds T·3H (I >= 3H) */
+    uint16_t *sub16;                      /* [T,H]: a sublayer output product's result in 16 bits only
+                                           * (the 16-bit dataflow), which dropout + residual + LayerNorm
+                                           * read next: sublayer_output */
     uint16_t *grad16_ctx;                 /* [T,H]: the context's gradient in 16 bits only (the 16-bit
                                            * dataflow with the fused attention), which the attention
                                            * backward reads beside writing dqkv's twin: grad16_ffn's last
@@ -389,6 +392,7 @@ void hs_bert_setup(hs_bert *m) {
         m->grad16_ffn = alloc_half(m, T * I);
         /* dqkv's twin is written after the FFN's is read (the layer's backward order) */
         m->grad16_qkv = I >= 3 * H ? m->grad16_ffn : alloc_half(m, T * 3 * H);
+        if (m->only16) m->sub16 = alloc_half(m, T * H);
         if (m->only16 && fused) m->grad16_ctx = I >= 4 * H ? m->grad16_ffn + T * 3 * H : alloc_half(m, T * H);
         m->ffn_act16 = alloc_half(m, T * I);
     }
@@ -688,6 +692,22 @@ static void embeddings_forward(hs_bert *m, const hs_dropout_mask *drop) {
     }
 }
 
+/* A sublayer's output product y[T,H] = in[T,n]·Wᵀ + b, which dropout + residual + LayerNorm read next:
+ * under bf16/fp16 a 16-bit linear layer (gemm_bias_half, autocast's linear output), with either storage;
+ * under the 16-bit dataflow in 16 bits only (m->sub16, bound with bind_half_only: the LayerNorm reads
+ * it from there and writes its sum into y; the caller unbinds y after it) */
+static void sublayer_output(hs_bert *m, float *y, const float *in, int w, int b, int n) {
+    const hs_backend *be = m->be;
+    const int T = m->batch * m->seq_len, H = m->cfg.hidden_size;
+    const float *weight = hs_param_data(m->params, w), *bias = hs_param_data(m->params, b);
+    if (!hs_precision_is_16bit(be->precision)) {
+        hs_linear_forward(be, y, in, weight, bias, T, n, H);
+        return;
+    }
+    be->gemm_bias_half(be, m->sub16, y, in, weight, bias, T, n, H);
+    if (m->sub16) be->bind_half_only(be, y, m->sub16, (size_t)T * (size_t)H);
+}
+
 /* hidden[i+1] = layer i (hidden[i]):
  *   h1 = LN(dropout(attention(x)·Woᵀ + bo) + x);  out = LN(dropout(gelu(h1·W1ᵀ + b1)·W2ᵀ + b2) + h1) */
 static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t first_sample) {
@@ -718,11 +738,11 @@ static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fir
     const int ctx_only16 = m->only16 && m->fused_attention;
     hs_attention_forward(be, &dims, &w, m->mask_bias, &drop.probs, x, &saved, ctx_only16 ? NULL : a->ctx);
     if (h) hs_bind_twin(be, a->ctx, h->ctx, TH, ctx_only16);
-    hs_linear_forward(be, a->attn_sum, a->ctx, hs_param_data(p, l->attn_out_w), hs_param_data(p, l->attn_out_b), T, H,
-                      H);
+    sublayer_output(m, a->attn_sum, a->ctx, l->attn_out_w, l->attn_out_b, H);
     hs_dropout_add_layernorm_forward(be, &drop.attn, a->attn_out, a->attn_sum, a->attn_mean, a->attn_rstd, a->attn_sum,
                                      x, hs_param_data(p, l->attn_ln_g), hs_param_data(p, l->attn_ln_b), T, H,
                                      HS_BERT_LAYERNORM_EPS, B, per_sample, h ? h->attn_out : NULL);
+    if (m->sub16) be->unbind_half(be, a->attn_sum); /* the LayerNorm wrote x_sum there */
     if (h) be->bind_half(be, a->attn_out, h->attn_out, TH);
     if (hs_precision_is_16bit(be->precision)) {
         /* the 16-bit linear layer: u[T,I] = round(h1·W1ᵀ + round(b1)) (gemm_bias_half), the pre-activation
@@ -739,11 +759,12 @@ static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fir
         hs_bias_gelu_forward(be, a->ffn_act, a->ffn_pre, hs_param_data(p, l->inter_b), T, I, NULL, NULL);
     }
     if (h) hs_bind_twin(be, a->ffn_act, m->ffn_act16, TI, m->only16);
-    hs_linear_forward(be, a->ffn_sum, a->ffn_act, hs_param_data(p, l->out_w), hs_param_data(p, l->out_b), T, I, H);
+    sublayer_output(m, a->ffn_sum, a->ffn_act, l->out_w, l->out_b, I);
     const int last = i + 1 == m->cfg.num_hidden_layers;
     hs_dropout_add_layernorm_forward(be, &drop.ffn, m->hidden[i + 1], a->ffn_sum, a->ffn_mean, a->ffn_rstd, a->ffn_sum,
                                      a->attn_out, hs_param_data(p, l->out_ln_g), hs_param_data(p, l->out_ln_b), T, H,
                                      HS_BERT_LAYERNORM_EPS, B, per_sample, h && !last ? m->half[i + 1].input : NULL);
+    if (m->sub16) be->unbind_half(be, a->ffn_sum);
     if (h) { /* the working set is the next layer's: no binding outlives the layer (backward binds again) */
         be->unbind_half(be, a->ctx);
         be->unbind_half(be, a->attn_out);
@@ -1075,6 +1096,7 @@ void hs_bert_free(hs_bert *m) {
         if (m->grad16_ffn) be->free(be, m->grad16_ffn);
         if (m->grad16_qkv && m->grad16_qkv != m->grad16_ffn) be->free(be, m->grad16_qkv);
         if (m->grad16_ctx && (m->cfg.intermediate_size < 4 * m->cfg.hidden_size)) be->free(be, m->grad16_ctx);
+        if (m->sub16) be->free(be, m->sub16);
         if (m->ffn_act16) be->free(be, m->ffn_act16);
         hs_workspace_release(be, &m->ws);
     }

@@ -531,6 +531,47 @@ static void flash_input16_on(hs_conf *t, const hs_backend *be, int batch, int L,
     free(hqkv), free(hstale), free(hdctx), free(hmb);
 }
 
+/* CUDA: dropout_add_layernorm_forward whose a exists only in 16 bits (bind_half_only, NaNs in its fp32
+ * range, which x_sum overwrites, as a model's sublayer does) gives the bits of the call on a16 widened:
+ * y, y16, x_sum, mean and rstd */
+static void twin_only_layernorm(hs_conf *t, int rows, int cols, float p) {
+    const hs_backend *be = t->cuda;
+    const size_t n = (size_t)rows * (size_t)cols;
+    float *ha = hs_conf_rand(t, n, -2, 2), *hr = hs_conf_rand(t, n, -2, 2), *hg = hs_conf_rand(t, (size_t)cols, 0.5f, 1.5f);
+    float *hb = hs_conf_rand(t, (size_t)cols, -1, 1), *hnan;
+    HS_ALLOC(hnan, n);
+    for (size_t i = 0; i < n; i++) hnan[i] = NAN;
+    float *a = hs_conf_dev(be, ha, n * 4), *res = hs_conf_dev(be, hr, n * 4);
+    float *gamma = hs_conf_dev(be, hg, (size_t)cols * 4), *beta = hs_conf_dev(be, hb, (size_t)cols * 4);
+    uint16_t *a16 = be->alloc(be, n * 2);
+    be->to_half(be, a16, a, n);
+    be->from_half(be, a, a16, n); /* a = widen(round(a)) */
+    float *y[2], *sum[2], *mean[2], *rstd[2];
+    uint16_t *y16[2];
+    for (int k = 0; k < 2; k++) { /* k = 1: a bound with bind_half_only, x_sum over it */
+        y[k] = be->alloc(be, n * 4), mean[k] = be->alloc(be, (size_t)rows * 4), rstd[k] = be->alloc(be, (size_t)rows * 4);
+        y16[k] = be->alloc(be, n * 2);
+        sum[k] = k ? hs_conf_dev(be, hnan, n * 4) : be->alloc(be, n * 4);
+        if (k) be->bind_half_only(be, sum[k], a16, n);
+        be->dropout_add_layernorm_forward(be, y[k], sum[k], mean[k], rstd[k], k ? sum[k] : a, res, gamma, beta, rows,
+                                          cols, 1e-12f, rows, (size_t)cols, 1, p, 99, 3, y16[k]);
+        if (k) be->unbind_half(be, sum[k]);
+    }
+    const char *names[] = {"y", "y16", "x_sum", "mean", "rstd"};
+    const void *x0[] = {y[0], y16[0], sum[0], mean[0], rstd[0]}, *x1[] = {y[1], y16[1], sum[1], mean[1], rstd[1]};
+    const size_t bytes[] = {n * 4, n * 2, n * 4, (size_t)rows * 4, (size_t)rows * 4};
+    for (int o = 0; o < 5; o++) {
+        char what[200];
+        snprintf(what, sizeof what, "dropout_add_layernorm_forward %s, a bound with bind_half_only = from a16 widened "
+                 "rows=%d cols=%d p=%g", names[o], rows, cols, p);
+        hs_conf_same_on(t, be, what, x0[o], x1[o], bytes[o]);
+    }
+    for (int k = 0; k < 2; k++)
+        be->free(be, y[k]), be->free(be, sum[k]), be->free(be, mean[k]), be->free(be, rstd[k]), be->free(be, y16[k]);
+    be->free(be, a), be->free(be, res), be->free(be, gamma), be->free(be, beta), be->free(be, a16);
+    free(ha), free(hr), free(hg), free(hb), free(hnan);
+}
+
 /* CUDA: flash_attention_backward whose dctx exists only in 16 bits (bind_half_only, other fp32 values in
  * its range) gives the bits of the call on dctx16 widened: dqkv and dqkv16 (its row dot products and dC
  * tiles read the twin, which is then the tiles' copy) */
@@ -938,6 +979,10 @@ void hs_conf_group_half(hs_conf *t) {
         hs_conf_op(t, "bind_half_only (tensors only in 16 bits)");
         for (int no_epilogue = 0; no_epilogue < 2; no_epilogue++) twin_only_wgrad(t, no_epilogue);
         twin_only_gelu_backward(t);
+        for (int drop = 0; drop < 2; drop++) {
+            twin_only_layernorm(t, 12, 33, drop ? 0.1f : 0.0f);
+            twin_only_layernorm(t, 64, 768, drop ? 0.1f : 0.0f);
+        }
         for (size_t k = 0; k < sizeof flash / sizeof flash[0]; k++)
             for (int drop = 0; drop < 2; drop++)
                 flash_dctx_only16(t, flash[k][0], flash[k][1], flash[k][2], flash[k][3], drop ? 0.1f : 0.0f);
