@@ -144,6 +144,8 @@ struct hs_txl {
                                          * (the layer's q|k|v and r copies are being read meanwhile) */
     uint16_t *grad16_ctx;               /* [T, nd]: ∂ctx in 16 bits only under proj16 (gemm_half_out's
                                          * output, which the fused attention's backward reads) */
+    uint16_t *sub16;                    /* [T, D]: a post-LN sublayer output product's result in 16 bits
+                                         * only (the 16-bit dataflow): sublayer_output */
     float *dcat;                        /* [K, D] */
     float *dr;                          /* [klen, nd] */
     float *dff;                         /* [T, I] */
@@ -373,6 +375,7 @@ void hs_txl_setup(hs_txl *m) {
     if (m->proj16) m->dqkv16 = be->alloc(be, K * 3 * nd * sizeof(uint16_t));
     if (m->proj16) m->dr16 = be->alloc(be, klen * nd * sizeof(uint16_t));
     if (m->proj16) m->grad16_ctx = be->alloc(be, T * nd * sizeof(uint16_t));
+    if (m->only16 && !c->pre_lnorm) m->sub16 = be->alloc(be, T * D * sizeof(uint16_t));
     m->grad_h1 = falloc(be, T * D);
     m->grad_ctx = falloc(be, T * nd);
     m->dqkv = falloc(be, K * 3 * nd);
@@ -784,6 +787,25 @@ static int layer_conversions(const hs_txl *m, int l, const pass *ps, int to_half
     return n;
 }
 
+/* A sublayer's output product y[T, D] = in[T, n]·Wᵀ (+ b), which dropout, the residual and (post-LN) the
+ * LayerNorm read next: under bf16/fp16 a 16-bit linear layer (gemm_bias_half, autocast's linear output),
+ * with either storage; with m->sub16 (post-LN, the 16-bit dataflow) in 16 bits only, bound with
+ * bind_half_only: dropout_add_layernorm_forward reads it from there and writes its sum into y, and the
+ * caller unbinds y after it */
+static void sublayer_output(hs_txl *m, float *y, const float *in, const float *w, const float *b, int n) {
+    const hs_backend *be = m->be;
+    const int T = m->batch * m->qlen, D = m->cfg.d_model;
+    if (!hs_precision_is_16bit(be->precision)) {
+        if (b)
+            hs_linear_forward(be, y, in, w, b, T, n, D);
+        else
+            be->gemm(be, 0, 1, T, D, n, 1.0f, in, n, w, n, 0.0f, y, D);
+        return;
+    }
+    be->gemm_bias_half(be, m->sub16, y, in, w, b, T, n, D);
+    if (m->sub16) be->bind_half_only(be, y, m->sub16, (size_t)T * (size_t)D);
+}
+
 /* The input c' [K, D] of layer l's q|k|v product: cat(mem_l, h_l), or LN of it (pre_lnorm) */
 static const float *qkv_input(const hs_txl *m, int l) {
     return m->cfg.pre_lnorm ? m->acts[l].catn : m->acts[l].cat_used;
@@ -867,7 +889,7 @@ static void layer_forward(hs_txl *m, int l, const pass *ps) {
         hs_bind_twin(be, a->ctx, h16->ctx, (size_t)T * (size_t)nd, m->fused && m->only16);
     }
     /* a = dropout(ctx·Woᵀ) */
-    be->gemm(be, 0, 1, T, D, nd, 1.0f, a->ctx, nd, hs_param_data(p, w->o_w), nd, 0.0f, a->attn_sum, D);
+    sublayer_output(m, a->attn_sum, a->ctx, hs_param_data(p, w->o_w), NULL, nd);
     if (h16) be->unbind_half(be, a->ctx);
     if (c->pre_lnorm) {
         hs_dropout_forward(be, &d_out, a->attn_sum, a->attn_sum, b, per_sample);
@@ -879,6 +901,7 @@ static void layer_forward(hs_txl *m, int l, const pass *ps) {
         hs_dropout_add_layernorm_forward(be, &d_out, a->h1, a->attn_sum, a->ln1_mean, a->ln1_rstd, a->attn_sum, x,
                                          hs_param_data(p, w->attn_ln_g), hs_param_data(p, w->attn_ln_b), T, D,
                                          TXL_LN_EPS, b, per_sample, h1_16);
+        if (m->sub16) be->unbind_half(be, a->attn_sum); /* the LayerNorm wrote its sum there */
         if (h1_16) be->bind_half(be, a->h1, h1_16, (size_t)T * (size_t)D);
     }
     /* u = dropout(relu(ff_in·W1ᵀ + b1)) (relu's backward reads u: dropped entries have zero gradient anyway) */
@@ -890,16 +913,17 @@ static void layer_forward(hs_txl *m, int l, const pass *ps) {
     if (h16) hs_bind_twin(be, a->ff_act, h16->ff_act, (size_t)T * (size_t)I, m->only16);
     float *out = m->hidden[l + 1];
     if (c->pre_lnorm) {
-        hs_linear_forward(be, out, a->ff_act, hs_param_data(p, w->ff2_w), hs_param_data(p, w->ff2_b), T, I, D);
+        sublayer_output(m, out, a->ff_act, hs_param_data(p, w->ff2_w), hs_param_data(p, w->ff2_b), I);
         be->unbind_half(be, a->ff_act);
         hs_dropout_forward(be, &d_ff, out, out, b, per_sample);
         be->add_bias(be, out, a->h1, 1, T * D);
     } else {
-        hs_linear_forward(be, a->ff_sum, a->ff_act, hs_param_data(p, w->ff2_w), hs_param_data(p, w->ff2_b), T, I, D);
+        sublayer_output(m, a->ff_sum, a->ff_act, hs_param_data(p, w->ff2_w), hs_param_data(p, w->ff2_b), I);
         be->unbind_half(be, a->ff_act);
         hs_dropout_add_layernorm_forward(be, &d_ff, out, a->ff_sum, a->ln2_mean, a->ln2_rstd, a->ff_sum, a->h1,
                                          hs_param_data(p, w->ff_ln_g), hs_param_data(p, w->ff_ln_b), T, D, TXL_LN_EPS,
                                          b, per_sample, NULL);
+        if (m->sub16) be->unbind_half(be, a->ff_sum);
     }
 }
 
@@ -1131,6 +1155,7 @@ void hs_txl_free(hs_txl *m) {
         if (m->cat16) be->free(be, m->cat16);
         if (m->dqkv16) be->free(be, m->dqkv16);
         if (m->grad16_ctx) be->free(be, m->grad16_ctx);
+        if (m->sub16) be->free(be, m->sub16);
         if (m->dr16) be->free(be, m->dr16);
         float *bufs[] = {m->emb, m->final, m->pos, m->pos_drop, m->grad_h, m->grad_tmp, m->grad_h1,
                          m->grad_ctx, m->dqkv, m->dcat, m->dr, m->dff};
