@@ -144,7 +144,7 @@ struct hs_bert {
                                            * same buffer as grad16_ffn when that holds T·3H (I >= 3H) */
     uint16_t *sub16;                      /* [T,H]: a sublayer output product's result in 16 bits only
                                            * (the 16-bit dataflow), which dropout + residual + LayerNorm
-                                           * read next: sublayer_output */
+                                           * read next (hs_linear_forward_rounded) */
     uint16_t *grad16_ctx;                 /* [T,H]: the context's gradient in 16 bits only (the 16-bit
                                            * dataflow with the fused attention), which the attention
                                            * backward reads beside writing dqkv's twin: grad16_ffn's last
@@ -692,22 +692,6 @@ static void embeddings_forward(hs_bert *m, const hs_dropout_mask *drop) {
     }
 }
 
-/* A sublayer's output product y[T,H] = in[T,n]·Wᵀ + b, which dropout + residual + LayerNorm read next:
- * under bf16/fp16 a 16-bit linear layer (gemm_bias_half, autocast's linear output), with either storage;
- * under the 16-bit dataflow in 16 bits only (m->sub16, bound with bind_half_only: the LayerNorm reads
- * it from there and writes its sum into y; the caller unbinds y after it) */
-static void sublayer_output(hs_bert *m, float *y, const float *in, int w, int b, int n) {
-    const hs_backend *be = m->be;
-    const int T = m->batch * m->seq_len, H = m->cfg.hidden_size;
-    const float *weight = hs_param_data(m->params, w), *bias = hs_param_data(m->params, b);
-    if (!hs_precision_is_16bit(be->precision)) {
-        hs_linear_forward(be, y, in, weight, bias, T, n, H);
-        return;
-    }
-    be->gemm_bias_half(be, m->sub16, y, in, weight, bias, T, n, H);
-    if (m->sub16) be->bind_half_only(be, y, m->sub16, (size_t)T * (size_t)H);
-}
-
 /* hidden[i+1] = layer i (hidden[i]):
  *   h1 = LN(dropout(attention(x)·Woᵀ + bo) + x);  out = LN(dropout(gelu(h1·W1ᵀ + b1)·W2ᵀ + b2) + h1) */
 static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t first_sample) {
@@ -738,7 +722,10 @@ static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fir
     const int ctx_only16 = m->only16 && m->fused_attention;
     hs_attention_forward(be, &dims, &w, m->mask_bias, &drop.probs, x, &saved, ctx_only16 ? NULL : a->ctx);
     if (h) hs_bind_twin(be, a->ctx, h->ctx, TH, ctx_only16);
-    sublayer_output(m, a->attn_sum, a->ctx, l->attn_out_w, l->attn_out_b, H);
+    /* the sublayer outputs: 16-bit linear layers under bf16/fp16, under the 16-bit dataflow in 16 bits only
+     * (sub16), which the LayerNorm with dropout and the residual reads and writes its sum over */
+    hs_linear_forward_rounded(be, m->sub16, a->attn_sum, a->ctx, hs_param_data(p, l->attn_out_w),
+                              hs_param_data(p, l->attn_out_b), T, H, H);
     hs_dropout_add_layernorm_forward(be, &drop.attn, a->attn_out, a->attn_sum, a->attn_mean, a->attn_rstd, a->attn_sum,
                                      x, hs_param_data(p, l->attn_ln_g), hs_param_data(p, l->attn_ln_b), T, H,
                                      HS_BERT_LAYERNORM_EPS, B, per_sample, h ? h->attn_out : NULL);
@@ -759,7 +746,8 @@ static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fir
         hs_bias_gelu_forward(be, a->ffn_act, a->ffn_pre, hs_param_data(p, l->inter_b), T, I, NULL, NULL);
     }
     if (h) hs_bind_twin(be, a->ffn_act, m->ffn_act16, TI, m->only16);
-    sublayer_output(m, a->ffn_sum, a->ffn_act, l->out_w, l->out_b, I);
+    hs_linear_forward_rounded(be, m->sub16, a->ffn_sum, a->ffn_act, hs_param_data(p, l->out_w),
+                              hs_param_data(p, l->out_b), T, I, H);
     const int last = i + 1 == m->cfg.num_hidden_layers;
     hs_dropout_add_layernorm_forward(be, &drop.ffn, m->hidden[i + 1], a->ffn_sum, a->ffn_mean, a->ffn_rstd, a->ffn_sum,
                                      a->attn_out, hs_param_data(p, l->out_ln_g), hs_param_data(p, l->out_ln_b), T, H,
@@ -948,16 +936,10 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
                                                a->ffn_sum, a->ffn_mean, a->ffn_rstd, hs_param_data(p, l->out_ln_g));
     /* output.dense: dffn[T,I] = dout·W2; under bf16/fp16 rounded to 16 bits (gemm_half_out: the gradient of
      * the GELU output as autocast's matmul writes it), with either storage */
-    const int half = hs_precision_is_16bit(be->precision);
     if (!h) {
-        if (half) {
-            be->gemm_wgrad_bgrad(be, hs_param_grad(p, l->out_w), hs_param_grad(p, l->out_b), dout, H, a->ffn_act, T,
-                                 I, H, ctx->grads_zero);
-            be->gemm_half_out(be, NULL, dffn, 0, 0, T, I, H, dout, H, hs_param_data(p, l->out_w), I);
-        } else {
-            hs_linear_backward(be, dffn, hs_param_grad(p, l->out_w), hs_param_grad(p, l->out_b), dout, a->ffn_act,
-                               hs_param_data(p, l->out_w), T, I, H, ctx->grads_zero);
-        }
+        hs_linear_backward(be, NULL, hs_param_grad(p, l->out_w), hs_param_grad(p, l->out_b), dout, a->ffn_act,
+                           hs_param_data(p, l->out_w), T, I, H, ctx->grads_zero);
+        hs_linear_dx_rounded(be, NULL, dffn, dout, hs_param_data(p, l->out_w), T, I, H);
         hs_gelu_backward(be, dffn, dffn, a->ffn_pre, TI, NULL);
     } else {
         /* 16-bit storage kept no GELU output g: the GELU backward recomputes it from the kept (rounded)
@@ -967,9 +949,7 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
          * docs/gpu.md "Mixed precision") */
         /* under the 16-bit dataflow dffn only in 16 bits, in the twin the GELU backward reads it from and
          * overwrites with its own gradient (element by element) */
-        be->gemm_half_out(be, m->only16 ? m->grad16_ffn : NULL, dffn, 0, 0, T, I, H, dout, H,
-                          hs_param_data(p, l->out_w), I);
-        if (m->only16) be->bind_half_only(be, dffn, m->grad16_ffn, TI);
+        hs_linear_dx_rounded(be, m->only16 ? m->grad16_ffn : NULL, dffn, dout, hs_param_data(p, l->out_w), T, I, H);
         hs_gelu_backward_recompute(be, m->only16 ? NULL : dffn, dffn, h->ffn_pre, TI, m->grad16_ffn,
                                    m->only16 ? NULL : a->ffn_act, m->ffn_act16);
         hs_bind_twin(be, a->ffn_act, m->ffn_act16, TI, m->only16);
@@ -992,16 +972,10 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
     /* under bf16/fp16 grad_ctx rounded to 16 bits (gemm_half_out, autocast's matmul), with either storage;
      * under the 16-bit dataflow with the fused attention in 16 bits only: the attention backward reads it
      * from there, its row dot products and its dC tiles */
-    if (half) {
-        be->gemm_wgrad_bgrad(be, hs_param_grad(p, l->attn_out_w), hs_param_grad(p, l->attn_out_b), dattn, H, a->ctx,
-                             T, H, H, ctx->grads_zero);
-        be->gemm_half_out(be, m->grad16_ctx, m->grad_ctx, 0, 0, T, H, H, dattn, H, hs_param_data(p, l->attn_out_w), H);
-    } else {
-        hs_linear_backward(be, m->grad_ctx, hs_param_grad(p, l->attn_out_w), hs_param_grad(p, l->attn_out_b), dattn,
-                           a->ctx, hs_param_data(p, l->attn_out_w), T, H, H, ctx->grads_zero);
-    }
+    hs_linear_backward(be, NULL, hs_param_grad(p, l->attn_out_w), hs_param_grad(p, l->attn_out_b), dattn, a->ctx,
+                       hs_param_data(p, l->attn_out_w), T, H, H, ctx->grads_zero);
+    hs_linear_dx_rounded(be, m->grad16_ctx, m->grad_ctx, dattn, hs_param_data(p, l->attn_out_w), T, H, H);
     if (h) be->unbind_half(be, dattn);
-    if (m->grad16_ctx) be->bind_half_only(be, m->grad_ctx, m->grad16_ctx, TH);
 
     /* self-attention: grad_h (the residual's gradient) += ∂/∂x through Q, K, V */
     const hs_attention_dims dims = attention_dims(m);

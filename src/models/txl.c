@@ -145,7 +145,7 @@ struct hs_txl {
     uint16_t *grad16_ctx;               /* [T, nd]: ∂ctx in 16 bits only under proj16 (gemm_half_out's
                                          * output, which the fused attention's backward reads) */
     uint16_t *sub16;                    /* [T, D]: a post-LN sublayer output product's result in 16 bits
-                                         * only (the 16-bit dataflow): sublayer_output */
+                                         * only (the 16-bit dataflow): hs_linear_forward_rounded */
     float *dcat;                        /* [K, D] */
     float *dr;                          /* [klen, nd] */
     float *dff;                         /* [T, I] */
@@ -787,25 +787,6 @@ static int layer_conversions(const hs_txl *m, int l, const pass *ps, int to_half
     return n;
 }
 
-/* A sublayer's output product y[T, D] = in[T, n]·Wᵀ (+ b), which dropout, the residual and (post-LN) the
- * LayerNorm read next: under bf16/fp16 a 16-bit linear layer (gemm_bias_half, autocast's linear output),
- * with either storage; with m->sub16 (post-LN, the 16-bit dataflow) in 16 bits only, bound with
- * bind_half_only: dropout_add_layernorm_forward reads it from there and writes its sum into y, and the
- * caller unbinds y after it */
-static void sublayer_output(hs_txl *m, float *y, const float *in, const float *w, const float *b, int n) {
-    const hs_backend *be = m->be;
-    const int T = m->batch * m->qlen, D = m->cfg.d_model;
-    if (!hs_precision_is_16bit(be->precision)) {
-        if (b)
-            hs_linear_forward(be, y, in, w, b, T, n, D);
-        else
-            be->gemm(be, 0, 1, T, D, n, 1.0f, in, n, w, n, 0.0f, y, D);
-        return;
-    }
-    be->gemm_bias_half(be, m->sub16, y, in, w, b, T, n, D);
-    if (m->sub16) be->bind_half_only(be, y, m->sub16, (size_t)T * (size_t)D);
-}
-
 /* The input c' [K, D] of layer l's q|k|v product: cat(mem_l, h_l), or LN of it (pre_lnorm) */
 static const float *qkv_input(const hs_txl *m, int l) {
     return m->cfg.pre_lnorm ? m->acts[l].catn : m->acts[l].cat_used;
@@ -888,8 +869,10 @@ static void layer_forward(hs_txl *m, int l, const pass *ps) {
         if (!m->fused) be->to_half(be, h16->ctx, a->ctx, (size_t)T * (size_t)nd);
         hs_bind_twin(be, a->ctx, h16->ctx, (size_t)T * (size_t)nd, m->fused && m->only16);
     }
-    /* a = dropout(ctx·Woᵀ) */
-    sublayer_output(m, a->attn_sum, a->ctx, hs_param_data(p, w->o_w), NULL, nd);
+    /* a = dropout(ctx·Woᵀ); the sublayer outputs are 16-bit linear layers under bf16/fp16, post-LN under
+     * the 16-bit dataflow in 16 bits only (sub16), which dropout + residual + LayerNorm reads and writes
+     * its sum over */
+    hs_linear_forward_rounded(be, m->sub16, a->attn_sum, a->ctx, hs_param_data(p, w->o_w), NULL, T, nd, D);
     if (h16) be->unbind_half(be, a->ctx);
     if (c->pre_lnorm) {
         hs_dropout_forward(be, &d_out, a->attn_sum, a->attn_sum, b, per_sample);
@@ -913,12 +896,14 @@ static void layer_forward(hs_txl *m, int l, const pass *ps) {
     if (h16) hs_bind_twin(be, a->ff_act, h16->ff_act, (size_t)T * (size_t)I, m->only16);
     float *out = m->hidden[l + 1];
     if (c->pre_lnorm) {
-        sublayer_output(m, out, a->ff_act, hs_param_data(p, w->ff2_w), hs_param_data(p, w->ff2_b), I);
+        hs_linear_forward_rounded(be, NULL, out, a->ff_act, hs_param_data(p, w->ff2_w), hs_param_data(p, w->ff2_b), T,
+                                  I, D);
         be->unbind_half(be, a->ff_act);
         hs_dropout_forward(be, &d_ff, out, out, b, per_sample);
         be->add_bias(be, out, a->h1, 1, T * D);
     } else {
-        sublayer_output(m, a->ff_sum, a->ff_act, hs_param_data(p, w->ff2_w), hs_param_data(p, w->ff2_b), I);
+        hs_linear_forward_rounded(be, m->sub16, a->ff_sum, a->ff_act, hs_param_data(p, w->ff2_w),
+                                  hs_param_data(p, w->ff2_b), T, I, D);
         be->unbind_half(be, a->ff_act);
         hs_dropout_add_layernorm_forward(be, &d_ff, out, a->ff_sum, a->ln2_mean, a->ln2_rstd, a->ff_sum, a->h1,
                                          hs_param_data(p, w->ff_ln_g), hs_param_data(p, w->ff_ln_b), T, D, TXL_LN_EPS,
@@ -1044,12 +1029,8 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
      * (gemm_half_out, autocast's matmul), with either storage; under proj16 in 16 bits only, which the
      * fused attention's backward reads (its row dot products and dC tiles) */
     be->gemm(be, 1, 0, D, nd, T, 1.0f, da, D, a->ctx, nd, 1.0f, hs_param_grad(p, w->o_w), nd);
-    if (hs_precision_is_16bit(be->precision))
-        be->gemm_half_out(be, m->grad16_ctx, m->grad_ctx, 0, 0, T, nd, D, da, D, hs_param_data(p, w->o_w), nd);
-    else
-        be->gemm(be, 0, 0, T, nd, D, 1.0f, da, D, hs_param_data(p, w->o_w), nd, 0.0f, m->grad_ctx, nd);
+    hs_linear_dx_rounded(be, m->grad16_ctx, m->grad_ctx, da, hs_param_data(p, w->o_w), T, nd, D);
     if (h16) be->unbind_half(be, da);
-    if (m->grad16_ctx) be->bind_half_only(be, m->grad_ctx, m->grad16_ctx, (size_t)T * (size_t)nd);
     const float scale = (float)(1.0 / sqrt((double)c->d_head));
     const size_t n_qkv = (size_t)K * 3 * (size_t)nd, n_r = (size_t)klen * (size_t)nd;
     /* 16-bit storage: ∂qkv and ∂r also rounded into 16-bit twins for their products: q|k|v's and r's copies

@@ -73,6 +73,17 @@ void hs_linear_forward(const hs_backend *be, float *y, const float *x, const flo
  * its bias-gradient epilogue on CUDA); the result is the same. */
 void hs_linear_backward(const hs_backend *be, float *dx, float *dw, float *db, const float *dy, const float *x,
                         const float *w, int batch, int in, int out, int db_zero);
+/* A linear layer whose output an element-wise op reads next, in autocast's recipe: under bf16/fp16 the
+ * 16-bit linear layer y = round(x·Wᵀ + round(b)) (gemm_bias_half; b may be NULL), in fp32/tf32
+ * x·Wᵀ (+ b). y16 (bf16/fp16 only; NULL: y holds the values): the output in 16 bits only, and y bound to
+ * it with bind_half_only (the caller unbinds y once its readers ran). */
+void hs_linear_forward_rounded(const hs_backend *be, uint16_t *y16, float *y, const float *x, const float *w,
+                               const float *b, int batch, int in, int out);
+/* dx[B,in] = dy[B,out]·W[out,in], under bf16/fp16 rounded to 16 bits as autocast's matmul writes it
+ * (gemm_half_out). dx16 as hs_linear_forward_rounded's y16: the gradient in 16 bits only, dx bound to it
+ * with bind_half_only (the caller unbinds). */
+void hs_linear_dx_rounded(const hs_backend *be, uint16_t *dx16, float *dx, const float *dy, const float *w, int batch,
+                          int in, int out);
 
 /* ---- conv2d (stride 1, no padding; PyTorch nn.Conv2d, W[c_out,c_in,kh,kw]) ------------------------- */
 /* y[n,c_out,oh,ow] = x[n,c_in,h,w] ⋆ W + b[c_out]; ws grows to what the backend asks for. */
