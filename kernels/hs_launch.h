@@ -48,13 +48,14 @@ static inline unsigned hs_grid_for_rows(size_t rows) {
     return (unsigned)blocks;
 }
 
-/* Multi-tensor ops (kernels/multi_tensor.cu) launch grid (count, HS_TENSOR_SLICES): the host cannot read
- * the device tensor table, so the grid depends on the tensor count alone. Tensor i is cut into slices
- * of max(ceil(numel / HS_TENSOR_SLICES), HS_TENSOR_SLICE_MIN) elements (small tensors use few blocks,
- * the others return at once); block (i, s) handles slice s. Norms are summed per slice, then the
- * slices in order: the order depends on the table's layout alone. */
-#define HS_TENSOR_SLICES 64
-#define HS_TENSOR_SLICE_MIN 2048
+/* Multi-tensor ops (kernels/multi_tensor.cu) launch HS_TENSOR_GRID blocks whatever the table (the host
+ * cannot read the device tensor table): the flat buffer is cut into chunks of HS_TENSOR_CHUNK floats,
+ * block b takes chunks b, b + HS_TENSOR_GRID, ..., and in each the pieces of the tensors that overlap
+ * it. Norms are summed per (tensor, block), then a tensor's blocks in the order of its chunks: the order
+ * depends on the table's layout alone. 512 blocks are one wave on any GPU with 64 or more SMs (8 blocks
+ * of 256 threads each) and keep 8 MB of 16-byte loads in flight; a chunk is 16 steps of a block. */
+#define HS_TENSOR_GRID 512
+#define HS_TENSOR_CHUNK 16384
 
 /* LayerNorm backward sums dgamma/dbeta over chunks of HS_LN_ROW_CHUNK rows (rows in order inside a
  * chunk, then chunks in order), the CPU's HS_LN_ROW_BLOCK, so both backends add in the same order. */

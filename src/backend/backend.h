@@ -55,7 +55,9 @@ typedef struct hs_lamb_hparams {
 } hs_lamb_hparams;
 
 /* One tensor of a flat buffer (the parameter table's layout), as multi-tensor ops read it: a device
- * array of these is uploaded once (hs_params_allocate) and every norm, clip and optimizer op walks it. */
+ * array of these is uploaded once (hs_params_allocate) and every norm, clip and optimizer op walks it.
+ * A table lists its tensors in increasing offset order, disjoint (the CUDA kernels cut the flat buffer
+ * into chunks and find a chunk's tensors by a binary search; the CPU backend checks the order). */
 typedef struct hs_tensor_span {
     int64_t offset; /* in floats */
     int64_t numel;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "conformance.h"
+#include "hs_launch.h"
 #include "util/check.h"
 
 /* float64 results (loss statistics, norms): double sums in another order differ ~1e-16 relative; the
@@ -558,6 +559,65 @@ static void lamb_cases(hs_conf *t, const table_t *tb) {
             }
 }
 
+/* A tensor larger than the CUDA kernels' grid of chunks (HS_TENSOR_GRID x HS_TENSOR_CHUNK floats), so a
+ * block holds several of its chunks, between two small tensors that share their chunks with it: the
+ * gradient norm and LAMB (its per-tensor norms) against the CPU, and the CUDA sums twice on the same
+ * input to the bit (their order is fixed by the layout alone). */
+static void big_table_cases(hs_conf *t) {
+    const int64_t big = (int64_t)HS_TENSOR_GRID * HS_TENSOR_CHUNK + 3 * HS_TENSOR_CHUNK / 2 + 7;
+    table_t tb;
+    tb.count = 3;
+    HS_ALLOC(tb.spans, 3);
+    tb.spans[0] = (hs_tensor_span){.offset = 3, .numel = 5, .decay = 0};
+    tb.spans[1] = (hs_tensor_span){.offset = 16, .numel = big, .decay = 1};
+    tb.spans[2] = (hs_tensor_span){.offset = 16 + (big + 15) / 16 * 16, .numel = 1000, .decay = 1};
+    tb.flat = (size_t)(tb.spans[2].offset + tb.spans[2].numel + 5);
+    tb.table = hs_conf_pair_of(t, tb.spans, 3 * sizeof *tb.spans);
+    char what[200];
+    snprintf(what, sizeof what, "tensors of 5, %lld and 1000 elements", (long long)big);
+
+    hs_conf_op(t, "sumsq_tensors/scale_tensors");
+    float *x = hs_conf_rand(t, tb.flat, -2, 2);
+    hs_conf_pair px = hs_conf_pair_of(t, x, tb.flat * 4), psq = hs_conf_pair_of(t, NULL, 3 * 8),
+                 ptot = hs_conf_pair_of(t, NULL, 8);
+    double *again = t->cuda->alloc(t->cuda, 6 * 8); /* a second call's sums: sumsq 3 + total, LAMB's 6 norms */
+    t->cpu->sumsq_tensors(t->cpu, psq.cpu, ptot.cpu, px.cpu, tb.table.cpu, 3);
+    t->cuda->sumsq_tensors(t->cuda, psq.cuda, ptot.cuda, px.cuda, tb.table.cuda, 3);
+    t->cuda->sumsq_tensors(t->cuda, again, again + 3, px.cuda, tb.table.cuda, 3);
+    hs_conf_check_sum_f64(t, what, psq.cpu, psq.cuda, 3, NULL, (double)tb.flat, 0.0, 0x1p-53);
+    hs_conf_check_sum_f64(t, what, ptot.cpu, ptot.cuda, 1, NULL, (double)tb.flat, 0.0, 0x1p-53);
+    hs_conf_same_bits(t, "the norms of a second call", psq.cuda, again, 3 * 8);
+    hs_conf_pair_free(t, px), hs_conf_pair_free(t, psq), hs_conf_pair_free(t, ptot);
+    free(x);
+
+    hs_conf_op(t, "lamb_update");
+    optim_bufs b = optim_inputs(t, &tb, 0);
+    hs_conf_pair pn = hs_conf_pair_of(t, NULL, 2 * 3 * 8);
+    const hs_lamb_hparams h = {.lr = 2e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-6, .weight_decay = 0.01,
+                               .grad_divisor = 2.5, .step = 1, .trust_ratio_on_no_decay = 0};
+    /* the CUDA update once more on copies of its inputs: the same norms to the bit */
+    float *p2 = t->cuda->alloc(t->cuda, tb.flat * 4), *m2 = t->cuda->alloc(t->cuda, tb.flat * 4),
+          *v2 = t->cuda->alloc(t->cuda, tb.flat * 4);
+    t->cuda->copy(t->cuda, p2, b.p.cuda, tb.flat * 4);
+    t->cuda->copy(t->cuda, m2, b.s1.cuda, tb.flat * 4);
+    t->cuda->copy(t->cuda, v2, b.s2.cuda, tb.flat * 4);
+    t->cpu->lamb_update(t->cpu, b.p.cpu, b.g.cpu, b.s1.cpu, b.s2.cpu, tb.table.cpu, 3, pn.cpu, &h);
+    t->cuda->lamb_update(t->cuda, b.p.cuda, b.g.cuda, b.s1.cuda, b.s2.cuda, tb.table.cuda, 3, pn.cuda, &h);
+    t->cuda->lamb_update(t->cuda, p2, b.g.cuda, m2, v2, tb.table.cuda, 3, again, &h);
+    optim_check(t, what, &tb, &b, 2);
+    char w2[260];
+    snprintf(w2, sizeof w2, "%s: norms", what);
+    hs_conf_check_sum_f64(t, w2, pn.cpu, pn.cuda, 6, NULL, (double)tb.flat, 2.0 * HS_CONF_EW_ULPS * HS_CONF_U32,
+                          0x1p-53);
+    hs_conf_same_bits(t, "the per-tensor norms of a second call", pn.cuda, again, 6 * 8);
+    hs_conf_same_bits(t, "the parameters of a second call", b.p.cuda, p2, tb.flat * 4);
+    t->cuda->free(t->cuda, p2), t->cuda->free(t->cuda, m2), t->cuda->free(t->cuda, v2);
+    t->cuda->free(t->cuda, again);
+    hs_conf_pair_free(t, pn);
+    optim_release(t, &b);
+    free_table(t, &tb);
+}
+
 void hs_conf_group_norm_loss_optim(hs_conf *t) {
     layernorm_cases(t);
     dropout_layernorm_cases(t);
@@ -569,4 +629,5 @@ void hs_conf_group_norm_loss_optim(hs_conf *t) {
     sgd_cases(t, &tb);
     lamb_cases(t, &tb);
     free_table(t, &tb);
+    big_table_cases(t);
 }

@@ -12,12 +12,25 @@
 /* Below this many elements a parallel region costs more than it saves. */
 #define HS_OPTIM_PARALLEL_MIN 16384
 
+/* The table's contract (backend.h): tensors in increasing offset order, disjoint, none of negative size.
+ * The CUDA kernels rely on it without reading the table on the host; the CPU checks it on every call. */
+static void check_table(const hs_tensor_span *table, int count, const char *op) {
+    for (int i = 0; i < count; i++) {
+        if (table[i].numel < 0 || table[i].offset < 0 ||
+            (i > 0 && table[i].offset < table[i - 1].offset + table[i - 1].numel))
+            HS_FATAL("build tensor tables in increasing offset order, without overlaps",
+                     "%s: tensor %d of the table (offset %lld, %lld elements) is out of order or overlaps the one before",
+                     op, i, (long long)table[i].offset, (long long)table[i].numel);
+    }
+}
+
 /* Tensor i of the table: its span of a flat buffer (NULL stays NULL). */
 #define AT(buf, t) ((buf) ? (buf) + (t)->offset : NULL)
 
 void hs_cpu_adam_update(const hs_backend *be, float *p, const float *g, float *m, float *v, const hs_tensor_span *table,
                         int count, const hs_adam_hparams *h) {
     (void)be;
+    check_table(table, count, "adam_update");
     for (int i = 0; i < count; i++) {
         /* p[n], g[n], m[n] (exp_avg), v[n] (exp_avg_sq) of tensor i */
         const hs_tensor_span *t = &table[i];
@@ -35,6 +48,7 @@ void hs_cpu_adadelta_update(const hs_backend *be, float *p, const float *g, floa
                             const hs_tensor_span *table, int count, double lr, double rho, double eps,
                             double weight_decay) {
     (void)be;
+    check_table(table, count, "adadelta_update");
     const hs_adadelta_coefs c = hs_adadelta_make_coefs(lr, rho, eps, weight_decay);
     for (int i = 0; i < count; i++) {
         /* p[n], g[n], sq[n] (square_avg), acc[n] (acc_delta) of tensor i */
@@ -50,6 +64,7 @@ void hs_cpu_adadelta_update(const hs_backend *be, float *p, const float *g, floa
 void hs_cpu_sgd_update(const hs_backend *be, float *p, const float *g, float *buf, const hs_tensor_span *table,
                        int count, double lr, double momentum, double weight_decay, int first_step) {
     (void)be;
+    check_table(table, count, "sgd_update");
     const float lr_f = (float)lr, momentum_f = (float)momentum, weight_decay_f = (float)weight_decay;
     for (int i = 0; i < count; i++) {
         /* p[n], g[n], buf[n] (momentum_buffer) or NULL, of tensor i */
@@ -129,6 +144,7 @@ static void lamb_apply(float *p, const float *m, const float *v, size_t n, const
 void hs_cpu_lamb_update(const hs_backend *be, float *p, const float *g, float *m, float *v, const hs_tensor_span *table,
                         int count, double *norms, const hs_lamb_hparams *h) {
     (void)be;
+    check_table(table, count, "lamb_update");
     for (int i = 0; i < count; i++) {
         const hs_tensor_span *t = &table[i];
         const double wd = t->decay ? h->weight_decay : 0.0;
@@ -175,6 +191,7 @@ static double sumsq(const float *x, size_t n) {
 void hs_cpu_sumsq_tensors(const hs_backend *be, double *sumsq_out, double *total, const float *flat,
                           const hs_tensor_span *table, int count) {
     (void)be;
+    check_table(table, count, "sumsq_tensors");
     double sum = 0.0;
     for (int i = 0; i < count; i++) {
         sumsq_out[i] = sumsq(flat + table[i].offset, (size_t)table[i].numel);
@@ -186,6 +203,7 @@ void hs_cpu_sumsq_tensors(const hs_backend *be, double *sumsq_out, double *total
 /* x *= a, tensor by tensor */
 void hs_cpu_scale_tensors(const hs_backend *be, float *flat, float a, const hs_tensor_span *table, int count) {
     (void)be;
+    check_table(table, count, "scale_tensors");
     for (int i = 0; i < count; i++) {
         float *x = flat + table[i].offset;
         const size_t n = (size_t)table[i].numel;
