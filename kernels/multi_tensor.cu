@@ -30,12 +30,11 @@
  * the bf16/fp16 products read): where p has one, the kernel that writes p[i] writes round(p[i]) into it
  * too, with the rounding of src/util/lowp.h that a conversion before the product would apply, so the
  * products see the same bits and no weight is converted per GEMM. */
-#include <initializer_list>
-
 #include "hs_cuda.h"
 #include "hs_launch.h"
 #include "warp.cuh"
 #include "slots.cuh"
+#include "quads.cuh"
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_device.h"
@@ -90,42 +89,14 @@ template <class Q> __device__ __forceinline__ void piece_quads(int64_t lo, int64
   }
 }
 
-/* x[0..n) = a[i..i+n) (n <= 4; the rest 0): one 16-byte load where `vector` */
-__device__ __forceinline__ void load4(float (&x)[HS_VEC], const float *a, int64_t i, int n, bool vector) {
-  if (vector) {
-    const float4 v = *reinterpret_cast<const float4 *>(a + i);
-    x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
-  } else {
-    for (int j = 0; j < HS_VEC; j++) x[j] = j < n ? a[i + j] : 0.0f;
-  }
-}
-
-/* a[i..i+n) = x[0..n) */
-__device__ __forceinline__ void store4(float *a, int64_t i, const float (&x)[HS_VEC], int n, bool vector) {
-  if (vector) {
-    *reinterpret_cast<float4 *>(a + i) = make_float4(x[0], x[1], x[2], x[3]);
-  } else {
-    for (int j = 0; j < n; j++) a[i + j] = x[j];
-  }
-}
-
 /* The 16-bit copy of the parameters an optimizer keeps (h NULL: none): after p[i] is updated,
  * h[i] = round(p[i]) in bfloat16 (bf16 != 0) or IEEE half. */
 struct half_copy {
   uint16_t *h;
   int bf16;
-  __device__ uint16_t bits(float x) const { return bf16 ? hs_bf16_bits(x) : hs_fp16_bits(x); }
   /* h[i..i+n) = round(p[0..n)): one 8-byte store where `vector` */
   __device__ void put4(int64_t i, const float (&p)[HS_VEC], int n, bool vector) const {
-    if (!h) return;
-    if (vector) {
-      uint2 o;
-      o.x = (uint32_t)bits(p[0]) | (uint32_t)bits(p[1]) << 16;
-      o.y = (uint32_t)bits(p[2]) | (uint32_t)bits(p[3]) << 16;
-      *reinterpret_cast<uint2 *>(h + i) = o;
-    } else {
-      for (int j = 0; j < n; j++) h[i + j] = bits(p[j]);
-    }
+    if (h) store4_half(h, (size_t)i, p, n, vector, bf16);
   }
   /* the bytes it adds per element (the device-op ledger) */
   uint64_t bytes() const { return h ? sizeof(uint16_t) : 0; }
@@ -154,13 +125,6 @@ __global__ void __launch_bounds__(HS_BLOCK) for_each_kernel(const hs_tensor_span
 template <class Op>
 void launch_for_each(const hs_backend *be, const hs_tensor_span *table, int count, bool vec, const Op &op) {
   HS_LAUNCH(HS_TENSOR_GRID, HS_BLOCK, 0, hs_cuda_stream(be), for_each_kernel<Op>)(table, count, vec, op);
-}
-
-/* all of ps (NULL ones skipped) 16-byte aligned */
-static bool all_aligned(std::initializer_list<const void *> ps) {
-  for (const void *p : ps)
-    if (p && !hs_aligned(p, 16)) return false;
-  return true;
 }
 
 /* x *= a (clipping) */
@@ -400,7 +364,7 @@ extern "C" void hs_cuda_sumsq_tensors(const hs_backend *be, double *sumsq, doubl
   double *partial = partials_scratch(be, count, 1);
   if (count > 0) {
     HS_LAUNCH(HS_TENSOR_GRID, HS_BLOCK, 0, stream, sumsq_partials_kernel)(partial, flat, table, count,
-                                                                          all_aligned({flat}));
+                                                                          hs_quads_aligned({flat}));
     HS_CUDA_LAUNCHED("sumsq_partials_kernel", /* x; the partials */
                      hs_ledger_table_bytes(table, sizeof(float), partials_bytes(table, count, 1)));
   }
@@ -419,7 +383,7 @@ extern "C" void hs_cuda_scale_tensors(const hs_backend *be, float *flat, float a
   if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   /* not an optimizer: a parameter arena's 16-bit copy (if flat is one) is reconverted before it is read */
   hs_cuda_shadow_written(flat, 1);
-  launch_for_each(be, table, count, all_aligned({flat}), scale_op{flat, a, a_slot});
+  launch_for_each(be, table, count, hs_quads_aligned({flat}), scale_op{flat, a, a_slot});
   HS_CUDA_LAUNCHED("for_each_kernel<scale_op>", hs_ledger_table_bytes(table, 2 * sizeof(float), 0));
 }
 
@@ -437,7 +401,7 @@ extern "C" void hs_cuda_adam_update(const hs_backend *be, float *p, const float 
   const hs_adam_coefs *slot = (const hs_adam_coefs *)hs_cuda_slots(be, both, sizeof both);
   if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   const half_copy half = half_copy_of(p);
-  launch_for_each(be, table, count, all_aligned({p, g, m, v}) && half.aligned(),
+  launch_for_each(be, table, count, hs_quads_aligned({p, g, m, v}) && half.aligned(),
                   adam_op{p, g, m, v, flagged, unflagged, slot, half});
   /* p, m, v read and written, g read (and the parameters' 16-bit copy written) */
   HS_CUDA_LAUNCHED("for_each_kernel<adam_op>", hs_ledger_table_bytes(table, 7 * sizeof(float) + half.bytes(), 0));
@@ -452,7 +416,7 @@ extern "C" void hs_cuda_adadelta_update(const hs_backend *be, float *p, const fl
   const hs_adadelta_coefs c = hs_adadelta_make_coefs(lr, rho, eps, weight_decay);
   const hs_adadelta_coefs *slot = (const hs_adadelta_coefs *)hs_cuda_slots(be, &c, sizeof c);
   if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
-  launch_for_each(be, table, count, all_aligned({p, g, sq, acc}) && half.aligned(),
+  launch_for_each(be, table, count, hs_quads_aligned({p, g, sq, acc}) && half.aligned(),
                   adadelta_op{p, g, sq, acc, c, slot, half});
   /* p, sq, acc read and written, g read (and the parameters' 16-bit copy written) */
   HS_CUDA_LAUNCHED("for_each_kernel<adadelta_op>", hs_ledger_table_bytes(table, 7 * sizeof(float) + half.bytes(), 0));
@@ -466,7 +430,7 @@ extern "C" void hs_cuda_sgd_update(const hs_backend *be, float *p, const float *
   const float *lr_slot = hs_cuda_slot_f32(be, (float)lr);
   if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   const half_copy half = half_copy_of(p);
-  launch_for_each(be, table, count, all_aligned({p, g, buf}) && half.aligned(),
+  launch_for_each(be, table, count, hs_quads_aligned({p, g, buf}) && half.aligned(),
                   sgd_op{p, g, buf, (float)lr, (float)momentum, (float)weight_decay, first_step, lr_slot, half});
   /* p read and written, g read (and the momentum buffer read and written, the parameters' 16-bit copy written) */
   HS_CUDA_LAUNCHED("for_each_kernel<sgd_op>",
@@ -487,7 +451,7 @@ extern "C" void hs_cuda_lamb_update(const hs_backend *be, float *p, const float 
   if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   double *partial = partials_scratch(be, count, 2);
   const half_copy half = half_copy_of(p);
-  const bool vec = all_aligned({p, g, m, v}) && half.aligned();
+  const bool vec = hs_quads_aligned({p, g, m, v}) && half.aligned();
   HS_LAUNCH(HS_TENSOR_GRID, HS_BLOCK, 0, stream, lamb_moments_kernel)(partial, p, g, m, v, table, count, vec,
                                                                         decayed, undecayed, slot);
   /* p, g read, m, v read and written; the partials */

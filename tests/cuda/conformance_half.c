@@ -937,6 +937,50 @@ static void gelu_forward_half_on(hs_conf *t, const hs_backend *be, size_t n) {
     free(hx), free(hz);
 }
 
+/* CUDA: the GELU kernels move quads of four elements with vector loads where every pointer is aligned
+ * (kernels/quads.cuh), element by element where not: the same call on buffers one element off their
+ * alignment gives the same bits, n odd (a short last quad) */
+static void gelu_unaligned(hs_conf *t) {
+    const hs_backend *be = t->cuda;
+    const size_t n = 1001;
+    const int rows = 7, cols = 143; /* rows·cols = n */
+    float *hx = hs_conf_rand(t, n, -4, 4), *hdy = hs_conf_rand(t, n, -2, 2), *hb = hs_conf_rand(t, (size_t)cols, -1, 1);
+    float *x[2], *dy[2], *y[2], *dx[2], *bias = hs_conf_dev(be, hb, (size_t)cols * 4);
+    uint16_t *x16[2], *y16[2], *dx16[2], *pre16[2];
+    float *xb[2] = {be->alloc(be, (n + 4) * 4), be->alloc(be, (n + 4) * 4)}; /* k = 1: one element off */
+    float *dyb[2] = {be->alloc(be, (n + 4) * 4), be->alloc(be, (n + 4) * 4)};
+    float *yb[2] = {be->alloc(be, (n + 4) * 4), be->alloc(be, (n + 4) * 4)};
+    float *dxb[2] = {be->alloc(be, (n + 4) * 4), be->alloc(be, (n + 4) * 4)};
+    uint16_t *hbuf[4][2];
+    for (int a = 0; a < 4; a++)
+        for (int k = 0; k < 2; k++) hbuf[a][k] = be->alloc(be, (n + 4) * 2);
+    for (int k = 0; k < 2; k++) {
+        x[k] = xb[k] + k, dy[k] = dyb[k] + k, y[k] = yb[k] + k, dx[k] = dxb[k] + k;
+        x16[k] = hbuf[0][k] + k, y16[k] = hbuf[1][k] + k, dx16[k] = hbuf[2][k] + k, pre16[k] = hbuf[3][k] + k;
+        be->upload(be, x[k], hx, n * 4);
+        be->upload(be, dy[k], hdy, n * 4);
+        be->to_half(be, x16[k], x[k], n);
+        be->gelu_forward(be, y[k], x[k], n);
+    }
+    hs_conf_same_on(t, be, "gelu_forward, one element off alignment", y[0], y[1], n * 4);
+    for (int k = 0; k < 2; k++) be->gelu_forward_half(be, y[k], x16[k], n, y16[k]);
+    hs_conf_same_on(t, be, "gelu_forward_half y, one element off alignment", y[0], y[1], n * 4);
+    hs_conf_same_on(t, be, "gelu_forward_half y16, one element off alignment", y16[0], y16[1], n * 2);
+    for (int k = 0; k < 2; k++) be->gelu_backward(be, dx[k], dy[k], NULL, x16[k], n, dx16[k], y[k], y16[k]);
+    hs_conf_same_on(t, be, "gelu_backward dx, one element off alignment", dx[0], dx[1], n * 4);
+    hs_conf_same_on(t, be, "gelu_backward dx16, one element off alignment", dx16[0], dx16[1], n * 2);
+    hs_conf_same_on(t, be, "gelu_backward y16, one element off alignment", y16[0], y16[1], n * 2);
+    for (int k = 0; k < 2; k++) be->bias_gelu_forward(be, y[k], x[k], bias, rows, cols, pre16[k], y16[k]);
+    hs_conf_same_on(t, be, "bias_gelu_forward y, one element off alignment", y[0], y[1], n * 4);
+    hs_conf_same_on(t, be, "bias_gelu_forward x16, one element off alignment", pre16[0], pre16[1], n * 2);
+    for (int k = 0; k < 2; k++) {
+        be->free(be, xb[k]), be->free(be, dyb[k]), be->free(be, yb[k]), be->free(be, dxb[k]);
+        for (int a = 0; a < 4; a++) be->free(be, hbuf[a][k]);
+    }
+    be->free(be, bias);
+    free(hx), free(hdy), free(hb);
+}
+
 void hs_conf_group_half(hs_conf *t) {
     if (t->precision == HS_PRECISION_BF16 || t->precision == HS_PRECISION_FP16) {
         half_cases(t);
@@ -974,6 +1018,7 @@ void hs_conf_group_half(hs_conf *t) {
             gelu_forward_half_on(t, t->cpu, hs_conf_sizes[s]);
             gelu_forward_half_on(t, t->cuda, hs_conf_sizes[s]);
         }
+        gelu_unaligned(t);
         hs_conf_op(t, "bind_half (GEMM operands read from 16-bit twins)");
         twin_products(t);
         hs_conf_op(t, "bind_half_only (tensors only in 16 bits)");
