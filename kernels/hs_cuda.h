@@ -19,6 +19,9 @@
  *   HS_DYNAMIC_SHARED(float, buf);
  *       instead of extern __shared__ float buf[];  (buf is a float *, 32-byte aligned; the size is the
  *       launch's shmem)
+ *   HS_UNROLL for (...)
+ *       instead of #pragma unroll (the host compiler would warn of an unknown pragma): a loop of a
+ *       constant trip count whose arrays must stay in registers
  * Plain __shared__ does not compile under the emulator, on purpose: a per-block variable that starts
  * undefined needs the macro.
  */
@@ -36,6 +39,7 @@ template <class T> using hs_cuda_type = T; /* lets HS_SHARED take array types */
 #define HS_DYNAMIC_SHARED(type, name)                               \
   extern __shared__ __align__(32) unsigned char hs_dynamic_shared_[]; \
   type *name = reinterpret_cast<type *>(hs_dynamic_shared_)
+#define HS_UNROLL _Pragma("unroll")
 
 #elif defined(HS_CUDA_EMU)
 #include <cuda_runtime.h>
@@ -59,6 +63,7 @@ template <class T> using hs_cuda_type = T;
       &hs_shared_tag_##name, sizeof(hs_cuda_type<type>),                                                  \
       (align) > alignof(hs_cuda_type<type>) ? (align) : alignof(hs_cuda_type<type>), #name))
 #define HS_DYNAMIC_SHARED(type, name) type *name = static_cast<type *>(::hs_emu::dynamic_shared())
+#define HS_UNROLL
 
 #else
 #error "kernels/hs_cuda.h: compile with nvcc, or for the emulated device with -DHS_CUDA_EMU (tests/cuda_emu)"

@@ -124,6 +124,82 @@ __global__ void __launch_bounds__(HS_BLOCK)
   }
 }
 
+/* The same for rows of at most K·32 columns, each lane's columns held in registers: a lane issues every
+ * load of its columns (x or x16, residual) before its first store and reads nothing twice, where the
+ * kernel above, whose x_sum stores may alias its inputs, waits for each column's loads in turn and
+ * reads the row back twice. The same columns per lane, summed in the same order: the same bits. */
+template <class T, int K>
+__global__ void __launch_bounds__(HS_BLOCK)
+    layernorm_forward_rows_kernel(T *y, T *x_sum, float *mean, float *rstd, const T *x, const uint16_t *x16,
+                                  const T *residual, const float *gamma, const float *beta, int rows, int cols,
+                                  float eps, ln_dropout drop, half_out y16) {
+  hs_dropout_slot_resolve(drop); /* the slot read once per thread, not per element */
+  const int lane = threadIdx.x % HS_WARP;
+  const long long first = (long long)blockIdx.x * HS_ROWS_PER_BLOCK + threadIdx.x / HS_WARP;
+  const long long stride = (long long)gridDim.x * HS_ROWS_PER_BLOCK;
+  for (long long r = first; r < rows; r += stride) { /* uniform across the warp */
+    const size_t off = (size_t)r * (size_t)cols;
+    float v[K]; /* column lane + 32k of the row: the LayerNorm's input */
+    if (residual) {
+      float a[K], res[K];
+HS_UNROLL
+      for (int k = 0; k < K; k++) {
+        const int c = lane + k * HS_WARP;
+        a[k] = res[k] = 0.0f;
+        if (c < cols) {
+          a[k] = x16 ? (y16.bf16 ? hs_bf16_to_float(x16[off + c]) : hs_fp16_to_float(x16[off + c])) : to_float(x[off + c]);
+          res[k] = to_float(residual[off + c]);
+        }
+      }
+HS_UNROLL
+      for (int k = 0; k < K; k++) {
+        const int c = lane + k * HS_WARP;
+        v[k] = 0.0f;
+        if (c < cols) {
+          float ak = a[k];
+          if (drop.on) /* rounded to T as dropout_kernel stores it */
+            ak = to_float(from_float<T>(ak * dropout_factor_at(drop, off + c)));
+          const T sum = from_float<T>(ak + res[k]); /* kept for the backward pass */
+          x_sum[off + c] = sum;
+          v[k] = to_float(sum);
+        }
+      }
+    } else {
+HS_UNROLL
+      for (int k = 0; k < K; k++) {
+        const int c = lane + k * HS_WARP;
+        v[k] = c < cols ? to_float(x[off + c]) : 0.0f;
+      }
+    }
+    double sum = 0.0;
+HS_UNROLL
+    for (int k = 0; k < K; k++)
+      if (lane + k * HS_WARP < cols) sum += (double)v[k];
+    const double mu = warp_sum(sum) / cols;
+    double sq = 0.0;
+HS_UNROLL
+    for (int k = 0; k < K; k++)
+      if (lane + k * HS_WARP < cols) {
+        const double dv = (double)v[k] - mu;
+        sq += dv * dv;
+      }
+    const float m = (float)mu, rs = hs_layernorm_rstd(warp_sum(sq) / cols, eps);
+HS_UNROLL
+    for (int k = 0; k < K; k++) {
+      const int c = lane + k * HS_WARP;
+      if (c < cols) {
+        const T o = from_float<T>(hs_layernorm_out(v[k], m, rs, gamma[c], beta[c]));
+        y[off + c] = o;
+        put_half(y16, off + c, to_float(o));
+      }
+    }
+    if (lane == 0) {
+      mean[r] = m;
+      rstd[r] = rs;
+    }
+  }
+}
+
 /* ---- backward ----------------------------------------------------------------------------------------- */
 
 /* One chunk of HS_LN_ROW_CHUNK rows per block (grid: chunks), in two phases separated by __syncthreads:
@@ -205,8 +281,22 @@ void launch_layernorm_forward(const hs_backend *be, T *y, T *x_sum, float *mean,
   const size_t n = (size_t)rows * (size_t)cols;
   /* with a residual, x may exist only in 16 bits (bind_half_only: a 16-bit linear layer's output) */
   const uint16_t *x16 = residual ? hs_cuda_twin_only16(x, n) : nullptr;
-  HS_LAUNCH(hs_grid_for_rows((size_t)rows), HS_BLOCK, 0, hs_cuda_stream(be), layernorm_forward_kernel<T>)(
-      y, x_sum, mean, rstd, x16 ? nullptr : x, x16, residual, gamma, beta, rows, cols, eps, drop, y16);
+  const unsigned grid = hs_grid_for_rows((size_t)rows);
+  const cudaStream_t stream = hs_cuda_stream(be);
+  const T *xf = x16 ? nullptr : x;
+  /* rows of up to 1024 columns in registers (BERT's and Transformer-XL's hidden sizes), longer ones read back */
+#define HS_LN_ROWS(K)                                                                                        \
+  HS_LAUNCH(grid, HS_BLOCK, 0, stream, layernorm_forward_rows_kernel<T, K>)(y, x_sum, mean, rstd, xf, x16, \
+                                                                            residual, gamma, beta, rows, cols, eps, drop, y16)
+  if (cols <= 4 * HS_WARP) HS_LN_ROWS(4);
+  else if (cols <= 8 * HS_WARP) HS_LN_ROWS(8);
+  else if (cols <= 16 * HS_WARP) HS_LN_ROWS(16);
+  else if (cols <= 24 * HS_WARP) HS_LN_ROWS(24);
+  else if (cols <= 32 * HS_WARP) HS_LN_ROWS(32);
+  else
+    HS_LAUNCH(grid, HS_BLOCK, 0, stream, layernorm_forward_kernel<T>)(y, x_sum, mean, rstd, xf, x16, residual, gamma,
+                                                                      beta, rows, cols, eps, drop, y16);
+#undef HS_LN_ROWS
   /* x (in fp32 or 16 bits; + residual, and their sum written), y, mean and rstd, gamma and beta (the
    * dropout's mask is recomputed from its counter, not read) */
   HS_CUDA_LAUNCHED("layernorm_forward_kernel", n * (sizeof(T) * (residual ? 3 : 2) +

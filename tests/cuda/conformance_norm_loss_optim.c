@@ -170,7 +170,7 @@ static void layernorm_case(hs_conf *t, int rows, int cols, int residual, float e
 static void layernorm_cases(hs_conf *t) {
     hs_conf_op(t, "layernorm_forward/backward");
     static const int shapes[][2] = {{1, 1}, {1, 31}, {31, 33}, {33, 127}, {127, 256}, {256, 33},
-                                    {65, 1000}, {3, 4097}, {70, 768}, {40, 2}};
+                                    {65, 1000}, {3, 4097}, {70, 768}, {40, 2}, {9, 500}, {5, 1024}, {3, 1025}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int residual = 0; residual < 4; residual++) {
             const float eps = s % 2 ? 1e-12f : 1e-5f, offset = s % 3 == 1 ? 3.0f : 0.0f;
