@@ -12,6 +12,7 @@
 
 #include "hs_cuda.h"
 #include "hs_launch.h"
+#include "quads.cuh"
 #include "math/activations.h"
 #include "math/dropout.h"
 #include "slots.cuh"
@@ -49,20 +50,30 @@ template <class T> __global__ void relu_backward_kernel(T *dx, const T *dy, cons
 
 /* BACKWARD = false: out = relu(in)·m; true: out = relu_grad(in·m, y). m as dropout_kernel (1 when p <= 0),
  * the formulas of the two separate kernels in their order, so the same bits; o16 = round(out) if set (out
- * NULL: o16 alone). */
+ * NULL: o16 alone). By quads (kernels/quads.cuh): one division finds a quad's first (sample, offset), the
+ * next three step on from it. */
 template <bool BACKWARD>
 __global__ void relu_dropout_kernel(float *out, const float *in, const float *y, size_t n, size_t per_sample, float p,
                                     float keep_scale, uint64_t key, int64_t first_sample, const hs_dropout_slot *ds,
-                                    uint16_t *o16, int bf16) {
+                                    uint16_t *o16, int bf16, bool vec) {
   hs_dropout_slot_read(ds, key, first_sample);
-  GRID_STRIDE_LOOP(i, n) {
-    const size_t sample = i / per_sample, e = i % per_sample;
-    float v = in[i];
-    if (!BACKWARD) v = hs_relu(v);
-    if (p > 0.0f) v = v * hs_dropout_factor(key, (uint64_t)(first_sample + (int64_t)sample), e, p, keep_scale);
-    if (BACKWARD) v = hs_relu_grad(v, y[i]);
-    if (out) out[i] = v;
-    if (o16) o16[i] = bf16 ? hs_bf16_bits(v) : hs_fp16_bits(v);
+  for (size_t i = quad_first(); i < n; i += quad_stride()) {
+    const int m = quad_len(i, n);
+    const bool v = vec && m == HS_VEC;
+    float e[HS_VEC], ys[HS_VEC];
+    load4(e, in, i, m, v);
+    if (BACKWARD) load4(ys, y, i, m, v);
+    size_t sample = i / per_sample, rem = i - sample * per_sample;
+    for (int j = 0; j < HS_VEC; j++, rem++) {
+      if (rem == per_sample) sample++, rem = 0;
+      float x = e[j];
+      if (!BACKWARD) x = hs_relu(x);
+      if (p > 0.0f) x = x * hs_dropout_factor(key, (uint64_t)(first_sample + (int64_t)sample), rem, p, keep_scale);
+      if (BACKWARD) x = hs_relu_grad(x, ys[j]);
+      e[j] = x;
+    }
+    if (out) store4(out, i, e, m, v);
+    if (o16) store4_half(o16, i, e, m, v, bf16);
   }
 }
 
@@ -174,8 +185,9 @@ static void relu_dropout(const hs_backend *be, float *out, const float *in, cons
   const int bf16 = be->precision == HS_PRECISION_BF16;
   const hs_dropout_slot *ds = p > 0.0f ? hs_cuda_dropout_slot(be, key, first_sample) : nullptr;
   if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
-  HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, hs_cuda_stream(be), relu_dropout_kernel<BACKWARD>)(
-      out, in, y, n, per_sample, p, hs_dropout_keep_scale(p), key, first_sample, ds, o16, bf16);
+  HS_LAUNCH(hs_grid_for_quads(n), HS_BLOCK, 0, hs_cuda_stream(be), relu_dropout_kernel<BACKWARD>)(
+      out, in, y, n, per_sample, p, hs_dropout_keep_scale(p), key, first_sample, ds, o16, bf16,
+      hs_quads_aligned({out, in, y}, {o16}));
   /* in, out (and y backward; the mask is recomputed), the 16-bit output */
   const size_t bytes = ((BACKWARD ? 2 : 1) + (out ? 1 : 0)) * n * sizeof(float) + (o16 ? n * sizeof(uint16_t) : 0);
   if (BACKWARD)

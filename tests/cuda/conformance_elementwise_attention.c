@@ -237,52 +237,55 @@ static void dropout_cases(hs_conf *t) {
             }
 }
 
-/* ReLU and element-wise dropout in one op (Transformer-XL's FFN activation), p = 0 and 0.1: the CPU's bits
- * on CUDA, and on each backend the bits of relu_forward then dropout_forward (backward: dropout_backward
- * then relu_backward), the separate ops it replaces */
-static void relu_dropout_cases(hs_conf *t) {
+static void relu_dropout_case(hs_conf *t, int batch, size_t per_sample, float p, float lo) {
     char what[200];
     const uint64_t key = 0x13198a2e03707344ULL;
     const int64_t first_sample = 5;
-    const int batch = 3;
+    const size_t n = (size_t)batch * per_sample;
+    float *x = hs_conf_rand(t, n, lo, 1), *g = hs_conf_rand(t, n, -1, 1);
+    hs_conf_pair dx = hs_conf_pair_of(t, x, n * 4), dg = hs_conf_pair_of(t, g, n * 4);
+    hs_conf_pair fy = hs_conf_pair_of(t, NULL, n * 4), sy = hs_conf_pair_of(t, NULL, n * 4);
+    hs_conf_pair fd = hs_conf_pair_of(t, NULL, n * 4), sd = hs_conf_pair_of(t, NULL, n * 4);
+    const hs_backend *be[2] = {t->cpu, t->cuda};
+    for (int k = 0; k < 2; k++) {
+        float *X = k ? dx.cuda : dx.cpu, *G = k ? dg.cuda : dg.cpu, *FY = k ? fy.cuda : fy.cpu;
+        float *SY = k ? sy.cuda : sy.cpu, *FD = k ? fd.cuda : fd.cpu, *SD = k ? sd.cuda : sd.cpu;
+        be[k]->relu_dropout_forward(be[k], FY, X, batch, per_sample, p, key, first_sample, NULL);
+        be[k]->relu_forward(be[k], SY, X, n);
+        be[k]->dropout_forward(be[k], SY, SY, batch, per_sample, 1, p, key, first_sample);
+        be[k]->relu_dropout_backward(be[k], FD, G, FY, batch, per_sample, p, key, first_sample, NULL);
+        be[k]->dropout_backward(be[k], SD, G, batch, per_sample, 1, p, key, first_sample);
+        be[k]->relu_backward(be[k], SD, SD, SY, n);
+    }
+    snprintf(what, sizeof what, "batch=%d per_sample=%zu p=%g: CUDA vs CPU", batch, per_sample, p);
+    hs_conf_check_i32(t, what, fy.cpu, fy.cuda, n);
+    hs_conf_check_i32(t, what, fd.cpu, fd.cuda, n);
+    /* the CPU backend's buffers are host memory */
+    if (memcmp(fy.cpu, sy.cpu, n * 4) || memcmp(fd.cpu, sd.cpu, n * 4)) {
+        hs_conf_fail(t);
+        printf("FAIL relu_dropout_forward/backward: batch=%d per_sample=%zu p=%g: the fused op's bits differ "
+               "from relu then dropout's on the CPU\n", batch, per_sample, p);
+    } else {
+        t->checks++;
+    }
+    snprintf(what, sizeof what, "batch=%d per_sample=%zu p=%g: fused vs separate (CUDA)", batch, per_sample, p);
+    hs_conf_same_bits(t, what, fy.cuda, sy.cuda, n * 4);
+    hs_conf_same_bits(t, what, fd.cuda, sd.cuda, n * 4);
+    hs_conf_pair_free(t, dx), hs_conf_pair_free(t, dg), hs_conf_pair_free(t, fy), hs_conf_pair_free(t, sy);
+    hs_conf_pair_free(t, fd), hs_conf_pair_free(t, sd);
+    free(x), free(g);
+}
+
+/* ReLU and element-wise dropout in one op (Transformer-XL's FFN activation), p = 0 and 0.1: the CPU's bits
+ * on CUDA, and on each backend the bits of relu_forward then dropout_forward (backward: dropout_backward
+ * then relu_backward), the separate ops it replaces. Last, many short samples of positive inputs at
+ * p = 0.5: CUDA steps through four values at a time, and every step crosses a sample's end. */
+static void relu_dropout_cases(hs_conf *t) {
     hs_conf_op(t, "relu_dropout_forward/backward");
     for (int s = 0; s < hs_conf_nsizes; s++)
-        for (int pi = 0; pi < 2; pi++) {
-            const float p = pi ? 0.1f : 0.0f;
-            const size_t per_sample = hs_conf_sizes[s], n = (size_t)batch * per_sample;
-            float *x = hs_conf_rand(t, n, -1, 1), *g = hs_conf_rand(t, n, -1, 1);
-            hs_conf_pair dx = hs_conf_pair_of(t, x, n * 4), dg = hs_conf_pair_of(t, g, n * 4);
-            hs_conf_pair fy = hs_conf_pair_of(t, NULL, n * 4), sy = hs_conf_pair_of(t, NULL, n * 4);
-            hs_conf_pair fd = hs_conf_pair_of(t, NULL, n * 4), sd = hs_conf_pair_of(t, NULL, n * 4);
-            const hs_backend *be[2] = {t->cpu, t->cuda};
-            for (int k = 0; k < 2; k++) {
-                float *X = k ? dx.cuda : dx.cpu, *G = k ? dg.cuda : dg.cpu, *FY = k ? fy.cuda : fy.cpu;
-                float *SY = k ? sy.cuda : sy.cpu, *FD = k ? fd.cuda : fd.cpu, *SD = k ? sd.cuda : sd.cpu;
-                be[k]->relu_dropout_forward(be[k], FY, X, batch, per_sample, p, key, first_sample, NULL);
-                be[k]->relu_forward(be[k], SY, X, n);
-                be[k]->dropout_forward(be[k], SY, SY, batch, per_sample, 1, p, key, first_sample);
-                be[k]->relu_dropout_backward(be[k], FD, G, FY, batch, per_sample, p, key, first_sample, NULL);
-                be[k]->dropout_backward(be[k], SD, G, batch, per_sample, 1, p, key, first_sample);
-                be[k]->relu_backward(be[k], SD, SD, SY, n);
-            }
-            snprintf(what, sizeof what, "batch=%d per_sample=%zu p=%g: CUDA vs CPU", batch, per_sample, p);
-            hs_conf_check_i32(t, what, fy.cpu, fy.cuda, n);
-            hs_conf_check_i32(t, what, fd.cpu, fd.cuda, n);
-            /* the CPU backend's buffers are host memory */
-            if (memcmp(fy.cpu, sy.cpu, n * 4) || memcmp(fd.cpu, sd.cpu, n * 4)) {
-                hs_conf_fail(t);
-                printf("FAIL relu_dropout_forward/backward: batch=%d per_sample=%zu p=%g: the fused op's bits differ "
-                       "from relu then dropout's on the CPU\n", batch, per_sample, p);
-            } else {
-                t->checks++;
-            }
-            snprintf(what, sizeof what, "batch=%d per_sample=%zu p=%g: fused vs separate (CUDA)", batch, per_sample, p);
-            hs_conf_same_bits(t, what, fy.cuda, sy.cuda, n * 4);
-            hs_conf_same_bits(t, what, fd.cuda, sd.cuda, n * 4);
-            hs_conf_pair_free(t, dx), hs_conf_pair_free(t, dg), hs_conf_pair_free(t, fy), hs_conf_pair_free(t, sy);
-            hs_conf_pair_free(t, fd), hs_conf_pair_free(t, sd);
-            free(x), free(g);
-        }
+        for (int pi = 0; pi < 2; pi++) relu_dropout_case(t, 3, hs_conf_sizes[s], pi ? 0.1f : 0.0f, -1.0f);
+    relu_dropout_case(t, 97, 5, 0.5f, 0.1f);
+    relu_dropout_case(t, 41, 3, 0.5f, 0.1f);
 }
 
 /* ---- max pooling ------------------------------------------------------------------------------------------ */

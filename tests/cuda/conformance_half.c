@@ -937,7 +937,7 @@ static void gelu_forward_half_on(hs_conf *t, const hs_backend *be, size_t n) {
     free(hx), free(hz);
 }
 
-/* CUDA: the GELU kernels move quads of four elements with vector loads where every pointer is aligned
+/* CUDA: the GELU and ReLU + dropout kernels move quads of four elements with vector loads where every pointer is aligned
  * (kernels/quads.cuh), element by element where not: the same call on buffers one element off their
  * alignment gives the same bits, n odd (a short last quad) */
 static void gelu_unaligned(hs_conf *t) {
@@ -973,6 +973,14 @@ static void gelu_unaligned(hs_conf *t) {
     for (int k = 0; k < 2; k++) be->bias_gelu_forward(be, y[k], x[k], bias, rows, cols, pre16[k], y16[k]);
     hs_conf_same_on(t, be, "bias_gelu_forward y, one element off alignment", y[0], y[1], n * 4);
     hs_conf_same_on(t, be, "bias_gelu_forward x16, one element off alignment", pre16[0], pre16[1], n * 2);
+    /* relu_dropout_forward/backward: 7 samples of 143 values (a quad crosses samples), dropout 0.1 */
+    for (int k = 0; k < 2; k++) be->relu_dropout_forward(be, y[k], x[k], rows, (size_t)cols, 0.1f, 77, 5, y16[k]);
+    hs_conf_same_on(t, be, "relu_dropout_forward y, one element off alignment", y[0], y[1], n * 4);
+    hs_conf_same_on(t, be, "relu_dropout_forward y16, one element off alignment", y16[0], y16[1], n * 2);
+    for (int k = 0; k < 2; k++)
+        be->relu_dropout_backward(be, dx[k], dy[k], y[k], rows, (size_t)cols, 0.1f, 77, 5, dx16[k]);
+    hs_conf_same_on(t, be, "relu_dropout_backward dx, one element off alignment", dx[0], dx[1], n * 4);
+    hs_conf_same_on(t, be, "relu_dropout_backward dx16, one element off alignment", dx16[0], dx16[1], n * 2);
     for (int k = 0; k < 2; k++) {
         be->free(be, xb[k]), be->free(be, dyb[k]), be->free(be, yb[k]), be->free(be, dxb[k]);
         for (int a = 0; a < 4; a++) be->free(be, hbuf[a][k]);
