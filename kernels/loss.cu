@@ -9,10 +9,13 @@
  *                    (rows with label < 0 are ignored: no statistics, zero gradient)
  *   argmax = the first index holding the maximum (torch.argmax's rule, as the CPU).
  *
- * Forward: one warp per row. Lane l owns columns l, l+32, ...: it alone reads and writes them, so
- * probs may alias logits, and the lane owning the label column (label % 32) reads x_label before it
- * overwrites it. A lane's sums run over its columns in order, then a fixed xor butterfly over the 32
- * lanes, so every lane holds the same bits. The row's NLL, count and correctness go to per-row slots
+ * Forward: one warp per row, or for rows of at least HS_WIDE_ROW_COLS columns one block per row (row_group):
+ * BERT's MLM head has 1280 rows of 30522 columns, and Transformer-XL's tail clusters a few hundred rows of
+ * up to 160 000: a warp each would leave a GPU a few warps per SM to stream them. Thread t of a row's group
+ * owns columns t, t+size, ...: it alone reads and writes them, so probs may alias logits, and the thread
+ * owning the label column (label % size) reads x_label before it overwrites it. A thread's sums run over
+ * its columns in order, then a fixed xor butterfly over the warp (and for a block, the warps in order),
+ * so every thread holds the same bits; which group a row gets depends on its length alone. The row's NLL, count and correctness go to per-row slots
  * in scratch, and one block adds them up in a fixed order (strided per thread, then a fixed tree) into
  * stats[0..2] (+=): the statistics are the same bits on every run, and no float atomics are used. */
 #include <limits.h>
@@ -36,19 +39,40 @@ namespace {
 template <class T> __device__ __forceinline__ float to_float(T v) { return static_cast<float>(v); }
 template <class T> __device__ __forceinline__ T from_float(float v) { return static_cast<T>(v); }
 
-/* This lane's columns of x[cols]: first maximum (strict >, the first column taken as it is, as the
- * CPU takes x[0]), then the warp's. */
-template <class T> __device__ __forceinline__ void row_argmax(const T *x, int cols, int lane, float &m, int &best) {
+/* The threads that share a row: a warp (WIDE false; HS_ROWS_PER_BLOCK rows per block) or the whole block
+ * (WIDE: one row per block). rank: the thread's place in the group; rows first_row(), + row_stride(), ... */
+template <bool WIDE> struct row_group {
+  static constexpr int size = WIDE ? HS_BLOCK : HS_WARP;
+  __device__ static int rank() { return WIDE ? (int)threadIdx.x : (int)(threadIdx.x % HS_WARP); }
+  __device__ static long long first_row() {
+    return WIDE ? (long long)blockIdx.x : (long long)blockIdx.x * HS_ROWS_PER_BLOCK + threadIdx.x / HS_WARP;
+  }
+  __device__ static long long row_stride() {
+    return WIDE ? (long long)gridDim.x : (long long)gridDim.x * HS_ROWS_PER_BLOCK;
+  }
+  template <class V> __device__ static V sum(V v) { return WIDE ? block_sum(v) : warp_sum(v); }
+  template <class V> __device__ static void argmax(V &m, int &best) {
+    if (WIDE) block_argmax(m, best);
+    else warp_argmax(m, best);
+  }
+};
+
+/* Rows of at least this many columns get a block each (row_group<true>) */
+#define HS_WIDE_ROW_COLS 4096
+
+/* This thread's columns of x[cols]: first maximum (strict >, the first column taken as it is, as the
+ * CPU takes x[0]), then the group's. */
+template <bool WIDE, class T> __device__ __forceinline__ void row_argmax(const T *x, int cols, float &m, int &best) {
   m = -INFINITY;
   best = INT_MAX;
-  for (int c = lane; c < cols; c += HS_WARP) {
+  for (int c = row_group<WIDE>::rank(); c < cols; c += row_group<WIDE>::size) {
     const float v = to_float(x[c]);
     if (best == INT_MAX || v > m) {
       m = v;
       best = c;
     }
   }
-  warp_argmax(m, best);
+  row_group<WIDE>::argmax(m, best);
 }
 
 /* Per-row statistics in scratch: row_stats[0*rows + r] = NLL, [1*rows + r] = counted (0/1),
@@ -57,29 +81,28 @@ template <class T> __device__ __forceinline__ void row_argmax(const T *x, int co
 /* ---- log-softmax + NLL -------------------------------------------------------------------------------- */
 
 /* logprobs[rows,cols] = log_softmax(logits[rows,cols]) (NULL: not written) and log_norm[rows] (NULL: not);
- * row_stats as above, zeros for rows with label < 0. One warp per row. */
-template <class T>
+ * row_stats as above, zeros for rows with label < 0. One row per row_group<WIDE>. */
+template <bool WIDE, class T>
 __global__ void __launch_bounds__(HS_BLOCK)
     log_softmax_nll_forward_kernel(T *logprobs, const T *logits, const int32_t *labels, int rows, int cols,
                                    double *row_stats, double *log_norm_out) {
-  const int lane = threadIdx.x % HS_WARP;
-  const long long first = (long long)blockIdx.x * HS_ROWS_PER_BLOCK + threadIdx.x / HS_WARP;
-  const long long stride = (long long)gridDim.x * HS_ROWS_PER_BLOCK;
-  for (long long r = first; r < rows; r += stride) { /* uniform across the warp */
+  using group = row_group<WIDE>;
+  const int rank = group::rank();
+  for (long long r = group::first_row(); r < rows; r += group::row_stride()) { /* uniform across the group */
     const size_t off = (size_t)r * (size_t)cols;
     const T *x = logits + off;
     const int label = labels[r]; /* < 0: an ignored (padding) row, its statistics zeros */
     float m;
     int best;
-    row_argmax(x, cols, lane, m, best);
-    const bool owner = label >= 0 ? lane == label % HS_WARP : lane == 0; /* the lane holding column `label` */
+    row_argmax<WIDE>(x, cols, m, best);
+    const bool owner = label >= 0 ? rank == label % group::size : rank == 0; /* the thread holding column `label` */
     const double x_label = label >= 0 && owner ? (double)to_float(x[label]) : 0.0; /* before logprobs is written */
     double sum = 0.0;
-    for (int c = lane; c < cols; c += HS_WARP) sum += exp((double)to_float(x[c]) - (double)m);
-    const double log_norm = (double)m + log(warp_sum(sum));
+    for (int c = rank; c < cols; c += group::size) sum += exp((double)to_float(x[c]) - (double)m);
+    const double log_norm = (double)m + log(group::sum(sum));
     if (logprobs)
-      for (int c = lane; c < cols; c += HS_WARP) logprobs[off + c] = from_float<T>(hs_logprob(to_float(x[c]), log_norm));
-    if (log_norm_out && lane == 0) log_norm_out[r] = log_norm;
+      for (int c = rank; c < cols; c += group::size) logprobs[off + c] = from_float<T>(hs_logprob(to_float(x[c]), log_norm));
+    if (log_norm_out && rank == 0) log_norm_out[r] = log_norm;
     if (owner) {
       row_stats[r] = label >= 0 ? log_norm - x_label : 0.0;
       row_stats[(size_t)rows + r] = label >= 0 ? 1.0 : 0.0;
@@ -112,33 +135,32 @@ __global__ void __launch_bounds__(HS_BLOCK)
 /* ---- softmax + cross-entropy -------------------------------------------------------------------------- */
 
 /* probs[rows,cols] = softmax(logits) (probs may alias logits); row_stats as above, zeros for rows with
- * label < 0. One warp per row. */
-template <class T>
+ * label < 0. One row per row_group<WIDE>. */
+template <bool WIDE, class T>
 __global__ void __launch_bounds__(HS_BLOCK)
     softmax_xent_forward_kernel(T *probs, const T *logits, const int32_t *labels, int rows, int cols,
                                 double *row_stats) {
-  const int lane = threadIdx.x % HS_WARP;
-  const long long first = (long long)blockIdx.x * HS_ROWS_PER_BLOCK + threadIdx.x / HS_WARP;
-  const long long stride = (long long)gridDim.x * HS_ROWS_PER_BLOCK;
-  for (long long r = first; r < rows; r += stride) {
+  using group = row_group<WIDE>;
+  const int rank = group::rank();
+  for (long long r = group::first_row(); r < rows; r += group::row_stride()) { /* uniform across the group */
     const size_t off = (size_t)r * (size_t)cols;
     const T *x = logits + off;
     T *pr = probs + off;
     const int label = labels[r];
     float m;
     int best;
-    row_argmax(x, cols, lane, m, best);
-    const bool owner = label >= 0 ? lane == label % HS_WARP : lane == 0;
+    row_argmax<WIDE>(x, cols, m, best);
+    const bool owner = label >= 0 ? rank == label % group::size : rank == 0;
     const float x_label = label >= 0 && owner ? to_float(x[label]) : 0.0f; /* before pr overwrites it */
     double sum = 0.0;
-    for (int c = lane; c < cols; c += HS_WARP) {
+    for (int c = rank; c < cols; c += group::size) {
       const float e = hs_exp_fast(to_float(x[c]) - m);
       pr[c] = from_float<T>(e);
       sum += (double)e;
     }
-    const double total = warp_sum(sum);
+    const double total = group::sum(sum);
     const float inv = (float)(1.0 / total);
-    for (int c = lane; c < cols; c += HS_WARP) pr[c] = from_float<T>(to_float(pr[c]) * inv);
+    for (int c = rank; c < cols; c += group::size) pr[c] = from_float<T>(to_float(pr[c]) * inv);
     if (owner) {
       row_stats[r] = label >= 0 ? (double)m + log(total) - (double)x_label : 0.0;
       row_stats[(size_t)rows + r] = label >= 0 ? 1.0 : 0.0;
@@ -182,6 +204,9 @@ __global__ void __launch_bounds__(HS_BLOCK) loss_stats_kernel(double *stats, con
   }
 }
 
+/* blocks for one row per block, rows strided over at most HS_MAX_GRID of them */
+unsigned grid_for_wide_rows(int rows) { return (unsigned)(rows < HS_MAX_GRID ? rows : HS_MAX_GRID); }
+
 /* row_stats[3][rows] in scratch, filled by a forward kernel, then added to stats. */
 double *row_stats_scratch(const hs_backend *be, int rows) {
   return static_cast<double *>(hs_cuda_scratch(be, 3 * (size_t)rows * sizeof(double)));
@@ -198,8 +223,12 @@ void launch_log_softmax_nll_forward(const hs_backend *be, T *logprobs, const T *
   hs_output_check("log_softmax_nll_forward: logprobs or log_norm", logprobs, log_norm);
   if (rows <= 0 || cols <= 0) return;
   double *row_stats = row_stats_scratch(be, rows);
-  HS_LAUNCH(hs_grid_for_rows((size_t)rows), HS_BLOCK, 0, hs_cuda_stream(be), log_softmax_nll_forward_kernel<T>)(
-      logprobs, logits, labels, rows, cols, row_stats, log_norm);
+  if (cols >= HS_WIDE_ROW_COLS)
+    HS_LAUNCH(grid_for_wide_rows(rows), HS_BLOCK, 0, hs_cuda_stream(be), log_softmax_nll_forward_kernel<true, T>)(
+        logprobs, logits, labels, rows, cols, row_stats, log_norm);
+  else
+    HS_LAUNCH(hs_grid_for_rows((size_t)rows), HS_BLOCK, 0, hs_cuda_stream(be), log_softmax_nll_forward_kernel<false, T>)(
+        logprobs, logits, labels, rows, cols, row_stats, log_norm);
   /* logits, logprobs, labels, the per-row statistics, log_norm */
   HS_CUDA_LAUNCHED("log_softmax_nll_forward_kernel",
                    (logprobs ? 2 : 1) * (size_t)rows * (size_t)cols * sizeof(T) +
@@ -229,8 +258,12 @@ void launch_softmax_xent_forward(const hs_backend *be, T *probs, const T *logits
                                  int cols, double *stats) {
   if (rows <= 0 || cols <= 0) return;
   double *row_stats = row_stats_scratch(be, rows);
-  HS_LAUNCH(hs_grid_for_rows((size_t)rows), HS_BLOCK, 0, hs_cuda_stream(be), softmax_xent_forward_kernel<T>)(
-      probs, logits, labels, rows, cols, row_stats);
+  if (cols >= HS_WIDE_ROW_COLS)
+    HS_LAUNCH(grid_for_wide_rows(rows), HS_BLOCK, 0, hs_cuda_stream(be), softmax_xent_forward_kernel<true, T>)(
+        probs, logits, labels, rows, cols, row_stats);
+  else
+    HS_LAUNCH(hs_grid_for_rows((size_t)rows), HS_BLOCK, 0, hs_cuda_stream(be), softmax_xent_forward_kernel<false, T>)(
+        probs, logits, labels, rows, cols, row_stats);
   /* logits, probs, labels, the per-row statistics */
   HS_CUDA_LAUNCHED("softmax_xent_forward_kernel",
                    2 * (size_t)rows * (size_t)cols * sizeof(T) + (size_t)rows * (sizeof(int32_t) + 3 * sizeof(double)));

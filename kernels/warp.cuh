@@ -59,6 +59,21 @@ template <class T> __device__ T block_sum(T v) {
   return s;
 }
 
+/* (max, first index of the max) over the block, each thread holding its part in (m, best) as for
+ * warp_argmax: the warps' results, then the warps in warp order by the same rule. Every thread gets the
+ * result. */
+template <class T> __device__ void block_argmax(T &m, int &best) {
+  HS_SHARED(T[HS_BLOCK / HS_WARP], warp_m);
+  HS_SHARED(int[HS_BLOCK / HS_WARP], warp_best);
+  warp_argmax(m, best);
+  if (threadIdx.x % HS_WARP == 0) warp_m[threadIdx.x / HS_WARP] = m, warp_best[threadIdx.x / HS_WARP] = best;
+  __syncthreads();
+  m = warp_m[0], best = warp_best[0];
+  for (int w = 1; w < HS_BLOCK / HS_WARP; w++)
+    if (warp_m[w] > m || (warp_m[w] == m && warp_best[w] < best)) m = warp_m[w], best = warp_best[w];
+  __syncthreads(); /* warp_m is rewritten by the next call */
+}
+
 } // namespace
 
 #endif

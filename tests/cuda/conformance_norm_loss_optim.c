@@ -269,6 +269,22 @@ static int32_t *loss_labels(hs_conf *t, int rows, int cols, int ignored) {
     return labels;
 }
 
+/* With ties, every labelled row's label at its first maximum (even rows) or its last (odd rows, where a
+ * later column ties): the correct count then says whether an argmax takes the first maximum, the CPU's
+ * rule (torch.argmax's), across every split of a row between threads. */
+static void labels_at_ties(int32_t *labels, const float *x, int rows, int cols) {
+    for (int r = 0; r < rows; r++) {
+        if (labels[r] < 0) continue;
+        const float *row = x + (size_t)r * (size_t)cols;
+        int first = 0, last = 0;
+        for (int c = 1; c < cols; c++) {
+            if (row[c] > row[first]) first = last = c;
+            else if (row[c] == row[first]) last = c;
+        }
+        labels[r] = r % 2 ? last : first;
+    }
+}
+
 static const double loss_stats0[3] = {1.5, 2.0, 3.0}; /* the ops add to the slots */
 
 static void log_softmax_nll_case(hs_conf *t, int rows, int cols, int ties) {
@@ -277,6 +293,7 @@ static void log_softmax_nll_case(hs_conf *t, int rows, int cols, int ties) {
     float *x = loss_logits(t, n, ties);
     int32_t *labels = loss_labels(t, rows, cols, 0);
     for (int r = 8; r < rows; r += 9) labels[r] = -1; /* ignored rows (Transformer-XL's padded clusters) */
+    if (ties) labels_at_ties(labels, x, rows, cols);
     hs_conf_pair pl = hs_conf_pair_of(t, labels, (size_t)rows * 4), px = hs_conf_pair_of(t, x, n * 4), plp = hs_conf_pair_of(t, NULL, n * 4),
          pd = hs_conf_pair_of(t, NULL, n * 4), pst = hs_conf_pair_of(t, loss_stats0, sizeof loss_stats0);
     snprintf(what, sizeof what, "rows=%d cols=%d%s", rows, cols, ties ? " (integer logits, ties)" : "");
@@ -315,6 +332,7 @@ static void softmax_xent_case(hs_conf *t, int rows, int cols, int ties, int in_p
     const size_t n = (size_t)rows * (size_t)cols;
     float *x = loss_logits(t, n, ties);
     int32_t *labels = loss_labels(t, rows, cols, 1);
+    if (ties) labels_at_ties(labels, x, rows, cols);
     hs_conf_pair pl = hs_conf_pair_of(t, labels, (size_t)rows * 4), px = hs_conf_pair_of(t, x, n * 4);
     hs_conf_pair pp = in_place ? px : hs_conf_pair_of(t, NULL, n * 4), pd = in_place ? px : hs_conf_pair_of(t, NULL, n * 4);
     hs_conf_pair pst = hs_conf_pair_of(t, loss_stats0, sizeof loss_stats0);
@@ -335,7 +353,7 @@ static void softmax_xent_case(hs_conf *t, int rows, int cols, int ties, int in_p
 
 static void loss_cases(hs_conf *t) {
     static const int shapes[][2] = {{1, 1}, {1, 2}, {31, 10}, {33, 33}, {127, 31}, {256, 127},
-                                    {300, 2}, {5, 1000}, {3, 4097}, {40, 257}};
+                                    {300, 2}, {5, 1000}, {3, 4097}, {40, 257}, {1030, 4100}};
     const size_t nshapes = sizeof shapes / sizeof shapes[0];
     hs_conf_op(t, "log_softmax_nll_forward/backward");
     for (size_t s = 0; s < nshapes; s++)
