@@ -514,9 +514,7 @@ extern "C" void hs_cuda_flash_attention_backward(const hs_backend *be, float *dq
   HS_LAUNCH(flash_row_dot_grid(rows), HS_BLOCK, 0, hs_cuda_stream(be), flash_row_dot_kernel)(
       D, dctx16, dctx_only16 ? nullptr : dctx, dctx_only16, ctx, ctx16, be->precision == HS_PRECISION_BF16, batch,
       seq_len, heads, head_dim);
-  /* dctx and ctx read (each in fp32 or 16 bits), D written, and dctx16 */
-  HS_CUDA_LAUNCHED("flash_row_dot_kernel (attention)",
-                   tokh * ((dctx_only16 ? 2 : 4) + (ctx16 ? 2 : 4) + (dctx16 ? 2 : 0)) + rows * sizeof(float));
+  HS_CUDA_LAUNCHED("flash_row_dot_kernel (attention)", flash_row_dot_bytes(tokh, rows, dctx_only16, ctx16, dctx16));
   const int big = head_dim > 64;
   switch (be->precision) {
   case HS_PRECISION_BF16:

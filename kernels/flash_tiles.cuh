@@ -182,6 +182,13 @@ __global__ void __launch_bounds__(HS_BLOCK)
   }
 }
 
+/* Host: the bytes flash_row_dot_kernel moves over elems = rows·d values (the device-op ledger): dctx and
+ * ctx read, each in fp32 or from 16 bits (dctx_only16, ctx16 given), D written, and dctx16 where written */
+static inline size_t flash_row_dot_bytes(size_t elems, size_t rows, const void *dctx_only16, const void *ctx16,
+                                         const void *dctx16) {
+  return elems * ((dctx_only16 ? 2 : 4) + (ctx16 ? 2 : 4) + (dctx16 ? 2 : 0)) + rows * sizeof(float);
+}
+
 /* Host: flash_row_dot_kernel's grid for rows rows (a block per kRowDotRows rows, capped as hs_grid_for) */
 static inline unsigned flash_row_dot_grid(size_t rows) {
   return hs_grid_for((rows + kRowDotRows - 1) / kRowDotRows * (size_t)HS_BLOCK);

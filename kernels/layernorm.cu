@@ -208,8 +208,10 @@ HS_UNROLL
  *   2. dx[rows,cols] (may alias dy: only this block reads the chunk's rows, and phase 1 has read them)
  *      from dy, x (the forward's input), mean, rstd, gamma; one warp per row.
  * One launch where a partials kernel and a dx kernel were two: the same expressions in the same order,
- * so the same bits. */
-template <class T>
+ * so the same bits. K > 0 (rows of at most K·32 columns): phase 2 holds a lane's x and dy values of the
+ * row in registers, loaded before its first store, instead of reading them again for the output (the
+ * same expressions on the same values). */
+template <class T, int K>
 __global__ void __launch_bounds__(HS_BLOCK)
     layernorm_backward_dx_kernel(double *partial, T *dx, T *da, const T *dy, const T *x, const float *mean,
                                  const float *rstd, const float *gamma, int rows, int cols, ln_dropout drop,
@@ -235,17 +237,10 @@ __global__ void __launch_bounds__(HS_BLOCK)
   for (long long r = r0 + threadIdx.x / HS_WARP; r < r1; r += HS_ROWS_PER_BLOCK) {
     const size_t off = (size_t)r * (size_t)cols;
     const float m = mean[r], rs = rstd[r];
-    double sum_g = 0.0, sum_gx = 0.0;
-    for (int c = lane; c < cols; c += HS_WARP) {
-      const float xh = (to_float(x[off + c]) - m) * rs;
-      const float g = to_float(dy[off + c]) * gamma[c];
-      sum_g += (double)g;
-      sum_gx += (double)g * (double)xh;
-    }
-    const float mean_g = (float)(warp_sum(sum_g) / cols), mean_gx = (float)(warp_sum(sum_gx) / cols);
-    for (int c = lane; c < cols; c += HS_WARP) {
-      const float xh = (to_float(x[off + c]) - m) * rs; /* the same float expression as above */
-      const T v = from_float<T>(hs_layernorm_dx(to_float(dy[off + c]) * gamma[c], xh, rs, mean_g, mean_gx));
+    /* the dx of column c from its x and dy values: the same float expressions either way */
+    auto put = [&](int c, float xv, float dyv, float mean_g, float mean_gx) {
+      const float xh = (xv - m) * rs;
+      const T v = from_float<T>(hs_layernorm_dx(dyv * gamma[c], xh, rs, mean_g, mean_gx));
       dx[off + c] = v;
       if (drop.on) {
         const T d = from_float<T>(to_float(v) * dropout_factor_at(drop, off + c));
@@ -254,6 +249,41 @@ __global__ void __launch_bounds__(HS_BLOCK)
       } else {
         put_half(da16, off + c, to_float(v)); /* da is a copy of dx */
       }
+    };
+    double sum_g = 0.0, sum_gx = 0.0;
+    if (K > 0) {
+      float xs[K > 0 ? K : 1], dys[K > 0 ? K : 1];
+      HS_UNROLL
+      for (int k = 0; k < K; k++) {
+        const int c = lane + k * HS_WARP;
+        xs[k] = c < cols ? to_float(x[off + c]) : 0.0f;
+        dys[k] = c < cols ? to_float(dy[off + c]) : 0.0f;
+      }
+      HS_UNROLL
+      for (int k = 0; k < K; k++) {
+        const int c = lane + k * HS_WARP;
+        if (c < cols) {
+          const float xh = (xs[k] - m) * rs;
+          const float g = dys[k] * gamma[c];
+          sum_g += (double)g;
+          sum_gx += (double)g * (double)xh;
+        }
+      }
+      const float mean_g = (float)(warp_sum(sum_g) / cols), mean_gx = (float)(warp_sum(sum_gx) / cols);
+      HS_UNROLL
+      for (int k = 0; k < K; k++) {
+        const int c = lane + k * HS_WARP;
+        if (c < cols) put(c, xs[k], dys[k], mean_g, mean_gx);
+      }
+    } else {
+      for (int c = lane; c < cols; c += HS_WARP) {
+        const float xh = (to_float(x[off + c]) - m) * rs;
+        const float g = to_float(dy[off + c]) * gamma[c];
+        sum_g += (double)g;
+        sum_gx += (double)g * (double)xh;
+      }
+      const float mean_g = (float)(warp_sum(sum_g) / cols), mean_gx = (float)(warp_sum(sum_gx) / cols);
+      for (int c = lane; c < cols; c += HS_WARP) put(c, to_float(x[off + c]), to_float(dy[off + c]), mean_g, mean_gx);
     }
   }
 }
@@ -314,8 +344,18 @@ void launch_layernorm_backward(const hs_backend *be, T *dx, T *da, float *dgamma
   const int chunks = (rows + HS_LN_ROW_CHUNK - 1) / HS_LN_ROW_CHUNK;
   /* scratch: partial[chunks][2][cols] doubles */
   double *partial = static_cast<double *>(hs_cuda_scratch(be, (size_t)chunks * 2 * (size_t)cols * sizeof(double)));
-  HS_LAUNCH(dim3((unsigned)chunks), HS_BLOCK, 0, stream, layernorm_backward_dx_kernel<T>)(
-      partial, dx, da, dy, x, mean, rstd, gamma, rows, cols, drop, da16);
+  /* rows of up to 1024 columns in registers, as the forward */
+#define HS_LN_DX(K)                                                                                            \
+  HS_LAUNCH(dim3((unsigned)chunks), HS_BLOCK, 0, stream, layernorm_backward_dx_kernel<T, K>)(partial, dx, da, dy, \
+                                                                                         x, mean, rstd, gamma, rows, \
+                                                                                         cols, drop, da16)
+  if (cols <= 4 * HS_WARP) HS_LN_DX(4);
+  else if (cols <= 8 * HS_WARP) HS_LN_DX(8);
+  else if (cols <= 16 * HS_WARP) HS_LN_DX(16);
+  else if (cols <= 24 * HS_WARP) HS_LN_DX(24);
+  else if (cols <= 32 * HS_WARP) HS_LN_DX(32);
+  else HS_LN_DX(0);
+#undef HS_LN_DX
   /* dy and x (counted once: the partials' rereads of a chunk just read), dx (and the dropout's gradient da
    * where it is written); mean, rstd; gamma; the partial sums written */
   HS_CUDA_LAUNCHED("layernorm_backward_dx_kernel", (size_t)rows * (size_t)cols * (drop.on && da ? 4 : 3) * sizeof(T) +

@@ -782,9 +782,8 @@ void backward_t(const hs_backend *be, float *dqkv, float *dr, float *dr_w_bias, 
   /* D[s, h, i] = dctx_i·ctx_i (head h's columns), and dctx's 16-bit copy (flash_tiles.cuh) */
   HS_LAUNCH(flash_row_dot_grid(rows), HS_BLOCK, 0, stream, flash_row_dot_kernel)(
       D, dctx16, dctx_only16 ? nullptr : dctx, dctx_only16, ctx, ctx16, g.bf16, g.batch, g.qlen, g.heads, g.d);
-  /* dctx and ctx read (each in fp32 or 16 bits), D written, and dctx16 */
   HS_CUDA_LAUNCHED("flash_row_dot_kernel (relative attention)",
-                   qh * ((dctx_only16 ? 2 : 4) + (ctx16 ? 2 : 4) + (dctx16 ? 2 : 0)) + rows * sizeof(float));
+                   flash_row_dot_bytes(qh, rows, dctx_only16, ctx16, dctx16));
   const unsigned units = (unsigned)(g.batch * g.heads);
   const launch_cfg cq = pick<dq_layout<T>>(g, g.qlen, "dQ");
   flash_allow_smem(rel_flash_dq_kernel<T>);

@@ -149,6 +149,7 @@ struct hs_bert {
                                            * dataflow with the fused attention), which the attention
                                            * backward reads beside writing dqkv's twin: grad16_ffn's last
                                            * T·H when it holds T·4H (I >= 4H), else its own */
+    int grad16_ctx_owned;                 /* 1: grad16_ctx is its own allocation (freed with the model) */
     uint16_t *ffn_act16;                  /* [T,I]: the GELU output's twin, one for every layer (16-bit
                                            * storage only): gelu_forward_half writes it for the output
                                            * product, and the backward's gelu_backward recomputes it from
@@ -393,7 +394,10 @@ void hs_bert_setup(hs_bert *m) {
         /* dqkv's twin is written after the FFN's is read (the layer's backward order) */
         m->grad16_qkv = I >= 3 * H ? m->grad16_ffn : alloc_half(m, T * 3 * H);
         if (m->only16) m->sub16 = alloc_half(m, T * H);
-        if (m->only16 && fused) m->grad16_ctx = I >= 4 * H ? m->grad16_ffn + T * 3 * H : alloc_half(m, T * H);
+        if (m->only16 && fused) {
+            m->grad16_ctx_owned = I < 4 * H;
+            m->grad16_ctx = m->grad16_ctx_owned ? alloc_half(m, T * H) : m->grad16_ffn + T * 3 * H;
+        }
         m->ffn_act16 = alloc_half(m, T * I);
     }
     m->pool_in = alloc_act(m, B * H);
@@ -1069,7 +1073,7 @@ void hs_bert_free(hs_bert *m) {
         if (m->grad16_h) be->free(be, m->grad16_h);
         if (m->grad16_ffn) be->free(be, m->grad16_ffn);
         if (m->grad16_qkv && m->grad16_qkv != m->grad16_ffn) be->free(be, m->grad16_qkv);
-        if (m->grad16_ctx && (m->cfg.intermediate_size < 4 * m->cfg.hidden_size)) be->free(be, m->grad16_ctx);
+        if (m->grad16_ctx_owned) be->free(be, m->grad16_ctx);
         if (m->sub16) be->free(be, m->sub16);
         if (m->ffn_act16) be->free(be, m->ffn_act16);
         hs_workspace_release(be, &m->ws);
