@@ -80,8 +80,13 @@ __device__ __forceinline__ float dropout_factor_at(const ln_dropout &d, size_t i
 /* y[rows,cols], x_sum[rows,cols] (only with residual), mean[rows], rstd[rows] from x[rows,cols],
  * residual[rows,cols] or NULL, gamma[cols], beta[cols]. With a residual, x may come from its 16-bit twin
  * x16 instead (widened, exact; x16 of y16's type, x_sum may alias x). One warp per row, rows
- * grid-strided. */
-template <class T>
+ * grid-strided; lane l owns columns l + 32k, k = 0, 1, ...
+ * K > 0 (rows of at most K·32 columns): a lane holds its columns' values in registers, so it issues every
+ * load of the row (x or x16, residual) before its first store and reads nothing twice. K = 0 (longer
+ * rows): the input sum goes through x_sum and is read back (its stores may alias the inputs, so a lane
+ * waits for each column's loads in turn). The same columns per lane, summed in the same order, either
+ * way: the same bits. */
+template <class T, int K>
 __global__ void __launch_bounds__(HS_BLOCK)
     layernorm_forward_kernel(T *y, T *x_sum, float *mean, float *rstd, const T *x, const uint16_t *x16,
                              const T *residual, const float *gamma, const float *beta, int rows, int cols, float eps,
@@ -90,109 +95,57 @@ __global__ void __launch_bounds__(HS_BLOCK)
   const int lane = threadIdx.x % HS_WARP;
   const long long first = (long long)blockIdx.x * HS_ROWS_PER_BLOCK + threadIdx.x / HS_WARP;
   const long long stride = (long long)gridDim.x * HS_ROWS_PER_BLOCK;
-  for (long long r = first; r < rows; r += stride) { /* uniform across the warp */
-    const size_t off = (size_t)r * (size_t)cols;
-    const T *in = x + off;
-    if (residual) { /* in = x + residual, kept for the backward pass */
-      for (int c = lane; c < cols; c += HS_WARP) {
-        float a = x16 ? (y16.bf16 ? hs_bf16_to_float(x16[off + c]) : hs_fp16_to_float(x16[off + c]))
-                      : to_float(x[off + c]);
-        if (drop.on) /* rounded to T as dropout_kernel stores it */
-          a = to_float(from_float<T>(a * dropout_factor_at(drop, off + c)));
-        x_sum[off + c] = from_float<T>(a + to_float(residual[off + c]));
-      }
-      in = x_sum + off; /* each lane reads back only the columns it wrote */
-    }
-    double sum = 0.0;
-    for (int c = lane; c < cols; c += HS_WARP) sum += (double)to_float(in[c]);
-    const double mu = warp_sum(sum) / cols;
-    double sq = 0.0;
-    for (int c = lane; c < cols; c += HS_WARP) {
-      const double dv = (double)to_float(in[c]) - mu;
-      sq += dv * dv;
-    }
-    const float m = (float)mu, rs = hs_layernorm_rstd(warp_sum(sq) / cols, eps);
-    for (int c = lane; c < cols; c += HS_WARP) {
-      const T v = from_float<T>(hs_layernorm_out(to_float(in[c]), m, rs, gamma[c], beta[c]));
-      y[off + c] = v;
-      put_half(y16, off + c, to_float(v));
-    }
-    if (lane == 0) {
-      mean[r] = m;
-      rstd[r] = rs;
-    }
-  }
-}
-
-/* The same for rows of at most K·32 columns, each lane's columns held in registers: a lane issues every
- * load of its columns (x or x16, residual) before its first store and reads nothing twice, where the
- * kernel above, whose x_sum stores may alias its inputs, waits for each column's loads in turn and
- * reads the row back twice. The same columns per lane, summed in the same order: the same bits. */
-template <class T, int K>
-__global__ void __launch_bounds__(HS_BLOCK)
-    layernorm_forward_rows_kernel(T *y, T *x_sum, float *mean, float *rstd, const T *x, const uint16_t *x16,
-                                  const T *residual, const float *gamma, const float *beta, int rows, int cols,
-                                  float eps, ln_dropout drop, half_out y16) {
-  hs_dropout_slot_resolve(drop); /* the slot read once per thread, not per element */
-  const int lane = threadIdx.x % HS_WARP;
-  const long long first = (long long)blockIdx.x * HS_ROWS_PER_BLOCK + threadIdx.x / HS_WARP;
-  const long long stride = (long long)gridDim.x * HS_ROWS_PER_BLOCK;
-  for (long long r = first; r < rows; r += stride) { /* uniform across the warp */
-    const size_t off = (size_t)r * (size_t)cols;
-    float v[K]; /* column lane + 32k of the row: the LayerNorm's input */
-    if (residual) {
-      float a[K], res[K];
-HS_UNROLL
-      for (int k = 0; k < K; k++) {
-        const int c = lane + k * HS_WARP;
-        a[k] = res[k] = 0.0f;
-        if (c < cols) {
-          a[k] = x16 ? (y16.bf16 ? hs_bf16_to_float(x16[off + c]) : hs_fp16_to_float(x16[off + c])) : to_float(x[off + c]);
-          res[k] = to_float(residual[off + c]);
-        }
-      }
-HS_UNROLL
-      for (int k = 0; k < K; k++) {
-        const int c = lane + k * HS_WARP;
-        v[k] = 0.0f;
-        if (c < cols) {
-          float ak = a[k];
-          if (drop.on) /* rounded to T as dropout_kernel stores it */
-            ak = to_float(from_float<T>(ak * dropout_factor_at(drop, off + c)));
-          const T sum = from_float<T>(ak + res[k]); /* kept for the backward pass */
-          x_sum[off + c] = sum;
-          v[k] = to_float(sum);
-        }
-      }
+  /* f(k, c) for the lane's columns c = lane + 32k < cols, in order */
+  auto lane_cols = [&](auto &&f) {
+    if (K > 0) {
+      HS_UNROLL
+      for (int k = 0; k < (K > 0 ? K : 1); k++)
+        if (lane + k * HS_WARP < cols) f(k, lane + k * HS_WARP);
     } else {
-HS_UNROLL
-      for (int k = 0; k < K; k++) {
-        const int c = lane + k * HS_WARP;
-        v[k] = c < cols ? to_float(x[off + c]) : 0.0f;
-      }
+      for (int c = lane, k = 0; c < cols; c += HS_WARP, k++) f(k, c);
     }
+  };
+  for (long long r = first; r < rows; r += stride) { /* uniform across the warp */
+    const size_t off = (size_t)r * (size_t)cols;
+    float v[K > 0 ? K : 1] = {}; /* K > 0: the lane's columns of the LayerNorm's input */
+    const T *in = x + off;     /* K = 0: the input row in memory */
+    if (residual) { /* in = dropout(x) + residual, kept for the backward pass */
+      float a[K > 0 ? K : 1] = {}, res[K > 0 ? K : 1] = {};
+      auto sum_at = [&](int c, float ak, float rk) {
+        if (drop.on) /* rounded to T as dropout_kernel stores it */
+          ak = to_float(from_float<T>(ak * dropout_factor_at(drop, off + c)));
+        const T s = from_float<T>(ak + rk);
+        x_sum[off + c] = s;
+        return to_float(s);
+      };
+      auto load_x = [&](int c) {
+        return x16 ? (y16.bf16 ? hs_bf16_to_float(x16[off + c]) : hs_fp16_to_float(x16[off + c])) : to_float(x[off + c]);
+      };
+      if (K > 0) {
+        lane_cols([&](int k, int c) { a[k] = load_x(c), res[k] = to_float(residual[off + c]); }); /* every load first */
+        lane_cols([&](int k, int c) { v[k] = sum_at(c, a[k], res[k]); });
+      } else {
+        lane_cols([&](int, int c) { sum_at(c, load_x(c), to_float(residual[off + c])); });
+        in = x_sum + off; /* each lane reads back only the columns it wrote */
+      }
+    } else if (K > 0) {
+      lane_cols([&](int k, int c) { v[k] = to_float(x[off + c]); });
+    }
+    auto value = [&](int k, int c) { return K > 0 ? v[k] : to_float(in[c]); };
     double sum = 0.0;
-HS_UNROLL
-    for (int k = 0; k < K; k++)
-      if (lane + k * HS_WARP < cols) sum += (double)v[k];
+    lane_cols([&](int k, int c) { sum += (double)value(k, c); });
     const double mu = warp_sum(sum) / cols;
     double sq = 0.0;
-HS_UNROLL
-    for (int k = 0; k < K; k++)
-      if (lane + k * HS_WARP < cols) {
-        const double dv = (double)v[k] - mu;
-        sq += dv * dv;
-      }
+    lane_cols([&](int k, int c) {
+      const double dv = (double)value(k, c) - mu;
+      sq += dv * dv;
+    });
     const float m = (float)mu, rs = hs_layernorm_rstd(warp_sum(sq) / cols, eps);
-HS_UNROLL
-    for (int k = 0; k < K; k++) {
-      const int c = lane + k * HS_WARP;
-      if (c < cols) {
-        const T o = from_float<T>(hs_layernorm_out(v[k], m, rs, gamma[c], beta[c]));
-        y[off + c] = o;
-        put_half(y16, off + c, to_float(o));
-      }
-    }
+    lane_cols([&](int k, int c) {
+      const T o = from_float<T>(hs_layernorm_out(value(k, c), m, rs, gamma[c], beta[c]));
+      y[off + c] = o;
+      put_half(y16, off + c, to_float(o));
+    });
     if (lane == 0) {
       mean[r] = m;
       rstd[r] = rs;
@@ -316,16 +269,14 @@ void launch_layernorm_forward(const hs_backend *be, T *y, T *x_sum, float *mean,
   const T *xf = x16 ? nullptr : x;
   /* rows of up to 1024 columns in registers (BERT's and Transformer-XL's hidden sizes), longer ones read back */
 #define HS_LN_ROWS(K)                                                                                        \
-  HS_LAUNCH(grid, HS_BLOCK, 0, stream, layernorm_forward_rows_kernel<T, K>)(y, x_sum, mean, rstd, xf, x16, \
-                                                                            residual, gamma, beta, rows, cols, eps, drop, y16)
+  HS_LAUNCH(grid, HS_BLOCK, 0, stream, layernorm_forward_kernel<T, K>)(y, x_sum, mean, rstd, xf, x16, residual, \
+                                                                       gamma, beta, rows, cols, eps, drop, y16)
   if (cols <= 4 * HS_WARP) HS_LN_ROWS(4);
   else if (cols <= 8 * HS_WARP) HS_LN_ROWS(8);
   else if (cols <= 16 * HS_WARP) HS_LN_ROWS(16);
   else if (cols <= 24 * HS_WARP) HS_LN_ROWS(24);
   else if (cols <= 32 * HS_WARP) HS_LN_ROWS(32);
-  else
-    HS_LAUNCH(grid, HS_BLOCK, 0, stream, layernorm_forward_kernel<T>)(y, x_sum, mean, rstd, xf, x16, residual, gamma,
-                                                                      beta, rows, cols, eps, drop, y16);
+  else HS_LN_ROWS(0);
 #undef HS_LN_ROWS
   /* x (in fp32 or 16 bits; + residual, and their sum written), y, mean and rstd, gamma and beta (the
    * dropout's mask is recomputed from its counter, not read) */
