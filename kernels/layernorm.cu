@@ -22,6 +22,8 @@
  * dropout folded in: the forward takes the input as dropout(x) + residual (the factor of dropout_kernel,
  * kernels/math/dropout.h, drawn per element), the backward's dx kernel also writes dx times that factor
  * (the sublayer's gradient): one pass over the rows instead of a dropout kernel more each way. */
+#include <type_traits>
+
 #include "hs_cuda.h"
 #include "hs_launch.h"
 #include "warp.cuh"
@@ -256,6 +258,18 @@ __global__ void __launch_bounds__(HS_BLOCK)
   }
 }
 
+/* launch(K) with K, the kernels' columns per lane held in registers, a compile-time constant
+ * (std::integral_constant): the smallest of 4, 8, 16, 24, 32 whose K·32 columns hold a row (rows of up to
+ * 1024 columns: BERT's and Transformer-XL's hidden sizes), else 0 (longer rows are read back) */
+template <class Launch> void with_cols_per_lane(int cols, Launch &&launch) {
+  if (cols <= 4 * HS_WARP) launch(std::integral_constant<int, 4>{});
+  else if (cols <= 8 * HS_WARP) launch(std::integral_constant<int, 8>{});
+  else if (cols <= 16 * HS_WARP) launch(std::integral_constant<int, 16>{});
+  else if (cols <= 24 * HS_WARP) launch(std::integral_constant<int, 24>{});
+  else if (cols <= 32 * HS_WARP) launch(std::integral_constant<int, 32>{});
+  else launch(std::integral_constant<int, 0>{});
+}
+
 template <class T>
 void launch_layernorm_forward(const hs_backend *be, T *y, T *x_sum, float *mean, float *rstd, const T *x,
                               const T *residual, const float *gamma, const float *beta, int rows, int cols,
@@ -267,17 +281,10 @@ void launch_layernorm_forward(const hs_backend *be, T *y, T *x_sum, float *mean,
   const unsigned grid = hs_grid_for_rows((size_t)rows);
   const cudaStream_t stream = hs_cuda_stream(be);
   const T *xf = x16 ? nullptr : x;
-  /* rows of up to 1024 columns in registers (BERT's and Transformer-XL's hidden sizes), longer ones read back */
-#define HS_LN_ROWS(K)                                                                                        \
-  HS_LAUNCH(grid, HS_BLOCK, 0, stream, layernorm_forward_kernel<T, K>)(y, x_sum, mean, rstd, xf, x16, residual, \
-                                                                       gamma, beta, rows, cols, eps, drop, y16)
-  if (cols <= 4 * HS_WARP) HS_LN_ROWS(4);
-  else if (cols <= 8 * HS_WARP) HS_LN_ROWS(8);
-  else if (cols <= 16 * HS_WARP) HS_LN_ROWS(16);
-  else if (cols <= 24 * HS_WARP) HS_LN_ROWS(24);
-  else if (cols <= 32 * HS_WARP) HS_LN_ROWS(32);
-  else HS_LN_ROWS(0);
-#undef HS_LN_ROWS
+  with_cols_per_lane(cols, [&](auto k) {
+    HS_LAUNCH(grid, HS_BLOCK, 0, stream, layernorm_forward_kernel<T, decltype(k)::value>)(
+        y, x_sum, mean, rstd, xf, x16, residual, gamma, beta, rows, cols, eps, drop, y16);
+  });
   /* x (in fp32 or 16 bits; + residual, and their sum written), y, mean and rstd, gamma and beta (the
    * dropout's mask is recomputed from its counter, not read) */
   HS_CUDA_LAUNCHED("layernorm_forward_kernel", n * (sizeof(T) * (residual ? 3 : 2) +
@@ -295,18 +302,10 @@ void launch_layernorm_backward(const hs_backend *be, T *dx, T *da, float *dgamma
   const int chunks = (rows + HS_LN_ROW_CHUNK - 1) / HS_LN_ROW_CHUNK;
   /* scratch: partial[chunks][2][cols] doubles */
   double *partial = static_cast<double *>(hs_cuda_scratch(be, (size_t)chunks * 2 * (size_t)cols * sizeof(double)));
-  /* rows of up to 1024 columns in registers, as the forward */
-#define HS_LN_DX(K)                                                                                            \
-  HS_LAUNCH(dim3((unsigned)chunks), HS_BLOCK, 0, stream, layernorm_backward_dx_kernel<T, K>)(partial, dx, da, dy, \
-                                                                                         x, mean, rstd, gamma, rows, \
-                                                                                         cols, drop, da16)
-  if (cols <= 4 * HS_WARP) HS_LN_DX(4);
-  else if (cols <= 8 * HS_WARP) HS_LN_DX(8);
-  else if (cols <= 16 * HS_WARP) HS_LN_DX(16);
-  else if (cols <= 24 * HS_WARP) HS_LN_DX(24);
-  else if (cols <= 32 * HS_WARP) HS_LN_DX(32);
-  else HS_LN_DX(0);
-#undef HS_LN_DX
+  with_cols_per_lane(cols, [&](auto k) {
+    HS_LAUNCH(dim3((unsigned)chunks), HS_BLOCK, 0, stream, layernorm_backward_dx_kernel<T, decltype(k)::value>)(
+        partial, dx, da, dy, x, mean, rstd, gamma, rows, cols, drop, da16);
+  });
   /* dy and x (counted once: the partials' rereads of a chunk just read), dx (and the dropout's gradient da
    * where it is written); mean, rstd; gamma; the partial sums written */
   HS_CUDA_LAUNCHED("layernorm_backward_dx_kernel", (size_t)rows * (size_t)cols * (drop.on && da ? 4 : 3) * sizeof(T) +
