@@ -9,15 +9,16 @@
  *                    (rows with label < 0 are ignored: no statistics, zero gradient)
  *   argmax = the first index holding the maximum (torch.argmax's rule, as the CPU).
  *
- * Forward: one warp per row, or for rows of at least HS_WIDE_ROW_COLS columns one block per row (row_group):
- * BERT's MLM head has 1280 rows of 30522 columns, and Transformer-XL's tail clusters a few hundred rows of
- * up to 160 000: a warp each would leave a GPU a few warps per SM to stream them. Thread t of a row's group
- * owns columns t, t+size, ...: it alone reads and writes them, so probs may alias logits, and the thread
- * owning the label column (label % size) reads x_label before it overwrites it. A thread's sums run over
- * its columns in order, then a fixed xor butterfly over the warp (and for a block, the warps in order),
- * so every thread holds the same bits; which group a row gets depends on its length alone. The row's NLL, count and correctness go to per-row slots
- * in scratch, and one block adds them up in a fixed order (strided per thread, then a fixed tree) into
- * stats[0..2] (+=): the statistics are the same bits on every run, and no float atomics are used. */
+ * Forward: one warp per row, or for rows of at least HS_WIDE_ROW_COLS columns one block per row
+ * (row_group): BERT's MLM head has 1280 rows of 30522 columns, and Transformer-XL's tail clusters a few
+ * hundred rows of up to 160 000, and a warp each would leave a GPU a few warps per SM to stream them.
+ * Thread t of a row's group owns columns t, t+size, ...: it alone reads and writes them, so probs may
+ * alias logits, and the thread owning the label column (label % size) reads x_label before it
+ * overwrites it. A thread's sums run over its columns in order, then a fixed xor butterfly over the warp
+ * (and for a block, the warps in order), so every thread holds the same bits; which group a row gets
+ * depends on its length alone. The row's NLL, count and correctness go to per-row slots in scratch, and
+ * one block adds them up in a fixed order (strided per thread, then a fixed tree) into stats[0..2] (+=):
+ * the statistics are the same bits on every run, and no float atomics are used. */
 #include <limits.h>
 #include <math.h>
 
