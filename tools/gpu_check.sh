@@ -4,10 +4,11 @@
 #   bash .dev/on_gpu.sh bash tools/gpu_check.sh build      hetseq's libraries: through on_gpu.sh)
 # Runs, on this node's GPU: the op conformance of the CUDA backend against the CPU backend
 # (BUILD_DIR/tests/gpu/test_op_conformance_gpu, if built), the training trajectories of
-# tests/gpu/test_gpu_training.sh, and a short throughput figure (the MNIST CNN, and a BERT-base-shaped
+# tests/gpu/test_gpu_training.sh, the memory-bound kernels' bandwidth (BUILD_DIR/bench/gpu/kernels_bench,
+# if built: `make bench`), and a short throughput figure (the MNIST CNN, and a BERT-base-shaped
 # model in bf16 when a Python with h5py is at hand to write its shards). Prints one line per check
 # (check, result, seconds, detail) and a verdict. Exit: 0 every check passed, 1 one failed, 77 no GPU
-# is visible. The throughput figures are reported, never judged (GPU_CHECK_SPEED_UPDATES updates each,
+# is visible. The bandwidth and throughput figures are reported, never judged (GPU_CHECK_SPEED_UPDATES updates each,
 # default 30). Logs stay in GPU_CHECK_DIR (default: a new directory under /tmp), named in the output.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -56,6 +57,24 @@ oks=$(grep -c '^ok:' "$dir/training.log")
 case $rc in 0) row "GPU training (CPU vs GPU)" pass $((t1 - t0)) "$oks groups of checks (training.log)" ;;
   77) row "GPU training (CPU vs GPU)" skip $((t1 - t0)) "$(grep -m1 SKIP "$dir/training.log")" ;;
   *) row "GPU training (CPU vs GPU)" FAIL $((t1 - t0)) "$(grep -m1 '^FAIL' "$dir/training.log") (training.log)" ;; esac
+
+# ---- memory-bound kernels (figures, not a judgement) ---------------------------------------------------
+# bench/gpu/kernels_bench (make bench): each memory-bound kernel at BERT-large shapes, its GB/s against
+# the GPU's peak; the row names how many reach issue 21's 70 % and the slowest
+kb=$build/bench/gpu/kernels_bench
+if [ -x "$kb" ]; then
+  t0=$(now); (cd "$dir" && "$kb") > "$dir/kernels.log" 2>&1; rc=$?; t1=$(now)
+  if [ $rc -eq 0 ]; then
+    row "memory-bound kernels" ok $((t1 - t0)) "$(awk -F'|' '$8 ~ /%/ { p = $8; gsub(/[ %]/, "", p); k = $2; gsub(/^ +| +$/, "", k)
+        n++; if (p + 0 >= 70) ok++; if (n == 1 || p + 0 < min) { min = p + 0; slow = k } }
+        END { if (n) printf "%d of %d at >= 70%% of peak bandwidth, slowest %s at %d%% (kernels.log)", ok, n, slow, min
+              else printf "no bandwidth figures (kernels.log)" }' "$dir/kernels.log")"
+  else
+    row "memory-bound kernels" FAIL $((t1 - t0)) "kernels_bench exited $rc (kernels.log)"
+  fi
+else
+  row "memory-bound kernels" skip 0 "not built (make bench)"
+fi
 
 # ---- throughput (a figure, not a judgement) ------------------------------------------------------------
 # median of a field over the train records after the first 5 (start-up, cuDNN/cuBLASLt choices; all
