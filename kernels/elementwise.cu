@@ -4,11 +4,10 @@
  * Every formula is the kernels/math helper the CPU backend uses for the same op
  * (src/backend/cpu/cpu_elementwise.c), so both devices compute the
  * same expression per element; nothing crosses elements, so the results depend on neither the grid nor
- * the thread schedule. Each kernel is one grid-stride loop over a grid from hs_grid_for(n); an element
- * is read and then written by the same thread, so outputs may alias inputs wherever the contract allows. */
+ * the thread schedule. Each kernel is one grid-stride loop; dropout and ReLU + dropout go by quads of
+ * four elements with vector loads (kernels/quads.cuh). An element is read and then written by the same
+ * thread, so outputs may alias inputs wherever the contract allows. */
 #include <math.h>
-
-#include <type_traits>
 
 #include "hs_cuda.h"
 #include "hs_launch.h"
@@ -46,12 +45,43 @@ template <class T> __global__ void relu_backward_kernel(T *dx, const T *dy, cons
   GRID_STRIDE_LOOP(i, n) dx[i] = (T)hs_relu_grad((float)dy[i], (float)y[i]);
 }
 
-/* ---- ReLU and dropout in one pass (Transformer-XL's FFN activation) ---------------------------------- */
+/* ---- dropout, and ReLU and dropout in one pass (Transformer-XL's FFN activation) ---------------------- */
 
-/* BACKWARD = false: out = relu(in)·m; true: out = relu_grad(in·m, y). m as dropout_kernel (1 when p <= 0),
- * the formulas of the two separate kernels in their order, so the same bits; o16 = round(out) if set (out
- * NULL: o16 alone). By quads (kernels/quads.cuh): one division finds a quad's first (sample, offset), the
- * next three step on from it. */
+/* f[j] = the dropout factor of element i + j of a [batch, per_sample] tensor (one decision per `group`
+ * consecutive values of a sample): 1/(1-p) if hs_uniform(key, first_sample + sample, group index) >= p,
+ * else 0. The mask is a pure function of (key, global sample, group), so the backward pass redraws it
+ * (d(x·m)/dx = m) and every rank layout draws the same mask for the same sample. One division finds the
+ * quad's first (sample, offset), the next three step on from it. */
+__device__ __forceinline__ void quad_dropout_factors(float (&f)[HS_VEC], size_t i, size_t per_sample, size_t group,
+                                                     float p, float keep_scale, uint64_t key, int64_t first_sample) {
+  size_t sample = i / per_sample, rem = i - sample * per_sample;
+  for (int j = 0; j < HS_VEC; j++, rem++) {
+    if (rem == per_sample) sample++, rem = 0;
+    f[j] = hs_dropout_factor(key, (uint64_t)(first_sample + (int64_t)sample), group == 1 ? rem : rem / group, p,
+                             keep_scale);
+  }
+}
+
+/* out[batch, per_sample] = in · m (forward and backward are the same multiplication), by quads
+ * (kernels/quads.cuh) */
+__global__ void dropout_kernel(float *out, const float *in, size_t n, size_t per_sample, size_t group, float p,
+                               float keep_scale, uint64_t key, int64_t first_sample, const hs_dropout_slot *ds,
+                               bool vec) {
+  hs_dropout_slot_read(ds, key, first_sample);
+  for (size_t i = quad_first(); i < n; i += quad_stride()) {
+    const int m = quad_len(i, n);
+    const bool v = vec && m == HS_VEC;
+    float e[HS_VEC], f[HS_VEC];
+    load4(e, in, i, m, v);
+    quad_dropout_factors(f, i, per_sample, group, p, keep_scale, key, first_sample);
+    for (int j = 0; j < HS_VEC; j++) e[j] = e[j] * f[j];
+    store4(out, i, e, m, v);
+  }
+}
+
+/* BACKWARD = false: out = relu(in)·m; true: out = relu_grad(in·m, y). m as dropout_kernel's (1 when
+ * p <= 0), the formulas of the two separate kernels in their order, so the same bits; o16 = round(out)
+ * if set (out NULL: o16 alone). */
 template <bool BACKWARD>
 __global__ void relu_dropout_kernel(float *out, const float *in, const float *y, size_t n, size_t per_sample, float p,
                                     float keep_scale, uint64_t key, int64_t first_sample, const hs_dropout_slot *ds,
@@ -60,15 +90,14 @@ __global__ void relu_dropout_kernel(float *out, const float *in, const float *y,
   for (size_t i = quad_first(); i < n; i += quad_stride()) {
     const int m = quad_len(i, n);
     const bool v = vec && m == HS_VEC;
-    float e[HS_VEC], ys[HS_VEC];
+    float e[HS_VEC], ys[HS_VEC], f[HS_VEC];
     load4(e, in, i, m, v);
     if (BACKWARD) load4(ys, y, i, m, v);
-    size_t sample = i / per_sample, rem = i - sample * per_sample;
-    for (int j = 0; j < HS_VEC; j++, rem++) {
-      if (rem == per_sample) sample++, rem = 0;
+    if (p > 0.0f) quad_dropout_factors(f, i, per_sample, 1, p, keep_scale, key, first_sample);
+    for (int j = 0; j < HS_VEC; j++) {
       float x = e[j];
       if (!BACKWARD) x = hs_relu(x);
-      if (p > 0.0f) x = x * hs_dropout_factor(key, (uint64_t)(first_sample + (int64_t)sample), rem, p, keep_scale);
+      if (p > 0.0f) x = x * f[j];
       if (BACKWARD) x = hs_relu_grad(x, ys[j]);
       e[j] = x;
     }
@@ -77,58 +106,17 @@ __global__ void relu_dropout_kernel(float *out, const float *in, const float *y,
   }
 }
 
-/* ---- dropout: forward and backward are the same multiplication ---------------------------------------- */
-
-/* out[batch, per_sample] = in · m, m = 1/(1-p) if hs_uniform(key, first_sample + sample, group index) >= p
- * else 0, one decision per `group` consecutive values of a sample. The mask is a pure function of
- * (key, global sample, group), so the backward pass redraws it (d(x·m)/dx = m) and every rank layout
- * draws the same mask for the same sample. */
-template <class T>
-__global__ void dropout_kernel(T *out, const T *in, size_t n, size_t per_sample, size_t group, float p,
-                               float keep_scale, uint64_t key, int64_t first_sample, const hs_dropout_slot *ds) {
-  hs_dropout_slot_read(ds, key, first_sample);
-  GRID_STRIDE_LOOP(i, n) {
-    const size_t sample = i / per_sample, g = (i % per_sample) / group;
-    out[i] = (T)((float)in[i] * hs_dropout_factor(key, (uint64_t)(first_sample + (int64_t)sample), g, p, keep_scale));
-  }
-}
-
-/* The same on fp32 with HS_VEC values per thread step (16-byte loads; the host checked the alignment):
- * one division finds the first value's (sample, offset), the next three step on from it. Elements
- * n4·HS_VEC.. are left to dropout_kernel's formula, inline. */
-__global__ void dropout_vec_kernel(float *out, const float *in, size_t n, size_t per_sample, size_t group, float p,
-                                   float keep_scale, uint64_t key, int64_t first_sample, const hs_dropout_slot *ds) {
-  hs_dropout_slot_read(ds, key, first_sample);
-  const size_t n4 = n / HS_VEC;
-  GRID_STRIDE_LOOP(k, n4) {
-    size_t sample = k * HS_VEC / per_sample, rem = k * HS_VEC - sample * per_sample;
-    const float4 v = reinterpret_cast<const float4 *>(in)[k];
-    float e[HS_VEC] = {v.x, v.y, v.z, v.w};
-    for (int j = 0; j < HS_VEC; j++, rem++) { /* a constant trip count: unrolled, e stays in registers */
-      if (rem == per_sample) sample++, rem = 0;
-      const size_t g = group == 1 ? rem : rem / group;
-      e[j] = e[j] * hs_dropout_factor(key, (uint64_t)(first_sample + (int64_t)sample), g, p, keep_scale);
-    }
-    reinterpret_cast<float4 *>(out)[k] = make_float4(e[0], e[1], e[2], e[3]);
-  }
-  GRID_STRIDE_LOOP(t, n - n4 * HS_VEC) {
-    const size_t i = n4 * HS_VEC + t, sample = i / per_sample, g = (i % per_sample) / group;
-    out[i] = in[i] * hs_dropout_factor(key, (uint64_t)(first_sample + (int64_t)sample), g, p, keep_scale);
-  }
-}
-
 /* ---- dropout host side --------------------------------------------------------------------------------- */
 
-template <class T>
-void dropout_apply(const hs_backend *be, T *out, const T *in, int batch, size_t per_sample, size_t group, float p,
+void dropout_apply(const hs_backend *be, float *out, const float *in, int batch, size_t per_sample, size_t group, float p,
                    uint64_t key, int64_t first_sample) {
   const size_t n = (size_t)(batch > 0 ? batch : 0) * per_sample;
   cudaStream_t stream = hs_cuda_stream(be);
   if (p <= 0.0f) { /* identity, as on the CPU (p < 0 would otherwise scale by 1/(1-p)) */
     if (hs_cuda_slots_only(be)) return;
     if (out != in && n) {
-      HS_CUDA_CHECK(cudaMemcpyAsync(out, in, n * sizeof(T), cudaMemcpyDeviceToDevice, stream));
-      HS_CUDA_COPY_OP("cudaMemcpyAsync device->device", 2 * n * sizeof(T));
+      HS_CUDA_CHECK(cudaMemcpyAsync(out, in, n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+      HS_CUDA_COPY_OP("cudaMemcpyAsync device->device", 2 * n * sizeof(float));
     }
     return;
   }
@@ -136,13 +124,10 @@ void dropout_apply(const hs_backend *be, T *out, const T *in, int batch, size_t 
     HS_FATAL(NULL, "dropout: group %zu does not divide the %zu values per sample", group, per_sample);
   const hs_dropout_slot *ds = hs_cuda_dropout_slot(be, key, first_sample);
   if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
-  if (std::is_same<T, float>::value && hs_aligned(out, 16) && hs_aligned(in, 16))
-    HS_LAUNCH(hs_grid_for(n / HS_VEC + n % HS_VEC), HS_BLOCK, 0, stream, dropout_vec_kernel)(
-        (float *)out, (const float *)in, n, per_sample, group, p, hs_dropout_keep_scale(p), key, first_sample, ds);
-  else
-    HS_LAUNCH(hs_grid_for(n), HS_BLOCK, 0, stream, dropout_kernel<T>)(out, in, n, per_sample, group, p,
-                                                                      hs_dropout_keep_scale(p), key, first_sample, ds);
-  HS_CUDA_LAUNCHED("dropout_kernel", 2 * n * sizeof(T)); /* in, out (the mask is recomputed) */
+  HS_LAUNCH(hs_grid_for_quads(n), HS_BLOCK, 0, stream, dropout_kernel)(out, in, n, per_sample, group, p,
+                                                                        hs_dropout_keep_scale(p), key, first_sample, ds,
+                                                                        hs_quads_aligned({out, in}));
+  HS_CUDA_LAUNCHED("dropout_kernel", 2 * n * sizeof(float)); /* in, out (the mask is recomputed) */
 }
 
 } // namespace
@@ -167,13 +152,13 @@ extern "C" void hs_cuda_relu_backward(const hs_backend *be, float *dx, const flo
 
 extern "C" void hs_cuda_dropout_forward(const hs_backend *be, float *y, const float *x, int batch, size_t per_sample,
                                         size_t group, float p, uint64_t key, int64_t first_sample) {
-  dropout_apply<float>(be, y, x, batch, per_sample, group, p, key, first_sample);
+  dropout_apply(be, y, x, batch, per_sample, group, p, key, first_sample);
 }
 
 extern "C" void hs_cuda_dropout_backward(const hs_backend *be, float *dx, const float *dy, int batch,
                                          size_t per_sample, size_t group, float p, uint64_t key,
                                          int64_t first_sample) {
-  dropout_apply<float>(be, dx, dy, batch, per_sample, group, p, key, first_sample);
+  dropout_apply(be, dx, dy, batch, per_sample, group, p, key, first_sample);
 }
 
 template <bool BACKWARD>
