@@ -157,6 +157,17 @@ __global__ void __launch_bounds__(HS_BLOCK)
 
 /* ---- backward ----------------------------------------------------------------------------------------- */
 
+/* Rows whose loads a thread of the backward's partial sums issues together (registers: 2 per row) */
+constexpr int kLnRowsAhead = 16;
+
+/* One row's share of a column's partial sums: sg += dy·x̂, sb += dy, x̂ = (x - mean)·rstd (double sums) */
+__device__ __forceinline__ void ln_partial_add(double &sg, double &sb, float xv, float d, float mean_r,
+                                               float rstd_r) {
+  const float xh = (xv - mean_r) * rstd_r;
+  sg += (double)d * (double)xh;
+  sb += (double)d;
+}
+
 /* One chunk of HS_LN_ROW_CHUNK rows per block (grid: chunks), in two phases separated by __syncthreads:
  *   1. partial[chunk][0][c] = Σ dy·x̂, partial[chunk][1][c] = Σ dy over the chunk's rows in row order
  *      (double), one thread per column (a warp reads 32 consecutive columns of a row);
@@ -177,12 +188,24 @@ __global__ void __launch_bounds__(HS_BLOCK)
   double *pg = partial + (size_t)blockIdx.x * 2 * (size_t)cols;
   for (int c = threadIdx.x; c < cols; c += blockDim.x) {
     double sg = 0.0, sb = 0.0;
-    for (long long r = r0; r < r1; r++) {
+    /* the column's dy·x̂ and dy added row by row, in row order; rows taken kLnRowsAhead at a time, all
+     * their loads issued before the first add (a load at a time leaves a thread waiting on DRAM for each
+     * row: too few bytes in flight for the bandwidth) */
+    long long r = r0;
+    for (; r + kLnRowsAhead <= r1; r += kLnRowsAhead) {
+      float xs[kLnRowsAhead], ds[kLnRowsAhead];
+      HS_UNROLL
+      for (int k = 0; k < kLnRowsAhead; k++) {
+        const size_t i = (size_t)(r + k) * (size_t)cols + (size_t)c;
+        xs[k] = to_float(x[i]);
+        ds[k] = to_float(dy[i]);
+      }
+      HS_UNROLL
+      for (int k = 0; k < kLnRowsAhead; k++) ln_partial_add(sg, sb, xs[k], ds[k], mean[r + k], rstd[r + k]);
+    }
+    for (; r < r1; r++) {
       const size_t i = (size_t)r * (size_t)cols + (size_t)c;
-      const float xh = (to_float(x[i]) - mean[r]) * rstd[r];
-      const float d = to_float(dy[i]);
-      sg += (double)d * (double)xh;
-      sb += (double)d;
+      ln_partial_add(sg, sb, to_float(x[i]), to_float(dy[i]), mean[r], rstd[r]);
     }
     pg[c] = sg;
     pg[cols + c] = sb;
