@@ -34,6 +34,7 @@
 #include "flash_tiles.cuh"
 #include "tile_mma.cuh"
 #include "slots.cuh"
+#include "warp.cuh"
 #include "math/dropout.h"
 #include "math/fast_exp_erf.h"
 #include "math/softmax.h"
@@ -153,19 +154,25 @@ __global__ void flash_attention_forward_kernel(float *ctx, float *lse, const flo
                     sm.kv + tj * kTile * DMAX, DMAX, sh.dp, true, false);
     }
     __syncthreads();
-    /* the online softmax, one thread per row */
-    if (threadIdx.x < BQ) {
-      const int r = threadIdx.x, i = i0 + r, n = L - j0 < BK ? L - j0 : BK;
+    /* the online softmax, kRowThreads adjacent threads per row (every thread of the block: the exps and
+     * the dropout draws are most of the kernel's instructions), thread t of a row taking columns
+     * t + kRowThreads·c; the row's max and sum by a butterfly over its threads */
+    {
+      constexpr int kRowThreads = kThreads / BQ;
+      static_assert(kThreads % BQ == 0 && HS_WARP % kRowThreads == 0, "a row's threads lie in one warp");
+      const int r = threadIdx.x / kRowThreads, part = threadIdx.x % kRowThreads, i = i0 + r;
+      const int n = L - j0 < BK ? L - j0 : BK;
       float *s = sm.s + r * BK;
       const float m_old = sm.m[r];
       float m = m_old;
-      for (int j = 0; j < n; j++) {
+      for (int j = part; j < n; j += kRowThreads) {
         s[j] = s[j] * sh.scale + mb[j0 + j];
         m = s[j] > m ? s[j] : m;
       }
+      m = group_max<kRowThreads>(m);
       const float alpha = hs_exp_fast(m_old - m); /* 0 on the first tile (e^{-inf}) */
       float sum = 0.0f;
-      for (int j = 0; j < BK; j++) {
+      for (int j = part; j < BK; j += kRowThreads) {
         float pj = 0.0f;
         if (j < n) {
           const float e = hs_exp_fast(s[j] - m);
@@ -174,9 +181,13 @@ __global__ void flash_attention_forward_kernel(float *ctx, float *lse, const flo
         }
         tile_store(sm.p[r * BK + j], pj);
       }
-      sm.l[r] = sm.l[r] * alpha + sum;
-      sm.m[r] = m;
-      sm.alpha[r] = alpha;
+      sum = group_sum<kRowThreads>(sum);
+      __syncwarp(); /* every thread of the row (one warp's) has read sm.m[r] */
+      if (part == 0) {
+        sm.l[r] = sm.l[r] * alpha + sum;
+        sm.m[r] = m;
+        sm.alpha[r] = alpha;
+      }
     }
     __syncthreads();
     /* O ← α·O; the V tile into the K tile's buffer (S is computed) */

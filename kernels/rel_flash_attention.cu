@@ -59,6 +59,7 @@
 #include "flash_tiles.cuh"
 #include "tile_mma.cuh"
 #include "slots.cuh"
+#include "warp.cuh"
 #include "math/dropout.h"
 #include "math/fast_exp_erf.h"
 #include "math/rel_attention.h"
@@ -262,21 +263,29 @@ __global__ void rel_flash_forward_kernel(float *ctx, float *lse, uint16_t *ctx16
     __syncthreads();
     if (!live || j0 < first || j0 > last) continue; /* warp-uniform */
     score_tile(g, wi.lane, S, bdw, qw, qr, sm.kt, sm.rw + (wi.nw - 1 - wi.w) * kTile * dp, i0, j0);
-    /* online softmax, a lane per row: rescale the row's context when its max grows */
-    for (int a = wi.lane; a < kTile; a += HS_WARP) {
+    /* online softmax, kRowLanes adjacent lanes per row (the warp's 32 lanes over its 16 rows), lane t of
+     * a row taking columns t + kRowLanes·c: rescale the row's context when its max grows */
+    {
+      constexpr int kRowLanes = HS_WARP / kTile;
+      const int a = wi.lane / kRowLanes, part = wi.lane % kRowLanes;
       float mx = m[a];
-      for (int b = 0; b < kTile; b++) mx = fmaxf(mx, S[a * kTile + b]);
+      for (int b = part; b < kTile; b += kRowLanes) mx = fmaxf(mx, S[a * kTile + b]);
+      for (int k = kRowLanes / 2; k > 0; k /= 2) mx = fmaxf(mx, __shfl_xor_sync(kWarpFullMask, mx, k));
       const float corr = m[a] == -INFINITY ? 0.0f : hs_exp_fast(m[a] - mx);
       float sum = 0.0f;
-      for (int b = 0; b < kTile; b++) {
+      for (int b = part; b < kTile; b += kRowLanes) {
         const float sc = S[a * kTile + b];
         const float e = sc == -INFINITY ? 0.0f : hs_exp_fast(sc - mx);
         sum += e;
         tile_store(pt[a * kTile + b], e == 0.0f ? 0.0f : e * drop_factor(g, s, h, i0 + a, j0 + b));
       }
-      l[a] = l[a] * corr + sum;
-      m[a] = mx;
-      for (int c = 0; c < dp; c++) o[a * dp + c] *= corr;
+      sum = group_sum<kRowLanes>(sum);
+      for (int c = part; c < dp; c += kRowLanes) o[a * dp + c] *= corr;
+      __syncwarp(); /* every lane of the row has read m[a] */
+      if (part == 0) {
+        l[a] = l[a] * corr + sum;
+        m[a] = mx;
+      }
     }
     __syncwarp();
     for (int cs = 0; cs < dp; cs += kTile) warp_tile_mma(o + cs, dp, pt, kTile, sm.vt + cs, dp, kTile, false, true);

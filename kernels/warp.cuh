@@ -17,20 +17,27 @@ namespace {
 
 constexpr unsigned kWarpFullMask = 0xffffffffu;
 
-/* Σ of v over the 32 lanes. */
-template <class T> __device__ __forceinline__ T warp_sum(T v) {
-  for (int k = HS_WARP / 2; k > 0; k /= 2) v += __shfl_xor_sync(kWarpFullMask, v, k);
+/* Σ of v over each group of W adjacent lanes (W a power of two up to 32: lanes with the same lane / W),
+ * the butterfly restricted to the group; every lane of the warp calls it. */
+template <int W, class T> __device__ __forceinline__ T group_sum(T v) {
+  static_assert(W > 0 && W <= HS_WARP && (W & (W - 1)) == 0, "a group is a power of two of lanes");
+  for (int k = W / 2; k > 0; k /= 2) v += __shfl_xor_sync(kWarpFullMask, v, k);
   return v;
 }
 
-/* max of v over the 32 lanes (NaN: as `u > v ? u : v` takes it, lane by lane). */
-template <class T> __device__ __forceinline__ T warp_max(T v) {
-  for (int k = HS_WARP / 2; k > 0; k /= 2) {
+/* max of v over each group of W adjacent lanes (NaN: as `u > v ? u : v` takes it, lane by lane). */
+template <int W, class T> __device__ __forceinline__ T group_max(T v) {
+  static_assert(W > 0 && W <= HS_WARP && (W & (W - 1)) == 0, "a group is a power of two of lanes");
+  for (int k = W / 2; k > 0; k /= 2) {
     const T u = __shfl_xor_sync(kWarpFullMask, v, k);
     v = u > v ? u : v;
   }
   return v;
 }
+
+/* Σ and max of v over the 32 lanes. */
+template <class T> __device__ __forceinline__ T warp_sum(T v) { return group_sum<HS_WARP>(v); }
+template <class T> __device__ __forceinline__ T warp_max(T v) { return group_max<HS_WARP>(v); }
 
 /* (max, first index of the max) over a row whose lane-strided part this lane holds in (m, best);
  * best = INT_MAX for a lane without columns. The combine takes the larger value, the smaller index on
