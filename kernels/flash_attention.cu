@@ -213,21 +213,65 @@ __global__ void flash_attention_forward_kernel(float *ctx, float *lse, const flo
 
 /* ---- backward ------------------------------------------------------------------------------------------ */
 
+constexpr int imax_c(int a, int b) { return a > b ? a : b; }
+
+/* Resident blocks per SM the backward kernels ask the register allocator for (__launch_bounds__): on
+ * tensor cores (16-bit tiles, whose 17–22 KiB of shared memory a block would allow 10–12), dQ 8 (at most
+ * 64 registers a thread; it needs 58–63) and dK/dV 6 (at most 80; 78–80 with its dK and dV fragments),
+ * where ptxas alone takes 72 and 94 and so holds them to 7 and 5; on the scalar path (fp32 tiles, or
+ * bf16 before sm_80) 5 and 4, about what its accumulators need (unbounded, ptxas takes 150–170). */
+template <class T> constexpr int kDqBlocksPerSM = tile_on_tensor_cores<T> ? 8 : 4;
+template <class T> constexpr int kDkvBlocksPerSM = tile_on_tensor_cores<T> ? 6 : 4;
+
+/* A warp's share of an output of `tiles` 16 x 16 tiles (row-major, tiles_per_row to a row of tiles),
+ * summed over the loop in registers: tile t = warp + kWarps·n is acc[n] (at most N per warp). */
+template <class T, int N> struct warp_tiles {
+  tile_acc<T> acc[N];
+  __device__ __forceinline__ void zero() {
+    HS_UNROLL
+    for (int n = 0; n < N; n++) acc[n].zero();
+  }
+  /* acc[n] += A_t·B_t for each of the warp's tiles t < tiles: f(acc, tile row, tile column) */
+  template <class F> __device__ __forceinline__ void each(int warp, int tiles, int tiles_per_row, F &&f) {
+    HS_UNROLL
+    for (int n = 0; n < N; n++) {
+      const int t = warp + kWarps * n; /* warp-uniform */
+      if (t < tiles) f(acc[n], t / tiles_per_row, t % tiles_per_row);
+    }
+  }
+  /* out(row, column, value) for each element of the warp's tiles, through its 16 x 16 staging tile in
+   * shared memory (the padded head columns and rows past L are the caller's to skip) */
+  template <class Out>
+  __device__ __forceinline__ void write(int warp, int tiles, int tiles_per_row, float *stage, Out &&out) {
+    const int lane = threadIdx.x % HS_WARP;
+    HS_UNROLL
+    for (int n = 0; n < N; n++) {
+      const int t = warp + kWarps * n;
+      if (t >= tiles) continue;
+      acc[n].store(stage, kTile);
+      __syncwarp();
+      for (int e = lane; e < kTile * kTile; e += HS_WARP)
+        out((t / tiles_per_row) * kTile + e / kTile, (t % tiles_per_row) * kTile + e % kTile, stage[e]);
+      __syncwarp();
+    }
+  }
+};
+
 template <class T, int DMAX, int BQ, int BK> struct dq_smem {
   alignas(32) T q[BQ * DMAX];
   alignas(32) T dc[BQ * DMAX];
   alignas(32) T k[BK * DMAX];
   alignas(32) T v[BK * DMAX];
   alignas(32) T ds[BQ * BK];
-  alignas(32) float dq[BQ * DMAX];
-  alignas(32) float s[BQ * BK];
-  alignas(32) float dp[BQ * BK];
+  /* S [BQ,BK] then dP' [BQ,BK] in the loop; after it, each warp's staging tile of dQ [16,16] */
+  alignas(32) float sdp[imax_c(2 * BQ * BK, kWarps * kTile * kTile)];
   float lse[BQ], D[BQ];
 };
 
 /* dQ of a tile of BQ query rows: Σ over key tiles of dS·K, times 1/√d at the end */
 template <class T, int DMAX, int BQ, int BK>
-__global__ void flash_attention_dq_kernel(float *dqkv, const float *dctx, const float *qkv, const float *mask_bias,
+__global__ void __launch_bounds__(kThreads, kDqBlocksPerSM<T>)
+    flash_attention_dq_kernel(float *dqkv, const float *dctx, const float *qkv, const float *mask_bias,
                                           const float *lse, const float *D, flash_shape sh) {
   hs_dropout_slot_resolve(sh); /* the slot read once per thread, not per element */
   typedef dq_smem<T, DMAX, BQ, BK> smem_t;
@@ -241,9 +285,13 @@ __global__ void flash_attention_dq_kernel(float *dqkv, const float *dctx, const 
   const float *dc = dctx + dc_off;
   const uint16_t *dc16 = sh.dctx16 ? sh.dctx16 + dc_off : nullptr;
   const float *mb = mask_bias + (size_t)b * (size_t)L;
+  float *const S = sm.sdp, *const dP = sm.sdp + BQ * BK;
+  /* dQ [BQ, dp] in registers, the warps' tiles of 16 x 16 */
+  const int dq_tiles = (BQ / kTile) * (sh.dp / kTile), dq_per_row = sh.dp / kTile;
+  warp_tiles<T, (BQ / kTile) * (DMAX / kTile) / kWarps + ((BQ / kTile) * (DMAX / kTile) % kWarps != 0)> dq;
+  dq.zero();
   load_head_rows(sm.q, BQ, DMAX, sh, q, q16, ld, i0);
   load_head_rows(sm.dc, BQ, DMAX, sh, dc, dc16, (size_t)H, i0);
-  for (int idx = threadIdx.x; idx < BQ * DMAX; idx += blockDim.x) sm.dq[idx] = 0.0f;
   load_row_stats(sm.lse, BQ, lse + (size_t)unit * L, i0, L);
   load_row_stats(sm.D, BQ, D + (size_t)unit * L, i0, L);
   for (int j0 = 0; j0 < L; j0 += BK) {
@@ -255,10 +303,10 @@ __global__ void flash_attention_dq_kernel(float *dqkv, const float *dctx, const 
     for (int t = warp; t < 2 * nt; t += kWarps) {
       const int u = t % nt, ti = u / (BK / kTile), tj = u % (BK / kTile);
       if (t < nt)
-        warp_tile_mma(sm.s + ti * kTile * BK + tj * kTile, BK, sm.q + ti * kTile * DMAX, DMAX,
+        warp_tile_mma(S + ti * kTile * BK + tj * kTile, BK, sm.q + ti * kTile * DMAX, DMAX,
                       sm.k + tj * kTile * DMAX, DMAX, sh.dp, true, false);
       else
-        warp_tile_mma(sm.dp + ti * kTile * BK + tj * kTile, BK, sm.dc + ti * kTile * DMAX, DMAX,
+        warp_tile_mma(dP + ti * kTile * BK + tj * kTile, BK, sm.dc + ti * kTile * DMAX, DMAX,
                       sm.v + tj * kTile * DMAX, DMAX, sh.dp, true, false);
     }
     __syncthreads();
@@ -267,24 +315,22 @@ __global__ void flash_attention_dq_kernel(float *dqkv, const float *dctx, const 
       const int r = idx / BK, c = idx % BK, i = i0 + r, j = j0 + c;
       float ds = 0.0f;
       if (i < L && j < L) {
-        const float pij = hs_exp_fast((sm.s[idx] * sh.scale + mb[j]) - sm.lse[r]);
-        ds = pij * (sm.dp[idx] * drop_factor(sh, b, h, i, j) - sm.D[r]);
+        const float pij = hs_exp_fast((S[idx] * sh.scale + mb[j]) - sm.lse[r]);
+        ds = pij * (dP[idx] * drop_factor(sh, b, h, i, j) - sm.D[r]);
       }
       tile_store(sm.ds[idx], ds);
     }
     __syncthreads();
     /* dQ[BQ,dp] += dS·K */
-    for (int t = warp; t < (BQ / kTile) * (sh.dp / kTile); t += kWarps) {
-      const int ti = t / (sh.dp / kTile), tn = t % (sh.dp / kTile);
-      warp_tile_mma(sm.dq + ti * kTile * DMAX + tn * kTile, DMAX, sm.ds + ti * kTile * BK, BK, sm.k + tn * kTile,
-                    DMAX, BK, false, true);
-    }
+    dq.each(warp, dq_tiles, dq_per_row, [&](tile_acc<T> &acc, int ti, int tn) {
+      acc.mma(sm.ds + ti * kTile * BK, BK, sm.k + tn * kTile, DMAX, BK, false);
+    });
     __syncthreads();
   }
-  for (int idx = threadIdx.x; idx < BQ * d; idx += blockDim.x) {
-    const int r = idx / d, e = idx % d;
-    if (i0 + r < L) put(sh, dqkv, ((size_t)b * L + i0 + r) * ld + (size_t)h * d + e, sm.dq[r * DMAX + e] * sh.scale);
-  }
+  /* S and dP' are free: the warps' staging tiles */
+  dq.write(warp, dq_tiles, dq_per_row, sm.sdp + warp * kTile * kTile, [&](int r, int e, float v) {
+    if (i0 + r < L && e < d) put(sh, dqkv, ((size_t)b * L + i0 + r) * ld + (size_t)h * d + e, v * sh.scale);
+  });
 }
 
 /* 16-bit tiles leave room under the 48 KiB for the block's K and V tiles side by side, loaded once; fp32
@@ -298,17 +344,17 @@ template <class T, int DMAX, int BQ, int BK> struct dkv_smem {
   alignas(32) T dc[BQ * DMAX];
   alignas(32) T pt[BK * BQ];  /* P'ᵀ */
   alignas(32) T dst[BK * BQ]; /* dSᵀ */
-  alignas(32) float dk[BK * DMAX];
-  alignas(32) float dv[BK * DMAX];
-  alignas(32) float st[BK * BQ];  /* Sᵀ, then ±P (sign bit: dropped) */
-  alignas(32) float dpt[BK * BQ]; /* dP'ᵀ */
+  /* Sᵀ [BK,BQ], then ±P (sign bit: dropped), and dP'ᵀ [BK,BQ] in the loop; after it, each warp's
+   * staging tile of dK and dV [16,16] */
+  alignas(32) float stdp[imax_c(2 * BK * BQ, kWarps * kTile * kTile)];
   float lse[BQ], D[BQ];
 };
 
 /* dK, dV of a tile of BK keys, key-major (transposed) tiles throughout: Sᵀ = K·Qᵀ, dP'ᵀ = V·dCᵀ,
  * dV += P'ᵀ·dC, dK += dSᵀ·Q over the query tiles in order; dK times 1/√d at the end */
 template <class T, int DMAX, int BQ, int BK>
-__global__ void flash_attention_dkv_kernel(float *dqkv, const float *dctx, const float *qkv, const float *mask_bias,
+__global__ void __launch_bounds__(kThreads, kDkvBlocksPerSM<T>)
+    flash_attention_dkv_kernel(float *dqkv, const float *dctx, const float *qkv, const float *mask_bias,
                                            const float *lse, const float *D, flash_shape sh) {
   hs_dropout_slot_resolve(sh); /* the slot read once per thread, not per element */
   typedef dkv_smem<T, DMAX, BQ, BK> smem_t;
@@ -322,7 +368,13 @@ __global__ void flash_attention_dkv_kernel(float *dqkv, const float *dctx, const
   const float *dc = dctx + dc_off;
   const uint16_t *dc16 = sh.dctx16 ? sh.dctx16 + dc_off : nullptr;
   const float *mb = mask_bias + (size_t)b * (size_t)L;
-  for (int idx = threadIdx.x; idx < BK * DMAX; idx += blockDim.x) sm.dk[idx] = 0.0f, sm.dv[idx] = 0.0f;
+  float *const st = sm.stdp, *const dpt = sm.stdp + BK * BQ;
+  /* dK, dV [BK, dp] in registers, the warps' tiles of 16 x 16 */
+  constexpr int kvmax = (BK / kTile) * (DMAX / kTile), kv_per_warp = kvmax / kWarps + (kvmax % kWarps != 0);
+  const int kv_tiles = (BK / kTile) * (sh.dp / kTile), kv_per_row = sh.dp / kTile;
+  warp_tiles<T, kv_per_warp> dk, dv;
+  dk.zero();
+  dv.zero();
   constexpr int nt = (BK / kTile) * (BQ / kTile);
   constexpr bool resident = dkv_resident<T>();
   T *vt = resident ? sm.v : sm.kv; /* the V tile the products read */
@@ -340,7 +392,7 @@ __global__ void flash_attention_dkv_kernel(float *dqkv, const float *dctx, const
     /* Sᵀ[BK,BQ] = K·Qᵀ */
     for (int t = warp; t < nt; t += kWarps) {
       const int tk = t / (BQ / kTile), tq = t % (BQ / kTile);
-      warp_tile_mma(sm.st + tk * kTile * BQ + tq * kTile, BQ, sm.kv + tk * kTile * DMAX, DMAX,
+      warp_tile_mma(st + tk * kTile * BQ + tq * kTile, BQ, sm.kv + tk * kTile * DMAX, DMAX,
                     sm.q + tq * kTile * DMAX, DMAX, sh.dp, true, false);
     }
     __syncthreads();
@@ -349,52 +401,47 @@ __global__ void flash_attention_dkv_kernel(float *dqkv, const float *dctx, const
       const int c = idx / BQ, r = idx % BQ, i = i0 + r, j = j0 + c;
       float pij = 0.0f, f = 1.0f;
       if (i < L && j < L) {
-        pij = hs_exp_fast((sm.st[idx] * sh.scale + mb[j]) - sm.lse[r]);
+        pij = hs_exp_fast((st[idx] * sh.scale + mb[j]) - sm.lse[r]);
         f = drop_factor(sh, b, h, i, j);
       }
-      sm.st[idx] = f == 0.0f ? -pij : pij;
+      st[idx] = f == 0.0f ? -pij : pij;
       tile_store(sm.pt[idx], pij * f);
     }
     if (!resident) load_head_rows(sm.kv, BK, DMAX, sh, v, v16, ld, j0);
     __syncthreads();
-    /* dP'ᵀ[BK,BQ] = V·dCᵀ;  dV[BK,dp] += P'ᵀ·dC */
-    const int nv = (BK / kTile) * (sh.dp / kTile);
-    for (int t = warp; t < nt + nv; t += kWarps) {
-      if (t < nt) {
-        const int tk = t / (BQ / kTile), tq = t % (BQ / kTile);
-        warp_tile_mma(sm.dpt + tk * kTile * BQ + tq * kTile, BQ, vt + tk * kTile * DMAX, DMAX,
-                      sm.dc + tq * kTile * DMAX, DMAX, sh.dp, true, false);
-      } else {
-        const int u = t - nt, tk = u / (sh.dp / kTile), tn = u % (sh.dp / kTile);
-        warp_tile_mma(sm.dv + tk * kTile * DMAX + tn * kTile, DMAX, sm.pt + tk * kTile * BQ, BQ, sm.dc + tn * kTile,
-                      DMAX, BQ, false, true);
-      }
+    /* dP'ᵀ[BK,BQ] = V·dCᵀ;  dV[BK,dp] += P'ᵀ·dC (the warps' dV tiles after their dP' tiles) */
+    for (int t = warp; t < nt; t += kWarps) {
+      const int tk = t / (BQ / kTile), tq = t % (BQ / kTile);
+      warp_tile_mma(dpt + tk * kTile * BQ + tq * kTile, BQ, vt + tk * kTile * DMAX, DMAX, sm.dc + tq * kTile * DMAX,
+                    DMAX, sh.dp, true, false);
     }
+    dv.each(warp, kv_tiles, kv_per_row, [&](tile_acc<T> &acc, int tk, int tn) {
+      acc.mma(sm.pt + tk * kTile * BQ, BQ, sm.dc + tn * kTile, DMAX, BQ, false);
+    });
     __syncthreads();
     /* dSᵀ = |P| (keep·dP'/(1-p) - D) */
     for (int idx = threadIdx.x; idx < BK * BQ; idx += blockDim.x) {
       const int r = idx % BQ;
-      const float pij = sm.st[idx];
-      const float g = sh.p > 0.0f ? (signbit(pij) ? 0.0f : sm.dpt[idx] * sh.keep_scale) : sm.dpt[idx];
+      const float pij = st[idx];
+      const float g = sh.p > 0.0f ? (signbit(pij) ? 0.0f : dpt[idx] * sh.keep_scale) : dpt[idx];
       tile_store(sm.dst[idx], fabsf(pij) * (g - sm.D[r]));
     }
     __syncthreads();
     /* dK[BK,dp] += dSᵀ·Q */
-    for (int t = warp; t < (BK / kTile) * (sh.dp / kTile); t += kWarps) {
-      const int tk = t / (sh.dp / kTile), tn = t % (sh.dp / kTile);
-      warp_tile_mma(sm.dk + tk * kTile * DMAX + tn * kTile, DMAX, sm.dst + tk * kTile * BQ, BQ, sm.q + tn * kTile,
-                    DMAX, BQ, false, true);
-    }
+    dk.each(warp, kv_tiles, kv_per_row, [&](tile_acc<T> &acc, int tk, int tn) {
+      acc.mma(sm.dst + tk * kTile * BQ, BQ, sm.q + tn * kTile, DMAX, BQ, false);
+    });
     __syncthreads();
   }
-  for (int idx = threadIdx.x; idx < BK * d; idx += blockDim.x) {
-    const int c = idx / d, e = idx % d;
-    if (j0 + c < L) {
-      const size_t row = ((size_t)b * L + j0 + c) * ld + (size_t)h * d + e;
-      put(sh, dqkv, row + H, sm.dk[c * DMAX + e] * sh.scale);
-      put(sh, dqkv, row + 2 * (size_t)H, sm.dv[c * DMAX + e]);
-    }
-  }
+  /* Sᵀ and dP'ᵀ are free: the warps' staging tiles */
+  float *stage = sm.stdp + warp * kTile * kTile;
+  const size_t row0 = ((size_t)b * L + j0) * ld + (size_t)h * d;
+  dk.write(warp, kv_tiles, kv_per_row, stage, [&](int c, int e, float v) {
+    if (j0 + c < L && e < d) put(sh, dqkv, row0 + (size_t)c * ld + H + e, v * sh.scale);
+  });
+  dv.write(warp, kv_tiles, kv_per_row, stage, [&](int c, int e, float v) {
+    if (j0 + c < L && e < d) put(sh, dqkv, row0 + (size_t)c * ld + 2 * (size_t)H + e, v);
+  });
 }
 
 /* ---- host side ------------------------------------------------------------------------------------------ */

@@ -7,6 +7,10 @@
  *     C[16,16] = (accumulate ? C : 0) + A[16,k] · B[k,16]
  *     A row-major [16][lda]; B row-major [k][ldb], or, b_transposed, Bᵀ row-major [16][ldb] (a K tile
  *     for Q·Kᵀ); C fp32 row-major [16][ldc]. All in shared memory.
+ *   tile_acc<T, TF32> acc; acc.zero() or acc.load(c, ldc); acc.mma(a, lda, b, ldb, k, b_transposed)
+ *     (C += A·B, any number of times); acc.store(c, ldc)
+ *     the same C held in registers across products (a loop's sum of tile products: no shared memory
+ *     for C and no load and store of it per product); the same arithmetic in the same order.
  *
  * Operand storage types T (a, b the same):
  *   float         fp32 operands, fp32 fused multiply-adds in k order (precision fp32). With the
@@ -21,7 +25,7 @@
  *   16-bit operands on tensor cores through nvcuda::wmma (m16n16k16, fp32 accumulator): fp16 where
  *   __CUDA_ARCH__ >= 700, bf16 where __CUDA_ARCH__ >= 800, and always on the emulated device (its
  *   mma.h, docs/gpu-emulation.md); float with TF32 likewise (m16n16k8) from sm_80 and on the emulator.
- *   Elsewhere (bf16 and TF32 on sm_75) and for plain float: the scalar loop (warp_tile_mma_scalar),
+ *   Elsewhere (bf16 and TF32 on sm_75) and for plain float: the scalar loop (tile_acc_scalar),
  *   lane l computing the elements e = l + 32 t of C in k order. For 16-bit operands the two paths
  *   compute the same exact products and fp32 sums and differ only in the order of the sums (the
  *   tensor cores' order is unspecified; the emulator's is pairwise within each 16-wide k step, the
@@ -87,112 +91,124 @@ __device__ __forceinline__ void tile_store(float &dst, float v) { dst = v; }
 __device__ __forceinline__ void tile_store(hs_tile_bf16 &dst, float v) { dst.bits = hs_bf16_bits(v); }
 __device__ __forceinline__ void tile_store(hs_tile_fp16 &dst, float v) { dst.bits = hs_fp16_bits(v); }
 
-/* The scalar path: lane l computes the 8 elements e = l + 32·t (t = 0..7) of C, row e / 16, column
- * e % 16, each a chain of fmaf in k order. */
-template <class T>
-__device__ __forceinline__ void warp_tile_mma_scalar(float *c, int ldc, const T *a, int lda, const T *b, int ldb, int k,
-                                                     bool b_transposed, bool accumulate) {
-  const int lane = threadIdx.x % HS_WARP;
-  for (int t = 0; t < kTile * kTile / HS_WARP; t++) {
-    const int e = lane + HS_WARP * t, row = e / kTile, col = e % kTile;
-    float s = accumulate ? c[row * ldc + col] : 0.0f;
-    const T *ar = a + row * lda;
-    if (b_transposed) {
-      const T *br = b + col * ldb;
-      for (int kk = 0; kk < k; kk++) s = fmaf(tile_value(ar[kk]), tile_value(br[kk]), s);
-    } else {
-      for (int kk = 0; kk < k; kk++) s = fmaf(tile_value(ar[kk]), tile_value(b[kk * ldb + col]), s);
-    }
-    c[row * ldc + col] = s;
+/* The scalar path: lane l holds the 8 elements e = l + 32·t (t = 0..7) of C, row e / 16, column e % 16;
+ * a product adds to each a chain of fmaf in k order. */
+template <class T> struct tile_acc_scalar {
+  float v[kTile * kTile / HS_WARP];
+  __device__ __forceinline__ void zero() {
+    HS_UNROLL
+    for (int t = 0; t < kTile * kTile / HS_WARP; t++) v[t] = 0.0f;
   }
-}
+  __device__ __forceinline__ void load(const float *c, int ldc) {
+    const int lane = threadIdx.x % HS_WARP;
+    HS_UNROLL
+    for (int t = 0; t < kTile * kTile / HS_WARP; t++) {
+      const int e = lane + HS_WARP * t;
+      v[t] = c[(e / kTile) * ldc + e % kTile];
+    }
+  }
+  __device__ __forceinline__ void store(float *c, int ldc) const {
+    const int lane = threadIdx.x % HS_WARP;
+    HS_UNROLL
+    for (int t = 0; t < kTile * kTile / HS_WARP; t++) {
+      const int e = lane + HS_WARP * t;
+      c[(e / kTile) * ldc + e % kTile] = v[t];
+    }
+  }
+  __device__ __forceinline__ void mma(const T *a, int lda, const T *b, int ldb, int k, bool b_transposed) {
+    const int lane = threadIdx.x % HS_WARP;
+    HS_UNROLL
+    for (int t = 0; t < kTile * kTile / HS_WARP; t++) {
+      const int e = lane + HS_WARP * t, row = e / kTile, col = e % kTile;
+      float s = v[t];
+      const T *ar = a + row * lda;
+      if (b_transposed) {
+        const T *br = b + col * ldb;
+        for (int kk = 0; kk < k; kk++) s = fmaf(tile_value(ar[kk]), tile_value(br[kk]), s);
+      } else {
+        for (int kk = 0; kk < k; kk++) s = fmaf(tile_value(ar[kk]), tile_value(b[kk * ldb + col]), s);
+      }
+      v[t] = s;
+    }
+  }
+};
 
 #if HS_TILE_WMMA_FP16 || HS_TILE_WMMA_BF16
-/* The WMMA path: C's fragment is loaded (or zeroed), k / STEP steps of mma_sync add A[:, kk:kk+STEP] ·
- * B[kk:kk+STEP, :], and C is stored back. B row-major [k][ldb] is a row_major matrix_b; Bᵀ row-major
+/* The WMMA path: C is an accumulator fragment; a product runs k / STEP steps of mma_sync adding
+ * A[:, kk:kk+STEP] · B[kk:kk+STEP, :]. B row-major [k][ldb] is a row_major matrix_b; Bᵀ row-major
  * [16][ldb] is B column-major with the same ldb, a col_major matrix_b. W is WMMA's operand type:
  * __nv_bfloat16 / __half (the same 16-bit storage as hs_tile_bf16 / hs_tile_fp16; E = W, STEP 16), or
  * precision::tf32 (E = float, STEP 8), whose loaded operands are rounded to TF32 (to nearest, ties away
- * from zero: the tensor core itself would drop the 13 low bits). */
-template <class W, class E, int STEP, class BLayout>
-__device__ __forceinline__ void warp_tile_wmma_steps(float *c, int ldc, const E *a, int lda, const E *b, int ldb, int k,
-                                                     bool accumulate) {
-  namespace wmma = nvcuda::wmma;
-  const bool col = std::is_same<BLayout, wmma::col_major>::value;
-  wmma::fragment<wmma::accumulator, kTile, kTile, STEP, float> acc;
-  if (accumulate) {
-    wmma::load_matrix_sync(acc, c, ldc, wmma::mem_row_major);
-  } else {
-    wmma::fill_fragment(acc, 0.0f);
-  }
-  wmma::fragment<wmma::matrix_a, kTile, kTile, STEP, W, wmma::row_major> fa;
-  wmma::fragment<wmma::matrix_b, kTile, kTile, STEP, W, BLayout> fb;
-  for (int kk = 0; kk < k; kk += STEP) {
-    wmma::load_matrix_sync(fa, a + kk, lda);
-    wmma::load_matrix_sync(fb, col ? b + kk : b + static_cast<size_t>(kk) * ldb, ldb);
-#if HS_TILE_WMMA_TF32 /* (__float_to_tf32 exists from sm_80) */
-    if constexpr (STEP == 8) {
-      for (int i = 0; i < fa.num_elements; i++) fa.x[i] = wmma::__float_to_tf32(fa.x[i]);
-      for (int i = 0; i < fb.num_elements; i++) fb.x[i] = wmma::__float_to_tf32(fb.x[i]);
-    }
-#endif
-    wmma::mma_sync(acc, fa, fb, acc);
-  }
-  wmma::store_matrix_sync(c, acc, ldc, wmma::mem_row_major);
-}
-
-/* The tile storage type T read as WMMA's element type E, B's layout chosen. */
-template <class W, class E, int STEP, class T>
-__device__ __forceinline__ void warp_tile_wmma(float *c, int ldc, const T *a, int lda, const T *b, int ldb, int k,
-                                               bool b_transposed, bool accumulate) {
+ * from zero: the tensor core itself would drop the 13 low bits). T is the tile storage type, read as E. */
+template <class W, class E, int STEP, class T> struct tile_acc_wmma {
   static_assert(sizeof(E) == sizeof(T), "the tile type and the CUDA type share the storage");
-  const E *ae = reinterpret_cast<const E *>(a), *be = reinterpret_cast<const E *>(b);
-  if (b_transposed) {
-    warp_tile_wmma_steps<W, E, STEP, nvcuda::wmma::col_major>(c, ldc, ae, lda, be, ldb, k, accumulate);
-  } else {
-    warp_tile_wmma_steps<W, E, STEP, nvcuda::wmma::row_major>(c, ldc, ae, lda, be, ldb, k, accumulate);
+  nvcuda::wmma::fragment<nvcuda::wmma::accumulator, kTile, kTile, STEP, float> f;
+  __device__ __forceinline__ void zero() { nvcuda::wmma::fill_fragment(f, 0.0f); }
+  __device__ __forceinline__ void load(const float *c, int ldc) {
+    nvcuda::wmma::load_matrix_sync(f, c, ldc, nvcuda::wmma::mem_row_major);
   }
-}
+  __device__ __forceinline__ void store(float *c, int ldc) const {
+    nvcuda::wmma::store_matrix_sync(c, f, ldc, nvcuda::wmma::mem_row_major);
+  }
+  template <class BLayout> __device__ __forceinline__ void steps(const E *a, int lda, const E *b, int ldb, int k) {
+    namespace wmma = nvcuda::wmma;
+    const bool col = std::is_same<BLayout, wmma::col_major>::value;
+    wmma::fragment<wmma::matrix_a, kTile, kTile, STEP, W, wmma::row_major> fa;
+    wmma::fragment<wmma::matrix_b, kTile, kTile, STEP, W, BLayout> fb;
+    for (int kk = 0; kk < k; kk += STEP) {
+      wmma::load_matrix_sync(fa, a + kk, lda);
+      wmma::load_matrix_sync(fb, col ? b + kk : b + static_cast<size_t>(kk) * ldb, ldb);
+#if HS_TILE_WMMA_TF32 /* (__float_to_tf32 exists from sm_80) */
+      if constexpr (STEP == 8) {
+        for (int i = 0; i < fa.num_elements; i++) fa.x[i] = wmma::__float_to_tf32(fa.x[i]);
+        for (int i = 0; i < fb.num_elements; i++) fb.x[i] = wmma::__float_to_tf32(fb.x[i]);
+      }
+#endif
+      wmma::mma_sync(f, fa, fb, f);
+    }
+  }
+  __device__ __forceinline__ void mma(const T *a, int lda, const T *b, int ldb, int k, bool b_transposed) {
+    const E *ae = reinterpret_cast<const E *>(a), *be = reinterpret_cast<const E *>(b);
+    if (b_transposed) {
+      steps<nvcuda::wmma::col_major>(ae, lda, be, ldb, k);
+    } else {
+      steps<nvcuda::wmma::row_major>(ae, lda, be, ldb, k);
+    }
+  }
+};
 #endif
 
 /* Which path a (type, TF32) pair takes: the scalar loop unless specialised below. */
-template <class T, bool TF32> struct TileMma {
+template <class T, bool TF32> struct TileAcc {
   static_assert(!TF32, "TF32 tile products take float operands");
-  __device__ static __forceinline__ void run(float *c, int ldc, const T *a, int lda, const T *b, int ldb, int k,
-                                             bool b_transposed, bool accumulate) {
-    warp_tile_mma_scalar(c, ldc, a, lda, b, ldb, k, b_transposed, accumulate);
-  }
+  typedef tile_acc_scalar<T> type;
 };
-template <> struct TileMma<hs_tile_bf16, false> {
-  __device__ static __forceinline__ void run(float *c, int ldc, const hs_tile_bf16 *a, int lda, const hs_tile_bf16 *b,
-                                             int ldb, int k, bool b_transposed, bool accumulate) {
+template <> struct TileAcc<hs_tile_bf16, false> {
 #if HS_TILE_WMMA_BF16
-    warp_tile_wmma<__nv_bfloat16, __nv_bfloat16, kTile>(c, ldc, a, lda, b, ldb, k, b_transposed, accumulate);
+  typedef tile_acc_wmma<__nv_bfloat16, __nv_bfloat16, kTile, hs_tile_bf16> type;
 #else
-    warp_tile_mma_scalar(c, ldc, a, lda, b, ldb, k, b_transposed, accumulate);
+  typedef tile_acc_scalar<hs_tile_bf16> type;
 #endif
-  }
 };
-template <> struct TileMma<hs_tile_fp16, false> {
-  __device__ static __forceinline__ void run(float *c, int ldc, const hs_tile_fp16 *a, int lda, const hs_tile_fp16 *b,
-                                             int ldb, int k, bool b_transposed, bool accumulate) {
+template <> struct TileAcc<hs_tile_fp16, false> {
 #if HS_TILE_WMMA_FP16
-    warp_tile_wmma<__half, __half, kTile>(c, ldc, a, lda, b, ldb, k, b_transposed, accumulate);
+  typedef tile_acc_wmma<__half, __half, kTile, hs_tile_fp16> type;
 #else
-    warp_tile_mma_scalar(c, ldc, a, lda, b, ldb, k, b_transposed, accumulate);
+  typedef tile_acc_scalar<hs_tile_fp16> type;
 #endif
-  }
 };
-template <> struct TileMma<float, true> {
-  __device__ static __forceinline__ void run(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int k,
-                                             bool b_transposed, bool accumulate) {
+template <> struct TileAcc<float, true> {
 #if HS_TILE_WMMA_TF32
-    warp_tile_wmma<nvcuda::wmma::precision::tf32, float, 8>(c, ldc, a, lda, b, ldb, k, b_transposed, accumulate);
+  typedef tile_acc_wmma<nvcuda::wmma::precision::tf32, float, 8, float> type;
 #else
-    warp_tile_mma_scalar(c, ldc, a, lda, b, ldb, k, b_transposed, accumulate);
+  typedef tile_acc_scalar<float> type;
 #endif
-  }
 };
+
+/* Whether (T, TF32) takes the tensor cores here (this compilation's architecture): a kernel's register
+ * budget depends on it (the scalar path holds 8 floats per lane and tile, the fragments as many) */
+template <class T, bool TF32 = false>
+constexpr bool tile_on_tensor_cores = !std::is_same<typename TileAcc<T, TF32>::type, tile_acc_scalar<T>>::value;
 
 #if defined(HS_CUDA_EMU)
 /* The emulated device checks the caller rules above on every path (the scalar loop would not need
@@ -216,10 +232,12 @@ inline const char *tile_rules_check(void *const *args) {
       return msg;
     }
   }
-  if (r.k <= 0 || r.k % kTile != 0) {
+  /* a tile_acc's product has no C, its load and store no A, B (NULL: not checked) */
+  const bool has_ab = r.a || r.b, has_c = r.c != nullptr;
+  if (has_ab && (r.k <= 0 || r.k % kTile != 0)) {
     snprintf(msg, sizeof msg, "k = %d is not a positive multiple of 16 (pad the tiles with zeros; "
              "kernels/tile_mma.cuh)", r.k);
-  } else if (r.lda % 8 != 0 || r.ldb % 8 != 0 || r.ldc % 4 != 0) {
+  } else if ((has_ab && (r.lda % 8 != 0 || r.ldb % 8 != 0)) || (has_c && r.ldc % 4 != 0)) {
     snprintf(msg, sizeof msg, "lda = %d, ldb = %d, ldc = %d: lda and ldb must be multiples of 8 elements, ldc of 4 "
              "(kernels/tile_mma.cuh)", r.lda, r.ldb, r.ldc);
   } else if (reinterpret_cast<uintptr_t>(r.a) % 32 != 0 || reinterpret_cast<uintptr_t>(r.b) % 32 != 0 ||
@@ -233,17 +251,55 @@ inline const char *tile_rules_check(void *const *args) {
 }
 #endif
 
+/* The emulated device's check of a warp-collective tile step (nothing on a GPU). */
+__device__ __forceinline__ void tile_rules(const char *what, const void *c, int ldc, const void *a, int lda, const void *b,
+                                           int ldb, int k, bool b_transposed, bool accumulate) {
+#if defined(HS_CUDA_EMU)
+  TileRules rules{c, a, b, ldc, lda, ldb, k, b_transposed, accumulate};
+  ::hs_emu::warp_collective(what, tile_rules_check, &rules, __FILE__, __LINE__);
+#else
+  (void)what, (void)c, (void)ldc, (void)a, (void)lda, (void)b, (void)ldb, (void)k, (void)b_transposed,
+      (void)accumulate;
+#endif
+}
+
+/* A warp's 16 x 16 fp32 accumulator kept in registers across tile products (a pure sum over a loop:
+ * no load and store of C per product, no shared memory for it), on the path warp_tile_mma takes for
+ * (T, TF32). zero / load C / mma (C += A·B, warp_tile_mma's rules for a, b, k) / store C, each
+ * warp-collective. The same arithmetic as warp_tile_mma with accumulate, in the same order: the same
+ * bits. Keep a tile_acc at a compile-time index (an unrolled loop), or it leaves the registers. */
+template <class T, bool TF32 = false> struct tile_acc {
+  typename TileAcc<T, TF32>::type impl;
+  __device__ __forceinline__ void zero() { impl.zero(); }
+  __device__ __forceinline__ void load(const float *c, int ldc) {
+    tile_rules("tile_acc::load", c, ldc, nullptr, 0, nullptr, 0, 0, false, true);
+    impl.load(c, ldc);
+  }
+  __device__ __forceinline__ void store(float *c, int ldc) const {
+    tile_rules("tile_acc::store", c, ldc, nullptr, 0, nullptr, 0, 0, false, false);
+    impl.store(c, ldc);
+  }
+  __device__ __forceinline__ void mma(const T *a, int lda, const T *b, int ldb, int k, bool b_transposed) {
+    tile_rules("tile_acc::mma", nullptr, 0, a, lda, b, ldb, k, b_transposed, true);
+    impl.mma(a, lda, b, ldb, k, b_transposed);
+  }
+};
+
 /* The tile product (contract above): WMMA where the architecture has it for the operands, the scalar
  * loop otherwise. TF32 (float operands only) permits TF32 tensor cores; it is a permission, as the
  * precision tf32 is for the libraries: without them (sm_75) the product is fp32. */
 template <class T, bool TF32 = false>
 __device__ __forceinline__ void warp_tile_mma(float *c, int ldc, const T *a, int lda, const T *b, int ldb, int k,
                                               bool b_transposed, bool accumulate) {
-#if defined(HS_CUDA_EMU)
-  TileRules rules{c, a, b, ldc, lda, ldb, k, b_transposed, accumulate};
-  ::hs_emu::warp_collective("warp_tile_mma", tile_rules_check, &rules, __FILE__, __LINE__);
-#endif
-  TileMma<T, TF32>::run(c, ldc, a, lda, b, ldb, k, b_transposed, accumulate);
+  tile_rules("warp_tile_mma", c, ldc, a, lda, b, ldb, k, b_transposed, accumulate);
+  typename TileAcc<T, TF32>::type acc;
+  if (accumulate) {
+    acc.load(c, ldc);
+  } else {
+    acc.zero();
+  }
+  acc.mma(a, lda, b, ldb, k, b_transposed);
+  acc.store(c, ldc);
 }
 
 } // namespace

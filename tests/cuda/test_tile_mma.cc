@@ -3,7 +3,9 @@
 // GPU without WMMA for the type runs), float with TF32 permitted (the emulator's m16n16k8), both B
 // forms, accumulate on and off, k = 16..128, leading dimensions with and without padding, two warps of
 // a block on tiles of their own. Each element is
-// compared with a double-precision reference computed from the stored operand values.
+// compared with a double-precision reference computed from the stored operand values, and every
+// product is run again through a tile_acc held over k / 16 products of 16 (a fused kernel's loop):
+// the same bits as the one product.
 //
 // The bound (Higham, "Accuracy and Stability of Numerical Algorithms", 4.2; tests/cuda/conformance.h):
 // every product of two stored operands is exact in fp32 (16-bit products have at most 22 significant
@@ -39,9 +41,16 @@ struct Shape {
   bool b_transposed, accumulate;
 };
 
+// The path's register accumulator: the scalar loop's, or the one warp_tile_mma takes for (T, TF32)
+template <class T, bool SCALAR, bool TF32> struct Acc { typedef tile_acc<T, TF32> type; };
+template <class T, bool TF32> struct Acc<T, true, TF32> { typedef tile_acc_scalar<T> type; };
+
 // Warp w of the block: C_w (+)= A_w · B_w from shared memory, operands copied from global memory
-// (a: [warps][kMaxA], b: [warps][kMaxB], c: [warps][kMaxC] at the same offsets).
-template <class T, bool SCALAR, bool TF32> __global__ void tile_mma_kernel(const T *a, const T *b, float *c, Shape s) {
+// (a: [warps][kMaxA], b: [warps][kMaxB], c: [warps][kMaxC] at the same offsets). by_pieces: through a
+// tile_acc held in registers over k / 16 products of k = 16 each, as a kernel's loop sums its tiles
+// (the same steps in the same order as one product over k: the same bits); else one call.
+template <class T, bool SCALAR, bool TF32>
+__global__ void tile_mma_kernel(const T *a, const T *b, float *c, Shape s, int by_pieces) {
   // each warp's tiles 32-byte aligned: the arrays are, and every row of them is a multiple of 32 bytes
   HS_SHARED_ALIGNED(32, T[kWarps][kMaxA], sa);
   HS_SHARED_ALIGNED(32, T[kWarps][kMaxB], sb);
@@ -51,8 +60,17 @@ template <class T, bool SCALAR, bool TF32> __global__ void tile_mma_kernel(const
   for (int i = threadIdx.x; i < kWarps * kMaxC; i += blockDim.x) sc[i / kMaxC][i % kMaxC] = c[i];
   __syncthreads();
   const int w = threadIdx.x / HS_WARP;
-  if (SCALAR) {
-    warp_tile_mma_scalar(sc[w], s.ldc, sa[w], s.lda, sb[w], s.ldb, s.k, s.b_transposed, s.accumulate);
+  if (by_pieces || SCALAR) {
+    typename Acc<T, SCALAR, TF32>::type acc;
+    if (s.accumulate) {
+      acc.load(sc[w], s.ldc);
+    } else {
+      acc.zero();
+    }
+    const int piece = by_pieces ? kTile : s.k;
+    for (int kk = 0; kk < s.k; kk += piece)
+      acc.mma(sa[w] + kk, s.lda, s.b_transposed ? sb[w] + kk : sb[w] + kk * s.ldb, s.ldb, piece, s.b_transposed);
+    acc.store(sc[w], s.ldc);
   } else {
     warp_tile_mma<T, TF32>(sc[w], s.ldc, sa[w], s.lda, sb[w], s.ldb, s.k, s.b_transposed, s.accumulate);
   }
@@ -110,7 +128,7 @@ double gamma(int n) { return n * 0x1p-24 / (1.0 - n * 0x1p-24); }
 // bound (the rounding happened).
 template <class T, bool SCALAR, bool TF32 = false> double run_all(const char *name, int *failures) {
   std::vector<T> a(kWarps * kMaxA), b(kWarps * kMaxB);
-  std::vector<float> c0(kWarps * kMaxC), c(kWarps * kMaxC);
+  std::vector<float> c0(kWarps * kMaxC), c(kWarps * kMaxC), c_pieces(kWarps * kMaxC);
   T *da = nullptr, *db = nullptr;
   float *dc = nullptr;
   CUDA_OK(cudaMalloc(&da, a.size() * sizeof(T)));
@@ -130,9 +148,20 @@ template <class T, bool SCALAR, bool TF32 = false> double run_all(const char *na
           CUDA_OK(cudaMemcpy(da, a.data(), a.size() * sizeof(T), cudaMemcpyHostToDevice));
           CUDA_OK(cudaMemcpy(db, b.data(), b.size() * sizeof(T), cudaMemcpyHostToDevice));
           CUDA_OK(cudaMemcpy(dc, c0.data(), c0.size() * sizeof(float), cudaMemcpyHostToDevice));
-          HS_LAUNCH(1, kWarps * HS_WARP, 0, 0, tile_mma_kernel<T, SCALAR, TF32>)(da, db, dc, s);
+          HS_LAUNCH(1, kWarps * HS_WARP, 0, 0, tile_mma_kernel<T, SCALAR, TF32>)(da, db, dc, s, 0);
           CUDA_OK(cudaGetLastError());
           CUDA_OK(cudaMemcpy(c.data(), dc, c.size() * sizeof(float), cudaMemcpyDeviceToHost));
+          // the same product summed by a register accumulator over k / 16 pieces: the same bits
+          CUDA_OK(cudaMemcpy(dc, c0.data(), c0.size() * sizeof(float), cudaMemcpyHostToDevice));
+          HS_LAUNCH(1, kWarps * HS_WARP, 0, 0, tile_mma_kernel<T, SCALAR, TF32>)(da, db, dc, s, 1);
+          CUDA_OK(cudaGetLastError());
+          CUDA_OK(cudaMemcpy(c_pieces.data(), dc, c.size() * sizeof(float), cudaMemcpyDeviceToHost));
+          if (memcmp(c.data(), c_pieces.data(), c.size() * sizeof(float)) != 0) {
+            if (*failures < 10)
+              fprintf(stderr, "FAIL %s k=%d b_transposed=%d accumulate=%d pad=%d: tile_acc over %d pieces differs "
+                              "from one product\n", name, k, tr, acc, pad, k / kTile);
+            (*failures)++;
+          }
           for (int w = 0; w < kWarps; w++)
             for (int i = 0; i < kTile; i++)
               for (int j = 0; j < kTile; j++) {
