@@ -113,19 +113,66 @@ __device__ __forceinline__ float drop_factor(const flash_shape &s, int b, int h,
                            s.keep_scale);
 }
 
+constexpr int imax_c(int a, int b) { return a > b ? a : b; }
+
+/* A warp's share of an output of `tiles` 16 x 16 tiles (row-major, tiles_per_row to a row of tiles),
+ * summed over the loop in registers: tile t = warp + kWarps·n is acc[n] (at most N per warp). */
+template <class T, int N> struct warp_tiles {
+  tile_acc<T> acc[N];
+  __device__ __forceinline__ void zero() {
+    HS_UNROLL
+    for (int n = 0; n < N; n++) acc[n].zero();
+  }
+  /* f(acc[n], tile row, tile column) for each of the warp's tiles t < tiles (a product into it, a scaling) */
+  template <class F> __device__ __forceinline__ void each(int warp, int tiles, int tiles_per_row, F &&f) {
+    HS_UNROLL
+    for (int n = 0; n < N; n++) {
+      const int t = warp + kWarps * n; /* warp-uniform */
+      if (t < tiles) f(acc[n], t / tiles_per_row, t % tiles_per_row);
+    }
+  }
+  /* out(row, column, value) for each element of the warp's tiles, through its 16 x 16 staging tile in
+   * shared memory (the padded head columns and rows past L are the caller's to skip) */
+  template <class Out>
+  __device__ __forceinline__ void write(int warp, int tiles, int tiles_per_row, float *stage, Out &&out) {
+    const int lane = threadIdx.x % HS_WARP;
+    HS_UNROLL
+    for (int n = 0; n < N; n++) {
+      const int t = warp + kWarps * n;
+      if (t >= tiles) continue;
+      acc[n].store(stage, kTile);
+      __syncwarp();
+      for (int e = lane; e < kTile * kTile; e += HS_WARP)
+        out((t / tiles_per_row) * kTile + e / kTile, (t % tiles_per_row) * kTile + e % kTile, stage[e]);
+      __syncwarp();
+    }
+  }
+};
+
 /* ---- forward ------------------------------------------------------------------------------------------- */
+
+/* Where the forward keeps the unnormalised output O [BQ, dp]: on tensor cores in registers (tile_acc
+ * fragments: the α·O rescale of each key step is a multiply per register, where in shared memory it
+ * read and wrote all of O, and the P'·V products load and store no C), asking for 6 resident blocks
+ * per SM (at most 80 registers a thread; ptxas needs 80, and spills at 72); on the scalar path (fp32
+ * tiles, bf16 before sm_80) in shared memory, as its 8 floats a lane per tile would take 140 registers
+ * a thread and spill at the 80 the shared-memory form needs. */
+template <class T> constexpr bool kFwdORegs = tile_on_tensor_cores<T>;
+template <class T> constexpr int kFwdBlocksPerSM = kFwdORegs<T> ? 6 : 0; /* 0: ptxas's own choice */
 
 template <class T, int DMAX, int BQ, int BK> struct fwd_smem {
   alignas(32) T q[BQ * DMAX];  /* the query tile */
   alignas(32) T kv[BK * DMAX]; /* a K tile, then the V tile of the same keys */
   alignas(32) T p[BQ * BK];    /* e^{s - m}·f, the P'·V operand */
-  alignas(32) float s[BQ * BK];
-  alignas(32) float o[BQ * DMAX]; /* the unnormalised output */
+  /* S [BQ,BK] in the loop; with O in registers, before and after it each warp's 16 x 16 scratch and
+   * staging tile */
+  alignas(32) float s[imax_c(BQ * BK, kFwdORegs<T> ? kWarps * kTile * kTile : 0)];
+  alignas(32) float o[kFwdORegs<T> ? 8 : BQ * DMAX]; /* O, where not in registers */
   float m[BQ], l[BQ], alpha[BQ];
 };
 
 template <class T, int DMAX, int BQ, int BK>
-__global__ void flash_attention_forward_kernel(float *ctx, float *lse, const float *qkv, const float *mask_bias,
+__global__ void __launch_bounds__(kThreads, kFwdBlocksPerSM<T>) flash_attention_forward_kernel(float *ctx, float *lse, const float *qkv, const float *mask_bias,
                                                flash_shape sh) {
   hs_dropout_slot_resolve(sh); /* the slot read once per thread, not per element */
   typedef fwd_smem<T, DMAX, BQ, BK> smem_t;
@@ -139,8 +186,18 @@ __global__ void flash_attention_forward_kernel(float *ctx, float *lse, const flo
   /* qkv16_out: every block its query rows; the first query tile's block the keys' k and v, as it streams them */
   uint16_t *q_out = sh.qkv16_out ? sh.qkv16_out + (size_t)b * (size_t)L * ld + (size_t)h * (size_t)d : nullptr;
   uint16_t *kv_out = q_out && blockIdx.x == 0 ? q_out + H : nullptr;
+  /* the unnormalised output O [BQ, dp] in registers, the warps' tiles of 16 x 16 */
+  const int o_tiles = (BQ / kTile) * (sh.dp / kTile), o_per_row = sh.dp / kTile;
+  constexpr int omax = (BQ / kTile) * (DMAX / kTile);
+  warp_tiles<T, kFwdORegs<T> ? omax / kWarps + (omax % kWarps != 0) : 1> o;
+  typename tile_acc<T>::rows_t o_rows;
+  if constexpr (kFwdORegs<T>) {
+    o.zero();
+    o_rows.init(sm.s + warp * kTile * kTile); /* S is written after the loop's first barrier */
+  } else {
+    for (int idx = threadIdx.x; idx < BQ * DMAX; idx += blockDim.x) sm.o[idx] = 0.0f;
+  }
   load_head_rows(sm.q, BQ, DMAX, sh, q, q16, ld, i0);
-  for (int idx = threadIdx.x; idx < BQ * DMAX; idx += blockDim.x) sm.o[idx] = 0.0f;
   if (threadIdx.x < BQ) sm.m[threadIdx.x] = -INFINITY, sm.l[threadIdx.x] = 0.0f;
   for (int j0 = 0; j0 < L; j0 += BK) {
     load_head_rows(sm.kv, BK, DMAX, sh, k, k16, ld, j0);
@@ -190,22 +247,35 @@ __global__ void flash_attention_forward_kernel(float *ctx, float *lse, const flo
       }
     }
     __syncthreads();
-    /* O ← α·O; the V tile into the K tile's buffer (S is computed) */
-    for (int idx = threadIdx.x; idx < BQ * DMAX; idx += blockDim.x) sm.o[idx] *= sm.alpha[idx / DMAX];
+    /* the V tile into the K tile's buffer (S is computed) */
+    if constexpr (!kFwdORegs<T>)
+      for (int idx = threadIdx.x; idx < BQ * DMAX; idx += blockDim.x) sm.o[idx] *= sm.alpha[idx / DMAX];
     load_head_rows(sm.kv, BK, DMAX, sh, v, v16, ld, j0);
     __syncthreads();
     if (kv_out) keep_rows16(sh, kv_out + H, sm.kv, DMAX, BK, ld, j0);
-    /* O[BQ,dp] += P'·V */
-    for (int t = warp; t < (BQ / kTile) * (sh.dp / kTile); t += kWarps) {
-      const int ti = t / (sh.dp / kTile), tn = t % (sh.dp / kTile);
-      warp_tile_mma(sm.o + ti * kTile * DMAX + tn * kTile, DMAX, sm.p + ti * kTile * BK, BK, sm.kv + tn * kTile,
-                    DMAX, BK, false, true);
+    /* O[BQ,dp] ← α·O + P'·V */
+    if constexpr (kFwdORegs<T>) {
+      o.each(warp, o_tiles, o_per_row, [&](tile_acc<T> &acc, int ti, int tn) {
+        acc.scale_rows(sm.alpha + ti * kTile, o_rows);
+        acc.mma(sm.p + ti * kTile * BK, BK, sm.kv + tn * kTile, DMAX, BK, false);
+      });
+    } else {
+      for (int t = warp; t < o_tiles; t += kWarps) {
+        const int ti = t / o_per_row, tn = t % o_per_row;
+        warp_tile_mma(sm.o + ti * kTile * DMAX + tn * kTile, DMAX, sm.p + ti * kTile * BK, BK, sm.kv + tn * kTile,
+                      DMAX, BK, false, true);
+      }
     }
     __syncthreads();
   }
-  for (int idx = threadIdx.x; idx < BQ * d; idx += blockDim.x) {
-    const int r = idx / d, e = idx % d;
-    if (i0 + r < L) put(sh, ctx, ((size_t)b * L + i0 + r) * H + (size_t)h * d + e, sm.o[r * DMAX + e] / sm.l[r]);
+  /* ctx = O / l; from registers through the warps' staging tiles (S is free) */
+  auto out = [&](int r, int e, float v) {
+    if (i0 + r < L && e < d) put(sh, ctx, ((size_t)b * L + i0 + r) * H + (size_t)h * d + e, v / sm.l[r]);
+  };
+  if constexpr (kFwdORegs<T>) {
+    o.write(warp, o_tiles, o_per_row, sm.s + warp * kTile * kTile, out);
+  } else {
+    for (int idx = threadIdx.x; idx < BQ * d; idx += blockDim.x) out(idx / d, idx % d, sm.o[(idx / d) * DMAX + idx % d]);
   }
   if (threadIdx.x < BQ && i0 + (int)threadIdx.x < L)
     lse[(size_t)unit * L + i0 + threadIdx.x] = sm.m[threadIdx.x] + logf(sm.l[threadIdx.x]);
@@ -213,49 +283,14 @@ __global__ void flash_attention_forward_kernel(float *ctx, float *lse, const flo
 
 /* ---- backward ------------------------------------------------------------------------------------------ */
 
-constexpr int imax_c(int a, int b) { return a > b ? a : b; }
-
 /* Resident blocks per SM the backward kernels ask the register allocator for (__launch_bounds__): on
  * tensor cores (16-bit tiles, whose 17–22 KiB of shared memory a block would allow 10–12), dQ 8 (at most
  * 64 registers a thread; it needs 58–63) and dK/dV 6 (at most 80; 78–80 with its dK and dV fragments),
  * where ptxas alone takes 72 and 94 and so holds them to 7 and 5; on the scalar path (fp32 tiles, or
- * bf16 before sm_80) 5 and 4, about what its accumulators need (unbounded, ptxas takes 150–170). */
+ * bf16 before sm_80) 4 and 4, 128 registers, about what its accumulators need (unbounded, ptxas takes
+ * 150–170). */
 template <class T> constexpr int kDqBlocksPerSM = tile_on_tensor_cores<T> ? 8 : 4;
 template <class T> constexpr int kDkvBlocksPerSM = tile_on_tensor_cores<T> ? 6 : 4;
-
-/* A warp's share of an output of `tiles` 16 x 16 tiles (row-major, tiles_per_row to a row of tiles),
- * summed over the loop in registers: tile t = warp + kWarps·n is acc[n] (at most N per warp). */
-template <class T, int N> struct warp_tiles {
-  tile_acc<T> acc[N];
-  __device__ __forceinline__ void zero() {
-    HS_UNROLL
-    for (int n = 0; n < N; n++) acc[n].zero();
-  }
-  /* acc[n] += A_t·B_t for each of the warp's tiles t < tiles: f(acc, tile row, tile column) */
-  template <class F> __device__ __forceinline__ void each(int warp, int tiles, int tiles_per_row, F &&f) {
-    HS_UNROLL
-    for (int n = 0; n < N; n++) {
-      const int t = warp + kWarps * n; /* warp-uniform */
-      if (t < tiles) f(acc[n], t / tiles_per_row, t % tiles_per_row);
-    }
-  }
-  /* out(row, column, value) for each element of the warp's tiles, through its 16 x 16 staging tile in
-   * shared memory (the padded head columns and rows past L are the caller's to skip) */
-  template <class Out>
-  __device__ __forceinline__ void write(int warp, int tiles, int tiles_per_row, float *stage, Out &&out) {
-    const int lane = threadIdx.x % HS_WARP;
-    HS_UNROLL
-    for (int n = 0; n < N; n++) {
-      const int t = warp + kWarps * n;
-      if (t >= tiles) continue;
-      acc[n].store(stage, kTile);
-      __syncwarp();
-      for (int e = lane; e < kTile * kTile; e += HS_WARP)
-        out((t / tiles_per_row) * kTile + e / kTile, (t % tiles_per_row) * kTile + e % kTile, stage[e]);
-      __syncwarp();
-    }
-  }
-};
 
 template <class T, int DMAX, int BQ, int BK> struct dq_smem {
   alignas(32) T q[BQ * DMAX];

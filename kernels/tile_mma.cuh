@@ -8,7 +8,7 @@
  *     A row-major [16][lda]; B row-major [k][ldb], or, b_transposed, Bᵀ row-major [16][ldb] (a K tile
  *     for Q·Kᵀ); C fp32 row-major [16][ldc]. All in shared memory.
  *   tile_acc<T, TF32> acc; acc.zero() or acc.load(c, ldc); acc.mma(a, lda, b, ldb, k, b_transposed)
- *     (C += A·B, any number of times); acc.store(c, ldc)
+ *     (C += A·B, any number of times); acc.scale_rows(factor, rows) (C[r][:] *= factor[r]); acc.store(c, ldc)
  *     the same C held in registers across products (a loop's sum of tile products: no shared memory
  *     for C and no load and store of it per product); the same arithmetic in the same order.
  *
@@ -95,6 +95,15 @@ __device__ __forceinline__ void tile_store(hs_tile_fp16 &dst, float v) { dst.bit
  * a product adds to each a chain of fmaf in k order. */
 template <class T> struct tile_acc_scalar {
   float v[kTile * kTile / HS_WARP];
+  /* element t's row: (lane + 32·t) / 16 */
+  struct rows_t {
+    __device__ __forceinline__ void init(float *scratch) { (void)scratch; }
+    __device__ __forceinline__ int row(int t) const { return (int)(threadIdx.x % HS_WARP) / kTile + 2 * t; }
+  };
+  __device__ __forceinline__ void scale_rows(const float *factor, const rows_t &rows) {
+    HS_UNROLL
+    for (int t = 0; t < kTile * kTile / HS_WARP; t++) v[t] *= factor[rows.row(t)];
+  }
   __device__ __forceinline__ void zero() {
     HS_UNROLL
     for (int t = 0; t < kTile * kTile / HS_WARP; t++) v[t] = 0.0f;
@@ -142,7 +151,28 @@ template <class T> struct tile_acc_scalar {
  * from zero: the tensor core itself would drop the 13 low bits). T is the tile storage type, read as E. */
 template <class W, class E, int STEP, class T> struct tile_acc_wmma {
   static_assert(sizeof(E) == sizeof(T), "the tile type and the CUDA type share the storage");
-  nvcuda::wmma::fragment<nvcuda::wmma::accumulator, kTile, kTile, STEP, float> f;
+  typedef nvcuda::wmma::fragment<nvcuda::wmma::accumulator, kTile, kTile, STEP, float> frag_t;
+  frag_t f;
+  static_assert(frag_t::num_elements <= 8, "a row index per element packs into 32 bits");
+  /* element i's row: the fragment layout is opaque, so init loads a tile whose entries are their row
+   * indices into a fragment of the same type (the same layout) and packs its 8 rows, 4 bits each */
+  struct rows_t {
+    uint32_t packed;
+    __device__ __forceinline__ void init(float *scratch) {
+      for (int e = threadIdx.x % HS_WARP; e < kTile * kTile; e += HS_WARP) scratch[e] = (float)(e / kTile);
+      __syncwarp();
+      frag_t r;
+      nvcuda::wmma::load_matrix_sync(r, scratch, kTile, nvcuda::wmma::mem_row_major);
+      packed = 0;
+      for (int i = 0; i < frag_t::num_elements; i++) packed |= (uint32_t)r.x[i] << (4 * i);
+      __syncwarp();
+    }
+    __device__ __forceinline__ int row(int i) const { return (int)(packed >> (4 * i)) & 15; }
+  };
+  __device__ __forceinline__ void scale_rows(const float *factor, const rows_t &rows) {
+    HS_UNROLL
+    for (int i = 0; i < frag_t::num_elements; i++) f.x[i] *= factor[rows.row(i)];
+  }
   __device__ __forceinline__ void zero() { nvcuda::wmma::fill_fragment(f, 0.0f); }
   __device__ __forceinline__ void load(const float *c, int ldc) {
     nvcuda::wmma::load_matrix_sync(f, c, ldc, nvcuda::wmma::mem_row_major);
@@ -270,6 +300,12 @@ __device__ __forceinline__ void tile_rules(const char *what, const void *c, int 
  * bits. Keep a tile_acc at a compile-time index (an unrolled loop), or it leaves the registers. */
 template <class T, bool TF32 = false> struct tile_acc {
   typename TileAcc<T, TF32>::type impl;
+  /* each element's row in the tile, for scale_rows: init(scratch) once per warp, warp-collective, with
+   * a 16 x 16 fp32 shared-memory scratch tile (32-byte aligned; free again when init returns) */
+  typedef typename TileAcc<T, TF32>::type::rows_t rows_t;
+  /* C[r][c] *= factor[r] (factor: 16 values in shared memory; an exact fp32 multiply per element, the
+   * same as scaling C in shared memory) */
+  __device__ __forceinline__ void scale_rows(const float *factor, const rows_t &r) { impl.scale_rows(factor, r); }
   __device__ __forceinline__ void zero() { impl.zero(); }
   __device__ __forceinline__ void load(const float *c, int ldc) {
     tile_rules("tile_acc::load", c, ldc, nullptr, 0, nullptr, 0, 0, false, true);
