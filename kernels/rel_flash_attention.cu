@@ -280,7 +280,8 @@ __global__ void rel_flash_forward_kernel(float *ctx, float *lse, uint16_t *ctx16
         tile_store(pt[a * kTile + b], e == 0.0f ? 0.0f : e * drop_factor(g, s, h, i0 + a, j0 + b));
       }
       sum = group_sum<kRowLanes>(sum);
-      for (int c = part; c < dp; c += kRowLanes) o[a * dp + c] *= corr;
+      if (corr != 1.0f) /* the max grew (x·1 = x: skipping the rest changes no bit) */
+        for (int c = part; c < dp; c += kRowLanes) o[a * dp + c] *= corr;
       __syncwarp(); /* every lane of the row has read m[a] */
       if (part == 0) {
         l[a] = l[a] * corr + sum;
@@ -488,16 +489,17 @@ template <class T> struct dr_layout {
   T *rt;                   /* [rows][dp] per warp: the warp's r tile */
   T *buf;                  /* [16·(nw+1)][dp] the K, then the V rows of every warp's 32-key window (shared) */
   T *dbt;                  /* [nw][16][16] dBDᵀ */
-  float *sac, *bd, *dpp, *sd; /* [nw][16][32], [nw][16][16], [nw][16][32], [nw][16][16] */
-  float *acc;              /* [rows][dp] */
+  float *sac, *bd, *dpp, *sd; /* [nw][16][32], [nw][16][16], [nw][16][32], [nw][16][16] (sd: at the end,
+                                 * the warp's staging tile of its dr rows) */
   float *lse_t, *d_t;      /* [16] */
+  /* (the warps' dr rows [16][dp] are in registers: dr_acc) */
   __host__ __device__ size_t carve(unsigned char *base, int dp, int nw) {
     smem_carver c{base, 0};
     const int rows = nw * kTile, t = nw * kTile * kTile;
     qw = c.take<T>(kTile * dp), qr = c.take<T>(kTile * dp), dct = c.take<T>(kTile * dp);
     rt = c.take<T>(rows * dp), buf = c.take<T>((nw + 1) * kTile * dp), dbt = c.take<T>(t);
     sac = c.take<float>(2 * t), bd = c.take<float>(t), dpp = c.take<float>(2 * t), sd = c.take<float>(t);
-    acc = c.take<float>(rows * dp), lse_t = c.take<float>(kTile), d_t = c.take<float>(kTile);
+    lse_t = c.take<float>(kTile), d_t = c.take<float>(kTile);
     return c.off;
   }
 };
@@ -506,7 +508,7 @@ template <class T> struct dr_layout {
  * part of dr, part[group][t, h·d..] = Σ_{s in group} Σ_i dS[s,h,i, t-(qlen-1-i)]·Qr_i, sequences and
  * query tiles in order (q, dC and the k, v windows loaded once for all warps); flash_sums_kernel adds
  * the groups in order and scales. Group z holds sequences [z·per_group, (z+1)·per_group). */
-template <class T>
+template <class T, int NT>
 __global__ void rel_flash_dr_kernel(float *part, const float *dctx, const float *lse, const float *D, rf_args g,
                                     int per_group) {
   hs_dropout_slot_resolve(g); /* the slot read once per thread, not per element */
@@ -518,9 +520,12 @@ __global__ void rel_flash_dr_kernel(float *part, const float *dctx, const float 
   sm.carve(smem, dp, wi.nw);
   const int ws = wi.w * kTile * dp, wt = wi.w * kTile * kTile;
   T *rt = sm.rt + ws, *dbt = sm.dbt + wt;
-  float *sac = sm.sac + 2 * wt, *bd = sm.bd + wt, *dpp = sm.dpp + 2 * wt, *sd = sm.sd + wt, *acc = sm.acc + ws;
+  float *sac = sm.sac + 2 * wt, *bd = sm.bd + wt, *dpp = sm.dpp + 2 * wt, *sd = sm.sd + wt;
   const T *win = sm.buf + wi.w * kTile * dp; /* warp w's 32 keys (k, then v) start 16w after the first warp's */
-  for (int e = threadIdx.x; e < rows * dp; e += blockDim.x) sm.acc[e] = 0.0f;
+  /* the warp's dr rows [16][dp] in registers, tile n of 16 columns (n < dp/16 <= NT) in acc[n] */
+  tile_acc<T> acc[NT];
+  HS_UNROLL
+  for (int n = 0; n < NT; n++) acc[n].zero();
   const src_rows rh = r_rows(g) + (size_t)h * g.d;
   /* (a, x = a + tt) reads r row t0 + x - a = t0 + tt: BD of the diagonal is Qr·R_tileᵀ */
   load_src(sm.rt, rows, dp, rh, (size_t)g.H, T0, g.klen, g.d, (const float *)nullptr);
@@ -569,14 +574,23 @@ __global__ void rel_flash_dr_kernel(float *part, const float *dctx, const float 
         tile_store(dbt[tt * kTile + a], pr * (f * dpp[a * 2 * kTile + x] - sm.d_t[a]));
       }
       __syncwarp();
-      for (int cs = 0; cs < dp; cs += kTile) warp_tile_mma(acc + cs, dp, dbt, kTile, sm.qr + cs, dp, kTile, false, true);
+      HS_UNROLL
+      for (int n = 0; n < NT; n++)
+        if (n * kTile < dp) acc[n].mma(dbt, kTile, sm.qr + n * kTile, dp, kTile, false);
       __syncwarp();
     }
   }
-  __syncthreads();
-  for (int e = threadIdx.x; e < rows * g.d; e += blockDim.x) {
-    const int tt = e / g.d, c = e % g.d, t = T0 + tt;
-    if (t < g.klen) part[((size_t)blockIdx.z * g.klen + t) * g.H + (size_t)h * g.d + c] = sm.acc[tt * dp + c];
+  /* the warp's rows t0.. of the part, a 16 x 16 tile at a time through its staging tile (sd) */
+  HS_UNROLL
+  for (int n = 0; n < NT; n++) {
+    if (n * kTile >= dp) continue;
+    acc[n].store(sd, kTile);
+    __syncwarp();
+    for (int e = wi.lane; e < kTile * kTile; e += HS_WARP) {
+      const int tt = e / kTile, c = n * kTile + e % kTile, t = t0 + tt;
+      if (t < g.klen && c < g.d) part[((size_t)blockIdx.z * g.klen + t) * g.H + (size_t)h * g.d + c] = sd[e];
+    }
+    __syncwarp();
   }
 }
 
@@ -807,9 +821,11 @@ void backward_t(const hs_backend *be, float *dqkv, float *dr, float *dr_w_bias, 
   /* b·n·Σ_blocks [Σ_{query tiles} (3·q rows + r window rows)·d + 2d + lse, D + (k, v, dk, dv, memory dq)·d]·4 */
   HS_CUDA_LAUNCHED("rel_flash_dkv_kernel", dkv_bytes(g, ck, dqkv16 ? sizeof(uint16_t) : 0));
   const launch_cfg cr = pick<dr_layout<T>>(g, g.klen, "dr");
-  flash_allow_smem(rel_flash_dr_kernel<T>);
-  HS_LAUNCH(dim3(cr.blocks, (unsigned)g.heads, (unsigned)groups), cr.warps * HS_WARP, cr.smem, stream,
-            rel_flash_dr_kernel<T>)(part, dctx, lse, D, g, per_group);
+  /* the dr rows' register tiles: 4 of 16 columns up to head_dim 64, else 8 (head_dim <= 128) */
+  auto dr_kernel = g.dp <= 4 * kTile ? rel_flash_dr_kernel<T, 4> : rel_flash_dr_kernel<T, 8>;
+  flash_allow_smem(dr_kernel);
+  HS_LAUNCH(dim3(cr.blocks, (unsigned)g.heads, (unsigned)groups), cr.warps * HS_WARP, cr.smem, stream, dr_kernel)(
+      part, dctx, lse, D, g, per_group);
   /* n·[b·Σ_blocks Σ_{query tiles} (3·q rows + k, v windows)·d + 2d + lse, D + groups·Σ_blocks (r, part)·d]·4 */
   HS_CUDA_LAUNCHED("rel_flash_dr_kernel", dr_bytes(g, cr, groups));
   HS_LAUNCH(hs_grid_for(n_r), HS_BLOCK, 0, stream, flash_sums_kernel)(dr, dr16, g.bf16, part, groups, n_r, g.scale,
