@@ -113,8 +113,8 @@ inline const flash_device &flash_device_limits() {
 inline size_t flash_smem_limit() { return flash_device_limits().smem_block; }
 
 /* Host: warps resident on one multiprocessor when blocks of `warps` warps each take `bytes` of shared
- * memory (registers aside: the fused kernels' blocks are shared-memory bound); 0 if a block does not
- * fit at all. */
+ * memory (registers aside: with their outputs in registers the kernels can be register bound, which
+ * this does not see; docs/gpu.md, "Fused attention"); 0 if a block does not fit at all. */
 inline int flash_resident_warps(int warps, size_t bytes) {
   const flash_device &d = flash_device_limits();
   if (bytes > d.smem_block) return 0;

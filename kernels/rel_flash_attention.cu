@@ -212,15 +212,17 @@ template <class T> struct fwd_layout {
   T *kt, *vt;        /* [16][dp] the key tile's k, v (shared) */
   T *rw;             /* [16·(nw+1)][dp] the r rows every warp's 32-row window lies in (shared) */
   T *pt;             /* [nw][16][16] f·e^{s-m}, the P'·V operand */
-  float *S, *bdw, *o; /* [nw][16][16] scores, [nw][16][32] BD window, [rows][dp] the unnormalised context */
-  float *m, *l;      /* [rows] running max and sum */
+  float *S, *bdw;    /* [nw][16][16] scores (before and after the loop: the warp's scratch and staging
+                      * tile), [nw][16][32] BD window */
+  float *m, *l, *corr; /* [rows] running max and sum, the context's rescale factor of the key step */
+  /* (the unnormalised context, the warps' [16, dp], is in registers) */
   __host__ __device__ size_t carve(unsigned char *base, int dp, int nw) {
     smem_carver c{base, 0};
     const int rows = nw * kTile;
     qw = c.take<T>(rows * dp), qr = c.take<T>(rows * dp), kt = c.take<T>(kTile * dp), vt = c.take<T>(kTile * dp);
     rw = c.take<T>((nw + 1) * kTile * dp), pt = c.take<T>(nw * kTile * kTile);
-    S = c.take<float>(nw * kTile * kTile), bdw = c.take<float>(nw * 2 * kTile * kTile), o = c.take<float>(rows * dp);
-    m = c.take<float>(rows), l = c.take<float>(rows);
+    S = c.take<float>(nw * kTile * kTile), bdw = c.take<float>(nw * 2 * kTile * kTile);
+    m = c.take<float>(rows), l = c.take<float>(rows), corr = c.take<float>(rows);
     return c.off;
   }
 };
@@ -229,7 +231,7 @@ template <class T> struct fwd_layout {
  * [b, qlen, H] and lse [b, n, qlen] of its rows. The warps stream the key tiles of the union of their
  * ranges together (k, v and the r rows loaded once for all); a warp computes exactly the tiles, in
  * the order, a block of its own would. */
-template <class T>
+template <class T, int NT>
 __global__ void rel_flash_forward_kernel(float *ctx, float *lse, uint16_t *ctx16, rf_args g) {
   hs_dropout_slot_resolve(g); /* the slot read once per thread, not per element */
   const warp_id wi = this_warp();
@@ -241,12 +243,18 @@ __global__ void rel_flash_forward_kernel(float *ctx, float *lse, uint16_t *ctx16
   sm.carve(smem, dp, wi.nw);
   const int ws = wi.w * kTile * dp, wt = wi.w * kTile * kTile; /* this warp's slices */
   T *qw = sm.qw + ws, *qr = sm.qr + ws, *pt = sm.pt + wt;
-  float *S = sm.S + wt, *bdw = sm.bdw + 2 * wt, *o = sm.o + ws, *m = sm.m + wi.w * kTile, *l = sm.l + wi.w * kTile;
+  float *S = sm.S + wt, *bdw = sm.bdw + 2 * wt, *m = sm.m + wi.w * kTile, *l = sm.l + wi.w * kTile;
+  float *corr = sm.corr + wi.w * kTile;
+  /* the warp's unnormalised context [16][dp] in registers, tile n of 16 columns (n < dp/16 <= NT) in o[n] */
+  tile_acc<T> o[NT];
+  HS_UNROLL
+  for (int n = 0; n < NT; n++) o[n].zero();
+  typename tile_acc<T>::rows_t o_rows;
+  o_rows.init(S); /* the warp's own scratch until its first scores */
 
   const src_rows seq = qkv_rows(g) + ((size_t)s * g.klen * g.ld + (size_t)h * g.d);
   load_src(sm.qw, rows, dp, seq + (size_t)g.mlen * g.ld, g.ld, I0, g.qlen, g.d, g.rwb + (size_t)h * g.d);
   load_src(sm.qr, rows, dp, seq + (size_t)g.mlen * g.ld, g.ld, I0, g.qlen, g.d, g.rrb + (size_t)h * g.d);
-  for (int e = threadIdx.x; e < rows * dp; e += blockDim.x) sm.o[e] = 0.0f;
   for (int a = threadIdx.x; a < rows; a += blockDim.x) sm.m[a] = -INFINITY, sm.l[a] = 0.0f;
   int first, last, bfirst, blast, unused;
   key_tiles(g, i0, first, last);
@@ -271,7 +279,7 @@ __global__ void rel_flash_forward_kernel(float *ctx, float *lse, uint16_t *ctx16
       float mx = m[a];
       for (int b = part; b < kTile; b += kRowLanes) mx = fmaxf(mx, S[a * kTile + b]);
       for (int k = kRowLanes / 2; k > 0; k /= 2) mx = fmaxf(mx, __shfl_xor_sync(kWarpFullMask, mx, k));
-      const float corr = m[a] == -INFINITY ? 0.0f : hs_exp_fast(m[a] - mx);
+      const float corr_a = m[a] == -INFINITY ? 0.0f : hs_exp_fast(m[a] - mx);
       float sum = 0.0f;
       for (int b = part; b < kTile; b += kRowLanes) {
         const float sc = S[a * kTile + b];
@@ -280,26 +288,39 @@ __global__ void rel_flash_forward_kernel(float *ctx, float *lse, uint16_t *ctx16
         tile_store(pt[a * kTile + b], e == 0.0f ? 0.0f : e * drop_factor(g, s, h, i0 + a, j0 + b));
       }
       sum = group_sum<kRowLanes>(sum);
-      if (corr != 1.0f) /* the max grew (x·1 = x: skipping the rest changes no bit) */
-        for (int c = part; c < dp; c += kRowLanes) o[a * dp + c] *= corr;
       __syncwarp(); /* every lane of the row has read m[a] */
       if (part == 0) {
-        l[a] = l[a] * corr + sum;
+        l[a] = l[a] * corr_a + sum;
         m[a] = mx;
+        corr[a] = corr_a;
       }
     }
     __syncwarp();
-    for (int cs = 0; cs < dp; cs += kTile) warp_tile_mma(o + cs, dp, pt, kTile, sm.vt + cs, dp, kTile, false, true);
+    /* O ← corr·O + P'·V, by rows of 16 x 16 tiles */
+    HS_UNROLL
+    for (int n = 0; n < NT; n++)
+      if (n * kTile < dp) {
+        o[n].scale_rows(corr, o_rows);
+        o[n].mma(pt, kTile, sm.vt + n * kTile, dp, kTile, false);
+      }
     __syncwarp();
   }
   __syncthreads();
-  for (int e = threadIdx.x; e < rows * g.d; e += blockDim.x) {
-    const int a = e / g.d, c = e % g.d, i = I0 + a;
-    if (i >= g.qlen) continue;
-    const size_t o_at = ((size_t)s * g.qlen + i) * g.H + (size_t)h * g.d + c;
-    const float v = sm.o[a * dp + c] / sm.l[a];
-    if (ctx) ctx[o_at] = v; /* NULL: the context only in 16 bits (bind_half_only) */
-    if (ctx16) ctx16[o_at] = half_bits(g, v);
+  /* ctx = O / l, the warp's rows, a 16 x 16 tile at a time through its staging tile (S) */
+  HS_UNROLL
+  for (int n = 0; n < NT; n++) {
+    if (n * kTile >= dp) continue;
+    o[n].store(S, kTile);
+    __syncwarp();
+    for (int e = wi.lane; e < kTile * kTile; e += HS_WARP) {
+      const int a = e / kTile, c = n * kTile + e % kTile, i = i0 + a;
+      if (i >= g.qlen || c >= g.d) continue;
+      const size_t o_at = ((size_t)s * g.qlen + i) * g.H + (size_t)h * g.d + c;
+      const float v = S[e] / l[a];
+      if (ctx) ctx[o_at] = v; /* NULL: the context only in 16 bits (bind_half_only) */
+      if (ctx16) ctx16[o_at] = half_bits(g, v);
+    }
+    __syncwarp();
   }
   for (int a = threadIdx.x; a < rows; a += blockDim.x)
     if (I0 + a < g.qlen) lse[unit * g.qlen + I0 + a] = sm.m[a] + logf(sm.l[a]);
@@ -768,9 +789,11 @@ size_t dr_bytes(const rf_args &g, const launch_cfg &c, int groups) {
 template <class T>
 void forward_t(const hs_backend *be, float *ctx, float *lse, uint16_t *ctx16, const rf_args &g) {
   const launch_cfg c = pick<fwd_layout<T>>(g, g.qlen, "the forward");
-  flash_allow_smem(rel_flash_forward_kernel<T>);
-  HS_LAUNCH(dim3(c.blocks, (unsigned)(g.batch * g.heads)), c.warps * HS_WARP, c.smem, hs_cuda_stream(be),
-            rel_flash_forward_kernel<T>)(ctx, lse, ctx16, g);
+  /* the context's register tiles: 4 of 16 columns up to head_dim 64, else 8 (head_dim <= 128) */
+  auto kernel = g.dp <= 4 * kTile ? rel_flash_forward_kernel<T, 4> : rel_flash_forward_kernel<T, 8>;
+  flash_allow_smem(kernel);
+  HS_LAUNCH(dim3(c.blocks, (unsigned)(g.batch * g.heads)), c.warps * HS_WARP, c.smem, hs_cuda_stream(be), kernel)(
+      ctx, lse, ctx16, g);
   /* b·n·Σ_blocks [Σ_{key tiles} (k + v + r window rows)·d + 2·q rows·d + 2d + ctx rows·d + lse] (+ ctx16) */
   HS_CUDA_LAUNCHED("rel_flash_forward_kernel", query_block_bytes(g, c, false, ctx16 ? sizeof(uint16_t) : 0) -
                                                    (ctx ? 0 : (size_t)g.batch * g.heads * g.qlen * g.d * sizeof(float)));
