@@ -135,16 +135,10 @@ template <class T, int N> struct warp_tiles {
    * shared memory (the padded head columns and rows past L are the caller's to skip) */
   template <class Out>
   __device__ __forceinline__ void write(int warp, int tiles, int tiles_per_row, float *stage, Out &&out) {
-    const int lane = threadIdx.x % HS_WARP;
     HS_UNROLL
     for (int n = 0; n < N; n++) {
-      const int t = warp + kWarps * n;
-      if (t >= tiles) continue;
-      acc[n].store(stage, kTile);
-      __syncwarp();
-      for (int e = lane; e < kTile * kTile; e += HS_WARP)
-        out((t / tiles_per_row) * kTile + e / kTile, (t % tiles_per_row) * kTile + e % kTile, stage[e]);
-      __syncwarp();
+      const int t = warp + kWarps * n, r0 = (t / tiles_per_row) * kTile, c0 = (t % tiles_per_row) * kTile;
+      if (t < tiles) acc[n].write(stage, [&](int r, int c, float v) { out(r0 + r, c0 + c, v); });
     }
   }
 };

@@ -310,17 +310,13 @@ __global__ void rel_flash_forward_kernel(float *ctx, float *lse, uint16_t *ctx16
   HS_UNROLL
   for (int n = 0; n < NT; n++) {
     if (n * kTile >= dp) continue;
-    o[n].store(S, kTile);
-    __syncwarp();
-    for (int e = wi.lane; e < kTile * kTile; e += HS_WARP) {
-      const int a = e / kTile, c = n * kTile + e % kTile, i = i0 + a;
-      if (i >= g.qlen || c >= g.d) continue;
+    o[n].write(S, [&](int a, int cn, float v) {
+      const int c = n * kTile + cn, i = i0 + a;
+      if (i >= g.qlen || c >= g.d) return;
       const size_t o_at = ((size_t)s * g.qlen + i) * g.H + (size_t)h * g.d + c;
-      const float v = S[e] / l[a];
-      if (ctx) ctx[o_at] = v; /* NULL: the context only in 16 bits (bind_half_only) */
-      if (ctx16) ctx16[o_at] = half_bits(g, v);
-    }
-    __syncwarp();
+      if (ctx) ctx[o_at] = v / l[a]; /* NULL: the context only in 16 bits (bind_half_only) */
+      if (ctx16) ctx16[o_at] = half_bits(g, v / l[a]);
+    });
   }
   for (int a = threadIdx.x; a < rows; a += blockDim.x)
     if (I0 + a < g.qlen) lse[unit * g.qlen + I0 + a] = sm.m[a] + logf(sm.l[a]);
@@ -605,13 +601,10 @@ __global__ void rel_flash_dr_kernel(float *part, const float *dctx, const float 
   HS_UNROLL
   for (int n = 0; n < NT; n++) {
     if (n * kTile >= dp) continue;
-    acc[n].store(sd, kTile);
-    __syncwarp();
-    for (int e = wi.lane; e < kTile * kTile; e += HS_WARP) {
-      const int tt = e / kTile, c = n * kTile + e % kTile, t = t0 + tt;
-      if (t < g.klen && c < g.d) part[((size_t)blockIdx.z * g.klen + t) * g.H + (size_t)h * g.d + c] = sd[e];
-    }
-    __syncwarp();
+    acc[n].write(sd, [&](int tt, int cn, float v) {
+      const int c = n * kTile + cn, t = t0 + tt;
+      if (t < g.klen && c < g.d) part[((size_t)blockIdx.z * g.klen + t) * g.H + (size_t)h * g.d + c] = v;
+    });
   }
 }
 

@@ -8,7 +8,8 @@
  *     A row-major [16][lda]; B row-major [k][ldb], or, b_transposed, Bᵀ row-major [16][ldb] (a K tile
  *     for Q·Kᵀ); C fp32 row-major [16][ldc]. All in shared memory.
  *   tile_acc<T, TF32> acc; acc.zero() or acc.load(c, ldc); acc.mma(a, lda, b, ldb, k, b_transposed)
- *     (C += A·B, any number of times); acc.scale_rows(factor, rows) (C[r][:] *= factor[r]); acc.store(c, ldc)
+ *     (C += A·B, any number of times); acc.scale_rows(factor, rows) (C[r][:] *= factor[r]);
+ *     acc.store(c, ldc) or acc.write(stage, out) (out(r, c, C[r][c]) for each element)
  *     the same C held in registers across products (a loop's sum of tile products: no shared memory
  *     for C and no load and store of it per product); the same arithmetic in the same order.
  *
@@ -314,6 +315,15 @@ template <class T, bool TF32 = false> struct tile_acc {
   __device__ __forceinline__ void store(float *c, int ldc) const {
     tile_rules("tile_acc::store", c, ldc, nullptr, 0, nullptr, 0, 0, false, false);
     impl.store(c, ldc);
+  }
+  /* out(row, column, value) for each of C's 256 elements, through stage (the warp's own 16 x 16 fp32
+   * shared-memory tile, 32-byte aligned): a register tile's way to device memory, lanes taking
+   * consecutive columns of a row */
+  template <class Out> __device__ __forceinline__ void write(float *stage, Out &&out) const {
+    store(stage, kTile);
+    __syncwarp();
+    for (int e = threadIdx.x % HS_WARP; e < kTile * kTile; e += HS_WARP) out(e / kTile, e % kTile, stage[e]);
+    __syncwarp();
   }
   __device__ __forceinline__ void mma(const T *a, int lda, const T *b, int ldb, int k, bool b_transposed) {
     tile_rules("tile_acc::mma", nullptr, 0, a, lda, b, ldb, k, b_transposed, true);
