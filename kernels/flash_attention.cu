@@ -166,8 +166,8 @@ template <class T, int DMAX, int BQ, int BK> struct fwd_smem {
 };
 
 template <class T, int DMAX, int BQ, int BK>
-__global__ void __launch_bounds__(kThreads, kFwdBlocksPerSM<T>) flash_attention_forward_kernel(float *ctx, float *lse, const float *qkv, const float *mask_bias,
-                                               flash_shape sh) {
+__global__ void __launch_bounds__(kThreads, kFwdBlocksPerSM<T>)
+    flash_attention_forward_kernel(float *ctx, float *lse, const float *qkv, const float *mask_bias, flash_shape sh) {
   hs_dropout_slot_resolve(sh); /* the slot read once per thread, not per element */
   typedef fwd_smem<T, DMAX, BQ, BK> smem_t;
   HS_SHARED(smem_t, sm);
@@ -269,7 +269,8 @@ __global__ void __launch_bounds__(kThreads, kFwdBlocksPerSM<T>) flash_attention_
   if constexpr (kFwdORegs<T>) {
     o.write(warp, o_tiles, o_per_row, sm.s + warp * kTile * kTile, out);
   } else {
-    for (int idx = threadIdx.x; idx < BQ * d; idx += blockDim.x) out(idx / d, idx % d, sm.o[(idx / d) * DMAX + idx % d]);
+    for (int idx = threadIdx.x; idx < BQ * d; idx += blockDim.x)
+      out(idx / d, idx % d, sm.o[(idx / d) * DMAX + idx % d]);
   }
   if (threadIdx.x < BQ && i0 + (int)threadIdx.x < L)
     lse[(size_t)unit * L + i0 + threadIdx.x] = sm.m[threadIdx.x] + logf(sm.l[threadIdx.x]);
@@ -301,7 +302,7 @@ template <class T, int DMAX, int BQ, int BK> struct dq_smem {
 template <class T, int DMAX, int BQ, int BK>
 __global__ void __launch_bounds__(kThreads, kDqBlocksPerSM<T>)
     flash_attention_dq_kernel(float *dqkv, const float *dctx, const float *qkv, const float *mask_bias,
-                                          const float *lse, const float *D, flash_shape sh) {
+                              const float *lse, const float *D, flash_shape sh) {
   hs_dropout_slot_resolve(sh); /* the slot read once per thread, not per element */
   typedef dq_smem<T, DMAX, BQ, BK> smem_t;
   HS_SHARED(smem_t, sm);
@@ -384,7 +385,7 @@ template <class T, int DMAX, int BQ, int BK> struct dkv_smem {
 template <class T, int DMAX, int BQ, int BK>
 __global__ void __launch_bounds__(kThreads, kDkvBlocksPerSM<T>)
     flash_attention_dkv_kernel(float *dqkv, const float *dctx, const float *qkv, const float *mask_bias,
-                                           const float *lse, const float *D, flash_shape sh) {
+                               const float *lse, const float *D, flash_shape sh) {
   hs_dropout_slot_resolve(sh); /* the slot read once per thread, not per element */
   typedef dkv_smem<T, DMAX, BQ, BK> smem_t;
   HS_SHARED(smem_t, sm);
