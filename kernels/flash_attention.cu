@@ -113,8 +113,6 @@ __device__ __forceinline__ float drop_factor(const flash_shape &s, int b, int h,
                            s.keep_scale);
 }
 
-constexpr int imax_c(int a, int b) { return a > b ? a : b; }
-
 /* A warp's share of an output of `tiles` 16 x 16 tiles (row-major, tiles_per_row to a row of tiles),
  * summed over the loop in registers: tile t = warp + kWarps·n is acc[n] (at most N per warp). */
 template <class T, int N> struct warp_tiles {
@@ -160,7 +158,7 @@ template <class T, int DMAX, int BQ, int BK> struct fwd_smem {
   alignas(32) T p[BQ * BK];    /* e^{s - m}·f, the P'·V operand */
   /* S [BQ,BK] in the loop; with O in registers, before and after it each warp's 16 x 16 scratch and
    * staging tile */
-  alignas(32) float s[imax_c(BQ * BK, kFwdORegs<T> ? kWarps * kTile * kTile : 0)];
+  alignas(32) float s[imax(BQ * BK, kFwdORegs<T> ? kWarps * kTile * kTile : 0)];
   alignas(32) float o[kFwdORegs<T> ? 8 : BQ * DMAX]; /* O, where not in registers */
   float m[BQ], l[BQ], alpha[BQ];
 };
@@ -183,7 +181,7 @@ __global__ void __launch_bounds__(kThreads, kFwdBlocksPerSM<T>)
   /* the unnormalised output O [BQ, dp] in registers, the warps' tiles of 16 x 16 */
   const int o_tiles = (BQ / kTile) * (sh.dp / kTile), o_per_row = sh.dp / kTile;
   constexpr int omax = (BQ / kTile) * (DMAX / kTile);
-  warp_tiles<T, kFwdORegs<T> ? omax / kWarps + (omax % kWarps != 0) : 1> o;
+  warp_tiles<T, kFwdORegs<T> ? ceil_div(omax, kWarps) : 1> o;
   typename tile_acc<T>::rows_t o_rows;
   if constexpr (kFwdORegs<T>) {
     o.zero();
@@ -294,7 +292,7 @@ template <class T, int DMAX, int BQ, int BK> struct dq_smem {
   alignas(32) T v[BK * DMAX];
   alignas(32) T ds[BQ * BK];
   /* S [BQ,BK] then dP' [BQ,BK] in the loop; after it, each warp's staging tile of dQ [16,16] */
-  alignas(32) float sdp[imax_c(2 * BQ * BK, kWarps * kTile * kTile)];
+  alignas(32) float sdp[imax(2 * BQ * BK, kWarps * kTile * kTile)];
   float lse[BQ], D[BQ];
 };
 
@@ -318,7 +316,7 @@ __global__ void __launch_bounds__(kThreads, kDqBlocksPerSM<T>)
   float *const S = sm.sdp, *const dP = sm.sdp + BQ * BK;
   /* dQ [BQ, dp] in registers, the warps' tiles of 16 x 16 */
   const int dq_tiles = (BQ / kTile) * (sh.dp / kTile), dq_per_row = sh.dp / kTile;
-  warp_tiles<T, (BQ / kTile) * (DMAX / kTile) / kWarps + ((BQ / kTile) * (DMAX / kTile) % kWarps != 0)> dq;
+  warp_tiles<T, ceil_div((BQ / kTile) * (DMAX / kTile), kWarps)> dq;
   dq.zero();
   load_head_rows(sm.q, BQ, DMAX, sh, q, q16, ld, i0);
   load_head_rows(sm.dc, BQ, DMAX, sh, dc, dc16, (size_t)H, i0);
@@ -376,7 +374,7 @@ template <class T, int DMAX, int BQ, int BK> struct dkv_smem {
   alignas(32) T dst[BK * BQ]; /* dSᵀ */
   /* Sᵀ [BK,BQ], then ±P (sign bit: dropped), and dP'ᵀ [BK,BQ] in the loop; after it, each warp's
    * staging tile of dK and dV [16,16] */
-  alignas(32) float stdp[imax_c(2 * BK * BQ, kWarps * kTile * kTile)];
+  alignas(32) float stdp[imax(2 * BK * BQ, kWarps * kTile * kTile)];
   float lse[BQ], D[BQ];
 };
 
@@ -400,9 +398,8 @@ __global__ void __launch_bounds__(kThreads, kDkvBlocksPerSM<T>)
   const float *mb = mask_bias + (size_t)b * (size_t)L;
   float *const st = sm.stdp, *const dpt = sm.stdp + BK * BQ;
   /* dK, dV [BK, dp] in registers, the warps' tiles of 16 x 16 */
-  constexpr int kvmax = (BK / kTile) * (DMAX / kTile), kv_per_warp = kvmax / kWarps + (kvmax % kWarps != 0);
   const int kv_tiles = (BK / kTile) * (sh.dp / kTile), kv_per_row = sh.dp / kTile;
-  warp_tiles<T, kv_per_warp> dk, dv;
+  warp_tiles<T, ceil_div((BK / kTile) * (DMAX / kTile), kWarps)> dk, dv;
   dk.zero();
   dv.zero();
   constexpr int nt = (BK / kTile) * (BQ / kTile);

@@ -30,6 +30,12 @@
 
 namespace {
 
+/* min and max of two ints, and a / b rounded up: on the host, on the device and in constant expressions
+ * (the kernels' shared-memory sizes and register tile counts) */
+__host__ __device__ constexpr int imin(int a, int b) { return a < b ? a : b; }
+__host__ __device__ constexpr int imax(int a, int b) { return a > b ? a : b; }
+__host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
 /* Dynamic shared memory, carved in order: take<X>(count) is the next count X, every region 32-byte
  * aligned (tile_mma's rule; the dynamic window itself starts aligned). The same carving code runs on
  * the host with no base, where only the byte count (off) is wanted: a kernel's layout and the bytes its

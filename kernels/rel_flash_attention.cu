@@ -77,9 +77,6 @@ constexpr int kMaxHeadDim = 128;
 constexpr int kMaxWarps = 4; /* warps per block: tiles of 16 rows side by side */
 constexpr int kDrGroups = 8; /* dr's sum over sequences: at most this many groups, each its grid slice */
 
-__host__ __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
-__host__ __device__ __forceinline__ int imax(int a, int b) { return a > b ? a : b; }
-
 /* The shapes and scalars every kernel reads. */
 struct rf_args {
   const float *qkv, *r, *rwb, *rrb;
