@@ -241,6 +241,24 @@ __global__ void wmma_product(const unsigned short *a, const unsigned short *b, f
     wmma_product_body<W, BL>(a, b, c, k, accumulate, c_col);
 }
 
+// Which matrix element each lane's x[t] holds (one warp): the accumulator loaded from c (16 x 16 floats,
+// c[e] = e), then A (row-major) and B (column-major) from a (16 x 16 halves, a[e] = e: exact);
+// out[k·256 + lane·8 + t] = x[t] of fragment k (0 C, 1 A, 2 B).
+__global__ void wmma_positions(const unsigned short *a, const float *c, float *out) {
+  namespace wmma = nvcuda::wmma;
+  const __half *h = reinterpret_cast<const __half *>(a);
+  const int lane = threadIdx.x % 32;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb;
+  wmma::load_matrix_sync(acc, c, 16, wmma::mem_row_major);
+  wmma::load_matrix_sync(fa, h, 16);
+  wmma::load_matrix_sync(fb, h, 16);
+  for (int t = 0; t < acc.num_elements; t++) out[lane * 8 + t] = acc.x[t];
+  for (int t = 0; t < fa.num_elements; t++) out[256 + lane * 8 + t] = __half2float(fa.x[t]);
+  for (int t = 0; t < fb.num_elements; t++) out[512 + lane * 8 + t] = __half2float(fb.x[t]);
+}
+
 // Misuse of nvcuda::wmma (a: 16 x 64 halves, c: 16 x 16 floats), by mode:
 //   0 correct; 1 lanes 0..15 and 16..31 load at different call sites; 2 lane 31 returns first;
 //   3 the pointer is 16 bytes past a 32-byte boundary; 4 ldm 20 (not a multiple of 8 halves);
@@ -355,6 +373,9 @@ void st_wmma_product(const unsigned short *a, const unsigned short *b, float *c,
   if (bf16 && !b_col) HS_LAUNCH(1, 32, 0, s, wmma_product<__nv_bfloat16, row_major>)(a, b, c, k, acc, ccol);
   if (!bf16 && b_col) HS_LAUNCH(1, 32, 0, s, wmma_product<__half, col_major>)(a, b, c, k, acc, ccol);
   if (!bf16 && !b_col) HS_LAUNCH(1, 32, 0, s, wmma_product<__half, row_major>)(a, b, c, k, acc, ccol);
+}
+void st_wmma_positions(const unsigned short *a, const float *c, float *out, cudaStream_t s) {
+  HS_LAUNCH(1, 32, 0, s, wmma_positions)(a, c, out);
 }
 void st_wmma_misuse(const unsigned short *a, float *c, int mode, int block, cudaStream_t s) {
   HS_LAUNCH(1, block, 0, s, wmma_misuse)(a, c, mode);

@@ -48,6 +48,10 @@ void st_maybe_warp_sum(const float *x, float *y, int nblocks, int block, cudaStr
 // Bᵀ row-major [16][k]; C (ldc 16) row-major or, c_col, column-major; accumulate: C += A B
 void st_wmma_product(const unsigned short *a, const unsigned short *b, float *c, int k, bool bf16, bool b_col,
                      bool accumulate, bool c_col, cudaStream_t s);
+// one warp: which element of a 16 x 16 matrix each lane's x[t] holds, for the accumulator (loaded from c,
+// c[e] = e), A row-major and B column-major (from a, 16 x 16 half bit patterns, a[e] = e):
+// out[k·256 + lane·8 + t], k = 0 C, 1 A, 2 B (768 floats)
+void st_wmma_positions(const unsigned short *a, const float *c, float *out, cudaStream_t s);
 // whether the self-test kernels were compiled where a*b+c can contract to a fused multiply-add
 bool st_kernels_contract();
 

@@ -422,6 +422,45 @@ void test_wmma() {
   CHECK(cases == 16);
 }
 
+// The fragments' layouts (mma.h): lane l's x[t] holds element l + 32 t (row-major), or under
+// HS_CUDA_EMU_WMMA_LAYOUT=shuffled another permutation for each kind of fragment, so that code reading
+// elements by position gives other results there (the products above hold under either).
+void test_wmma_layout() {
+  std::vector<unsigned short> a(256);
+  std::vector<float> c(256);
+  for (int e = 0; e < 256; e++) a[e] = hs_emu_float_to_half_bits(static_cast<float>(e)), c[e] = static_cast<float>(e);
+  unsigned short *da = nullptr;
+  float *dc = nullptr, *dout = nullptr;
+  CUDA_OK(cudaMalloc(&da, 256 * 2));
+  CUDA_OK(cudaMalloc(&dc, 256 * sizeof(float)));
+  CUDA_OK(cudaMalloc(&dout, 768 * sizeof(float)));
+  CUDA_OK(cudaMemcpy(da, a.data(), 256 * 2, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dc, c.data(), 256 * sizeof(float), cudaMemcpyHostToDevice));
+  st_wmma_positions(da, dc, dout, 0);
+  const std::vector<float> out = to_host(dout, 768);
+  const bool shuffled = nvcuda::wmma::emu::wmma_layout_shuffled();
+  int same_as_rowmajor[3] = {0, 0, 0}, same_as_c[3] = {0, 0, 0};
+  for (int k = 0; k < 3; k++) {
+    std::vector<int> seen(256, 0);
+    for (int l = 0; l < 32; l++)
+      for (int t = 0; t < 8; t++) {
+        const int e = static_cast<int>(out[k * 256 + l * 8 + t]);
+        // A holds the matrix as stored; B col-major reads a as Bᵀ: element e of B is a[(e%16)·16 + e/16]
+        const int rowmajor = k == 2 ? (l + 32 * t) % 16 * 16 + (l + 32 * t) / 16 : l + 32 * t;
+        CHECK(e >= 0 && e < 256);
+        seen[e]++;
+        same_as_rowmajor[k] += e == rowmajor;
+        same_as_c[k] += static_cast<int>(out[l * 8 + t]) == e;
+      }
+    for (int e = 0; e < 256; e++) CHECK(seen[e] == 1); // a permutation
+  }
+  for (int k = 0; k < 3; k++) CHECK(shuffled ? same_as_rowmajor[k] < 32 : same_as_rowmajor[k] == 256);
+  if (shuffled) CHECK(same_as_c[1] < 32 && same_as_c[2] < 32); // A's and B's layouts are not C's
+  CUDA_OK(cudaFree(da));
+  CUDA_OK(cudaFree(dc));
+  CUDA_OK(cudaFree(dout));
+}
+
 void test_fast_path_same_results() {
   for (uint64_t seed : {1ull, 7ull, 1000003ull}) {
     const std::vector<float> on = run_mixed(seed, 1), off = run_mixed(seed, 0);
@@ -458,6 +497,9 @@ int main() {
   }
   CHECK(shuffled == 4);
   printf("ok   blocks start in a different order under each seed\n");
+  test_wmma_layout();
+  printf("ok   wmma fragments hold their elements in the %s layout\n",
+         nvcuda::wmma::emu::wmma_layout_shuffled() ? "shuffled" : "row-major");
   hs_emu_stats st;
   hs_emu_get_stats(&st);
   printf("     %llu kernels, %llu blocks (%llu as a loop), %llu threads, %llu fiber switches, %llu stream work "

@@ -15,9 +15,14 @@
 //
 // The fragment's element layout is opaque on a GPU; here lane l holds in x[t] (t < num_elements: 8,
 // or 4 for the 16 x 8 and 8 x 16 TF32 operands) the element e = l + 32 t of the matrix in row-major
-// order: row e / cols, column e % cols of A [m][k], B [k][n] or C [m][n]. A fragment starts with
-// all-ones bytes (NaN), like an unwritten register, so an accumulator used before fill_fragment or a
-// load gives NaN.
+// order: row e / cols, column e % cols of A [m][k], B [k][n] or C [m][n]. Under
+// HS_CUDA_EMU_WMMA_LAYOUT=shuffled it holds element (e·m_f + a_f) mod n instead (n = rows·cols, m_f
+// odd: a permutation), with another m_f, a_f for each kind of fragment (A or B, row- or column-major;
+// the accumulator), as a GPU's layouts differ between kinds: code that reads a fragment's elements by
+// position, or copies one kind of fragment into another element by element, gives other results under
+// the two layouts, where code that does not depend on the layout gives the same bits
+// (tests/cuda/test_wmma_layout.sh). A fragment starts with all-ones bytes (NaN), like an unwritten
+// register, so an accumulator used before fill_fragment or a load gives NaN.
 //
 // mma_sync computes D = C + A B in fp32: each product of two 16-bit values is exact in fp32 (11 x 11
 // significant bits at most; barring fp32 overflow or underflow), each element's 16 products are summed
@@ -64,6 +69,9 @@ template <class Use, int M, int N, int K, class T, class Layout = void> class fr
                 "precision::tf32 (k 8), row_major or col_major, and float accumulators (no layout)");
 
 public:
+  // which layout the emulator gives this fragment (emu::element): A row/col 0/1, B row/col 2/3, C 4
+  static constexpr int kind = std::is_same<Use, accumulator>::value ? 4
+                              : (std::is_same<Use, matrix_b>::value ? 2 : 0) + (std::is_same<Layout, col_major>::value ? 1 : 0);
   using element_type = typename std::conditional<std::is_same<T, precision::tf32>::value, float, T>::type;
   // the matrix this fragment holds: A M x K, B K x N, C M x N
   static constexpr int rows = std::is_same<Use, matrix_b>::value ? K : M;
@@ -87,6 +95,20 @@ inline float __float_to_tf32(float in) {
 namespace emu {
 
 constexpr int kLanes = 32;
+
+// HS_CUDA_EMU_WMMA_LAYOUT: "rowmajor" (the default) or "shuffled" (above), read once; another value stops
+// the process with a message
+bool wmma_layout_shuffled();
+
+// The matrix element (row-major index, < n = 128 or 256) that x[t] of lane l holds in a fragment of kind
+// `kind` (fragment::kind)
+inline int element(int kind, int l, int t, int n) {
+  const int e = l + kLanes * t;
+  if (!wmma_layout_shuffled()) return e;
+  static constexpr int mul[5] = {77, 45, 109, 21, 37}, add[5] = {5, 29, 100, 62, 11}; // odd multipliers
+  return (e * mul[kind] + add[kind]) & (n - 1);
+}
+
 template <int K> using Acc = fragment<accumulator, 16, 16, K, float>;
 
 inline float value(float v) { return v; }
@@ -159,7 +181,7 @@ template <class F> const char *complete_load(void *const *args) {
   for (int l = 0; l < kLanes; l++) {
     T *x = static_cast<T *>(static_cast<const MemArgs *>(args[l])->frag);
     for (int t = 0; t < F::num_elements; t++) {
-      const int e = l + kLanes * t;
+      const int e = element(F::kind, l, t, F::rows * F::cols);
       memcpy(&x[t], p + offset(e / F::cols, e % F::cols, a0.ldm, a0.layout != 0) * sizeof(T), sizeof(T));
     }
   }
@@ -173,7 +195,7 @@ template <class F> const char *complete_store(void *const *args) {
   for (int l = 0; l < kLanes; l++) {
     const float *x = static_cast<const float *>(static_cast<const MemArgs *>(args[l])->frag);
     for (int t = 0; t < F::num_elements; t++) {
-      const int e = l + kLanes * t;
+      const int e = element(F::kind, l, t, F::rows * F::cols);
       memcpy(p + offset(e / F::cols, e % F::cols, a0.ldm, a0.layout != 0) * sizeof(float), &x[t], sizeof(float));
     }
   }
@@ -186,20 +208,21 @@ struct MmaArgs {
 };
 
 // D = C + A B for the warp: gathers A, B, C from all lanes' fragments first (a lane's d may be its c).
-// T: the operands' element type (float for TF32, whose operands the tensor core truncates), K: 16 or 8.
-template <class T, int K> const char *complete_mma(void *const *args) {
+// T: the operands' element type (float for TF32, whose operands the tensor core truncates), K: 16 or 8,
+// KA and KB: the kinds of the A and B fragments (fragment::kind).
+template <class T, int K, int KA, int KB> const char *complete_mma(void *const *args) {
   float A[16][K], B[K][16], C[16][16];
   constexpr bool tf32 = std::is_same<T, float>::value;
   for (int l = 0; l < kLanes; l++) {
     const MmaArgs &m = *static_cast<const MmaArgs *>(args[l]);
     for (int t = 0; t < 16 * K / kLanes; t++) {
-      const int e = l + kLanes * t;
+      const int ea = element(KA, l, t, 16 * K), eb = element(KB, l, t, 16 * K);
       const float a = value(static_cast<const T *>(m.a)[t]), b = value(static_cast<const T *>(m.b)[t]);
-      A[e / K][e % K] = tf32 ? tf32_operand(a) : a;
-      B[e / 16][e % 16] = tf32 ? tf32_operand(b) : b;
+      A[ea / K][ea % K] = tf32 ? tf32_operand(a) : a;
+      B[eb / 16][eb % 16] = tf32 ? tf32_operand(b) : b;
     }
     for (int t = 0; t < 256 / kLanes; t++) {
-      const int e = l + kLanes * t;
+      const int e = element(4, l, t, 256);
       C[e / 16][e % 16] = static_cast<const float *>(m.c)[t];
     }
   }
@@ -215,7 +238,7 @@ template <class T, int K> const char *complete_mma(void *const *args) {
   for (int l = 0; l < kLanes; l++) {
     float *d = static_cast<float *>(static_cast<const MmaArgs *>(args[l])->d);
     for (int t = 0; t < 256 / kLanes; t++) {
-      const int e = l + kLanes * t;
+      const int e = element(4, l, t, 256);
       d[t] = D[e / 16][e % 16];
     }
   }
@@ -261,9 +284,11 @@ template <int K, class T, class LA, class LB>
 inline void mma_sync(emu::Acc<K> &d, const fragment<matrix_a, 16, 16, K, T, LA> &a,
                      const fragment<matrix_b, 16, 16, K, T, LB> &b, const emu::Acc<K> &c,
                      const char *file = __builtin_FILE(), int line = __builtin_LINE()) {
-  using E = typename fragment<matrix_a, 16, 16, K, T, LA>::element_type;
+  using FA = fragment<matrix_a, 16, 16, K, T, LA>;
+  using FB = fragment<matrix_b, 16, 16, K, T, LB>;
   emu::MmaArgs args{d.x, a.x, b.x, c.x};
-  ::hs_emu::warp_collective("nvcuda::wmma::mma_sync", emu::complete_mma<E, K>, &args, file, line);
+  ::hs_emu::warp_collective("nvcuda::wmma::mma_sync", emu::complete_mma<typename FA::element_type, K, FA::kind, FB::kind>,
+                            &args, file, line);
 }
 
 } // namespace wmma

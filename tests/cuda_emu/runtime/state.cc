@@ -3,6 +3,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace hs_emu {
 
@@ -29,6 +30,13 @@ const Config &config() {
     k.devices = static_cast<int>(env_u64("HS_CUDA_EMU_DEVICES", 1));
     k.trace = env_u64("HS_CUDA_EMU_TRACE", 0) != 0;
     k.fast_path = env_u64("HS_CUDA_EMU_FAST_PATH", 1) != 0;
+    const char *layout = getenv("HS_CUDA_EMU_WMMA_LAYOUT");
+    k.wmma_shuffled = layout != nullptr && strcmp(layout, "shuffled") == 0;
+    if (layout != nullptr && *layout != '\0' && !k.wmma_shuffled && strcmp(layout, "rowmajor") != 0) {
+      fprintf(stderr, "hs_cuda_emu: HS_CUDA_EMU_WMMA_LAYOUT=%s: the fragment layouts are rowmajor (the default) or "
+              "shuffled (docs/gpu-emulation.md)\n", layout);
+      abort();
+    }
     if (k.devices > kMaxDevices) {
       fprintf(stderr, "hs_cuda_emu: HS_CUDA_EMU_DEVICES=%d: the emulated node has at most %d GPUs\n", k.devices,
               kMaxDevices);
@@ -39,6 +47,22 @@ const Config &config() {
   }();
   return c;
 }
+
+} // namespace hs_emu
+
+// mma.h's question, answered once: the fragments' layouts
+namespace nvcuda {
+namespace wmma {
+namespace emu {
+bool wmma_layout_shuffled() {
+  static const bool shuffled = hs_emu::config().wmma_shuffled;
+  return shuffled;
+}
+} // namespace emu
+} // namespace wmma
+} // namespace nvcuda
+
+namespace hs_emu {
 
 static int g_fast_path = -1; // -1: config().fast_path
 bool fast_path_enabled() {

@@ -19,6 +19,7 @@ struct Config {
                       // without a GPU; at most kMaxDevices)
   bool trace;         // HS_CUDA_EMU_TRACE=1: one line on stderr per stream work item executed
   bool fast_path;     // HS_CUDA_EMU_FAST_PATH (default 1): threads that never wait run as a loop (block.cc)
+  bool wmma_shuffled; // HS_CUDA_EMU_WMMA_LAYOUT=shuffled (default rowmajor): the fragments' layouts (mma.h)
 };
 const Config &config();
 
