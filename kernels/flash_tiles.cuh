@@ -12,7 +12,7 @@
  *       optional, fp32).
  *   load_row_stats(vals, rows, src, row0, row_end)   vals[rows] = src[row0 + a], 0 outside [0, row_end)
  *   smem_carver{base, 0}.take<X>(count)              the next count X of dynamic shared memory
- *   flash_smem_limit(), flash_resident_warps(warps, bytes), flash_allow_smem(kernel)   host: the
+ *   flash_smem_limit(), flash_resident_warps(kernel, warps, bytes), flash_allow_smem(kernel)   host: the
  *       device's per-block limit of dynamic shared memory, the warps a multiprocessor holds with such
  *       blocks, and a kernel's opt-in to more than 48 KiB (cudaFuncAttributeMaxDynamicSharedMemorySize).
  *   flash_row_dot_kernel   the backwards' row dot products D = rowsum(dctx ∘ ctx) and dctx's 16-bit copy. */
@@ -93,41 +93,43 @@ __device__ __forceinline__ void load_row_stats(float *vals, int rows, const floa
   }
 }
 
-/* Host: what bounds the blocks one multiprocessor of the current device holds, asked once (a process
- * drives one device): the dynamic shared memory a block may opt into (64 KiB on sm_75, 163 KiB on
- * sm_80, 227 KiB on sm_90), per multiprocessor (64, 164, 228 KiB) less the runtime's reserve per block
- * (0 on sm_75, 1 KiB from sm_80), resident threads (1024 on sm_75, 2048 from sm_80) and blocks (16,
- * 32, 32). */
-struct flash_device {
-  size_t smem_block, smem_sm, smem_reserved;
-  int threads_sm, blocks_sm;
-};
-inline const flash_device &flash_device_limits() {
-  static flash_device dev;
-  static int known;
-  if (!known) {
-    int ordinal = 0;
-    cudaDeviceProp prop;
+/* Host: the dynamic shared memory a block of the current device may opt into (64 KiB on sm_75, 163 KiB
+ * on sm_80, 227 KiB on sm_90), asked once (a process drives one device). */
+inline size_t flash_smem_limit() {
+  static size_t limit;
+  if (!limit) {
+    int ordinal = 0, bytes = 0;
     HS_CUDA_CHECK(cudaGetDevice(&ordinal));
-    HS_CUDA_CHECK(cudaGetDeviceProperties(&prop, ordinal));
-    dev = flash_device{prop.sharedMemPerBlockOptin, prop.sharedMemPerMultiprocessor, prop.reservedSharedMemPerBlock,
-                       prop.maxThreadsPerMultiProcessor, prop.maxBlocksPerMultiProcessor};
-    known = 1;
+    HS_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, ordinal));
+    limit = (size_t)bytes;
   }
-  return dev;
+  return limit;
 }
-inline size_t flash_smem_limit() { return flash_device_limits().smem_block; }
 
-/* Host: warps resident on one multiprocessor when blocks of `warps` warps each take `bytes` of shared
- * memory (registers aside: with their outputs in registers the kernels can be register bound, which
- * this does not see; docs/gpu.md, "Fused attention"); 0 if a block does not fit at all. */
-inline int flash_resident_warps(int warps, size_t bytes) {
-  const flash_device &d = flash_device_limits();
-  if (bytes > d.smem_block) return 0;
-  int blocks = d.blocks_sm, by_threads = d.threads_sm / (warps * 32);
-  const int by_smem = (int)(d.smem_sm / (bytes + d.smem_reserved));
-  if (by_threads < blocks) blocks = by_threads;
-  if (by_smem < blocks) blocks = by_smem;
+/* Host: warps of `kernel` resident on one multiprocessor in blocks of `warps` warps that take `bytes` of
+ * dynamic shared memory; 0 if a block does not fit at all. The runtime's occupancy calculator answers:
+ * it counts the kernel's registers (with their outputs in registers the kernels can be register bound)
+ * and static shared memory besides the block's threads and dynamic shared memory (the emulated device:
+ * threads and shared memory only, docs/gpu-emulation.md). flash_allow_smem(kernel) first: the calculator
+ * holds the bytes to the kernel's opted-in limit. Asked once per (kernel, warps, bytes): every update's
+ * eager launches pick again. */
+template <class K>
+inline int flash_resident_warps(K *kernel, int warps, size_t bytes) {
+  struct answer {
+    const void *kernel;
+    int warps;
+    size_t bytes;
+    int resident;
+  };
+  static answer known[256];
+  static int n_known;
+  for (int i = 0; i < n_known; i++)
+    if (known[i].kernel == (const void *)kernel && known[i].warps == warps && known[i].bytes == bytes)
+      return known[i].resident;
+  int blocks = 0;
+  if (bytes <= flash_smem_limit())
+    HS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, warps * HS_WARP, bytes));
+  if (n_known < 256) known[n_known++] = answer{(const void *)kernel, warps, bytes, blocks * warps};
   return blocks * warps;
 }
 

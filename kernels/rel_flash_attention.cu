@@ -660,10 +660,12 @@ rf_args make_args(const hs_backend *be, const float *qkv, const float *r, const 
 inline unsigned tiles(int n) { return (unsigned)((n + kTile - 1) / kTile); }
 
 /* A launch's warps per block: of 1 to kMaxWarps (and no more than the n rows have 16-row tiles), the
- * count that keeps the most warps resident per multiprocessor (shared memory bounds it: each warp
- * brings its own tiles and accumulators, the shared k, v, q and r rows are what grows slower), the
+ * count that keeps the most warps of `kernel` resident per multiprocessor (shared memory bounds it: each
+ * warp brings its own tiles and accumulators, the shared k, v, q and r rows are what grows slower; and
+ * registers, where a warp's outputs live in them: the occupancy calculator, flash_resident_warps), the
  * larger on a tie (fewer loads of the shared rows). Which count runs does not change a bit of the
- * results: each warp computes its tile as a block of its own would. */
+ * results: each warp computes its tile as a block of its own would. Allows the kernel its shared memory
+ * (flash_allow_smem) first. */
 int warp_cap;    /* hs_cuda_rel_flash_max_warps */
 int dctx16_off;  /* hs_cuda_rel_flash_dctx16(0) */
 
@@ -672,14 +674,15 @@ struct launch_cfg {
   size_t smem;
   unsigned blocks;
 };
-template <class L>
-launch_cfg pick(const rf_args &g, int n, const char *kernel) {
+template <class L, class K>
+launch_cfg pick(const rf_args &g, int n, const char *name, K *kernel) {
+  flash_allow_smem(kernel);
   launch_cfg best{0, 0, 0};
   int best_resident = 0;
   for (int nw = 1; nw <= imin(warp_cap > 0 ? warp_cap : kMaxWarps, imin(kMaxWarps, (int)tiles(n))); nw++) {
     L layout;
     const size_t bytes = layout.carve(nullptr, g.dp, nw);
-    const int resident = flash_resident_warps(nw, bytes);
+    const int resident = flash_resident_warps(kernel, nw, bytes);
     if (resident > 0 && resident >= best_resident)
       best_resident = resident, best = launch_cfg{nw, bytes, (tiles(n) + nw - 1) / nw};
   }
@@ -687,7 +690,7 @@ launch_cfg pick(const rf_args &g, int n, const char *kernel) {
     L layout;
     HS_FATAL("attention = \"unfused\" takes any head size",
              "fused relative attention: %s needs %zu bytes of shared memory at head_dim %d, this GPU allows %zu per block",
-             kernel, layout.carve(nullptr, g.dp, 1), g.d, flash_smem_limit());
+             name, layout.carve(nullptr, g.dp, 1), g.d, flash_smem_limit());
   }
   return best;
 }
@@ -778,10 +781,9 @@ size_t dr_bytes(const rf_args &g, const launch_cfg &c, int groups) {
 
 template <class T>
 void forward_t(const hs_backend *be, float *ctx, float *lse, uint16_t *ctx16, const rf_args &g) {
-  const launch_cfg c = pick<fwd_layout<T>>(g, g.qlen, "the forward");
   /* the context's register tiles: 4 of 16 columns up to head_dim 64, else 8 (head_dim <= 128) */
   auto kernel = g.dp <= 4 * kTile ? rel_flash_forward_kernel<T, 4> : rel_flash_forward_kernel<T, 8>;
-  flash_allow_smem(kernel);
+  const launch_cfg c = pick<fwd_layout<T>>(g, g.qlen, "the forward", kernel);
   HS_LAUNCH(dim3(c.blocks, (unsigned)(g.batch * g.heads)), c.warps * HS_WARP, c.smem, hs_cuda_stream(be), kernel)(
       ctx, lse, ctx16, g);
   /* b·n·Σ_blocks [Σ_{key tiles} (k + v + r window rows)·d + 2·q rows·d + 2d + ctx rows·d + lse] (+ ctx16) */
@@ -821,22 +823,19 @@ void backward_t(const hs_backend *be, float *dqkv, float *dr, float *dr_w_bias, 
   HS_CUDA_LAUNCHED("flash_row_dot_kernel (relative attention)",
                    flash_row_dot_bytes(qh, rows, dctx_only16, ctx16, dctx16));
   const unsigned units = (unsigned)(g.batch * g.heads);
-  const launch_cfg cq = pick<dq_layout<T>>(g, g.qlen, "dQ");
-  flash_allow_smem(rel_flash_dq_kernel<T>);
+  const launch_cfg cq = pick<dq_layout<T>>(g, g.qlen, "dQ", rel_flash_dq_kernel<T>);
   HS_LAUNCH(dim3(cq.blocks, units), cq.warps * HS_WARP, cq.smem, stream, rel_flash_dq_kernel<T>)(dqkv, dqkv16, dqw, dqr,
                                                                                                   dctx, lse, D, g);
   /* b·n·Σ_blocks [Σ_{key tiles} (k + v + r window rows)·d + (3 loads + 3 outputs)·rows·d + 2d + lse, D]·4 */
   HS_CUDA_LAUNCHED("rel_flash_dq_kernel", query_block_bytes(g, cq, true, dqkv16 ? sizeof(uint16_t) : 0));
-  const launch_cfg ck = pick<dkv_layout<T>>(g, g.klen, "dK/dV");
-  flash_allow_smem(rel_flash_dkv_kernel<T>);
+  const launch_cfg ck = pick<dkv_layout<T>>(g, g.klen, "dK/dV", rel_flash_dkv_kernel<T>);
   HS_LAUNCH(dim3(ck.blocks, units), ck.warps * HS_WARP, ck.smem, stream, rel_flash_dkv_kernel<T>)(dqkv, dqkv16, dctx,
                                                                                                    lse, D, g);
   /* b·n·Σ_blocks [Σ_{query tiles} (3·q rows + r window rows)·d + 2d + lse, D + (k, v, dk, dv, memory dq)·d]·4 */
   HS_CUDA_LAUNCHED("rel_flash_dkv_kernel", dkv_bytes(g, ck, dqkv16 ? sizeof(uint16_t) : 0));
-  const launch_cfg cr = pick<dr_layout<T>>(g, g.klen, "dr");
   /* the dr rows' register tiles: 4 of 16 columns up to head_dim 64, else 8 (head_dim <= 128) */
   auto dr_kernel = g.dp <= 4 * kTile ? rel_flash_dr_kernel<T, 4> : rel_flash_dr_kernel<T, 8>;
-  flash_allow_smem(dr_kernel);
+  const launch_cfg cr = pick<dr_layout<T>>(g, g.klen, "dr", dr_kernel);
   HS_LAUNCH(dim3(cr.blocks, (unsigned)g.heads, (unsigned)groups), cr.warps * HS_WARP, cr.smem, stream, dr_kernel)(
       part, dctx, lse, D, g, per_group);
   /* n·[b·Σ_blocks Σ_{query tiles} (3·q rows + k, v windows)·d + 2d + lse, D + groups·Σ_blocks (r, part)·d]·4 */

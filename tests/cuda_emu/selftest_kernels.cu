@@ -319,6 +319,9 @@ void st_dynamic_reverse(const float *x, float *y, int n, int block, size_t shmem
 cudaError_t st_dynamic_reverse_allow(int bytes) {
   return cudaFuncSetAttribute(dynamic_reverse, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
 }
+cudaError_t st_dynamic_reverse_occupancy(int *blocks, int block, size_t shmem_bytes) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, dynamic_reverse, block, shmem_bytes);
+}
 void st_spin_lock(int *lock, int *counter, int block, cudaStream_t s) {
   HS_LAUNCH(1, block, 0, s, spin_lock)(lock, counter);
 }

@@ -24,6 +24,8 @@ void st_warp_functions(const int *x, int *scan16, int *bcast8, unsigned *ballot,
 void st_dynamic_reverse(const float *x, float *y, int n, int block, size_t shmem_bytes, cudaStream_t s);
 // cudaFuncSetAttribute(dynamic_reverse, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes)
 cudaError_t st_dynamic_reverse_allow(int bytes);
+// cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, dynamic_reverse, block, shmem_bytes)
+cudaError_t st_dynamic_reverse_occupancy(int *blocks, int block, size_t shmem_bytes);
 // every thread of one block takes a spin lock (atomicCAS / atomicExch) and increments *counter
 void st_spin_lock(int *lock, int *counter, int block, cudaStream_t s);
 // out[0..2] = __syncthreads_count / _and / _or of x[t] > 0 over one block of `block` threads

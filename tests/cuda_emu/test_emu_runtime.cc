@@ -76,10 +76,30 @@ void launch_errors() {
   CUDA_OK(cudaMemcpy(h.data(), y, n * sizeof(float), cudaMemcpyDeviceToHost));
   for (float v : h) CHECK(v == 0.0f); // none of the failed launches ran
 
+  // the occupancy calculator: blocks per multiprocessor by blocks (32), threads (2048) and shared memory
+  // (164 KiB, 1 KiB reserved per block); 0 above the kernel's dynamic limit (48 KiB until the opt-in)
+  int blocks = -1;
+  CUDA_OK(st_dynamic_reverse_occupancy(&blocks, 32, 0));
+  CHECK(blocks == 32);
+  CUDA_OK(st_dynamic_reverse_occupancy(&blocks, 256, 0));
+  CHECK(blocks == 8);
+  CUDA_OK(st_dynamic_reverse_occupancy(&blocks, 100, 0)); // 4 warps
+  CHECK(blocks == 16);
+  CUDA_OK(st_dynamic_reverse_occupancy(&blocks, 64, 40 * 1024));
+  CHECK(blocks == 4);
+  CUDA_OK(st_dynamic_reverse_occupancy(&blocks, 32, 48 * 1024 + 4));
+  CHECK(blocks == 0);
+  CHECK_ERR(st_dynamic_reverse_occupancy(&blocks, 0, 0), cudaErrorInvalidValue);
+  CHECK_ERR(cudaGetLastError(), cudaErrorInvalidValue);
+
   // not sticky: the same kernel runs after the errors; the opt-in allows more dynamic shared memory
   CHECK_ERR(st_dynamic_reverse_allow(200 * 1024), cudaErrorInvalidValue); // over sharedMemPerBlockOptin
   CHECK_ERR(cudaGetLastError(), cudaErrorInvalidValue);
   CUDA_OK(st_dynamic_reverse_allow(64 * 1024));
+  CUDA_OK(st_dynamic_reverse_occupancy(&blocks, 32, 48 * 1024 + 4));
+  CHECK(blocks == 3);
+  CUDA_OK(st_dynamic_reverse_occupancy(&blocks, 32, 64 * 1024 + 4));
+  CHECK(blocks == 0);
   st_produce(x, n, 5.0f, 0);
   st_dynamic_reverse(x, y, n, 32, 64 * 1024, 0);
   CUDA_OK(cudaGetLastError());
@@ -88,7 +108,7 @@ void launch_errors() {
   CUDA_OK(cudaFree(x));
   CUDA_OK(cudaFree(y));
   printf("ok   launch errors through cudaGetLastError (block/grid dimensions, shared memory, stream), "
-         "not sticky; cudaFuncAttributeMaxDynamicSharedMemorySize opt-in\n");
+         "not sticky; cudaFuncAttributeMaxDynamicSharedMemorySize opt-in; the occupancy calculator\n");
 }
 
 void memory() {

@@ -29,6 +29,12 @@ inline cudaError_t cudaEventCreate(cudaEvent_t *event, unsigned int flags) { ret
 template <class T> inline cudaError_t cudaFuncSetAttribute(T *entry, cudaFuncAttribute attr, int value) {
   return ::cudaFuncSetAttribute(reinterpret_cast<const void *>(entry), attr, value);
 }
+template <class T>
+inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, T func, int blockSize,
+                                                                 size_t dynamicSMemSize) {
+  return ::cudaOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks, reinterpret_cast<const void *>(func), blockSize,
+                                                         dynamicSMemSize);
+}
 #endif
 
 #endif

@@ -79,6 +79,11 @@ cudaError_t cudaEventDestroy(cudaEvent_t event);
 
 /* execution control ("Execution Control"); kernels are launched with HS_LAUNCH (kernels/hs_cuda.h) */
 cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, int value);
+/* occupancy ("Occupancy"): blocks of blockSize threads with dynamicSMemSize bytes each that one
+ * multiprocessor holds, by threads, blocks and shared memory; the emulated kernels have no register
+ * counts, so registers do not bound it here as they may on a GPU (docs/gpu-emulation.md) */
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, const void *func, int blockSize,
+                                                          size_t dynamicSMemSize);
 
 #ifdef __cplusplus
 }

@@ -83,13 +83,13 @@ extern "C" cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int device) {
   p->unifiedAddressing = 1;
   p->memoryBusWidth = 5120;
   p->l2CacheSize = 40 << 20;
-  p->maxThreadsPerMultiProcessor = 2048;
-  p->sharedMemPerMultiprocessor = 167936;
+  p->maxThreadsPerMultiProcessor = kThreadsPerSM;
+  p->sharedMemPerMultiprocessor = kSharedPerSM;
   p->regsPerMultiprocessor = 65536;
   p->managedMemory = 0; // cudaMallocManaged is not emulated
   p->sharedMemPerBlockOptin = kSharedPerBlockOptin;
-  p->maxBlocksPerMultiProcessor = 32;
-  p->reservedSharedMemPerBlock = 1024;
+  p->maxBlocksPerMultiProcessor = kBlocksPerSM;
+  p->reservedSharedMemPerBlock = kSharedReservedPerBlock;
   return cudaSuccess;
 }
 

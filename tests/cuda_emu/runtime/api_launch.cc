@@ -6,6 +6,9 @@
 //   - dynamic shared memory above the kernel's limit (48 KiB unless raised with
 //     cudaFuncAttributeMaxDynamicSharedMemorySize)           -> cudaErrorInvalidValue
 //   - an invalid stream                                       -> cudaErrorInvalidResourceHandle
+// cudaOccupancyMaxActiveBlocksPerMultiprocessor answers from the same limits: blocks per multiprocessor
+// (32), its threads (2048, whole warps) and its shared memory (164 KiB, 1 KiB reserved per block);
+// a block above the kernel's dynamic shared-memory limit fits 0 times. Registers are not emulated.
 // These errors are not sticky: the kernel is not queued and cudaGetLastError returns (and clears)
 // the error. A valid launch is queued on its stream and runs when the host synchronises.
 #include <cinttypes>
@@ -98,4 +101,20 @@ extern "C" cudaError_t cudaFuncSetAttribute(const void *func, cudaFuncAttribute 
     return cudaSuccess;
   }
   return record_error(cudaErrorInvalidValue);
+}
+
+extern "C" cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, const void *func, int blockSize,
+                                                                     size_t dynamicSMemSize) {
+  HS_EMU_API_ENTER;
+  if (numBlocks == nullptr || blockSize <= 0) return record_error(cudaErrorInvalidValue);
+  if (func == nullptr) return record_error(cudaErrorInvalidDeviceFunction);
+  const auto opt = max_dynamic_shared().find(func);
+  const size_t max_dynamic = opt == max_dynamic_shared().end() ? kStaticSharedLimit : static_cast<size_t>(opt->second);
+  const int warps = (blockSize + 31) / 32;
+  int blocks = blockSize > 1024 || dynamicSMemSize > max_dynamic ? 0 : kBlocksPerSM;
+  if (kThreadsPerSM / (warps * 32) < blocks) blocks = kThreadsPerSM / (warps * 32);
+  const size_t by_shared = kSharedPerSM / (dynamicSMemSize + kSharedReservedPerBlock);
+  if (by_shared < static_cast<size_t>(blocks)) blocks = static_cast<int>(by_shared);
+  *numBlocks = blocks;
+  return cudaSuccess;
 }

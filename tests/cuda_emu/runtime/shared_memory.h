@@ -15,6 +15,9 @@ namespace hs_emu {
 
 constexpr size_t kStaticSharedLimit = 48 << 10;
 constexpr size_t kSharedPerBlockOptin = 166912; // sharedMemPerBlockOptin of an sm_80 device (163 KiB)
+// one multiprocessor of an sm_80 device (cudaDeviceProp, api_device.cc; the occupancy calculator, api_launch.cc)
+constexpr size_t kSharedPerSM = 167936, kSharedReservedPerBlock = 1024;
+constexpr int kThreadsPerSM = 2048, kBlocksPerSM = 32;
 
 class SharedMemory {
 public:
