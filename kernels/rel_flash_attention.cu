@@ -325,9 +325,9 @@ template <class T> struct dq_layout {
   T *qw, *qr, *dct;       /* [rows][dp] per warp */
   T *kt, *vt, *rw;        /* [16][dp], [16][dp], [16·(nw+1)][dp] shared */
   T *dst, *dbw;           /* [nw][16][16] dS, [nw][16][32] dS shifted into the window */
-  float *S, *bdw, *dpp;   /* [nw][16][16], [nw][16][32], [nw][16][16] */
-  float *accw, *accr;     /* [rows][dp] Σ dS·K, Σ dBDwin·Rwin */
+  float *S, *bdw, *dpp;   /* [nw][16][16], [nw][16][32], [nw][16][16] (S and dpp: the staging tiles at the end) */
   float *lse_t, *d_t;     /* [rows] */
+  /* (Σ dS·K and Σ dBDwin·Rwin, the warp's [16, dp] each, are in registers) */
   __host__ __device__ size_t carve(unsigned char *base, int dp, int nw) {
     smem_carver c{base, 0};
     const int rows = nw * kTile, t = nw * kTile * kTile;
@@ -335,7 +335,6 @@ template <class T> struct dq_layout {
     kt = c.take<T>(kTile * dp), vt = c.take<T>(kTile * dp), rw = c.take<T>((nw + 1) * kTile * dp);
     dst = c.take<T>(t), dbw = c.take<T>(2 * t);
     S = c.take<float>(t), bdw = c.take<float>(2 * t), dpp = c.take<float>(t);
-    accw = c.take<float>(rows * dp), accr = c.take<float>(rows * dp);
     lse_t = c.take<float>(rows), d_t = c.take<float>(rows);
     return c.off;
   }
@@ -343,7 +342,7 @@ template <class T> struct dq_layout {
 
 /* grid (query blocks of 16·nw rows, b·n), warp w owning query tile I0 + 16w (as the forward): dq into
  * dqkv's q columns, dQw and dQr [b, qlen, H] for the bias gradients */
-template <class T>
+template <class T, int NT>
 __global__ void rel_flash_dq_kernel(float *dqkv, uint16_t *dqkv16, float *dqw_out, float *dqr_out, const float *dctx,
                                     const float *lse, const float *D, rf_args g) {
   hs_dropout_slot_resolve(g); /* the slot read once per thread, not per element */
@@ -356,8 +355,12 @@ __global__ void rel_flash_dq_kernel(float *dqkv, uint16_t *dqkv16, float *dqw_ou
   sm.carve(smem, dp, wi.nw);
   const int ws = wi.w * kTile * dp, wt = wi.w * kTile * kTile;
   T *qw = sm.qw + ws, *qr = sm.qr + ws, *dct = sm.dct + ws, *dst = sm.dst + wt, *dbw = sm.dbw + 2 * wt;
-  float *S = sm.S + wt, *bdw = sm.bdw + 2 * wt, *dpp = sm.dpp + wt, *accw = sm.accw + ws, *accr = sm.accr + ws;
+  float *S = sm.S + wt, *bdw = sm.bdw + 2 * wt, *dpp = sm.dpp + wt;
   const float *lse_t = sm.lse_t + wi.w * kTile, *d_t = sm.d_t + wi.w * kTile;
+  /* the warp's Σ dS·K and Σ dBDwin·Rwin [16][dp] in registers, tile n of 16 columns (n < dp/16 <= NT) */
+  tile_acc<T> accw[NT], accr[NT];
+  HS_UNROLL
+  for (int n = 0; n < NT; n++) accw[n].zero(), accr[n].zero();
 
   const src_rows seq = qkv_rows(g) + ((size_t)s * g.klen * g.ld + (size_t)h * g.d);
   load_src(sm.qw, rows, dp, seq + (size_t)g.mlen * g.ld, g.ld, I0, g.qlen, g.d, g.rwb + (size_t)h * g.d);
@@ -366,7 +369,6 @@ __global__ void rel_flash_dq_kernel(float *dqkv, uint16_t *dqkv16, float *dqw_ou
             (const float *)nullptr);
   load_row_stats(sm.lse_t, rows, lse + unit * g.qlen, I0, g.qlen);
   load_row_stats(sm.d_t, rows, D + unit * g.qlen, I0, g.qlen);
-  for (int e = threadIdx.x; e < rows * dp; e += blockDim.x) sm.accw[e] = sm.accr[e] = 0.0f;
   int first, last, bfirst, blast, unused;
   key_tiles(g, i0, first, last);
   key_tiles(g, I0, bfirst, unused);
@@ -390,23 +392,35 @@ __global__ void rel_flash_dq_kernel(float *dqkv, uint16_t *dqkv16, float *dqw_ou
       tile_store(dbw[e], b >= 0 && b < kTile ? S[a * kTile + b] : 0.0f);
     }
     __syncwarp();
-    for (int cs = 0; cs < dp; cs += kTile) {
-      warp_tile_mma(accw + cs, dp, dst, kTile, sm.kt + cs, dp, kTile, false, true);
-      warp_tile_mma(accr + cs, dp, dbw, 2 * kTile, rwin + cs, dp, 2 * kTile, false, true);
-    }
+    HS_UNROLL
+    for (int n = 0; n < NT; n++)
+      if (n * kTile < dp) {
+        accw[n].mma(dst, kTile, sm.kt + n * kTile, dp, kTile, false);
+        accr[n].mma(dbw, 2 * kTile, rwin + n * kTile, dp, 2 * kTile, false);
+      }
     __syncwarp();
   }
   __syncthreads();
-  for (int e = threadIdx.x; e < rows * g.d; e += blockDim.x) {
-    const int a = e / g.d, c = e % g.d, i = I0 + a;
-    if (i >= g.qlen) continue;
-    const float w = g.scale * sm.accw[a * dp + c], rr = g.scale * sm.accr[a * dp + c];
-    const size_t q_at = ((size_t)s * g.klen + g.mlen + i) * g.ld + (size_t)h * g.d + c;
-    dqkv[q_at] = w + rr;
-    if (dqkv16) dqkv16[q_at] = half_bits(g, w + rr);
-    const size_t o = ((size_t)s * g.qlen + i) * g.H + (size_t)h * g.d + c;
-    dqw_out[o] = w;
-    dqr_out[o] = rr;
+  if (!live) return; /* warp-uniform; no barrier follows */
+  /* the warp's rows, a 16 x 16 tile of each sum at a time through its staging tiles S and dpp */
+  HS_UNROLL
+  for (int n = 0; n < NT; n++) {
+    if (n * kTile >= dp) continue;
+    accw[n].store(S, kTile);
+    accr[n].store(dpp, kTile);
+    __syncwarp();
+    for (int e = wi.lane; e < kTile * kTile; e += HS_WARP) {
+      const int a = e / kTile, c = n * kTile + e % kTile, i = i0 + a;
+      if (i >= g.qlen || c >= g.d) continue;
+      const float w = g.scale * S[e], rr = g.scale * dpp[e];
+      const size_t q_at = ((size_t)s * g.klen + g.mlen + i) * g.ld + (size_t)h * g.d + c;
+      dqkv[q_at] = w + rr;
+      if (dqkv16) dqkv16[q_at] = half_bits(g, w + rr);
+      const size_t o = ((size_t)s * g.qlen + i) * g.H + (size_t)h * g.d + c;
+      dqw_out[o] = w;
+      dqr_out[o] = rr;
+    }
+    __syncwarp();
   }
 }
 
@@ -414,9 +428,9 @@ template <class T> struct dkv_layout {
   T *kt, *vt;                /* [rows][dp] per warp: the warp's key tile */
   T *qw, *qr, *dct, *rw;     /* [16][dp] x 3 the query tile, [16·(nw+1)][dp] r rows (shared) */
   T *ptt, *dst;              /* [nw][16][16] P'ᵀ, dSᵀ */
-  float *S, *bdw, *dpp;      /* [nw][16][16], [nw][16][32], [nw][16][16] */
-  float *acck, *accv;        /* [rows][dp] */
+  float *S, *bdw, *dpp;      /* [nw][16][16], [nw][16][32], [nw][16][16] (S and dpp: the staging tiles at the end) */
   float *lse_t, *d_t;        /* [16] the query tile's */
+  /* (Σ dSᵀ·Qw and Σ P'ᵀ·dC, the warp's [16, dp] each, are in registers) */
   __host__ __device__ size_t carve(unsigned char *base, int dp, int nw) {
     smem_carver c{base, 0};
     const int rows = nw * kTile, t = nw * kTile * kTile;
@@ -424,7 +438,6 @@ template <class T> struct dkv_layout {
     qw = c.take<T>(kTile * dp), qr = c.take<T>(kTile * dp), dct = c.take<T>(kTile * dp);
     rw = c.take<T>((nw + 1) * kTile * dp), ptt = c.take<T>(t), dst = c.take<T>(t);
     S = c.take<float>(t), bdw = c.take<float>(2 * t), dpp = c.take<float>(t);
-    acck = c.take<float>(rows * dp), accv = c.take<float>(rows * dp);
     lse_t = c.take<float>(kTile), d_t = c.take<float>(kTile);
     return c.off;
   }
@@ -432,7 +445,7 @@ template <class T> struct dkv_layout {
 
 /* grid (key blocks of 16·nw keys, b·n), warp w owning key tile J0 + 16w, query tiles streamed (q, dC
  * and the r rows loaded once for all warps): dk, dv into dqkv (and 0 in the q columns of memory rows) */
-template <class T>
+template <class T, int NT>
 __global__ void rel_flash_dkv_kernel(float *dqkv, uint16_t *dqkv16, const float *dctx, const float *lse, const float *D,
                                      rf_args g) {
   hs_dropout_slot_resolve(g); /* the slot read once per thread, not per element */
@@ -445,12 +458,15 @@ __global__ void rel_flash_dkv_kernel(float *dqkv, uint16_t *dqkv16, const float 
   sm.carve(smem, dp, wi.nw);
   const int ws = wi.w * kTile * dp, wt = wi.w * kTile * kTile;
   T *kt = sm.kt + ws, *vt = sm.vt + ws, *ptt = sm.ptt + wt, *dst = sm.dst + wt;
-  float *S = sm.S + wt, *bdw = sm.bdw + 2 * wt, *dpp = sm.dpp + wt, *acck = sm.acck + ws, *accv = sm.accv + ws;
+  float *S = sm.S + wt, *bdw = sm.bdw + 2 * wt, *dpp = sm.dpp + wt;
+  /* the warp's Σ dSᵀ·Qw and Σ P'ᵀ·dC [16][dp] in registers, tile n of 16 columns (n < dp/16 <= NT) */
+  tile_acc<T> acck[NT], accv[NT];
+  HS_UNROLL
+  for (int n = 0; n < NT; n++) acck[n].zero(), accv[n].zero();
 
   const src_rows seq = qkv_rows(g) + ((size_t)s * g.klen * g.ld + (size_t)h * g.d);
   load_src(sm.kt, rows, dp, seq + g.H, g.ld, J0, g.klen, g.d, (const float *)nullptr);
   load_src(sm.vt, rows, dp, seq + 2 * g.H, g.ld, J0, g.klen, g.d, (const float *)nullptr);
-  for (int e = threadIdx.x; e < rows * dp; e += blockDim.x) sm.acck[e] = sm.accv[e] = 0.0f;
   int first, last, bfirst, blast, unused;
   query_tiles(g, j0, first, last);
   query_tiles(g, J0, bfirst, unused);
@@ -473,28 +489,40 @@ __global__ void rel_flash_dkv_kernel(float *dqkv, uint16_t *dqkv16, const float 
     ds_tile(g, wi.lane, S, dpp, ptt, true, sm.dct, vt, sm.lse_t, sm.d_t, s, h, i0, j0);
     for (int e = wi.lane; e < kTile * kTile; e += HS_WARP) tile_store(dst[(e % kTile) * kTile + e / kTile], S[e]);
     __syncwarp();
-    for (int cs = 0; cs < dp; cs += kTile) {
-      warp_tile_mma(accv + cs, dp, ptt, kTile, sm.dct + cs, dp, kTile, false, true);
-      warp_tile_mma(acck + cs, dp, dst, kTile, sm.qw + cs, dp, kTile, false, true);
-    }
+    HS_UNROLL
+    for (int n = 0; n < NT; n++)
+      if (n * kTile < dp) {
+        accv[n].mma(ptt, kTile, sm.dct + n * kTile, dp, kTile, false);
+        acck[n].mma(dst, kTile, sm.qw + n * kTile, dp, kTile, false);
+      }
     __syncwarp();
   }
   __syncthreads();
-  for (int e = threadIdx.x; e < rows * g.d; e += blockDim.x) {
-    const int b = e / g.d, c = e % g.d, j = J0 + b;
-    if (j >= g.klen) continue;
-    const size_t at = ((size_t)s * g.klen + j) * g.ld + (size_t)h * g.d + c;
-    float *row = dqkv + at;
-    const float dk = g.scale * sm.acck[b * dp + c], dv = sm.accv[b * dp + c];
-    row[g.H] = dk;
-    row[2 * g.H] = dv;
-    if (j < g.mlen) row[0] = 0.0f;
-    if (dqkv16) {
-      uint16_t *row16 = dqkv16 + at;
-      row16[g.H] = half_bits(g, dk);
-      row16[2 * g.H] = half_bits(g, dv);
-      if (j < g.mlen) row16[0] = half_bits(g, 0.0f);
+  if (!live) return; /* warp-uniform; no barrier follows */
+  /* the warp's key rows, a 16 x 16 tile of each sum at a time through its staging tiles S and dpp */
+  HS_UNROLL
+  for (int n = 0; n < NT; n++) {
+    if (n * kTile >= dp) continue;
+    acck[n].store(S, kTile);
+    accv[n].store(dpp, kTile);
+    __syncwarp();
+    for (int e = wi.lane; e < kTile * kTile; e += HS_WARP) {
+      const int b = e / kTile, c = n * kTile + e % kTile, j = j0 + b;
+      if (j >= g.klen || c >= g.d) continue;
+      const size_t at = ((size_t)s * g.klen + j) * g.ld + (size_t)h * g.d + c;
+      float *row = dqkv + at;
+      const float dk = g.scale * S[e], dv = dpp[e];
+      row[g.H] = dk;
+      row[2 * g.H] = dv;
+      if (j < g.mlen) row[0] = 0.0f;
+      if (dqkv16) {
+        uint16_t *row16 = dqkv16 + at;
+        row16[g.H] = half_bits(g, dk);
+        row16[2 * g.H] = half_bits(g, dv);
+        if (j < g.mlen) row16[0] = half_bits(g, 0.0f);
+      }
     }
+    __syncwarp();
   }
 }
 
@@ -823,14 +851,16 @@ void backward_t(const hs_backend *be, float *dqkv, float *dr, float *dr_w_bias, 
   HS_CUDA_LAUNCHED("flash_row_dot_kernel (relative attention)",
                    flash_row_dot_bytes(qh, rows, dctx_only16, ctx16, dctx16));
   const unsigned units = (unsigned)(g.batch * g.heads);
-  const launch_cfg cq = pick<dq_layout<T>>(g, g.qlen, "dQ", rel_flash_dq_kernel<T>);
-  HS_LAUNCH(dim3(cq.blocks, units), cq.warps * HS_WARP, cq.smem, stream, rel_flash_dq_kernel<T>)(dqkv, dqkv16, dqw, dqr,
-                                                                                                  dctx, lse, D, g);
+  /* the sums' register tiles, as the forward's: 4 of 16 columns up to head_dim 64, else 8 */
+  auto dq_kernel = g.dp <= 4 * kTile ? rel_flash_dq_kernel<T, 4> : rel_flash_dq_kernel<T, 8>;
+  const launch_cfg cq = pick<dq_layout<T>>(g, g.qlen, "dQ", dq_kernel);
+  HS_LAUNCH(dim3(cq.blocks, units), cq.warps * HS_WARP, cq.smem, stream, dq_kernel)(dqkv, dqkv16, dqw, dqr, dctx, lse,
+                                                                                     D, g);
   /* b·n·Σ_blocks [Σ_{key tiles} (k + v + r window rows)·d + (3 loads + 3 outputs)·rows·d + 2d + lse, D]·4 */
   HS_CUDA_LAUNCHED("rel_flash_dq_kernel", query_block_bytes(g, cq, true, dqkv16 ? sizeof(uint16_t) : 0));
-  const launch_cfg ck = pick<dkv_layout<T>>(g, g.klen, "dK/dV", rel_flash_dkv_kernel<T>);
-  HS_LAUNCH(dim3(ck.blocks, units), ck.warps * HS_WARP, ck.smem, stream, rel_flash_dkv_kernel<T>)(dqkv, dqkv16, dctx,
-                                                                                                   lse, D, g);
+  auto dkv_kernel = g.dp <= 4 * kTile ? rel_flash_dkv_kernel<T, 4> : rel_flash_dkv_kernel<T, 8>;
+  const launch_cfg ck = pick<dkv_layout<T>>(g, g.klen, "dK/dV", dkv_kernel);
+  HS_LAUNCH(dim3(ck.blocks, units), ck.warps * HS_WARP, ck.smem, stream, dkv_kernel)(dqkv, dqkv16, dctx, lse, D, g);
   /* b·n·Σ_blocks [Σ_{query tiles} (3·q rows + r window rows)·d + 2d + lse, D + (k, v, dk, dv, memory dq)·d]·4 */
   HS_CUDA_LAUNCHED("rel_flash_dkv_kernel", dkv_bytes(g, ck, dqkv16 ? sizeof(uint16_t) : 0));
   /* the dr rows' register tiles: 4 of 16 columns up to head_dim 64, else 8 (head_dim <= 128) */
