@@ -150,7 +150,11 @@ template <class T, int N> struct warp_tiles {
  * tiles, bf16 before sm_80) in shared memory, as its 8 floats a lane per tile would take 140 registers
  * a thread and spill at the 80 the shared-memory form needs. */
 template <class T> constexpr bool kFwdORegs = tile_on_tensor_cores<T>;
-template <class T> constexpr int kFwdBlocksPerSM = kFwdORegs<T> ? 6 : 0; /* 0: ptxas's own choice */
+/* TF32 tiles (m16n16k8: twice the steps of a 16-bit product, operand fragments of 4 floats) spill at
+ * the 16-bit paths' bounds (sm_90: 12, 32 and 48 bytes in the forward, dQ and dK/dV at head_dim 64), so
+ * they ask for a block fewer each: at most 96 registers a thread (80 in dQ) */
+template <class T> constexpr bool kTf32Tiles = std::is_same<T, hs_tile_tf32>::value;
+template <class T> constexpr int kFwdBlocksPerSM = kFwdORegs<T> ? (kTf32Tiles<T> ? 5 : 6) : 0; /* 0: ptxas's own choice */
 
 template <class T, int DMAX, int BQ, int BK> struct fwd_smem {
   alignas(32) T q[BQ * DMAX];  /* the query tile */
@@ -282,8 +286,8 @@ __global__ void __launch_bounds__(kThreads, kFwdBlocksPerSM<T>)
  * where ptxas alone takes 72 and 94 and so holds them to 7 and 5; on the scalar path (fp32 tiles, or
  * bf16 before sm_80) 4 and 4, 128 registers, about what its accumulators need (unbounded, ptxas takes
  * 150–170). */
-template <class T> constexpr int kDqBlocksPerSM = tile_on_tensor_cores<T> ? 8 : 4;
-template <class T> constexpr int kDkvBlocksPerSM = tile_on_tensor_cores<T> ? 6 : 4;
+template <class T> constexpr int kDqBlocksPerSM = tile_on_tensor_cores<T> ? (kTf32Tiles<T> ? 6 : 8) : 4;
+template <class T> constexpr int kDkvBlocksPerSM = tile_on_tensor_cores<T> ? (kTf32Tiles<T> ? 5 : 6) : 4;
 
 template <class T, int DMAX, int BQ, int BK> struct dq_smem {
   alignas(32) T q[BQ * DMAX];
@@ -569,6 +573,10 @@ extern "C" void hs_cuda_flash_attention_forward(const hs_backend *be, float *ctx
     big ? forward<hs_tile_fp16, 128>(be, ctx, lse, qkv, mask_bias, batch, sh)
         : forward<hs_tile_fp16, 64>(be, ctx, lse, qkv, mask_bias, batch, sh);
     break;
+  case HS_PRECISION_TF32:
+    big ? forward<hs_tile_tf32, 128>(be, ctx, lse, qkv, mask_bias, batch, sh)
+        : forward<hs_tile_tf32, 64>(be, ctx, lse, qkv, mask_bias, batch, sh);
+    break;
   default:
     big ? forward<float, 128>(be, ctx, lse, qkv, mask_bias, batch, sh)
         : forward<float, 64>(be, ctx, lse, qkv, mask_bias, batch, sh);
@@ -609,6 +617,10 @@ extern "C" void hs_cuda_flash_attention_backward(const hs_backend *be, float *dq
   case HS_PRECISION_FP16:
     big ? backward<hs_tile_fp16, 128>(be, dqkv, dctx, qkv, mask_bias, lse, D, batch, sh)
         : backward<hs_tile_fp16, 64>(be, dqkv, dctx, qkv, mask_bias, lse, D, batch, sh);
+    break;
+  case HS_PRECISION_TF32:
+    big ? backward<hs_tile_tf32, 128>(be, dqkv, dctx, qkv, mask_bias, lse, D, batch, sh)
+        : backward<hs_tile_tf32, 64>(be, dqkv, dctx, qkv, mask_bias, lse, D, batch, sh);
     break;
   default:
     big ? backward<float, 128>(be, dqkv, dctx, qkv, mask_bias, lse, D, batch, sh)

@@ -897,6 +897,8 @@ extern "C" void hs_cuda_rel_flash_attention_forward(const hs_backend *be, float 
     forward_t<hs_tile_bf16>(be, ctx, lse, ctx16, g);
   else if (be->precision == HS_PRECISION_FP16)
     forward_t<hs_tile_fp16>(be, ctx, lse, ctx16, g);
+  else if (be->precision == HS_PRECISION_TF32)
+    forward_t<hs_tile_tf32>(be, ctx, lse, ctx16, g);
   else
     forward_t<float>(be, ctx, lse, ctx16, g);
 }
@@ -923,6 +925,8 @@ extern "C" void hs_cuda_rel_flash_attention_backward(const hs_backend *be, float
     backward_t<hs_tile_bf16>(be, dqkv, dr, dr_w_bias, dr_r_bias, dctx, ctx, lse, dqkv16, dr16, g);
   else if (be->precision == HS_PRECISION_FP16)
     backward_t<hs_tile_fp16>(be, dqkv, dr, dr_w_bias, dr_r_bias, dctx, ctx, lse, dqkv16, dr16, g);
+  else if (be->precision == HS_PRECISION_TF32)
+    backward_t<hs_tile_tf32>(be, dqkv, dr, dr_w_bias, dr_r_bias, dctx, ctx, lse, dqkv16, dr16, g);
   else
     backward_t<float>(be, dqkv, dr, dr_w_bias, dr_r_bias, dctx, ctx, lse, dqkv16, dr16, g);
 }

@@ -21,12 +21,15 @@
  *   hs_tile_bf16  bfloat16 bit patterns; hs_tile_fp16 IEEE half bit patterns: a product of two 16-bit
  *                 values is exact in fp32 and the sums are fp32 — the tensor cores' arithmetic
  *                 (precision bf16 / fp16: the operands the unfused path's GEMMs would round).
+ *   hs_tile_tf32  fp32 values stored rounded to TF32 (nearest, ties to even, as the CPU backend rounds a
+ *                 tf32 product's operands): a product of two is exact in fp32 and the sums are fp32, on
+ *                 TF32 tensor cores (m16n16k8) from sm_80, the scalar loop before (precision tf32).
  *
  * Which path runs where:
  *   16-bit operands on tensor cores through nvcuda::wmma (m16n16k16, fp32 accumulator): fp16 where
  *   __CUDA_ARCH__ >= 700, bf16 where __CUDA_ARCH__ >= 800, and always on the emulated device (its
- *   mma.h, docs/gpu-emulation.md); float with TF32 likewise (m16n16k8) from sm_80 and on the emulator.
- *   Elsewhere (bf16 and TF32 on sm_75) and for plain float: the scalar loop (tile_acc_scalar),
+ *   mma.h, docs/gpu-emulation.md); hs_tile_tf32, and float with TF32, likewise (m16n16k8) from sm_80 and
+ *   on the emulator. Elsewhere (bf16 and TF32 on sm_75) and for plain float: the scalar loop (tile_acc_scalar),
  *   lane l computing the elements e = l + 32 t of C in k order. For 16-bit operands the two paths
  *   compute the same exact products and fp32 sums and differ only in the order of the sums (the
  *   tensor cores' order is unspecified; the emulator's is pairwise within each 16-wide k step, the
@@ -83,14 +86,21 @@ struct hs_tile_bf16 {
 struct hs_tile_fp16 {
   uint16_t bits;
 };
+/* an fp32 value rounded to TF32 (nearest, ties to even: hs_tf32_round, the CPU backend's rounding of a
+ * tf32 product's operands), its 13 low bits zero */
+struct hs_tile_tf32 {
+  float v;
+};
 
 /* A stored operand's value, and the storing of a value (rounded to the type: nearest, ties to even). */
 __device__ __forceinline__ float tile_value(float v) { return v; }
 __device__ __forceinline__ float tile_value(hs_tile_bf16 v) { return hs_bf16_to_float(v.bits); }
 __device__ __forceinline__ float tile_value(hs_tile_fp16 v) { return hs_fp16_to_float(v.bits); }
+__device__ __forceinline__ float tile_value(hs_tile_tf32 v) { return v.v; }
 __device__ __forceinline__ void tile_store(float &dst, float v) { dst = v; }
 __device__ __forceinline__ void tile_store(hs_tile_bf16 &dst, float v) { dst.bits = hs_bf16_bits(v); }
 __device__ __forceinline__ void tile_store(hs_tile_fp16 &dst, float v) { dst.bits = hs_fp16_bits(v); }
+__device__ __forceinline__ void tile_store(hs_tile_tf32 &dst, float v) { dst.v = hs_tf32_round(v); }
 
 /* The scalar path: lane l holds the 8 elements e = l + 32·t (t = 0..7) of C, row e / 16, column e % 16;
  * a product adds to each a chain of fmaf in k order. */
@@ -190,7 +200,7 @@ template <class W, class E, int STEP, class T> struct tile_acc_wmma {
       wmma::load_matrix_sync(fa, a + kk, lda);
       wmma::load_matrix_sync(fb, col ? b + kk : b + static_cast<size_t>(kk) * ldb, ldb);
 #if HS_TILE_WMMA_TF32 /* (__float_to_tf32 exists from sm_80) */
-      if constexpr (STEP == 8) {
+      if constexpr (STEP == 8 && std::is_same<T, float>::value) { /* hs_tile_tf32 tiles are TF32 values already */
         for (int i = 0; i < fa.num_elements; i++) fa.x[i] = wmma::__float_to_tf32(fa.x[i]);
         for (int i = 0; i < fb.num_elements; i++) fb.x[i] = wmma::__float_to_tf32(fb.x[i]);
       }
@@ -233,6 +243,13 @@ template <> struct TileAcc<float, true> {
   typedef tile_acc_wmma<nvcuda::wmma::precision::tf32, float, 8, float> type;
 #else
   typedef tile_acc_scalar<float> type;
+#endif
+};
+template <> struct TileAcc<hs_tile_tf32, false> {
+#if HS_TILE_WMMA_TF32
+  typedef tile_acc_wmma<nvcuda::wmma::precision::tf32, float, 8, hs_tile_tf32> type;
+#else
+  typedef tile_acc_scalar<hs_tile_tf32> type;
 #endif
 };
 

@@ -1,6 +1,6 @@
-// kernels/tile_mma.cuh on the emulated CUDA device: warp_tile_mma for float, hs_tile_bf16 and
-// hs_tile_fp16 operands (16-bit ones on the emulator's nvcuda::wmma, and on the scalar loop, which a
-// GPU without WMMA for the type runs), float with TF32 permitted (the emulator's m16n16k8), both B
+// kernels/tile_mma.cuh on the emulated CUDA device: warp_tile_mma for float, hs_tile_bf16, hs_tile_fp16
+// and hs_tile_tf32 operands (16-bit and TF32 tiles on the emulator's nvcuda::wmma, and on the scalar
+// loop, which a GPU without WMMA for the type runs), float with TF32 permitted (m16n16k8), both B
 // forms, accumulate on and off, k = 16..128, leading dimensions with and without padding, two warps of
 // a block on tiles of their own. Each element is
 // compared with a double-precision reference computed from the stored operand values, and every
@@ -128,9 +128,11 @@ template <class T> T stored(float v);
 template <> float stored(float v) { return v; }
 template <> hs_tile_bf16 stored(float v) { return hs_tile_bf16{hs_bf16_bits(v)}; }
 template <> hs_tile_fp16 stored(float v) { return hs_tile_fp16{hs_fp16_bits(v)}; }
+template <> hs_tile_tf32 stored(float v) { return hs_tile_tf32{hs_tf32_round(v)}; }
 double value(float v) { return v; }
 double value(hs_tile_bf16 v) { return hs_bf16_to_float(v.bits); }
 double value(hs_tile_fp16 v) { return hs_fp16_to_float(v.bits); }
+double value(hs_tile_tf32 v) { return v.v; }
 
 double gamma(int n) { return n * 0x1p-24 / (1.0 - n * 0x1p-24); }
 
@@ -257,5 +259,8 @@ int main() {
   run_all<hs_tile_bf16, true>("bf16 (scalar loop)", &failures);
   run_all<hs_tile_fp16, false>("fp16 (warp_tile_mma)", &failures);
   run_all<hs_tile_fp16, true>("fp16 (scalar loop)", &failures);
+  // TF32 values stored (precision tf32's tiles): the products exact, the fp32 bound
+  run_all<hs_tile_tf32, false>("tf32 tiles (warp_tile_mma)", &failures);
+  run_all<hs_tile_tf32, true>("tf32 tiles (scalar loop)", &failures);
   return failures == 0 ? 0 : 1;
 }
