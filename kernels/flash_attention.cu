@@ -143,27 +143,21 @@ template <class T, int N> struct warp_tiles {
 
 /* ---- forward ------------------------------------------------------------------------------------------- */
 
-/* Where the forward keeps the unnormalised output O [BQ, dp]: on tensor cores in registers (tile_acc
- * fragments: the α·O rescale of each key step is a multiply per register, where in shared memory it
- * read and wrote all of O, and the P'·V products load and store no C), asking for 6 resident blocks
- * per SM (at most 80 registers a thread; ptxas needs 80, and spills at 72); on the scalar path (fp32
- * tiles, bf16 before sm_80) in shared memory, as its 8 floats a lane per tile would take 140 registers
- * a thread and spill at the 80 the shared-memory form needs. */
-template <class T> constexpr bool kFwdORegs = tile_on_tensor_cores<T>;
-/* TF32 tiles (m16n16k8: twice the steps of a 16-bit product, operand fragments of 4 floats) spill at
- * the 16-bit paths' bounds (sm_90: 12, 32 and 48 bytes in the forward, dQ and dK/dV at head_dim 64), so
- * they ask for a block fewer each: at most 96 registers a thread (80 in dQ) */
+/* The forward keeps the unnormalised output O [BQ, dp] in registers (tile_acc: WMMA fragments on tensor
+ * cores, 8 floats a lane on the scalar path): the α·O rescale of each key step is a multiply per
+ * register, where in shared memory it read and wrote all of O, and the P'·V products load and store no
+ * C. Resident blocks per SM asked of the register allocator: 16-bit tiles 6 (at most 80 registers a
+ * thread; ptxas needs 78–80, and spills at 72), TF32 tiles 5 (96; they spill at 80), the scalar path 5
+ * (96: fp32 tiles, and bf16 or TF32 before sm_80; ptxas needs 89–96, and spills at 80). */
 template <class T> constexpr bool kTf32Tiles = std::is_same<T, hs_tile_tf32>::value;
-template <class T> constexpr int kFwdBlocksPerSM = kFwdORegs<T> ? (kTf32Tiles<T> ? 5 : 6) : 0; /* 0: ptxas's own choice */
+template <class T> constexpr int kFwdBlocksPerSM = tile_on_tensor_cores<T> && !kTf32Tiles<T> ? 6 : 5;
 
 template <class T, int DMAX, int BQ, int BK> struct fwd_smem {
   alignas(32) T q[BQ * DMAX];  /* the query tile */
   alignas(32) T kv[BK * DMAX]; /* a K tile, then the V tile of the same keys */
   alignas(32) T p[BQ * BK];    /* e^{s - m}·f, the P'·V operand */
-  /* S [BQ,BK] in the loop; with O in registers, before and after it each warp's 16 x 16 scratch and
-   * staging tile */
-  alignas(32) float s[imax(BQ * BK, kFwdORegs<T> ? kWarps * kTile * kTile : 0)];
-  alignas(32) float o[kFwdORegs<T> ? 8 : BQ * DMAX]; /* O, where not in registers */
+  /* S [BQ,BK] in the loop; before and after it each warp's 16 x 16 scratch and staging tile */
+  alignas(32) float s[imax(BQ * BK, kWarps * kTile * kTile)];
   float m[BQ], l[BQ], alpha[BQ];
 };
 
@@ -185,14 +179,10 @@ __global__ void __launch_bounds__(kThreads, kFwdBlocksPerSM<T>)
   /* the unnormalised output O [BQ, dp] in registers, the warps' tiles of 16 x 16 */
   const int o_tiles = (BQ / kTile) * (sh.dp / kTile), o_per_row = sh.dp / kTile;
   constexpr int omax = (BQ / kTile) * (DMAX / kTile);
-  warp_tiles<T, kFwdORegs<T> ? ceil_div(omax, kWarps) : 1> o;
+  warp_tiles<T, ceil_div(omax, kWarps)> o;
   typename tile_acc<T>::rows_t o_rows;
-  if constexpr (kFwdORegs<T>) {
-    o.zero();
-    o_rows.init(sm.s + warp * kTile * kTile); /* S is written after the loop's first barrier */
-  } else {
-    for (int idx = threadIdx.x; idx < BQ * DMAX; idx += blockDim.x) sm.o[idx] = 0.0f;
-  }
+  o.zero();
+  o_rows.init(sm.s + warp * kTile * kTile); /* S is written after the loop's first barrier */
   load_head_rows(sm.q, BQ, DMAX, sh, q, q16, ld, i0);
   if (threadIdx.x < BQ) sm.m[threadIdx.x] = -INFINITY, sm.l[threadIdx.x] = 0.0f;
   for (int j0 = 0; j0 < L; j0 += BK) {
@@ -244,36 +234,21 @@ __global__ void __launch_bounds__(kThreads, kFwdBlocksPerSM<T>)
     }
     __syncthreads();
     /* the V tile into the K tile's buffer (S is computed) */
-    if constexpr (!kFwdORegs<T>)
-      for (int idx = threadIdx.x; idx < BQ * DMAX; idx += blockDim.x) sm.o[idx] *= sm.alpha[idx / DMAX];
     load_head_rows(sm.kv, BK, DMAX, sh, v, v16, ld, j0);
     __syncthreads();
     if (kv_out) keep_rows16(sh, kv_out + H, sm.kv, DMAX, BK, ld, j0);
     /* O[BQ,dp] ← α·O + P'·V */
-    if constexpr (kFwdORegs<T>) {
-      o.each(warp, o_tiles, o_per_row, [&](tile_acc<T> &acc, int ti, int tn) {
-        acc.scale_rows(sm.alpha + ti * kTile, o_rows);
-        acc.mma(sm.p + ti * kTile * BK, BK, sm.kv + tn * kTile, DMAX, BK, false);
-      });
-    } else {
-      for (int t = warp; t < o_tiles; t += kWarps) {
-        const int ti = t / o_per_row, tn = t % o_per_row;
-        warp_tile_mma(sm.o + ti * kTile * DMAX + tn * kTile, DMAX, sm.p + ti * kTile * BK, BK, sm.kv + tn * kTile,
-                      DMAX, BK, false, true);
-      }
-    }
+    o.each(warp, o_tiles, o_per_row, [&](tile_acc<T> &acc, int ti, int tn) {
+      acc.scale_rows(sm.alpha + ti * kTile, o_rows);
+      acc.mma(sm.p + ti * kTile * BK, BK, sm.kv + tn * kTile, DMAX, BK, false);
+    });
     __syncthreads();
   }
   /* ctx = O / l; from registers through the warps' staging tiles (S is free) */
   auto out = [&](int r, int e, float v) {
     if (i0 + r < L && e < d) put(sh, ctx, ((size_t)b * L + i0 + r) * H + (size_t)h * d + e, v / sm.l[r]);
   };
-  if constexpr (kFwdORegs<T>) {
-    o.write(warp, o_tiles, o_per_row, sm.s + warp * kTile * kTile, out);
-  } else {
-    for (int idx = threadIdx.x; idx < BQ * d; idx += blockDim.x)
-      out(idx / d, idx % d, sm.o[(idx / d) * DMAX + idx % d]);
-  }
+  o.write(warp, o_tiles, o_per_row, sm.s + warp * kTile * kTile, out);
   if (threadIdx.x < BQ && i0 + (int)threadIdx.x < L)
     lse[(size_t)unit * L + i0 + threadIdx.x] = sm.m[threadIdx.x] + logf(sm.l[threadIdx.x]);
 }
@@ -281,12 +256,12 @@ __global__ void __launch_bounds__(kThreads, kFwdBlocksPerSM<T>)
 /* ---- backward ------------------------------------------------------------------------------------------ */
 
 /* Resident blocks per SM the backward kernels ask the register allocator for (__launch_bounds__): on
- * tensor cores (16-bit tiles, whose 17–22 KiB of shared memory a block would allow 10–12), dQ 8 (at most
- * 64 registers a thread; it needs 58–63) and dK/dV 6 (at most 80; 78–80 with its dK and dV fragments),
- * where ptxas alone takes 72 and 94 and so holds them to 7 and 5; on the scalar path (fp32 tiles, or
- * bf16 before sm_80) 4 and 4, 128 registers, about what its accumulators need (unbounded, ptxas takes
- * 150–170). */
-template <class T> constexpr int kDqBlocksPerSM = tile_on_tensor_cores<T> ? (kTf32Tiles<T> ? 6 : 8) : 4;
+ * tensor cores with 16-bit tiles (whose 17–22 KiB of shared memory a block would allow 10–12), dQ 8 (at
+ * most 64 registers a thread; it needs 58–63) and dK/dV 6 (at most 80; 78–80 with its dK and dV
+ * fragments), where ptxas alone takes 72 and 94 and so holds them to 7 and 5; with TF32 tiles 6 and 5
+ * (80 and 96: at 64 and 80 they spill); on the scalar path (fp32 tiles, or bf16 and TF32 before sm_80)
+ * 5 and 4 (102 and 128 registers; ptxas takes 90–96 and 122–128). */
+template <class T> constexpr int kDqBlocksPerSM = tile_on_tensor_cores<T> ? (kTf32Tiles<T> ? 6 : 8) : 5;
 template <class T> constexpr int kDkvBlocksPerSM = tile_on_tensor_cores<T> ? (kTf32Tiles<T> ? 5 : 6) : 4;
 
 template <class T, int DMAX, int BQ, int BK> struct dq_smem {

@@ -22,6 +22,9 @@
  *   HS_UNROLL for (...)
  *       instead of #pragma unroll (the host compiler would warn of an unknown pragma): a loop of a
  *       constant trip count whose arrays must stay in registers
+ *   HS_NO_UNROLL for (...)
+ *       instead of #pragma unroll 1: a loop nvcc must not unroll (its unrolled body would hold more
+ *       registers than the kernel's bound allows, and spill)
  * Plain __shared__ does not compile under the emulator, on purpose: a per-block variable that starts
  * undefined needs the macro.
  */
@@ -40,6 +43,7 @@ template <class T> using hs_cuda_type = T; /* lets HS_SHARED take array types */
   extern __shared__ __align__(32) unsigned char hs_dynamic_shared_[]; \
   type *name = reinterpret_cast<type *>(hs_dynamic_shared_)
 #define HS_UNROLL _Pragma("unroll")
+#define HS_NO_UNROLL _Pragma("unroll 1")
 
 #elif defined(HS_CUDA_EMU)
 #include <cuda_runtime.h>
@@ -64,6 +68,7 @@ template <class T> using hs_cuda_type = T;
       (align) > alignof(hs_cuda_type<type>) ? (align) : alignof(hs_cuda_type<type>), #name))
 #define HS_DYNAMIC_SHARED(type, name) type *name = static_cast<type *>(::hs_emu::dynamic_shared())
 #define HS_UNROLL
+#define HS_NO_UNROLL
 
 #else
 #error "kernels/hs_cuda.h: compile with nvcc, or for the emulated device with -DHS_CUDA_EMU (tests/cuda_emu)"

@@ -102,6 +102,22 @@ __device__ __forceinline__ void tile_store(hs_tile_bf16 &dst, float v) { dst.bit
 __device__ __forceinline__ void tile_store(hs_tile_fp16 &dst, float v) { dst.bits = hs_fp16_bits(v); }
 __device__ __forceinline__ void tile_store(hs_tile_tf32 &dst, float v) { dst.v = hs_tf32_round(v); }
 
+/* 2 consecutive stored operands p[0..1] as floats, in one load (p 8-byte aligned for 4-byte types, 4 for
+ * 16-bit ones) */
+__device__ __forceinline__ void tile_load2(const float *p, float out[2]) {
+  const float2 x = *reinterpret_cast<const float2 *>(p);
+  out[0] = x.x, out[1] = x.y;
+}
+__device__ __forceinline__ void tile_load2(const hs_tile_tf32 *p, float out[2]) {
+  tile_load2(reinterpret_cast<const float *>(p), out);
+}
+template <class T16> __device__ __forceinline__ void tile_load2(const T16 *p, float out[2]) {
+  static_assert(sizeof(T16) == 2, "a 16-bit tile type");
+  const uint32_t x = *reinterpret_cast<const uint32_t *>(p);
+  out[0] = tile_value(T16{(uint16_t)(x & 0xffffu)});
+  out[1] = tile_value(T16{(uint16_t)(x >> 16)});
+}
+
 /* The scalar path: lane l holds the 8 elements e = l + 32·t (t = 0..7) of C, row e / 16, column e % 16;
  * a product adds to each a chain of fmaf in k order. */
 template <class T> struct tile_acc_scalar {
@@ -135,20 +151,31 @@ template <class T> struct tile_acc_scalar {
       c[(e / kTile) * ldc + e % kTile] = v[t];
     }
   }
+  /* Each element's chain of fmaf runs in k order whatever the loop order, so k is the outer loop: a
+   * step of 2 loads the lane's B column values once for its 8 rows (one 2-wide load where B is
+   * transposed), and each row's 2 A values in one load (8 bytes of fp32, 4 of a 16-bit type: aligned,
+   * as the caller rules make tiles 32-byte aligned, lda and ldb multiples of 8 and k of 16). Before,
+   * rows outer, every fmaf loaded both operands: 2 shared-memory loads a fmaf, here 9 to 10 per 16.
+   * (Steps of 4 would halve that again but hold 36 operand registers, which the fp32 dK/dV kernels'
+   * 128-register bound spills.) */
   __device__ __forceinline__ void mma(const T *a, int lda, const T *b, int ldb, int k, bool b_transposed) {
-    const int lane = threadIdx.x % HS_WARP;
-    HS_UNROLL
-    for (int t = 0; t < kTile * kTile / HS_WARP; t++) {
-      const int e = lane + HS_WARP * t, row = e / kTile, col = e % kTile;
-      float s = v[t];
-      const T *ar = a + row * lda;
+    const int lane = threadIdx.x % HS_WARP, col = lane % kTile, row0 = lane / kTile; /* row of v[t]: row0 + 2t */
+    HS_NO_UNROLL /* one step's operands live at a time: unrolled, the fp32 dK/dV kernels spill */
+    for (int kk = 0; kk < k; kk += 2) {
+      float bq[2];
       if (b_transposed) {
-        const T *br = b + col * ldb;
-        for (int kk = 0; kk < k; kk++) s = fmaf(tile_value(ar[kk]), tile_value(br[kk]), s);
+        tile_load2(b + col * ldb + kk, bq);
       } else {
-        for (int kk = 0; kk < k; kk++) s = fmaf(tile_value(ar[kk]), tile_value(b[kk * ldb + col]), s);
+        bq[0] = tile_value(b[kk * ldb + col]);
+        bq[1] = tile_value(b[(kk + 1) * ldb + col]);
       }
-      v[t] = s;
+      HS_UNROLL
+      for (int t = 0; t < kTile * kTile / HS_WARP; t++) {
+        float aq[2];
+        tile_load2(a + (row0 + 2 * t) * lda + kk, aq);
+        HS_UNROLL
+        for (int q = 0; q < 2; q++) v[t] = fmaf(aq[q], bq[q], v[t]);
+      }
     }
   }
 };

@@ -5,7 +5,8 @@
 // a block on tiles of their own. Each element is
 // compared with a double-precision reference computed from the stored operand values, and every
 // product is run again through a tile_acc held over k / 16 products of 16 (a fused kernel's loop),
-// then its rows scaled by powers of two (scale_rows): the same bits as the one product, scaled.
+// then its rows scaled by powers of two (scale_rows): the same bits as the one product, scaled. The
+// scalar loop must give each element's fmaf chain in k order, the host's bits.
 //
 // The bound (Higham, "Accuracy and Stability of Numerical Algorithms", 4.2; tests/cuda/conformance.h):
 // every product of two stored operands is exact in fp32 (16-bit products have at most 22 significant
@@ -194,6 +195,22 @@ template <class T, bool SCALAR, bool TF32 = false> double run_all(const char *na
                   ref += p;
                   mag += fabs(p);
                   prod_mag += fabs(p);
+                }
+                // the scalar loop: each element one chain of fmaf in k order, the host's bit for bit
+                if (SCALAR || !tile_on_tensor_cores<T, TF32>) {
+                  float chain = acc ? c_in : 0.0f;
+                  for (int kk = 0; kk < k; kk++) {
+                    const T bt = tr ? b[w * kMaxB + j * s.ldb + kk] : b[w * kMaxB + kk * s.ldb + j];
+                    chain = fmaf(static_cast<float>(value(a[w * kMaxA + i * s.lda + kk])), static_cast<float>(value(bt)),
+                                 chain);
+                  }
+                  if (c[w * kMaxC + i * s.ldc + j] != chain) {
+                    if (*failures < 10)
+                      fprintf(stderr, "FAIL %s k=%d b_transposed=%d accumulate=%d pad=%d warp %d C[%d][%d] = %.9g, "
+                                      "not the fmaf chain in k order %.9g\n",
+                              name, k, tr, acc, pad, w, i, j, c[w * kMaxC + i * s.ldc + j], chain);
+                    (*failures)++;
+                  }
                 }
                 const double g = gamma(acc ? k : k - 1), op = 2 * u_op + u_op * u_op;
                 const double bound = g * mag + (op + g * op) * prod_mag;
