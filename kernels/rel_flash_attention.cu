@@ -406,21 +406,17 @@ __global__ void rel_flash_dq_kernel(float *dqkv, uint16_t *dqkv16, float *dqw_ou
   HS_UNROLL
   for (int n = 0; n < NT; n++) {
     if (n * kTile >= dp) continue;
-    accw[n].store(S, kTile);
-    accr[n].store(dpp, kTile);
-    __syncwarp();
-    for (int e = wi.lane; e < kTile * kTile; e += HS_WARP) {
-      const int a = e / kTile, c = n * kTile + e % kTile, i = i0 + a;
-      if (i >= g.qlen || c >= g.d) continue;
-      const float w = g.scale * S[e], rr = g.scale * dpp[e];
+    tile_acc_write_pair(accw[n], accr[n], S, dpp, [&](int a, int cn, float sw, float sr) {
+      const int c = n * kTile + cn, i = i0 + a;
+      if (i >= g.qlen || c >= g.d) return;
+      const float w = g.scale * sw, rr = g.scale * sr;
       const size_t q_at = ((size_t)s * g.klen + g.mlen + i) * g.ld + (size_t)h * g.d + c;
       dqkv[q_at] = w + rr;
       if (dqkv16) dqkv16[q_at] = half_bits(g, w + rr);
       const size_t o = ((size_t)s * g.qlen + i) * g.H + (size_t)h * g.d + c;
       dqw_out[o] = w;
       dqr_out[o] = rr;
-    }
-    __syncwarp();
+    });
   }
 }
 
@@ -503,15 +499,12 @@ __global__ void rel_flash_dkv_kernel(float *dqkv, uint16_t *dqkv16, const float 
   HS_UNROLL
   for (int n = 0; n < NT; n++) {
     if (n * kTile >= dp) continue;
-    acck[n].store(S, kTile);
-    accv[n].store(dpp, kTile);
-    __syncwarp();
-    for (int e = wi.lane; e < kTile * kTile; e += HS_WARP) {
-      const int b = e / kTile, c = n * kTile + e % kTile, j = j0 + b;
-      if (j >= g.klen || c >= g.d) continue;
+    tile_acc_write_pair(acck[n], accv[n], S, dpp, [&](int b, int cn, float sk, float sv) {
+      const int c = n * kTile + cn, j = j0 + b;
+      if (j >= g.klen || c >= g.d) return;
       const size_t at = ((size_t)s * g.klen + j) * g.ld + (size_t)h * g.d + c;
       float *row = dqkv + at;
-      const float dk = g.scale * S[e], dv = dpp[e];
+      const float dk = g.scale * sk, dv = sv;
       row[g.H] = dk;
       row[2 * g.H] = dv;
       if (j < g.mlen) row[0] = 0.0f;
@@ -521,8 +514,7 @@ __global__ void rel_flash_dkv_kernel(float *dqkv, uint16_t *dqkv16, const float 
         row16[2 * g.H] = half_bits(g, dv);
         if (j < g.mlen) row16[0] = half_bits(g, 0.0f);
       }
-    }
-    __syncwarp();
+    });
   }
 }
 

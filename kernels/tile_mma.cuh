@@ -9,7 +9,8 @@
  *     for Q·Kᵀ); C fp32 row-major [16][ldc]. All in shared memory.
  *   tile_acc<T, TF32> acc; acc.zero() or acc.load(c, ldc); acc.mma(a, lda, b, ldb, k, b_transposed)
  *     (C += A·B, any number of times); acc.scale_rows(factor, rows) (C[r][:] *= factor[r]);
- *     acc.store(c, ldc) or acc.write(stage, out) (out(r, c, C[r][c]) for each element)
+ *     acc.store(c, ldc) or acc.write(stage, out) (out(r, c, C[r][c]) for each element);
+ *     tile_acc_write_pair(x, y, stage_x, stage_y, out) (out(r, c, X[r][c], Y[r][c]))
  *     the same C held in registers across products (a loop's sum of tile products: no shared memory
  *     for C and no load and store of it per product); the same arithmetic in the same order.
  *
@@ -374,6 +375,19 @@ template <class T, bool TF32 = false> struct tile_acc {
     impl.mma(a, lda, b, ldb, k, b_transposed);
   }
 };
+
+/* out(row, column, x's value, y's value) for each element of two register tiles of a warp, through its
+ * two 16 x 16 staging tiles (as tile_acc::write: a kernel's two sums of the same rows, written together) */
+template <class T, bool TF32, class Out>
+__device__ __forceinline__ void tile_acc_write_pair(const tile_acc<T, TF32> &x, const tile_acc<T, TF32> &y,
+                                                    float *stage_x, float *stage_y, Out &&out) {
+  x.store(stage_x, kTile);
+  y.store(stage_y, kTile);
+  __syncwarp();
+  for (int e = threadIdx.x % HS_WARP; e < kTile * kTile; e += HS_WARP)
+    out(e / kTile, e % kTile, stage_x[e], stage_y[e]);
+  __syncwarp();
+}
 
 /* The tile product (contract above): WMMA where the architecture has it for the operands, the scalar
  * loop otherwise. TF32 (float operands only) permits TF32 tensor cores; it is a permission, as the
