@@ -260,7 +260,7 @@ __global__ void __launch_bounds__(kThreads, kFwdBlocksPerSM<T>)
  * most 64 registers a thread; it needs 58–63) and dK/dV 6 (at most 80; 78–80 with its dK and dV
  * fragments), where ptxas alone takes 72 and 94 and so holds them to 7 and 5; with TF32 tiles 6 and 5
  * (80 and 96: at 64 and 80 they spill); on the scalar path (fp32 tiles, or bf16 and TF32 before sm_80)
- * 5 and 4 (102 and 128 registers; ptxas takes 90–96 and 122–128). */
+ * 5 and 4 (at most 102 and 128 registers; ptxas takes 80–83 and 122–128). */
 template <class T> constexpr int kDqBlocksPerSM = tile_on_tensor_cores<T> ? (kTf32Tiles<T> ? 6 : 8) : 5;
 template <class T> constexpr int kDkvBlocksPerSM = tile_on_tensor_cores<T> ? (kTf32Tiles<T> ? 5 : 6) : 4;
 

@@ -4,11 +4,12 @@
  * [qlen, klen] tensor is ever stored: the forward keeps ctx and lse [b, n, qlen] (the log-sum-exp of
  * each query row's scaled scores), the backward recomputes the probabilities from them.
  *
- * Tiles are 16 x 16 (kTile); every product is kernels/tile_mma.cuh's warp_tile_mma on shared-memory
- * tiles whose inner dimension is the head size padded with zeros to dp (a multiple of 16). A block is
- * nw = 1..4 warps (chosen per launch for the most resident warps per multiprocessor), warp w owning
- * the w-th of the block's nw consecutive 16-row tiles (query tiles in the forward and dQ, key tiles in
- * dK/dV, r tiles in dr) with its own accumulators and scratch; the rows the warps share (k, v and r
+ * Tiles are 16 x 16 (kTile); every product is kernels/tile_mma.cuh's, on shared-memory operand tiles
+ * whose inner dimension is the head size padded with zeros to dp (a multiple of 16). A block is
+ * nw = 1..4 warps (chosen per launch for the most resident warps per multiprocessor: the occupancy
+ * calculator), warp w owning the w-th of the block's nw consecutive 16-row tiles (query tiles in the
+ * forward and dQ, key tiles in dK/dV, r tiles in dr) with its own scratch and its outputs' [16, dp] sums
+ * in registers (tile_acc); the rows the warps share (k, v and r
  * for consecutive query tiles, whose r windows overlap in 16·(nw+1) rows; q and dC for consecutive key
  * or r tiles) are loaded once per block. A warp computes exactly the products, in the order, a
  * one-warp block would: the results do not depend on nw. For a query tile [i0, i0+16) and a key tile
