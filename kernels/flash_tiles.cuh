@@ -12,9 +12,9 @@
  *       optional, fp32).
  *   load_row_stats(vals, rows, src, row0, row_end)   vals[rows] = src[row0 + a], 0 outside [0, row_end)
  *   smem_carver{base, 0}.take<X>(count)              the next count X of dynamic shared memory
- *   flash_smem_limit(), flash_resident_warps(kernel, warps, bytes), flash_allow_smem(kernel)   host: the
- *       device's per-block limit of dynamic shared memory, the warps a multiprocessor holds with such
- *       blocks, and a kernel's opt-in to more than 48 KiB (cudaFuncAttributeMaxDynamicSharedMemorySize).
+ *   flash_smem_limit(), flash_resident_warps(kernel, warps, bytes)   host: the device's per-block limit
+ *       of dynamic shared memory, and the warps a multiprocessor holds with such blocks (a kernel's first
+ *       query opts it into more than 48 KiB: cudaFuncAttributeMaxDynamicSharedMemorySize).
  *   flash_row_dot_kernel   the backwards' row dot products D = rowsum(dctx ∘ ctx) and dctx's 16-bit copy. */
 #ifndef HS_KERNELS_FLASH_TILES_CUH
 #define HS_KERNELS_FLASH_TILES_CUH
@@ -110,9 +110,11 @@ inline size_t flash_smem_limit() {
  * dynamic shared memory; 0 if a block does not fit at all. The runtime's occupancy calculator answers:
  * it counts the kernel's registers (with their outputs in registers the kernels can be register bound)
  * and static shared memory besides the block's threads and dynamic shared memory (the emulated device:
- * threads and shared memory only, docs/gpu-emulation.md). flash_allow_smem(kernel) first: the calculator
- * holds the bytes to the kernel's opted-in limit. Asked once per (kernel, warps, bytes): every update's
- * eager launches pick again. */
+ * threads and shared memory only, docs/gpu-emulation.md). A kernel's first query also opts it into
+ * flash_smem_limit() bytes of dynamic shared memory (cudaFuncAttributeMaxDynamicSharedMemorySize: above
+ * 48 KiB a launch without it fails with cudaErrorInvalidValue, and the calculator holds the bytes to the
+ * opted-in limit). Asked once per (kernel, warps, bytes), as every update's eager launches pick again; a
+ * shape's first update runs eagerly (docs/gpu.md, "CUDA graphs"), so no capture sees these calls. */
 template <class K>
 inline int flash_resident_warps(K *kernel, int warps, size_t bytes) {
   struct answer {
@@ -123,27 +125,19 @@ inline int flash_resident_warps(K *kernel, int warps, size_t bytes) {
   };
   static answer known[256];
   static int n_known;
-  for (int i = 0; i < n_known; i++)
-    if (known[i].kernel == (const void *)kernel && known[i].warps == warps && known[i].bytes == bytes)
-      return known[i].resident;
+  bool kernel_seen = false;
+  for (int i = 0; i < n_known; i++) {
+    if (known[i].kernel != (const void *)kernel) continue;
+    if (known[i].warps == warps && known[i].bytes == bytes) return known[i].resident;
+    kernel_seen = true;
+  }
+  if (!kernel_seen)
+    HS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)flash_smem_limit()));
   int blocks = 0;
   if (bytes <= flash_smem_limit())
     HS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, warps * HS_WARP, bytes));
   if (n_known < 256) known[n_known++] = answer{(const void *)kernel, warps, bytes, blocks * warps};
   return blocks * warps;
-}
-
-/* Host: let kernel launch with up to flash_smem_limit() bytes of dynamic shared memory (above 48 KiB a
- * launch without the opt-in fails with cudaErrorInvalidValue). Once per kernel, on its first launch:
- * a shape's first update runs eagerly (docs/gpu.md, "CUDA graphs"), so no capture sees the call. */
-template <class K>
-inline void flash_allow_smem(K *kernel) {
-  static const void *done[64];
-  static int n_done;
-  for (int i = 0; i < n_done; i++)
-    if (done[i] == (const void *)kernel) return;
-  HS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)flash_smem_limit()));
-  if (n_done < 64) done[n_done++] = (const void *)kernel;
 }
 
 /* The backward's row dot products of both fused attentions: D[unit·L + i] = Σ_c dctx[o + c]·ctx[o + c],

@@ -685,8 +685,8 @@ inline unsigned tiles(int n) { return (unsigned)((n + kTile - 1) / kTile); }
  * warp brings its own tiles and accumulators, the shared k, v, q and r rows are what grows slower; and
  * registers, where a warp's outputs live in them: the occupancy calculator, flash_resident_warps), the
  * larger on a tie (fewer loads of the shared rows). Which count runs does not change a bit of the
- * results: each warp computes its tile as a block of its own would. Allows the kernel its shared memory
- * (flash_allow_smem) first. */
+ * results: each warp computes its tile as a block of its own would. The first query opts the kernel into
+ * the device's shared memory per block. */
 int warp_cap;    /* hs_cuda_rel_flash_max_warps */
 int dctx16_off;  /* hs_cuda_rel_flash_dctx16(0) */
 
@@ -697,7 +697,6 @@ struct launch_cfg {
 };
 template <class L, class K>
 launch_cfg pick(const rf_args &g, int n, const char *name, K *kernel) {
-  flash_allow_smem(kernel);
   launch_cfg best{0, 0, 0};
   int best_resident = 0;
   for (int nw = 1; nw <= imin(warp_cap > 0 ? warp_cap : kMaxWarps, imin(kMaxWarps, (int)tiles(n))); nw++) {
