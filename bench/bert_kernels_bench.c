@@ -83,8 +83,9 @@ int main(int argc, char **argv) {
     float *wqkv = randbuf((size_t)3 * H * H, -0.05f, 0.05f, 10), *bqkv = randbuf((size_t)3 * H, -0.1f, 0.1f, 11);
     float *gw = be->alloc(be, (size_t)3 * H * H * sizeof(float)), *gb = be->alloc(be, (size_t)3 * H * sizeof(float));
     hs_attention_params ap = {wqkv, bqkv, wqkv + H * H, bqkv + H, wqkv + 2 * H * H, bqkv + 2 * H};
-    hs_attention_grads ag = {gw, gb, gw + H * H, gb + H, gw + 2 * H * H, gb + 2 * H, 0};
-    hs_attention_saved saved = {qkv, probs};
+    hs_attention_grads ag = {.query_w = gw, .query_b = gb, .key_w = gw + H * H, .key_b = gb + H,
+                             .value_w = gw + 2 * H * H, .value_b = gb + 2 * H};
+    hs_attention_saved saved = {.qkv = qkv, .probs = probs}; /* unfused (lse NULL): the CPU's reference path */
     hs_dropout_mask drop = {.p = 0.1f, .group = 1, .key = 5, .first_sample = 0};
     hs_workspace ws = {0};
     const double proj_flops = 2.0 * T * 3.0 * H * H;

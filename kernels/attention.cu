@@ -6,7 +6,9 @@
  *                 removed is stored with its sign bit set (-P, -0.0 for 0), so the backward pass needs
  *                 no mask buffer
  *   ctx[B,L,H]    head h at columns h·d: P'·V, P' = P ⊙ keep/(1-p),
- *                 keep(b,h,i,j) = hs_uniform(key, first_sample + b, (h·L+i)·L+j) >= p  (none when p <= 0)
+ *                 keep(b,h,i,j) = hs_attention_uniform(sk, hs_attention_row_key(sk, h·L + i), j) >= p,
+ *                 sk = hs_attention_sample_key(key, first_sample + b)  (none when p <= 0;
+ *                 kernels/math/dropout.h)
  *
  * Backward, per (b, h) unit:
  *   dP' = dC·Vᵀ;  dV = P'ᵀ·dC;  dP = keep·dP'/(1-p);  dS = P ⊙ (dP - rowsum(P ⊙ dP));
@@ -73,11 +75,12 @@ __global__ void softmax_dropout_forward_kernel(T *probs, T *dropped, const T *ma
     float sum = 0.0f;
     for (int j = lane; j < seq_len; j += HS_WARP) sum += hs_exp_fast(((float)s[j] + (float)mb[j]) - m);
     const float inv = 1.0f / warp_sum(sum);
+    const uint64_t sample_key = dropped ? hs_attention_sample_key(key, (uint64_t)(first_sample + b)) : 0;
+    const uint32_t row_key = hs_attention_row_key(sample_key, hs_attention_dropout_row(h, i, seq_len));
     for (int j = lane; j < seq_len; j += HS_WARP) {
       const float pj = hs_exp_fast(((float)s[j] + (float)mb[j]) - m) * inv;
       if (dropped) {
-        const uint64_t elem = hs_attention_dropout_elem(h, i, j, seq_len);
-        const float f = hs_dropout_factor(key, (uint64_t)(first_sample + b), elem, p, keep_scale);
+        const float f = hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, p, keep_scale);
         dropped[r * (size_t)seq_len + j] = (T)(pj * f);
         s[j] = (T)(f == 0.0f ? -pj : pj); /* sign bit marks a dropped probability */
       } else {

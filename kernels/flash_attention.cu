@@ -103,14 +103,22 @@ __device__ __forceinline__ void keep_rows16(const flash_shape &s, uint16_t *dst,
   }
 }
 
-/* The dropout factor of element (i, j) of unit (b, h): keep/(1-p), or 1 without dropout */
-__device__ __forceinline__ float drop_factor(const flash_shape &s, int b, int h, int i, int j) {
+/* The key of unit (b, h)'s sample for its dropout draws (kernels/math/dropout.h), made once per thread after
+ * hs_dropout_slot_resolve (2 registers held, where the site key and first sample took 4); 0 without dropout */
+__device__ __forceinline__ uint64_t unit_sample_key(const flash_shape &s, int b) {
+  return s.p > 0.0f ? hs_attention_sample_key(s.key, (uint64_t)(s.first_sample + b)) : 0;
+}
+
+/* The dropout key of query row i of head h (hs_attention_row_key) */
+__device__ __forceinline__ uint32_t row_key_of(const flash_shape &s, uint64_t sample_key, int h, int i) {
+  return hs_attention_row_key(sample_key, hs_attention_dropout_row(h, i, s.L));
+}
+
+/* The dropout factor of key j in the query row whose key is row_key, in the sample whose key is
+ * sample_key: keep/(1-p), or 1 without dropout */
+__device__ __forceinline__ float drop_factor(const flash_shape &s, uint64_t sample_key, uint32_t row_key, int j) {
   if (s.p <= 0.0f) return 1.0f;
-  uint64_t key = s.key;
-  int64_t first_sample = s.first_sample;
-  hs_dropout_slot_read(s.slot, key, first_sample);
-  return hs_dropout_factor(key, (uint64_t)(first_sample + b), hs_attention_dropout_elem(h, i, j, s.L), s.p,
-                           s.keep_scale);
+  return hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, s.p, s.keep_scale);
 }
 
 /* A warp's share of an output of `tiles` 16 x 16 tiles (row-major, tiles_per_row to a row of tiles),
@@ -168,6 +176,7 @@ __global__ void __launch_bounds__(kThreads, kFwdBlocksPerSM<T>)
   typedef fwd_smem<T, DMAX, BQ, BK> smem_t;
   HS_SHARED(smem_t, sm);
   const int unit = blockIdx.y, b = unit / sh.heads, h = unit % sh.heads, i0 = blockIdx.x * BQ;
+  const uint64_t sample_key = unit_sample_key(sh, b);
   const int L = sh.L, d = sh.d, H = sh.heads * d, warp = threadIdx.x / HS_WARP;
   const size_t ld = 3 * (size_t)H;
   const float *q = qkv + (size_t)b * (size_t)L * ld + (size_t)h * (size_t)d, *k = q + H, *v = q + 2 * H;
@@ -185,6 +194,8 @@ __global__ void __launch_bounds__(kThreads, kFwdBlocksPerSM<T>)
   o_rows.init(sm.s + warp * kTile * kTile); /* S is written after the loop's first barrier */
   load_head_rows(sm.q, BQ, DMAX, sh, q, q16, ld, i0);
   if (threadIdx.x < BQ) sm.m[threadIdx.x] = -INFINITY, sm.l[threadIdx.x] = 0.0f;
+  /* the dropout key of this thread's softmax row (below: kThreads / BQ threads per row) */
+  const uint32_t row_key = row_key_of(sh, sample_key, h, i0 + (int)threadIdx.x / (kThreads / BQ));
   for (int j0 = 0; j0 < L; j0 += BK) {
     load_head_rows(sm.kv, BK, DMAX, sh, k, k16, ld, j0);
     __syncthreads();
@@ -220,7 +231,7 @@ __global__ void __launch_bounds__(kThreads, kFwdBlocksPerSM<T>)
         if (j < n) {
           const float e = hs_exp_fast(s[j] - m);
           sum += e;
-          pj = i < L ? e * drop_factor(sh, b, h, i, j0 + j) : 0.0f;
+          pj = i < L ? e * drop_factor(sh, sample_key, row_key, j0 + j) : 0.0f;
         }
         tile_store(sm.p[r * BK + j], pj);
       }
@@ -284,6 +295,7 @@ __global__ void __launch_bounds__(kThreads, kDqBlocksPerSM<T>)
   typedef dq_smem<T, DMAX, BQ, BK> smem_t;
   HS_SHARED(smem_t, sm);
   const int unit = blockIdx.y, b = unit / sh.heads, h = unit % sh.heads, i0 = blockIdx.x * BQ;
+  const uint64_t sample_key = unit_sample_key(sh, b);
   const int L = sh.L, d = sh.d, H = sh.heads * d, warp = threadIdx.x / HS_WARP;
   const size_t ld = 3 * (size_t)H;
   const float *q = qkv + (size_t)b * (size_t)L * ld + (size_t)h * (size_t)d, *k = q + H, *v = q + 2 * H;
@@ -323,7 +335,7 @@ __global__ void __launch_bounds__(kThreads, kDqBlocksPerSM<T>)
       float ds = 0.0f;
       if (i < L && j < L) {
         const float pij = hs_exp_fast((S[idx] * sh.scale + mb[j]) - sm.lse[r]);
-        ds = pij * (dP[idx] * drop_factor(sh, b, h, i, j) - sm.D[r]);
+        ds = pij * (dP[idx] * drop_factor(sh, sample_key, row_key_of(sh, sample_key, h, i), j) - sm.D[r]);
       }
       tile_store(sm.ds[idx], ds);
     }
@@ -367,6 +379,7 @@ __global__ void __launch_bounds__(kThreads, kDkvBlocksPerSM<T>)
   typedef dkv_smem<T, DMAX, BQ, BK> smem_t;
   HS_SHARED(smem_t, sm);
   const int unit = blockIdx.y, b = unit / sh.heads, h = unit % sh.heads, j0 = blockIdx.x * BK;
+  const uint64_t sample_key = unit_sample_key(sh, b);
   const int L = sh.L, d = sh.d, H = sh.heads * d, warp = threadIdx.x / HS_WARP;
   const size_t ld = 3 * (size_t)H;
   const float *q = qkv + (size_t)b * (size_t)L * ld + (size_t)h * (size_t)d, *k = q + H, *v = q + 2 * H;
@@ -408,7 +421,7 @@ __global__ void __launch_bounds__(kThreads, kDkvBlocksPerSM<T>)
       float pij = 0.0f, f = 1.0f;
       if (i < L && j < L) {
         pij = hs_exp_fast((st[idx] * sh.scale + mb[j]) - sm.lse[r]);
-        f = drop_factor(sh, b, h, i, j);
+        f = drop_factor(sh, sample_key, row_key_of(sh, sample_key, h, i), j);
       }
       st[idx] = f == 0.0f ? -pij : pij;
       tile_store(sm.pt[idx], pij * f);

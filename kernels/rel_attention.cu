@@ -99,12 +99,13 @@ __global__ void score_softmax_kernel(T *probs, T *dropped, const T *bd, int batc
     for (int j = lo + lane; j <= hi; j += HS_WARP)
       sum += hs_exp_fast(scale * ((float)ac[j] + (float)bdr[j + shift]) - m);
     const float inv = 1.0f / warp_sum(sum);
-    const uint64_t sample = (uint64_t)(first_sample + s);
+    const uint64_t sample_key = dropped ? hs_attention_sample_key(key, (uint64_t)(first_sample + s)) : 0;
+    const uint32_t row_key = hs_attention_row_key(sample_key, hs_rel_dropout_row(h, i, qlen));
     for (int j = lane; j < klen; j += HS_WARP) {
       const float pj =
           j >= lo && j <= hi ? hs_exp_fast(scale * ((float)ac[j] + (float)bdr[j + shift]) - m) * inv : 0.0f;
       if (dropped) {
-        const float f = hs_dropout_factor(key, sample, hs_rel_dropout_elem(h, i, j, qlen, klen), p, keep_scale);
+        const float f = hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, p, keep_scale);
         dropped[r * (size_t)klen + j] = (T)(pj * f);
         ac[j] = (T)(f == 0.0f ? -pj : pj); /* sign bit marks a dropped probability */
       } else {

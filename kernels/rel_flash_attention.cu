@@ -134,13 +134,18 @@ __device__ __forceinline__ bool allowed(const rf_args &g, int i, int j) {
   return i < g.qlen && j >= 0 && j >= hs_rel_key_lo(i, g.lower_shift) && j <= hs_rel_key_hi(i, g.mlen);
 }
 
-__device__ __forceinline__ float drop_factor(const rf_args &g, int s, int h, int i, int j) {
+/* The key of sequence s's sample for its dropout draws (kernels/math/dropout.h), made once per thread (per
+ * sequence in dr's loop) after hs_dropout_slot_resolve; 0 without dropout */
+__device__ __forceinline__ uint64_t seq_sample_key(const rf_args &g, int s) {
+  return g.p > 0.0f ? hs_attention_sample_key(g.key, (uint64_t)(g.first_sample + s)) : 0;
+}
+
+/* The dropout factor of element (i, j) of head h of the sample whose key is sample_key: keep/(1-p), or 1
+ * without dropout (the row's key made here: a lane's elements lie in several rows) */
+__device__ __forceinline__ float drop_factor(const rf_args &g, uint64_t sample_key, int h, int i, int j) {
   if (g.p <= 0.0f) return 1.0f;
-  uint64_t key = g.key;
-  int64_t first_sample = g.first_sample;
-  hs_dropout_slot_read(g.slot, key, first_sample);
-  return hs_dropout_factor(key, (uint64_t)(first_sample + s), hs_rel_dropout_elem(h, i, j, g.qlen, g.klen), g.p,
-                           g.keep_scale);
+  return hs_attention_dropout_factor(sample_key, hs_attention_row_key(sample_key, hs_rel_dropout_row(h, i, g.qlen)),
+                                     (uint32_t)j, g.p, g.keep_scale);
 }
 
 /* First and last key tile a query tile [i0, i0+16) (i0 < qlen) attends to. */
@@ -187,14 +192,14 @@ __device__ void score_tile(const rf_args &g, int lane, float *S, float *bdw, con
  * P' = f·P into pt (row-major, or transposed [b][a]) when pt is not null. */
 template <class T>
 __device__ void ds_tile(const rf_args &g, int lane, float *S, float *dpp, T *pt, bool pt_transposed, const T *dct,
-                        const T *vt, const float *lse_t, const float *d_t, int s, int h, int i0, int j0) {
+                        const T *vt, const float *lse_t, const float *d_t, uint64_t sample_key, int h, int i0, int j0) {
   warp_tile_mma(dpp, kTile, dct, g.dp, vt, g.dp, g.dp, true, false);
   __syncwarp();
   for (int e = lane; e < kTile * kTile; e += HS_WARP) {
     const int a = e / kTile, b = e % kTile;
     const float sc = S[e];
     const float pr = sc == -INFINITY ? 0.0f : hs_exp_fast(sc - lse_t[a]);
-    const float f = pr != 0.0f ? drop_factor(g, s, h, i0 + a, j0 + b) : 0.0f;
+    const float f = pr != 0.0f ? drop_factor(g, sample_key, h, i0 + a, j0 + b) : 0.0f;
     if (pt) tile_store(pt[pt_transposed ? b * kTile + a : e], pr * f);
     S[e] = pr * (f * dpp[e] - d_t[a]);
   }
@@ -236,6 +241,7 @@ __global__ void rel_flash_forward_kernel(float *ctx, float *lse, uint16_t *ctx16
   const int dp = g.dp, rows = wi.nw * kTile, I0 = blockIdx.x * rows, i0 = I0 + wi.w * kTile;
   const size_t unit = blockIdx.y;
   const int s = (int)(unit / (size_t)g.heads), h = (int)(unit % (size_t)g.heads);
+  const uint64_t sample_key = seq_sample_key(g, s);
   HS_DYNAMIC_SHARED(unsigned char, smem);
   fwd_layout<T> sm;
   sm.carve(smem, dp, wi.nw);
@@ -283,7 +289,7 @@ __global__ void rel_flash_forward_kernel(float *ctx, float *lse, uint16_t *ctx16
         const float sc = S[a * kTile + b];
         const float e = sc == -INFINITY ? 0.0f : hs_exp_fast(sc - mx);
         sum += e;
-        tile_store(pt[a * kTile + b], e == 0.0f ? 0.0f : e * drop_factor(g, s, h, i0 + a, j0 + b));
+        tile_store(pt[a * kTile + b], e == 0.0f ? 0.0f : e * drop_factor(g, sample_key, h, i0 + a, j0 + b));
       }
       sum = group_sum<kRowLanes>(sum);
       __syncwarp(); /* every lane of the row has read m[a] */
@@ -351,6 +357,7 @@ __global__ void rel_flash_dq_kernel(float *dqkv, uint16_t *dqkv16, float *dqw_ou
   const int dp = g.dp, rows = wi.nw * kTile, I0 = blockIdx.x * rows, i0 = I0 + wi.w * kTile;
   const size_t unit = blockIdx.y;
   const int s = (int)(unit / (size_t)g.heads), h = (int)(unit % (size_t)g.heads);
+  const uint64_t sample_key = seq_sample_key(g, s);
   HS_DYNAMIC_SHARED(unsigned char, smem);
   dq_layout<T> sm;
   sm.carve(smem, dp, wi.nw);
@@ -385,7 +392,7 @@ __global__ void rel_flash_dq_kernel(float *dqkv, uint16_t *dqkv16, float *dqw_ou
     if (!live || j0 < first || j0 > last) continue; /* warp-uniform */
     const T *rwin = sm.rw + (wi.nw - 1 - wi.w) * kTile * dp;
     score_tile(g, wi.lane, S, bdw, qw, qr, sm.kt, rwin, i0, j0);
-    ds_tile(g, wi.lane, S, dpp, (T *)nullptr, false, dct, sm.vt, lse_t, d_t, s, h, i0, j0);
+    ds_tile(g, wi.lane, S, dpp, (T *)nullptr, false, dct, sm.vt, lse_t, d_t, sample_key, h, i0, j0);
     /* dS as an operand, and the shift undone into the window: dBDwin[a][w] = dS[a][w - 15 + a] */
     for (int e = wi.lane; e < kTile * kTile; e += HS_WARP) tile_store(dst[e], S[e]);
     for (int e = wi.lane; e < 2 * kTile * kTile; e += HS_WARP) {
@@ -450,6 +457,7 @@ __global__ void rel_flash_dkv_kernel(float *dqkv, uint16_t *dqkv16, const float 
   const int dp = g.dp, rows = wi.nw * kTile, J0 = blockIdx.x * rows, j0 = J0 + wi.w * kTile;
   const size_t unit = blockIdx.y;
   const int s = (int)(unit / (size_t)g.heads), h = (int)(unit % (size_t)g.heads);
+  const uint64_t sample_key = seq_sample_key(g, s);
   HS_DYNAMIC_SHARED(unsigned char, smem);
   dkv_layout<T> sm;
   sm.carve(smem, dp, wi.nw);
@@ -483,7 +491,7 @@ __global__ void rel_flash_dkv_kernel(float *dqkv, uint16_t *dqkv16, const float 
     __syncthreads();
     if (!live || i0 < first || i0 > last) continue; /* warp-uniform */
     score_tile(g, wi.lane, S, bdw, sm.qw, sm.qr, kt, sm.rw + wi.w * kTile * dp, i0, j0);
-    ds_tile(g, wi.lane, S, dpp, ptt, true, sm.dct, vt, sm.lse_t, sm.d_t, s, h, i0, j0);
+    ds_tile(g, wi.lane, S, dpp, ptt, true, sm.dct, vt, sm.lse_t, sm.d_t, sample_key, h, i0, j0);
     for (int e = wi.lane; e < kTile * kTile; e += HS_WARP) tile_store(dst[(e % kTile) * kTile + e / kTile], S[e]);
     __syncwarp();
     HS_UNROLL
@@ -570,6 +578,7 @@ __global__ void rel_flash_dr_kernel(float *part, const float *dctx, const float 
   const bool live = t0 < g.klen;
   for (int s = s_first; s < s_end; s++) {
     const size_t unit = (size_t)s * g.heads + h;
+    const uint64_t sample_key = seq_sample_key(g, s);
     const src_rows seq = qkv_rows(g) + ((size_t)s * g.klen * g.ld + (size_t)h * g.d);
     for (int i0 = bfirst; i0 < g.qlen; i0 += kTile) {
       const int jbase = t0 - (g.qlen - 1) + i0, Jbase = T0 - (g.qlen - 1) + i0; /* key x of the window: jbase + x */
@@ -605,7 +614,7 @@ __global__ void rel_flash_dr_kernel(float *part, const float *dctx, const float 
         const int a = e / kTile, tt = e % kTile, x = a + tt;
         const float sc = sd[e];
         const float pr = sc == -INFINITY ? 0.0f : hs_exp_fast(sc - sm.lse_t[a]);
-        const float f = pr != 0.0f ? drop_factor(g, s, h, i0 + a, jbase + x) : 0.0f;
+        const float f = pr != 0.0f ? drop_factor(g, sample_key, h, i0 + a, jbase + x) : 0.0f;
         tile_store(dbt[tt * kTile + a], pr * (f * dpp[a * 2 * kTile + x] - sm.d_t[a]));
       }
       __syncwarp();

@@ -18,4 +18,48 @@ HS_HD static inline float hs_dropout_factor(uint64_t key, uint64_t sample, uint6
 /* 1/(1-p), or 0 when everything is dropped (avoids inf * 0 = NaN). */
 HS_HD static inline float hs_dropout_keep_scale(float p) { return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }
 
+/* Attention dropout (BERT's attention probabilities, Transformer-XL's dropatt) draws from a cheaper
+ * stream than hs_uniform: a sample has heads·L·L decisions, L times the hidden layers' count, and the
+ * fused attention kernels redraw each one in the forward, dQ and dK/dV passes, where hs_uniform's two
+ * 64-bit splitmix64 finalisers per element (four 64-bit multiplies, the counter itself a 64-bit product)
+ * were most of a score's integer work. Here everything per element is 32-bit: a decision is addressed by
+ * its row (head h, query i: row = h·qlen + i) and column (key j), and
+ *   sample_key = mix64(key ^ mix64(sample·φ))                  once per (site, sample)
+ *   row_key    = lowbias32(row ^ hi(sample_key))                once per row
+ *   x          = lowbias32(lowbias32(j ^ row_key) ^ (row_key + lo(sample_key)))
+ *   u          = (x >> 8) / 2^24                                24 random bits, as hs_uniform
+ * (lowbias32: Wellons' 32-bit finaliser, two 32-bit multiplies). Each step is a bijection, so a sample's
+ * rows get distinct row keys and a row's columns distinct values; two rows differ in both rounds' keys,
+ * so one row's draws are not another's at xor-shifted columns (as with the row key in the first round
+ * only: u(r2, j) = u(r1, j ^ row_key1 ^ row_key2)). A pure function of (key, sample, row, column)
+ * as hs_uniform is of its counter: the same masks on every backend, rank count and thread layout.
+ * tests/ref/hetseq_rng.py has it in Python. */
+HS_HD static inline uint32_t hs_lowbias32(uint32_t x) {
+    x ^= x >> 16;
+    x *= 0x7feb352dU;
+    x ^= x >> 15;
+    x *= 0x846ca68bU;
+    return x ^ (x >> 16);
+}
+
+HS_HD static inline uint64_t hs_attention_sample_key(uint64_t key, uint64_t sample) {
+    return hs_mix64(key ^ hs_mix64(sample * 0x9e3779b97f4a7c15ULL));
+}
+
+HS_HD static inline uint32_t hs_attention_row_key(uint64_t sample_key, uint32_t row) {
+    return hs_lowbias32(row ^ (uint32_t)(sample_key >> 32));
+}
+
+HS_HD static inline float hs_attention_uniform(uint64_t sample_key, uint32_t row_key, uint32_t col) {
+    const uint32_t x = hs_lowbias32(hs_lowbias32(col ^ row_key) ^ (row_key + (uint32_t)sample_key));
+    return (float)(x >> 8) * (1.0f / 16777216.0f);
+}
+
+/* Multiplier of column col of the row whose key is row_key (hs_attention_row_key) in the sample whose key
+ * is sample_key: keep/(1-p) or 0. */
+HS_HD static inline float hs_attention_dropout_factor(uint64_t sample_key, uint32_t row_key, uint32_t col, float p,
+                                                      float keep_scale) {
+    return hs_attention_uniform(sample_key, row_key, col) >= p ? keep_scale : 0.0f;
+}
+
 #endif

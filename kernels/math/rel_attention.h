@@ -12,8 +12,9 @@
  * same_length adds tril(ones, -lower_shift), masking j <= i - lower_shift. So row i keeps
  * [hs_rel_key_lo, mlen + i]; key mlen + i is always kept when lower_shift >= 1.
  *
- * Attention dropout of probability (h, i, j) of sequence s: hs_uniform(key, first_sample + s,
- * (h·qlen + i)·klen + j) >= p (kernels/math/dropout.h's rule). */
+ * Attention dropout keeps probability (h, i, j) of sequence s iff hs_attention_uniform(sample_key,
+ * hs_attention_row_key(sample_key, h·qlen + i), j) >= p, sample_key = hs_attention_sample_key(key,
+ * first_sample + s) (kernels/math/dropout.h). */
 #ifndef HS_KERNELS_MATH_REL_ATTENTION_H
 #define HS_KERNELS_MATH_REL_ATTENTION_H
 
@@ -33,9 +34,9 @@ HS_HD static inline int hs_rel_key_lo(int i, int lower_shift) {
 /* Last allowed key of query i (causal: itself, at key position mlen + i). */
 HS_HD static inline int hs_rel_key_hi(int i, int mlen) { return mlen + i; }
 
-/* Dropout counter of probability (head, query i, key j) within a sequence's [heads, qlen, klen] block. */
-HS_HD static inline uint64_t hs_rel_dropout_elem(int head, int i, int j, int qlen, int klen) {
-    return ((uint64_t)head * (uint64_t)qlen + (uint64_t)i) * (uint64_t)klen + (uint64_t)j;
+/* Dropout row of query i of head `head` within a sequence's [heads, qlen, klen] block (hs_attention_row_key). */
+HS_HD static inline uint32_t hs_rel_dropout_row(int head, int i, int qlen) {
+    return (uint32_t)head * (uint32_t)qlen + (uint32_t)i;
 }
 
 #endif

@@ -3,8 +3,9 @@
  *   mask bias = (1 - input_mask)·(-10000)    (BertModel's extended_attention_mask)
  *   softmax_j = e^{s_j - max s} / Σ_k e^{s_k - max s}
  *   backward: ds_j = P_j·(dP_j - Σ_k P_k·dP_k)
- * Attention dropout keeps probability (h,i,j) of sample b iff hs_uniform(key, sample, (h·L+i)·L+j) >= p
- * (kernels/math/dropout.h's rule with one decision per element of the sample's [heads,L,L] block). */
+ * Attention dropout keeps probability (h,i,j) of sample b iff hs_attention_uniform(sample_key,
+ * hs_attention_row_key(sample_key, h·L + i), j) >= p, sample_key = hs_attention_sample_key(key, sample)
+ * (kernels/math/dropout.h: one decision per element of the sample's [heads,L,L] block). */
 #ifndef HS_KERNELS_MATH_SOFTMAX_H
 #define HS_KERNELS_MATH_SOFTMAX_H
 
@@ -18,9 +19,9 @@ HS_HD static inline float hs_attention_mask_bias_of(int32_t mask) {
     return (1.0f - (float)mask) * HS_ATTENTION_MASK_VALUE;
 }
 
-/* Element index of probability (head, query i, key j) within a sample's dropout counter space. */
-HS_HD static inline uint64_t hs_attention_dropout_elem(int head, int i, int j, int seq_len) {
-    return ((uint64_t)head * (uint64_t)seq_len + (uint64_t)i) * (uint64_t)seq_len + (uint64_t)j;
+/* Dropout row of query i of head `head` within a sample's [heads, L, L] block (hs_attention_row_key). */
+HS_HD static inline uint32_t hs_attention_dropout_row(int head, int i, int seq_len) {
+    return (uint32_t)head * (uint32_t)seq_len + (uint32_t)i;
 }
 
 #endif

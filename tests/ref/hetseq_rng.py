@@ -1,5 +1,6 @@
-"""hetseq's counter RNG (kernels/math/hs_math.h) in Python, for the reference tests that redraw
-hetseq's dropout masks: splitmix64's finalizer, the per-site key and hs_uniform."""
+"""hetseq's counter RNG (kernels/math/hs_math.h, kernels/math/dropout.h) in Python, for the reference tests
+that redraw hetseq's dropout masks: splitmix64's finalizer, the per-site key, hs_uniform and the attention
+dropout's draws (hs_attention_sample_key, hs_attention_uniform)."""
 import numpy as np
 
 M64 = (1 << 64) - 1
@@ -35,3 +36,32 @@ def uniform(key, sample, elems):
         inner = mix64_np(np.asarray(sample, dtype=np.uint64) * np.uint64(PHI) + np.asarray(elems, dtype=np.uint64))
     h = mix64_np(np.uint64(key) ^ inner)
     return (h >> np.uint64(40)).astype(np.float32) * np.float32(1.0 / 16777216.0)
+
+
+def lowbias32_np(x):
+    """hs_lowbias32 on a numpy uint32 array (wrapping arithmetic)."""
+    with np.errstate(over="ignore"):
+        x = x ^ (x >> np.uint32(16))
+        x = x * np.uint32(0x7FEB352D)
+        x = x ^ (x >> np.uint32(15))
+        x = x * np.uint32(0x846CA68B)
+    return x ^ (x >> np.uint32(16))
+
+
+def attention_sample_key(key, sample):
+    """hs_attention_sample_key: mix64(key ^ mix64(sample·φ)), one per (site, sample)."""
+    return mix64_int(key ^ mix64_int((sample * PHI) & M64))
+
+
+def attention_uniform(key, sample, heads, qlen, klen):
+    """The attention dropout's uniforms of sample `sample` (an int), float32 [heads, qlen, klen] in [0, 1):
+    element (h, i, j) is hs_attention_uniform(sk, row_key, j) with sk = hs_attention_sample_key(key, sample),
+    row_key = lowbias32((h·qlen + i) ^ hi(sk)): the top 24 bits of
+    lowbias32(lowbias32(j ^ row_key) ^ (row_key + lo(sk))) / 2^24."""
+    sk = attention_sample_key(key, sample)
+    rows = np.arange(heads * qlen, dtype=np.uint32).reshape(heads, qlen, 1)
+    cols = np.arange(klen, dtype=np.uint32).reshape(1, 1, klen)
+    with np.errstate(over="ignore"):
+        row_key = lowbias32_np(rows ^ np.uint32(sk >> 32))
+        x = lowbias32_np(lowbias32_np(cols ^ row_key) ^ (row_key + np.uint32(sk & 0xFFFFFFFF)))
+    return (x >> np.uint32(8)).astype(np.float32) * np.float32(1.0 / 16777216.0)

@@ -29,7 +29,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bert_torch as bt  # noqa: E402
-from hetseq_rng import rng_key, uniform  # noqa: E402
+from hetseq_rng import attention_uniform, rng_key, uniform  # noqa: E402
 
 CONFIG = {"vocab_size": 101, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
           "intermediate_size": 256, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
@@ -54,13 +54,18 @@ def site_id(site):
 
 
 def hetseq_dropout(site, x, p):
-    """x[B,...] * keep / (1-p) with keep = hs_uniform(key, FIRST_SAMPLE + b, flat index in sample) >= p."""
+    """x[B,...] * keep / (1-p) with keep = u >= p: u = hs_uniform(key, FIRST_SAMPLE + b, flat index in the
+    sample), or at the attention probabilities ([B, heads, L, L]) the attention dropout's own draws
+    (hetseq_rng.attention_uniform of the sample's [heads, L, L] block)."""
     key = rng_key(SEED, UPDATE, site_id(site))
     per_sample = int(np.prod(x.shape[1:]))
     elems = np.arange(per_sample, dtype=np.uint64)
     keep_scale = np.float32(1.0) / (np.float32(1.0) - np.float32(p))
-    mask = np.stack([np.where(uniform(key, FIRST_SAMPLE + b, elems) >= np.float32(p), keep_scale, np.float32(0))
-                     for b in range(x.shape[0])]).reshape(x.shape)
+    if site.endswith("attention.self.dropout"):
+        draws = [attention_uniform(key, FIRST_SAMPLE + b, *x.shape[1:]) for b in range(x.shape[0])]
+    else:
+        draws = [uniform(key, FIRST_SAMPLE + b, elems) for b in range(x.shape[0])]
+    mask = np.stack([np.where(u >= np.float32(p), keep_scale, np.float32(0)) for u in draws]).reshape(x.shape)
     return x * torch.from_numpy(mask)
 
 

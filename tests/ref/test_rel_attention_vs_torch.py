@@ -36,7 +36,7 @@ except ImportError as e:  # pragma: no cover
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hetseq_rng import uniform  # noqa: E402
+from hetseq_rng import attention_uniform  # noqa: E402
 
 RTOL = 1e-5
 BUILD = os.environ.get("top_builddir", ".")
@@ -61,11 +61,9 @@ CASES = [
 
 
 def expected_keep(key, bsz, n, qlen, klen, p):
-    """The contract's dropout rule: keep (s,h,i,j) iff hs_uniform(key, s, (h·qlen + i)·klen + j) >= p
-    (first_sample 0), hs_uniform = top 24 bits of mix64(key ^ mix64(s·φ + elem)) / 2^24."""
-    s = np.arange(bsz, dtype=np.uint64)[:, None, None, None]
-    elem = np.arange(n * qlen * klen, dtype=np.uint64).reshape(1, n, qlen, klen)
-    return uniform(key, s, elem) >= np.float32(p)
+    """The contract's dropout rule: keep (s,h,i,j) iff the attention dropout's uniform of row h·qlen + i,
+    column j of sample s is >= p (first_sample 0; kernels/math/dropout.h, hetseq_rng.attention_uniform)."""
+    return np.stack([attention_uniform(key, s, n, qlen, klen) for s in range(bsz)]) >= np.float32(p)
 
 
 def rel_shift(x):

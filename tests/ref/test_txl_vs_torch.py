@@ -28,7 +28,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import txl_torch as tt  # noqa: E402
-from hetseq_rng import rng_key, uniform  # noqa: E402
+from hetseq_rng import attention_uniform, rng_key, uniform  # noqa: E402
 
 TOL = 1e-4
 N_TOKEN, B, QLEN, NSEG = 60, 3, 5, 3
@@ -67,9 +67,10 @@ def make_hook(update, first):
             return np.where(uniform(key, sample, np.arange(n)) >= np.float32(p), scale, np.float32(0.0)).astype(np.float64)
         if site == "pos":  # [klen, 1, D]: one mask for every column, sample 0
             mask = keep(0, x.numel()).reshape(x.shape)
-        elif site.endswith("dropatt"):  # [qlen, klen, b, n]; hetseq: element (h·qlen + i)·klen + j of sample s
+        elif site.endswith("dropatt"):  # [qlen, klen, b, n]; hetseq: row h·qlen + i, column j of sample s
             qlen, klen, b, n = x.shape
-            mask = np.stack([keep(first + s, n * qlen * klen).reshape(n, qlen, klen) for s in range(b)])
+            mask = np.stack([np.where(attention_uniform(key, first + s, n, qlen, klen) >= np.float32(p), scale,
+                                      np.float32(0.0)).astype(np.float64) for s in range(b)])
             mask = mask.transpose(2, 3, 0, 1)
         else:  # [qlen, b, W]; hetseq: element t·W + w of sample s
             qlen, b, w = x.shape

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "backend/backend.h"
+#include "math/dropout.h"
 #include "math/fast_exp_erf.h"
 #include "math/hs_math.h"
 
@@ -290,7 +291,9 @@ static void attention_reference(const float *qkv, const float *mask_bias, float 
                 for (int j = 0; j < AL; j++) {
                     P[i][j] = exp(s[j] - m) / z;
                     const size_t at = (((size_t)b * AHEADS + h) * AL + i) * AL + j;
-                    const int keep = p <= 0 || hs_uniform(key, (uint64_t)(first + b), ((uint64_t)h * AL + i) * AL + j) >= p;
+                    const uint64_t sk = hs_attention_sample_key(key, (uint64_t)(first + b));
+                    const int keep =
+                        p <= 0 || hs_attention_uniform(sk, hs_attention_row_key(sk, (uint32_t)(h * AL + i)), (uint32_t)j) >= p;
                     probs[at] = P[i][j];
                     dropped[at] = !keep;
                     Pd[i][j] = keep ? P[i][j] * keep_scale : 0.0;

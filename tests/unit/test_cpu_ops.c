@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "backend/backend.h"
+#include "math/dropout.h"
 #include "math/hs_math.h"
 
 static const hs_backend *be;
@@ -145,6 +146,60 @@ static void test_dropout_edge_rates(void **unused) {
     for (int i = 0; i < 32; i++) assert_float_equal(y[i], 0.0f, 0);
 }
 
+/* The attention dropout's draws (kernels/math/dropout.h): the values tests/ref/hetseq_rng.py's independent
+ * implementation gives (the site key, sample keys, 24-bit uniforms at rows h·qlen + i of heads 0 and 2,
+ * qlen 5), and the statistics a dropout mask needs over a sample of 16 heads x 512 x 512: the keep rate,
+ * neighbours in a row and in a column and the same element in the next sample independent at p = 0.1
+ * (within 5 standard deviations), and the uniform's 256 bins flat (chi-square, 255 degrees of freedom,
+ * below 340: p < 3e-4 of a false alarm). */
+static void test_attention_dropout_draws(void **unused) {
+    (void)unused;
+    const uint64_t key = hs_rng_key(19940802, 7, 16);
+    assert_true(key == 0xc3f6cd8fb4bb0a0eULL);
+    const uint64_t samples[3] = {0, 1, 12345};
+    const uint64_t sample_keys[3] = {0x8d7d7940f5f03735ULL, 0x6a57c54477ab14d9ULL, 0x455fb787959ab8b0ULL};
+    const uint32_t rows[3] = {0 * 5 + 0, 0 * 5 + 1, 2 * 5 + 4}, cols[3] = {0, 1, 999};
+    const uint32_t u24[3][3][3] = {
+        {{2042022, 8264804, 967064}, {13172335, 12076829, 2840094}, {16431830, 15406469, 11958812}},
+        {{3246012, 14440980, 3054111}, {14952249, 13014641, 11150423}, {9280340, 13285480, 9894518}},
+        {{9388481, 4993240, 5443173}, {4513551, 806110, 16346944}, {11745342, 1681230, 5171817}}};
+    for (int s = 0; s < 3; s++) {
+        const uint64_t sk = hs_attention_sample_key(key, samples[s]);
+        assert_true(sk == sample_keys[s]);
+        for (int r = 0; r < 3; r++)
+            for (int c = 0; c < 3; c++)
+                assert_true(hs_attention_uniform(sk, hs_attention_row_key(sk, rows[r]), cols[c]) * 16777216.0f ==
+                            (float)u24[s][r][c]);
+    }
+    enum { HEADS = 16, L = 512, N = HEADS * L * L };
+    const float p = 0.1f;
+    const uint64_t sk = hs_attention_sample_key(key, 3), next = hs_attention_sample_key(key, 4);
+    double kept = 0, pair_row = 0, pair_col = 0, pair_sample = 0, bins[256] = {0};
+    static int col_above[L];
+    for (int row = 0; row < HEADS * L; row++) {
+        const uint32_t rk = hs_attention_row_key(sk, (uint32_t)row), rk_next = hs_attention_row_key(next, (uint32_t)row);
+        int prev = 0;
+        for (int j = 0; j < L; j++) {
+            const float u = hs_attention_uniform(sk, rk, (uint32_t)j);
+            const int k = u >= p;
+            kept += k;
+            if (j > 0) pair_row += k && prev;
+            if (row > 0) pair_col += k && col_above[j];
+            pair_sample += k && hs_attention_uniform(next, rk_next, (uint32_t)j) >= p;
+            prev = col_above[j] = k;
+            bins[(int)(u * 256.0f)] += 1;
+        }
+    }
+    const double q = 1.0 - p, sd1 = sqrt(q * p / N), sd2 = sqrt(q * q * (1 - q * q) / N);
+    assert_true(fabs(kept / N - q) < 5 * sd1);
+    assert_true(fabs(pair_row / ((double)HEADS * L * (L - 1)) - q * q) < 5 * sd2);
+    assert_true(fabs(pair_col / ((double)(HEADS * L - 1) * L) - q * q) < 5 * sd2);
+    assert_true(fabs(pair_sample / N - q * q) < 5 * sd2);
+    double chi2 = 0;
+    for (int b = 0; b < 256; b++) chi2 += (bins[b] - N / 256.0) * (bins[b] - N / 256.0) / (N / 256.0);
+    assert_true(chi2 < 340.0);
+}
+
 /* Σ x² per tensor of a table and in all, in double: exact for small integers, padding between tensors
  * ignored, and the same bits on 1 and 2 threads */
 static void test_sumsq_exact_and_thread_independent(void **unused) {
@@ -219,6 +274,7 @@ int main(void) {
         cmocka_unit_test(test_maxpool_first_max_on_ties),
         cmocka_unit_test(test_log_softmax_nll_exact),
         cmocka_unit_test(test_dropout_edge_rates),
+        cmocka_unit_test(test_attention_dropout_draws),
         cmocka_unit_test(test_sumsq_exact_and_thread_independent),
         cmocka_unit_test(test_conv2d_direct_and_deterministic),
     };

@@ -83,8 +83,11 @@ void hs_cpu_attention_forward(const hs_backend *be, float *ctx, float *probs, co
             for (int i = 0; i < L; i++) softmax_row(pu + (size_t)i * (size_t)L, mask_bias + (size_t)b * (size_t)L, L);
             const float *pv = pu;
             if (a.dropout) {
-                hs_attn_drop_probs(dropped, pu, a.LL, key, (uint64_t)(first_sample + b),
-                                   hs_attention_dropout_elem(h, 0, 0, L), p, a.keep_scale);
+                const uint64_t sample_key = hs_attention_sample_key(key, (uint64_t)(first_sample + b));
+                for (int i = 0; i < L; i++)
+                    hs_attn_drop_probs(dropped + (size_t)i * (size_t)L, pu + (size_t)i * (size_t)L, L, sample_key,
+                                       hs_attention_row_key(sample_key, hs_attention_dropout_row(h, i, L)), p,
+                                       a.keep_scale);
                 pv = dropped;
             }
             /* ctx[b, :, h·d:(h+1)·d] = P'·V */

@@ -12,13 +12,14 @@
 #include "backend/cpu/cpu_simd.h"
 #include "math/dropout.h"
 
-/* P'[n] = keep·P/(1-p) for n consecutive probabilities whose dropout counters start at `base`;
- * dropped probabilities get their sign bit set in P. */
-static HS_SIMD_CLONES void hs_attn_drop_probs(float *dropped, float *probs, size_t n, uint64_t key, uint64_t sample,
-                                              uint64_t base, float p, float keep_scale) {
+/* P'[n] = keep·P/(1-p) for the n probabilities of one dropout row (columns 0..n-1; its key row_key,
+ * hs_attention_row_key, in the sample whose key is sample_key); dropped probabilities get their sign bit
+ * set in P. */
+static HS_SIMD_CLONES void hs_attn_drop_probs(float *dropped, float *probs, int n, uint64_t sample_key,
+                                              uint32_t row_key, float p, float keep_scale) {
 #pragma omp simd
-    for (size_t e = 0; e < n; e++) {
-        const float f = hs_dropout_factor(key, sample, base + e, p, keep_scale);
+    for (int e = 0; e < n; e++) {
+        const float f = hs_attention_dropout_factor(sample_key, row_key, (uint32_t)e, p, keep_scale);
         dropped[e] = probs[e] * f;
         probs[e] = f == 0.0f ? -probs[e] : probs[e]; /* sign bit marks a dropped probability */
     }

@@ -2,7 +2,7 @@
  * of cpu_attention.c computed one query row at a time, so no L×L tensor exists, only a row of L
  * scores (and its gradient) per thread. The same products at be->precision (the operands rounded as
  * the unfused path's hs_cpu_precision_gemm rounds them, written out as row products), the same exp
- * (hs_exp_fast) and the same dropout draws (hs_dropout_factor at hs_attention_dropout_elem's counter).
+ * (hs_exp_fast) and the same dropout draws (hs_attention_dropout_factor of the row hs_attention_dropout_row names).
  *
  * Forward, row i of unit (b, h):  s_j = q_i·k_j/√d + mask_bias[b,j];  m = max s;  l = Σ e^{s_j - m};
  *   P_j = e^{s_j - m}/l;  ctx_i = Σ_j P_j·keep_j/(1-p)·v_j;  lse_i = m + log l.
@@ -94,6 +94,7 @@ void hs_cpu_flash_attention_forward(const hs_backend *be, float *ctx, float *lse
 #pragma omp for schedule(static)
         for (int u = 0; u < batch * heads; u++) {
             const int b = u / heads, h = u % heads;
+            const uint64_t sample_key = hs_attention_sample_key(key, (uint64_t)(first_sample + b));
             const float *q = qkv + (size_t)b * (size_t)L * (size_t)ld + (size_t)h * (size_t)d;
             const float *k = q + H, *v = q + 2 * H, *mb = mask_bias + (size_t)b * (size_t)L;
             for (int i = 0; i < L; i++) {
@@ -107,9 +108,9 @@ void hs_cpu_flash_attention_forward(const hs_backend *be, float *ctx, float *lse
                     sum += s[j];
                 }
                 const float inv = 1.0f / sum;
+                const uint32_t row_key = hs_attention_row_key(sample_key, hs_attention_dropout_row(h, i, L));
                 for (int j = 0; j < L; j++) {
-                    const float f = p > 0.0f ? hs_dropout_factor(key, (uint64_t)(first_sample + b),
-                                                                 hs_attention_dropout_elem(h, i, j, L), p, keep_scale)
+                    const float f = p > 0.0f ? hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, p, keep_scale)
                                              : 1.0f;
                     s[j] = s[j] * inv * f;
                 }
@@ -145,6 +146,7 @@ void hs_cpu_flash_attention_backward(const hs_backend *be, float *dqkv, const fl
 #pragma omp for schedule(static)
         for (int u = 0; u < batch * heads; u++) {
             const int b = u / heads, h = u % heads;
+            const uint64_t sample_key = hs_attention_sample_key(key, (uint64_t)(first_sample + b));
             const size_t tok0 = (size_t)b * (size_t)L;
             const float *q = qkv + tok0 * (size_t)ld + (size_t)h * (size_t)d;
             const float *k = q + H, *v = q + 2 * H, *mb = mask_bias + tok0;
@@ -160,10 +162,10 @@ void hs_cpu_flash_attention_backward(const hs_backend *be, float *dqkv, const fl
                 row_times_rows(pr, P, qi, k, ld, L, d, scale);
                 for (int j = 0; j < L; j++) P[j] += mb[j];
                 row_times_rows(pr, ds, dc, v, ld, L, d, 1.0f); /* dP'[L] = dctx_i·Vᵀ */
+                const uint32_t row_key = hs_attention_row_key(sample_key, hs_attention_dropout_row(h, i, L));
                 for (int j = 0; j < L; j++) {
                     const float pj = hs_exp_fast(P[j] - li);
-                    const float f = p > 0.0f ? hs_dropout_factor(key, (uint64_t)(first_sample + b),
-                                                                 hs_attention_dropout_elem(h, i, j, L), p, keep_scale)
+                    const float f = p > 0.0f ? hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, p, keep_scale)
                                              : 1.0f;
                     pd[j] = pj * f;
                     ds[j] = pj * (ds[j] * f - D);

@@ -102,11 +102,11 @@ void hs_cpu_rel_attention_forward(const hs_backend *be, float *ctx, float *probs
                                   hs_rel_shift_col(i, 0, qlen), scale);
             const float *pv = pu;
             if (dropout) {
-                const uint64_t sample = (uint64_t)(first_sample + s);
+                const uint64_t sample_key = hs_attention_sample_key(key, (uint64_t)(first_sample + s));
                 for (int i = 0; i < qlen; i++)
                     hs_attn_drop_probs(dropped + (size_t)i * (size_t)klen, pu + (size_t)i * (size_t)klen,
-                                       (size_t)klen, key, sample, hs_rel_dropout_elem(h, i, 0, qlen, klen), p,
-                                       keep_scale);
+                                       klen, sample_key, hs_attention_row_key(sample_key, hs_rel_dropout_row(h, i, qlen)),
+                                       p, keep_scale);
                 pv = dropped;
             }
             /* ctx[s, :, h·d:(h+1)·d] = P'·V */

@@ -89,6 +89,7 @@ void hs_cpu_rel_flash_attention_forward(const hs_backend *be, float *ctx, float 
 #pragma omp for schedule(static)
         for (int un = 0; un < batch * heads; un++) {
             const int s = un / heads, h = un % heads;
+            const uint64_t sample_key = hs_attention_sample_key(key, (uint64_t)(first_sample + s));
             unit_ops_load(prec, &u, qkv, r, r_w_bias, r_r_bias, s, h, qlen, mlen, heads, d);
             for (int i = 0; i < qlen; i++) {
                 const int lo = hs_rel_key_lo(i, lower_shift), hi = hs_rel_key_hi(i, mlen);
@@ -99,11 +100,10 @@ void hs_cpu_rel_flash_attention_forward(const hs_backend *be, float *ctx, float 
                 const float l = m + logf(sum);
                 lse[(size_t)un * qlen + i] = l;
                 for (int c = 0; c < d; c++) acc[c] = 0.0f;
+                const uint32_t row_key = hs_attention_row_key(sample_key, hs_rel_dropout_row(h, i, qlen));
                 for (int j = lo; j <= hi; j++) {
                     float pj = hs_exp_fast(s_row[j] - l);
-                    if (p > 0.0f)
-                        pj *= hs_dropout_factor(key, (uint64_t)(first_sample + s),
-                                                hs_rel_dropout_elem(h, i, j, qlen, klen), p, keep_scale);
+                    if (p > 0.0f) pj *= hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, p, keep_scale);
                     pj = hs_lowp_round(prec, pj);
                     for (int c = 0; c < d; c++) acc[c] += pj * u.v[(size_t)j * d + c];
                 }
@@ -146,6 +146,7 @@ void hs_cpu_rel_flash_attention_backward(const hs_backend *be, float *dqkv, floa
 #pragma omp for schedule(static)
         for (int un = 0; un < batch * heads; un++) {
             const int s = un / heads, h = un % heads;
+            const uint64_t sample_key = hs_attention_sample_key(key, (uint64_t)(first_sample + s));
             unit_ops_load(prec, &u, qkv, r, r_w_bias, r_r_bias, s, h, qlen, mlen, heads, d);
             float *dru = dr_units + (size_t)un * KD, *bw = bias_units + (size_t)un * 2 * d, *br = bw + d;
             memset(dru, 0, KD * sizeof(float)), memset(dk, 0, KD * sizeof(float)), memset(dv, 0, KD * sizeof(float));
@@ -158,10 +159,10 @@ void hs_cpu_rel_flash_attention_backward(const hs_backend *be, float *dqkv, floa
                 const float l = lse[(size_t)un * qlen + i], D = dot(dctx + row, ctx + row, d);
                 for (int c = 0; c < d; c++) dc[c] = hs_lowp_round(prec, dctx[row + c]);
                 score_row(s_row, &u, i, lo, hi, qlen, d, scale);
+                const uint32_t row_key = hs_attention_row_key(sample_key, hs_rel_dropout_row(h, i, qlen));
                 for (int j = lo; j <= hi; j++) {
                     const float pr = hs_exp_fast(s_row[j] - l);
-                    const float f = p > 0.0f ? hs_dropout_factor(key, (uint64_t)(first_sample + s),
-                                                                 hs_rel_dropout_elem(h, i, j, qlen, klen), p, keep_scale)
+                    const float f = p > 0.0f ? hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, p, keep_scale)
                                              : 1.0f;
                     pk[j] = hs_lowp_round(prec, pr * f);
                     ds[j] = hs_lowp_round(prec, pr * (f * dot(dc, u.v + (size_t)j * d, d) - D));
