@@ -100,7 +100,7 @@ __global__ void score_softmax_kernel(T *probs, T *dropped, const T *bd, int batc
       sum += hs_exp_fast(scale * ((float)ac[j] + (float)bdr[j + shift]) - m);
     const float inv = 1.0f / warp_sum(sum);
     const uint64_t sample_key = dropped ? hs_attention_sample_key(key, (uint64_t)(first_sample + s)) : 0;
-    const uint32_t row_key = hs_attention_row_key(sample_key, hs_rel_dropout_row(h, i, qlen));
+    const uint32_t row_key = hs_attention_row_key(sample_key, hs_attention_dropout_row(h, i, qlen));
     for (int j = lane; j < klen; j += HS_WARP) {
       const float pj =
           j >= lo && j <= hi ? hs_exp_fast(scale * ((float)ac[j] + (float)bdr[j + shift]) - m) * inv : 0.0f;

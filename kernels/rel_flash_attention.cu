@@ -144,8 +144,8 @@ __device__ __forceinline__ uint64_t seq_sample_key(const rf_args &g, int s) {
  * without dropout (the row's key made here: a lane's elements lie in several rows) */
 __device__ __forceinline__ float drop_factor(const rf_args &g, uint64_t sample_key, int h, int i, int j) {
   if (g.p <= 0.0f) return 1.0f;
-  return hs_attention_dropout_factor(sample_key, hs_attention_row_key(sample_key, hs_rel_dropout_row(h, i, g.qlen)),
-                                     (uint32_t)j, g.p, g.keep_scale);
+  const uint32_t row_key = hs_attention_row_key(sample_key, hs_attention_dropout_row(h, i, g.qlen));
+  return hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, g.p, g.keep_scale);
 }
 
 /* First and last key tile a query tile [i0, i0+16) (i0 < qlen) attends to. */

@@ -46,6 +46,11 @@ HS_HD static inline uint64_t hs_attention_sample_key(uint64_t key, uint64_t samp
     return hs_mix64(key ^ hs_mix64(sample * 0x9e3779b97f4a7c15ULL));
 }
 
+/* Dropout row of query i of head `head` in a sample's [heads, qlen, klen] block of attention decisions */
+HS_HD static inline uint32_t hs_attention_dropout_row(int head, int i, int qlen) {
+    return (uint32_t)head * (uint32_t)qlen + (uint32_t)i;
+}
+
 HS_HD static inline uint32_t hs_attention_row_key(uint64_t sample_key, uint32_t row) {
     return hs_lowbias32(row ^ (uint32_t)(sample_key >> 32));
 }

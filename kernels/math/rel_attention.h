@@ -34,9 +34,4 @@ HS_HD static inline int hs_rel_key_lo(int i, int lower_shift) {
 /* Last allowed key of query i (causal: itself, at key position mlen + i). */
 HS_HD static inline int hs_rel_key_hi(int i, int mlen) { return mlen + i; }
 
-/* Dropout row of query i of head `head` within a sequence's [heads, qlen, klen] block (hs_attention_row_key). */
-HS_HD static inline uint32_t hs_rel_dropout_row(int head, int i, int qlen) {
-    return (uint32_t)head * (uint32_t)qlen + (uint32_t)i;
-}
-
 #endif

@@ -19,9 +19,4 @@ HS_HD static inline float hs_attention_mask_bias_of(int32_t mask) {
     return (1.0f - (float)mask) * HS_ATTENTION_MASK_VALUE;
 }
 
-/* Dropout row of query i of head `head` within a sample's [heads, L, L] block (hs_attention_row_key). */
-HS_HD static inline uint32_t hs_attention_dropout_row(int head, int i, int seq_len) {
-    return (uint32_t)head * (uint32_t)seq_len + (uint32_t)i;
-}
-
 #endif

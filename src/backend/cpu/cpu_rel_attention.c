@@ -104,8 +104,8 @@ void hs_cpu_rel_attention_forward(const hs_backend *be, float *ctx, float *probs
             if (dropout) {
                 const uint64_t sample_key = hs_attention_sample_key(key, (uint64_t)(first_sample + s));
                 for (int i = 0; i < qlen; i++)
-                    hs_attn_drop_probs(dropped + (size_t)i * (size_t)klen, pu + (size_t)i * (size_t)klen,
-                                       klen, sample_key, hs_attention_row_key(sample_key, hs_rel_dropout_row(h, i, qlen)),
+                    hs_attn_drop_probs(dropped + (size_t)i * (size_t)klen, pu + (size_t)i * (size_t)klen, klen,
+                                       sample_key, hs_attention_row_key(sample_key, hs_attention_dropout_row(h, i, qlen)),
                                        p, keep_scale);
                 pv = dropped;
             }

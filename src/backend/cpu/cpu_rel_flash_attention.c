@@ -100,7 +100,7 @@ void hs_cpu_rel_flash_attention_forward(const hs_backend *be, float *ctx, float 
                 const float l = m + logf(sum);
                 lse[(size_t)un * qlen + i] = l;
                 for (int c = 0; c < d; c++) acc[c] = 0.0f;
-                const uint32_t row_key = hs_attention_row_key(sample_key, hs_rel_dropout_row(h, i, qlen));
+                const uint32_t row_key = hs_attention_row_key(sample_key, hs_attention_dropout_row(h, i, qlen));
                 for (int j = lo; j <= hi; j++) {
                     float pj = hs_exp_fast(s_row[j] - l);
                     if (p > 0.0f) pj *= hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, p, keep_scale);
@@ -159,7 +159,7 @@ void hs_cpu_rel_flash_attention_backward(const hs_backend *be, float *dqkv, floa
                 const float l = lse[(size_t)un * qlen + i], D = dot(dctx + row, ctx + row, d);
                 for (int c = 0; c < d; c++) dc[c] = hs_lowp_round(prec, dctx[row + c]);
                 score_row(s_row, &u, i, lo, hi, qlen, d, scale);
-                const uint32_t row_key = hs_attention_row_key(sample_key, hs_rel_dropout_row(h, i, qlen));
+                const uint32_t row_key = hs_attention_row_key(sample_key, hs_attention_dropout_row(h, i, qlen));
                 for (int j = lo; j <= hi; j++) {
                     const float pr = hs_exp_fast(s_row[j] - l);
                     const float f = p > 0.0f ? hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, p, keep_scale)
