@@ -284,6 +284,7 @@ template <class T, int DMAX, int BQ, int BK> struct dq_smem {
   /* S [BQ,BK] then dP' [BQ,BK] in the loop; after it, each warp's staging tile of dQ [16,16] */
   alignas(32) float sdp[imax(2 * BQ * BK, kWarps * kTile * kTile)];
   float lse[BQ], D[BQ];
+  uint32_t row_key[BQ]; /* the query rows' dropout keys, made once per row (a thread meets several rows) */
 };
 
 /* dQ of a tile of BQ query rows: Σ over key tiles of dS·K, times 1/√d at the end */
@@ -313,6 +314,7 @@ __global__ void __launch_bounds__(kThreads, kDqBlocksPerSM<T>)
   load_head_rows(sm.dc, BQ, DMAX, sh, dc, dc16, (size_t)H, i0);
   load_row_stats(sm.lse, BQ, lse + (size_t)unit * L, i0, L);
   load_row_stats(sm.D, BQ, D + (size_t)unit * L, i0, L);
+  if (threadIdx.x < BQ) sm.row_key[threadIdx.x] = row_key_of(sh, sample_key, h, i0 + threadIdx.x);
   for (int j0 = 0; j0 < L; j0 += BK) {
     load_head_rows(sm.k, BK, DMAX, sh, k, k16, ld, j0);
     load_head_rows(sm.v, BK, DMAX, sh, v, v16, ld, j0);
@@ -335,7 +337,7 @@ __global__ void __launch_bounds__(kThreads, kDqBlocksPerSM<T>)
       float ds = 0.0f;
       if (i < L && j < L) {
         const float pij = hs_exp_fast((S[idx] * sh.scale + mb[j]) - sm.lse[r]);
-        ds = pij * (dP[idx] * drop_factor(sh, sample_key, row_key_of(sh, sample_key, h, i), j) - sm.D[r]);
+        ds = pij * (dP[idx] * drop_factor(sh, sample_key, sm.row_key[r], j) - sm.D[r]);
       }
       tile_store(sm.ds[idx], ds);
     }
@@ -415,13 +417,17 @@ __global__ void __launch_bounds__(kThreads, kDkvBlocksPerSM<T>)
                     sm.q + tq * kTile * DMAX, DMAX, sh.dp, true, false);
     }
     __syncthreads();
-    /* P (sign bit set where dropped) and P'ᵀ; fp32 tiles: the V tile into the K tile's buffer */
+    /* P (sign bit set where dropped) and P'ᵀ; fp32 tiles: the V tile into the K tile's buffer. A thread's
+     * elements all lie in query row threadIdx.x % BQ (blockDim.x = kThreads, a multiple of BQ): its
+     * dropout key is made once. */
+    static_assert(kThreads % BQ == 0, "a thread's elements lie in one query row");
+    const uint32_t row_key = row_key_of(sh, sample_key, h, i0 + (int)threadIdx.x % BQ);
     for (int idx = threadIdx.x; idx < BK * BQ; idx += blockDim.x) {
       const int c = idx / BQ, r = idx % BQ, i = i0 + r, j = j0 + c;
       float pij = 0.0f, f = 1.0f;
       if (i < L && j < L) {
         pij = hs_exp_fast((st[idx] * sh.scale + mb[j]) - sm.lse[r]);
-        f = drop_factor(sh, sample_key, row_key_of(sh, sample_key, h, i), j);
+        f = drop_factor(sh, sample_key, row_key, j);
       }
       st[idx] = f == 0.0f ? -pij : pij;
       tile_store(sm.pt[idx], pij * f);
