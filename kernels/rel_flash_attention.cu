@@ -140,11 +140,24 @@ __device__ __forceinline__ uint64_t seq_sample_key(const rf_args &g, int s) {
   return g.p > 0.0f ? hs_attention_sample_key(g.key, (uint64_t)(g.first_sample + s)) : 0;
 }
 
-/* The dropout factor of element (i, j) of head h of the sample whose key is sample_key: keep/(1-p), or 1
- * without dropout (the row's key made here: a lane's elements lie in several rows) */
-__device__ __forceinline__ float drop_factor(const rf_args &g, uint64_t sample_key, int h, int i, int j) {
+/* The dropout key of query row i of head h (hs_attention_row_key): made once per row, not per element */
+__device__ __forceinline__ uint32_t row_key_of(const rf_args &g, uint64_t sample_key, int h, int i) {
+  return hs_attention_row_key(sample_key, hs_attention_dropout_row(h, i, g.qlen));
+}
+
+/* keys[rows] = the dropout keys of query rows i0.. of head h: a query tile's, beside its lse and D (a
+ * lane's elements of a 16 x 16 tile lie in 8 rows). Separate from lse and D: held in one struct with
+ * them, the 16-bit dK/dV kernel at head_dim 64 took 14 more registers (ptxas, sm_90). */
+__device__ __forceinline__ void load_row_keys(uint32_t *keys, int rows, const rf_args &g, uint64_t sample_key, int h,
+                                              int i0) {
+  if (g.p > 0.0f)
+    for (int a = threadIdx.x; a < rows; a += blockDim.x) keys[a] = row_key_of(g, sample_key, h, i0 + a);
+}
+
+/* The dropout factor of key j in the query row whose key is row_key, in the sample whose key is
+ * sample_key: keep/(1-p), or 1 without dropout */
+__device__ __forceinline__ float drop_factor(const rf_args &g, uint64_t sample_key, uint32_t row_key, int j) {
   if (g.p <= 0.0f) return 1.0f;
-  const uint32_t row_key = hs_attention_row_key(sample_key, hs_attention_dropout_row(h, i, g.qlen));
   return hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, g.p, g.keep_scale);
 }
 
@@ -189,17 +202,19 @@ __device__ void score_tile(const rf_args &g, int lane, float *S, float *bdw, con
 }
 
 /* From scores S (replaced by dS): P = exp(S - lse), dP' = dC·Vᵀ into dpp [16][16], dS = P·(f·dP' - D);
- * P' = f·P into pt (row-major, or transposed [b][a]) when pt is not null. */
+ * P' = f·P into pt (row-major, or transposed [b][a]) when pt is not null. lse_t, d_t and keys_t: the query
+ * tile's rows' lse, D and dropout keys; j0 the key tile. */
 template <class T>
 __device__ void ds_tile(const rf_args &g, int lane, float *S, float *dpp, T *pt, bool pt_transposed, const T *dct,
-                        const T *vt, const float *lse_t, const float *d_t, uint64_t sample_key, int h, int i0, int j0) {
+                        const T *vt, const float *lse_t, const float *d_t, const uint32_t *keys_t, uint64_t sample_key,
+                        int j0) {
   warp_tile_mma(dpp, kTile, dct, g.dp, vt, g.dp, g.dp, true, false);
   __syncwarp();
   for (int e = lane; e < kTile * kTile; e += HS_WARP) {
     const int a = e / kTile, b = e % kTile;
     const float sc = S[e];
     const float pr = sc == -INFINITY ? 0.0f : hs_exp_fast(sc - lse_t[a]);
-    const float f = pr != 0.0f ? drop_factor(g, sample_key, h, i0 + a, j0 + b) : 0.0f;
+    const float f = pr != 0.0f ? drop_factor(g, sample_key, keys_t[a], j0 + b) : 0.0f;
     if (pt) tile_store(pt[pt_transposed ? b * kTile + a : e], pr * f);
     S[e] = pr * (f * dpp[e] - d_t[a]);
   }
@@ -265,6 +280,8 @@ __global__ void rel_flash_forward_kernel(float *ctx, float *lse, uint16_t *ctx16
   key_tiles(g, I0, bfirst, unused);
   key_tiles(g, last_tile(I0, wi.nw, g.qlen), unused, blast);
   const bool live = i0 < g.qlen;
+  constexpr int kRowLanes = HS_WARP / kTile; /* the online softmax's lanes per row (below) */
+  const uint32_t row_key = row_key_of(g, sample_key, h, i0 + wi.lane / kRowLanes); /* the lane's one row */
   for (int j0 = bfirst; j0 <= blast; j0 += kTile) {
     __syncthreads();
     load_src(sm.kt, kTile, dp, seq + g.H, g.ld, j0, g.klen, g.d, (const float *)nullptr);
@@ -278,7 +295,6 @@ __global__ void rel_flash_forward_kernel(float *ctx, float *lse, uint16_t *ctx16
     /* online softmax, kRowLanes adjacent lanes per row (the warp's 32 lanes over its 16 rows), lane t of
      * a row taking columns t + kRowLanes·c: rescale the row's context when its max grows */
     {
-      constexpr int kRowLanes = HS_WARP / kTile;
       const int a = wi.lane / kRowLanes, part = wi.lane % kRowLanes;
       float mx = m[a];
       for (int b = part; b < kTile; b += kRowLanes) mx = fmaxf(mx, S[a * kTile + b]);
@@ -289,7 +305,7 @@ __global__ void rel_flash_forward_kernel(float *ctx, float *lse, uint16_t *ctx16
         const float sc = S[a * kTile + b];
         const float e = sc == -INFINITY ? 0.0f : hs_exp_fast(sc - mx);
         sum += e;
-        tile_store(pt[a * kTile + b], e == 0.0f ? 0.0f : e * drop_factor(g, sample_key, h, i0 + a, j0 + b));
+        tile_store(pt[a * kTile + b], e == 0.0f ? 0.0f : e * drop_factor(g, sample_key, row_key, j0 + b));
       }
       sum = group_sum<kRowLanes>(sum);
       __syncwarp(); /* every lane of the row has read m[a] */
@@ -334,6 +350,7 @@ template <class T> struct dq_layout {
   T *dst, *dbw;           /* [nw][16][16] dS, [nw][16][32] dS shifted into the window */
   float *S, *bdw, *dpp;   /* [nw][16][16], [nw][16][32], [nw][16][16] (S and dpp: the staging tiles at the end) */
   float *lse_t, *d_t;     /* [rows] */
+  uint32_t *keys_t;       /* [rows] the rows' dropout keys */
   /* (Σ dS·K and Σ dBDwin·Rwin, the warp's [16, dp] each, are in registers) */
   __host__ __device__ size_t carve(unsigned char *base, int dp, int nw) {
     smem_carver c{base, 0};
@@ -342,7 +359,7 @@ template <class T> struct dq_layout {
     kt = c.take<T>(kTile * dp), vt = c.take<T>(kTile * dp), rw = c.take<T>((nw + 1) * kTile * dp);
     dst = c.take<T>(t), dbw = c.take<T>(2 * t);
     S = c.take<float>(t), bdw = c.take<float>(2 * t), dpp = c.take<float>(t);
-    lse_t = c.take<float>(rows), d_t = c.take<float>(rows);
+    lse_t = c.take<float>(rows), d_t = c.take<float>(rows), keys_t = c.take<uint32_t>(rows);
     return c.off;
   }
 };
@@ -365,6 +382,7 @@ __global__ void rel_flash_dq_kernel(float *dqkv, uint16_t *dqkv16, float *dqw_ou
   T *qw = sm.qw + ws, *qr = sm.qr + ws, *dct = sm.dct + ws, *dst = sm.dst + wt, *dbw = sm.dbw + 2 * wt;
   float *S = sm.S + wt, *bdw = sm.bdw + 2 * wt, *dpp = sm.dpp + wt;
   const float *lse_t = sm.lse_t + wi.w * kTile, *d_t = sm.d_t + wi.w * kTile;
+  const uint32_t *keys_t = sm.keys_t + wi.w * kTile;
   /* the warp's Σ dS·K and Σ dBDwin·Rwin [16][dp] in registers, tile n of 16 columns (n < dp/16 <= NT) */
   tile_acc<T> accw[NT], accr[NT];
   HS_UNROLL
@@ -377,6 +395,7 @@ __global__ void rel_flash_dq_kernel(float *dqkv, uint16_t *dqkv16, float *dqw_ou
             (const float *)nullptr);
   load_row_stats(sm.lse_t, rows, lse + unit * g.qlen, I0, g.qlen);
   load_row_stats(sm.d_t, rows, D + unit * g.qlen, I0, g.qlen);
+  load_row_keys(sm.keys_t, rows, g, sample_key, h, I0);
   int first, last, bfirst, blast, unused;
   key_tiles(g, i0, first, last);
   key_tiles(g, I0, bfirst, unused);
@@ -392,7 +411,7 @@ __global__ void rel_flash_dq_kernel(float *dqkv, uint16_t *dqkv16, float *dqw_ou
     if (!live || j0 < first || j0 > last) continue; /* warp-uniform */
     const T *rwin = sm.rw + (wi.nw - 1 - wi.w) * kTile * dp;
     score_tile(g, wi.lane, S, bdw, qw, qr, sm.kt, rwin, i0, j0);
-    ds_tile(g, wi.lane, S, dpp, (T *)nullptr, false, dct, sm.vt, lse_t, d_t, sample_key, h, i0, j0);
+    ds_tile(g, wi.lane, S, dpp, (T *)nullptr, false, dct, sm.vt, lse_t, d_t, keys_t, sample_key, j0);
     /* dS as an operand, and the shift undone into the window: dBDwin[a][w] = dS[a][w - 15 + a] */
     for (int e = wi.lane; e < kTile * kTile; e += HS_WARP) tile_store(dst[e], S[e]);
     for (int e = wi.lane; e < 2 * kTile * kTile; e += HS_WARP) {
@@ -434,6 +453,7 @@ template <class T> struct dkv_layout {
   T *ptt, *dst;              /* [nw][16][16] P'ᵀ, dSᵀ */
   float *S, *bdw, *dpp;      /* [nw][16][16], [nw][16][32], [nw][16][16] (S and dpp: the staging tiles at the end) */
   float *lse_t, *d_t;        /* [16] the query tile's */
+  uint32_t *keys_t;          /* [16] the query tile's rows' dropout keys */
   /* (Σ dSᵀ·Qw and Σ P'ᵀ·dC, the warp's [16, dp] each, are in registers) */
   __host__ __device__ size_t carve(unsigned char *base, int dp, int nw) {
     smem_carver c{base, 0};
@@ -442,7 +462,7 @@ template <class T> struct dkv_layout {
     qw = c.take<T>(kTile * dp), qr = c.take<T>(kTile * dp), dct = c.take<T>(kTile * dp);
     rw = c.take<T>((nw + 1) * kTile * dp), ptt = c.take<T>(t), dst = c.take<T>(t);
     S = c.take<float>(t), bdw = c.take<float>(2 * t), dpp = c.take<float>(t);
-    lse_t = c.take<float>(kTile), d_t = c.take<float>(kTile);
+    lse_t = c.take<float>(kTile), d_t = c.take<float>(kTile), keys_t = c.take<uint32_t>(kTile);
     return c.off;
   }
 };
@@ -488,10 +508,11 @@ __global__ void rel_flash_dkv_kernel(float *dqkv, uint16_t *dqkv16, const float 
               (const float *)nullptr);
     load_row_stats(sm.lse_t, kTile, lse + unit * g.qlen, i0, g.qlen);
     load_row_stats(sm.d_t, kTile, D + unit * g.qlen, i0, g.qlen);
+    load_row_keys(sm.keys_t, kTile, g, sample_key, h, i0);
     __syncthreads();
     if (!live || i0 < first || i0 > last) continue; /* warp-uniform */
     score_tile(g, wi.lane, S, bdw, sm.qw, sm.qr, kt, sm.rw + wi.w * kTile * dp, i0, j0);
-    ds_tile(g, wi.lane, S, dpp, ptt, true, sm.dct, vt, sm.lse_t, sm.d_t, sample_key, h, i0, j0);
+    ds_tile(g, wi.lane, S, dpp, ptt, true, sm.dct, vt, sm.lse_t, sm.d_t, sm.keys_t, sample_key, j0);
     for (int e = wi.lane; e < kTile * kTile; e += HS_WARP) tile_store(dst[(e % kTile) * kTile + e / kTile], S[e]);
     __syncwarp();
     HS_UNROLL
@@ -535,6 +556,7 @@ template <class T> struct dr_layout {
   float *sac, *bd, *dpp, *sd; /* [nw][16][32], [nw][16][16], [nw][16][32], [nw][16][16] (sd: at the end,
                                  * the warp's staging tile of its dr rows) */
   float *lse_t, *d_t;      /* [16] */
+  uint32_t *keys_t;        /* [16] the query tile's rows' dropout keys */
   /* (the warps' dr rows [16][dp] are in registers: dr_acc) */
   __host__ __device__ size_t carve(unsigned char *base, int dp, int nw) {
     smem_carver c{base, 0};
@@ -542,7 +564,7 @@ template <class T> struct dr_layout {
     qw = c.take<T>(kTile * dp), qr = c.take<T>(kTile * dp), dct = c.take<T>(kTile * dp);
     rt = c.take<T>(rows * dp), buf = c.take<T>((nw + 1) * kTile * dp), dbt = c.take<T>(t);
     sac = c.take<float>(2 * t), bd = c.take<float>(t), dpp = c.take<float>(2 * t), sd = c.take<float>(t);
-    lse_t = c.take<float>(kTile), d_t = c.take<float>(kTile);
+    lse_t = c.take<float>(kTile), d_t = c.take<float>(kTile), keys_t = c.take<uint32_t>(kTile);
     return c.off;
   }
 };
@@ -590,6 +612,7 @@ __global__ void rel_flash_dr_kernel(float *part, const float *dctx, const float 
                 (const float *)nullptr);
       load_row_stats(sm.lse_t, kTile, lse + unit * g.qlen, i0, g.qlen);
       load_row_stats(sm.d_t, kTile, D + unit * g.qlen, i0, g.qlen);
+      load_row_keys(sm.keys_t, kTile, g, sample_key, h, i0);
       load_src(sm.buf, rows + kTile, dp, seq + g.H, g.ld, Jbase, g.klen, g.d, (const float *)nullptr); /* K */
       __syncthreads();
       if (on) {
@@ -614,7 +637,7 @@ __global__ void rel_flash_dr_kernel(float *part, const float *dctx, const float 
         const int a = e / kTile, tt = e % kTile, x = a + tt;
         const float sc = sd[e];
         const float pr = sc == -INFINITY ? 0.0f : hs_exp_fast(sc - sm.lse_t[a]);
-        const float f = pr != 0.0f ? drop_factor(g, sample_key, h, i0 + a, jbase + x) : 0.0f;
+        const float f = pr != 0.0f ? drop_factor(g, sample_key, sm.keys_t[a], jbase + x) : 0.0f;
         tile_store(dbt[tt * kTile + a], pr * (f * dpp[a * 2 * kTile + x] - sm.d_t[a]));
       }
       __syncwarp();
