@@ -148,6 +148,85 @@ static void gemm_epilogue_cases(hs_conf *t) {
         }
 }
 
+/* The GEMMs on pointers one float past an allocation's start (a column slice or a row offset into a larger
+ * matrix, a parameter 64 bytes into its arena): a GPU's cuBLASLt refuses pointers less aligned than the
+ * algorithm the heuristic picked for them (256 bytes unless it is told), and its epilogues load the bias
+ * vector 16 bytes at a time; the emulated device refuses both as a GPU would. The same bounds as above. */
+static float *past_start(const hs_conf_pair p, int cuda) { return (float *)(cuda ? p.cuda : p.cpu) + 1; }
+
+static void gemm_unaligned_cases(hs_conf *t) {
+    const int m = 33, n = 31, k = 65;
+    char what[160];
+    const double u_op = hs_conf_operand_roundoff(t);
+    hs_conf_op(t, "gemm, gemm_bias, gemm_wgrad_bgrad (pointers 4 bytes past 256-byte alignment)");
+    for (int ta = 0; ta < 2; ta++) { /* C = op(A)·op(B) + C, A [m,k] or [k,m], B [k,n] */
+        const size_t na = (size_t)m * k, nb = (size_t)k * n, nc = (size_t)m * n;
+        float *a = hs_conf_rand(t, na + 1, -1, 1), *b = hs_conf_rand(t, nb + 1, -1, 1), *c = hs_conf_rand(t, nc + 1, -1, 1);
+        hs_conf_pair pa = hs_conf_pair_of(t, a, (na + 1) * 4), pb = hs_conf_pair_of(t, b, (nb + 1) * 4);
+        hs_conf_pair pc = hs_conf_pair_of(t, c, (nc + 1) * 4);
+        const int lda = ta ? m : k;
+        for (int side = 0; side < 2; side++) {
+            const hs_backend *be = side ? t->cuda : t->cpu;
+            be->gemm(be, ta, 0, m, n, k, 1.0f, past_start(pa, side), lda, past_start(pb, side), n, 1.0f,
+                     past_start(pc, side), n);
+        }
+        snprintf(what, sizeof what, "gemm C m=%d n=%d k=%d trans_a=%d, a, b, c at +4 bytes", m, n, k, ta);
+        double *absdot = gemm_absdot(ta, 0, m, n, k, 1.0f, a + 1, lda, b + 1, n, 1.0f, c + 1, n);
+        hs_conf_check_dot(t, what, past_start(pc, 0), past_start(pc, 1), nc, absdot, k + 2);
+        free(absdot);
+        hs_conf_pair_free(t, pa), hs_conf_pair_free(t, pb), hs_conf_pair_free(t, pc);
+        free(a), free(b), free(c);
+    }
+    const int rows = m, in = k, out = n;
+    float *x = hs_conf_rand(t, (size_t)rows * in + 1, -1, 1), *w = hs_conf_rand(t, (size_t)out * in + 1, -1, 1);
+    float *bias = hs_conf_rand(t, (size_t)out + 1, -1, 1), *y = hs_conf_rand(t, (size_t)rows * out + 1, -1, 1);
+    hs_conf_pair px = hs_conf_pair_of(t, x, ((size_t)rows * in + 1) * 4), pw = hs_conf_pair_of(t, w, ((size_t)out * in + 1) * 4);
+    hs_conf_pair pbias = hs_conf_pair_of(t, bias, ((size_t)out + 1) * 4), py = hs_conf_pair_of(t, y, ((size_t)rows * out + 1) * 4);
+    for (int side = 0; side < 2; side++) {
+        const hs_backend *be = side ? t->cuda : t->cpu;
+        be->gemm_bias(be, past_start(py, side), out, past_start(px, side), past_start(pw, side), past_start(pbias, side),
+                      rows, in, out);
+    }
+    double *absdot;
+    HS_ALLOC(absdot, (size_t)rows * out);
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < out; j++) {
+            double sum = fabs((double)bias[1 + j]);
+            for (int q = 0; q < in; q++) sum += fabs((double)x[1 + (size_t)r * in + q] * w[1 + (size_t)j * in + q]);
+            absdot[(size_t)r * out + j] = sum;
+        }
+    snprintf(what, sizeof what, "gemm_bias y rows=%d in=%d out=%d, x, w, bias, y at +4 bytes", rows, in, out);
+    hs_conf_check_dot(t, what, past_start(py, 0), past_start(py, 1), (size_t)rows * out, absdot, in + 1.0);
+    free(absdot);
+    /* dw += dyᵀ·x, dbias (+)= Σ dy with y as dy: every pointer one float in */
+    for (int overwrite = 0; overwrite < 2; overwrite++) {
+        float *dw = hs_conf_rand(t, (size_t)out * in + 1, -1, 1), *db = hs_conf_rand(t, (size_t)out + 1, -1, 1);
+        hs_conf_pair pdw = hs_conf_pair_of(t, dw, ((size_t)out * in + 1) * 4), pdb = hs_conf_pair_of(t, db, ((size_t)out + 1) * 4);
+        for (int side = 0; side < 2; side++) {
+            const hs_backend *be = side ? t->cuda : t->cpu;
+            be->gemm_wgrad_bgrad(be, past_start(pdw, side), past_start(pdb, side), past_start(py, side), out,
+                                 past_start(px, side), rows, in, out, overwrite);
+        }
+        float *dy = hs_conf_fetch(t->cpu, py.cpu, ((size_t)rows * out + 1) * 4);
+        HS_ALLOC(absdot, (size_t)out * in);
+        for (int o = 0; o < out; o++)
+            for (int i = 0; i < in; i++) {
+                double sum = fabs((double)dw[1 + (size_t)o * in + i]);
+                for (int r = 0; r < rows; r++) sum += fabs((double)dy[1 + (size_t)r * out + o] * x[1 + (size_t)r * in + i]);
+                absdot[(size_t)o * in + i] = sum;
+            }
+        snprintf(what, sizeof what, "gemm_wgrad_bgrad dw, dbias (%s), every pointer at +4 bytes",
+                 overwrite ? "written" : "accumulated");
+        hs_conf_check_dot(t, what, past_start(pdw, 0), past_start(pdw, 1), (size_t)out * in, absdot, rows + 1.0);
+        free(absdot);
+        hs_conf_check_sum_f32(t, what, past_start(pdb, 0), past_start(pdb, 1), (size_t)out, rows + 1.0, rows + 1.0, u_op);
+        hs_conf_pair_free(t, pdw), hs_conf_pair_free(t, pdb);
+        free(dw), free(db), free(dy);
+    }
+    hs_conf_pair_free(t, px), hs_conf_pair_free(t, pw), hs_conf_pair_free(t, pbias), hs_conf_pair_free(t, py);
+    free(x), free(w), free(bias), free(y);
+}
+
 /* Σ|terms| of each conv2d output (stride 1, no padding; NCHW, weights [c_out, c_in, kh, kw]):
  * y: Σ|x w| + |b|; dx: Σ|dy w|; dw: Σ|dy x| + |dw0| (accumulates); db: Σ|dy| + |db0|. */
 static void conv_absdot(const hs_conv2d_shape *s, const float *x, const float *w, const float *b, const float *dy,
@@ -234,6 +313,7 @@ static void conv_cases(hs_conf *t) {
 void hs_conf_group_blas_conv(hs_conf *t) {
     gemm_cases(t);
     gemm_epilogue_cases(t);
+    gemm_unaligned_cases(t);
     conv_cases(t);
 }
 

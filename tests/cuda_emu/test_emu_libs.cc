@@ -675,6 +675,50 @@ void cublaslt_errors(const LtEnv &env) {
   expect_death("cublasLtMatmul with D one element short", [&] {
     cublasLtMatmul(env.lt, desc, &one, a, la, b, lb, &zero, small_d, ld, small_d, ld, nullptr, nullptr, 0, env.stream);
   }, SIGABRT, {"cublasLtMatmul: D at", "not inside one live device allocation"});
+
+  // pointer alignment: an algorithm is chosen for pointers aligned as the preference says (256 bytes
+  // unless told); a pointer less aligned than that is NOT_SUPPORTED at the matmul, with or without an
+  // explicit algo; told 4, the same call runs. The bias vector must be 16-byte aligned (a GPU faults).
+  cublasLtMatmulPreference_t pref_default, pref_4;
+  LT_OK(cublasLtMatmulPreferenceCreate(&pref_default));
+  LT_OK(cublasLtMatmulPreferenceCreate(&pref_4));
+  const uint32_t four = 4;
+  for (int m = 0; m < 4; m++) // A, B, C, D
+    LT_OK(cublasLtMatmulPreferenceSetAttribute(
+        pref_4, static_cast<cublasLtMatmulPreferenceAttributes_t>(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES + m), &four,
+        sizeof four));
+  LT_EXPECT(cublasLtMatmulPreferenceSetAttribute(pref_4, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &i64, sizeof i64),
+            CUBLAS_STATUS_INVALID_VALUE); // uint32_t
+  cublasLtMatmulHeuristicResult_t res_default, res_4;
+  LT_OK(cublasLtMatmulAlgoGetHeuristic(env.lt, desc, la, lb, ld, ld, pref_default, 1, &res_default, &count));
+  LT_OK(cublasLtMatmulAlgoGetHeuristic(env.lt, desc, la, lb, ld, ld, pref_4, 1, &res_4, &count));
+  for (int m = 0; m < 4; m++) { // each of A, B, D (in place: C too) one float past 256-byte alignment
+    const float *pa = m == 0 ? a + 1 : a, *pb = m == 1 ? b + 1 : b;
+    float *pd = m >= 2 ? d + 1 : d;
+    const float *beta = m == 3 ? &one : &zero; // m 3: C (= D) read
+    LT_EXPECT(cublasLtMatmul(env.lt, desc, &one, pa, la, pb, lb, beta, pd, ld, pd, ld, &res_default.algo, nullptr, 0,
+                             env.stream),
+              CUBLAS_STATUS_NOT_SUPPORTED);
+    LT_EXPECT(cublasLtMatmul(env.lt, desc, &one, pa, la, pb, lb, beta, pd, ld, pd, ld, nullptr, nullptr, 0, env.stream),
+              CUBLAS_STATUS_NOT_SUPPORTED);
+    LT_OK(cublasLtMatmul(env.lt, desc, &one, pa, la, pb, lb, beta, pd, ld, pd, ld, &res_4.algo, nullptr, 0, env.stream));
+  }
+  CUDA_OK(cudaStreamSynchronize(env.stream));
+  LT_OK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &with_bias, sizeof with_bias));
+  const float *bias_16 = b + 4, *bias_4 = b + 1;
+  LT_OK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_16, sizeof bias_16));
+  LT_OK(cublasLtMatmul(env.lt, desc, &one, a, la, b, lb, &zero, d, ld, d, ld, &res_4.algo, nullptr, 0, env.stream));
+  CUDA_OK(cudaStreamSynchronize(env.stream));
+  LT_OK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_4, sizeof bias_4));
+  expect_death("cublasLtMatmul with a bias vector 4 bytes past 16-byte alignment", [&] {
+    cublasLtMatmul(env.lt, desc, &one, a, la, b, lb, &zero, d, ld, d, ld, &res_4.algo, nullptr, 0, env.stream);
+  }, SIGABRT, {"the bias vector", "is not 16-byte aligned", "misaligned address"});
+  LT_OK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &plain, sizeof plain));
+  printf("ok   cuBLASLt pointer alignment: A, B, C, D 4 bytes past 256-byte alignment NOT_SUPPORTED under the "
+         "default preference, run when the preference says 4; a bias vector off 16-byte alignment caught\n");
+  LT_OK(cublasLtMatmulPreferenceDestroy(pref_default));
+  LT_OK(cublasLtMatmulPreferenceDestroy(pref_4));
+
   for (cublasLtMatrixLayout_t l : {la, lb, ld, bad_ld}) LT_OK(cublasLtMatrixLayoutDestroy(l));
   LT_OK(cublasLtMatmulDescDestroy(desc));
   LT_OK(cublasLtMatmulPreferenceDestroy(pref));

@@ -16,9 +16,18 @@
  * the column-major product Cᵀ = op(B)ᵀ·op(A)ᵀ: cuBLASLt's "A" is our b and its "B" is our a, each
  * transposed exactly when ours is, and m and n swap.
  *
- * Per distinct shape (precision, transposes, sizes, leading dimensions, batch and strides) the
- * descriptors and the algorithm the heuristic returns are made once and cached, so a shape always runs
- * the same algorithm (deterministic results) and the training loop makes no descriptors. */
+ * Per distinct shape (precision, transposes, sizes, leading dimensions, batch and strides, and the
+ * alignment of the pointers) the descriptors and the algorithm the heuristic returns are made once and
+ * cached, so a shape always runs the same algorithm (deterministic results) and the training loop makes
+ * no descriptors.
+ *
+ * Alignment: the heuristic assumes every matrix pointer 256-byte aligned unless told otherwise
+ * (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES), and cublasLtMatmul refuses (NOT_SUPPORTED) a pointer less
+ * aligned than its algorithm needs. Parameters sit 64 bytes apart in their arena (32 in its 16-bit copy),
+ * and products read column slices and row offsets of larger matrices, so each call's pointers' alignment
+ * (up to 256) is part of its shape and is what the heuristic is told. The epilogue's bias vector is not
+ * covered by those preferences, and a GPU's epilogue loads it 16 bytes at a time: a bias less aligned than
+ * that takes the separate ops (the path a shape without an epilogue algorithm takes). */
 #include <cublasLt.h>
 #include <string.h>
 
@@ -51,6 +60,7 @@ typedef struct gemm_shape {
     int64_t stride_a, stride_b, stride_c;
     int epilogue; /* cublasLtEpilogue_t: DEFAULT, BIAS or BGRADB (the bias pointer is set per call) */
     int out16;    /* C, D and the bias of the operands' 16-bit type (gemm_bias_half), else fp32 */
+    int align_a, align_b, align_c; /* bytes, up to 256: the pointers cublasLtMatmul gets for our a, b, c */
 } gemm_shape;
 
 typedef struct gemm_plan {
@@ -127,6 +137,13 @@ static void make_plan(const hs_backend *be, gemm_plan *p, const gemm_shape *s, v
     HS_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     uint64_t ws = d->gemm_workspace_bytes;
     HS_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    /* cuBLASLt's A is our b, its B our a; C and D are our c */
+    const uint32_t align[4] = {(uint32_t)s->align_b, (uint32_t)s->align_a, (uint32_t)s->align_c, (uint32_t)s->align_c};
+    static const cublasLtMatmulPreferenceAttributes_t align_attr[4] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    for (int i = 0; i < 4; i++)
+        HS_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, align_attr[i], &align[i], sizeof align[i]));
     cublasLtMatmulHeuristicResult_t result;
     int found = 0;
     HS_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)d->blas, p->desc, p->a, p->b, p->c, p->c, pref, 1,
@@ -159,14 +176,23 @@ static span span_of(int rows, int cols, int ld, int batch, int64_t stride) {
     return sp;
 }
 
-/* The operands as 16-bit copies under bf16/fp16; *a16 / *b16 point where a / b would point in the copy.
- * An operand whose span lies in a parameter arena is read from the arena's copy (cuda_shadow.c: written
- * by the optimizer, no conversion here), one whose span lies in a range bound to a twin from the twin
- * (cuda_twins.c: written by the op that produced the activation); any other operand's whole span (gaps
- * between rows and batch entries included, so leading dimensions and strides stay as they are) is
- * converted into the workspace. op names the seam's op and its operands a and b, for the twin check. */
-static void to_half(const hs_backend *be, const gemm_shape *s, const float *a, const float *b, const void **a16,
-                    const void **b16, const char *op) {
+/* The operands as 16-bit copies under bf16/fp16: where they are (a16, b16: where a / b would point in the
+ * copy), and the spans still to be converted into the workspace (na, nb elements from a + lo_a, b + lo_b;
+ * 0: read in place). */
+typedef struct half_operands {
+    const void *a16, *b16;
+    size_t na, nb;
+    int64_t lo_a, lo_b;
+} half_operands;
+
+/* Where the 16-bit operands are. An operand whose span lies in a parameter arena is read from the arena's
+ * copy (cuda_shadow.c: written by the optimizer, no conversion), one whose span lies in a range bound to a
+ * twin from the twin (cuda_twins.c: written by the op that produced the activation); any other operand's
+ * whole span (gaps between rows and batch entries included, so leading dimensions and strides stay as they
+ * are) goes into the workspace (grown here; converted by convert_half once the GEMM will run). op names
+ * the seam's op and its operands a and b, for the twin check. */
+static half_operands locate_half(const hs_backend *be, const gemm_shape *s, const float *a, const float *b,
+                                 const char *op) {
     hs_cuda_device *d = hs_cuda_dev(be);
     const span sa = span_of(s->trans_a ? s->k : s->m, s->trans_a ? s->m : s->k, s->lda, s->batch, s->stride_a);
     const span sb = span_of(s->trans_b ? s->n : s->k, s->trans_b ? s->k : s->n, s->ldb, s->batch, s->stride_b);
@@ -187,27 +213,45 @@ static void to_half(const hs_backend *be, const gemm_shape *s, const float *a, c
         hs_ledger_alloc(d->gemm_half, grown);
         d->gemm_half_bytes = grown;
     }
-    if (!pa) {
-        uint16_t *ha = (uint16_t *)d->gemm_half;
-        hs_cuda_to_half_bits(be, s->precision, ha, a + sa.lo, na);
-        pa = ha - sa.lo;
+    half_operands h = {pa, pb, na, nb, sa.lo, sb.lo};
+    if (!pa) h.a16 = (const uint16_t *)d->gemm_half - sa.lo;
+    if (!pb) h.b16 = (const uint16_t *)((const char *)d->gemm_half + a_bytes) - sb.lo;
+    return h;
+}
+
+/* Converts the operands locate_half placed in the workspace. */
+static void convert_half(const hs_backend *be, const gemm_shape *s, const float *a, const float *b,
+                         const half_operands *h) {
+    hs_cuda_device *d = hs_cuda_dev(be);
+    if (h->na) {
+        hs_cuda_to_half_bits(be, s->precision, (uint16_t *)h->a16 + h->lo_a, a + h->lo_a, h->na);
         d->gemm_conversions++;
     }
-    if (!pb) {
-        uint16_t *hb = (uint16_t *)((char *)d->gemm_half + a_bytes);
-        hs_cuda_to_half_bits(be, s->precision, hb, b + sb.lo, nb);
-        pb = hb - sb.lo;
+    if (h->nb) {
+        hs_cuda_to_half_bits(be, s->precision, (uint16_t *)h->b16 + h->lo_b, b + h->lo_b, h->nb);
         d->gemm_conversions++;
     }
-    *a16 = pa;
-    *b16 = pb;
+}
+
+/* The alignment of a pointer, in bytes, up to 256 (the heuristic's default assumption) */
+static int alignment_of(const void *p) {
+    const uintptr_t u = (uintptr_t)p;
+    int align = 256;
+    while (align > 1 && u % (uintptr_t)align) align /= 2;
+    return align;
 }
 
 /* Runs the GEMM of shape s (with its epilogue's bias vector `bias`, NULL for DEFAULT); returns 0, having
  * enqueued nothing, when the heuristic has no algorithm for an epilogue or a 16-bit D. */
-static int run(const hs_backend *be, const gemm_shape *s, float alpha, const float *a, const float *b, float beta,
+static int run(const hs_backend *be, const gemm_shape *shape, float alpha, const float *a, const float *b, float beta,
                void *c, void *bias, const char *op) {
     hs_cuda_device *d = hs_cuda_dev(be);
+    if (shape->epilogue != CUBLASLT_EPILOGUE_DEFAULT && (uintptr_t)bias % 16) return 0; /* top of this file */
+    const int half = shape->precision == HS_PRECISION_BF16 || shape->precision == HS_PRECISION_FP16;
+    half_operands h = {a, b, 0, 0, 0, 0};
+    if (half) h = locate_half(be, shape, a, b, op);
+    gemm_shape full = *shape, *s = &full;
+    s->align_a = alignment_of(h.a16), s->align_b = alignment_of(h.b16), s->align_c = alignment_of(c);
     gemm_plan *cache = (gemm_plan *)d->gemm_plans;
     gemm_plan *p = NULL, once;
     for (int i = 0; i < d->gemm_plans_used && !p; i++)
@@ -222,8 +266,8 @@ static int run(const hs_backend *be, const gemm_shape *s, float alpha, const flo
     }
     if (s->epilogue != CUBLASLT_EPILOGUE_DEFAULT) /* read by cublasLtMatmul itself: the cached desc can change */
         HS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-    const void *A = a, *B = b;
-    if (s->precision == HS_PRECISION_BF16 || s->precision == HS_PRECISION_FP16) to_half(be, s, a, b, &A, &B, op);
+    if (half) convert_half(be, s, a, b, &h);
+    const void *A = h.a16, *B = h.b16;
     HS_CUBLAS_CHECK(cublasLtMatmul((cublasLtHandle_t)d->blas, p->desc, &alpha, B, p->a, A, p->b, &beta, c, p->c, c,
                                    p->c, &p->algo, d->gemm_workspace, d->gemm_workspace_bytes, d->compute));
     HS_CUDA_LIBRARY_OP("cublasLtMatmul");

@@ -48,6 +48,11 @@
 //     that differ and too little workspace are CUBLAS_STATUS_INVALID_VALUE; what NVIDIA's library
 //     supports but this stand-in does not (other types, orders, pointer modes, epilogues) is
 //     CUBLAS_STATUS_NOT_SUPPORTED; an invalid stream is CUBLAS_STATUS_EXECUTION_FAILED (the launch fails).
+//   - Pointer alignment: the heuristic's answer is chosen for the alignment the preference's
+//     CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_{A,B,C,D}_BYTES promise (256 bytes each by default), and
+//     cublasLtMatmul answers CUBLAS_STATUS_NOT_SUPPORTED for a matrix pointer less aligned than that
+//     (algo == NULL: 256), as cuBLASLt does. A bias vector not 16-byte aligned is reported and the process
+//     aborts: the preferences do not cover it, and a GPU's epilogue faults with a misaligned address.
 //   - A matrix, bias or workspace that is not inside one device allocation (or pinned host memory) is
 //     reported and the process aborts: on a GPU the kernel would fault with an illegal address.
 // Test equipment that should not dominate the test run: the GEMM computes several independent outputs
@@ -101,7 +106,17 @@ struct MatmulDesc {
 struct Pref {
   uint64_t max_workspace;
   uint32_t search_mode;
+  uint32_t min_align[4]; // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_{A,B,C,D}_BYTES: 256 unless set
 };
+
+// The pointer alignment (bytes) an algorithm was chosen for, A, B, C, D, packed into its data[2] as
+// 16-bit fields (the preference's values, at most 65535)
+uint64_t pack_alignments(const uint32_t a[4]) {
+  uint64_t packed = 0;
+  for (int i = 0; i < 4; i++) packed |= static_cast<uint64_t>(std::min<uint32_t>(a[i], 0xFFFF)) << (16 * i);
+  return packed;
+}
+uint32_t alignment_of(uint64_t packed, int i) { return static_cast<uint32_t>(packed >> (16 * i)) & 0xFFFF; }
 
 constexpr uint64_t kAlgoMagic = 0x68734c74416c676full; // "hsLtAlgo"
 
@@ -732,7 +747,7 @@ extern "C" cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreferenc
   LT_ENTER;
   if (pref == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
   cublasLtMatmulPreference_t p = new cublasLtMatmulPreferenceOpaque_t();
-  reg().prefs[p] = Pref{0, CUBLASLT_SEARCH_BEST_FIT};
+  reg().prefs[p] = Pref{0, CUBLASLT_SEARCH_BEST_FIT, {256, 256, 256, 256}};
   *pref = p;
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -761,13 +776,20 @@ extern "C" cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPre
     p->search_mode = v;
     return CUBLAS_STATUS_SUCCESS;
   }
-  case CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK:
+  case CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK: {
+    uint32_t v; // filters the heuristic's answers; the one algorithm here satisfies any of them
+    return read_attr(buf, sizeInBytes, &v) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+  }
   case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES:
   case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES:
   case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES:
   case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES: {
-    uint32_t v; // filters the heuristic's answers; the one algorithm here satisfies any of them
-    return read_attr(buf, sizeInBytes, &v) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+    // the alignment the caller's pointers are guaranteed: the answer is an algorithm that needs no more,
+    // and cublasLtMatmul refuses pointers less aligned than its algorithm was chosen for
+    uint32_t v;
+    if (!read_attr(buf, sizeInBytes, &v)) return CUBLAS_STATUS_INVALID_VALUE;
+    p->min_align[attr - CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES] = v == 0 ? 1 : v;
+    return CUBLAS_STATUS_SUCCESS;
   }
   }
   return CUBLAS_STATUS_INVALID_VALUE;
@@ -805,6 +827,7 @@ extern "C" cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightH
   r.workspaceSize = split_k_workspace(p, pref->max_workspace);
   r.algo.data[0] = kAlgoMagic;
   r.algo.data[1] = r.workspaceSize;
+  r.algo.data[2] = pack_alignments(pref->min_align);
   r.state = CUBLAS_STATUS_SUCCESS;
   r.wavesCount = 1.0f;
   *returnAlgoCount = 1;
@@ -832,11 +855,14 @@ extern "C" cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtM
   if ((read_ab && (A == nullptr || B == nullptr)) || (!empty && D == nullptr) || (read_c && C == nullptr))
     return CUBLAS_STATUS_INVALID_VALUE;
   if (C == D && read_c && (p.c.ld != p.d.ld || p.c.stride != p.d.stride)) return CUBLAS_STATUS_INVALID_VALUE;
+  static const uint32_t kDefaultAlign[4] = {256, 256, 256, 256};
+  uint64_t aligns = pack_alignments(kDefaultAlign);
   if (algo == nullptr) {
     p.workspace_needed = 0; // the implicit heuristic query with default preferences: no workspace
   } else {
     if (algo->data[0] != kAlgoMagic) return CUBLAS_STATUS_INVALID_VALUE; // not from the heuristic
     p.workspace_needed = static_cast<size_t>(algo->data[1]);
+    aligns = algo->data[2];
   }
   if (workspaceSizeInBytes < p.workspace_needed) return CUBLAS_STATUS_INVALID_VALUE;
   if (p.workspace_needed != 0 && (workspace == nullptr || reinterpret_cast<uintptr_t>(workspace) % 256 != 0))
@@ -854,9 +880,21 @@ extern "C" cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtM
   if (uses_bias(p.epilogue)) { // BGRADB's vector has one value per column of D, the others one per row
     const uint64_t len = static_cast<uint64_t>(p.epilogue & kEpiBgradB ? p.n : p.m);
     const Layout bias{p.d.type, 0, len, 1, static_cast<int64_t>(len), static_cast<int32_t>(p.batch), p.bias_stride};
+    if (reinterpret_cast<uintptr_t>(p.bias) % 16 != 0)
+      fatal("cublasLtMatmul: the bias vector (CUBLASLT_MATMUL_DESC_BIAS_POINTER) at %p is not 16-byte aligned; "
+            "on a GPU the epilogue's vector loads would fault with a misaligned address (the MIN_ALIGNMENT "
+            "preferences do not cover the bias)",
+            p.bias);
     check_memory("the bias vector (CUBLASLT_MATMUL_DESC_BIAS_POINTER)", p.bias, span_of(bias, p.batch),
                  elem_size(p.d.type));
   }
+  // A pointer less aligned than the algorithm was chosen for (the preference's MIN_ALIGNMENT, 256 bytes
+  // by default): NOT_SUPPORTED, as cuBLASLt answers it; the caller must tell the heuristic its pointers'
+  // alignment. (After the memory checks, which report a pointer a GPU would fault on.)
+  const void *mats[4] = {read_ab ? A : nullptr, read_ab ? B : nullptr, read_c ? C : nullptr, empty ? nullptr : D};
+  for (int i = 0; i < 4; i++)
+    if (mats[i] != nullptr && reinterpret_cast<uintptr_t>(mats[i]) % alignment_of(aligns, i) != 0)
+      return CUBLAS_STATUS_NOT_SUPPORTED;
   if (p.workspace_needed != 0)
     check_memory("the workspace", workspace, Span{0, static_cast<int64_t>(p.workspace_needed)}, 1);
   char label[160];
