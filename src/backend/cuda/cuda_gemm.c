@@ -42,7 +42,7 @@
  * them) whose workspace does not fit, and PyTorch, which the benchmarks compare with, gives the same. */
 #define GEMM_WORKSPACE_BYTES_HOPPER ((size_t)32 << 20)
 #define GEMM_WORKSPACE_BYTES ((size_t)4 << 20)
-#define GEMM_CACHE_SIZE 256
+#define GEMM_CACHE_SIZE 16 /* plans at first; the cache doubles when a run has more shapes */
 
 #define HS_CUBLAS_CHECK(call)                                                                          \
     do {                                                                                               \
@@ -158,13 +158,6 @@ static void make_plan(const hs_backend *be, gemm_plan *p, const gemm_shape *s, v
                  s->ldc, s->batch, s->precision);
 }
 
-static void destroy_plan(gemm_plan *p) {
-    cublasLtMatrixLayoutDestroy(p->a);
-    cublasLtMatrixLayoutDestroy(p->b);
-    cublasLtMatrixLayoutDestroy(p->c);
-    cublasLtMatmulDescDestroy(p->desc);
-}
-
 /* The elements a strided batch of row-major matrices spans, relative to its pointer: [lo, hi). */
 typedef struct span {
     int64_t lo, hi;
@@ -253,17 +246,19 @@ static int run(const hs_backend *be, const gemm_shape *shape, float alpha, const
     gemm_shape full = *shape, *s = &full;
     s->align_a = alignment_of(h.a16), s->align_b = alignment_of(h.b16), s->align_c = alignment_of(c);
     gemm_plan *cache = (gemm_plan *)d->gemm_plans;
-    gemm_plan *p = NULL, once;
+    gemm_plan *p = NULL;
     for (int i = 0; i < d->gemm_plans_used && !p; i++)
         if (memcmp(&cache[i].shape, s, sizeof *s) == 0) p = &cache[i];
-    if (!p) {
-        p = d->gemm_plans_used < d->gemm_plan_capacity ? &cache[d->gemm_plans_used++] : &once;
+    if (!p) { /* a new shape: the cache grows (plans are only addressed inside this call) */
+        if (d->gemm_plans_used == d->gemm_plan_capacity) {
+            d->gemm_plan_capacity *= 2;
+            HS_REALLOC(cache, d->gemm_plan_capacity);
+            d->gemm_plans = cache;
+        }
+        p = &cache[d->gemm_plans_used++];
         make_plan(be, p, s, bias);
     }
-    if (!p->usable) {
-        if (p == &once) destroy_plan(p);
-        return 0;
-    }
+    if (!p->usable) return 0;
     if (s->epilogue != CUBLASLT_EPILOGUE_DEFAULT) /* read by cublasLtMatmul itself: the cached desc can change */
         HS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
     if (half) convert_half(be, s, a, b, &h);
@@ -271,10 +266,6 @@ static int run(const hs_backend *be, const gemm_shape *shape, float alpha, const
     HS_CUBLAS_CHECK(cublasLtMatmul((cublasLtHandle_t)d->blas, p->desc, &alpha, B, p->a, A, p->b, &beta, c, p->c, c,
                                    p->c, &p->algo, d->gemm_workspace, d->gemm_workspace_bytes, d->compute));
     HS_CUDA_LIBRARY_OP("cublasLtMatmul");
-    if (p == &once) {
-        HS_CUDA_CHECK(cudaStreamSynchronize(d->compute)); /* descriptors must outlive the enqueued call */
-        destroy_plan(p);
-    }
     return 1;
 }
 
