@@ -354,13 +354,11 @@ __global__ void __launch_bounds__(kThreads, kDqBlocksPerSM<T>)
   });
 }
 
-/* 16-bit tiles leave room under the 48 KiB for the block's K and V tiles side by side, loaded once; fp32
- * ones share one buffer, K then V, reloaded per query tile (the same values either way) */
-template <class T> __host__ __device__ constexpr bool dkv_resident() { return sizeof(T) == 2; }
-
+/* The block's K and V tiles side by side, loaded once before the query tiles stream (every tile
+ * configuration leaves room for both under the 48 KiB of static shared memory, fp32 tiles included) */
 template <class T, int DMAX, int BQ, int BK> struct dkv_smem {
-  alignas(32) T kv[BK * DMAX]; /* the block's K tile (and its V tile after it, when not resident) */
-  alignas(32) T v[dkv_resident<T>() ? BK * DMAX : 16]; /* the block's V tile, when resident */
+  alignas(32) T k[BK * DMAX]; /* the block's K tile */
+  alignas(32) T v[BK * DMAX]; /* the block's V tile */
   alignas(32) T q[BQ * DMAX];
   alignas(32) T dc[BQ * DMAX];
   alignas(32) T pt[BK * BQ];  /* P'ᵀ */
@@ -379,6 +377,7 @@ __global__ void __launch_bounds__(kThreads, kDkvBlocksPerSM<T>)
                                const float *lse, const float *D, flash_shape sh) {
   hs_dropout_slot_resolve(sh); /* the slot read once per thread, not per element */
   typedef dkv_smem<T, DMAX, BQ, BK> smem_t;
+  static_assert(sizeof(smem_t) <= 48 * 1024, "static shared memory above 48 KiB");
   HS_SHARED(smem_t, sm);
   const int unit = blockIdx.y, b = unit / sh.heads, h = unit % sh.heads, j0 = blockIdx.x * BK;
   const uint64_t sample_key = unit_sample_key(sh, b);
@@ -397,14 +396,10 @@ __global__ void __launch_bounds__(kThreads, kDkvBlocksPerSM<T>)
   dk.zero();
   dv.zero();
   constexpr int nt = (BK / kTile) * (BQ / kTile);
-  constexpr bool resident = dkv_resident<T>();
-  T *vt = resident ? sm.v : sm.kv; /* the V tile the products read */
-  if (resident) { /* once: the loop's first barrier orders them before their readers */
-    load_head_rows(sm.kv, BK, DMAX, sh, k, k16, ld, j0);
-    load_head_rows(sm.v, BK, DMAX, sh, v, v16, ld, j0);
-  }
+  /* once: the loop's first barrier orders them before their readers */
+  load_head_rows(sm.k, BK, DMAX, sh, k, k16, ld, j0);
+  load_head_rows(sm.v, BK, DMAX, sh, v, v16, ld, j0);
   for (int i0 = 0; i0 < L; i0 += BQ) {
-    if (!resident) load_head_rows(sm.kv, BK, DMAX, sh, k, k16, ld, j0);
     load_head_rows(sm.q, BQ, DMAX, sh, q, q16, ld, i0);
     load_head_rows(sm.dc, BQ, DMAX, sh, dc, dc16, (size_t)H, i0);
     load_row_stats(sm.lse, BQ, lse + (size_t)unit * L, i0, L);
@@ -413,11 +408,11 @@ __global__ void __launch_bounds__(kThreads, kDkvBlocksPerSM<T>)
     /* Sᵀ[BK,BQ] = K·Qᵀ */
     for (int t = warp; t < nt; t += kWarps) {
       const int tk = t / (BQ / kTile), tq = t % (BQ / kTile);
-      warp_tile_mma(st + tk * kTile * BQ + tq * kTile, BQ, sm.kv + tk * kTile * DMAX, DMAX,
+      warp_tile_mma(st + tk * kTile * BQ + tq * kTile, BQ, sm.k + tk * kTile * DMAX, DMAX,
                     sm.q + tq * kTile * DMAX, DMAX, sh.dp, true, false);
     }
     __syncthreads();
-    /* P (sign bit set where dropped) and P'ᵀ; fp32 tiles: the V tile into the K tile's buffer. A thread's
+    /* P (sign bit set where dropped) and P'ᵀ. A thread's
      * elements all lie in query row threadIdx.x % BQ (blockDim.x = kThreads, a multiple of BQ): its
      * dropout key is made once. */
     static_assert(kThreads % BQ == 0, "a thread's elements lie in one query row");
@@ -432,12 +427,11 @@ __global__ void __launch_bounds__(kThreads, kDkvBlocksPerSM<T>)
       st[idx] = f == 0.0f ? -pij : pij;
       tile_store(sm.pt[idx], pij * f);
     }
-    if (!resident) load_head_rows(sm.kv, BK, DMAX, sh, v, v16, ld, j0);
     __syncthreads();
     /* dP'ᵀ[BK,BQ] = V·dCᵀ;  dV[BK,dp] += P'ᵀ·dC (the warps' dV tiles after their dP' tiles) */
     for (int t = warp; t < nt; t += kWarps) {
       const int tk = t / (BQ / kTile), tq = t % (BQ / kTile);
-      warp_tile_mma(dpt + tk * kTile * BQ + tq * kTile, BQ, vt + tk * kTile * DMAX, DMAX, sm.dc + tq * kTile * DMAX,
+      warp_tile_mma(dpt + tk * kTile * BQ + tq * kTile, BQ, sm.v + tk * kTile * DMAX, DMAX, sm.dc + tq * kTile * DMAX,
                     DMAX, sh.dp, true, false);
     }
     dv.each(warp, kv_tiles, kv_per_row, [&](tile_acc<T> &acc, int tk, int tn) {
@@ -529,13 +523,12 @@ void backward(const hs_backend *be, float *dqkv, const float *dctx, const float 
                        (sh.out16 ? tokh * sizeof(uint16_t) : 0));
   HS_LAUNCH(dim3((unsigned)nk, units), kThreads, 0, stream, flash_attention_dkv_kernel<T, DMAX, tl::kq, tl::kk>)(
       dqkv, dctx, qkv, mask_bias, lse, D, sh);
-  /* a block per (key tile, b·h): q, dctx, lse, D once per block; its k and v once (16-bit tiles, resident)
-   * or once per streamed query tile (fp32 tiles), its mask entries once per streamed query tile; dk, dv
-   * (and their 16-bit twins) written: qkv·tokh·(2·(1 or nkq) + nk) + dctx·tokh·nk + (2·tokh + rows·(2·nk +
-   * nkq))·4 */
-  const size_t nkq = tiles(sh.L, tl::kq), kv_loads = dkv_resident<T>() ? 1 : nkq;
+  /* a block per (key tile, b·h): its k and v once; q, dctx, lse, D once per streamed query tile (each
+   * row once per key tile: nk times), its mask entries once per streamed query tile; dk, dv (and their
+   * 16-bit twins) written: qkv·tokh·(2 + nk) + dctx·tokh·nk + (2·tokh + rows·(2·nk + nkq))·4 */
+  const size_t nkq = tiles(sh.L, tl::kq);
   HS_CUDA_LAUNCHED("flash_attention_dkv_kernel",
-                   qkv_bytes(sh) * tokh * (2 * kv_loads + nk) + dctx_bytes(sh) * tokh * nk +
+                   qkv_bytes(sh) * tokh * (2 + nk) + dctx_bytes(sh) * tokh * nk +
                        sizeof(float) * (2 * tokh + rows * (2 * nk + nkq)) +
                        (sh.out16 ? 2 * tokh * sizeof(uint16_t) : 0));
 }
