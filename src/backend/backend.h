@@ -126,6 +126,10 @@ struct hs_backend {
      * bf16/fp16): bind_half_only is then available, and a model may keep a tensor that only products
      * read in 16 bits alone (docs/gpu.md "Mixed precision", the 16-bit dataflow). 0 on the CPU. */
     int products_read_twins;
+    /* 1 when gemm_bias adds the bias in the product's epilogue (cuBLASLt on CUDA), so a model saves a pass
+     * by giving it the bias; 0 where it is a separate pass after the product (the CPU), so a model that
+     * fuses the bias into its next elementwise op (bias_gelu_forward) saves one there. */
+    int gemm_fuses_bias;
 
     /* ---- the operations: src/backend/ops.def lists them, each with its signature and contract --- */
 #define HS_OP(ret, name, params) ret(*name) params;

@@ -35,8 +35,8 @@
  *   layer ×N     ctx = hs_attention_forward(h)                  (Q,K,V projections inside)
  *                a = hs_linear_forward(ctx; attention.output.dense) → dropout
  *                h1 = hs_add_layernorm_forward(a, h)            (LN(a + h), the sum kept for backward)
- *                u = hs_linear_forward(h1; intermediate.dense) without bias, then
- *                g = hs_bias_gelu_forward(u += bias)            (fused bias + exact-erf GELU)
+ *                u = h1·W1ᵀ + b1, g = gelu(u) (exact erf): bias_gelu_linear (the bias in the GEMM's
+ *                epilogue on CUDA, in the GELU's pass on the CPU: hs_backend.gemm_fuses_bias)
  *                (bf16/fp16: u = gemm_bias_half, the 16-bit linear layer; g = gelu_forward(_half)(u))
  *                o = hs_linear_forward(g; output.dense) → dropout
  *                h = hs_add_layernorm_forward(o, h1)
@@ -698,6 +698,22 @@ static void embeddings_forward(hs_bert *m, const hs_dropout_mask *drop) {
 
 /* hidden[i+1] = layer i (hidden[i]):
  *   h1 = LN(dropout(attention(x)·Woᵀ + bo) + x);  out = LN(dropout(gelu(h1·W1ᵀ + b1)·W2ᵀ + b2) + h1) */
+/* g[rows,out] = gelu(u), u = x[rows,in]·wᵀ + bias kept as the pre-activation the backward reads (fp32 and
+ * tf32; the intermediate layer and the MLM transform). Where the GEMM's epilogue adds the bias (CUDA) the
+ * GELU reads u and writes g: 8 bytes an element; else the bias-less GEMM and one pass that adds the bias
+ * in place and writes g (bias_gelu_forward), where a separate bias pass would cost another read and
+ * write. The same values either way: u = product + bias in fp32, g = gelu(u). */
+static void bias_gelu_linear(const hs_backend *be, float *g, float *u, const float *x, const float *w,
+                             const float *bias, int rows, int in, int out) {
+    if (be->gemm_fuses_bias) {
+        be->gemm_bias(be, u, out, x, w, bias, rows, in, out);
+        hs_gelu_forward(be, g, u, (size_t)rows * (size_t)out);
+    } else {
+        be->gemm(be, 0, 1, rows, out, in, 1.0f, x, in, w, in, 0.0f, u, out);
+        hs_bias_gelu_forward(be, g, u, bias, rows, out, NULL, NULL);
+    }
+}
+
 static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t first_sample) {
     const hs_backend *be = m->be;
     const hs_params *p = m->params;
@@ -745,9 +761,9 @@ static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fir
             be->gelu_forward_half(be, m->only16 ? NULL : a->ffn_act, h->ffn_pre, TI, m->ffn_act16);
         else
             be->gelu_forward(be, a->ffn_act, a->ffn_pre, TI);
-    } else { /* u[T,I] = h1·W1ᵀ (bias-less GEMM), then u += b1 and gelu in one pass */
-        be->gemm(be, 0, 1, T, I, H, 1.0f, a->attn_out, H, hs_param_data(p, l->inter_w), H, 0.0f, a->ffn_pre, I);
-        hs_bias_gelu_forward(be, a->ffn_act, a->ffn_pre, hs_param_data(p, l->inter_b), T, I, NULL, NULL);
+    } else {
+        bias_gelu_linear(be, a->ffn_act, a->ffn_pre, a->attn_out, hs_param_data(p, l->inter_w),
+                         hs_param_data(p, l->inter_b), T, H, I);
     }
     if (h) hs_bind_twin(be, a->ffn_act, m->ffn_act16, TI, m->only16);
     hs_linear_forward_rounded(be, m->sub16, a->ffn_sum, a->ffn_act, hs_param_data(p, l->out_w),
@@ -797,7 +813,7 @@ static void layer_converted(const hs_bert *m, int i, hs_act16 t[N_SAVED]) {
 
 /* Layer i's working set (fp32) -> its 16-bit copies (rounded): q|k|v and the probabilities of the unfused
  * attention; layer_forward had the context's written by the attention, the FFN pre-activation's by
- * bias_gelu_forward */
+ * gemm_bias_half */
 static void layer_store_half(hs_bert *m, int i) {
     hs_act16 t[N_SAVED];
     layer_converted(m, i, t);
@@ -861,8 +877,8 @@ static void heads_forward(hs_bert *m, double *stats) {
     if (Np == 0) return;
     /* t[Np,H] = LN(gelu(h[rows]·Wtᵀ + bt)); logits[Np,V] = t·Wordᵀ + cls.predictions.bias (tied decoder) */
     hs_gather_rows_forward(be, m->mlm_in, h, m->in.mlm_rows, Np, H, T);
-    be->gemm(be, 0, 1, Np, H, H, 1.0f, m->mlm_in, H, hs_param_data(p, m->transform_w), H, 0.0f, m->mlm_pre, H);
-    hs_bias_gelu_forward(be, m->mlm_act, m->mlm_pre, hs_param_data(p, m->transform_b), Np, H, NULL, NULL);
+    bias_gelu_linear(be, m->mlm_act, m->mlm_pre, m->mlm_in, hs_param_data(p, m->transform_w),
+                     hs_param_data(p, m->transform_b), Np, H, H);
     hs_layernorm_forward(be, m->mlm_out, m->mlm_mean, m->mlm_rstd, m->mlm_act, hs_param_data(p, m->transform_ln_g),
                          hs_param_data(p, m->transform_ln_b), Np, H, HS_BERT_LAYERNORM_EPS);
     hs_linear_forward(be, m->mlm_logits, m->mlm_out, hs_param_data(p, m->word), hs_param_data(p, m->mlm_bias), Np, H,

@@ -22,6 +22,7 @@ static hs_backend cuda_backend = {
     .name = "cuda",
     .impl = &device,
     .memory_is_host = 0,
+    .gemm_fuses_bias = 1,
     /* every op of src/backend/ops.def: .op = hs_cuda_rec_<op> (cuda_record.c: hs_cuda_<op>, or recorded
      * inside a graph region) */
 #define HS_OP(ret, name, params) .name = hs_cuda_rec_##name,
