@@ -96,6 +96,15 @@ if [ -n "${PYTHON_TORCH:-}" ]; then
     same_traj bert_cpu/metrics.jsonl "bert_cuda$r/metrics.jsonl" 1e-5
   done
   echo "ok: BERT, 12 updates on CUDA (1, 2, 3 ranks) = CPU within 1e-5"
+  # a hidden size that is not a multiple of 64 (72, 4 heads of 18): parameters after a bias of 72 floats
+  # start 64 bytes past a 256-byte boundary, which a GPU's cuBLASLt refuses unless the heuristic is told
+  # (docs/gpu.md "GEMM epilogues", pointer alignment); the emulated cuBLASLt refuses it as a GPU does
+  odd="-o model.hidden_size=72 -o training.max_update=4 -o lr_scheduler.total_num_update=4"
+  run "$HETSEQ" 1 bert72_cpu "$BERT" $odd -o training.update_freq=2
+  run "$EMU" 1 bert72_cuda "$BERT" $odd -o training.update_freq=2 -o device=\"cuda\"
+  "$CMP" bert72_cpu/checkpoint_last.h5 bert72_cuda/checkpoint_last.h5 1e-5 || fail "BERT (hidden 72): CUDA != CPU"
+  same_traj bert72_cpu/metrics.jsonl bert72_cuda/metrics.jsonl 1e-5
+  echo "ok: BERT of hidden size 72, 4 updates on CUDA = CPU within 1e-5"
 else
   echo "BERT part skipped: no Python with h5py to write the test shards"
 fi
