@@ -696,13 +696,12 @@ static void embeddings_forward(hs_bert *m, const hs_dropout_mask *drop) {
     }
 }
 
-/* hidden[i+1] = layer i (hidden[i]):
- *   h1 = LN(dropout(attention(x)·Woᵀ + bo) + x);  out = LN(dropout(gelu(h1·W1ᵀ + b1)·W2ᵀ + b2) + h1) */
-/* g[rows,out] = gelu(u), u = x[rows,in]·wᵀ + bias kept as the pre-activation the backward reads (fp32 and
- * tf32; the intermediate layer and the MLM transform). Where the GEMM's epilogue adds the bias (CUDA) the
- * GELU reads u and writes g: 8 bytes an element; else the bias-less GEMM and one pass that adds the bias
- * in place and writes g (bias_gelu_forward), where a separate bias pass would cost another read and
- * write. The same values either way: u = product + bias in fp32, g = gelu(u). */
+/* g[rows,out] = gelu(u), u = x[rows,in]·wᵀ + bias kept as the pre-activation the backward reads (the
+ * intermediate layer under fp32 and tf32, the MLM transform at every precision). Where the GEMM's
+ * epilogue adds the bias (CUDA) the GELU reads u and writes g: 8 bytes an element; else the bias-less
+ * GEMM and one pass that adds the bias in place and writes g (bias_gelu_forward), where a separate bias
+ * pass would cost another read and write. The same values either way: u = product + bias in fp32,
+ * g = gelu(u). */
 static void bias_gelu_linear(const hs_backend *be, float *g, float *u, const float *x, const float *w,
                              const float *bias, int rows, int in, int out) {
     if (be->gemm_fuses_bias) {
@@ -714,6 +713,8 @@ static void bias_gelu_linear(const hs_backend *be, float *g, float *u, const flo
     }
 }
 
+/* hidden[i+1] = layer i (hidden[i]):
+ *   h1 = LN(dropout(attention(x)·Woᵀ + bo) + x);  out = LN(dropout(gelu(h1·W1ᵀ + b1)·W2ᵀ + b2) + h1) */
 static void layer_forward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t first_sample) {
     const hs_backend *be = m->be;
     const hs_params *p = m->params;
