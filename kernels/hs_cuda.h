@@ -44,6 +44,7 @@ template <class T> using hs_cuda_type = T; /* lets HS_SHARED take array types */
   type *name = reinterpret_cast<type *>(hs_dynamic_shared_)
 #define HS_UNROLL _Pragma("unroll")
 #define HS_NO_UNROLL _Pragma("unroll 1")
+#define HS_NOINLINE __noinline__ /* a device function kept out of line (a rare path in an unrolled loop) */
 
 #elif defined(HS_CUDA_EMU)
 #include <cuda_runtime.h>
@@ -69,6 +70,7 @@ template <class T> using hs_cuda_type = T;
 #define HS_DYNAMIC_SHARED(type, name) type *name = static_cast<type *>(::hs_emu::dynamic_shared())
 #define HS_UNROLL
 #define HS_NO_UNROLL
+#define HS_NOINLINE __attribute__((noinline))
 
 #else
 #error "kernels/hs_cuda.h: compile with nvcc, or for the emulated device with -DHS_CUDA_EMU (tests/cuda_emu)"

@@ -69,12 +69,36 @@ static half_out half_out_for(const hs_backend *be, uint16_t *p) {
   return half_out{p, be->precision == HS_PRECISION_BF16};
 }
 
-__device__ __forceinline__ float dropout_factor_at(const ln_dropout &d, size_t i) {
-  uint64_t key = d.key;
-  int64_t first_sample = d.first_sample;
-  hs_dropout_slot_read(d.slot, key, first_sample);
-  return hs_dropout_factor(key, (uint64_t)(first_sample + (int64_t)(i / d.per_sample)),
-                           (i % d.per_sample) / d.group, d.p, d.keep_scale);
+/* The factor of element i of the [batch, per_sample] tensor, from i itself: two 64-bit divisions (a
+ * subroutine of about 70 instructions each on a GPU, more than the draw). Out of line: the unrolled
+ * column loops call it only for rows that cross samples or draw per group (ln_row_draw). */
+__device__ HS_NOINLINE float dropout_factor_divided(uint64_t key, int64_t first_sample, size_t per_sample,
+                                                     size_t group, float p, float keep_scale, size_t i) {
+  return hs_dropout_factor(key, (uint64_t)(first_sample + (int64_t)(i / per_sample)), (i % per_sample) / group, p,
+                           keep_scale);
+}
+
+/* Where a row's elements draw, found once per row: the row's first element is value rem0 of global sample
+ * `sample`, and `inside` says the row lies inside that sample and draws per value (group 1), as BERT's and
+ * Transformer-XL's rows do (per_sample is a multiple of the row): column c then draws at rem0 + c, with no
+ * division per element in a memory-bound pass. */
+struct ln_row_draw {
+  uint64_t sample;
+  size_t rem0;
+  bool inside;
+};
+
+__device__ __forceinline__ ln_row_draw row_draw_at(const ln_dropout &d, size_t off, int cols) {
+  if (!d.on) return ln_row_draw{0, 0, false};
+  const size_t s = off / d.per_sample, rem0 = off - s * d.per_sample;
+  return ln_row_draw{(uint64_t)(d.first_sample + (int64_t)s), rem0, d.group == 1 && rem0 + (size_t)cols <= d.per_sample};
+}
+
+/* The factor of column c of the row at off: hs_dropout_factor(key, first_sample + i / per_sample,
+ * (i % per_sample) / group, p, keep_scale) at i = off + c, either way the same draw. */
+__device__ __forceinline__ float dropout_factor_at(const ln_dropout &d, const ln_row_draw &rd, size_t off, int c) {
+  if (rd.inside) return hs_dropout_factor(d.key, rd.sample, rd.rem0 + (size_t)c, d.p, d.keep_scale);
+  return dropout_factor_divided(d.key, d.first_sample, d.per_sample, d.group, d.p, d.keep_scale, off + (size_t)c);
 }
 
 /* ---- forward ------------------------------------------------------------------------------------------ */
@@ -109,13 +133,14 @@ __global__ void __launch_bounds__(HS_BLOCK)
   };
   for (long long r = first; r < rows; r += stride) { /* uniform across the warp */
     const size_t off = (size_t)r * (size_t)cols;
+    const ln_row_draw rd = row_draw_at(drop, off, cols);
     float v[K > 0 ? K : 1] = {}; /* K > 0: the lane's columns of the LayerNorm's input */
     const T *in = x + off;     /* K = 0: the input row in memory */
     if (residual) { /* in = dropout(x) + residual, kept for the backward pass */
       float a[K > 0 ? K : 1] = {}, res[K > 0 ? K : 1] = {};
       auto sum_at = [&](int c, float ak, float rk) {
         if (drop.on) /* rounded to T as dropout_kernel stores it */
-          ak = to_float(from_float<T>(ak * dropout_factor_at(drop, off + c)));
+          ak = to_float(from_float<T>(ak * dropout_factor_at(drop, rd, off, c)));
         const T s = from_float<T>(ak + rk);
         x_sum[off + c] = s;
         return to_float(s);
@@ -215,13 +240,14 @@ __global__ void __launch_bounds__(HS_BLOCK)
   for (long long r = r0 + threadIdx.x / HS_WARP; r < r1; r += HS_ROWS_PER_BLOCK) {
     const size_t off = (size_t)r * (size_t)cols;
     const float m = mean[r], rs = rstd[r];
+    const ln_row_draw rd = row_draw_at(drop, off, cols);
     /* the dx of column c from its x and dy values: the same float expressions either way */
     auto put = [&](int c, float xv, float dyv, float mean_g, float mean_gx) {
       const float xh = (xv - m) * rs;
       const T v = from_float<T>(hs_layernorm_dx(dyv * gamma[c], xh, rs, mean_g, mean_gx));
       dx[off + c] = v;
       if (drop.on) {
-        const T d = from_float<T>(to_float(v) * dropout_factor_at(drop, off + c));
+        const T d = from_float<T>(to_float(v) * dropout_factor_at(drop, rd, off, c));
         if (da) da[off + c] = d;
         put_half(da16, off + c, to_float(d));
       } else {

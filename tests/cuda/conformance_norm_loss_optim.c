@@ -185,7 +185,7 @@ static void layernorm_cases(hs_conf *t) {
  * sample, element) on both backends, so x_sum gets the element-wise rule, y, mean, rstd and dx the
  * LayerNorm bounds from the CPU's x_sum, and da = f·dx (f = 0 or 1/(1-p)) the bound f·bound(dx) plus the
  * rounding of the product; a dropped element is exactly 0 on both. */
-static void dropout_layernorm_case(hs_conf *t, int batch, int rows, int cols, float p) {
+static void dropout_layernorm_case(hs_conf *t, int batch, int rows, int cols, size_t group, float p) {
     char what[200];
     const size_t n = (size_t)rows * (size_t)cols, per_sample = n / (size_t)batch;
     const float eps = 1e-12f;
@@ -201,11 +201,11 @@ static void dropout_layernorm_case(hs_conf *t, int batch, int rows, int cols, fl
                  prstd = hs_conf_pair_of(t, NULL, (size_t)rows * 4), pdy = hs_conf_pair_of(t, dy, n * 4),
                  pda = hs_conf_pair_of(t, NULL, n * 4), pdg = hs_conf_pair_of(t, dgamma, (size_t)cols * 4),
                  pdb = hs_conf_pair_of(t, dbeta, (size_t)cols * 4);
-    snprintf(what, sizeof what, "batch=%d rows=%d cols=%d p=%g", batch, rows, cols, p);
+    snprintf(what, sizeof what, "batch=%d rows=%d cols=%d group=%zu p=%g", batch, rows, cols, group, p);
     t->cpu->dropout_add_layernorm_forward(t->cpu, py.cpu, pa.cpu, pmean.cpu, prstd.cpu, pa.cpu, pr.cpu, pg.cpu, pb.cpu,
-                                          rows, cols, eps, batch, per_sample, 1, p, key, first, NULL);
+                                          rows, cols, eps, batch, per_sample, group, p, key, first, NULL);
     t->cuda->dropout_add_layernorm_forward(t->cuda, py.cuda, pa.cuda, pmean.cuda, prstd.cuda, pa.cuda, pr.cuda, pg.cuda,
-                                           pb.cuda, rows, cols, eps, batch, per_sample, 1, p, key, first, NULL);
+                                           pb.cuda, rows, cols, eps, batch, per_sample, group, p, key, first, NULL);
     float *v = hs_conf_download_f32(t->cpu, pa.cpu, n);
     float *mean = hs_conf_download_f32(t->cpu, pmean.cpu, (size_t)rows), *rstd = hs_conf_download_f32(t->cpu, prstd.cpu, (size_t)rows);
     ln_bounds lb;
@@ -218,9 +218,9 @@ static void dropout_layernorm_case(hs_conf *t, int batch, int rows, int cols, fl
     hs_conf_check_bound(t, what, pmean.cpu, pmean.cuda, (size_t)rows, lb.mean);
     hs_conf_check_bound(t, what, prstd.cpu, prstd.cuda, (size_t)rows, lb.rstd);
     t->cpu->layernorm_dropout_backward(t->cpu, pdy.cpu, pda.cpu, pdg.cpu, pdb.cpu, pdy.cpu, pa.cpu, pmean.cpu,
-                                       prstd.cpu, pg.cpu, rows, cols, batch, per_sample, 1, p, key, first, NULL);
+                                       prstd.cpu, pg.cpu, rows, cols, batch, per_sample, group, p, key, first, NULL);
     t->cuda->layernorm_dropout_backward(t->cuda, pdy.cuda, pda.cuda, pdg.cuda, pdb.cuda, pdy.cuda, pa.cuda, pmean.cuda,
-                                        prstd.cuda, pg.cuda, rows, cols, batch, per_sample, 1, p, key, first, NULL);
+                                        prstd.cuda, pg.cuda, rows, cols, batch, per_sample, group, p, key, first, NULL);
     hs_conf_check_bound(t, what, pdy.cpu, pdy.cuda, n, lb.dx);
     hs_conf_check_bound(t, what, pdg.cpu, pdg.cuda, (size_t)cols, lb.dg);
     hs_conf_check_bound(t, what, pdb.cpu, pdb.cuda, (size_t)cols, lb.db);
@@ -238,12 +238,18 @@ static void dropout_layernorm_case(hs_conf *t, int batch, int rows, int cols, fl
     free(a), free(res), free(gamma), free(beta), free(dy), free(dgamma), free(dbeta);
 }
 
+/* Shapes whose rows lie inside one sample and draw per value (BERT's and Transformer-XL's: a row finds its
+ * sample once), then rows that cross samples (8 values per sample in rows of 6) and decisions per group
+ * of values (2; a row of 33): the kernels' per-element path. */
 static void dropout_layernorm_cases(hs_conf *t) {
     hs_conf_op(t, "dropout_add_layernorm_forward/layernorm_dropout_backward");
-    static const int shapes[][3] = {/* batch, rows, cols */ {1, 1, 31}, {3, 12, 33}, {3, 9, 1000}, {8, 256, 127}, {2, 64, 768}};
+    static const int shapes[][4] = {/* batch, rows, cols, group */ {1, 1, 31, 1},  {3, 12, 33, 1},
+                                    {3, 9, 1000, 1},                 {8, 256, 127, 1}, {2, 64, 768, 1},
+                                    {3, 4, 6, 1},                    {3, 4, 6, 2},     {2, 8, 33, 33}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int drop = 0; drop < 2; drop++)
-            dropout_layernorm_case(t, shapes[s][0], shapes[s][1], shapes[s][2], drop ? 0.1f : 0.0f);
+            dropout_layernorm_case(t, shapes[s][0], shapes[s][1], shapes[s][2], (size_t)shapes[s][3],
+                                   drop ? 0.1f : 0.0f);
 }
 
 /* ---- losses ------------------------------------------------------------------------------------------- */
@@ -471,6 +477,19 @@ static void optim_check(hs_conf *t, const char *what, const table_t *tb, const o
     }
 }
 
+/* The CUDA buffers given the CPU's parameters and states: the next step starts from the same inputs on both,
+ * which a check of a sum over them (LAMB's norms) assumes. A state carried over differs by the step's
+ * element-wise error, and where an update nearly cancels a value (p - lr·u near 0, β1·m + (1-β1)·g near
+ * 0) that error is large relative to the result and to its square's sum. */
+static void optim_sync(hs_conf *t, const table_t *tb, const optim_bufs *b) {
+    const hs_conf_pair *bufs[] = {&b->p, &b->s1, &b->s2};
+    for (size_t k = 0; k < 3; k++) {
+        float *v = hs_conf_download_f32(t->cpu, bufs[k]->cpu, tb->flat);
+        t->cuda->upload(t->cuda, bufs[k]->cuda, v, tb->flat * 4);
+        free(v);
+    }
+}
+
 static void optim_release(hs_conf *t, optim_bufs *b) {
     hs_conf_pair_free(t, b->p), hs_conf_pair_free(t, b->g), hs_conf_pair_free(t, b->s1), hs_conf_pair_free(t, b->s2);
 }
@@ -554,6 +573,7 @@ static void lamb_cases(hs_conf *t, const table_t *tb) {
                 optim_bufs b = optim_inputs(t, tb, 1);
                 hs_conf_pair pn = hs_conf_pair_of(t, NULL, 2 * (size_t)tb->count * 8);
                 for (int64_t step = 1; step <= 2; step++) {
+                    if (step > 1) optim_sync(t, tb, &b); /* the norms' bound needs the same p, m, v */
                     const hs_lamb_hparams h = {.lr = 2e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-6,
                                                .weight_decay = decays[w], .grad_divisor = divisors[d], .step = step,
                                                .trust_ratio_on_no_decay = trust};
