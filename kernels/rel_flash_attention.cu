@@ -214,7 +214,8 @@ __device__ void ds_tile(const rf_args &g, int lane, float *S, float *dpp, T *pt,
     const int a = e / kTile, b = e % kTile;
     const float sc = S[e];
     const float pr = sc == -INFINITY ? 0.0f : hs_exp_fast(sc - lse_t[a]);
-    const float f = pr != 0.0f ? drop_factor(g, sample_key, keys_t[a], j0 + b) : 0.0f;
+    /* the row's key read only with dropout on (keys_t unset without it) */
+    const float f = pr == 0.0f ? 0.0f : g.p > 0.0f ? drop_factor(g, sample_key, keys_t[a], j0 + b) : 1.0f;
     if (pt) tile_store(pt[pt_transposed ? b * kTile + a : e], pr * f);
     S[e] = pr * (f * dpp[e] - d_t[a]);
   }
@@ -637,7 +638,7 @@ __global__ void rel_flash_dr_kernel(float *part, const float *dctx, const float 
         const int a = e / kTile, tt = e % kTile, x = a + tt;
         const float sc = sd[e];
         const float pr = sc == -INFINITY ? 0.0f : hs_exp_fast(sc - sm.lse_t[a]);
-        const float f = pr != 0.0f ? drop_factor(g, sample_key, sm.keys_t[a], jbase + x) : 0.0f;
+        const float f = pr == 0.0f ? 0.0f : g.p > 0.0f ? drop_factor(g, sample_key, sm.keys_t[a], jbase + x) : 1.0f;
         tile_store(dbt[tt * kTile + a], pr * (f * dpp[a * 2 * kTile + x] - sm.d_t[a]));
       }
       __syncwarp();
