@@ -48,17 +48,21 @@ template <class T> __global__ void relu_backward_kernel(T *dx, const T *dy, cons
 /* ---- dropout, and ReLU and dropout in one pass (Transformer-XL's FFN activation) ---------------------- */
 
 /* f[j] = the dropout factor of element i + j of a [batch, per_sample] tensor (one decision per `group`
- * consecutive values of a sample): 1/(1-p) if hs_uniform(key, first_sample + sample, group index) >= p,
- * else 0. The mask is a pure function of (key, global sample, group), so the backward pass redraws it
- * (d(x·m)/dx = m) and every rank layout draws the same mask for the same sample. One division finds the
- * quad's first (sample, offset), the next three step on from it. */
+ * consecutive values of a sample): 1/(1-p) if hs_dropout_uniform(sample key of first_sample + sample, group
+ * index) >= p, else 0. The mask is a pure function of (key, global sample, group), so the backward pass
+ * redraws it (d(x·m)/dx = m) and every rank layout draws the same mask for the same sample. One division
+ * finds the quad's first (sample, offset), the next three step on from it; the sample's key is made once
+ * per quad, and again where the quad crosses into the next sample. */
 __device__ __forceinline__ void quad_dropout_factors(float (&f)[HS_VEC], size_t i, size_t per_sample, size_t group,
                                                      float p, float keep_scale, uint64_t key, int64_t first_sample) {
   size_t sample = i / per_sample, rem = i - sample * per_sample;
+  uint64_t sample_key = hs_dropout_sample_key(key, (uint64_t)(first_sample + (int64_t)sample));
   for (int j = 0; j < HS_VEC; j++, rem++) {
-    if (rem == per_sample) sample++, rem = 0;
-    f[j] = hs_dropout_factor(key, (uint64_t)(first_sample + (int64_t)sample), group == 1 ? rem : rem / group, p,
-                             keep_scale);
+    if (rem == per_sample) {
+      sample++, rem = 0;
+      sample_key = hs_dropout_sample_key(key, (uint64_t)(first_sample + (int64_t)sample));
+    }
+    f[j] = hs_dropout_factor(sample_key, group == 1 ? rem : rem / group, p, keep_scale);
   }
 }
 

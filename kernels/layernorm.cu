@@ -44,7 +44,8 @@ template <class T> __device__ __forceinline__ float to_float(T v) { return stati
 template <class T> __device__ __forceinline__ T from_float(float v) { return static_cast<T>(v); }
 
 /* The dropout folded into a pass: element i of the [batch, per_sample] tensor is multiplied by
- * hs_dropout_factor(key, first_sample + i / per_sample, (i % per_sample) / group, p, keep_scale). */
+ * hs_dropout_factor(hs_dropout_sample_key(key, first_sample + i / per_sample), (i % per_sample) / group, p,
+ * keep_scale). */
 struct ln_dropout {
   int on; /* 0: no dropout (the plain ops) */
   float p, keep_scale;
@@ -74,16 +75,16 @@ static half_out half_out_for(const hs_backend *be, uint16_t *p) {
  * column loops call it only for rows that cross samples or draw per group (ln_row_draw). */
 __device__ HS_NOINLINE float dropout_factor_divided(uint64_t key, int64_t first_sample, size_t per_sample,
                                                      size_t group, float p, float keep_scale, size_t i) {
-  return hs_dropout_factor(key, (uint64_t)(first_sample + (int64_t)(i / per_sample)), (i % per_sample) / group, p,
-                           keep_scale);
+  return hs_dropout_factor(hs_dropout_sample_key(key, (uint64_t)(first_sample + (int64_t)(i / per_sample))),
+                           (i % per_sample) / group, p, keep_scale);
 }
 
-/* Where a row's elements draw, found once per row: the row's first element is value rem0 of global sample
- * `sample`, and `inside` says the row lies inside that sample and draws per value (group 1), as BERT's and
- * Transformer-XL's rows do (per_sample is a multiple of the row): column c then draws at rem0 + c, with no
- * division per element in a memory-bound pass. */
+/* Where a row's elements draw, found once per row: the row's first element is value rem0 of the global
+ * sample whose key is sample_key, and `inside` says the row lies inside that sample and draws per value
+ * (group 1), as BERT's and Transformer-XL's rows do (per_sample is a multiple of the row): column c then
+ * draws at rem0 + c, with no division and no sample key per element in a memory-bound pass. */
 struct ln_row_draw {
-  uint64_t sample;
+  uint64_t sample_key;
   size_t rem0;
   bool inside;
 };
@@ -91,13 +92,14 @@ struct ln_row_draw {
 __device__ __forceinline__ ln_row_draw row_draw_at(const ln_dropout &d, size_t off, int cols) {
   if (!d.on) return ln_row_draw{0, 0, false};
   const size_t s = off / d.per_sample, rem0 = off - s * d.per_sample;
-  return ln_row_draw{(uint64_t)(d.first_sample + (int64_t)s), rem0, d.group == 1 && rem0 + (size_t)cols <= d.per_sample};
+  return ln_row_draw{hs_dropout_sample_key(d.key, (uint64_t)(d.first_sample + (int64_t)s)), rem0,
+                     d.group == 1 && rem0 + (size_t)cols <= d.per_sample};
 }
 
-/* The factor of column c of the row at off: hs_dropout_factor(key, first_sample + i / per_sample,
- * (i % per_sample) / group, p, keep_scale) at i = off + c, either way the same draw. */
+/* The factor of column c of the row at off: dropout_factor_divided's at i = off + c, either way the same
+ * draw. */
 __device__ __forceinline__ float dropout_factor_at(const ln_dropout &d, const ln_row_draw &rd, size_t off, int c) {
-  if (rd.inside) return hs_dropout_factor(d.key, rd.sample, rd.rem0 + (size_t)c, d.p, d.keep_scale);
+  if (rd.inside) return hs_dropout_factor(rd.sample_key, rd.rem0 + (size_t)c, d.p, d.keep_scale);
   return dropout_factor_divided(d.key, d.first_sample, d.per_sample, d.group, d.p, d.keep_scale, off + (size_t)c);
 }
 

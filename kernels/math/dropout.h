@@ -1,6 +1,6 @@
-/* Inverted dropout mask, shared by the CPU backend and the CUDA kernels. The mask is a pure function
- * of (key, sample index, group index), so the backward pass recomputes it instead of storing it, and
- * every rank/thread layout draws the same mask for the same global sample. */
+/* Dropout masks, shared by the CPU backend and the CUDA kernels. A mask is a pure function of (key, sample
+ * index, element or group index), so the backward pass recomputes it instead of storing it, and every
+ * rank/thread layout draws the same mask for the same global sample. */
 #ifndef HS_KERNELS_MATH_DROPOUT_H
 #define HS_KERNELS_MATH_DROPOUT_H
 
@@ -8,32 +8,7 @@
 
 #include "math/hs_math.h"
 
-/* Multiplier of group `group` of global sample `sample`: kept (u >= p) -> 1/(1-p), dropped -> 0.
- * keep_scale = 1/(1-p) is passed in so it is computed once per call. p >= 1 drops everything (u < 1). */
-HS_HD static inline float hs_dropout_factor(uint64_t key, uint64_t sample, uint64_t group, float p,
-                                            float keep_scale) {
-    return hs_uniform(key, sample, group) >= p ? keep_scale : 0.0f;
-}
-
-/* 1/(1-p), or 0 when everything is dropped (avoids inf * 0 = NaN). */
-HS_HD static inline float hs_dropout_keep_scale(float p) { return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }
-
-/* Attention dropout (BERT's attention probabilities, Transformer-XL's dropatt) draws from a cheaper
- * stream than hs_uniform: a sample has heads·L·L decisions, L times the hidden layers' count, and the
- * fused attention kernels redraw each one in the forward, dQ and dK/dV passes, where hs_uniform's two
- * 64-bit splitmix64 finalisers per element (four 64-bit multiplies, the counter itself a 64-bit product)
- * were most of a score's integer work. Here everything per element is 32-bit: a decision is addressed by
- * its row (head h, query i: row = h·qlen + i) and column (key j), and
- *   sample_key = mix64(key ^ mix64(sample·φ))                  once per (site, sample)
- *   row_key    = lowbias32(row ^ hi(sample_key))                once per row
- *   x          = lowbias32(lowbias32(j ^ row_key) ^ (row_key + lo(sample_key)))
- *   u          = (x >> 8) / 2^24                                24 random bits, as hs_uniform
- * (lowbias32: Wellons' 32-bit finaliser, two 32-bit multiplies). Each step is a bijection, so a sample's
- * rows get distinct row keys and a row's columns distinct values; two rows differ in both rounds' keys,
- * so one row's draws are not another's at xor-shifted columns (as with the row key in the first round
- * only: u(r2, j) = u(r1, j ^ row_key1 ^ row_key2)). A pure function of (key, sample, row, column)
- * as hs_uniform is of its counter: the same masks on every backend, rank count and thread layout.
- * tests/ref/hetseq_rng.py has it in Python. */
+/* Wellons' 32-bit finaliser (lowbias32): two 32-bit multiplies, a bijection of 32-bit values. */
 HS_HD static inline uint32_t hs_lowbias32(uint32_t x) {
     x ^= x >> 16;
     x *= 0x7feb352dU;
@@ -42,8 +17,54 @@ HS_HD static inline uint32_t hs_lowbias32(uint32_t x) {
     return x ^ (x >> 16);
 }
 
-HS_HD static inline uint64_t hs_attention_sample_key(uint64_t key, uint64_t sample) {
+/* The key of a (site, sample): mix64(key ^ mix64(sample·φ)), splitmix64's finaliser twice. Made once per
+ * sample (a row, a span of a sample), never per element. */
+HS_HD static inline uint64_t hs_dropout_sample_key(uint64_t key, uint64_t sample) {
     return hs_mix64(key ^ hs_mix64(sample * 0x9e3779b97f4a7c15ULL));
+}
+
+/* Hidden-layer dropout (the dropout op, and the dropout fused into LayerNorm and into Transformer-XL's
+ * ReLU): the uniform of element (or group) e of the sample whose key is sample_key,
+ *   x = lowbias32(lowbias32(lo(e) ^ hi(sample_key)) ^ (lo(sample_key) + hi(e)·0x9e3779b9))
+ *   u = (x >> 8) / 2^24                                                     24 random bits
+ * 32-bit arithmetic per element: 4 32-bit multiplies and about 20 machine instructions (sm_90), where a
+ * 64-bit counter through two splitmix64 finalisers (hs_uniform) took about 56 with 20 integer
+ * multiply-adds and a 64-bit integer-to-float conversion: more than the memory-bound passes that draw
+ * (LayerNorm with dropout and the residual, forward and backward) move per element on a GPU. Both rounds
+ * are bijections of lo(e), so a sample's elements below 2^32 get distinct values; hi(e) (0 in practice)
+ * offsets the second round's key. tests/ref/hetseq_rng.py has it in Python. */
+HS_HD static inline float hs_dropout_uniform(uint64_t sample_key, uint64_t e) {
+    const uint32_t x = hs_lowbias32(hs_lowbias32((uint32_t)e ^ (uint32_t)(sample_key >> 32)) ^
+                                    ((uint32_t)sample_key + (uint32_t)(e >> 32) * 0x9e3779b9U));
+    return (float)(x >> 8) * (1.0f / 16777216.0f);
+}
+
+/* Multiplier of element (or group) e of the sample whose key is sample_key (hs_dropout_sample_key): kept
+ * (u >= p) -> 1/(1-p), dropped -> 0. keep_scale = 1/(1-p) is passed in so it is computed once per call.
+ * p >= 1 drops everything (u < 1). */
+HS_HD static inline float hs_dropout_factor(uint64_t sample_key, uint64_t e, float p, float keep_scale) {
+    return hs_dropout_uniform(sample_key, e) >= p ? keep_scale : 0.0f;
+}
+
+/* 1/(1-p), or 0 when everything is dropped (avoids inf * 0 = NaN). */
+HS_HD static inline float hs_dropout_keep_scale(float p) { return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }
+
+/* Attention dropout (BERT's attention probabilities, Transformer-XL's dropatt) draws from a cheaper
+ * stream of the same kind: a sample has heads·L·L decisions, L times the hidden layers' count, and the
+ * fused attention kernels redraw each one in the forward, dQ and dK/dV passes. Everything per element is
+ * 32-bit: a decision is addressed by its row (head h, query i: row = h·qlen + i) and column (key j), and
+ *   sample_key = mix64(key ^ mix64(sample·φ))                  once per (site, sample)
+ *   row_key    = lowbias32(row ^ hi(sample_key))                once per row
+ *   x          = lowbias32(lowbias32(j ^ row_key) ^ (row_key + lo(sample_key)))
+ *   u          = (x >> 8) / 2^24                                24 random bits
+ * (lowbias32: Wellons' 32-bit finaliser, two 32-bit multiplies). Each step is a bijection, so a sample's
+ * rows get distinct row keys and a row's columns distinct values; two rows differ in both rounds' keys,
+ * so one row's draws are not another's at xor-shifted columns (as with the row key in the first round
+ * only: u(r2, j) = u(r1, j ^ row_key1 ^ row_key2)). A pure function of (key, sample, row, column): the
+ * same masks on every backend, rank count and thread layout. tests/ref/hetseq_rng.py has it in Python. */
+/* the sample's key: hs_dropout_sample_key's */
+HS_HD static inline uint64_t hs_attention_sample_key(uint64_t key, uint64_t sample) {
+    return hs_dropout_sample_key(key, sample);
 }
 
 /* Dropout row of query i of head `head` in a sample's [heads, qlen, klen] block of attention decisions */

@@ -23,9 +23,10 @@
 #define HS_HD_INLINE static inline
 #endif
 
-/* Counter-based uniform random number in [0,1): a pure function of (key, counter), so dropout masks
- * depend only on (seed, update, layer, sample index, element) — never on rank or thread — and a run
- * gives the same numbers on 1, 2 or N ranks and after a resume. splitmix64 finalizer mixing. */
+/* Counter-based random numbers: pure functions of (key, counter), never of rank or thread, so a run gives
+ * the same numbers on 1, 2 or N ranks and after a resume. splitmix64 finalizer mixing. hs_uniform (a
+ * uniform in [0,1)) draws the parameters' initialisation and Transformer-XL's sequence lengths; dropout
+ * masks draw from the cheaper 32-bit streams of math/dropout.h, keyed by hs_rng_key. */
 HS_HD static inline uint64_t hs_mix64(uint64_t z) {
     z += 0x9e3779b97f4a7c15ULL;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;

@@ -346,7 +346,8 @@ void hs_attention_mask_bias(const hs_backend *be, float *mask_bias, const int32_
 /* ctx[B,L,H] = merge_heads(dropout(softmax(Q·Kᵀ/√d + mask_bias)) · V),  Q,K,V = x·Wᵀ + b split into heads.
  * x[B,L,H]; mask_bias[B,L] is broadcast over heads and query positions. The attention-probability
  * dropout uses drop->p and drop->key (drop->group is ignored): probability (h,i,j) of sample b is kept
- * iff hs_uniform(key, first_sample + b, (h·L + i)·L + j) >= p and then scaled by 1/(1-p); p = 0 (or
+ * iff the attention stream's uniform of (key, first_sample + b, row h·L + i, column j) is >= p
+ * (hs_attention_uniform, kernels/math/dropout.h) and then scaled by 1/(1-p); p = 0 (or
  * drop == NULL) is no dropout. The output projection (attention.output.dense) is NOT included: it is a
  * plain hs_linear_forward on ctx done by the model. ctx must not alias x; it may be NULL under the fused
  * attention with saved->ctx16 (the context only in 16 bits: be->bind_half_only). */
@@ -387,7 +388,8 @@ static inline void hs_softmax_xent_backward(const hs_backend *be, float *dlogits
  * ctx[b,qlen,n·d] = dropatt(softmax(scale·(AC + shifted BD), causal (+ same_length) mask))·V;
  * probs[b,n,qlen,klen] is kept for the backward pass (a dropped probability stored negated). Keys
  * j <= mlen + i are allowed, and with lower_shift > 0 (same_length) only j > i - lower_shift.
- * Dropout keeps (s,h,i,j) iff hs_uniform(key, first_sample + s, (h·qlen + i)·klen + j) >= p. */
+ * Dropout keeps (s,h,i,j) iff the attention stream's uniform of (key, first_sample + s, row h·qlen + i,
+ * column j) is >= p (hs_attention_uniform, kernels/math/dropout.h). */
 static inline void hs_rel_attention_forward(const hs_backend *be, float *ctx, float *probs, const float *qkv,
                                             const float *r, const float *r_w_bias, const float *r_r_bias, int batch,
                                             int qlen, int mlen, int heads, int head_dim, int lower_shift, float scale,

@@ -25,6 +25,7 @@
 #include <cmocka.h>
 
 #include "backend/backend.h"
+#include "math/dropout.h"
 #include "math/hs_math.h"
 #include "models/cnn.h"
 #include "nn/layers.h"
@@ -219,13 +220,14 @@ static void check_dropout(size_t group) {
     assert_int_equal(fd_check_gradient(group == 1 ? "dropout dx" : "dropout2d dx", &gc, s.x, dx, n), 0);
     dropout_loss(&s); /* y of the unperturbed x again */
 
-    /* The mask is the documented one: keep iff hs_uniform(key, first_sample+i, group j) >= p, kept
-     * values scaled by 1/(1-p); whole groups are kept or dropped together. */
+    /* The mask is the documented one: keep iff hs_dropout_uniform(sample key of first_sample+i, group j) >= p,
+     * kept values scaled by 1/(1-p); whole groups are kept or dropped together. */
     size_t dropped = 0;
     for (int i = 0; i < s.batch; i++)
         for (size_t e = 0; e < s.per_sample; e++) {
             const size_t at = (size_t)i * s.per_sample + e;
-            const int keep = hs_uniform(s.m.key, (uint64_t)(s.m.first_sample + i), e / group) >= s.m.p;
+            const int keep =
+                hs_dropout_uniform(hs_dropout_sample_key(s.m.key, (uint64_t)(s.m.first_sample + i)), e / group) >= s.m.p;
             assert_float_equal(s.y[at], keep ? s.x[at] / (1.0f - s.m.p) : 0.0f, 1e-6f);
             dropped += !keep;
         }
@@ -333,7 +335,9 @@ static double twin_loss(void *state) {
                 }
         for (int c = 0; c < 64; c++) {
             const double keep = !on ? 1.0
-                                : hs_uniform(key_conv, sample, (uint64_t)c) >= t->p_conv ? 1.0 / (1.0 - t->p_conv) : 0.0;
+                                : hs_dropout_uniform(hs_dropout_sample_key(key_conv, sample), (uint64_t)c) >= t->p_conv
+                                    ? 1.0 / (1.0 - t->p_conv)
+                                    : 0.0;
             for (int y = 0; y < 12; y++)
                 for (int x = 0; x < 12; x++) {
                     double m = h2[c][2 * y][2 * x];
@@ -345,7 +349,10 @@ static double twin_loss(void *state) {
         for (int o = 0; o < 128; o++) {
             double s = b3[o];
             for (int k = 0; k < 9216; k++) s += w3[(size_t)o * 9216 + k] * flat[k];
-            const double keep = !on ? 1.0 : hs_uniform(key_fc, sample, (uint64_t)o) >= t->p_fc ? 1.0 / (1.0 - t->p_fc) : 0.0;
+            const double keep = !on ? 1.0
+                                : hs_dropout_uniform(hs_dropout_sample_key(key_fc, sample), (uint64_t)o) >= t->p_fc
+                                    ? 1.0 / (1.0 - t->p_fc)
+                                    : 0.0;
             hid[o] = (s > 0 ? s : 0) * keep;
         }
         double mx = -INFINITY, sum = 0.0;

@@ -1,6 +1,7 @@
 """hetseq's counter RNG (kernels/math/hs_math.h, kernels/math/dropout.h) in Python, for the reference tests
-that redraw hetseq's dropout masks: splitmix64's finalizer, the per-site key, hs_uniform and the attention
-dropout's draws (hs_attention_sample_key, hs_attention_uniform)."""
+that redraw hetseq's dropout masks: splitmix64's finalizer, the per-site key, the hidden-layer dropout's
+draws (hs_dropout_sample_key, hs_dropout_uniform) and the attention dropout's (hs_attention_sample_key,
+hs_attention_uniform)."""
 import numpy as np
 
 M64 = (1 << 64) - 1
@@ -30,12 +31,19 @@ def rng_key(seed, update, site):
 
 
 def uniform(key, sample, elems):
-    """hs_uniform(key, sample, elem) for a numpy array of elems (any shape), float32 in [0, 1): the top 24
-    bits of mix64(key ^ mix64(sample·φ + elem)) / 2^24. sample may be an int or a broadcastable uint64 array."""
+    """The hidden-layer dropout's uniforms (hs_dropout_uniform of hs_dropout_sample_key) for a numpy array of
+    element (or group) indices elems (any shape), float32 in [0, 1): with sk = mix64(key ^ mix64(sample·φ)),
+    the top 24 bits of lowbias32(lowbias32(lo(e) ^ hi(sk)) ^ (lo(sk) + hi(e)·0x9E3779B9)) / 2^24. sample may
+    be an int or a broadcastable uint64 array."""
     with np.errstate(over="ignore"):
-        inner = mix64_np(np.asarray(sample, dtype=np.uint64) * np.uint64(PHI) + np.asarray(elems, dtype=np.uint64))
-    h = mix64_np(np.uint64(key) ^ inner)
-    return (h >> np.uint64(40)).astype(np.float32) * np.float32(1.0 / 16777216.0)
+        sk = mix64_np(np.uint64(key) ^ mix64_np(np.asarray(sample, dtype=np.uint64) * np.uint64(PHI)))
+        e = np.asarray(elems, dtype=np.uint64)
+        sk_hi = (sk >> np.uint64(32)).astype(np.uint32)
+        sk_lo = (sk & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        e_lo = (e & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        e_hi = (e >> np.uint64(32)).astype(np.uint32)
+        x = lowbias32_np(lowbias32_np(e_lo ^ sk_hi) ^ (sk_lo + e_hi * np.uint32(0x9E3779B9)))
+    return (x >> np.uint32(8)).astype(np.float32) * np.float32(1.0 / 16777216.0)
 
 
 def lowbias32_np(x):

@@ -7,7 +7,7 @@ same gradient for every parameter.
 Two passes:
   eval      dropout off (hetseq: training = 0; PyTorch: model.eval()).
   dropout   training mode with dropout 0.1 everywhere; PyTorch applies, through the reference model's
-            dropout hook, the masks hetseq draws: its counter RNG (splitmix64) re-implemented in
+            dropout hook, the masks hetseq draws: its counter RNG streams (kernels/math/dropout.h) re-implemented in
             numpy (hetseq_rng.py), keyed by (seed, update, dropout site) and the global sample index. A mask at the
             wrong site, with the wrong key or sample index, or dropout missing from one site shows up as
             an O(1) gradient difference.

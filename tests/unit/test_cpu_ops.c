@@ -200,6 +200,50 @@ static void test_attention_dropout_draws(void **unused) {
     assert_true(chi2 < 340.0);
 }
 
+/* The hidden layers' dropout draws (kernels/math/dropout.h): the values tests/ref/hetseq_rng.py's independent
+ * implementation gives (24-bit uniforms of elements 0, 1, 999 and 2^32 + 5 of three samples; their sample
+ * keys are the attention's, checked above), and the statistics a dropout mask needs over 64 samples of
+ * 65536 elements (4 M draws): the keep rate, neighbouring elements and the same element in the next
+ * sample independent at p = 0.1 (within 5 standard deviations), and the uniform's 256 bins flat
+ * (chi-square, 255 degrees of freedom, below 340). */
+static void test_hidden_dropout_draws(void **unused) {
+    (void)unused;
+    const uint64_t key = hs_rng_key(19940802, 7, 16);
+    const uint64_t samples[3] = {0, 1, 12345};
+    const uint64_t elems[4] = {0, 1, 999, (1ULL << 32) + 5};
+    const uint32_t u24[3][4] = {{6372796, 15404745, 1949625, 8506301},
+                                {187316, 14355698, 1816627, 10108090},
+                                {11551347, 2032667, 9114353, 5896893}};
+    for (int s = 0; s < 3; s++) {
+        const uint64_t sk = hs_dropout_sample_key(key, samples[s]);
+        assert_true(sk == hs_attention_sample_key(key, samples[s]));
+        for (int e = 0; e < 4; e++) assert_true(hs_dropout_uniform(sk, elems[e]) * 16777216.0f == (float)u24[s][e]);
+    }
+    enum { SAMPLES = 64, PER = 65536, N = SAMPLES * PER };
+    const float p = 0.1f;
+    double kept = 0, pair_next = 0, pair_sample = 0, bins[256] = {0};
+    for (int s = 0; s < SAMPLES; s++) {
+        const uint64_t sk = hs_dropout_sample_key(key, (uint64_t)s), next = hs_dropout_sample_key(key, (uint64_t)s + 1);
+        int prev = 0;
+        for (int e = 0; e < PER; e++) {
+            const float u = hs_dropout_uniform(sk, (uint64_t)e);
+            const int k = u >= p;
+            kept += k;
+            if (e > 0) pair_next += k && prev;
+            pair_sample += k && hs_dropout_uniform(next, (uint64_t)e) >= p;
+            prev = k;
+            bins[(int)(u * 256.0f)] += 1;
+        }
+    }
+    const double q = 1.0 - p, sd1 = sqrt(q * p / N), sd2 = sqrt(q * q * (1 - q * q) / N);
+    assert_true(fabs(kept / N - q) < 5 * sd1);
+    assert_true(fabs(pair_next / ((double)SAMPLES * (PER - 1)) - q * q) < 5 * sd2);
+    assert_true(fabs(pair_sample / N - q * q) < 5 * sd2);
+    double chi2 = 0;
+    for (int b = 0; b < 256; b++) chi2 += (bins[b] - N / 256.0) * (bins[b] - N / 256.0) / (N / 256.0);
+    assert_true(chi2 < 340.0);
+}
+
 /* Σ x² per tensor of a table and in all, in double: exact for small integers, padding between tensors
  * ignored, and the same bits on 1 and 2 threads */
 static void test_sumsq_exact_and_thread_independent(void **unused) {
@@ -275,6 +319,7 @@ int main(void) {
         cmocka_unit_test(test_log_softmax_nll_exact),
         cmocka_unit_test(test_dropout_edge_rates),
         cmocka_unit_test(test_attention_dropout_draws),
+        cmocka_unit_test(test_hidden_dropout_draws),
         cmocka_unit_test(test_sumsq_exact_and_thread_independent),
         cmocka_unit_test(test_conv2d_direct_and_deterministic),
     };

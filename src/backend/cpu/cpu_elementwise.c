@@ -38,12 +38,13 @@ void hs_cpu_relu_backward(const hs_backend *be, float *dx, const float *dy, cons
     for (size_t i = 0; i < n; i++) dx[i] = hs_relu_grad(dy[i], y[i]);
 }
 
-/* out[n] = in[n]·mask(key, sample, e0 + e): n consecutive elements of one sample, element-wise mask */
+/* out[n] = in[n]·mask(sample_key, e0 + e): n consecutive elements of one sample (its key
+ * hs_dropout_sample_key), element-wise mask */
 #define HS_DROPOUT_SPAN 4096
-static HS_SIMD_CLONES void dropout_span(float *out, const float *in, size_t n, uint64_t key, uint64_t sample,
-                                        size_t e0, float p, float keep_scale) {
+static HS_SIMD_CLONES void dropout_span(float *out, const float *in, size_t n, uint64_t sample_key, size_t e0, float p,
+                                        float keep_scale) {
 #pragma omp simd
-    for (size_t e = 0; e < n; e++) out[e] = in[e] * hs_dropout_factor(key, sample, e0 + e, p, keep_scale);
+    for (size_t e = 0; e < n; e++) out[e] = in[e] * hs_dropout_factor(sample_key, e0 + e, p, keep_scale);
 }
 
 /* out[batch, per_sample] = in * mask: one mask value per group of `group` consecutive elements of a
@@ -69,7 +70,8 @@ static void dropout_apply(float *out, const float *in, int batch, size_t per_sam
             const size_t e0 = (size_t)(u % (int64_t)spans) * HS_DROPOUT_SPAN;
             const size_t n = per_sample - e0 < HS_DROPOUT_SPAN ? per_sample - e0 : HS_DROPOUT_SPAN;
             const size_t off = (size_t)sample * per_sample + e0;
-            dropout_span(out + off, in + off, n, key, (uint64_t)(first_sample + sample), e0, p, keep_scale);
+            dropout_span(out + off, in + off, n, hs_dropout_sample_key(key, (uint64_t)(first_sample + sample)), e0, p,
+                         keep_scale);
         }
         return;
     }
@@ -79,7 +81,7 @@ static void dropout_apply(float *out, const float *in, int batch, size_t per_sam
     for (int64_t u = 0; u < units; u++) {
         const int64_t sample = u / (int64_t)groups;
         const size_t g = (size_t)(u % (int64_t)groups);
-        const float m = hs_dropout_factor(key, (uint64_t)(first_sample + sample), g, p, keep_scale);
+        const float m = hs_dropout_factor(hs_dropout_sample_key(key, (uint64_t)(first_sample + sample)), g, p, keep_scale);
         const size_t off = (size_t)u * group; /* = sample*per_sample + g*group */
 #pragma omp simd
         for (size_t e = 0; e < group; e++) out[off + e] = in[off + e] * m;
@@ -113,10 +115,10 @@ void hs_cpu_relu_dropout_forward(const hs_backend *be, float *y, const float *x,
 #pragma omp parallel for schedule(static) if (total > HS_PAR_MIN)
         for (int s = 0; s < batch; s++) {
             const size_t off = (size_t)s * per_sample;
+            const uint64_t sample_key = hs_dropout_sample_key(key, (uint64_t)(first_sample + s));
 #pragma omp simd
             for (size_t e = 0; e < per_sample; e++)
-                y[off + e] = hs_relu(x[off + e]) *
-                             hs_dropout_factor(key, (uint64_t)(first_sample + s), e, p, keep_scale);
+                y[off + e] = hs_relu(x[off + e]) * hs_dropout_factor(sample_key, e, p, keep_scale);
         }
     }
     if (y16 && total) hs_cpu_to_half(be, y16, y, total);
@@ -137,10 +139,10 @@ void hs_cpu_relu_dropout_backward(const hs_backend *be, float *dx, const float *
 #pragma omp parallel for schedule(static) if (total > HS_PAR_MIN)
         for (int s = 0; s < batch; s++) {
             const size_t off = (size_t)s * per_sample;
+            const uint64_t sample_key = hs_dropout_sample_key(key, (uint64_t)(first_sample + s));
 #pragma omp simd
             for (size_t e = 0; e < per_sample; e++)
-                dx[off + e] = hs_relu_grad(
-                    dy[off + e] * hs_dropout_factor(key, (uint64_t)(first_sample + s), e, p, keep_scale), y[off + e]);
+                dx[off + e] = hs_relu_grad(dy[off + e] * hs_dropout_factor(sample_key, e, p, keep_scale), y[off + e]);
         }
     }
     if (dx16 && total) hs_cpu_to_half(be, dx16, dx, total);
