@@ -81,7 +81,8 @@ static void dropout_apply(float *out, const float *in, int batch, size_t per_sam
     for (int64_t u = 0; u < units; u++) {
         const int64_t sample = u / (int64_t)groups;
         const size_t g = (size_t)(u % (int64_t)groups);
-        const float m = hs_dropout_factor(hs_dropout_sample_key(key, (uint64_t)(first_sample + sample)), g, p, keep_scale);
+        const uint64_t sample_key = hs_dropout_sample_key(key, (uint64_t)(first_sample + sample));
+        const float m = hs_dropout_factor(sample_key, g, p, keep_scale);
         const size_t off = (size_t)u * group; /* = sample*per_sample + g*group */
 #pragma omp simd
         for (size_t e = 0; e < group; e++) out[off + e] = in[off + e] * m;
