@@ -70,8 +70,9 @@ static half_out half_out_for(const hs_backend *be, uint16_t *p) {
   return half_out{p, be->precision == HS_PRECISION_BF16};
 }
 
-/* The factor of element i of the [batch, per_sample] tensor, from i itself: two 64-bit divisions (a
- * subroutine of about 70 instructions each on a GPU, more than the draw). Out of line: the unrolled
+/* The factor of element i of the [batch, per_sample] tensor, from i itself: two 64-bit divisions (on a
+ * GPU each about 25 instructions with a reciprocal and two conversions where the values fit in 32 bits,
+ * a subroutine call beyond: more than the draw). Out of line: the unrolled
  * column loops call it only for rows that cross samples or draw per group (ln_row_draw). */
 __device__ HS_NOINLINE float dropout_factor_divided(uint64_t key, int64_t first_sample, size_t per_sample,
                                                      size_t group, float p, float keep_scale, size_t i) {

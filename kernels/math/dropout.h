@@ -27,7 +27,8 @@ HS_HD static inline uint64_t hs_dropout_sample_key(uint64_t key, uint64_t sample
  * ReLU): the uniform of element (or group) e of the sample whose key is sample_key,
  *   x = lowbias32(lowbias32(lo(e) ^ hi(sample_key)) ^ (lo(sample_key) + hi(e)·0x9e3779b9))
  *   u = (x >> 8) / 2^24                                                     24 random bits
- * 32-bit arithmetic per element: 4 32-bit multiplies and about 20 machine instructions (sm_90), where a
+ * 32-bit arithmetic per element: 4 32-bit multiplies (5 where hi(e) is not known to be 0) and about 20
+ * machine instructions (sm_90), where a
  * 64-bit counter through two splitmix64 finalisers (hs_uniform) took about 56 with 20 integer
  * multiply-adds and a 64-bit integer-to-float conversion: more than the memory-bound passes that draw
  * (LayerNorm with dropout and the residual, forward and backward) move per element on a GPU. Both rounds
