@@ -1,7 +1,7 @@
 # A user on a mixed cluster gives fast ranks bigger shares of every global batch — by hand
 # (distributed.weights), by memory cap (distributed.rank_max_sentences) or by measurement
 # (distributed.balance = "auto") — and gets the same model as 1 rank with the same global batch, within
-# 1e-5, for the CNN and for BERT; a job of an emulated-GPU rank beside CPU ranks too. Plain SGD for the
+# 1e-5, for the CNN and for BERT (1e-4 for a job of an emulated-GPU rank beside CPU ranks). Plain SGD for the
 # CNN: the shares change summation order only, and HetSeq's Adadelta recipe amplifies any rounding
 # difference (docs/gpu.md, "Determinism"); BERT keeps its LAMB recipe. A killed balance = auto job
 # resumes with the shares it had learned and stays bit-identical to a job that was never killed.
@@ -10,21 +10,23 @@ CMP="$top_builddir/tests/tools/h5compare"
 EMU="${HETSEQ_EMU:-$top_builddir/tests/cuda/hetseq_emu}"
 
 traj() { grep '"type": "train"' "$1" | sed 's/.*"num_updates": \([0-9]*\), "loss": \([^,]*\),.*"gnorm": \([^,]*\),.*/\1 \2 \3/'; }
-same_traj() { # A B: equal update counts, losses and gradient norms within 1e-5 relative
+same_traj() { # A B [TOL]: equal update counts, losses and gradient norms within TOL (1e-5) relative
+  local tol=${3:-1e-5}
   traj "$1" > a.traj; traj "$2" > b.traj
   [ -s a.traj ] && [ "$(wc -l < a.traj)" -eq "$(wc -l < b.traj)" ] || fail "$1 and $2 have different numbers of updates"
-  paste a.traj b.traj | awk '
+  paste a.traj b.traj | awk -v tol="$tol" '
     function rel(x, y) { d = x - y; if (d < 0) d = -d; m = (x < 0 ? -x : x); if (m < 1e-30) m = 1e-30; return d / m }
-    { if ($1 != $4 || rel($2, $5) > 1e-5 || rel($3, $6) > 1e-5) { print "update " $1 ": " $2 " " $3 " vs " $5 " " $6; bad = 1 } }
+    { if ($1 != $4 || rel($2, $5) > tol || rel($3, $6) > tol) { print "update " $1 ": " $2 " " $3 " vs " $5 " " $6; bad = 1 } }
     END { exit bad }' || fail "the loss trajectories of $1 and $2 differ"
 }
 run() { # ranks dir args...
   local np=$1 dir=$2; shift 2
   mpi "$np" "$HETSEQ" train "$@" -o checkpoint.save_dir=\"$dir\" > "$dir.log" 2>&1 || { cat "$dir.log"; fail "training into $dir failed"; }
 }
-same() { # reference other what
-  "$CMP" "$1/checkpoint_last.h5" "$2/checkpoint_last.h5" 1e-5 > cmp.log || { cat cmp.log; fail "$3: not the model of 1 rank"; }
-  same_traj "$1/metrics.jsonl" "$2/metrics.jsonl"
+same() { # reference other what [TOL (1e-5)]
+  local tol=${4:-1e-5}
+  "$CMP" "$1/checkpoint_last.h5" "$2/checkpoint_last.h5" "$tol" > cmp.log || { cat cmp.log; fail "$3: not the model of 1 rank"; }
+  same_traj "$1/metrics.jsonl" "$2/metrics.jsonl" "$tol"
   echo "ok: $3 = 1 rank ($(tail -1 cmp.log | sed 's/ of the whole model.*//'))"
 }
 
@@ -76,7 +78,12 @@ if [ -x "$EMU" ]; then
     -np 2 "$EMU" train "$CNN" $cnn -o device=\"cpu\" -o "$w" -o checkpoint.save_dir=\"mixed\" > mixed.log 2>&1 \
     || { cat mixed.log; fail "the mixed CPU/GPU job failed"; }
   grep -q "a mixed job (CPU and GPU ranks)" mixed.log || { cat mixed.log; fail "the mixed job did not say how it moves gradients"; }
-  same cnn_one mixed "CNN, 1 emulated-GPU rank + 2 CPU ranks, weights 1:2:2"
+  # Within 1e-4, not 1e-5: the GPU rank's products (cuBLASLt and cuDNN, whose summation orders the
+  # emulated device draws from HS_CUDA_EMU_SEED as a GPU's algorithms differ) round otherwise than the
+  # CPU's: an fp32 sum of K terms by about sqrt(K)·2^-24 relative (K up to 9216 here: 6e-6), which 20
+  # updates through ReLU, max-pool and dropout carry on (2e-5 seen); the CPU-only jobs above differ only
+  # in the order of the loss's sum. A rank's share weighted wrongly changes an update by tens of percent.
+  same cnn_one mixed "CNN, 1 emulated-GPU rank + 2 CPU ranks, weights 1:2:2" 1e-4
 else
   echo "mixed CPU/GPU part skipped: no emulated CUDA build (hetseq_emu)"
 fi

@@ -1,8 +1,8 @@
 /* Compares the /model tensors of two hetseq checkpoints, as a user checking that two runs agree:
- *   h5compare A.h5 B.h5 TOL
+ *   h5compare A.h5 B.h5 TOL [ELEMENT_TOL]
  * Prints ||a-b|| / ||a|| and max |a-b| of every tensor. Passes when the whole parameter vector agrees
- * within TOL relative (||a-b|| / ||a|| over all tensors) and no element differs by more than TOL times
- * the largest parameter magnitude (a per-tensor relative measure would be noise for tensors whose true
+ * within TOL relative (||a-b|| / ||a|| over all tensors) and no element differs by more than ELEMENT_TOL
+ * (default TOL) times the largest parameter magnitude (a per-tensor relative measure would be noise for tensors whose true
  * gradient is zero, such as an attention key bias). TOL = 0 demands bit-identical tensors. Exits 1 on a
  * difference, 2 on a structural mismatch. */
 #include <hdf5.h>
@@ -13,7 +13,7 @@
 
 typedef struct {
     hid_t other;
-    double tol;
+    double tol, element_tol;
     double diff2, norm2, max_diff, max_abs; /* over all tensors */
     int n, failed, structural, all_bitwise;
 } cmp_ctx;
@@ -68,8 +68,8 @@ static herr_t visit(hid_t group, const char *name, const H5L_info_t *info, void 
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: h5compare A.h5 B.h5 TOL\n");
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: h5compare A.h5 B.h5 TOL [ELEMENT_TOL]\n");
         return 2;
     }
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -80,6 +80,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     cmp_ctx c = {.other = fb, .tol = atof(argv[3]), .all_bitwise = 1};
+    c.element_tol = argc == 5 ? atof(argv[4]) : c.tol;
     hid_t ga = H5Gopen2(fa, "/model", H5P_DEFAULT);
     if (ga < 0) {
         fprintf(stderr, "h5compare: %s has no /model group\n", argv[1]);
@@ -92,9 +93,9 @@ int main(int argc, char **argv) {
     double rel = c.norm2 > 0 ? sqrt(c.diff2 / c.norm2) : sqrt(c.diff2);
     double elem = c.max_abs > 0 ? c.max_diff / c.max_abs : c.max_diff;
     printf("%d tensors: relative difference %.3e of the whole model, largest element difference %.3e of the "
-           "largest parameter%s (tolerance %g)\n",
-           c.n, rel, elem, c.all_bitwise ? ", bit-identical" : "", c.tol);
+           "largest parameter%s (tolerance %g, elements %g)\n",
+           c.n, rel, elem, c.all_bitwise ? ", bit-identical" : "", c.tol, c.element_tol);
     if (c.structural || c.n == 0) return 2;
-    c.failed = c.tol == 0 ? !c.all_bitwise : (rel > c.tol || elem > c.tol);
+    c.failed = c.tol == 0 ? !c.all_bitwise : (rel > c.tol || elem > c.element_tol);
     return c.failed ? 1 : 0;
 }
