@@ -57,7 +57,7 @@ namespace {
  * stored with its sign bit set where factor_j = 0. */
 template <class T>
 __global__ void softmax_dropout_forward_kernel(T *probs, T *dropped, const T *mask_bias, size_t rows, int heads,
-                                               int seq_len, float p, float keep_scale, uint64_t key,
+                                               int seq_len, hs_dropout_rate rate, uint64_t key,
                                                int64_t first_sample, const hs_dropout_slot *ds) {
   hs_dropout_slot_read(ds, key, first_sample);
   const int lane = threadIdx.x % HS_WARP;
@@ -80,7 +80,7 @@ __global__ void softmax_dropout_forward_kernel(T *probs, T *dropped, const T *ma
     for (int j = lane; j < seq_len; j += HS_WARP) {
       const float pj = hs_exp_fast(((float)s[j] + (float)mb[j]) - m) * inv;
       if (dropped) {
-        const float f = hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, p, keep_scale);
+        const float f = hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, rate);
         dropped[r * (size_t)seq_len + j] = (T)(pj * f);
         s[j] = (T)(f == 0.0f ? -pj : pj); /* sign bit marks a dropped probability */
       } else {
@@ -143,7 +143,7 @@ extern "C" void hs_cuda_attention_forward(const hs_backend *be, float *ctx, floa
   /* P (and P' with dropout) */
   float *pv = dropout ? (float *)(scratch + 4 * th) : probs;
   HS_LAUNCH(hs_grid_for_rows(rows), HS_BLOCK, 0, stream, softmax_dropout_forward_kernel<float>)(
-      probs, dropout ? pv : nullptr, mask_bias, rows, heads, L, p, hs_dropout_keep_scale(p), key, first_sample, ds);
+      probs, dropout ? pv : nullptr, mask_bias, rows, heads, L, hs_dropout_rate_of(p), key, first_sample, ds);
   /* the scores read, P written (P' too with dropout), the key mask */
   HS_CUDA_LAUNCHED("softmax_dropout_forward_kernel",
                    units * LL * sizeof(float) * (dropout ? 3 : 2) + (size_t)batch * (size_t)L * sizeof(float));

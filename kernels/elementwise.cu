@@ -54,7 +54,7 @@ template <class T> __global__ void relu_backward_kernel(T *dx, const T *dy, cons
  * finds the quad's first (sample, offset), the next three step on from it; the sample's key is made once
  * per quad, and again where the quad crosses into the next sample. */
 __device__ __forceinline__ void quad_dropout_factors(float (&f)[HS_VEC], size_t i, size_t per_sample, size_t group,
-                                                     float p, float keep_scale, uint64_t key, int64_t first_sample) {
+                                                     hs_dropout_rate rate, uint64_t key, int64_t first_sample) {
   size_t sample = i / per_sample, rem = i - sample * per_sample;
   uint64_t sample_key = hs_dropout_sample_key(key, (uint64_t)(first_sample + (int64_t)sample));
   for (int j = 0; j < HS_VEC; j++, rem++) {
@@ -62,14 +62,14 @@ __device__ __forceinline__ void quad_dropout_factors(float (&f)[HS_VEC], size_t 
       sample++, rem = 0;
       sample_key = hs_dropout_sample_key(key, (uint64_t)(first_sample + (int64_t)sample));
     }
-    f[j] = hs_dropout_factor(sample_key, group == 1 ? rem : rem / group, p, keep_scale);
+    f[j] = hs_dropout_factor(sample_key, group == 1 ? rem : rem / group, rate);
   }
 }
 
 /* out[batch, per_sample] = in · m (forward and backward are the same multiplication), by quads
  * (kernels/quads.cuh) */
-__global__ void dropout_kernel(float *out, const float *in, size_t n, size_t per_sample, size_t group, float p,
-                               float keep_scale, uint64_t key, int64_t first_sample, const hs_dropout_slot *ds,
+__global__ void dropout_kernel(float *out, const float *in, size_t n, size_t per_sample, size_t group,
+                               hs_dropout_rate rate, uint64_t key, int64_t first_sample, const hs_dropout_slot *ds,
                                bool vec) {
   hs_dropout_slot_read(ds, key, first_sample);
   for (size_t i = quad_first(); i < n; i += quad_stride()) {
@@ -77,7 +77,7 @@ __global__ void dropout_kernel(float *out, const float *in, size_t n, size_t per
     const bool v = vec && m == HS_VEC;
     float e[HS_VEC], f[HS_VEC];
     load4(e, in, i, m, v);
-    quad_dropout_factors(f, i, per_sample, group, p, keep_scale, key, first_sample);
+    quad_dropout_factors(f, i, per_sample, group, rate, key, first_sample);
     for (int j = 0; j < HS_VEC; j++) e[j] = e[j] * f[j];
     store4(out, i, e, m, v);
   }
@@ -88,7 +88,7 @@ __global__ void dropout_kernel(float *out, const float *in, size_t n, size_t per
  * if set (out NULL: o16 alone). */
 template <bool BACKWARD>
 __global__ void relu_dropout_kernel(float *out, const float *in, const float *y, size_t n, size_t per_sample, float p,
-                                    float keep_scale, uint64_t key, int64_t first_sample, const hs_dropout_slot *ds,
+                                    hs_dropout_rate rate, uint64_t key, int64_t first_sample, const hs_dropout_slot *ds,
                                     uint16_t *o16, int bf16, bool vec) {
   hs_dropout_slot_read(ds, key, first_sample);
   for (size_t i = quad_first(); i < n; i += quad_stride()) {
@@ -97,7 +97,7 @@ __global__ void relu_dropout_kernel(float *out, const float *in, const float *y,
     float e[HS_VEC], ys[HS_VEC], f[HS_VEC];
     load4(e, in, i, m, v);
     if (BACKWARD) load4(ys, y, i, m, v);
-    if (p > 0.0f) quad_dropout_factors(f, i, per_sample, 1, p, keep_scale, key, first_sample);
+    if (p > 0.0f) quad_dropout_factors(f, i, per_sample, 1, rate, key, first_sample);
     for (int j = 0; j < HS_VEC; j++) {
       float x = e[j];
       if (!BACKWARD) x = hs_relu(x);
@@ -128,8 +128,8 @@ void dropout_apply(const hs_backend *be, float *out, const float *in, int batch,
     HS_FATAL(NULL, "dropout: group %zu does not divide the %zu values per sample", group, per_sample);
   const hs_dropout_slot *ds = hs_cuda_dropout_slot(be, key, first_sample);
   if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
-  HS_LAUNCH(hs_grid_for_quads(n), HS_BLOCK, 0, stream, dropout_kernel)(out, in, n, per_sample, group, p,
-                                                                        hs_dropout_keep_scale(p), key, first_sample, ds,
+  HS_LAUNCH(hs_grid_for_quads(n), HS_BLOCK, 0, stream, dropout_kernel)(out, in, n, per_sample, group,
+                                                                        hs_dropout_rate_of(p), key, first_sample, ds,
                                                                         hs_quads_aligned({out, in}));
   HS_CUDA_LAUNCHED("dropout_kernel", 2 * n * sizeof(float)); /* in, out (the mask is recomputed) */
 }
@@ -175,7 +175,7 @@ static void relu_dropout(const hs_backend *be, float *out, const float *in, cons
   const hs_dropout_slot *ds = p > 0.0f ? hs_cuda_dropout_slot(be, key, first_sample) : nullptr;
   if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
   HS_LAUNCH(hs_grid_for_quads(n), HS_BLOCK, 0, hs_cuda_stream(be), relu_dropout_kernel<BACKWARD>)(
-      out, in, y, n, per_sample, p, hs_dropout_keep_scale(p), key, first_sample, ds, o16, bf16,
+      out, in, y, n, per_sample, p, hs_dropout_rate_of(p), key, first_sample, ds, o16, bf16,
       hs_quads_aligned({out, in, y}, {o16}));
   /* in, out (and y backward; the mask is recomputed), the 16-bit output */
   const size_t bytes = ((BACKWARD ? 2 : 1) + (out ? 1 : 0)) * n * sizeof(float) + (o16 ? n * sizeof(uint16_t) : 0);

@@ -53,7 +53,8 @@ constexpr int kWarps = 4, kThreads = kWarps * HS_WARP;
 /* The shape of one call, as the kernels read it. */
 struct flash_shape {
   int L, heads, d, dp; /* dp: d rounded up to 16 (the products' k, zero padded) */
-  float scale, p, keep_scale;
+  float scale, p;
+  hs_dropout_rate rate; /* p as the draws compare it, and 1/(1-p) */
   uint64_t key;
   int64_t first_sample;
   const hs_dropout_slot *slot; /* key and first_sample in device memory (a graph region), or NULL */
@@ -118,7 +119,7 @@ __device__ __forceinline__ uint32_t row_key_of(const flash_shape &s, uint64_t sa
  * sample_key: keep/(1-p), or 1 without dropout */
 __device__ __forceinline__ float drop_factor(const flash_shape &s, uint64_t sample_key, uint32_t row_key, int j) {
   if (s.p <= 0.0f) return 1.0f;
-  return hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, s.p, s.keep_scale);
+  return hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, s.rate);
 }
 
 /* A warp's share of an output of `tiles` 16 x 16 tiles (row-major, tiles_per_row to a row of tiles),
@@ -442,7 +443,7 @@ __global__ void __launch_bounds__(kThreads, kDkvBlocksPerSM<T>)
     for (int idx = threadIdx.x; idx < BK * BQ; idx += blockDim.x) {
       const int r = idx % BQ;
       const float pij = st[idx];
-      const float g = sh.p > 0.0f ? (signbit(pij) ? 0.0f : dpt[idx] * sh.keep_scale) : dpt[idx];
+      const float g = sh.p > 0.0f ? (signbit(pij) ? 0.0f : dpt[idx] * sh.rate.keep_scale) : dpt[idx];
       tile_store(sm.dst[idx], fabsf(pij) * (g - sm.D[r]));
     }
     __syncthreads();
@@ -468,7 +469,7 @@ __global__ void __launch_bounds__(kThreads, kDkvBlocksPerSM<T>)
 flash_shape shape_of(const hs_backend *be, int L, int heads, int d, float p, uint64_t key, int64_t first_sample,
                      uint16_t *out16, const uint16_t *in16, uint16_t *qkv16_out = nullptr) {
   return flash_shape{L, heads, d, (d + kTile - 1) / kTile * kTile, 1.0f / sqrtf((float)d), p,
-                     hs_dropout_keep_scale(p), key, first_sample,
+                     hs_dropout_rate_of(p), key, first_sample,
                      p > 0.0f ? hs_cuda_dropout_slot(be, key, first_sample) : nullptr, out16, in16, qkv16_out,
                      nullptr, be->precision == HS_PRECISION_BF16};
 }

@@ -44,11 +44,11 @@ template <class T> __device__ __forceinline__ float to_float(T v) { return stati
 template <class T> __device__ __forceinline__ T from_float(float v) { return static_cast<T>(v); }
 
 /* The dropout folded into a pass: element i of the [batch, per_sample] tensor is multiplied by
- * hs_dropout_factor(hs_dropout_sample_key(key, first_sample + i / per_sample), (i % per_sample) / group, p,
- * keep_scale). */
+ * hs_dropout_factor(hs_dropout_sample_key(key, first_sample + i / per_sample), (i % per_sample) / group,
+ * hs_dropout_rate_of(p)). */
 struct ln_dropout {
   int on; /* 0: no dropout (the plain ops) */
-  float p, keep_scale;
+  hs_dropout_rate rate;
   uint64_t key;
   int64_t first_sample;
   size_t per_sample, group;
@@ -75,9 +75,9 @@ static half_out half_out_for(const hs_backend *be, uint16_t *p) {
  * a subroutine call beyond: more than the draw). Out of line: the unrolled
  * column loops call it only for rows that cross samples or draw per group (ln_row_draw). */
 __device__ HS_NOINLINE float dropout_factor_divided(uint64_t key, int64_t first_sample, size_t per_sample,
-                                                     size_t group, float p, float keep_scale, size_t i) {
+                                                     size_t group, hs_dropout_rate rate, size_t i) {
   return hs_dropout_factor(hs_dropout_sample_key(key, (uint64_t)(first_sample + (int64_t)(i / per_sample))),
-                           (i % per_sample) / group, p, keep_scale);
+                           (i % per_sample) / group, rate);
 }
 
 /* Where a row's elements draw, found once per row: the row's first element is value rem0 of the global
@@ -100,8 +100,8 @@ __device__ __forceinline__ ln_row_draw row_draw_at(const ln_dropout &d, size_t o
 /* The factor of column c of the row at off: dropout_factor_divided's at i = off + c, either way the same
  * draw. */
 __device__ __forceinline__ float dropout_factor_at(const ln_dropout &d, const ln_row_draw &rd, size_t off, int c) {
-  if (rd.inside) return hs_dropout_factor(rd.sample_key, rd.rem0 + (size_t)c, d.p, d.keep_scale);
-  return dropout_factor_divided(d.key, d.first_sample, d.per_sample, d.group, d.p, d.keep_scale, off + (size_t)c);
+  if (rd.inside) return hs_dropout_factor(rd.sample_key, rd.rem0 + (size_t)c, d.rate);
+  return dropout_factor_divided(d.key, d.first_sample, d.per_sample, d.group, d.rate, off + (size_t)c);
 }
 
 /* ---- forward ------------------------------------------------------------------------------------------ */
@@ -376,7 +376,7 @@ void launch_layernorm_backward(const hs_backend *be, T *dx, T *da, float *dgamma
  * identity, as dropout_forward). */
 ln_dropout make_dropout(const hs_backend *be, int rows, int cols, int batch, size_t per_sample, size_t group, float p,
                         uint64_t key, int64_t first_sample) {
-  ln_dropout d = {0, p, hs_dropout_keep_scale(p), key, first_sample, per_sample, group, nullptr};
+  ln_dropout d = {0, hs_dropout_rate_of(p), key, first_sample, per_sample, group, nullptr};
   if (p <= 0.0f || rows <= 0 || cols <= 0) return d;
   if (group == 0 || per_sample == 0 || per_sample % group != 0 ||
       (size_t)(batch > 0 ? batch : 0) * per_sample != (size_t)rows * (size_t)cols)

@@ -76,7 +76,7 @@ __global__ void bias_kernel(T *qw, T *qr, const T *qkv, const T *r_w_bias, const
  * dropout (dropped != NULL): P'_j = P_j·factor_j into dropped and P_j stored negated where dropped. */
 template <class T>
 __global__ void score_softmax_kernel(T *probs, T *dropped, const T *bd, int batch, int qlen, int mlen, int heads,
-                                     int lower_shift, float scale, float p, float keep_scale, uint64_t key,
+                                     int lower_shift, float scale, hs_dropout_rate rate, uint64_t key,
                                      int64_t first_sample, const hs_dropout_slot *ds) {
   hs_dropout_slot_read(ds, key, first_sample);
   const int lane = threadIdx.x % HS_WARP;
@@ -105,7 +105,7 @@ __global__ void score_softmax_kernel(T *probs, T *dropped, const T *bd, int batc
       const float pj =
           j >= lo && j <= hi ? hs_exp_fast(scale * ((float)ac[j] + (float)bdr[j + shift]) - m) * inv : 0.0f;
       if (dropped) {
-        const float f = hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, p, keep_scale);
+        const float f = hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, rate);
         dropped[r * (size_t)klen + j] = (T)(pj * f);
         ac[j] = (T)(f == 0.0f ? -pj : pj); /* sign bit marks a dropped probability */
       } else {
@@ -242,7 +242,7 @@ extern "C" void hs_cuda_rel_attention_forward(const hs_backend *be, float *ctx, 
                                sh.H, head_dim, 0.0f, bd, sh.klen, (int64_t)batch * (int64_t)sh.QK, heads);
   const size_t rows = sh.units * (size_t)qlen;
   HS_LAUNCH(hs_grid_for_rows(rows), HS_BLOCK, 0, stream, score_softmax_kernel<float>)(
-      probs, dropped, bd, batch, qlen, mlen, heads, lower_shift, scale, p, hs_dropout_keep_scale(p), key,
+      probs, dropped, bd, batch, qlen, mlen, heads, lower_shift, scale, hs_dropout_rate_of(p), key,
       first_sample, ds);
   /* AC read, P written over it, BDraw read (P' written with dropout) */
   HS_CUDA_LAUNCHED("score_softmax_kernel", sh.units * sh.QK * (dropout ? 4 : 3) * sizeof(float));

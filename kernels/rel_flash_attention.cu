@@ -88,7 +88,8 @@ struct rf_args {
                            * dk|dv and dr kernels load their dC tiles from (the tiles' bits: they round dC to
                            * that type), or NULL: from dctx */
   int batch, qlen, mlen, klen, heads, d, dp, H, ld, lower_shift;
-  float scale, p, keep_scale;
+  float scale, p;
+  hs_dropout_rate rate; /* p as the draws compare it, and 1/(1-p) */
   uint64_t key;
   int64_t first_sample;
   const hs_dropout_slot *slot; /* key and first_sample in device memory (a graph region), or NULL */
@@ -158,7 +159,7 @@ __device__ __forceinline__ void load_row_keys(uint32_t *keys, int rows, const rf
  * sample_key: keep/(1-p), or 1 without dropout */
 __device__ __forceinline__ float drop_factor(const rf_args &g, uint64_t sample_key, uint32_t row_key, int j) {
   if (g.p <= 0.0f) return 1.0f;
-  return hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, g.p, g.keep_scale);
+  return hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, g.rate);
 }
 
 /* First and last key tile a query tile [i0, i0+16) (i0 < qlen) attends to. */
@@ -701,7 +702,7 @@ rf_args make_args(const hs_backend *be, const float *qkv, const float *r, const 
   g.qkv = qkv, g.r = r, g.rwb = rwb, g.rrb = rrb;
   g.batch = batch, g.qlen = qlen, g.mlen = mlen, g.klen = mlen + qlen, g.heads = heads, g.d = head_dim;
   g.dp = (head_dim + kTile - 1) / kTile * kTile, g.H = heads * head_dim, g.ld = 3 * g.H;
-  g.lower_shift = lower_shift, g.scale = scale, g.p = p, g.keep_scale = hs_dropout_keep_scale(p);
+  g.lower_shift = lower_shift, g.scale = scale, g.p = p, g.rate = hs_dropout_rate_of(p);
   g.key = key, g.first_sample = first_sample, g.bf16 = bf16;
   g.slot = p > 0.0f ? hs_cuda_dropout_slot(be, key, first_sample) : nullptr;
   /* q|k|v and r where the model keeps them in 16 bits only (bind_half_only): read from there */

@@ -4,6 +4,7 @@
 #ifndef HS_KERNELS_MATH_DROPOUT_H
 #define HS_KERNELS_MATH_DROPOUT_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include "math/hs_math.h"
@@ -23,10 +24,32 @@ HS_HD static inline uint64_t hs_dropout_sample_key(uint64_t key, uint64_t sample
     return hs_mix64(key ^ hs_mix64(sample * 0x9e3779b97f4a7c15ULL));
 }
 
+/* A dropout rate as the draws use it: the decision threshold and the kept values' multiplier, made once
+ * per call (hs_dropout_rate_of), never per element. A draw is 24 random bits b, its uniform u = b / 2^24
+ * (exact in float), and u >= p  <=>  b >= p·2^24  <=>  b >= ceil(p·2^24) (p·2^24 is exact: a power-of-two
+ * scaling), so the integer threshold keeps exactly the elements the float comparison u >= p keeps, without
+ * the integer-to-float conversion per element (a GPU converts at an eighth of its arithmetic rate, and
+ * the fused attention decides every score three times). p <= 0 keeps everything (threshold 0), p >= 1
+ * drops everything (threshold 2^24, above every b). */
+typedef struct hs_dropout_rate {
+    uint32_t threshold; /* keep iff the 24 random bits are >= threshold */
+    float keep_scale;   /* 1/(1-p) for kept values, 0 when p >= 1 (no inf · 0 = NaN) */
+} hs_dropout_rate;
+
+/* 1/(1-p), or 0 when everything is dropped (avoids inf * 0 = NaN). */
+HS_HD static inline float hs_dropout_keep_scale(float p) { return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }
+
+HS_HD static inline hs_dropout_rate hs_dropout_rate_of(float p) {
+    hs_dropout_rate r;
+    r.threshold = p > 0.0f ? (p < 1.0f ? (uint32_t)ceilf(p * 16777216.0f) : 16777216U) : 0U;
+    r.keep_scale = hs_dropout_keep_scale(p);
+    return r;
+}
+
 /* Hidden-layer dropout (the dropout op, and the dropout fused into LayerNorm and into Transformer-XL's
- * ReLU): the uniform of element (or group) e of the sample whose key is sample_key,
+ * ReLU): the 24 random bits of element (or group) e of the sample whose key is sample_key,
  *   x = lowbias32(lowbias32(lo(e) ^ hi(sample_key)) ^ (lo(sample_key) + hi(e)·0x9e3779b9))
- *   u = (x >> 8) / 2^24                                                     24 random bits
+ *   b = x >> 8,  u = b / 2^24                                               24 random bits
  * 32-bit arithmetic per element: 4 32-bit multiplies (5 where hi(e) is not known to be 0) and about 20
  * machine instructions (sm_90), where a
  * 64-bit counter through two splitmix64 finalisers (hs_uniform) took about 56 with 20 integer
@@ -34,21 +57,21 @@ HS_HD static inline uint64_t hs_dropout_sample_key(uint64_t key, uint64_t sample
  * (LayerNorm with dropout and the residual, forward and backward) move per element on a GPU. Both rounds
  * are bijections of lo(e), so a sample's elements below 2^32 get distinct values; hi(e) (0 in practice)
  * offsets the second round's key. tests/ref/hetseq_rng.py has it in Python. */
-HS_HD static inline float hs_dropout_uniform(uint64_t sample_key, uint64_t e) {
+HS_HD static inline uint32_t hs_dropout_bits(uint64_t sample_key, uint64_t e) {
     const uint32_t x = hs_lowbias32(hs_lowbias32((uint32_t)e ^ (uint32_t)(sample_key >> 32)) ^
                                     ((uint32_t)sample_key + (uint32_t)(e >> 32) * 0x9e3779b9U));
-    return (float)(x >> 8) * (1.0f / 16777216.0f);
+    return x >> 8;
+}
+
+HS_HD static inline float hs_dropout_uniform(uint64_t sample_key, uint64_t e) {
+    return (float)hs_dropout_bits(sample_key, e) * (1.0f / 16777216.0f);
 }
 
 /* Multiplier of element (or group) e of the sample whose key is sample_key (hs_dropout_sample_key): kept
- * (u >= p) -> 1/(1-p), dropped -> 0. keep_scale = 1/(1-p) is passed in so it is computed once per call.
- * p >= 1 drops everything (u < 1). */
-HS_HD static inline float hs_dropout_factor(uint64_t sample_key, uint64_t e, float p, float keep_scale) {
-    return hs_dropout_uniform(sample_key, e) >= p ? keep_scale : 0.0f;
+ * (u >= p) -> 1/(1-p), dropped -> 0. */
+HS_HD static inline float hs_dropout_factor(uint64_t sample_key, uint64_t e, hs_dropout_rate rate) {
+    return hs_dropout_bits(sample_key, e) >= rate.threshold ? rate.keep_scale : 0.0f;
 }
-
-/* 1/(1-p), or 0 when everything is dropped (avoids inf * 0 = NaN). */
-HS_HD static inline float hs_dropout_keep_scale(float p) { return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }
 
 /* Attention dropout (BERT's attention probabilities, Transformer-XL's dropatt) draws from a cheaper
  * stream of the same kind: a sample has heads·L·L decisions, L times the hidden layers' count, and the
@@ -57,7 +80,7 @@ HS_HD static inline float hs_dropout_keep_scale(float p) { return p < 1.0f ? 1.0
  *   sample_key = mix64(key ^ mix64(sample·φ))                  once per (site, sample)
  *   row_key    = lowbias32(row ^ hi(sample_key))                once per row
  *   x          = lowbias32(lowbias32(j ^ row_key) ^ (row_key + lo(sample_key)))
- *   u          = (x >> 8) / 2^24                                24 random bits
+ *   b          = x >> 8,  u = b / 2^24                          24 random bits
  * (lowbias32: Wellons' 32-bit finaliser, two 32-bit multiplies). Each step is a bijection, so a sample's
  * rows get distinct row keys and a row's columns distinct values; two rows differ in both rounds' keys,
  * so one row's draws are not another's at xor-shifted columns (as with the row key in the first round
@@ -77,16 +100,19 @@ HS_HD static inline uint32_t hs_attention_row_key(uint64_t sample_key, uint32_t 
     return hs_lowbias32(row ^ (uint32_t)(sample_key >> 32));
 }
 
+HS_HD static inline uint32_t hs_attention_bits(uint64_t sample_key, uint32_t row_key, uint32_t col) {
+    return hs_lowbias32(hs_lowbias32(col ^ row_key) ^ (row_key + (uint32_t)sample_key)) >> 8;
+}
+
 HS_HD static inline float hs_attention_uniform(uint64_t sample_key, uint32_t row_key, uint32_t col) {
-    const uint32_t x = hs_lowbias32(hs_lowbias32(col ^ row_key) ^ (row_key + (uint32_t)sample_key));
-    return (float)(x >> 8) * (1.0f / 16777216.0f);
+    return (float)hs_attention_bits(sample_key, row_key, col) * (1.0f / 16777216.0f);
 }
 
 /* Multiplier of column col of the row whose key is row_key (hs_attention_row_key) in the sample whose key
- * is sample_key: keep/(1-p) or 0. */
-HS_HD static inline float hs_attention_dropout_factor(uint64_t sample_key, uint32_t row_key, uint32_t col, float p,
-                                                      float keep_scale) {
-    return hs_attention_uniform(sample_key, row_key, col) >= p ? keep_scale : 0.0f;
+ * is sample_key: 1/(1-p) if kept (u >= p), else 0. */
+HS_HD static inline float hs_attention_dropout_factor(uint64_t sample_key, uint32_t row_key, uint32_t col,
+                                                      hs_dropout_rate rate) {
+    return hs_attention_bits(sample_key, row_key, col) >= rate.threshold ? rate.keep_scale : 0.0f;
 }
 
 #endif

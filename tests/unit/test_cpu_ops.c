@@ -244,6 +244,38 @@ static void test_hidden_dropout_draws(void **unused) {
     assert_true(chi2 < 340.0);
 }
 
+/* A dropout rate's integer threshold keeps exactly what the uniform's float comparison u >= p keeps: every
+ * one of the 2^24 draws at rates around the float grid's awkward points (0 and below, the smallest
+ * denormal, 2^-24 and its neighbours, 0.1 and its neighbours, 0.5, the largest float below 1, 1 and
+ * above), and the factors of a row of draws equal the uniform's decision times 1/(1-p). */
+static void test_dropout_rate_threshold(void **unused) {
+    (void)unused;
+    const float rates[] = {-0.5f, 0.0f, 1e-45f, 5.9604645e-08f, nextafterf(5.9604645e-08f, 0.0f),
+                           nextafterf(5.9604645e-08f, 1.0f), 0.1f, nextafterf(0.1f, 0.0f), nextafterf(0.1f, 1.0f),
+                           0.5f, 0.3333333f, nextafterf(1.0f, 0.0f), 1.0f, 1.5f};
+    for (size_t r = 0; r < sizeof rates / sizeof rates[0]; r++) {
+        const float p = rates[r];
+        const hs_dropout_rate rate = hs_dropout_rate_of(p);
+        assert_true(rate.keep_scale == hs_dropout_keep_scale(p));
+        size_t disagree = 0;
+        for (uint32_t b = 0; b < (1U << 24); b++)
+            disagree += ((float)b * (1.0f / 16777216.0f) >= p) != (b >= rate.threshold);
+        assert_int_equal(disagree, 0);
+    }
+    const uint64_t sk = hs_dropout_sample_key(hs_rng_key(19940802, 7, 16), 3);
+    const uint32_t rk = hs_attention_row_key(sk, 17);
+    const float p = 0.1f;
+    const hs_dropout_rate rate = hs_dropout_rate_of(p);
+    size_t dropped = 0;
+    for (uint32_t e = 0; e < 4096; e++) {
+        const float fh = hs_dropout_factor(sk, e, rate), fa = hs_attention_dropout_factor(sk, rk, e, rate);
+        assert_true(fh == (hs_dropout_uniform(sk, e) >= p ? hs_dropout_keep_scale(p) : 0.0f));
+        assert_true(fa == (hs_attention_uniform(sk, rk, e) >= p ? hs_dropout_keep_scale(p) : 0.0f));
+        dropped += fh == 0.0f;
+    }
+    assert_true(dropped > 300 && dropped < 520); /* about 410 of 4096 at p = 0.1: both outcomes exercised */
+}
+
 /* Σ x² per tensor of a table and in all, in double: exact for small integers, padding between tensors
  * ignored, and the same bits on 1 and 2 threads */
 static void test_sumsq_exact_and_thread_independent(void **unused) {
@@ -320,6 +352,7 @@ int main(void) {
         cmocka_unit_test(test_dropout_edge_rates),
         cmocka_unit_test(test_attention_dropout_draws),
         cmocka_unit_test(test_hidden_dropout_draws),
+        cmocka_unit_test(test_dropout_rate_threshold),
         cmocka_unit_test(test_sumsq_exact_and_thread_independent),
         cmocka_unit_test(test_conv2d_direct_and_deterministic),
     };

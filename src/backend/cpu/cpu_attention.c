@@ -32,14 +32,15 @@
  * score scale 1/√d and the dropout's keep scale 1/(1-p). */
 typedef struct attn_shape {
     int L, d, H, ld, dropout;
-    float score_scale, keep_scale;
+    float score_scale;
+    hs_dropout_rate rate; /* its keep_scale 1/(1-p) */
     size_t LL; /* L·L probabilities per (sample, head) unit */
 } attn_shape;
 
 static attn_shape attn_shape_of(int seq_len, int heads, int head_dim, float p) {
     const int H = heads * head_dim;
     return (attn_shape){.L = seq_len, .d = head_dim, .H = H, .ld = 3 * H, .dropout = p > 0.0f,
-                        .score_scale = 1.0f / sqrtf((float)head_dim), .keep_scale = hs_dropout_keep_scale(p),
+                        .score_scale = 1.0f / sqrtf((float)head_dim), .rate = hs_dropout_rate_of(p),
                         .LL = (size_t)seq_len * (size_t)seq_len};
 }
 
@@ -86,8 +87,8 @@ void hs_cpu_attention_forward(const hs_backend *be, float *ctx, float *probs, co
                 const uint64_t sample_key = hs_attention_sample_key(key, (uint64_t)(first_sample + b));
                 for (int i = 0; i < L; i++)
                     hs_attn_drop_probs(dropped + (size_t)i * (size_t)L, pu + (size_t)i * (size_t)L, L, sample_key,
-                                       hs_attention_row_key(sample_key, hs_attention_dropout_row(h, i, L)), p,
-                                       a.keep_scale);
+                                       hs_attention_row_key(sample_key, hs_attention_dropout_row(h, i, L)),
+                                       a.rate);
                 pv = dropped;
             }
             /* ctx[b, :, h·d:(h+1)·d] = P'·V */
@@ -125,7 +126,7 @@ void hs_cpu_attention_backward(const hs_backend *be, float *dqkv, const float *d
             const float *pu = probs + (size_t)u * a.LL;
             const float *pv = pu;
             if (a.dropout) {
-                hs_attn_kept_probs(pd, pu, a.LL, a.keep_scale);
+                hs_attn_kept_probs(pd, pu, a.LL, a.rate.keep_scale);
                 pv = pd;
             }
             /* dP'[L,L] = dC·Vᵀ ; dV[L,d] = P'ᵀ·dC */
@@ -133,7 +134,7 @@ void hs_cpu_attention_backward(const hs_backend *be, float *dqkv, const float *d
             hs_cpu_precision_gemm(be, 1, 0, L, d, L, 1.0f, pv, L, dc, H, 0.0f, dv, ld);
             for (int i = 0; i < L; i++)
                 hs_attn_softmax_backward_row(dp + (size_t)i * (size_t)L, pu + (size_t)i * (size_t)L, L, a.dropout,
-                                             a.keep_scale);
+                                             a.rate.keep_scale);
             /* dQ = dS·K/√d ; dK = dSᵀ·Q/√d */
             hs_cpu_precision_gemm(be, 0, 0, L, d, L, a.score_scale, dp, L, k, ld, 0.0f, dq, ld);
             hs_cpu_precision_gemm(be, 1, 0, L, d, L, a.score_scale, dp, L, q, ld, 0.0f, dk, ld);

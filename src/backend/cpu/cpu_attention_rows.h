@@ -16,10 +16,10 @@
  * hs_attention_row_key, in the sample whose key is sample_key); dropped probabilities get their sign bit
  * set in P. */
 static HS_SIMD_CLONES void hs_attn_drop_probs(float *dropped, float *probs, int n, uint64_t sample_key,
-                                              uint32_t row_key, float p, float keep_scale) {
+                                              uint32_t row_key, hs_dropout_rate rate) {
 #pragma omp simd
     for (int e = 0; e < n; e++) {
-        const float f = hs_attention_dropout_factor(sample_key, row_key, (uint32_t)e, p, keep_scale);
+        const float f = hs_attention_dropout_factor(sample_key, row_key, (uint32_t)e, rate);
         dropped[e] = probs[e] * f;
         probs[e] = f == 0.0f ? -probs[e] : probs[e]; /* sign bit marks a dropped probability */
     }

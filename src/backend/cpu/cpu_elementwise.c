@@ -41,10 +41,10 @@ void hs_cpu_relu_backward(const hs_backend *be, float *dx, const float *dy, cons
 /* out[n] = in[n]·mask(sample_key, e0 + e): n consecutive elements of one sample (its key
  * hs_dropout_sample_key), element-wise mask */
 #define HS_DROPOUT_SPAN 4096
-static HS_SIMD_CLONES void dropout_span(float *out, const float *in, size_t n, uint64_t sample_key, size_t e0, float p,
-                                        float keep_scale) {
+static HS_SIMD_CLONES void dropout_span(float *out, const float *in, size_t n, uint64_t sample_key, size_t e0,
+                                        hs_dropout_rate rate) {
 #pragma omp simd
-    for (size_t e = 0; e < n; e++) out[e] = in[e] * hs_dropout_factor(sample_key, e0 + e, p, keep_scale);
+    for (size_t e = 0; e < n; e++) out[e] = in[e] * hs_dropout_factor(sample_key, e0 + e, rate);
 }
 
 /* out[batch, per_sample] = in * mask: one mask value per group of `group` consecutive elements of a
@@ -59,7 +59,7 @@ static void dropout_apply(float *out, const float *in, int batch, size_t per_sam
     }
     if (group == 0 || per_sample % group != 0)
         HS_FATAL(NULL, "dropout: group %zu does not divide the %zu values per sample", group, per_sample);
-    const float keep_scale = hs_dropout_keep_scale(p);
+    const hs_dropout_rate rate = hs_dropout_rate_of(p);
     if (group == 1) {
         /* element-wise: vectorised spans of one sample (the same formula, so the same bits) */
         const size_t spans = (per_sample + HS_DROPOUT_SPAN - 1) / HS_DROPOUT_SPAN;
@@ -70,8 +70,7 @@ static void dropout_apply(float *out, const float *in, int batch, size_t per_sam
             const size_t e0 = (size_t)(u % (int64_t)spans) * HS_DROPOUT_SPAN;
             const size_t n = per_sample - e0 < HS_DROPOUT_SPAN ? per_sample - e0 : HS_DROPOUT_SPAN;
             const size_t off = (size_t)sample * per_sample + e0;
-            dropout_span(out + off, in + off, n, hs_dropout_sample_key(key, (uint64_t)(first_sample + sample)), e0, p,
-                         keep_scale);
+            dropout_span(out + off, in + off, n, hs_dropout_sample_key(key, (uint64_t)(first_sample + sample)), e0, rate);
         }
         return;
     }
@@ -82,7 +81,7 @@ static void dropout_apply(float *out, const float *in, int batch, size_t per_sam
         const int64_t sample = u / (int64_t)groups;
         const size_t g = (size_t)(u % (int64_t)groups);
         const uint64_t sample_key = hs_dropout_sample_key(key, (uint64_t)(first_sample + sample));
-        const float m = hs_dropout_factor(sample_key, g, p, keep_scale);
+        const float m = hs_dropout_factor(sample_key, g, rate);
         const size_t off = (size_t)u * group; /* = sample*per_sample + g*group */
 #pragma omp simd
         for (size_t e = 0; e < group; e++) out[off + e] = in[off + e] * m;
@@ -112,14 +111,14 @@ void hs_cpu_relu_dropout_forward(const hs_backend *be, float *y, const float *x,
     if (p <= 0.0f) {
         hs_cpu_relu_forward(be, y, x, total);
     } else {
-        const float keep_scale = hs_dropout_keep_scale(p);
+        const hs_dropout_rate rate = hs_dropout_rate_of(p);
 #pragma omp parallel for schedule(static) if (total > HS_PAR_MIN)
         for (int s = 0; s < batch; s++) {
             const size_t off = (size_t)s * per_sample;
             const uint64_t sample_key = hs_dropout_sample_key(key, (uint64_t)(first_sample + s));
 #pragma omp simd
             for (size_t e = 0; e < per_sample; e++)
-                y[off + e] = hs_relu(x[off + e]) * hs_dropout_factor(sample_key, e, p, keep_scale);
+                y[off + e] = hs_relu(x[off + e]) * hs_dropout_factor(sample_key, e, rate);
         }
     }
     if (y16 && total) hs_cpu_to_half(be, y16, y, total);
@@ -136,14 +135,14 @@ void hs_cpu_relu_dropout_backward(const hs_backend *be, float *dx, const float *
     if (p <= 0.0f) {
         hs_cpu_relu_backward(be, dx, dy, y, total);
     } else {
-        const float keep_scale = hs_dropout_keep_scale(p);
+        const hs_dropout_rate rate = hs_dropout_rate_of(p);
 #pragma omp parallel for schedule(static) if (total > HS_PAR_MIN)
         for (int s = 0; s < batch; s++) {
             const size_t off = (size_t)s * per_sample;
             const uint64_t sample_key = hs_dropout_sample_key(key, (uint64_t)(first_sample + s));
 #pragma omp simd
             for (size_t e = 0; e < per_sample; e++)
-                dx[off + e] = hs_relu_grad(dy[off + e] * hs_dropout_factor(sample_key, e, p, keep_scale), y[off + e]);
+                dx[off + e] = hs_relu_grad(dy[off + e] * hs_dropout_factor(sample_key, e, rate), y[off + e]);
         }
     }
     if (dx16 && total) hs_cpu_to_half(be, dx16, dx, total);

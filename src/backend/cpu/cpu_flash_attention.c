@@ -85,7 +85,8 @@ void hs_cpu_flash_attention_forward(const hs_backend *be, float *ctx, float *lse
     const size_t n_ctx = batch > 0 && L > 0 ? (size_t)batch * (size_t)L * (size_t)H : 0;
     if (!ctx) HS_ALLOC(own_ctx, n_ctx ? n_ctx : 1), ctx = own_ctx;
     const float *qkv = qkv_input(be, qkv_f, qkv16, &wide, batch > 0 && L > 0 ? (size_t)batch * (size_t)L * ld : 0);
-    const float scale = 1.0f / sqrtf((float)d), keep_scale = hs_dropout_keep_scale(p);
+    const float scale = 1.0f / sqrtf((float)d);
+    const hs_dropout_rate rate = hs_dropout_rate_of(p);
     const int pr = be->precision;
 #pragma omp parallel
     {
@@ -110,8 +111,7 @@ void hs_cpu_flash_attention_forward(const hs_backend *be, float *ctx, float *lse
                 const float inv = 1.0f / sum;
                 const uint32_t row_key = hs_attention_row_key(sample_key, hs_attention_dropout_row(h, i, L));
                 for (int j = 0; j < L; j++) {
-                    const float f = p > 0.0f ? hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, p, keep_scale)
-                                             : 1.0f;
+                    const float f = p > 0.0f ? hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, rate) : 1.0f;
                     s[j] = s[j] * inv * f;
                 }
                 lse[(size_t)u * (size_t)L + (size_t)i] = m + logf(sum);
@@ -136,7 +136,8 @@ void hs_cpu_flash_attention_backward(const hs_backend *be, float *dqkv, const fl
     const int L = seq_len, d = head_dim, H = heads * head_dim, ld = 3 * H;
     float *wide;
     const float *qkv = qkv_input(be, qkv_f, qkv16, &wide, batch > 0 && L > 0 ? (size_t)batch * (size_t)L * ld : 0);
-    const float scale = 1.0f / sqrtf((float)d), keep_scale = hs_dropout_keep_scale(p);
+    const float scale = 1.0f / sqrtf((float)d);
+    const hs_dropout_rate rate = hs_dropout_rate_of(p);
     const int pr = be->precision;
 #pragma omp parallel
     {
@@ -165,8 +166,7 @@ void hs_cpu_flash_attention_backward(const hs_backend *be, float *dqkv, const fl
                 const uint32_t row_key = hs_attention_row_key(sample_key, hs_attention_dropout_row(h, i, L));
                 for (int j = 0; j < L; j++) {
                     const float pj = hs_exp_fast(P[j] - li);
-                    const float f = p > 0.0f ? hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, p, keep_scale)
-                                             : 1.0f;
+                    const float f = p > 0.0f ? hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, rate) : 1.0f;
                     pd[j] = pj * f;
                     ds[j] = pj * (ds[j] * f - D);
                 }

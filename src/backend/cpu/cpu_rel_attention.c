@@ -75,7 +75,7 @@ void hs_cpu_rel_attention_forward(const hs_backend *be, float *ctx, float *probs
     if (batch <= 0 || qlen <= 0 || heads <= 0 || head_dim <= 0) return;
     const int klen = mlen + qlen, d = head_dim, H = heads * head_dim, ld = 3 * H;
     const int dropout = p > 0.0f;
-    const float keep_scale = hs_dropout_keep_scale(p);
+    const hs_dropout_rate rate = hs_dropout_rate_of(p);
     const size_t QK = (size_t)qlen * (size_t)klen, QD = (size_t)qlen * (size_t)d;
 #pragma omp parallel
     {
@@ -106,7 +106,7 @@ void hs_cpu_rel_attention_forward(const hs_backend *be, float *ctx, float *probs
                 for (int i = 0; i < qlen; i++)
                     hs_attn_drop_probs(dropped + (size_t)i * (size_t)klen, pu + (size_t)i * (size_t)klen, klen,
                                        sample_key, hs_attention_row_key(sample_key, hs_attention_dropout_row(h, i, qlen)),
-                                       p, keep_scale);
+                                       rate);
                 pv = dropped;
             }
             /* ctx[s, :, h·d:(h+1)·d] = P'·V */

@@ -79,7 +79,7 @@ void hs_cpu_rel_flash_attention_forward(const hs_backend *be, float *ctx, float 
     const int klen = mlen + qlen, d = head_dim, H = heads * d, prec = be->precision;
     float *own_ctx = NULL; /* ctx16 alone: the context in a buffer of its own first */
     if (!ctx) HS_ALLOC(own_ctx, (size_t)batch * (size_t)qlen * (size_t)H), ctx = own_ctx;
-    const float keep_scale = hs_dropout_keep_scale(p);
+    const hs_dropout_rate rate = hs_dropout_rate_of(p);
 #pragma omp parallel
     {
         unit_ops u;
@@ -103,7 +103,7 @@ void hs_cpu_rel_flash_attention_forward(const hs_backend *be, float *ctx, float 
                 const uint32_t row_key = hs_attention_row_key(sample_key, hs_attention_dropout_row(h, i, qlen));
                 for (int j = lo; j <= hi; j++) {
                     float pj = hs_exp_fast(s_row[j] - l);
-                    if (p > 0.0f) pj *= hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, p, keep_scale);
+                    if (p > 0.0f) pj *= hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, rate);
                     pj = hs_lowp_round(prec, pj);
                     for (int c = 0; c < d; c++) acc[c] += pj * u.v[(size_t)j * d + c];
                 }
@@ -131,7 +131,7 @@ void hs_cpu_rel_flash_attention_backward(const hs_backend *be, float *dqkv, floa
         if (dr16) hs_cpu_to_half(be, dr16, dr, rd);
         return;
     }
-    const float keep_scale = hs_dropout_keep_scale(p);
+    const hs_dropout_rate rate = hs_dropout_rate_of(p);
     const size_t units = (size_t)batch * heads;
     float *dr_units, *bias_units; /* dR_s [units, klen, d]; bias partial sums [units, 2, d] */
     HS_ALLOC(dr_units, units * KD);
@@ -162,7 +162,7 @@ void hs_cpu_rel_flash_attention_backward(const hs_backend *be, float *dqkv, floa
                 const uint32_t row_key = hs_attention_row_key(sample_key, hs_attention_dropout_row(h, i, qlen));
                 for (int j = lo; j <= hi; j++) {
                     const float pr = hs_exp_fast(s_row[j] - l);
-                    const float f = p > 0.0f ? hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, p, keep_scale)
+                    const float f = p > 0.0f ? hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, rate)
                                              : 1.0f;
                     pk[j] = hs_lowp_round(prec, pr * f);
                     ds[j] = hs_lowp_round(prec, pr * (f * dot(dc, u.v + (size_t)j * d, d) - D));
