@@ -225,12 +225,12 @@ __global__ void __launch_bounds__(kThreads, kFwdBlocksPerSM<T>)
         m = s[j] > m ? s[j] : m;
       }
       m = group_max<kRowThreads>(m);
-      const float alpha = hs_exp_fast(m_old - m); /* 0 on the first tile (e^{-inf}) */
+      const float alpha = tile_softmax_exp<T>(m_old - m); /* 0 on the first tile (e^{-inf}) */
       float sum = 0.0f;
       for (int j = part; j < BK; j += kRowThreads) {
         float pj = 0.0f;
         if (j < n) {
-          const float e = hs_exp_fast(s[j] - m);
+          const float e = tile_softmax_exp<T>(s[j] - m);
           sum += e;
           pj = i < L ? e * drop_factor(sh, sample_key, row_key, j0 + j) : 0.0f;
         }
@@ -337,7 +337,7 @@ __global__ void __launch_bounds__(kThreads, kDqBlocksPerSM<T>)
       const int r = idx / BK, c = idx % BK, i = i0 + r, j = j0 + c;
       float ds = 0.0f;
       if (i < L && j < L) {
-        const float pij = hs_exp_fast((S[idx] * sh.scale + mb[j]) - sm.lse[r]);
+        const float pij = tile_softmax_exp<T>((S[idx] * sh.scale + mb[j]) - sm.lse[r]);
         ds = pij * (dP[idx] * drop_factor(sh, sample_key, sm.row_key[r], j) - sm.D[r]);
       }
       tile_store(sm.ds[idx], ds);
@@ -422,7 +422,7 @@ __global__ void __launch_bounds__(kThreads, kDkvBlocksPerSM<T>)
       const int c = idx / BQ, r = idx % BQ, i = i0 + r, j = j0 + c;
       float pij = 0.0f, f = 1.0f;
       if (i < L && j < L) {
-        pij = hs_exp_fast((st[idx] * sh.scale + mb[j]) - sm.lse[r]);
+        pij = tile_softmax_exp<T>((st[idx] * sh.scale + mb[j]) - sm.lse[r]);
         f = drop_factor(sh, sample_key, row_key, j);
       }
       st[idx] = f == 0.0f ? -pij : pij;

@@ -76,4 +76,20 @@ template <class T> using hs_cuda_type = T;
 #error "kernels/hs_cuda.h: compile with nvcc, or for the emulated device with -DHS_CUDA_EMU (tests/cuda_emu)"
 #endif
 
+/* 2^t by the GPU's special-function unit: PTX ex2.approx.ftz.f32, one MUFU.EX2 instruction (at an eighth
+ * of the arithmetic rate, on its own pipe), within 2 ulp; subnormal inputs and results are flushed to
+ * zero (2^t < 2^-126 gives +0), 2^-inf = +0. The emulated device models the error
+ * (tests/cuda_emu/include/hs_emu/device_builtins.h), so tests bound it as a GPU's. */
+__device__ __forceinline__ float hs_ex2_approx(float t) {
+#if defined(__CUDA_ARCH__)
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(t));
+  return y;
+#elif defined(HS_CUDA_EMU)
+  return hs_emu_ex2_approx_ftz(t);
+#else
+  return exp2f(t); /* nvcc's host pass compiles device code it never runs */
+#endif
+}
+
 #endif

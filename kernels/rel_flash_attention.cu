@@ -214,7 +214,7 @@ __device__ void ds_tile(const rf_args &g, int lane, float *S, float *dpp, T *pt,
   for (int e = lane; e < kTile * kTile; e += HS_WARP) {
     const int a = e / kTile, b = e % kTile;
     const float sc = S[e];
-    const float pr = sc == -INFINITY ? 0.0f : hs_exp_fast(sc - lse_t[a]);
+    const float pr = sc == -INFINITY ? 0.0f : tile_softmax_exp<T>(sc - lse_t[a]);
     /* the row's key read only with dropout on (keys_t unset without it) */
     const float f = pr == 0.0f ? 0.0f : g.p > 0.0f ? drop_factor(g, sample_key, keys_t[a], j0 + b) : 1.0f;
     if (pt) tile_store(pt[pt_transposed ? b * kTile + a : e], pr * f);
@@ -301,11 +301,11 @@ __global__ void rel_flash_forward_kernel(float *ctx, float *lse, uint16_t *ctx16
       float mx = m[a];
       for (int b = part; b < kTile; b += kRowLanes) mx = fmaxf(mx, S[a * kTile + b]);
       for (int k = kRowLanes / 2; k > 0; k /= 2) mx = fmaxf(mx, __shfl_xor_sync(kWarpFullMask, mx, k));
-      const float corr_a = m[a] == -INFINITY ? 0.0f : hs_exp_fast(m[a] - mx);
+      const float corr_a = m[a] == -INFINITY ? 0.0f : tile_softmax_exp<T>(m[a] - mx);
       float sum = 0.0f;
       for (int b = part; b < kTile; b += kRowLanes) {
         const float sc = S[a * kTile + b];
-        const float e = sc == -INFINITY ? 0.0f : hs_exp_fast(sc - mx);
+        const float e = sc == -INFINITY ? 0.0f : tile_softmax_exp<T>(sc - mx);
         sum += e;
         tile_store(pt[a * kTile + b], e == 0.0f ? 0.0f : e * drop_factor(g, sample_key, row_key, j0 + b));
       }
@@ -638,7 +638,7 @@ __global__ void rel_flash_dr_kernel(float *part, const float *dctx, const float 
       for (int e = wi.lane; e < kTile * kTile; e += HS_WARP) {
         const int a = e / kTile, tt = e % kTile, x = a + tt;
         const float sc = sd[e];
-        const float pr = sc == -INFINITY ? 0.0f : hs_exp_fast(sc - sm.lse_t[a]);
+        const float pr = sc == -INFINITY ? 0.0f : tile_softmax_exp<T>(sc - sm.lse_t[a]);
         const float f = pr == 0.0f ? 0.0f : g.p > 0.0f ? drop_factor(g, sample_key, sm.keys_t[a], jbase + x) : 1.0f;
         tile_store(dbt[tt * kTile + a], pr * (f * dpp[a * 2 * kTile + x] - sm.d_t[a]));
       }

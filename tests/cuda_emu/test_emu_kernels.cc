@@ -468,6 +468,30 @@ void test_fast_path_same_results() {
   }
 }
 
+// The special-function unit's 2^t (hs_emu_ex2_approx_ftz, PTX ex2.approx.ftz.f32): within 2.5 ulp of
+// 2^t over the range a softmax uses and beyond, off by up to 2 ulp as often as a GPU may be (not the host's
+// nearly exact exp2f), the same value for the same t, and the flushes and specials of the instruction.
+void test_ex2_approx_model() {
+  int moved = 0, n = 0;
+  double worst = 0.0;
+  for (float t = -126.0f; t <= 127.0f; t += 0.0123f, n++) {
+    const float y = hs_emu_ex2_approx_ftz(t);
+    const double exact = exp2((double)t);
+    const double ulp = ldexp(1.0, ilogb(exact) - 23);
+    const double err = fabs((double)y - exact) / ulp;
+    worst = err > worst ? err : worst;
+    moved += err > 0.75;
+    CHECK(y == hs_emu_ex2_approx_ftz(t));
+  }
+  CHECK(worst <= 2.5 && worst > 1.5);
+  CHECK(moved > n / 3);
+  CHECK(hs_emu_ex2_approx_ftz(0.0f) == 1.0f && hs_emu_ex2_approx_ftz(1e-40f) == 1.0f);
+  CHECK(hs_emu_ex2_approx_ftz(-126.5f) == 0.0f && hs_emu_ex2_approx_ftz(-14427.0f) == 0.0f);
+  CHECK(hs_emu_ex2_approx_ftz(-INFINITY) == 0.0f && !signbit(hs_emu_ex2_approx_ftz(-INFINITY)));
+  CHECK(isinf(hs_emu_ex2_approx_ftz(INFINITY)) && isinf(hs_emu_ex2_approx_ftz(200.0f)));
+  CHECK(isnan(hs_emu_ex2_approx_ftz(NAN)));
+}
+
 } // namespace
 
 int main() {
@@ -478,6 +502,8 @@ int main() {
   printf("ok   fast path: element-wise blocks run as a loop, blocks with barriers do not, a data-dependent "
          "barrier or warp function on the loop is correct, same results and orders with it off\n");
   test_fma_contraction();
+  test_ex2_approx_model();
+  printf("ok   the special-function unit's 2^t within 2.5 ulp, moved as a GPU's may be, flushes and specials\n");
   int shuffled = 0;
   for (uint64_t seed : {1ull, 2ull, 3ull, 1000003ull}) {
     hs_emu_set_seed(seed);

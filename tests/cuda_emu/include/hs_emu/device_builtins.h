@@ -224,6 +224,29 @@ inline double rsqrt(double x) { return 1.0 / sqrt(x); }
 inline float __expf(float x) { return expf(x); }
 inline float __logf(float x) { return logf(x); }
 inline float __fdividef(float x, float y) { return x / y; }
+// PTX ex2.approx.ftz.f32 (MUFU.EX2; kernels reach it through inline PTX, kernels/hs_cuda.h's
+// hs_ex2_approx): 2^t within 2 ulp (the CUDA Math API's bound for exp2f, which is this instruction),
+// subnormal inputs and results flushed to zero. Modelled as the host's exp2f (within 0.502 ulp) moved by
+// -2..+2 ulp, an amount chosen from t's bits (the same for the same t), so a result here is off by as
+// much as a GPU's may be: a model more exact than the hardware would let too tight a bound pass here and
+// fail on a GPU. 2^0 = 1 and the specials (NaN, +-inf -> NaN, inf, +0) are exact.
+inline float hs_emu_ex2_approx_ftz(float t) {
+  if (t != t) return t;
+  if (fabsf(t) < 1.17549435e-38f) t = 0.0f; // ftz: a subnormal input is 0
+  if (t == 0.0f) return 1.0f;
+  const float y = exp2f(t);
+  if (y < 1.17549435e-38f) return 0.0f; // ftz: a subnormal result is +0
+  if (isinf(y)) return y;
+  uint32_t tb, yb;
+  memcpy(&tb, &t, sizeof tb);
+  memcpy(&yb, &y, sizeof yb);
+  tb ^= tb >> 16, tb *= 0x7feb352dU, tb ^= tb >> 15, tb *= 0x846ca68bU, tb ^= tb >> 16;
+  const int step = (int)(tb % 5U) - 2;
+  yb = (uint32_t)((int64_t)yb + step);
+  float r;
+  memcpy(&r, &yb, sizeof r);
+  return r < 1.17549435e-38f ? 0.0f : r;
+}
 inline float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x); }
 template <class T> inline T __ldg(const T *p) { return *p; }
 inline int min(int a, int b) { return a < b ? a : b; }
