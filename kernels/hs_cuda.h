@@ -76,6 +76,21 @@ template <class T> using hs_cuda_type = T;
 #error "kernels/hs_cuda.h: compile with nvcc, or for the emulated device with -DHS_CUDA_EMU (tests/cuda_emu)"
 #endif
 
+/* 1/x by the GPU's special-function unit: PTX rcp.approx.ftz.f32, one MUFU.RCP instruction, within 1 ulp
+ * (an IEEE division, 1.0f / x, is about 8 instructions around it and a slow-path branch); subnormal
+ * inputs and results are flushed to zero. Modelled on the emulated device with that error. */
+__device__ __forceinline__ float hs_rcp_approx(float x) {
+#if defined(__CUDA_ARCH__)
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#elif defined(HS_CUDA_EMU)
+  return hs_emu_rcp_approx_ftz(x);
+#else
+  return 1.0f / x; /* nvcc's host pass compiles device code it never runs */
+#endif
+}
+
 /* 2^t by the GPU's special-function unit: PTX ex2.approx.ftz.f32, one MUFU.EX2 instruction (at an eighth
  * of the arithmetic rate, on its own pipe), within 2 ulp; subnormal inputs and results are flushed to
  * zero (2^t < 2^-126 gives +0), 2^-inf = +0. The emulated device models the error

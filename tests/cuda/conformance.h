@@ -142,6 +142,7 @@ void hs_conf_group_norm_loss_optim(hs_conf *t);       /* layernorm, losses, mult
 void hs_conf_group_rel_attention(hs_conf *t);         /* Transformer-XL relative-position attention */
 void hs_conf_group_attention(hs_conf *t);             /* BERT attention alone (conformance_elementwise_attention.c) */
 void hs_conf_group_flash_attention(hs_conf *t);       /* the fused attention (in elementwise_attention's, too) */
+void hs_conf_group_gelu(hs_conf *t);                  /* gelu, bias_gelu_forward (in elementwise_attention's) */
 void hs_conf_group_half(hs_conf *t);                  /* to_half / from_half under bf16 and fp16 (conformance_half.c) */
 
 #endif

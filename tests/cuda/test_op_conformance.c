@@ -2,7 +2,8 @@
  * under tests/gpu/) against the CPU backend, on random inputs with odd sizes: a user's guarantee that
  * device = "cuda" computes what device = "cpu" computes (bounds derived per op: tests/cuda/conformance.h), in
  * every precision: fp32 runs every op; tf32, bf16 and fp16 rerun the ops with products (GEMMs,
- * convolutions, attention, relative attention) with both backends in that precision, and check that
+ * convolutions, attention, relative attention) and GELU (under bf16 and fp16 its own formulas on CUDA)
+ * with both backends in that precision, and check that
  * the CUDA products really were rounded (they differ from fp32); bf16 and fp16 also check the 16-bit
  * storage conversions (to_half, from_half) bit for bit.
  * HS_CONF_DATA_SEED=N draws other random inputs (default 0: the inputs `make check` uses): a bound that
@@ -366,6 +367,7 @@ int main(int argc, char **argv) {
         } else if (!only || !strcmp(only, "elementwise_attention")) {
             hs_conf_group_attention(&t);
             hs_conf_group_flash_attention(&t);
+            hs_conf_group_gelu(&t); /* its own formulas under bf16 and fp16 */
             hs_conf_group_half(&t);
         }
         if (!only || !strcmp(only, "rel_attention")) hs_conf_group_rel_attention(&t);

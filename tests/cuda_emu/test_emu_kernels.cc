@@ -490,6 +490,20 @@ void test_ex2_approx_model() {
   CHECK(hs_emu_ex2_approx_ftz(-INFINITY) == 0.0f && !signbit(hs_emu_ex2_approx_ftz(-INFINITY)));
   CHECK(isinf(hs_emu_ex2_approx_ftz(INFINITY)) && isinf(hs_emu_ex2_approx_ftz(200.0f)));
   CHECK(isnan(hs_emu_ex2_approx_ftz(NAN)));
+  // 1/x: within 1 ulp, moved as often as not, exact at the specials
+  int rmoved = 0, rn = 0;
+  double rworst = 0.0;
+  for (float x = 1.0f; x < 8.0f; x += 0.00137f, rn++) {
+    const double exact = 1.0 / (double)x;
+    const double err = fabs((double)hs_emu_rcp_approx_ftz(x) - exact) / ldexp(1.0, ilogb(exact) - 23);
+    rworst = err > rworst ? err : rworst;
+    rmoved += err > 0.5;
+  }
+  CHECK(rworst <= 1.5 && rworst > 1.0 && rmoved > rn / 3);
+  CHECK(hs_emu_rcp_approx_ftz(1.0f) == 1.0f && hs_emu_rcp_approx_ftz(-1.0f) == -1.0f);
+  CHECK(isinf(hs_emu_rcp_approx_ftz(0.0f)) && isinf(hs_emu_rcp_approx_ftz(1e-40f)));
+  CHECK(hs_emu_rcp_approx_ftz(INFINITY) == 0.0f && hs_emu_rcp_approx_ftz(1e38f) == 0.0f);
+  CHECK(isnan(hs_emu_rcp_approx_ftz(NAN)));
 }
 
 } // namespace
@@ -503,7 +517,8 @@ int main() {
          "barrier or warp function on the loop is correct, same results and orders with it off\n");
   test_fma_contraction();
   test_ex2_approx_model();
-  printf("ok   the special-function unit's 2^t within 2.5 ulp, moved as a GPU's may be, flushes and specials\n");
+  printf("ok   the special-function unit's 2^t and 1/x within 2.5 and 1.5 ulp, moved as a GPU's may be, flushes and "
+         "specials\n");
   int shuffled = 0;
   for (uint64_t seed : {1ull, 2ull, 3ull, 1000003ull}) {
     hs_emu_set_seed(seed);

@@ -247,6 +247,24 @@ inline float hs_emu_ex2_approx_ftz(float t) {
   memcpy(&r, &yb, sizeof r);
   return r < 1.17549435e-38f ? 0.0f : r;
 }
+// PTX rcp.approx.ftz.f32 (MUFU.RCP; kernels/hs_cuda.h's hs_rcp_approx): 1/x within 1 ulp, subnormal
+// inputs (-> +-inf) and results (-> +-0) flushed. Modelled as the exact quotient moved by -1..+1 ulp,
+// an amount chosen from x's bits; 1/+-1, 1/+-0, 1/+-inf and NaN exact.
+inline float hs_emu_rcp_approx_ftz(float x) {
+  if (x != x) return x;
+  if (fabsf(x) < 1.17549435e-38f) x = copysignf(0.0f, x); // ftz: a subnormal input is 0
+  const float y = 1.0f / x;
+  if (fabsf(y) < 1.17549435e-38f) return copysignf(0.0f, y); // ftz (and 1/inf = 0)
+  if (isinf(y) || fabsf(x) == 1.0f) return y;
+  uint32_t xb, yb;
+  memcpy(&xb, &x, sizeof xb);
+  memcpy(&yb, &y, sizeof yb);
+  xb ^= xb >> 16, xb *= 0x7feb352dU, xb ^= xb >> 15, xb *= 0x846ca68bU, xb ^= xb >> 16;
+  yb = (uint32_t)((int64_t)yb + (int)(xb % 3U) - 1);
+  float r;
+  memcpy(&r, &yb, sizeof r);
+  return fabsf(r) < 1.17549435e-38f ? copysignf(0.0f, y) : r;
+}
 inline float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x); }
 template <class T> inline T __ldg(const T *p) { return *p; }
 inline int min(int a, int b) { return a < b ? a : b; }
