@@ -50,8 +50,7 @@ struct half_out {
  * SFU = false: math/gelu.h, the CPU backend's expressions (fp32, TF32). */
 __device__ __forceinline__ void gelu_parts_sfu(float x, float &cdf, float &exp_neg_half_x2) {
   const float a = fabsf(x) * HS_INV_SQRT2;
-  const float t = hs_rcp_approx(1.0f + 0.3275911f * a);
-  const float poly = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
+  const float poly = hs_as7126_poly(hs_rcp_approx(1.0f + HS_AS7126_P * a));
   const float e = hs_ex2_approx(-(a * a) * 1.44269504088896341f); /* e^{-a²} = e^{-x²/2} */
   const float half_erfc = 0.5f * poly * e;
   cdf = x >= 0.0f ? 1.0f - half_erfc : half_erfc;

@@ -112,12 +112,10 @@ __device__ __forceinline__ void tile_store(hs_tile_tf32 &dst, float v) { dst.v =
  * where P = 2e-9), is far below the 16-bit rounding of P (2^-9 bf16, 2^-12 fp16) and of the sums of
  * P·V it feeds; masked keys' exact 0 stays 0 (flushed). fp32 and TF32 tiles: hs_exp_fast, the CPU
  * backend's exponential, so the fp32 paths agree with the CPU to float rounding. */
-template <class T> __device__ __forceinline__ float tile_softmax_exp(float x) { return hs_exp_fast(x); }
-template <> __device__ __forceinline__ float tile_softmax_exp<hs_tile_bf16>(float x) {
-  return hs_ex2_approx(x * 1.44269504088896341f);
-}
-template <> __device__ __forceinline__ float tile_softmax_exp<hs_tile_fp16>(float x) {
-  return hs_ex2_approx(x * 1.44269504088896341f);
+template <class T> __device__ __forceinline__ float tile_softmax_exp(float x) {
+  if (std::is_same<T, hs_tile_bf16>::value || std::is_same<T, hs_tile_fp16>::value)
+    return hs_ex2_approx(x * 1.44269504088896341f);
+  return hs_exp_fast(x);
 }
 
 /* 2 consecutive stored operands p[0..1] as floats, in one load (p 8-byte aligned for 4-byte types, 4 for

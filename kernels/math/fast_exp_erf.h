@@ -59,13 +59,19 @@ HS_HD_INLINE float hs_exp_fast(float x) {
     return is_nan ? x : y_low;
 }
 
+/* Abramowitz & Stegun 7.1.26's polynomial: erfc(a) ~ poly(t)·e^{-a²} for a >= 0, t = 1/(1 + 0.3275911·a)
+ * (hs_erf_fast_with_exp below, and the CUDA GELU under bf16/fp16, kernels/activations.cu). */
+#define HS_AS7126_P 0.3275911f
+HS_HD_INLINE float hs_as7126_poly(float t) {
+    const float a1 = 0.254829592f, a2 = -0.284496736f, a3 = 1.421413741f, a4 = -1.453152027f, a5 = 1.061405429f;
+    return t * (a1 + t * (a2 + t * (a3 + t * (a4 + t * a5))));
+}
+
 /* erf(x) and, through *exp_neg_x2, e^{-x²} (GELU's backward reuses it for the Gaussian density). */
 HS_HD_INLINE float hs_erf_fast_with_exp(float x, float *exp_neg_x2) {
-    const float p = 0.3275911f;
-    const float a1 = 0.254829592f, a2 = -0.284496736f, a3 = 1.421413741f, a4 = -1.453152027f, a5 = 1.061405429f;
     const float ax = fabsf(x);
-    const float t = 1.0f / (1.0f + p * ax);
-    const float poly = t * (a1 + t * (a2 + t * (a3 + t * (a4 + t * a5))));
+    const float t = 1.0f / (1.0f + HS_AS7126_P * ax);
+    const float poly = hs_as7126_poly(t);
     const float e = hs_exp_fast(-x * x);
     const float r = copysignf(1.0f - poly * e, x);
     /* Near 0, 1 - poly·e cancels (float error up to 5e-7 near 0, 3e-7 at 0.5); the Maclaurin series

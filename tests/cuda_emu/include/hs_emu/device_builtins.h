@@ -224,12 +224,37 @@ inline double rsqrt(double x) { return 1.0 / sqrt(x); }
 inline float __expf(float x) { return expf(x); }
 inline float __logf(float x) { return logf(x); }
 inline float __fdividef(float x, float y) { return x / y; }
+// y moved by -max_ulps..+max_ulps ulps, an amount chosen from the bits of the input x (the same for the
+// same x): the special-function unit's error as the models below give it
+inline float hs_emu_ulps_moved(float y, float x, int max_ulps) {
+  uint32_t xb, yb;
+  memcpy(&xb, &x, sizeof xb);
+  memcpy(&yb, &y, sizeof yb);
+  xb ^= xb >> 16, xb *= 0x7feb352dU, xb ^= xb >> 15, xb *= 0x846ca68bU, xb ^= xb >> 16;
+  yb = (uint32_t)((int64_t)yb + (int)(xb % (2U * (uint32_t)max_ulps + 1U)) - max_ulps);
+  float r;
+  memcpy(&r, &yb, sizeof r);
+  return fabsf(r) < 1.17549435e-38f ? copysignf(0.0f, y) : r; // ftz
+}
+
+// PTX rcp.approx.ftz.f32 (MUFU.RCP; kernels/hs_cuda.h's hs_rcp_approx): 1/x within 1 ulp, subnormal
+// inputs (-> +-inf) and results (-> +-0) flushed. Modelled as the exact quotient moved by -1..+1 ulp;
+// 1/+-1, 1/+-0, 1/+-inf and NaN exact.
+inline float hs_emu_rcp_approx_ftz(float x) {
+  if (x != x) return x;
+  if (fabsf(x) < 1.17549435e-38f) x = copysignf(0.0f, x); // ftz: a subnormal input is 0
+  const float y = 1.0f / x;
+  if (fabsf(y) < 1.17549435e-38f) return copysignf(0.0f, y); // ftz (and 1/inf = 0)
+  if (isinf(y) || fabsf(x) == 1.0f) return y;
+  return hs_emu_ulps_moved(y, x, 1);
+}
+
 // PTX ex2.approx.ftz.f32 (MUFU.EX2; kernels reach it through inline PTX, kernels/hs_cuda.h's
 // hs_ex2_approx): 2^t within 2 ulp (the CUDA Math API's bound for exp2f, which is this instruction),
 // subnormal inputs and results flushed to zero. Modelled as the host's exp2f (within 0.502 ulp) moved by
-// -2..+2 ulp, an amount chosen from t's bits (the same for the same t), so a result here is off by as
-// much as a GPU's may be: a model more exact than the hardware would let too tight a bound pass here and
-// fail on a GPU. 2^0 = 1 and the specials (NaN, +-inf -> NaN, inf, +0) are exact.
+// -2..+2 ulp, so a result here is off by as much as a GPU's may be: a model more exact than the hardware
+// would let too tight a bound pass here and fail on a GPU. 2^0 = 1 and the specials (NaN, +-inf -> NaN,
+// inf, +0) are exact.
 inline float hs_emu_ex2_approx_ftz(float t) {
   if (t != t) return t;
   if (fabsf(t) < 1.17549435e-38f) t = 0.0f; // ftz: a subnormal input is 0
@@ -237,33 +262,7 @@ inline float hs_emu_ex2_approx_ftz(float t) {
   const float y = exp2f(t);
   if (y < 1.17549435e-38f) return 0.0f; // ftz: a subnormal result is +0
   if (isinf(y)) return y;
-  uint32_t tb, yb;
-  memcpy(&tb, &t, sizeof tb);
-  memcpy(&yb, &y, sizeof yb);
-  tb ^= tb >> 16, tb *= 0x7feb352dU, tb ^= tb >> 15, tb *= 0x846ca68bU, tb ^= tb >> 16;
-  const int step = (int)(tb % 5U) - 2;
-  yb = (uint32_t)((int64_t)yb + step);
-  float r;
-  memcpy(&r, &yb, sizeof r);
-  return r < 1.17549435e-38f ? 0.0f : r;
-}
-// PTX rcp.approx.ftz.f32 (MUFU.RCP; kernels/hs_cuda.h's hs_rcp_approx): 1/x within 1 ulp, subnormal
-// inputs (-> +-inf) and results (-> +-0) flushed. Modelled as the exact quotient moved by -1..+1 ulp,
-// an amount chosen from x's bits; 1/+-1, 1/+-0, 1/+-inf and NaN exact.
-inline float hs_emu_rcp_approx_ftz(float x) {
-  if (x != x) return x;
-  if (fabsf(x) < 1.17549435e-38f) x = copysignf(0.0f, x); // ftz: a subnormal input is 0
-  const float y = 1.0f / x;
-  if (fabsf(y) < 1.17549435e-38f) return copysignf(0.0f, y); // ftz (and 1/inf = 0)
-  if (isinf(y) || fabsf(x) == 1.0f) return y;
-  uint32_t xb, yb;
-  memcpy(&xb, &x, sizeof xb);
-  memcpy(&yb, &y, sizeof yb);
-  xb ^= xb >> 16, xb *= 0x7feb352dU, xb ^= xb >> 15, xb *= 0x846ca68bU, xb ^= xb >> 16;
-  yb = (uint32_t)((int64_t)yb + (int)(xb % 3U) - 1);
-  float r;
-  memcpy(&r, &yb, sizeof r);
-  return fabsf(r) < 1.17549435e-38f ? copysignf(0.0f, y) : r;
+  return hs_emu_ulps_moved(y, t, 2);
 }
 inline float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x); }
 template <class T> inline T __ldg(const T *p) { return *p; }
