@@ -105,17 +105,17 @@ __device__ __forceinline__ void tile_store(hs_tile_fp16 &dst, float v) { dst.bit
 __device__ __forceinline__ void tile_store(hs_tile_tf32 &dst, float v) { dst.v = hs_tf32_round(v); }
 
 /* e^x for a softmax whose probabilities are stored as T (the fused attention kernels: x = score - max or
- * score - lse <= 0, and -10000-ish for masked keys). 16-bit tiles: the special-function unit's 2^(x·log2 e)
- * (hs_ex2_approx: one MUFU instruction and a multiply, where hs_exp_fast is about 18 arithmetic
- * instructions and the fused attention computes an exponential for every score in each of its three
- * passes). Its error, 2 ulp of 2^t and |x|·2^-24 relative from rounding x·log2 e (1.7e-7 at x = -20,
- * where P = 2e-9), is far below the 16-bit rounding of P (2^-9 bf16, 2^-12 fp16) and of the sums of
- * P·V it feeds; masked keys' exact 0 stays 0 (flushed). fp32 and TF32 tiles: hs_exp_fast, the CPU
- * backend's exponential, so the fp32 paths agree with the CPU to float rounding. */
+ * score - lse <= 0, and -10000-ish for masked keys). Reduced-precision tiles (bf16, fp16, TF32): the
+ * special-function unit's 2^(x·log2 e) (hs_ex2_approx: one MUFU instruction and a multiply, where
+ * hs_exp_fast is about 18 arithmetic instructions and the fused attention computes an exponential for
+ * every score in each of its three passes). Its error, 2 ulp of 2^t and |x|·2^-24 relative from rounding
+ * x·log2 e (1.7e-7 at x = -20, where P = 2e-9), is far below the rounding of P to the tile's type that
+ * follows (2^-9 bf16, 2^-11 TF32, 2^-12 fp16) and of the sums of P·V it feeds; masked keys' exact 0
+ * stays 0 (flushed). fp32 tiles: hs_exp_fast, the CPU backend's exponential, so fp32 agrees with the CPU
+ * to float rounding. */
 template <class T> __device__ __forceinline__ float tile_softmax_exp(float x) {
-  if (std::is_same<T, hs_tile_bf16>::value || std::is_same<T, hs_tile_fp16>::value)
-    return hs_ex2_approx(x * 1.44269504088896341f);
-  return hs_exp_fast(x);
+  if (std::is_same<T, float>::value) return hs_exp_fast(x);
+  return hs_ex2_approx(x * 1.44269504088896341f);
 }
 
 /* 2 consecutive stored operands p[0..1] as floats, in one load (p 8-byte aligned for 4-byte types, 4 for
