@@ -141,6 +141,17 @@ struct scale_op {
   }
 };
 
+/* x = 0, whatever x held (stores only) */
+struct zero_op {
+  float *flat;
+  __device__ void resolve() {}
+  __device__ void operator()(const hs_tensor_span &, int64_t i, int n, bool vector) const {
+    float x[HS_VEC];
+    for (int j = 0; j < HS_VEC; j++) x[j] = 0.0f;
+    store4(flat, i, x, n, vector);
+  }
+};
+
 /* Adam: coefficients of the tensors whose decay flag is set / not set (the same when the decay applies
  * to every tensor). */
 struct adam_op {
@@ -385,6 +396,14 @@ extern "C" void hs_cuda_scale_tensors(const hs_backend *be, float *flat, float a
   hs_cuda_shadow_written(flat, 1);
   launch_for_each(be, table, count, hs_quads_aligned({flat}), scale_op{flat, a, a_slot});
   HS_CUDA_LAUNCHED("for_each_kernel<scale_op>", hs_ledger_table_bytes(table, 2 * sizeof(float), 0));
+}
+
+/* x = 0 over every tensor of the table (NaN included) */
+extern "C" void hs_cuda_zero_tensors(const hs_backend *be, float *flat, const hs_tensor_span *table, int count) {
+  if (count <= 0) return;
+  hs_cuda_shadow_written(flat, 1); /* as scale_tensors: a parameter arena's 16-bit copy is reconverted */
+  launch_for_each(be, table, count, hs_quads_aligned({flat}), zero_op{flat});
+  HS_CUDA_LAUNCHED("for_each_kernel<zero_op>", hs_ledger_table_bytes(table, sizeof(float), 0));
 }
 
 /* Adam (HetSeq / fairseq), decoupled or L2 decay, on every tensor or the flagged ones */

@@ -288,6 +288,23 @@ static void grads_ready_plan(hs_bert *m) {
     hs_grads_ready_build(g, m->params);
 }
 
+/* The gradients an update's first micro-batch writes whole (hs_params_grad_written): every linear layer's
+ * weight and bias, whose weight-gradient product is their first writer (the tied decoder's is the word
+ * embeddings' first writer: embeddings_backward adds to it; heads_backward zeroes the MLM head's four
+ * when a micro-batch has no masked position). The LayerNorms' and the position and token-type
+ * embeddings' gradients are added to, and zeroed each update. */
+static void grads_written_plan(hs_bert *m) {
+    const int heads[] = {m->word, m->mlm_bias, m->transform_w, m->transform_b, m->nsp_w, m->nsp_b, m->pool_w,
+                         m->pool_b};
+    for (size_t k = 0; k < sizeof heads / sizeof heads[0]; k++) hs_params_grad_written(m->params, heads[k]);
+    for (int i = 0; i < m->cfg.num_hidden_layers; i++) {
+        const bert_layer_params *l = &m->lp[i];
+        const int linear[] = {l->out_w,   l->out_b,   l->inter_w, l->inter_b, l->attn_out_w, l->attn_out_b,
+                              l->query_w, l->query_b, l->key_w,   l->key_b,   l->value_w,    l->value_b};
+        for (size_t k = 0; k < sizeof linear / sizeof linear[0]; k++) hs_params_grad_written(m->params, linear[k]);
+    }
+}
+
 /* ---- the input buffer list ---------------------------------------------------------------------------- */
 
 enum { IN_IDS, IN_SEGMENTS, IN_MASK, IN_NSP, IN_CLS, IN_MLM_ROWS, IN_MLM_LABELS, N_INPUTS };
@@ -420,6 +437,7 @@ void hs_bert_setup(hs_bert *m) {
     m->grad_mlm_in = alloc_floats(be, NP * H);
     hs_workspace_reserve(be, &m->ws, T * (I > 3 * H ? I : 3 * H) * sizeof(float));
     grads_ready_plan(m);
+    grads_written_plan(m);
 }
 
 size_t hs_bert_activation_bytes(const hs_bert *m) { return m->activation_bytes; }
@@ -922,6 +940,9 @@ static void heads_backward(hs_bert *m, const hs_step_ctx *ctx) {
         hs_linear_backward(be, m->grad_mlm_in, hs_param_grad(p, m->transform_w), hs_param_grad(p, m->transform_b),
                            m->grad_mlm_out, m->mlm_in, hs_param_data(p, m->transform_w), Np, H, H, ctx->grads_zero);
         hs_gather_rows_backward(be, m->grad_h, m->grad_mlm_in, m->in.mlm_rows, Np, H, T);
+    } else if (ctx->grads_zero) { /* the MLM head's written gradients get no writer (grads_written_plan) */
+        const int head[] = {m->word, m->mlm_bias, m->transform_w, m->transform_b};
+        for (size_t k = 0; k < sizeof head / sizeof head[0]; k++) hs_params_zero_grad_tensor(p, head[k]);
     }
     hs_softmax_xent_backward(be, m->nsp_logits, m->nsp_logits, m->in.nsp_labels, B, 2, (float)ctx->loss_scale[1]);
     hs_linear_backward(be, m->grad_pool, hs_param_grad(p, m->nsp_w), hs_param_grad(p, m->nsp_b), m->nsp_logits,
@@ -1004,7 +1025,7 @@ static void layer_backward(hs_bert *m, int i, const hs_step_ctx *ctx, int64_t fi
     const hs_attention_grads g = {.query_w = hs_param_grad(p, l->query_w), .query_b = hs_param_grad(p, l->query_b),
                                   .key_w = hs_param_grad(p, l->key_w), .key_b = hs_param_grad(p, l->key_b),
                                   .value_w = hs_param_grad(p, l->value_w), .value_b = hs_param_grad(p, l->value_b),
-                                  .bias_zero = ctx->grads_zero, .dqkv16 = m->grad16_qkv};
+                                  .overwrite = ctx->grads_zero, .dqkv16 = m->grad16_qkv};
     /* fused, 16-bit storage: the attention backward reads q|k|v from its 16-bit copy (the working set's
      * q|k|v is the last layer's, not widened: layer_load_half) */
     const hs_attention_saved saved = {.qkv = a->qkv,

@@ -115,6 +115,10 @@ void hs_cnn_setup(hs_cnn *m) {
         hs_grads_ready_writes(&m->ready, stage_of[i][1], stage_of[i][2]);
     }
     hs_grads_ready_build(&m->ready, m->params);
+    /* the fully connected layers' gradients are written by an update's first micro-batch (their
+     * hs_linear_backward with grads_zero), not zeroed and added to; the convolutions' are added to */
+    const int written[] = {m->fc2_w, m->fc2_b, m->fc1_w, m->fc1_b};
+    for (size_t i = 0; i < sizeof written / sizeof written[0]; i++) hs_params_grad_written(m->params, written[i]);
 }
 
 void hs_cnn_init_params(hs_cnn *m, uint64_t seed) {

@@ -283,6 +283,7 @@ static int stage_ffn(const hs_txl *m, int l) { return 1 + 2 * (m->cfg.n_layer - 
 static int stage_attention(const hs_txl *m, int l) { return stage_ffn(m, l) + 1; }
 static int stage_embedding(const hs_txl *m) { return 1 + 2 * m->cfg.n_layer; }
 static void grads_ready_plan(hs_txl *m);
+static void grads_written_plan(hs_txl *m);
 
 /* ---- buffers ------------------------------------------------------------------------------------------ */
 
@@ -383,6 +384,7 @@ void hs_txl_setup(hs_txl *m) {
     m->dr = falloc(be, klen * nd);
     m->dff = falloc(be, T * I);
     grads_ready_plan(m);
+    grads_written_plan(m);
 }
 
 /* ---- initialisation ------------------------------------------------------------------------------------ */
@@ -712,6 +714,19 @@ static void grads_ready_plan(hs_txl *m) {
     hs_grads_ready_build(g, p);
 }
 
+/* The gradients an update's first micro-batch writes whole (hs_params_grad_written): each layer's
+ * weight-gradient products (layer_backward, beta 0 or the overwrite of gemm_wgrad_bgrad) and the FFN's
+ * biases with them. The shared r_w_bias / r_r_bias (every layer adds), the LayerNorms and the adaptive
+ * softmax and embedding (tied, with clusters a micro-batch may not reach) are added to, and zeroed each
+ * update. */
+static void grads_written_plan(hs_txl *m) {
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        const txl_layer_params *w = &m->lp[l];
+        const int written[] = {w->o_w, w->r_w, w->qkv_w, w->ff1_w, w->ff1_b, w->ff2_w, w->ff2_b};
+        for (size_t k = 0; k < sizeof written / sizeof written[0]; k++) hs_params_grad_written(m->params, written[k]);
+    }
+}
+
 /* The sinusoid table of clamp_len for the largest klen (max_qlen + max_mlen):
  * row t = [sin(p·f) | cos(p·f)], p = max_klen-1-t clamped at clamp_len (> 0). Row t of a segment of klen
  * keys is row t + max_klen - klen here (its p = klen-1-t: the same float, so the same bits). Made and
@@ -1028,7 +1043,8 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
     /* a = dropout(ctx·Woᵀ): ∂ctx = ∂a·Wo, ∂Wo += ∂aᵀ·ctx; under bf16/fp16 ∂ctx rounded to 16 bits
      * (gemm_half_out, autocast's matmul), with either storage; under proj16 in 16 bits only, which the
      * fused attention's backward reads (its row dot products and dC tiles) */
-    be->gemm(be, 1, 0, D, nd, T, 1.0f, da, D, a->ctx, nd, 1.0f, hs_param_grad(p, w->o_w), nd);
+    const float wgrad_beta = ps->ctx->grads_zero ? 0.0f : 1.0f; /* written, not added (grads_written_plan) */
+    be->gemm(be, 1, 0, D, nd, T, 1.0f, da, D, a->ctx, nd, wgrad_beta, hs_param_grad(p, w->o_w), nd);
     hs_linear_dx_rounded(be, m->grad16_ctx, m->grad_ctx, da, hs_param_data(p, w->o_w), T, nd, D);
     if (h16) be->unbind_half(be, da);
     const float scale = (float)(1.0 / sqrt((double)c->d_head));
@@ -1059,12 +1075,12 @@ static void layer_backward(hs_txl *m, int l, const pass *ps) {
         if (m->fused) be->bind_half(be, m->dr, dr16, n_r);
     }
     /* r = pos'·Wrᵀ: ∂Wr += ∂rᵀ·pos' (the positions need no gradient; pos' read from its twin, bind_pos16) */
-    be->gemm(be, 1, 0, nd, D, klen, 1.0f, m->dr, nd, m->pos_drop, D, 1.0f, hs_param_grad(p, w->r_w), D);
+    be->gemm(be, 1, 0, nd, D, klen, 1.0f, m->dr, nd, m->pos_drop, D, wgrad_beta, hs_param_grad(p, w->r_w), D);
     if (h16) be->unbind_half(be, m->dr);
     /* qkv = c'·Wqkvᵀ: ∂Wqkv += ∂qkvᵀ·c' (c' from cat16, rounded at the layer's load), ∂c' = ∂qkv·Wqkv */
     const float *in = qkv_input(m, l);
     if (h16) be->bind_half(be, in, m->cat16, (size_t)K * (size_t)D);
-    be->gemm(be, 1, 0, 3 * nd, D, K, 1.0f, m->dqkv, 3 * nd, in, D, 1.0f, hs_param_grad(p, w->qkv_w), D);
+    be->gemm(be, 1, 0, 3 * nd, D, K, 1.0f, m->dqkv, 3 * nd, in, D, wgrad_beta, hs_param_grad(p, w->qkv_w), D);
     if (h16) be->unbind_half(be, in);
     be->gemm(be, 0, 0, K, D, 3 * nd, 1.0f, m->dqkv, 3 * nd, hs_param_data(p, w->qkv_w), D, 0.0f, m->dcat, D);
     if (h16) be->unbind_half(be, m->dqkv);

@@ -96,13 +96,16 @@ void hs_attention_backward(const hs_backend *be, const hs_attention_dims *d, con
     float *dweights[3] = {g->query_w, g->key_w, g->value_w}, *dbiases[3] = {g->query_b, g->key_b, g->value_b};
     const int fused_g = adjacent(g->query_w, g->key_w, g->value_w, H);
     if (fused_g && adjacent_bias(dbiases[0], dbiases[1], dbiases[2], H)) { /* one GEMM, the bias gradient fused */
-        be->gemm_wgrad_bgrad(be, g->query_w, dbiases[0], dqkv, ld, x, T, H, ld, g->bias_zero);
+        be->gemm_wgrad_bgrad(be, g->query_w, dbiases[0], dqkv, ld, x, T, H, ld, g->overwrite);
     } else if (!fused_g) {
         for (int i = 0; i < 3; i++)
-            be->gemm_wgrad_bgrad(be, dweights[i], dbiases[i], dqkv + i * H, ld, x, T, H, H, g->bias_zero);
+            be->gemm_wgrad_bgrad(be, dweights[i], dbiases[i], dqkv + i * H, ld, x, T, H, H, g->overwrite);
     } else {
-        be->gemm(be, 1, 0, ld, H, T, 1.0f, dqkv, ld, x, H, 1.0f, g->query_w, H);
-        for (int i = 0; i < 3; i++) be->bias_grad_strided(be, dbiases[i], dqkv + i * H, ld, T, H);
+        be->gemm(be, 1, 0, ld, H, T, 1.0f, dqkv, ld, x, H, g->overwrite ? 0.0f : 1.0f, g->query_w, H);
+        for (int i = 0; i < 3; i++) {
+            if (g->overwrite) be->zero(be, dbiases[i], (size_t)H * sizeof(float));
+            be->bias_grad_strided(be, dbiases[i], dqkv + i * H, ld, T, H);
+        }
     }
     /* ∂x[T,H] (+)= dqkv[T,3H] · [Wq;Wk;Wv] */
     if (!dx) {

@@ -68,11 +68,11 @@ static inline void hs_bind_twin(const hs_backend *be, const float *f, const uint
 /* y[B,out] = x[B,in] · W[out,in]ᵀ + b[out] */
 void hs_linear_forward(const hs_backend *be, float *y, const float *x, const float *w, const float *b, int batch,
                        int in, int out);
-/* dW[out,in] += dyᵀ·x, db[out] += colsum(dy), dx[B,in] = dy·W (skipped when dx is NULL). db_zero = 1
- * promises db holds zeros (hs_step_ctx.grads_zero): the backend may then write the sum (one GEMM with
- * its bias-gradient epilogue on CUDA); the result is the same. */
+/* dW[out,in] += dyᵀ·x, db[out] += colsum(dy), dx[B,in] = dy·W (skipped when dx is NULL). overwrite = 1
+ * (hs_step_ctx.grads_zero, where this call is the tensors' first writer): dW and db are written, whatever
+ * they held (gemm_wgrad_bgrad's overwrite), with the bits of adding to zeros. */
 void hs_linear_backward(const hs_backend *be, float *dx, float *dw, float *db, const float *dy, const float *x,
-                        const float *w, int batch, int in, int out, int db_zero);
+                        const float *w, int batch, int in, int out, int overwrite);
 /* A linear layer whose output an element-wise op reads next, in autocast's recipe: under bf16/fp16 the
  * 16-bit linear layer y = round(x·Wᵀ + round(b)) (gemm_bias_half; b may be NULL), in fp32/tf32
  * x·Wᵀ (+ b). y16 (bf16/fp16 only; NULL: y holds the values): the output in 16 bits only, and y bound to
@@ -305,7 +305,7 @@ typedef struct hs_attention_params {
 } hs_attention_params;
 typedef struct hs_attention_grads {
     float *query_w, *query_b, *key_w, *key_b, *value_w, *value_b; /* accumulate (+=) */
-    int bias_zero; /* 1: the bias gradients hold zeros (hs_step_ctx.grads_zero; see hs_linear_backward) */
+    int overwrite; /* 1: the six are written instead (hs_step_ctx.grads_zero; see hs_linear_backward) */
     uint16_t *dqkv16; /* NULL, or [B,L,3H] scratch for dqkv's 16-bit twin (16-bit storage): written with dqkv
                        * and bound to it (be->bind_half) for the weight- and data-gradient products, which
                        * then convert nothing; unbound before returning */

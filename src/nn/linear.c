@@ -7,11 +7,11 @@ void hs_linear_forward(const hs_backend *be, float *y, const float *x, const flo
     be->gemm_bias(be, y, out, x, w, b, batch, in, out);
 }
 
-/* ∂L/∂W[out,in] += dy[B,out]ᵀ · x[B,in];  ∂L/∂b[out] += Σ_B dy (written when db_zero);
+/* ∂L/∂W[out,in] += dy[B,out]ᵀ · x[B,in];  ∂L/∂b[out] += Σ_B dy (both written when overwrite);
  * ∂L/∂x[B,in] = dy[B,out] · W[out,in] */
 void hs_linear_backward(const hs_backend *be, float *dx, float *dw, float *db, const float *dy, const float *x,
-                        const float *w, int batch, int in, int out, int db_zero) {
-    be->gemm_wgrad_bgrad(be, dw, db, dy, out, x, batch, in, out, db_zero);
+                        const float *w, int batch, int in, int out, int overwrite) {
+    be->gemm_wgrad_bgrad(be, dw, db, dy, out, x, batch, in, out, overwrite);
     if (dx) be->gemm(be, 0, 0, batch, in, out, 1.0f, dy, out, w, in, 0.0f, dx, in);
 }
 

@@ -1,5 +1,6 @@
 #include "nn/params.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -57,6 +58,8 @@ void hs_params_free(hs_params *p) {
         p->be->free(p->be, p->data);
         p->be->free(p->be, p->grad);
         p->be->free(p->be, p->table);
+        if (p->accumulated_table) p->be->free(p->be, p->accumulated_table);
+        if (p->written_table) p->be->free(p->be, p->written_table);
     }
     free(p->tensors);
     for (int i = 0; i < p->n_buffers; i++) free(p->buffers[i].host);
@@ -95,6 +98,59 @@ int hs_params_find(const hs_params *p, const char *name) {
 }
 
 void hs_params_zero_grad(hs_params *p) { p->be->zero(p->be, p->grad, p->total * sizeof(float)); }
+
+void hs_params_grad_written(hs_params *p, int tensor) {
+    if (tensor < 0 || tensor >= p->count) HS_FATAL(NULL, "hs_params_grad_written: tensor %d of %d", tensor, p->count);
+    if (p->tensors[tensor].grad_written) return;
+    if (p->zero_plan_ready)
+        HS_FATAL("declare the written gradients before the first update", "tensor %s declared late",
+                 p->tensors[tensor].name);
+    p->tensors[tensor].grad_written = 1;
+}
+
+void hs_params_zero_grad_tensor(const hs_params *p, int tensor) {
+    p->be->zero(p->be, hs_param_grad(p, tensor), p->tensors[tensor].numel * sizeof(float));
+}
+
+/* The device table of the tensors whose grad_written equals `written` (offset order, as declared);
+ * NULL when there are none. */
+static hs_tensor_span *upload_spans(hs_params *p, int written, int *count) {
+    *count = 0;
+    for (int i = 0; i < p->count; i++) *count += p->tensors[i].grad_written == written;
+    if (*count == 0) return NULL;
+    hs_tensor_span *host;
+    HS_ALLOC(host, *count);
+    uint64_t elements = 0;
+    int n = 0;
+    for (int i = 0; i < p->count; i++)
+        if (p->tensors[i].grad_written == written) {
+            host[n++] = (hs_tensor_span){.offset = (int64_t)p->tensors[i].offset,
+                                         .numel = (int64_t)p->tensors[i].numel,
+                                         .decay = p->tensors[i].weight_decay ? 1 : 0};
+            elements += (uint64_t)p->tensors[i].numel;
+        }
+    hs_tensor_span *table = p->be->alloc(p->be, (size_t)n * sizeof *host);
+    p->be->upload(p->be, table, host, (size_t)n * sizeof *host);
+    hs_ledger_table(table, elements);
+    free(host);
+    return table;
+}
+
+void hs_params_zero_grad_accumulated(hs_params *p) {
+    if (!p->zero_plan_ready) {
+        p->accumulated_table = upload_spans(p, 0, &p->accumulated_count);
+        p->written_table = upload_spans(p, 1, &p->written_count);
+        const char *check = getenv("HETSEQ_CHECK_GRADS_WRITTEN");
+        p->poison_written = check && strcmp(check, "1") == 0;
+        p->zero_plan_ready = 1;
+    }
+    if (!p->written_table) { /* nothing declared: one fill of the whole buffer, padding included */
+        hs_params_zero_grad(p);
+        return;
+    }
+    if (p->accumulated_table) p->be->zero_tensors(p->be, p->grad, p->accumulated_table, p->accumulated_count);
+    if (p->poison_written) p->be->scale_tensors(p->be, p->grad, NAN, p->written_table, p->written_count);
+}
 
 size_t hs_params_numel(const hs_params *p) {
     size_t n = 0;

@@ -19,6 +19,7 @@ typedef struct hs_tensor_info {
     size_t numel;
     size_t offset;     /* in floats, into data/grad; aligned to 16 floats */
     int weight_decay;  /* 1 if weight decay applies (optimizers that exclude bias/LayerNorm use it) */
+    int grad_written;  /* 1: an update's first writer of the gradient writes all of it (hs_params_grad_written) */
 } hs_tensor_info;
 
 /* Keys a PyTorch state_dict of the model holds besides the table's tensors, written into checkpoints'
@@ -48,6 +49,12 @@ typedef struct hs_params {
     hs_param_alias *aliases;   /* [n_aliases] */
     hs_param_buffer *buffers;  /* [n_buffers] */
     int n_aliases, n_buffers;
+    /* hs_params_zero_grad_accumulated's plan, made at its first call: device tables of the tensors whose
+     * gradients are added to (zeroed each update) and of those written (grad_written) */
+    hs_tensor_span *accumulated_table, *written_table;
+    int accumulated_count, written_count;
+    int zero_plan_ready;
+    int poison_written; /* HETSEQ_CHECK_GRADS_WRITTEN=1: the written gradients are set to NaN instead */
 } hs_params;
 
 /* Declare a tensor before hs_params_allocate; returns its index. */
@@ -63,7 +70,22 @@ void hs_params_add_buffer(hs_params *p, const char *name, int ndim, const int64_
 int hs_params_find(const hs_params *p, const char *name);
 static inline float *hs_param_data(const hs_params *p, int i) { return p->data + p->tensors[i].offset; }
 static inline float *hs_param_grad(const hs_params *p, int i) { return p->grad + p->tensors[i].offset; }
+/* Every gradient to zero (an update none of whose micro-batches runs on this rank, and tests). */
 void hs_params_zero_grad(hs_params *p);
+/* Gradients written, not zeroed (docs/gpu.md "Gradients written, not zeroed"). A model declares, once
+ * before training, each tensor whose gradient the first writer of an update's first non-empty
+ * micro-batch (hs_step_ctx.grads_zero = 1) writes whole instead of adding to: a weight gradient product
+ * with beta 0 (gemm_wgrad_bgrad's overwrite, gemm's beta), the bias gradient it writes with it. Such a
+ * writer must run in every such micro-batch, or the model zeroes the tensor itself when it does not
+ * (hs_params_zero_grad_tensor). */
+void hs_params_grad_written(hs_params *p, int tensor);
+/* At an update's start, when a micro-batch will run: zeroes the gradients of the tensors not declared
+ * written, in one multi-tensor op (zero_tensors), and leaves the others as they are (the previous
+ * update's values; NaN with HETSEQ_CHECK_GRADS_WRITTEN=1, so that a declaration no writer keeps shows up
+ * as a non-finite gradient). The bits of the update are those of zeroing every gradient. */
+void hs_params_zero_grad_accumulated(hs_params *p);
+/* One tensor's gradient to zero (a declared-written tensor whose writer a micro-batch skips). */
+void hs_params_zero_grad_tensor(const hs_params *p, int tensor);
 /* Number of trainable values (padding excluded). */
 size_t hs_params_numel(const hs_params *p);
 /* Elements of the largest tensor (at least 1): the size of a host buffer that holds any one tensor. */

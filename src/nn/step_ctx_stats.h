@@ -51,10 +51,11 @@ typedef struct hs_step_ctx {
      * trainer reduces everything after backward), it just overlaps nothing. */
     void (*grads_ready)(void *arg, int64_t offset);
     void *grads_ready_arg;
-    /* 1 when every parameter gradient is zero as this forward_backward starts (the trainer sets it for the
-     * first micro-batch of an update, after zeroing them): a gradient written once per backward pass may
-     * then be written instead of added (be->gemm_wgrad_bgrad's overwrite_dbias: cuBLASLt's bias-gradient
-     * epilogue writes). 0 (a zero-initialised ctx) is always correct. */
+    /* 1 for the first micro-batch of an update (the trainer sets it): the gradients of the tensors the
+     * model declared written (hs_params_grad_written) hold anything, and their first writer in this
+     * backward pass must write them whole (be->gemm_wgrad_bgrad's overwrite, a weight-gradient gemm's
+     * beta 0); every other gradient is zero. 0: every gradient holds the sum so far (or zero), and every
+     * writer adds. A caller that zeroes every gradient (hs_params_zero_grad) may pass either. */
     int grads_zero;
 } hs_step_ctx;
 

@@ -392,7 +392,17 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
     hs_stall_phase(HS_PHASE_COMPUTE, update, 0);
     hs_fault_update_start(update);
     hs_params *p = &t->task->params;
-    hs_params_zero_grad(p);
+    /* The last non-empty micro-batch's backward starts the bucket all-reduces as its gradients become
+     * final; earlier ones only accumulate. */
+    int last = -1;
+    for (int i = 0; i < slot->n; i++)
+        if (slot->ranges[i].count > 0) last = i;
+    /* the gradients the first micro-batch's writers add to; those it writes whole are left (none runs on
+     * this rank: every gradient zeroed, this rank's share of the all-reduce) */
+    if (last >= 0)
+        hs_params_zero_grad_accumulated(p);
+    else
+        hs_params_zero_grad(p);
     t->be->zero(t->be, t->stats_dev, HS_STATS_NDOUBLE * sizeof(double));
     hs_step_ctx ctx = {.seed = t->st.seed, .update = (uint64_t)t->st.num_updates, .training = 1};
     /* Global counts of each loss term first, so every rank backpropagates the true global mean. */
@@ -414,13 +424,9 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
      * collectives below, so every rank issues the same calls. */
     const double compute_start = hs_now();
     int64_t samples = 0;
-    /* The last non-empty micro-batch's backward starts the bucket all-reduces as its gradients become
-     * final; earlier ones only accumulate. Not when this rank injects a NaN or an Inf into its gradient
-     * after backward (the bucket holding it must not have left yet), nor when balance = auto times a
-     * device whose synchronize would wait for peers. */
-    int last = -1;
-    for (int i = 0; i < slot->n; i++)
-        if (slot->ranges[i].count > 0) last = i;
+    /* The overlap (the last non-empty micro-batch's bucket all-reduces): not when this rank injects a NaN
+     * or an Inf into its gradient after backward (the bucket holding it must not have left yet), nor when
+     * balance = auto times a device whose synchronize would wait for peers. */
     const int inject_nan = hs_fault_fires(HS_FAULT_NAN, update);
     const int inject_overflow = hs_fault_fires(HS_FAULT_OVERFLOW, update);
     const int overlap = !inject_nan && !inject_overflow && (!t->balance.auto_mode || t->be->memory_is_host);
@@ -437,7 +443,7 @@ static int train_update(trainer *t, hs_prefetch_slot *slot) {
                                                t->stage_inputs && !t->balance.auto_mode && !inject_nan &&
                                                    !inject_overflow && hs_grad_buckets_capturable(t->buckets));
     hs_grad_buckets_start(t->buckets);
-    ctx.grads_zero = 1; /* hs_params_zero_grad above; until the first non-empty micro-batch has run */
+    ctx.grads_zero = 1; /* hs_params_zero_grad_accumulated above; until the first non-empty micro-batch has run */
     for (int i = 0; i < slot->n; i++)
         if (slot->ranges[i].count > 0) {
             ctx.grads_ready = i == last && overlap ? hs_grad_buckets_ready : NULL;

@@ -433,6 +433,37 @@ static void sumsq_scale_cases(hs_conf *t, const table_t *tb) {
         hs_conf_pair_free(t, px), hs_conf_pair_free(t, psq), hs_conf_pair_free(t, ptot);
         free(x);
     }
+    hs_conf_op(t, "zero_tensors");
+    for (int sub = 1; sub >= 0; sub--) {
+        /* over NaN (gradients an update's first writers overwrite hold anything): the tensors' elements
+         * +0 on both, the gaps and the tensors past count untouched, bit for bit */
+        const int count = sub ? tb->count : 5;
+        float *x = hs_conf_rand(t, tb->flat, -2, 2);
+        for (size_t e = 0; e < tb->flat; e += 3) x[e] = NAN;
+        hs_conf_pair px = hs_conf_pair_of(t, x, tb->flat * 4);
+        t->cpu->zero_tensors(t->cpu, px.cpu, tb->table.cpu, count);
+        t->cuda->zero_tensors(t->cuda, px.cuda, tb->table.cuda, count);
+        snprintf(what, sizeof what, "%d tensors with gaps, over NaN", count);
+        hs_conf_check_i32(t, what, px.cpu, px.cuda, tb->flat);
+        float *back = hs_conf_download_f32(t->cpu, px.cpu, tb->flat);
+        size_t zeros = 0, kept = 0;
+        for (int i = 0; i < tb->count; i++)
+            for (int64_t e = 0; e < tb->spans[i].numel; e++) {
+                const size_t at = (size_t)(tb->spans[i].offset + e);
+                if (i < count) zeros += back[at] == 0.0f && !signbit(back[at]);
+                else kept += memcmp(&back[at], &x[at], 4) == 0;
+            }
+        size_t want_zeros = 0, want_kept = 0;
+        for (int i = 0; i < tb->count; i++) *(i < count ? &want_zeros : &want_kept) += (size_t)tb->spans[i].numel;
+        if (zeros != want_zeros || kept != want_kept) {
+            fprintf(stderr, "FAIL zero_tensors %s: %zu of %zu elements +0, %zu of %zu past count kept\n", what, zeros,
+                    want_zeros, kept, want_kept);
+            hs_conf_fail(t);
+        }
+        free(back);
+        hs_conf_pair_free(t, px);
+        free(x);
+    }
     /* no tensors: *total = 0 */
     {
         const double junk = 1e30;

@@ -21,6 +21,9 @@ EMU="${HETSEQ_EMU:-$top_builddir/tests/cuda/hetseq_emu}"
 # every 16-bit twin a bf16/fp16 product reads instead of converting is compared with a fresh conversion
 # (bind_half, src/backend/cuda/cuda_twins.c): a stale one stops the run naming the op
 export HETSEQ_CHECK_HALF_TWINS=1
+# the gradients an update's first micro-batch writes whole start as NaN instead of the last update's values
+# (src/nn/params.h, hs_params_zero_grad_accumulated): a writer that added to one first would show
+export HETSEQ_CHECK_GRADS_WRITTEN=1
 [ -x "$EMU" ] || skip "hetseq_emu (the emulated CUDA build) is not built"
 CMP="$top_builddir/tests/tools/h5compare"
 export HS_CUDA_EMU_SEED="${HS_CUDA_EMU_SEED:-5}"

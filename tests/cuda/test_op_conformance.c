@@ -86,8 +86,8 @@ static void gemm_cases(hs_conf *t) {
 }
 
 /* The GEMMs with a bias epilogue: gemm_bias (y = x·wᵀ + bias, rows ldy apart) and gemm_wgrad_bgrad
- * (dw += dyᵀ·x accumulating onto random values; dbias accumulated, or written over random values when
- * overwrite_dbias), dy a column slice of a wider matrix where ldy > out (the q|k|v thirds).
+ * (dw += dyᵀ·x and dbias += Σ dy accumulating onto random values, or both written over NaN when
+ * overwrite: an update's first writer, which must never read them), dy a column slice of a wider matrix where ldy > out (the q|k|v thirds).
  * Bounds: y and dw are dot products of in + 1 (the bias) and rows + 1 (the accumulator) terms; dbias is a
  * sum of rows terms in [-1, 1] (+ the accumulator), whose terms a GPU may take as the 16-bit operands the
  * GEMM reads (term error u_op). */
@@ -134,6 +134,10 @@ static void gemm_epilogue_cases(hs_conf *t) {
             const int rows = dims[d][0], in = dims[d][1], out = dims[d][2], ldy = out + dims[d][3];
             float *dy = hs_conf_rand(t, (size_t)rows * ldy, -1, 1), *x = hs_conf_rand(t, (size_t)rows * in, -1, 1);
             float *dw = hs_conf_rand(t, (size_t)out * in, -1, 1), *db = hs_conf_rand(t, (size_t)out, -1, 1);
+            if (overwrite) {
+                for (size_t e = 0; e < (size_t)out * in; e++) dw[e] = NAN;
+                for (int e = 0; e < out; e++) db[e] = NAN;
+            }
             hs_conf_pair pdy = hs_conf_pair_of(t, dy, (size_t)rows * ldy * 4), px = hs_conf_pair_of(t, x, (size_t)rows * in * 4);
             hs_conf_pair pdw = hs_conf_pair_of(t, dw, (size_t)out * in * 4), pdb = hs_conf_pair_of(t, db, (size_t)out * 4);
             void *again = hs_conf_dev(t->cuda, db, (size_t)out * 4), *dw_again = hs_conf_dev(t->cuda, dw, (size_t)out * in * 4);
@@ -146,7 +150,7 @@ static void gemm_epilogue_cases(hs_conf *t) {
             HS_ALLOC(absdot, (size_t)out * in);
             for (int o = 0; o < out; o++)
                 for (int i = 0; i < in; i++) {
-                    double sum = fabs((double)dw[(size_t)o * in + i]);
+                    double sum = overwrite ? 0.0 : fabs((double)dw[(size_t)o * in + i]);
                     for (int r = 0; r < rows; r++) sum += fabs((double)dy[(size_t)r * ldy + o] * x[(size_t)r * in + i]);
                     absdot[(size_t)o * in + i] = sum;
                 }

@@ -76,6 +76,9 @@ act_check fused unfused fp32
 # bf16: 16-bit storage, and the 16-bit dataflow's tensors that exist only in 16 bits (docs/gpu.md, "The
 # 16-bit dataflow"): with the twin check their fp32 ranges hold NaNs, so a read of one stops the run
 export HETSEQ_CHECK_HALF_TWINS=1
+# the gradients an update's first micro-batch writes whole start as NaN instead of the last update's values
+# (src/nn/params.h, hs_params_zero_grad_accumulated): a writer that added to one first would show
+export HETSEQ_CHECK_GRADS_WRITTEN=1
 for m in fused unfused; do
   run ${m}_bf16 $m -o precision=\"bf16\" -o training.max_update=1 -o checkpoint.no_save=true
 done

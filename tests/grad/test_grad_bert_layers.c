@@ -335,8 +335,11 @@ static void check_attention(float p, int adjacent, int fused) {
     hs_attention_mask_bias(be, s.mask_bias, input_mask, ATT_B, ATT_L);
 
     float *g_block = buf(3 * hh);
-    /* the bias gradients start zero-filled: the first backward may write them (bias_zero) */
+    /* the first backward writes the six gradients (overwrite: an update's first writer), whatever they
+     * held: NaN here */
     hs_attention_grads g = {g_block, buf(ATT_H), g_block + hh, buf(ATT_H), g_block + 2 * hh, buf(ATT_H), 1, NULL};
+    for (size_t i = 0; i < 3 * hh; i++) g_block[i] = NAN;
+    for (int i = 0; i < ATT_H; i++) g.query_b[i] = g.key_b[i] = g.value_b[i] = NAN;
     float *dx = buf(nx), *dx_acc = buf(nx);
     hs_workspace ws = {0};
     attention_loss(&s);
@@ -369,7 +372,7 @@ static void check_attention(float p, int adjacent, int fused) {
     /* accumulate_dx adds onto what dx holds (the residual path's gradient); parameter grads accumulate */
     for (size_t i = 0; i < nx; i++) dx_acc[i] = 1.0f;
     const float bq0 = g.query_b[0];
-    g.bias_zero = 0;
+    g.overwrite = 0;
     hs_attention_backward(be, &s.d, &s.w, &g, &s.drop, s.x, &s.saved, s.r, dx_acc, 1, &ws);
     for (size_t i = 0; i < nx; i++) assert_float_equal(dx_acc[i], 1.0f + dx[i], 1e-5f);
     assert_float_equal(g.query_b[0], 2.0f * bq0, 1e-5f * (1.0f + fabsf(bq0)));

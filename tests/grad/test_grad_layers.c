@@ -84,8 +84,12 @@ static void test_linear(void **unused) {
     hs_linear_backward(be, dx, dw, db, s.r, s.x, s.w, s.batch, s.in, s.out, 0);
     for (size_t i = 0; i < nw; i++) assert_float_equal(dw[i], 2.0f * dw1[i], 1e-5f * (1.0f + fabsf(dw1[i])));
     for (int i = 0; i < s.out; i++) assert_float_equal(db[i], 2.0f * db1[i], 1e-5f * (1.0f + fabsf(db1[i])));
-    /* db_zero = 1 writes the bias gradient (the caller promised zeros): a third pass leaves it single. */
+    /* overwrite = 1 writes both gradients whatever they held (an update's first writer): over NaN, a
+     * third pass gives the single pass's bits. */
+    for (size_t i = 0; i < nw; i++) dw[i] = NAN;
+    for (int i = 0; i < s.out; i++) db[i] = NAN;
     hs_linear_backward(be, dx, dw, db, s.r, s.x, s.w, s.batch, s.in, s.out, 1);
+    for (size_t i = 0; i < nw; i++) assert_true(dw[i] == dw1[i]);
     for (int i = 0; i < s.out; i++) assert_true(db[i] == db1[i]);
     float *bufs[] = {s.x, s.w, s.b, s.y, s.r, dx, dw, db, dw1, db1};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) be->free(be, bufs[i]);

@@ -14,10 +14,18 @@
  *       final gradient with the callback is the same bits as without it;
  *   (e) the number of calls is one per backward stage the model has (heads, each layer's feed-forward
  *       and attention halves, embeddings): a model that only declared everything at the end would
- *       satisfy (a)-(d) while overlapping nothing.
+ *       satisfy (a)-(d) while overlapping nothing;
+ *   (f) gradients written, not zeroed (hs_params_grad_written): with every gradient NaN, then
+ *       hs_params_zero_grad_accumulated (the trainer's start of an update) and the first micro-batch run
+ *       with grads_zero = 1, the two micro-batches give the bits of (d) without the callback: each
+ *       tensor the model declared written is written whole by its first writer, and no writer adds to
+ *       one first. The model declares some (else (f) checks nothing), and the same run with
+ *       grads_zero = 0 leaves NaN (the check can fail). BERT also starts from a micro-batch without
+ *       masked positions, whose MLM head writes nothing.
  * Each region between consecutive offsets must hold a non-zero gradient, so (b) compares something.
  * Built twice: for the CPU backend and for the CUDA backend on the emulated device
  * (GRADS_READY_DEVICE "cuda"), where the ops are enqueued and the download waits for them. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -138,6 +146,7 @@ typedef struct model_case {
     const char *name;
     hs_params *p;
     int stages;
+    int other_first; /* > 1: a micro-batch (f) also starts the update with, or 0 */
     void (*run)(void *model, int mb, const hs_step_ctx *ctx);
     void (*reset)(void *model); /* before replaying the update (Transformer-XL's memory), or NULL */
     void *model;
@@ -189,6 +198,49 @@ static void check_model(const model_case *c) {
     float *without = download_grad(c->p);
     if (!same_bits(with, without, c->p->total)) fail(what, "the gradient differs with and without the callback");
     free(with);
+
+    /* (f) over NaN, the written gradients' first writers writing */
+    int declared = 0;
+    for (int i = 0; i < c->p->count; i++) declared += c->p->tensors[i].grad_written;
+    if (!declared) fail(c->name, "no tensor's gradient is declared written (hs_params_grad_written)");
+    float *nan_grad; /* NaN in every tensor; the padding between them stays 0, as nothing writes it */
+    HS_ALLOC(nan_grad, c->p->total);
+    memset(nan_grad, 0, c->p->total * sizeof(float));
+    for (int t = 0; t < c->p->count; t++)
+        for (size_t i = 0; i < c->p->tensors[t].numel; i++) nan_grad[c->p->tensors[t].offset + i] = NAN;
+    const int firsts[2] = {0, c->other_first};
+    for (int f = 0; f < (c->other_first > 1 ? 2 : 1); f++)
+        for (int first_writes = 1; first_writes >= 0; first_writes--) {
+            snprintf(what, sizeof what, "%s, gradients written from micro-batch %d%s", c->name, firsts[f],
+                     first_writes ? "" : " (grads_zero = 0)");
+            if (c->reset) c->reset(c->model);
+            hs_params_zero_grad(c->p);
+            c->run(c->model, firsts[f], &plain);
+            c->run(c->model, 1, &plain);
+            float *zeroed = f ? download_grad(c->p) : NULL;
+            if (c->reset) c->reset(c->model);
+            be->upload(be, c->p->grad, nan_grad, c->p->total * sizeof(float));
+            hs_params_zero_grad_accumulated(c->p);
+            hs_step_ctx first = plain;
+            first.grads_zero = first_writes;
+            c->run(c->model, firsts[f], &first);
+            c->run(c->model, 1, &plain);
+            float *written = download_grad(c->p);
+            size_t nan = 0;
+            for (size_t i = 0; i < c->p->total; i++) nan += written[i] != written[i];
+            if (first_writes && !same_bits(written, f ? zeroed : without, c->p->total)) {
+                size_t i = 0;
+                while (memcmp(&written[i], f ? &zeroed[i] : &without[i], sizeof(float)) == 0) i++;
+                int t = 0;
+                while (t + 1 < c->p->count && c->p->tensors[t + 1].offset <= i) t++;
+                fail(what, "differs from zeroing every gradient first: %s[%zu] %.9g (%zu NaN)", c->p->tensors[t].name,
+                     i - c->p->tensors[t].offset, (double)written[i], nan);
+            }
+            if (!first_writes && nan == 0) fail(what, "no NaN left: the check cannot tell a writer that adds");
+            free(written);
+            free(zeroed);
+        }
+    free(nan_grad);
     free(without);
     printf("%-48s %d calls, first offset %lld of %zu\n", c->name, n_single, n_single ? (long long)single[0] : -1LL,
            c->p->total);
@@ -246,7 +298,7 @@ static void test_cnn(void) {
 enum { BERT_B = 2, BERT_L = 12, BERT_P = 3, BERT_LAYERS = 2 };
 typedef struct bert_model {
     hs_bert *bert;
-    void *buf[2];
+    void *buf[3]; /* micro-batches 0 and 1; 2: no masked position */
     double *stats;
 } bert_model;
 
@@ -268,7 +320,7 @@ static void bert_fill(void *buf, int mb, int vocab) {
             b->segment_ids[i] = t >= len / 2 && t < len;
             b->input_mask[i] = t < len;
         }
-        const int count = 2 + (s + mb) % 2;
+        const int count = mb == 2 ? 0 : 2 + (s + mb) % 2;
         for (int k = 0; k < BERT_P; k++) {
             const size_t i = (size_t)s * BERT_P + (size_t)k;
             b->mlm_positions[i] = k < count ? 1 + 3 * k + s : -1;
@@ -296,7 +348,7 @@ static void test_bert(void) {
     hs_params_allocate(&p, be);
     hs_bert_setup(m.bert);
     hs_bert_init_params(m.bert, SEED);
-    for (int mb = 0; mb < 2; mb++) {
+    for (int mb = 0; mb < 3; mb++) {
         m.buf[mb] = malloc(hs_bert_batch_bytes(BERT_B, BERT_L, BERT_P));
         if (!m.buf[mb]) HS_FATAL(NULL, "out of memory");
         bert_fill(m.buf[mb], mb, cfg.vocab_size);
@@ -304,10 +356,9 @@ static void test_bert(void) {
     m.stats = be->alloc(be, HS_STATS_NDOUBLE * sizeof(double));
     /* heads, a feed-forward and an attention stage per layer, embeddings */
     const model_case c = {.name = "BERT (tied MLM decoder)", .p = &p, .stages = 2 * BERT_LAYERS + 2, .run = bert_run,
-                          .model = &m};
+                          .model = &m, .other_first = 2};
     check_model(&c);
-    free(m.buf[0]);
-    free(m.buf[1]);
+    for (int mb = 0; mb < 3; mb++) free(m.buf[mb]);
     be->free(be, m.stats);
     hs_bert_free(m.bert);
     hs_params_free(&p);

@@ -139,12 +139,17 @@ void hs_cpu_gemm_half_out(const hs_backend *be, uint16_t *c16, float *c, int tra
         c[e] = bf16 ? hs_bf16_to_float(hs_bf16_bits(c[e])) : hs_fp16_to_float(hs_fp16_bits(c[e]));
 }
 
-/* dw[out, in] += dy[rows, out]ᵀ · x[rows, in] (dy rows ldy apart), then dbias[out] (+)= Σ_r dy[r, :]
- * (written when overwrite_dbias: zeroed first, so with a zero dbias the bits are those of the add). */
+/* dw[out, in] (+)= dy[rows, out]ᵀ · x[rows, in] (dy rows ldy apart), then dbias[out] (+)= Σ_r dy[r, :];
+ * written when overwrite (the GEMM's beta 0, which BLAS never reads c for; dbias zeroed first), so the
+ * bits are those of adding to zeros. */
 void hs_cpu_gemm_wgrad_bgrad(const hs_backend *be, float *dw, float *dbias, const float *dy, int ldy, const float *x,
-                             int rows, int in, int out, int overwrite_dbias) {
-    hs_cpu_gemm(be, 1, 0, out, in, rows, 1.0f, dy, ldy, x, in, 1.0f, dw, in);
-    if (overwrite_dbias) memset(dbias, 0, (size_t)out * sizeof *dbias);
+                             int rows, int in, int out, int overwrite) {
+    if (out <= 0) return;
+    if (rows > 0 && in > 0)
+        hs_cpu_gemm(be, 1, 0, out, in, rows, 1.0f, dy, ldy, x, in, overwrite ? 0.0f : 1.0f, dw, in);
+    else if (overwrite && in > 0) /* no rows: a product of zero terms */
+        memset(dw, 0, (size_t)out * (size_t)in * sizeof *dw);
+    if (overwrite) memset(dbias, 0, (size_t)out * sizeof *dbias);
     if (ldy == out)
         hs_cpu_bias_grad(be, dbias, dy, rows, out);
     else

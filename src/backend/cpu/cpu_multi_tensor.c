@@ -211,3 +211,14 @@ void hs_cpu_scale_tensors(const hs_backend *be, float *flat, float a, const hs_t
         for (size_t e = 0; e < n; e++) x[e] *= a;
     }
 }
+
+void hs_cpu_zero_tensors(const hs_backend *be, float *flat, const hs_tensor_span *table, int count) {
+    (void)be;
+    check_table(table, count, "zero_tensors");
+    for (int i = 0; i < count; i++) {
+        float *x = flat + table[i].offset;
+        const size_t n = (size_t)table[i].numel;
+#pragma omp parallel for simd schedule(static) if (n > HS_PAR_MIN)
+        for (size_t e = 0; e < n; e++) x[e] = 0.0f;
+    }
+}

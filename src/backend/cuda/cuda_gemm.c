@@ -382,24 +382,28 @@ void hs_cuda_gemm_half_out(const hs_backend *be, uint16_t *c16, float *c, int tr
 }
 
 void hs_cuda_gemm_wgrad_bgrad(const hs_backend *be, float *dw, float *dbias, const float *dy, int ldy, const float *x,
-                              int rows, int in, int out, int overwrite_dbias) {
+                              int rows, int in, int out, int overwrite) {
     if (out <= 0) return;
-    if (rows <= 0 || in <= 0) { /* no GEMM to ride on (dw has nothing to add) */
-        if (overwrite_dbias) hs_cuda_zero(be, dbias, (size_t)out * sizeof *dbias);
+    if (rows <= 0 || in <= 0) { /* no GEMM to ride on (dw has nothing to add: a product of zero terms) */
+        if (overwrite && in > 0) hs_cuda_zero(be, dw, (size_t)out * (size_t)in * sizeof *dw);
+        if (overwrite) hs_cuda_zero(be, dbias, (size_t)out * sizeof *dbias);
         if (rows > 0) hs_cuda_bias_grad_strided(be, dbias, dy, ldy, rows, out);
         return;
     }
+    /* overwrite: beta 0 (cuBLASLt reads no C, so dw may hold anything) and the library's bias sum written
+     * into dbias itself */
+    const float beta = overwrite ? 0.0f : 1.0f;
     /* Adding: the library's sum into scratch, then one small add, so that every micro-batch's bias
      * gradient is the same library sum however an update's samples fall into micro-batches and ranks
      * (world-size invariance on CUDA: written s0 then s0 + s1 on one rank = s0 + s1 summed over two). */
-    const gemm_shape s = epilogue_shape(be, 1, 0, out, in, rows, ldy, in, in, 1.0f, CUBLASLT_EPILOGUE_BGRADB);
-    float *sum = overwrite_dbias ? dbias : (float *)hs_cuda_scratch(be, (size_t)out * sizeof *dbias);
-    if (run(be, &s, 1.0f, dy, x, 1.0f, dw, sum, "gemm_wgrad_bgrad (a = dy, b = x)")) {
-        if (!overwrite_dbias) hs_cuda_add_bias(be, dbias, sum, 1, out);
+    const gemm_shape s = epilogue_shape(be, 1, 0, out, in, rows, ldy, in, in, beta, CUBLASLT_EPILOGUE_BGRADB);
+    float *sum = overwrite ? dbias : (float *)hs_cuda_scratch(be, (size_t)out * sizeof *dbias);
+    if (run(be, &s, 1.0f, dy, x, beta, dw, sum, "gemm_wgrad_bgrad (a = dy, b = x)")) {
+        if (!overwrite) hs_cuda_add_bias(be, dbias, sum, 1, out);
         return;
     }
-    if (overwrite_dbias) hs_cuda_zero(be, dbias, (size_t)out * sizeof *dbias);
-    hs_cuda_gemm(be, 1, 0, out, in, rows, 1.0f, dy, ldy, x, in, 1.0f, dw, in);
+    if (overwrite) hs_cuda_zero(be, dbias, (size_t)out * sizeof *dbias);
+    hs_cuda_gemm(be, 1, 0, out, in, rows, 1.0f, dy, ldy, x, in, beta, dw, in);
     const size_t span = (size_t)(rows - 1) * (size_t)ldy + (size_t)out;
     const uint16_t *dy16 = hs_cuda_twin_only16(dy, span);
     if (dy16) { /* dy exists only in 16 bits (bind_half_only): its sum from the twin widened (exact) */
