@@ -65,10 +65,19 @@ kb=$build/bench/gpu/kernels_bench
 if [ -x "$kb" ]; then
   t0=$(now); (cd "$dir" && "$kb") > "$dir/kernels.log" 2>&1; rc=$?; t1=$(now)
   if [ $rc -eq 0 ]; then
-    row "memory-bound kernels" ok $((t1 - t0)) "$(awk -F'|' '$8 ~ /%/ { p = $8; gsub(/[ %]/, "", p); k = $2; gsub(/^ +| +$/, "", k)
+    row "memory-bound kernels" ok $((t1 - t0)) "$(awk -F'|' '$8 ~ /%/ && $2 !~ /flash_attention/ { p = $8; gsub(/[ %]/, "", p); k = $2; gsub(/^ +| +$/, "", k)
         n++; if (p + 0 >= 70) ok++; if (n == 1 || p + 0 < min) { min = p + 0; slow = k } }
         END { if (n) printf "%d of %d at >= 70%% of peak bandwidth, slowest %s at %d%% (kernels.log)", ok, n, slow, min
               else printf "no bandwidth figures (kernels.log)" }' "$dir/kernels.log")"
+    # the fused attention's second table: model TFLOP/s, forward/backward, per precision and shape
+    row "fused attention" ok 0 "$(awk -F'|' '$2 ~ /flash_attention_/ && $9 ~ /[0-9]/ {
+        k = $2; gsub(/^ +| +$/, "", k); prec = k; sub(/.*\(/, "", prec); sub(/\).*/, "", prec)
+        s = $3; sub(/,.*/, "", s); gsub(/ /, "", s); t = $9; gsub(/ /, "", t)
+        if (k ~ /forward/) fwd[prec " " s] = t; else { key[n++] = prec " " s; bwd[prec " " s] = t } }
+        END { if (!n) { printf "no figures (kernels.log)"; exit }
+              printf "TFLOP/s forward/backward:"
+              for (i = 0; i < n; i++) printf "%s %s %s/%s", i ? "," : "", key[i], fwd[key[i]], bwd[key[i]]
+              printf " (kernels.log)" }' "$dir/kernels.log")"
   else
     row "memory-bound kernels" FAIL $((t1 - t0)) "kernels_bench exited $rc (kernels.log)"
   fi

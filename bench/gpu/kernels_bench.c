@@ -8,6 +8,12 @@
  * gradient's count is an upper bound: every id a distinct row). Peak = 2 x memory clock x bus width
  * (cudaDevAttrMemoryClockRate, cudaDevAttrGlobalMemoryBusWidth), or --peak-gbs.
  *
+ * A second table times BERT's fused attention (flash_attention_forward / _backward, one layer's call)
+ * at phase-1 (micro-batch 64 x 128) and phase-2 (32 x 512) shapes under bf16 and tf32, with the
+ * model FLOPs of its products (forward 4·B·heads·L²·d, backward 8·B·heads·L²·d: the two products each way
+ * without the backward's recomputation of S) per second beside the bytes per second: at phase 2 its
+ * arithmetic, not its bytes, is the figure to watch (docs/gpu.md, the ledger notes of "What to expect").
+ *
  *   usage: kernels_bench [--reps N] [--small] [--peak-gbs GB/s]
  *   --small: tiny shapes, for the emulated device (tests/cuda/test_kernels_bench.sh keeps it running);
  *   the figures on the emulator are the emulator's, not a GPU's.
@@ -84,14 +90,54 @@ static int32_t id_label(size_t i, void *arg) { return (int32_t)((i * 40503u) % (
         report(label, shape, ops_, bytes_, ms_ / reps);                                                    \
     } while (0)
 
+static double bench_flops; /* the model FLOPs of one call, for the attention table's TFLOP/s; 0: none */
+
 static void report(const char *label, const char *shape, uint64_t ops, uint64_t bytes, double ms) {
     const double gbs = ms > 0 ? (double)bytes / (ms * 1e-3) * 1e-9 : 0;
     printf("| %-34s | %-22s | %8llu | %10.2f | %10.1f | %8.1f |", label, shape, (unsigned long long)ops,
            (double)bytes / 1e6, ms * 1e3, gbs);
     if (peak_gbs > 0)
-        printf(" %5.0f%% |\n", 100.0 * gbs / peak_gbs);
+        printf(" %5.0f%% |", 100.0 * gbs / peak_gbs);
     else
-        printf("     ? |\n");
+        printf("     ? |");
+    if (bench_flops > 0) printf(" %8.1f |", ms > 0 ? bench_flops / (ms * 1e-3) * 1e-12 : 0.0);
+    printf("\n");
+}
+
+/* BERT's fused attention, one layer's forward and backward at micro-batch b x l tokens, under `precision`
+ * (the products' operands: bf16 reads q|k|v from the 16-bit copy a model keeps, as BERT does), dropout
+ * 0.1 on the probabilities as BERT's attention_probs_dropout_prob. */
+static void bench_attention(const hs_backend *with_precision, const char *precision, int b, int l) {
+    const hs_backend *cuda = be;
+    be = with_precision;
+    cudaStream_t stream = hs_cuda_stream(be);
+    const int d = H / HEADS, half = hs_precision_is_16bit(be->precision);
+    const size_t n_qkv = (size_t)b * l * 3 * H, n_ctx = (size_t)b * l * H, n_lse = (size_t)b * HEADS * l;
+    float *qkv = dev_rand(n_qkv, -1, 1), *dctx = dev_rand(n_ctx, -1e-3f, 1e-3f), *ctx = dev_alloc(n_ctx * 4);
+    float *lse = dev_alloc(n_lse * 4), *dqkv = dev_alloc(n_qkv * 4), *mask_bias = dev_alloc((size_t)b * l * 4);
+    be->zero(be, mask_bias, (size_t)b * l * 4); /* every key a real token */
+    uint16_t *qkv16 = NULL;
+    if (half) {
+        qkv16 = dev_alloc(n_qkv * 2);
+        be->to_half(be, qkv16, qkv, n_qkv);
+    }
+    char label[64], shape[64];
+    const double per = (double)b * HEADS * (double)l * l * d;
+    snprintf(shape, sizeof shape, "%d x %d, %d heads of %d", b, l, HEADS, d);
+    bench_flops = 4.0 * per;
+    snprintf(label, sizeof label, "flash_attention_forward (%s)", precision);
+    BENCH(label, shape,
+          be->flash_attention_forward(be, ctx, lse, qkv, qkv16, mask_bias, b, l, HEADS, d, 0.1f, 11, 0, NULL, NULL));
+    bench_flops = 8.0 * per;
+    snprintf(label, sizeof label, "flash_attention_backward (%s)", precision);
+    BENCH(label, shape,
+          be->flash_attention_backward(be, dqkv, dctx, qkv, qkv16, mask_bias, ctx, lse, b, l, HEADS, d, 0.1f, 11, 0,
+                                       NULL));
+    bench_flops = 0;
+    be->free(be, qkv), be->free(be, dctx), be->free(be, ctx), be->free(be, lse), be->free(be, dqkv);
+    be->free(be, mask_bias);
+    if (qkv16) be->free(be, qkv16);
+    be = cuda;
 }
 
 /* BERT-large's parameter tensors (numel), as src/tasks' BERT lays them out: embeddings, LAYERS
@@ -258,9 +304,25 @@ int main(int argc, char **argv) {
     be->free(be, p16), be->free(be, p), be->free(be, norms), be->free(be, sumsq), be->free(be, total);
     be->free(be, table), free(spans);
 
+    /* the fused attention: phase 1 and phase 2 (the phase-2 micro-batch is half phase 1's); the backends
+     * of the two precisions made first (each logs its products' types) */
+    const char *attention_precisions[] = {"bf16", "tf32"};
+    const hs_backend *attention_be[2];
+    for (int k = 0; k < 2; k++) attention_be[k] = hs_backend_with_precision(be, attention_precisions[k]);
+    printf("\nBERT's fused attention, one layer: model TFLOP/s of its products (forward 4, backward 8 x "
+           "B·heads·L²·d)\n\n| %-34s | %-22s | %8s | %10s | %10s | %8s | %6s | %8s |\n", "kernel (seam op)", "shape",
+           "launches", "MB / call", "us / call", "GB/s", "peak", "TFLOP/s");
+    printf("|%s|%s|%s|%s|%s|%s|%s|%s|\n", "------------------------------------", "------------------------",
+           "---------:", "-----------:", "-----------:", "---------:", "-------:", "---------:");
+    for (int k = 0; k < 2; k++) {
+        bench_attention(attention_be[k], attention_precisions[k], B, L);
+        bench_attention(attention_be[k], attention_precisions[k], B / 2 > 0 ? B / 2 : 1, 4 * L <= POS ? 4 * L : POS);
+    }
+
     HS_CUDA_CHECK(cudaEventDestroy(ev0));
     HS_CUDA_CHECK(cudaEventDestroy(ev1));
     printf("\nbytes: what each call reads and writes in device memory, by the ledger's count from the shapes "
-           "(scatter_add_rows: at most; every id a distinct row)\n");
+           "(scatter_add_rows: at most; every id a distinct row; the fused attention's tiles reread per block, "
+           "which a GPU's L2 cache mostly serves)\n");
     return 0;
 }
