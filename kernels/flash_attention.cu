@@ -115,11 +115,16 @@ __device__ __forceinline__ uint32_t row_key_of(const flash_shape &s, uint64_t sa
   return hs_attention_row_key(sample_key, hs_attention_dropout_row(h, i, s.L));
 }
 
-/* The dropout factor of key j in the query row whose key is row_key, in the sample whose key is
- * sample_key: keep/(1-p), or 1 without dropout */
-__device__ __forceinline__ float drop_factor(const flash_shape &s, uint64_t sample_key, uint32_t row_key, int j) {
-  if (s.p <= 0.0f) return 1.0f;
-  return hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, s.rate);
+/* The dropout factors of keys j and j + 1 (j even) in the query row whose key is row_key, in the sample
+ * whose key is sample_key, from one hash (hs_attention_pair_factors): keep/(1-p), or 1 without dropout.
+ * The loops below take a row's keys two at a time. */
+__device__ __forceinline__ void drop_factors2(const flash_shape &s, uint64_t sample_key, uint32_t row_key, int j,
+                                              float f[2]) {
+  if (s.p <= 0.0f) {
+    f[0] = f[1] = 1.0f;
+    return;
+  }
+  hs_attention_pair_factors(sample_key, row_key, (uint32_t)j >> 1, s.rate, f);
 }
 
 /* A warp's share of an output of `tiles` 16 x 16 tiles (row-major, tiles_per_row to a row of tiles),
@@ -227,14 +232,20 @@ __global__ void __launch_bounds__(kThreads, kFwdBlocksPerSM<T>)
       m = group_max<kRowThreads>(m);
       const float alpha = tile_softmax_exp<T>(m_old - m); /* 0 on the first tile (e^{-inf}) */
       float sum = 0.0f;
-      for (int j = part; j < BK; j += kRowThreads) {
-        float pj = 0.0f;
-        if (j < n) {
-          const float e = tile_softmax_exp<T>(s[j] - m);
-          sum += e;
-          pj = i < L ? e * drop_factor(sh, sample_key, row_key, j0 + j) : 0.0f;
+      /* keys two at a time (j0 and BK even): one dropout hash for both */
+      static_assert(BK % 2 == 0, "key pairs");
+      for (int j = 2 * part; j < BK; j += 2 * kRowThreads) {
+        float f[2];
+        drop_factors2(sh, sample_key, row_key, j0 + j, f);
+        for (int c = 0; c < 2; c++) {
+          float pj = 0.0f;
+          if (j + c < n) {
+            const float e = tile_softmax_exp<T>(s[j + c] - m);
+            sum += e;
+            pj = i < L ? e * f[c] : 0.0f;
+          }
+          tile_store(sm.p[r * BK + j + c], pj);
         }
-        tile_store(sm.p[r * BK + j], pj);
       }
       sum = group_sum<kRowThreads>(sum);
       __syncwarp(); /* every thread of the row (one warp's) has read sm.m[r] */
@@ -332,15 +343,20 @@ __global__ void __launch_bounds__(kThreads, kDqBlocksPerSM<T>)
                       sm.v + tj * kTile * DMAX, DMAX, sh.dp, true, false);
     }
     __syncthreads();
-    /* dS = P (f·dP' - D) */
-    for (int idx = threadIdx.x; idx < BQ * BK; idx += blockDim.x) {
-      const int r = idx / BK, c = idx % BK, i = i0 + r, j = j0 + c;
-      float ds = 0.0f;
-      if (i < L && j < L) {
-        const float pij = tile_softmax_exp<T>((S[idx] * sh.scale + mb[j]) - sm.lse[r]);
-        ds = pij * (dP[idx] * drop_factor(sh, sample_key, sm.row_key[r], j) - sm.D[r]);
+    /* dS = P (f·dP' - D), keys two at a time (BK even): one dropout hash for both */
+    for (int idx = 2 * threadIdx.x; idx < BQ * BK; idx += 2 * blockDim.x) {
+      const int r = idx / BK, c0 = idx % BK, i = i0 + r;
+      float f[2];
+      drop_factors2(sh, sample_key, sm.row_key[r], j0 + c0, f);
+      for (int c = 0; c < 2; c++) {
+        const int j = j0 + c0 + c;
+        float ds = 0.0f;
+        if (i < L && j < L) {
+          const float pij = tile_softmax_exp<T>((S[idx + c] * sh.scale + mb[j]) - sm.lse[r]);
+          ds = pij * (dP[idx + c] * f[c] - sm.D[r]);
+        }
+        tile_store(sm.ds[idx + c], ds);
       }
-      tile_store(sm.ds[idx], ds);
     }
     __syncthreads();
     /* dQ[BQ,dp] += dS·K */
@@ -415,18 +431,24 @@ __global__ void __launch_bounds__(kThreads, kDkvBlocksPerSM<T>)
     __syncthreads();
     /* P (sign bit set where dropped) and P'ᵀ. A thread's
      * elements all lie in query row threadIdx.x % BQ (blockDim.x = kThreads, a multiple of BQ): its
-     * dropout key is made once. */
-    static_assert(kThreads % BQ == 0, "a thread's elements lie in one query row");
+     * dropout key is made once. It takes keys two at a time (j0 and BK even): c and c + 1 of one
+     * dropout hash, rows BQ apart in Sᵀ. */
+    static_assert(kThreads % BQ == 0 && BK % 2 == 0, "a thread's elements lie in one query row; key pairs");
     const uint32_t row_key = row_key_of(sh, sample_key, h, i0 + (int)threadIdx.x % BQ);
-    for (int idx = threadIdx.x; idx < BK * BQ; idx += blockDim.x) {
-      const int c = idx / BQ, r = idx % BQ, i = i0 + r, j = j0 + c;
-      float pij = 0.0f, f = 1.0f;
-      if (i < L && j < L) {
-        pij = tile_softmax_exp<T>((st[idx] * sh.scale + mb[j]) - sm.lse[r]);
-        f = drop_factor(sh, sample_key, row_key, j);
+    for (int t = threadIdx.x; t < BK / 2 * BQ; t += blockDim.x) {
+      const int r = t % BQ, c0 = 2 * (t / BQ), i = i0 + r;
+      float f[2];
+      drop_factors2(sh, sample_key, row_key, j0 + c0, f);
+      for (int c = 0; c < 2; c++) {
+        const int idx = (c0 + c) * BQ + r, j = j0 + c0 + c;
+        float pij = 0.0f, fc = 1.0f;
+        if (i < L && j < L) {
+          pij = tile_softmax_exp<T>((st[idx] * sh.scale + mb[j]) - sm.lse[r]);
+          fc = f[c];
+        }
+        st[idx] = fc == 0.0f ? -pij : pij;
+        tile_store(sm.pt[idx], pij * fc);
       }
-      st[idx] = f == 0.0f ? -pij : pij;
-      tile_store(sm.pt[idx], pij * f);
     }
     __syncthreads();
     /* dP'ᵀ[BK,BQ] = V·dCᵀ;  dV[BK,dp] += P'ᵀ·dC (the warps' dV tiles after their dP' tiles) */

@@ -162,6 +162,17 @@ __device__ __forceinline__ float drop_factor(const rf_args &g, uint64_t sample_k
   return hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, g.rate);
 }
 
+/* The factors of keys j and j + 1 (j even) of a row whose probabilities are pr[2]: from one hash
+ * (hs_attention_pair_factors), drawn only when dropout is on and one of the two is not masked (0 for a
+ * masked key, as drop_factor's callers give it) */
+__device__ __forceinline__ void drop_factors2(const rf_args &g, uint64_t sample_key, uint32_t row_key, int j,
+                                              const float pr[2], float f[2]) {
+  f[0] = f[1] = 1.0f;
+  if (g.p > 0.0f && (pr[0] != 0.0f || pr[1] != 0.0f))
+    hs_attention_pair_factors(sample_key, row_key, (uint32_t)j >> 1, g.rate, f);
+  for (int c = 0; c < 2; c++) f[c] = pr[c] == 0.0f ? 0.0f : f[c];
+}
+
 /* First and last key tile a query tile [i0, i0+16) (i0 < qlen) attends to. */
 __host__ __device__ __forceinline__ void key_tiles(const rf_args &g, int i0, int &first, int &last) {
   first = hs_rel_key_lo(i0, g.lower_shift) / kTile * kTile;
@@ -211,14 +222,21 @@ __device__ void ds_tile(const rf_args &g, int lane, float *S, float *dpp, T *pt,
                         int j0) {
   warp_tile_mma(dpp, kTile, dct, g.dp, vt, g.dp, g.dp, true, false);
   __syncwarp();
-  for (int e = lane; e < kTile * kTile; e += HS_WARP) {
-    const int a = e / kTile, b = e % kTile;
-    const float sc = S[e];
-    const float pr = sc == -INFINITY ? 0.0f : tile_softmax_exp<T>(sc - lse_t[a]);
+  /* keys two at a time (j0 a multiple of 16): one dropout hash for both */
+  for (int e0 = 2 * lane; e0 < kTile * kTile; e0 += 2 * HS_WARP) {
+    const int a = e0 / kTile;
+    float pr[2], f[2];
+    for (int c = 0; c < 2; c++) {
+      const float sc = S[e0 + c];
+      pr[c] = sc == -INFINITY ? 0.0f : tile_softmax_exp<T>(sc - lse_t[a]);
+    }
     /* the row's key read only with dropout on (keys_t unset without it) */
-    const float f = pr == 0.0f ? 0.0f : g.p > 0.0f ? drop_factor(g, sample_key, keys_t[a], j0 + b) : 1.0f;
-    if (pt) tile_store(pt[pt_transposed ? b * kTile + a : e], pr * f);
-    S[e] = pr * (f * dpp[e] - d_t[a]);
+    drop_factors2(g, sample_key, g.p > 0.0f ? keys_t[a] : 0U, j0 + e0 % kTile, pr, f);
+    for (int c = 0; c < 2; c++) {
+      const int e = e0 + c, b = e % kTile;
+      if (pt) tile_store(pt[pt_transposed ? b * kTile + a : e], pr[c] * f[c]);
+      S[e] = pr[c] * (f[c] * dpp[e] - d_t[a]);
+    }
   }
   __syncwarp();
 }
@@ -303,11 +321,16 @@ __global__ void rel_flash_forward_kernel(float *ctx, float *lse, uint16_t *ctx16
       for (int k = kRowLanes / 2; k > 0; k /= 2) mx = fmaxf(mx, __shfl_xor_sync(kWarpFullMask, mx, k));
       const float corr_a = m[a] == -INFINITY ? 0.0f : tile_softmax_exp<T>(m[a] - mx);
       float sum = 0.0f;
-      for (int b = part; b < kTile; b += kRowLanes) {
-        const float sc = S[a * kTile + b];
-        const float e = sc == -INFINITY ? 0.0f : tile_softmax_exp<T>(sc - mx);
-        sum += e;
-        tile_store(pt[a * kTile + b], e == 0.0f ? 0.0f : e * drop_factor(g, sample_key, row_key, j0 + b));
+      /* keys two at a time (j0 a multiple of 16): one dropout hash for both */
+      for (int b = 2 * part; b < kTile; b += 2 * kRowLanes) {
+        float e[2], f[2];
+        for (int c = 0; c < 2; c++) {
+          const float sc = S[a * kTile + b + c];
+          e[c] = sc == -INFINITY ? 0.0f : tile_softmax_exp<T>(sc - mx);
+          sum += e[c];
+        }
+        drop_factors2(g, sample_key, row_key, j0 + b, e, f);
+        for (int c = 0; c < 2; c++) tile_store(pt[a * kTile + b + c], e[c] * f[c]);
       }
       sum = group_sum<kRowLanes>(sum);
       __syncwarp(); /* every lane of the row has read m[a] */

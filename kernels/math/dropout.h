@@ -76,15 +76,23 @@ HS_HD static inline float hs_dropout_factor(uint64_t sample_key, uint64_t e, hs_
 /* Attention dropout (BERT's attention probabilities, Transformer-XL's dropatt) draws from a cheaper
  * stream of the same kind: a sample has heads·L·L decisions, L times the hidden layers' count, and the
  * fused attention kernels redraw each one in the forward, dQ and dK/dV passes. Everything per element is
- * 32-bit: a decision is addressed by its row (head h, query i: row = h·qlen + i) and column (key j), and
+ * 32-bit, and one hash serves two neighbouring columns: a decision is addressed by its row (head h,
+ * query i: row = h·qlen + i) and column (key j), and
  *   sample_key = mix64(key ^ mix64(sample·φ))                  once per (site, sample)
  *   row_key    = lowbias32(row ^ hi(sample_key))                once per row
- *   x          = lowbias32(lowbias32(j ^ row_key) ^ (row_key + lo(sample_key)))
- *   b          = x >> 8,  u = b / 2^24                          24 random bits
+ *   x          = lowbias32(lowbias32(⌊j/2⌋ ^ row_key) ^ (row_key + lo(sample_key)))   once per column pair
+ *   b16        = x mod 2^16 for even j, ⌊x / 2^16⌋ for odd j    16 random bits
+ *   b          = b16 · 2^8,  u = b / 2^24 = b16 / 2^16          the 24-bit draw the threshold compares
  * (lowbias32: Wellons' 32-bit finaliser, two 32-bit multiplies). Each step is a bijection, so a sample's
- * rows get distinct row keys and a row's columns distinct values; two rows differ in both rounds' keys,
- * so one row's draws are not another's at xor-shifted columns (as with the row key in the first round
- * only: u(r2, j) = u(r1, j ^ row_key1 ^ row_key2)). A pure function of (key, sample, row, column): the
+ * rows get distinct row keys and a row's column pairs distinct values; two rows differ in both rounds'
+ * keys, so one row's draws are not another's at xor-shifted columns (as with the row key in the first
+ * round only: u(r2, j) = u(r1, j ^ row_key1 ^ row_key2)). The two halves of a finalised word are as
+ * independent as two words for a dropout mask (test_cpu_ops checks neighbours in a row). With 16 bits a
+ * draw keeps with probability 1 - ⌈p·2^16⌉/2^16 (p = 0.1: 0.899994): the 24-bit threshold of
+ * hs_dropout_rate_of compares b16·2^8 >= ⌈p·2^24⌉ <=> b16 >= ⌈p·2^16⌉, so the rate needs no second form.
+ * Two decisions per hash halve the stream's arithmetic, which is most of the fused attention's scalar
+ * work beside the exponential (docs/gpu.md, the phase-2 ledger); FlashAttention packs four 8-bit
+ * decisions into a word, at p's resolution 1/256. A pure function of (key, sample, row, column): the
  * same masks on every backend, rank count and thread layout. tests/ref/hetseq_rng.py has it in Python. */
 /* the sample's key: hs_dropout_sample_key's */
 HS_HD static inline uint64_t hs_attention_sample_key(uint64_t key, uint64_t sample) {
@@ -100,8 +108,19 @@ HS_HD static inline uint32_t hs_attention_row_key(uint64_t sample_key, uint32_t 
     return hs_lowbias32(row ^ (uint32_t)(sample_key >> 32));
 }
 
+/* The 32 random bits x of column pair `pair` (columns 2·pair and 2·pair + 1) of the row whose key is row_key */
+HS_HD static inline uint32_t hs_attention_pair_bits(uint64_t sample_key, uint32_t row_key, uint32_t pair) {
+    return hs_lowbias32(hs_lowbias32(pair ^ row_key) ^ (row_key + (uint32_t)sample_key));
+}
+
+/* Column col's 24-bit draw b from its pair's x: b16 (x's low half for an even column, its high half for
+ * an odd one) times 2^8 */
+HS_HD static inline uint32_t hs_attention_bits_of_pair(uint32_t x, uint32_t col) {
+    return ((col & 1U) ? x >> 16 : x & 0xffffU) << 8;
+}
+
 HS_HD static inline uint32_t hs_attention_bits(uint64_t sample_key, uint32_t row_key, uint32_t col) {
-    return hs_lowbias32(hs_lowbias32(col ^ row_key) ^ (row_key + (uint32_t)sample_key)) >> 8;
+    return hs_attention_bits_of_pair(hs_attention_pair_bits(sample_key, row_key, col >> 1), col);
 }
 
 HS_HD static inline float hs_attention_uniform(uint64_t sample_key, uint32_t row_key, uint32_t col) {
@@ -113,6 +132,27 @@ HS_HD static inline float hs_attention_uniform(uint64_t sample_key, uint32_t row
 HS_HD static inline float hs_attention_dropout_factor(uint64_t sample_key, uint32_t row_key, uint32_t col,
                                                       hs_dropout_rate rate) {
     return hs_attention_bits(sample_key, row_key, col) >= rate.threshold ? rate.keep_scale : 0.0f;
+}
+
+/* The multipliers of columns 2·pair (f[0]) and 2·pair + 1 (f[1]) from one hash: what a loop over a row's
+ * columns calls once per pair */
+HS_HD static inline void hs_attention_pair_factors(uint64_t sample_key, uint32_t row_key, uint32_t pair,
+                                                   hs_dropout_rate rate, float f[2]) {
+    const uint32_t x = hs_attention_pair_bits(sample_key, row_key, pair);
+    f[0] = (x & 0xffffU) << 8 >= rate.threshold ? rate.keep_scale : 0.0f;
+    f[1] = (x >> 16) << 8 >= rate.threshold ? rate.keep_scale : 0.0f;
+}
+
+/* f[j] = the multiplier of column j for j in [lo, hi] of a row (f indexed by column), a pair per hash:
+ * the CPU loops' form */
+HS_HD static inline void hs_attention_row_factors(uint64_t sample_key, uint32_t row_key, int lo, int hi,
+                                                  hs_dropout_rate rate, float *f) {
+    for (int j = lo - (lo & 1); j <= hi; j += 2) {
+        float g[2];
+        hs_attention_pair_factors(sample_key, row_key, (uint32_t)j >> 1, rate, g);
+        if (j >= lo) f[j] = g[0];
+        if (j + 1 <= hi) f[j + 1] = g[1];
+    }
 }
 
 #endif

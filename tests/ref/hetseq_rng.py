@@ -64,12 +64,13 @@ def attention_sample_key(key, sample):
 def attention_uniform(key, sample, heads, qlen, klen):
     """The attention dropout's uniforms of sample `sample` (an int), float32 [heads, qlen, klen] in [0, 1):
     element (h, i, j) is hs_attention_uniform(sk, row_key, j) with sk = hs_attention_sample_key(key, sample),
-    row_key = lowbias32((h·qlen + i) ^ hi(sk)): the top 24 bits of
-    lowbias32(lowbias32(j ^ row_key) ^ (row_key + lo(sk))) / 2^24."""
+    row_key = lowbias32((h·qlen + i) ^ hi(sk)): with x = lowbias32(lowbias32((j >> 1) ^ row_key) ^
+    (row_key + lo(sk))), one per column pair, x's low 16 bits for an even j, its high 16 for an odd j, / 2^16."""
     sk = attention_sample_key(key, sample)
     rows = np.arange(heads * qlen, dtype=np.uint32).reshape(heads, qlen, 1)
     cols = np.arange(klen, dtype=np.uint32).reshape(1, 1, klen)
     with np.errstate(over="ignore"):
         row_key = lowbias32_np(rows ^ np.uint32(sk >> 32))
-        x = lowbias32_np(lowbias32_np(cols ^ row_key) ^ (row_key + np.uint32(sk & 0xFFFFFFFF)))
-    return (x >> np.uint32(8)).astype(np.float32) * np.float32(1.0 / 16777216.0)
+        x = lowbias32_np(lowbias32_np((cols >> np.uint32(1)) ^ row_key) ^ (row_key + np.uint32(sk & 0xFFFFFFFF)))
+    b16 = np.where((cols & np.uint32(1)) != 0, x >> np.uint32(16), x & np.uint32(0xFFFF))
+    return b16.astype(np.float32) * np.float32(1.0 / 65536.0)

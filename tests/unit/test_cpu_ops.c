@@ -147,7 +147,7 @@ static void test_dropout_edge_rates(void **unused) {
 }
 
 /* The attention dropout's draws (kernels/math/dropout.h): the values tests/ref/hetseq_rng.py's independent
- * implementation gives (the site key, sample keys, 24-bit uniforms at rows h·qlen + i of heads 0 and 2,
+ * implementation gives (the site key, sample keys, the draws, 16 random bits scaled to 24, at rows h·qlen + i of heads 0 and 2,
  * qlen 5), and the statistics a dropout mask needs over a sample of 16 heads x 512 x 512: the keep rate,
  * neighbours in a row and in a column and the same element in the next sample independent at p = 0.1
  * (within 5 standard deviations), and the uniform's 256 bins flat (chi-square, 255 degrees of freedom,
@@ -160,9 +160,9 @@ static void test_attention_dropout_draws(void **unused) {
     const uint64_t sample_keys[3] = {0x8d7d7940f5f03735ULL, 0x6a57c54477ab14d9ULL, 0x455fb787959ab8b0ULL};
     const uint32_t rows[3] = {0 * 5 + 0, 0 * 5 + 1, 2 * 5 + 4}, cols[3] = {0, 1, 999};
     const uint32_t u24[3][3][3] = {
-        {{2042022, 8264804, 967064}, {13172335, 12076829, 2840094}, {16431830, 15406469, 11958812}},
-        {{3246012, 14440980, 3054111}, {14952249, 13014641, 11150423}, {9280340, 13285480, 9894518}},
-        {{9388481, 4993240, 5443173}, {4513551, 806110, 16346944}, {11745342, 1681230, 5171817}}};
+        {{10888192, 2041856, 420608}, {7316480, 13172224, 8269568}, {14080000, 16431616, 8103168}},
+        {{12352256, 3245824, 3140608}, {3746048, 14952192, 10129408}, {5552128, 9280256, 1607680}},
+        {{12664064, 9388288, 10965248}, {996608, 4513536, 3315200}, {4108800, 11745280, 4573184}}};
     for (int s = 0; s < 3; s++) {
         const uint64_t sk = hs_attention_sample_key(key, samples[s]);
         assert_true(sk == sample_keys[s]);
@@ -271,8 +271,17 @@ static void test_dropout_rate_threshold(void **unused) {
         const float fh = hs_dropout_factor(sk, e, rate), fa = hs_attention_dropout_factor(sk, rk, e, rate);
         assert_true(fh == (hs_dropout_uniform(sk, e) >= p ? hs_dropout_keep_scale(p) : 0.0f));
         assert_true(fa == (hs_attention_uniform(sk, rk, e) >= p ? hs_dropout_keep_scale(p) : 0.0f));
+        if (e % 2 == 0) { /* a pair's two decisions from one hash: the per-column ones */
+            float f[2];
+            hs_attention_pair_factors(sk, rk, e / 2, rate, f);
+            assert_true(f[0] == fa && f[1] == hs_attention_dropout_factor(sk, rk, e + 1, rate));
+        }
         dropped += fh == 0.0f;
     }
+    /* the 16-bit draws keep with probability 1 - ceil(p·2^16)/2^16 exactly: every b16 once */
+    size_t kept16 = 0;
+    for (uint32_t b16 = 0; b16 < 65536; b16++) kept16 += hs_attention_bits_of_pair(b16, 0) >= rate.threshold;
+    assert_int_equal(kept16, 65536 - (size_t)ceil(0.1f * 65536.0));
     assert_true(dropped > 300 && dropped < 520); /* about 410 of 4096 at p = 0.1: both outcomes exercised */
 }
 

@@ -17,11 +17,22 @@
  * set in P. */
 static HS_SIMD_CLONES void hs_attn_drop_probs(float *dropped, float *probs, int n, uint64_t sample_key,
                                               uint32_t row_key, hs_dropout_rate rate) {
+    /* columns two at a time: one hash per pair (kernels/math/dropout.h) */
 #pragma omp simd
-    for (int e = 0; e < n; e++) {
+    for (int q = 0; q < n / 2; q++) {
+        float f[2];
+        hs_attention_pair_factors(sample_key, row_key, (uint32_t)q, rate, f);
+        for (int c = 0; c < 2; c++) {
+            const int e = 2 * q + c;
+            dropped[e] = probs[e] * f[c];
+            probs[e] = f[c] == 0.0f ? -probs[e] : probs[e]; /* sign bit marks a dropped probability */
+        }
+    }
+    if (n % 2) {
+        const int e = n - 1;
         const float f = hs_attention_dropout_factor(sample_key, row_key, (uint32_t)e, rate);
         dropped[e] = probs[e] * f;
-        probs[e] = f == 0.0f ? -probs[e] : probs[e]; /* sign bit marks a dropped probability */
+        probs[e] = f == 0.0f ? -probs[e] : probs[e];
     }
 }
 

@@ -90,8 +90,8 @@ void hs_cpu_flash_attention_forward(const hs_backend *be, float *ctx, float *lse
     const int pr = be->precision;
 #pragma omp parallel
     {
-        float *s; /* [L] one row's scores, then P' */
-        HS_ALLOC(s, (size_t)(L > 0 ? L : 1));
+        float *s, *fr; /* [L] one row's scores, then P'; its dropout multipliers */
+        HS_ALLOC(s, (size_t)(L > 0 ? L : 1)), HS_ALLOC(fr, (size_t)(L > 0 ? L : 1));
 #pragma omp for schedule(static)
         for (int u = 0; u < batch * heads; u++) {
             const int b = u / heads, h = u % heads;
@@ -110,8 +110,9 @@ void hs_cpu_flash_attention_forward(const hs_backend *be, float *ctx, float *lse
                 }
                 const float inv = 1.0f / sum;
                 const uint32_t row_key = hs_attention_row_key(sample_key, hs_attention_dropout_row(h, i, L));
+                if (p > 0.0f) hs_attention_row_factors(sample_key, row_key, 0, L - 1, rate, fr);
                 for (int j = 0; j < L; j++) {
-                    const float f = p > 0.0f ? hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, rate) : 1.0f;
+                    const float f = p > 0.0f ? fr[j] : 1.0f;
                     s[j] = s[j] * inv * f;
                 }
                 lse[(size_t)u * (size_t)L + (size_t)i] = m + logf(sum);
@@ -120,7 +121,7 @@ void hs_cpu_flash_attention_forward(const hs_backend *be, float *ctx, float *lse
                                  ld, L, d, 1.0f);
             }
         }
-        free(s);
+        free(s), free(fr);
     }
     free(wide);
     /* the 16-bit outputs: to_half's bits of the context just written, and of q|k|v */
@@ -141,9 +142,9 @@ void hs_cpu_flash_attention_backward(const hs_backend *be, float *dqkv, const fl
     const int pr = be->precision;
 #pragma omp parallel
     {
-        float *P, *ds, *pd; /* [L] each: P, dP' then dS, P' of one query row */
+        float *P, *ds, *pd, *fr; /* [L] each: P, dP' then dS, P' of one query row, its dropout multipliers */
         HS_ALLOC(P, (size_t)(L > 0 ? L : 1)), HS_ALLOC(ds, (size_t)(L > 0 ? L : 1)),
-            HS_ALLOC(pd, (size_t)(L > 0 ? L : 1));
+            HS_ALLOC(pd, (size_t)(L > 0 ? L : 1)), HS_ALLOC(fr, (size_t)(L > 0 ? L : 1));
 #pragma omp for schedule(static)
         for (int u = 0; u < batch * heads; u++) {
             const int b = u / heads, h = u % heads;
@@ -164,9 +165,10 @@ void hs_cpu_flash_attention_backward(const hs_backend *be, float *dqkv, const fl
                 for (int j = 0; j < L; j++) P[j] += mb[j];
                 row_times_rows(pr, ds, dc, v, ld, L, d, 1.0f); /* dP'[L] = dctx_i·Vᵀ */
                 const uint32_t row_key = hs_attention_row_key(sample_key, hs_attention_dropout_row(h, i, L));
+                if (p > 0.0f) hs_attention_row_factors(sample_key, row_key, 0, L - 1, rate, fr);
                 for (int j = 0; j < L; j++) {
                     const float pj = hs_exp_fast(P[j] - li);
-                    const float f = p > 0.0f ? hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, rate) : 1.0f;
+                    const float f = p > 0.0f ? fr[j] : 1.0f;
                     pd[j] = pj * f;
                     ds[j] = pj * (ds[j] * f - D);
                 }
@@ -176,7 +178,7 @@ void hs_cpu_flash_attention_backward(const hs_backend *be, float *dqkv, const fl
                 rank1_update(pr, dv, ld, pd, dc, 1.0f, L, d, i == 0);
             }
         }
-        free(P), free(ds), free(pd);
+        free(P), free(ds), free(pd), free(fr);
     }
     free(wide);
     /* the 16-bit output: to_half's bits of the gradient just written */

@@ -83,9 +83,9 @@ void hs_cpu_rel_flash_attention_forward(const hs_backend *be, float *ctx, float 
 #pragma omp parallel
     {
         unit_ops u;
-        float *s_row, *acc; /* [klen], [d] */
+        float *s_row, *acc, *fr; /* [klen], [d], [klen] (a row's dropout multipliers) */
         unit_ops_alloc(&u, qlen, klen, d);
-        HS_ALLOC(s_row, (size_t)klen), HS_ALLOC(acc, (size_t)d);
+        HS_ALLOC(s_row, (size_t)klen), HS_ALLOC(acc, (size_t)d), HS_ALLOC(fr, (size_t)klen);
 #pragma omp for schedule(static)
         for (int un = 0; un < batch * heads; un++) {
             const int s = un / heads, h = un % heads;
@@ -101,9 +101,10 @@ void hs_cpu_rel_flash_attention_forward(const hs_backend *be, float *ctx, float 
                 lse[(size_t)un * qlen + i] = l;
                 for (int c = 0; c < d; c++) acc[c] = 0.0f;
                 const uint32_t row_key = hs_attention_row_key(sample_key, hs_attention_dropout_row(h, i, qlen));
+                if (p > 0.0f) hs_attention_row_factors(sample_key, row_key, lo, hi, rate, fr);
                 for (int j = lo; j <= hi; j++) {
                     float pj = hs_exp_fast(s_row[j] - l);
-                    if (p > 0.0f) pj *= hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, rate);
+                    if (p > 0.0f) pj *= fr[j];
                     pj = hs_lowp_round(prec, pj);
                     for (int c = 0; c < d; c++) acc[c] += pj * u.v[(size_t)j * d + c];
                 }
@@ -111,7 +112,7 @@ void hs_cpu_rel_flash_attention_forward(const hs_backend *be, float *ctx, float 
             }
         }
         unit_ops_free(&u);
-        free(s_row), free(acc);
+        free(s_row), free(acc), free(fr);
     }
     if (ctx16) hs_cpu_to_half(be, ctx16, ctx, (size_t)batch * (size_t)qlen * (size_t)H);
     free(own_ctx);
@@ -139,9 +140,9 @@ void hs_cpu_rel_flash_attention_backward(const hs_backend *be, float *dqkv, floa
 #pragma omp parallel
     {
         unit_ops u;
-        float *s_row, *ds, *pk, *dc, *dk, *dv, *dqw, *dqr; /* [klen] x3, [d], [klen, d] x2, [d] x2 */
+        float *s_row, *ds, *pk, *fr, *dc, *dk, *dv, *dqw, *dqr; /* [klen] x4, [d], [klen, d] x2, [d] x2 */
         unit_ops_alloc(&u, qlen, klen, d);
-        HS_ALLOC(s_row, (size_t)klen), HS_ALLOC(ds, (size_t)klen), HS_ALLOC(pk, (size_t)klen);
+        HS_ALLOC(s_row, (size_t)klen), HS_ALLOC(ds, (size_t)klen), HS_ALLOC(pk, (size_t)klen), HS_ALLOC(fr, (size_t)klen);
         HS_ALLOC(dc, (size_t)d), HS_ALLOC(dk, KD), HS_ALLOC(dv, KD), HS_ALLOC(dqw, (size_t)d), HS_ALLOC(dqr, (size_t)d);
 #pragma omp for schedule(static)
         for (int un = 0; un < batch * heads; un++) {
@@ -160,10 +161,10 @@ void hs_cpu_rel_flash_attention_backward(const hs_backend *be, float *dqkv, floa
                 for (int c = 0; c < d; c++) dc[c] = hs_lowp_round(prec, dctx[row + c]);
                 score_row(s_row, &u, i, lo, hi, qlen, d, scale);
                 const uint32_t row_key = hs_attention_row_key(sample_key, hs_attention_dropout_row(h, i, qlen));
+                if (p > 0.0f) hs_attention_row_factors(sample_key, row_key, lo, hi, rate, fr);
                 for (int j = lo; j <= hi; j++) {
                     const float pr = hs_exp_fast(s_row[j] - l);
-                    const float f = p > 0.0f ? hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, rate)
-                                             : 1.0f;
+                    const float f = p > 0.0f ? fr[j] : 1.0f;
                     pk[j] = hs_lowp_round(prec, pr * f);
                     ds[j] = hs_lowp_round(prec, pr * (f * dot(dc, u.v + (size_t)j * d, d) - D));
                 }
@@ -198,7 +199,7 @@ void hs_cpu_rel_flash_attention_backward(const hs_backend *be, float *dqkv, floa
             for (size_t e = 0; e < KD; e++) dru[e] *= scale;
         }
         unit_ops_free(&u);
-        free(s_row), free(ds), free(pk), free(dc), free(dk), free(dv), free(dqw), free(dqr);
+        free(s_row), free(ds), free(pk), free(fr), free(dc), free(dk), free(dv), free(dqw), free(dqr);
     }
     /* dr[t, h·d + c] = Σ_s dR_s[t, c] in sequence order */
 #pragma omp parallel for schedule(static)
