@@ -32,8 +32,12 @@ HS_HD static inline uint64_t hs_dropout_sample_key(uint64_t key, uint64_t sample
  * the fused attention decides every score three times). p <= 0 keeps everything (threshold 0), p >= 1
  * drops everything (threshold 2^24, above every b). */
 typedef struct hs_dropout_rate {
-    uint32_t threshold; /* keep iff the 24 random bits are >= threshold */
-    float keep_scale;   /* 1/(1-p) for kept values, 0 when p >= 1 (no inf · 0 = NaN) */
+    uint32_t threshold;      /* keep iff the 24 random bits are >= threshold */
+    uint32_t half_threshold; /* the attention stream's 16-bit draws: ceil(p·2^16)·2^16 mod 2^32, so a draw
+                              * in a word's high half keeps iff the word is >= it (ceil(p·2^16) = 2^16,
+                              * every draw dropped, wraps to 0: half_keep_scale is 0 then) */
+    float keep_scale;        /* 1/(1-p) for kept values, 0 when p >= 1 (no inf · 0 = NaN) */
+    float half_keep_scale;   /* keep_scale, or 0 where every 16-bit draw drops (p > 1 - 2^-16) */
 } hs_dropout_rate;
 
 /* 1/(1-p), or 0 when everything is dropped (avoids inf * 0 = NaN). */
@@ -42,7 +46,10 @@ HS_HD static inline float hs_dropout_keep_scale(float p) { return p < 1.0f ? 1.0
 HS_HD static inline hs_dropout_rate hs_dropout_rate_of(float p) {
     hs_dropout_rate r;
     r.threshold = p > 0.0f ? (p < 1.0f ? (uint32_t)ceilf(p * 16777216.0f) : 16777216U) : 0U;
+    const uint32_t t16 = (r.threshold + 255U) >> 8; /* ceil(ceil(p·2^24)/2^8) = ceil(p·2^16) */
+    r.half_threshold = t16 << 16;
     r.keep_scale = hs_dropout_keep_scale(p);
+    r.half_keep_scale = t16 < 65536U ? r.keep_scale : 0.0f;
     return r;
 }
 
@@ -135,12 +142,17 @@ HS_HD static inline float hs_attention_dropout_factor(uint64_t sample_key, uint3
 }
 
 /* The multipliers of columns 2·pair (f[0]) and 2·pair + 1 (f[1]) from one hash: what a loop over a row's
- * columns calls once per pair */
+ * columns calls once per pair. Each half compared in the word's high half (x·2^16 for the low one), with
+ * half_threshold: b16 >= ceil(p·2^16), the decisions of hs_attention_dropout_factor, in two or three
+ * instructions a column (a GPU's shift, compare and select). */
+HS_HD static inline void hs_attention_factors_of_pair(uint32_t x, hs_dropout_rate rate, float f[2]) {
+    f[0] = x << 16 >= rate.half_threshold ? rate.half_keep_scale : 0.0f;
+    f[1] = x >= rate.half_threshold ? rate.half_keep_scale : 0.0f;
+}
+
 HS_HD static inline void hs_attention_pair_factors(uint64_t sample_key, uint32_t row_key, uint32_t pair,
                                                    hs_dropout_rate rate, float f[2]) {
-    const uint32_t x = hs_attention_pair_bits(sample_key, row_key, pair);
-    f[0] = (x & 0xffffU) << 8 >= rate.threshold ? rate.keep_scale : 0.0f;
-    f[1] = (x >> 16) << 8 >= rate.threshold ? rate.keep_scale : 0.0f;
+    hs_attention_factors_of_pair(hs_attention_pair_bits(sample_key, row_key, pair), rate, f);
 }
 
 /* f[j] = the multiplier of column j for j in [lo, hi] of a row (f indexed by column), a pair per hash:

@@ -278,6 +278,22 @@ static void test_dropout_rate_threshold(void **unused) {
         }
         dropped += fh == 0.0f;
     }
+    /* a pair's factors (half_threshold) are the per-column decisions (threshold) at every rate, for words
+     * whose halves sweep every 16-bit value */
+    for (size_t r = 0; r < sizeof rates / sizeof rates[0]; r++) {
+        const hs_dropout_rate ra = hs_dropout_rate_of(rates[r]);
+        size_t disagree = 0;
+        for (uint32_t b16 = 0; b16 < 65536; b16++) {
+            const uint32_t x = b16 | (65535U - b16) << 16, bits[2] = {hs_attention_bits_of_pair(x, 0),
+                                                                      hs_attention_bits_of_pair(x, 1)};
+            const float want[2] = {bits[0] >= ra.threshold ? ra.keep_scale : 0.0f,
+                                   bits[1] >= ra.threshold ? ra.keep_scale : 0.0f};
+            float got[2];
+            hs_attention_factors_of_pair(x, ra, got);
+            disagree += got[0] != want[0] || got[1] != want[1];
+        }
+        assert_int_equal(disagree, 0);
+    }
     /* the 16-bit draws keep with probability 1 - ceil(p·2^16)/2^16 exactly: every b16 once */
     size_t kept16 = 0;
     for (uint32_t b16 = 0; b16 < 65536; b16++) kept16 += hs_attention_bits_of_pair(b16, 0) >= rate.threshold;
