@@ -124,7 +124,7 @@ __device__ __forceinline__ void drop_factors2(const flash_shape &s, uint64_t sam
     f[0] = f[1] = 1.0f;
     return;
   }
-  hs_attention_pair_factors(sample_key, row_key, (uint32_t)j >> 1, s.rate, f);
+  hs_attention_pair_factors(sample_key, row_key, (uint32_t)j >> 1, s.rate, &f[0], &f[1]);
 }
 
 /* A warp's share of an output of `tiles` 16 x 16 tiles (row-major, tiles_per_row to a row of tiles),

@@ -169,7 +169,7 @@ __device__ __forceinline__ void drop_factors2(const rf_args &g, uint64_t sample_
                                               const float pr[2], float f[2]) {
   f[0] = f[1] = 1.0f;
   if (g.p > 0.0f && (pr[0] != 0.0f || pr[1] != 0.0f))
-    hs_attention_pair_factors(sample_key, row_key, (uint32_t)j >> 1, g.rate, f);
+    hs_attention_pair_factors(sample_key, row_key, (uint32_t)j >> 1, g.rate, &f[0], &f[1]);
   for (int c = 0; c < 2; c++) f[c] = pr[c] == 0.0f ? 0.0f : f[c];
 }
 

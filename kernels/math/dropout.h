@@ -141,30 +141,18 @@ HS_HD static inline float hs_attention_dropout_factor(uint64_t sample_key, uint3
     return hs_attention_bits(sample_key, row_key, col) >= rate.threshold ? rate.keep_scale : 0.0f;
 }
 
-/* The multipliers of columns 2·pair (f[0]) and 2·pair + 1 (f[1]) from one hash: what a loop over a row's
+/* The multipliers of columns 2·pair (*f0) and 2·pair + 1 (*f1) from one hash: what a loop over a row's
  * columns calls once per pair. Each half compared in the word's high half (x·2^16 for the low one), with
  * half_threshold: b16 >= ceil(p·2^16), the decisions of hs_attention_dropout_factor, in two or three
  * instructions a column (a GPU's shift, compare and select). */
-HS_HD static inline void hs_attention_factors_of_pair(uint32_t x, hs_dropout_rate rate, float f[2]) {
-    f[0] = x << 16 >= rate.half_threshold ? rate.half_keep_scale : 0.0f;
-    f[1] = x >= rate.half_threshold ? rate.half_keep_scale : 0.0f;
+HS_HD static inline void hs_attention_factors_of_pair(uint32_t x, hs_dropout_rate rate, float *f0, float *f1) {
+    *f0 = x << 16 >= rate.half_threshold ? rate.half_keep_scale : 0.0f;
+    *f1 = x >= rate.half_threshold ? rate.half_keep_scale : 0.0f;
 }
 
 HS_HD static inline void hs_attention_pair_factors(uint64_t sample_key, uint32_t row_key, uint32_t pair,
-                                                   hs_dropout_rate rate, float f[2]) {
-    hs_attention_factors_of_pair(hs_attention_pair_bits(sample_key, row_key, pair), rate, f);
-}
-
-/* f[j] = the multiplier of column j for j in [lo, hi] of a row (f indexed by column), a pair per hash:
- * the CPU loops' form */
-HS_HD static inline void hs_attention_row_factors(uint64_t sample_key, uint32_t row_key, int lo, int hi,
-                                                  hs_dropout_rate rate, float *f) {
-    for (int j = lo - (lo & 1); j <= hi; j += 2) {
-        float g[2];
-        hs_attention_pair_factors(sample_key, row_key, (uint32_t)j >> 1, rate, g);
-        if (j >= lo) f[j] = g[0];
-        if (j + 1 <= hi) f[j + 1] = g[1];
-    }
+                                                   hs_dropout_rate rate, float *f0, float *f1) {
+    hs_attention_factors_of_pair(hs_attention_pair_bits(sample_key, row_key, pair), rate, f0, f1);
 }
 
 #endif

@@ -273,7 +273,7 @@ static void test_dropout_rate_threshold(void **unused) {
         assert_true(fa == (hs_attention_uniform(sk, rk, e) >= p ? hs_dropout_keep_scale(p) : 0.0f));
         if (e % 2 == 0) { /* a pair's two decisions from one hash: the per-column ones */
             float f[2];
-            hs_attention_pair_factors(sk, rk, e / 2, rate, f);
+            hs_attention_pair_factors(sk, rk, e / 2, rate, &f[0], &f[1]);
             assert_true(f[0] == fa && f[1] == hs_attention_dropout_factor(sk, rk, e + 1, rate));
         }
         dropped += fh == 0.0f;
@@ -289,7 +289,7 @@ static void test_dropout_rate_threshold(void **unused) {
             const float want[2] = {bits[0] >= ra.threshold ? ra.keep_scale : 0.0f,
                                    bits[1] >= ra.threshold ? ra.keep_scale : 0.0f};
             float got[2];
-            hs_attention_factors_of_pair(x, ra, got);
+            hs_attention_factors_of_pair(x, ra, &got[0], &got[1]);
             disagree += got[0] != want[0] || got[1] != want[1];
         }
         assert_int_equal(disagree, 0);

@@ -17,16 +17,16 @@
  * set in P. */
 static HS_SIMD_CLONES void hs_attn_drop_probs(float *dropped, float *probs, int n, uint64_t sample_key,
                                               uint32_t row_key, hs_dropout_rate rate) {
-    /* columns two at a time: one hash per pair (kernels/math/dropout.h) */
+    /* columns two at a time: one hash per pair (kernels/math/dropout.h), written out so that the loop
+     * vectorises over pairs */
 #pragma omp simd
     for (int q = 0; q < n / 2; q++) {
-        float f[2];
-        hs_attention_pair_factors(sample_key, row_key, (uint32_t)q, rate, f);
-        for (int c = 0; c < 2; c++) {
-            const int e = 2 * q + c;
-            dropped[e] = probs[e] * f[c];
-            probs[e] = f[c] == 0.0f ? -probs[e] : probs[e]; /* sign bit marks a dropped probability */
-        }
+        float f0, f1;
+        hs_attention_pair_factors(sample_key, row_key, (uint32_t)q, rate, &f0, &f1);
+        const float p0 = probs[2 * q], p1 = probs[2 * q + 1];
+        dropped[2 * q] = p0 * f0, dropped[2 * q + 1] = p1 * f1;
+        probs[2 * q] = f0 == 0.0f ? -p0 : p0; /* sign bit marks a dropped probability */
+        probs[2 * q + 1] = f1 == 0.0f ? -p1 : p1;
     }
     if (n % 2) {
         const int e = n - 1;

@@ -18,6 +18,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "backend/cpu/cpu_attention_dropout.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_rounded_gemm.h"
 #include "math/dropout.h"
@@ -110,7 +111,7 @@ void hs_cpu_flash_attention_forward(const hs_backend *be, float *ctx, float *lse
                 }
                 const float inv = 1.0f / sum;
                 const uint32_t row_key = hs_attention_row_key(sample_key, hs_attention_dropout_row(h, i, L));
-                if (p > 0.0f) hs_attention_row_factors(sample_key, row_key, 0, L - 1, rate, fr);
+                if (p > 0.0f) hs_attn_row_factors(sample_key, row_key, 0, L - 1, rate, fr);
                 for (int j = 0; j < L; j++) {
                     const float f = p > 0.0f ? fr[j] : 1.0f;
                     s[j] = s[j] * inv * f;
@@ -165,7 +166,7 @@ void hs_cpu_flash_attention_backward(const hs_backend *be, float *dqkv, const fl
                 for (int j = 0; j < L; j++) P[j] += mb[j];
                 row_times_rows(pr, ds, dc, v, ld, L, d, 1.0f); /* dP'[L] = dctx_i·Vᵀ */
                 const uint32_t row_key = hs_attention_row_key(sample_key, hs_attention_dropout_row(h, i, L));
-                if (p > 0.0f) hs_attention_row_factors(sample_key, row_key, 0, L - 1, rate, fr);
+                if (p > 0.0f) hs_attn_row_factors(sample_key, row_key, 0, L - 1, rate, fr);
                 for (int j = 0; j < L; j++) {
                     const float pj = hs_exp_fast(P[j] - li);
                     const float f = p > 0.0f ? fr[j] : 1.0f;

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/cpu_attention_dropout.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_rounded_gemm.h"
 #include "math/dropout.h"
@@ -101,7 +102,7 @@ void hs_cpu_rel_flash_attention_forward(const hs_backend *be, float *ctx, float 
                 lse[(size_t)un * qlen + i] = l;
                 for (int c = 0; c < d; c++) acc[c] = 0.0f;
                 const uint32_t row_key = hs_attention_row_key(sample_key, hs_attention_dropout_row(h, i, qlen));
-                if (p > 0.0f) hs_attention_row_factors(sample_key, row_key, lo, hi, rate, fr);
+                if (p > 0.0f) hs_attn_row_factors(sample_key, row_key, lo, hi, rate, fr);
                 for (int j = lo; j <= hi; j++) {
                     float pj = hs_exp_fast(s_row[j] - l);
                     if (p > 0.0f) pj *= fr[j];
@@ -161,7 +162,7 @@ void hs_cpu_rel_flash_attention_backward(const hs_backend *be, float *dqkv, floa
                 for (int c = 0; c < d; c++) dc[c] = hs_lowp_round(prec, dctx[row + c]);
                 score_row(s_row, &u, i, lo, hi, qlen, d, scale);
                 const uint32_t row_key = hs_attention_row_key(sample_key, hs_attention_dropout_row(h, i, qlen));
-                if (p > 0.0f) hs_attention_row_factors(sample_key, row_key, lo, hi, rate, fr);
+                if (p > 0.0f) hs_attn_row_factors(sample_key, row_key, lo, hi, rate, fr);
                 for (int j = lo; j <= hi; j++) {
                     const float pr = hs_exp_fast(s_row[j] - l);
                     const float f = p > 0.0f ? fr[j] : 1.0f;
