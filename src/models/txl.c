@@ -716,14 +716,27 @@ static void grads_ready_plan(hs_txl *m) {
 
 /* The gradients an update's first micro-batch writes whole (hs_params_grad_written): each layer's
  * weight-gradient products (layer_backward, beta 0 or the overwrite of gemm_wgrad_bgrad) and the FFN's
- * biases with them. The shared r_w_bias / r_r_bias (every layer adds), the LayerNorms and the adaptive
- * softmax and embedding (tied, with clusters a micro-batch may not reach) are added to, and zeroed each
- * update. */
+ * biases with them; and every tensor the adaptive softmax's gradients point into (its weights, biases,
+ * projections and cluster block, which may be the embedding's tied tables and projections: the softmax's
+ * backward runs first and writes each region, or zeroes one no row reaches, and the embedding's backward
+ * adds after it). The shared r_w_bias / r_r_bias (every layer adds), the LayerNorms and the embedding's
+ * own untied tensors are added to, and zeroed each update. */
 static void grads_written_plan(hs_txl *m) {
     for (int l = 0; l < m->cfg.n_layer; l++) {
         const txl_layer_params *w = &m->lp[l];
         const int written[] = {w->o_w, w->r_w, w->qkv_w, w->ff1_w, w->ff1_b, w->ff2_w, w->ff2_b};
         for (size_t k = 0; k < sizeof written / sizeof written[0]; k++) hs_params_grad_written(m->params, written[k]);
+    }
+    const hs_adaptive_softmax_grads sg = sm_grads(m);
+    for (int i = 0; i <= m->ad.n_clusters; i++) {
+        hs_params_grad_written(m->params, hs_params_tensor_of_grad(m->params, sg.weight[i]));
+        hs_params_grad_written(m->params, hs_params_tensor_of_grad(m->params, sg.bias[i]));
+        if (hs_adaptive_has_proj(&m->ad, i))
+            hs_params_grad_written(m->params, hs_params_tensor_of_grad(m->params, sg.proj[i]));
+    }
+    if (m->ad.n_clusters > 0) {
+        hs_params_grad_written(m->params, hs_params_tensor_of_grad(m->params, sg.cluster_weight));
+        hs_params_grad_written(m->params, hs_params_tensor_of_grad(m->params, sg.cluster_bias));
     }
 }
 
@@ -1106,7 +1119,7 @@ static void backward(hs_txl *m, const pass *ps) {
     const hs_adaptive_softmax_weights sw = sm_weights(m);
     const hs_adaptive_softmax_grads sg = sm_grads(m);
     hs_adaptive_softmax_backward(be, &m->ad, &sw, &sg, &m->plan_tgt, &m->sm_state, m->final,
-                                 (float)ps->ctx->loss_scale[0], m->grad_h);
+                                 (float)ps->ctx->loss_scale[0], m->grad_h, ps->ctx->grads_zero);
     hs_grads_ready_after(&m->ready, ps->ctx, STAGE_SOFTMAX);
     const hs_dropout_mask d_final = hs_dropout_site_mask(ps->ctx, ps->first, DROP_FINAL, c->dropout);
     if (d_final.p > 0.0f) hs_dropout_backward(be, &d_final, m->grad_h, m->grad_h, b, per_sample);

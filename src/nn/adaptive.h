@@ -148,10 +148,15 @@ typedef struct hs_adaptive_softmax_state {
 void hs_adaptive_softmax_forward(const hs_backend *be, const hs_adaptive_dims *d, const hs_adaptive_softmax_weights *w,
                                  const hs_adaptive_plan *plan, hs_adaptive_softmax_state *st, const float *hidden,
                                  double *head_stats, double *tail_stats);
-/* Gradients of scale · Σ NLL: parameters +=, dhidden[n, d_proj] overwritten. */
+/* Gradients of scale · Σ NLL: parameters +=, dhidden[n, d_proj] overwritten. overwrite = 1 (an update's
+ * first micro-batch, hs_step_ctx.grads_zero): every parameter gradient region g points to is written
+ * instead, whatever it held: by its first writer here (a product with beta 0), or zeroed where no row
+ * reaches it (a tail cluster without rows, or no rows at all); a region several clusters share (one
+ * projection) is added to after its first writer. */
 void hs_adaptive_softmax_backward(const hs_backend *be, const hs_adaptive_dims *d, const hs_adaptive_softmax_weights *w,
                                   const hs_adaptive_softmax_grads *g, const hs_adaptive_plan *plan,
-                                  hs_adaptive_softmax_state *st, const float *hidden, float scale, float *dhidden);
+                                  hs_adaptive_softmax_state *st, const float *hidden, float scale, float *dhidden,
+                                  int overwrite);
 void hs_adaptive_softmax_state_free(const hs_backend *be, hs_adaptive_softmax_state *st);
 void hs_adaptive_emb_state_free(const hs_backend *be, hs_adaptive_emb_state *st);
 

@@ -91,11 +91,48 @@ void hs_adaptive_softmax_forward(const hs_backend *be, const hs_adaptive_dims *d
     }
 }
 
+/* The gradient regions this backward pass has written so far under overwrite (by their first pointer:
+ * distinct tensors, or disjoint row slices of one tied table; a shared projection is one pointer) */
+typedef struct first_writes {
+    const float *done[3 * HS_ADAPTIVE_MAX_CLUSTERS + 2];
+    int n, overwrite;
+} first_writes;
+
+/* 1 when overwrite is on and `grad` is not written yet (it is marked written): its writer writes, not adds */
+static int first_write(first_writes *f, const float *grad) {
+    if (!f->overwrite || !grad) return 0;
+    for (int k = 0; k < f->n; k++)
+        if (f->done[k] == grad) return 0;
+    f->done[f->n++] = grad;
+    return 1;
+}
+
+/* Under overwrite: zeroes cluster i's regions (its weight and bias; its projection; for i = 0 the cluster
+ * block too) that no writer has written yet, where no row reaches them */
+static void zero_unwritten(const hs_backend *be, const hs_adaptive_dims *d, const hs_adaptive_softmax_grads *g,
+                           first_writes *f, int i) {
+    const size_t di = (size_t)hs_adaptive_cluster_dim(d, i), size = (size_t)hs_adaptive_cluster_size(d, i);
+    if (first_write(f, g->weight[i])) be->zero(be, g->weight[i], size * di * sizeof(float));
+    if (first_write(f, g->bias[i])) be->zero(be, g->bias[i], size * sizeof(float));
+    if (hs_adaptive_has_proj(d, i) && first_write(f, g->proj[i]))
+        be->zero(be, g->proj[i], (size_t)d->d_proj * di * sizeof(float));
+    if (i == 0 && d->n_clusters > 0) {
+        if (first_write(f, g->cluster_weight))
+            be->zero(be, g->cluster_weight, (size_t)d->n_clusters * di * sizeof(float));
+        if (first_write(f, g->cluster_bias)) be->zero(be, g->cluster_bias, (size_t)d->n_clusters * sizeof(float));
+    }
+}
+
 void hs_adaptive_softmax_backward(const hs_backend *be, const hs_adaptive_dims *d, const hs_adaptive_softmax_weights *w,
                                   const hs_adaptive_softmax_grads *g, const hs_adaptive_plan *plan,
-                                  hs_adaptive_softmax_state *st, const float *hidden, float scale, float *dhidden) {
+                                  hs_adaptive_softmax_state *st, const float *hidden, float scale, float *dhidden,
+                                  int overwrite) {
     const int n = plan->n, dp = d->d_proj, c0 = d->ends[1], nc = d->n_clusters, hs = c0 + nc;
-    if (n == 0) return;
+    first_writes fw = {.n = 0, .overwrite = overwrite};
+    if (n == 0) {
+        for (int i = 0; i <= nc; i++) zero_unwritten(be, d, g, &fw, i);
+        return;
+    }
     const softmax_layout L = layout_of(d, plan);
     float *base = st->saved.ptr;
     const int d0 = hs_adaptive_cluster_dim(d, 0);
@@ -125,24 +162,32 @@ void hs_adaptive_softmax_backward(const hs_backend *be, const hs_adaptive_dims *
     const int proj0 = hs_adaptive_has_proj(d, 0);
     const float *h0 = proj0 ? base + L.ph0 : hidden;
     /* ∂W_0[c0, d0] += dlogits[:, :c0]ᵀ·h0, ∂b_0 += Σ (one op: gemm_wgrad_bgrad); the same for the cluster block */
-    be->gemm_wgrad_bgrad(be, g->weight[0], g->bias[0], dlogits, hs, h0, n, d0, c0, 0);
+    int first = first_write(&fw, g->weight[0]);
+    first &= first_write(&fw, g->bias[0]); /* both marked: under overwrite the head writes them first */
+    be->gemm_wgrad_bgrad(be, g->weight[0], g->bias[0], dlogits, hs, h0, n, d0, c0, first);
     /* ∂h0[n, d0] = dlogits[:, :c0]·W_0 + dlogits[:, c0:]·C */
     float *dh0 = proj0 ? scratch : dhidden;
     be->gemm(be, 0, 0, n, d0, c0, 1.0f, dlogits, hs, w->weight[0], d0, 0.0f, dh0, d0);
     if (nc > 0) {
-        be->gemm_wgrad_bgrad(be, g->cluster_weight, g->cluster_bias, dlogits + c0, hs, h0, n, d0, nc, 0);
+        first = first_write(&fw, g->cluster_weight);
+        first &= first_write(&fw, g->cluster_bias);
+        be->gemm_wgrad_bgrad(be, g->cluster_weight, g->cluster_bias, dlogits + c0, hs, h0, n, d0, nc, first);
         be->gemm(be, 0, 0, n, d0, nc, 1.0f, dlogits + c0, hs, w->cluster_weight, d0, 1.0f, dh0, d0);
     }
     if (twins) be->unbind_half(be, dlogits);
     if (proj0) {
         /* h0 = hidden·P_0: ∂P_0[dp, d0] += hiddenᵀ·∂h0, ∂hidden = ∂h0·P_0ᵀ */
-        be->gemm(be, 1, 0, dp, d0, n, 1.0f, hidden, dp, dh0, d0, 1.0f, g->proj[0], d0);
+        be->gemm(be, 1, 0, dp, d0, n, 1.0f, hidden, dp, dh0, d0, first_write(&fw, g->proj[0]) ? 0.0f : 1.0f,
+                 g->proj[0], d0);
         be->gemm(be, 0, 1, n, dp, d0, 1.0f, dh0, d0, w->proj[0], d0, 0.0f, dhidden, dp);
     }
 
     for (int i = 1; i <= nc; i++) {
         const int c = plan->count[i], di = hs_adaptive_cluster_dim(d, i), size = hs_adaptive_cluster_size(d, i);
-        if (c == 0) continue;
+        if (c == 0) {
+            zero_unwritten(be, d, g, &fw, i);
+            continue;
+        }
         const int proj = hs_adaptive_has_proj(d, i);
         float *dl = base + L.logits[i];
         be->log_softmax_nll_backward(be, twins ? NULL : dl, NULL, dl, (const double *)(base + L.log_norm[i]),
@@ -151,11 +196,14 @@ void hs_adaptive_softmax_backward(const hs_backend *be, const hs_adaptive_dims *
         const float *hid = base + L.hid[i], *hi = proj ? base + L.ph[i] : hid;
         float *dhi = scratch;                                       /* [c, d_i] */
         float *dhid = scratch + (size_t)max_count * (size_t)d->d_embed; /* [c, d_proj] */
-        hs_linear_backward(be, dhi, g->weight[i], g->bias[i], dl, hi, w->weight[i], c, di, size, 0);
+        first = first_write(&fw, g->weight[i]);
+        first &= first_write(&fw, g->bias[i]);
+        hs_linear_backward(be, dhi, g->weight[i], g->bias[i], dl, hi, w->weight[i], c, di, size, first);
         if (twins) be->unbind_half(be, dl);
         const float *rows_grad = dhi;
         if (proj) {
-            be->gemm(be, 1, 0, dp, di, c, 1.0f, hid, dp, dhi, di, 1.0f, g->proj[i], di);
+            be->gemm(be, 1, 0, dp, di, c, 1.0f, hid, dp, dhi, di, first_write(&fw, g->proj[i]) ? 0.0f : 1.0f,
+                     g->proj[i], di);
             be->gemm(be, 0, 1, c, dp, di, 1.0f, dhi, di, w->proj[i], di, 0.0f, dhid, dp);
             rows_grad = dhid;
         }

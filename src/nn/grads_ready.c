@@ -22,16 +22,7 @@ void hs_grads_ready_writes(hs_grads_ready *g, int tensor, int stage) {
 }
 
 void hs_grads_ready_writes_grad(hs_grads_ready *g, const hs_params *p, const float *grad, int stage) {
-    if (!grad) return;
-    if (!p->grad || grad < p->grad || grad >= p->grad + p->total)
-        HS_FATAL(NULL, "hs_grads_ready_writes_grad: pointer outside the gradient buffer");
-    const size_t at = (size_t)(grad - p->grad);
-    for (int i = 0; i < p->count; i++)
-        if (at >= p->tensors[i].offset && at < p->tensors[i].offset + p->tensors[i].numel) {
-            hs_grads_ready_writes(g, i, stage);
-            return;
-        }
-    HS_FATAL(NULL, "hs_grads_ready_writes_grad: offset %zu is padding, not a tensor", at);
+    if (grad) hs_grads_ready_writes(g, hs_params_tensor_of_grad(p, grad), stage);
 }
 
 void hs_grads_ready_build(hs_grads_ready *g, const hs_params *p) {

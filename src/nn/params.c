@@ -108,6 +108,15 @@ void hs_params_grad_written(hs_params *p, int tensor) {
     p->tensors[tensor].grad_written = 1;
 }
 
+int hs_params_tensor_of_grad(const hs_params *p, const float *grad) {
+    if (!grad || !p->grad || grad < p->grad || grad >= p->grad + p->total)
+        HS_FATAL(NULL, "hs_params_tensor_of_grad: pointer outside the gradient buffer");
+    const size_t at = (size_t)(grad - p->grad);
+    for (int i = 0; i < p->count; i++)
+        if (at >= p->tensors[i].offset && at < p->tensors[i].offset + p->tensors[i].numel) return i;
+    HS_FATAL(NULL, "hs_params_tensor_of_grad: offset %zu is padding, not a tensor", at);
+}
+
 void hs_params_zero_grad_tensor(const hs_params *p, int tensor) {
     p->be->zero(p->be, hs_param_grad(p, tensor), p->tensors[tensor].numel * sizeof(float));
 }

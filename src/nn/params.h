@@ -84,6 +84,9 @@ void hs_params_grad_written(hs_params *p, int tensor);
  * update's values; NaN with HETSEQ_CHECK_GRADS_WRITTEN=1, so that a declaration no writer keeps shows up
  * as a non-finite gradient). The bits of the update are those of zeroing every gradient. */
 void hs_params_zero_grad_accumulated(hs_params *p);
+/* The tensor whose gradient holds grad (a pointer into p->grad, a row slice of a tied table included);
+ * stops the run naming the caller's mistake when grad is outside every tensor. */
+int hs_params_tensor_of_grad(const hs_params *p, const float *grad);
 /* One tensor's gradient to zero (a declared-written tensor whose writer a micro-batch skips). */
 void hs_params_zero_grad_tensor(const hs_params *p, int tensor);
 /* Number of trainable values (padding excluded). */

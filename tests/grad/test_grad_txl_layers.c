@@ -209,7 +209,7 @@ static void check_softmax(int d_embed, int d_proj, int div_val) {
     }
     g.cluster_weight = s.dcw, g.cluster_bias = s.dcb;
     const hs_adaptive_softmax_weights w = sm_w(&s);
-    hs_adaptive_softmax_backward(be, &c.d, &w, &g, &c.plan, &s.st, s.hidden, 1.0f, s.dhidden);
+    hs_adaptive_softmax_backward(be, &c.d, &w, &g, &c.plan, &s.st, s.hidden, 1.0f, s.dhidden, 0);
     fd_case fc = {sm_loss, &s, 1e-2f};
     char what[64];
     int bad = fd_check_gradient("softmax dhidden", &fc, s.hidden, s.dhidden, (size_t)AD_N * d_proj);

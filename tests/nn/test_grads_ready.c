@@ -21,7 +21,8 @@
  *       tensor the model declared written is written whole by its first writer, and no writer adds to
  *       one first. The model declares some (else (f) checks nothing), and the same run with
  *       grads_zero = 0 leaves NaN (the check can fail). BERT also starts from a micro-batch without
- *       masked positions, whose MLM head writes nothing.
+ *       masked positions, whose MLM head writes nothing, and Transformer-XL from one whose targets all
+ *       fall in the head cluster, whose tail clusters get no rows.
  * Each region between consecutive offsets must hold a non-zero gradient, so (b) compares something.
  * Built twice: for the CPU backend and for the CUDA backend on the emulated device
  * (GRADS_READY_DEVICE "cuda"), where the ops are enqueued and the download waits for them. */
@@ -370,7 +371,7 @@ enum { TXL_B = 2, TXL_Q = 5, TXL_MEM = 4, TXL_TOKENS = 60 };
 typedef struct txl_model {
     hs_txl *txl;
     hs_txl_memory *mem;
-    int32_t tokens[2][TXL_B * (TXL_Q + 1)];
+    int32_t tokens[3][TXL_B * (TXL_Q + 1)]; /* micro-batches 0 and 1; 2: every token in the head cluster */
     double *stats;
 } txl_model;
 
@@ -421,9 +422,12 @@ static void test_txl(const char *name, int adaptive, int div_val, int d_embed, i
     /* token ids in every cluster (the tails too) */
     for (int mb = 0; mb < 2; mb++)
         for (int i = 0; i < TXL_B * (TXL_Q + 1); i++) m.tokens[mb][i] = (int32_t)((7 * i + 13 * mb + 3) % TXL_TOKENS);
+    /* no target in a tail cluster: the adaptive softmax's tails get no rows (their gradients zeroed, not
+     * written by a product, under (f)) */
+    for (int i = 0; i < TXL_B * (TXL_Q + 1); i++) m.tokens[2][i] = (int32_t)((7 * i + 3) % 20);
     m.stats = be->alloc(be, HS_STATS_NDOUBLE * sizeof(double));
     const model_case mc = {.name = name, .p = &p, .stages = 2 * c.n_layer + 2, .run = txl_run, .reset = txl_reset,
-                           .model = &m};
+                           .model = &m, .other_first = 2};
     check_model(&mc);
     be->free(be, m.stats);
     hs_txl_memory_free(be, m.mem);
