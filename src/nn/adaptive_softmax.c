@@ -107,6 +107,15 @@ static int first_write(first_writes *f, const float *grad) {
     return 1;
 }
 
+/* first_write of a weight and its bias, which one product writes together (gemm_wgrad_bgrad's overwrite
+ * covers both): a weight written before its bias, or the reverse, would leave one region added to
+ * while the other holds anything */
+static int first_write_pair(first_writes *f, const float *weight, const float *bias) {
+    const int w = first_write(f, weight), b = first_write(f, bias);
+    if (w != b) HS_FATAL(NULL, "adaptive softmax backward: a weight and its bias written apart");
+    return w;
+}
+
 /* Under overwrite: zeroes cluster i's regions (its weight and bias; its projection; for i = 0 the cluster
  * block too) that no writer has written yet, where no row reaches them */
 static void zero_unwritten(const hs_backend *be, const hs_adaptive_dims *d, const hs_adaptive_softmax_grads *g,
@@ -162,16 +171,14 @@ void hs_adaptive_softmax_backward(const hs_backend *be, const hs_adaptive_dims *
     const int proj0 = hs_adaptive_has_proj(d, 0);
     const float *h0 = proj0 ? base + L.ph0 : hidden;
     /* ∂W_0[c0, d0] += dlogits[:, :c0]ᵀ·h0, ∂b_0 += Σ (one op: gemm_wgrad_bgrad); the same for the cluster block */
-    int first = first_write(&fw, g->weight[0]);
-    first &= first_write(&fw, g->bias[0]); /* both marked: under overwrite the head writes them first */
-    be->gemm_wgrad_bgrad(be, g->weight[0], g->bias[0], dlogits, hs, h0, n, d0, c0, first);
+    be->gemm_wgrad_bgrad(be, g->weight[0], g->bias[0], dlogits, hs, h0, n, d0, c0,
+                         first_write_pair(&fw, g->weight[0], g->bias[0]));
     /* ∂h0[n, d0] = dlogits[:, :c0]·W_0 + dlogits[:, c0:]·C */
     float *dh0 = proj0 ? scratch : dhidden;
     be->gemm(be, 0, 0, n, d0, c0, 1.0f, dlogits, hs, w->weight[0], d0, 0.0f, dh0, d0);
     if (nc > 0) {
-        first = first_write(&fw, g->cluster_weight);
-        first &= first_write(&fw, g->cluster_bias);
-        be->gemm_wgrad_bgrad(be, g->cluster_weight, g->cluster_bias, dlogits + c0, hs, h0, n, d0, nc, first);
+        be->gemm_wgrad_bgrad(be, g->cluster_weight, g->cluster_bias, dlogits + c0, hs, h0, n, d0, nc,
+                             first_write_pair(&fw, g->cluster_weight, g->cluster_bias));
         be->gemm(be, 0, 0, n, d0, nc, 1.0f, dlogits + c0, hs, w->cluster_weight, d0, 1.0f, dh0, d0);
     }
     if (twins) be->unbind_half(be, dlogits);
@@ -196,9 +203,8 @@ void hs_adaptive_softmax_backward(const hs_backend *be, const hs_adaptive_dims *
         const float *hid = base + L.hid[i], *hi = proj ? base + L.ph[i] : hid;
         float *dhi = scratch;                                       /* [c, d_i] */
         float *dhid = scratch + (size_t)max_count * (size_t)d->d_embed; /* [c, d_proj] */
-        first = first_write(&fw, g->weight[i]);
-        first &= first_write(&fw, g->bias[i]);
-        hs_linear_backward(be, dhi, g->weight[i], g->bias[i], dl, hi, w->weight[i], c, di, size, first);
+        hs_linear_backward(be, dhi, g->weight[i], g->bias[i], dl, hi, w->weight[i], c, di, size,
+                           first_write_pair(&fw, g->weight[i], g->bias[i]));
         if (twins) be->unbind_half(be, dl);
         const float *rows_grad = dhi;
         if (proj) {
