@@ -25,6 +25,11 @@
  *   HS_NO_UNROLL for (...)
  *       instead of #pragma unroll 1: a loop nvcc must not unroll (its unrolled body would hold more
  *       registers than the kernel's bound allows, and spill)
+ *   HS_VECTOR_AT(const float4, p)[k]
+ *       instead of reinterpret_cast<const float4 *>(p)[k]: a vector access (float4, float2, uint2), which
+ *       a GPU makes only at an address aligned to the vector's size (else the kernel stops with
+ *       cudaErrorMisalignedAddress); the emulated device, whose host CPU loads any address, stops the
+ *       kernel with that report too, naming the kernel, the access and its line
  * Plain __shared__ does not compile under the emulator, on purpose: a per-block variable that starts
  * undefined needs the macro.
  */
@@ -45,6 +50,7 @@ template <class T> using hs_cuda_type = T; /* lets HS_SHARED take array types */
 #define HS_UNROLL _Pragma("unroll")
 #define HS_NO_UNROLL _Pragma("unroll 1")
 #define HS_NOINLINE __noinline__ /* a device function kept out of line (a rare path in an unrolled loop) */
+#define HS_VECTOR_AT(type, p) (reinterpret_cast<type *>(p))
 
 #elif defined(HS_CUDA_EMU)
 #include <cuda_runtime.h>
@@ -71,6 +77,7 @@ template <class T> using hs_cuda_type = T;
 #define HS_UNROLL
 #define HS_NO_UNROLL
 #define HS_NOINLINE __attribute__((noinline))
+#define HS_VECTOR_AT(type, p) (::hs_emu::vector_at<type>((p), #type, __FILE__, __LINE__))
 
 #else
 #error "kernels/hs_cuda.h: compile with nvcc, or for the emulated device with -DHS_CUDA_EMU (tests/cuda_emu)"

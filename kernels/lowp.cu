@@ -42,11 +42,11 @@ template <bool BF16>
 __device__ __forceinline__ void to_half_span(uint16_t *y, const float *x, size_t n, bool vec, size_t first, size_t stride) {
   const size_t n4 = vec ? n / HS_VEC : 0;
   for (size_t k = first; k < n4; k += stride) {
-    const float4 v = reinterpret_cast<const float4 *>(x)[k];
+    const float4 v = HS_VECTOR_AT(const float4, x)[k];
     uint2 o;
     o.x = (uint32_t)half_bits<BF16>(v.x) | (uint32_t)half_bits<BF16>(v.y) << 16;
     o.y = (uint32_t)half_bits<BF16>(v.z) | (uint32_t)half_bits<BF16>(v.w) << 16;
-    reinterpret_cast<uint2 *>(y)[k] = o;
+    HS_VECTOR_AT(uint2, y)[k] = o;
   }
   for (size_t i = n4 * HS_VEC + first; i < n; i += stride) y[i] = half_bits<BF16>(x[i]);
 }
@@ -57,13 +57,13 @@ __device__ __forceinline__ void from_half_span(float *y, const uint16_t *x, size
                                                size_t stride) {
   const size_t n4 = vec ? n / HS_VEC : 0;
   for (size_t k = first; k < n4; k += stride) {
-    const uint2 h = reinterpret_cast<const uint2 *>(x)[k];
+    const uint2 h = HS_VECTOR_AT(const uint2, x)[k];
     float4 o;
     o.x = half_value<BF16>((uint16_t)(h.x & 0xffffu));
     o.y = half_value<BF16>((uint16_t)(h.x >> 16));
     o.z = half_value<BF16>((uint16_t)(h.y & 0xffffu));
     o.w = half_value<BF16>((uint16_t)(h.y >> 16));
-    reinterpret_cast<float4 *>(y)[k] = o;
+    HS_VECTOR_AT(float4, y)[k] = o;
   }
   for (size_t i = n4 * HS_VEC + first; i < n; i += stride) y[i] = half_value<BF16>(x[i]);
 }
@@ -100,12 +100,12 @@ template <bool BF16>
 __global__ void round_kernel(float *y, const float *x, size_t n, bool vec) {
   const size_t n4 = vec ? n / HS_VEC : 0;
   for (size_t k = THREAD_FIRST; k < n4; k += THREAD_STRIDE) {
-    float4 v = reinterpret_cast<const float4 *>(x)[k];
+    float4 v = HS_VECTOR_AT(const float4, x)[k];
     v.x = half_round<BF16>(v.x);
     v.y = half_round<BF16>(v.y);
     v.z = half_round<BF16>(v.z);
     v.w = half_round<BF16>(v.w);
-    reinterpret_cast<float4 *>(y)[k] = v;
+    HS_VECTOR_AT(float4, y)[k] = v;
   }
   for (size_t i = n4 * HS_VEC + THREAD_FIRST; i < n; i += THREAD_STRIDE) y[i] = half_round<BF16>(x[i]);
 }

@@ -23,7 +23,7 @@ __device__ __forceinline__ int quad_len(size_t i, size_t n) { return n - i < HS_
 /* x[0..n) = a[i..i+n) (n <= HS_VEC; the rest 0): one 16-byte load where `vector` */
 __device__ __forceinline__ void load4(float (&x)[HS_VEC], const float *a, size_t i, int n, bool vector) {
   if (vector) {
-    const float4 v = *reinterpret_cast<const float4 *>(a + i);
+    const float4 v = *HS_VECTOR_AT(const float4, a + i);
     x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
   } else {
     for (int j = 0; j < HS_VEC; j++) x[j] = j < n ? a[i + j] : 0.0f;
@@ -33,7 +33,7 @@ __device__ __forceinline__ void load4(float (&x)[HS_VEC], const float *a, size_t
 /* a[i..i+n) = x[0..n): one 16-byte store where `vector` */
 __device__ __forceinline__ void store4(float *a, size_t i, const float (&x)[HS_VEC], int n, bool vector) {
   if (vector) {
-    *reinterpret_cast<float4 *>(a + i) = make_float4(x[0], x[1], x[2], x[3]);
+    *HS_VECTOR_AT(float4, a + i) = make_float4(x[0], x[1], x[2], x[3]);
   } else {
     for (int j = 0; j < n; j++) a[i + j] = x[j];
   }
@@ -45,7 +45,7 @@ __device__ __forceinline__ void load4_half(float (&x)[HS_VEC], const uint16_t *a
                                            int bf16) {
   uint16_t h[HS_VEC] = {0, 0, 0, 0};
   if (vector) {
-    const uint2 v = *reinterpret_cast<const uint2 *>(a + i);
+    const uint2 v = *HS_VECTOR_AT(const uint2, a + i);
     h[0] = (uint16_t)(v.x & 0xffffu), h[1] = (uint16_t)(v.x >> 16), h[2] = (uint16_t)(v.y & 0xffffu),
     h[3] = (uint16_t)(v.y >> 16);
   } else {
@@ -63,7 +63,7 @@ __device__ __forceinline__ void store4_half(uint16_t *a, size_t i, const float (
     uint2 v;
     v.x = (uint32_t)h[0] | (uint32_t)h[1] << 16;
     v.y = (uint32_t)h[2] | (uint32_t)h[3] << 16;
-    *reinterpret_cast<uint2 *>(a + i) = v;
+    *HS_VECTOR_AT(uint2, a + i) = v;
   } else {
     for (int j = 0; j < n; j++) a[i + j] = h[j];
   }

@@ -44,13 +44,13 @@ __global__ void gather_rows_kernel(T *y, const T *x, const int32_t *index, int c
     const T *src = x + (size_t)j * cols;
     for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < groups; k += (size_t)gridDim.x * blockDim.x) {
       if constexpr (V == 4) {
-        const float4 v = reinterpret_cast<const float4 *>(src)[k];
+        const float4 v = HS_VECTOR_AT(const float4, src)[k];
         float4 o = v;
         if (ACCUMULATE) {
-          const float4 a = reinterpret_cast<const float4 *>(dst)[k];
+          const float4 a = HS_VECTOR_AT(const float4, dst)[k];
           o = make_float4(a.x + v.x, a.y + v.y, a.z + v.z, a.w + v.w);
         }
-        reinterpret_cast<float4 *>(dst)[k] = o;
+        HS_VECTOR_AT(float4, dst)[k] = o;
       } else {
         const T v = src[k];
         dst[k] = ACCUMULATE ? (T)((float)dst[k] + (float)v) : v;
@@ -234,12 +234,12 @@ __global__ void copy_rows_kernel(float *dst, size_t dst_ld, const float *src, si
     float *d = dst + r * dst_ld;
     for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < groups; k += (size_t)gridDim.x * blockDim.x) {
       if constexpr (V == 4 && ADD) {
-        const float4 a = reinterpret_cast<const float4 *>(s)[k];
-        float4 y = reinterpret_cast<float4 *>(d)[k];
+        const float4 a = HS_VECTOR_AT(const float4, s)[k];
+        float4 y = HS_VECTOR_AT(float4, d)[k];
         y.x += a.x, y.y += a.y, y.z += a.z, y.w += a.w;
-        reinterpret_cast<float4 *>(d)[k] = y;
+        HS_VECTOR_AT(float4, d)[k] = y;
       } else if constexpr (V == 4) {
-        reinterpret_cast<float4 *>(d)[k] = reinterpret_cast<const float4 *>(s)[k];
+        HS_VECTOR_AT(float4, d)[k] = HS_VECTOR_AT(const float4, s)[k];
       } else if constexpr (ADD) {
         d[k] += s[k];
       } else {

@@ -45,11 +45,13 @@
  * (warp-collective: never in lane-divergent code, never with a partial warp); A, B and, accumulating,
  * C are visible to all lanes before the call (__syncwarp after lanes wrote them, __syncthreads after
  * other warps did), and the lanes __syncwarp() before reading C. The emulated device checks these rules
- * on every path (tile_rules_check). */
+ * on every path (tile_rules_check: a tile that changes between the first lane's arrival and the last's
+ * is reported; its WMMA gives NaN to a lane that reads a stored C before a __syncwarp). */
 #ifndef HS_KERNELS_TILE_MMA_CUH
 #define HS_KERNELS_TILE_MMA_CUH
 
 #include <stdint.h>
+#include <string.h>
 
 #include <type_traits>
 
@@ -121,7 +123,7 @@ template <class T> __device__ __forceinline__ float tile_softmax_exp(float x) {
 /* 2 consecutive stored operands p[0..1] as floats, in one load (p 8-byte aligned for 4-byte types, 4 for
  * 16-bit ones) */
 __device__ __forceinline__ void tile_load2(const float *p, float out[2]) {
-  const float2 x = *reinterpret_cast<const float2 *>(p);
+  const float2 x = *HS_VECTOR_AT(const float2, p);
   out[0] = x.x, out[1] = x.y;
 }
 __device__ __forceinline__ void tile_load2(const hs_tile_tf32 *p, float out[2]) {
@@ -310,7 +312,52 @@ struct TileRules {
   const void *c, *a, *b;
   int ldc, lda, ldb, k;
   bool b_transposed, accumulate;
+  int esize;     /* bytes of an A or B element (0: no A, B) */
+  bool hashed;   /* this lane arrived first, and noted */
+  uint64_t hash; /* the tiles this step reads (A, B; C where it accumulates) then */
 };
+/* A hash of the rows x cols matrix at p (row-major, ld elements of esize bytes apart per row) */
+inline uint64_t tile_rules_hash(uint64_t h, const void *p, int rows, int cols, int ld, int esize) {
+  if (p == nullptr) return h;
+  for (int r = 0; r < rows; r++)
+    for (int c = 0; c < cols; c++) {
+      uint32_t v = 0;
+      memcpy(&v, static_cast<const unsigned char *>(p) + ((size_t)r * ld + c) * esize, esize);
+      h = (h ^ v) * 0x100000001B3ull;
+    }
+  return h;
+}
+/* What a step reads: A [16][k], B [k][16] (Bᵀ [16][k] where transposed), C [16][16] fp32 accumulating */
+inline uint64_t tile_rules_inputs(const TileRules &r) {
+  uint64_t h = 0x9E3779B97F4A7C15ull;
+  if (r.esize > 0 && r.k > 0 && r.k % kTile == 0) {
+    h = tile_rules_hash(h, r.a, kTile, r.k, r.lda, r.esize);
+    h = r.b_transposed ? tile_rules_hash(h, r.b, kTile, r.k, r.ldb, r.esize)
+                       : tile_rules_hash(h, r.b, r.k, kTile, r.ldb, r.esize);
+  }
+  if (r.accumulate) h = tile_rules_hash(h, r.c, kTile, kTile, r.ldc, 4);
+  return h;
+}
+/* The preconditions of a step's arguments: NULL where they hold, else what is wrong (in msg, where
+ * given; else a non-NULL pointer) */
+inline const char *tile_rules_args_error(const TileRules &r, char *msg, size_t size) {
+  /* a tile_acc's product has no C, its load and store no A, B (NULL: not checked) */
+  const bool has_ab = r.a || r.b, has_c = r.c != nullptr;
+  if (has_ab && (r.k <= 0 || r.k % kTile != 0)) {
+    snprintf(msg, size, "k = %d is not a positive multiple of 16 (pad the tiles with zeros; "
+             "kernels/tile_mma.cuh)", r.k);
+  } else if ((has_ab && (r.lda % 8 != 0 || r.ldb % 8 != 0)) || (has_c && r.ldc % 4 != 0)) {
+    snprintf(msg, size, "lda = %d, ldb = %d, ldc = %d: lda and ldb must be multiples of 8 elements, ldc of 4 "
+             "(kernels/tile_mma.cuh)", r.lda, r.ldb, r.ldc);
+  } else if (reinterpret_cast<uintptr_t>(r.a) % 32 != 0 || reinterpret_cast<uintptr_t>(r.b) % 32 != 0 ||
+             reinterpret_cast<uintptr_t>(r.c) % 32 != 0) {
+    snprintf(msg, size, "a = %p, b = %p, c = %p: every tile must start 32-byte aligned (HS_SHARED_ALIGNED(32, "
+             "...); kernels/tile_mma.cuh)", r.a, r.b, r.c);
+  } else {
+    return nullptr;
+  }
+  return msg ? msg : "";
+}
 inline const char *tile_rules_check(void *const *args) {
   static thread_local char msg[400];
   const TileRules &r = *static_cast<const TileRules *>(args[0]);
@@ -323,19 +370,18 @@ inline const char *tile_rules_check(void *const *args) {
       return msg;
     }
   }
-  /* a tile_acc's product has no C, its load and store no A, B (NULL: not checked) */
-  const bool has_ab = r.a || r.b, has_c = r.c != nullptr;
-  if (has_ab && (r.k <= 0 || r.k % kTile != 0)) {
-    snprintf(msg, sizeof msg, "k = %d is not a positive multiple of 16 (pad the tiles with zeros; "
-             "kernels/tile_mma.cuh)", r.k);
-  } else if ((has_ab && (r.lda % 8 != 0 || r.ldb % 8 != 0)) || (has_c && r.ldc % 4 != 0)) {
-    snprintf(msg, sizeof msg, "lda = %d, ldb = %d, ldc = %d: lda and ldb must be multiples of 8 elements, ldc of 4 "
-             "(kernels/tile_mma.cuh)", r.lda, r.ldb, r.ldc);
-  } else if (reinterpret_cast<uintptr_t>(r.a) % 32 != 0 || reinterpret_cast<uintptr_t>(r.b) % 32 != 0 ||
-             reinterpret_cast<uintptr_t>(r.c) % 32 != 0) {
-    snprintf(msg, sizeof msg, "a = %p, b = %p, c = %p: every tile must start 32-byte aligned (HS_SHARED_ALIGNED(32, "
-             "...); kernels/tile_mma.cuh)", r.a, r.b, r.c);
-  } else {
+  if (tile_rules_args_error(r, msg, sizeof msg) == nullptr) {
+    /* On a GPU nothing here orders memory between the lanes (the scalar loop has no barrier, WMMA
+     * loads do not order): the tiles must be whole before the first lane arrives (__syncwarp() after
+     * the lanes wrote them, __syncthreads() after other warps did) */
+    const uint64_t now = tile_rules_inputs(r);
+    for (int l = 0; l < HS_WARP; l++)
+      if (static_cast<const TileRules *>(args[l])->hashed && static_cast<const TileRules *>(args[l])->hash != now) {
+        snprintf(msg, sizeof msg, "a = %p, b = %p, c = %p: a tile this step reads changed after lane %d arrived and "
+                 "before the whole warp had: write the tiles, then __syncwarp() (__syncthreads() where other warps "
+                 "wrote them), then the step (kernels/tile_mma.cuh)", r.a, r.b, r.accumulate ? r.c : nullptr, l);
+        return msg;
+      }
     return nullptr;
   }
   return msg;
@@ -344,13 +390,17 @@ inline const char *tile_rules_check(void *const *args) {
 
 /* The emulated device's check of a warp-collective tile step (nothing on a GPU). */
 __device__ __forceinline__ void tile_rules(const char *what, const void *c, int ldc, const void *a, int lda, const void *b,
-                                           int ldb, int k, bool b_transposed, bool accumulate) {
+                                           int ldb, int k, bool b_transposed, bool accumulate, int esize = 0) {
 #if defined(HS_CUDA_EMU)
-  TileRules rules{c, a, b, ldc, lda, ldb, k, b_transposed, accumulate};
+  TileRules rules{c, a, b, ldc, lda, ldb, k, b_transposed, accumulate, esize, false, 0};
+  /* the first lane notes the tiles (a write after it is a write after any lane's arrival), where the
+   * arguments say where they are (else the check reports them) */
+  rules.hashed = ::hs_emu::collective_arrived() == 0 && tile_rules_args_error(rules, nullptr, 0) == nullptr;
+  if (rules.hashed) rules.hash = tile_rules_inputs(rules);
   ::hs_emu::warp_collective(what, tile_rules_check, &rules, __FILE__, __LINE__);
 #else
   (void)what, (void)c, (void)ldc, (void)a, (void)lda, (void)b, (void)ldb, (void)k, (void)b_transposed,
-      (void)accumulate;
+      (void)accumulate, (void)esize;
 #endif
 }
 
@@ -386,7 +436,7 @@ template <class T, bool TF32 = false> struct tile_acc {
     __syncwarp();
   }
   __device__ __forceinline__ void mma(const T *a, int lda, const T *b, int ldb, int k, bool b_transposed) {
-    tile_rules("tile_acc::mma", nullptr, 0, a, lda, b, ldb, k, b_transposed, true);
+    tile_rules("tile_acc::mma", nullptr, 0, a, lda, b, ldb, k, b_transposed, true, (int)sizeof(T));
     impl.mma(a, lda, b, ldb, k, b_transposed);
   }
 };
@@ -410,7 +460,7 @@ __device__ __forceinline__ void tile_acc_write_pair(const tile_acc<T, TF32> &x, 
 template <class T, bool TF32 = false>
 __device__ __forceinline__ void warp_tile_mma(float *c, int ldc, const T *a, int lda, const T *b, int ldb, int k,
                                               bool b_transposed, bool accumulate) {
-  tile_rules("warp_tile_mma", c, ldc, a, lda, b, ldb, k, b_transposed, accumulate);
+  tile_rules("warp_tile_mma", c, ldc, a, lda, b, ldb, k, b_transposed, accumulate, (int)sizeof(T));
   typename TileAcc<T, TF32>::type acc;
   if (accumulate) {
     acc.load(c, ldc);

@@ -10,6 +10,10 @@
 # (check, result, seconds, detail) and a verdict. Exit: 0 every check passed, 1 one failed, 77 no GPU
 # is visible. The bandwidth and throughput figures are reported, never judged (GPU_CHECK_SPEED_UPDATES updates each,
 # default 30). Logs stay in GPU_CHECK_DIR (default: a new directory under /tmp), named in the output.
+# GPU_CHECK_SANITIZER=1 adds compute-sanitizer runs of the fused attention's and then every op's
+# conformance (racecheck, synccheck, memcheck, initcheck: what the emulated device cannot show,
+# docs/gpu-emulation.md), each within GPU_CHECK_SANITIZER_TIMEOUT seconds (default 240);
+# GPU_CHECK_SANITIZER=only runs the conformance and those alone.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$top/build}" 2>/dev/null && pwd) ||
@@ -34,7 +38,7 @@ echo "logs in $dir"
 
 rows="" failed=""
 # row CHECK RESULT SECONDS DETAIL
-row() { rows="$rows$(printf '%-30s %-6s %6s  %s' "$1" "$2" "$3" "$4")"$'\n'; [ "$2" = FAIL ] && failed="$failed${failed:+, }$1"; }
+row() { rows="$rows$(printf '%-40s %-6s %6s  %s' "$1" "$2" "$3" "$4")"$'\n'; [ "$2" = FAIL ] && failed="$failed${failed:+, }$1"; }
 now() { date +%s; }
 
 # ---- op conformance ----------------------------------------------------------------------------------
@@ -49,6 +53,34 @@ else
   row "op conformance (GPU vs CPU)" skip 0 "not built (make tests/gpu/test_op_conformance_gpu)"
 fi
 
+# ---- compute-sanitizer (opt-in) -------------------------------------------------------------------------
+# Shared-memory races and barrier misuse (the fused attention's tiles: bf16 takes WMMA, fp32 the scalar
+# loop), then out-of-bounds and uninitialised accesses of every op. A sanitizer run is 10-100x slower;
+# one past its time limit is reported as skipped, not failed.
+SAN=${GPU_CHECK_SANITIZER:-0}
+SAN_TIMEOUT=${GPU_CHECK_SANITIZER_TIMEOUT:-240}
+if [ "$SAN" != 0 ]; then
+  cs=$(command -v compute-sanitizer 2> /dev/null || ls /usr/local/cuda/bin/compute-sanitizer 2> /dev/null)
+  if [ -z "$cs" ] || [ ! -x "$conf" ]; then
+    row "compute-sanitizer" skip 0 "no compute-sanitizer on PATH, or the conformance test is not built"
+  else
+    for spec in "racecheck flash_attention bf16" "racecheck rel_attention bf16" "racecheck flash_attention fp32" \
+        "synccheck flash_attention bf16" "synccheck rel_attention bf16" "memcheck all bf16" "initcheck all bf16"; do
+      set -- $spec
+      log=sanitizer_$1_$2_$3.log
+      t0=$(now)
+      (cd "$dir" && timeout -k 5 "$SAN_TIMEOUT" "$cs" --tool "$1" --error-exitcode 3 "$conf" "$2" "$3") > "$dir/$log" 2>&1
+      rc=$?; t1=$(now)
+      case $rc in
+        0) row "sanitizer $1 $2 $3" pass $((t1 - t0)) "$(grep -m1 'ERROR SUMMARY\|RACECHECK SUMMARY' "$dir/$log") ($log)" ;;
+        124 | 137) row "sanitizer $1 $2 $3" skip $((t1 - t0)) "over GPU_CHECK_SANITIZER_TIMEOUT=${SAN_TIMEOUT}s ($log)" ;;
+        *) row "sanitizer $1 $2 $3" FAIL $((t1 - t0)) "exit $rc: $(grep -m1 'Error\|Race\|hazard\|SUMMARY' "$dir/$log") ($log)" ;;
+      esac
+    done
+  fi
+fi
+
+if [ "$SAN" != only ]; then # the rest of the checks (GPU_CHECK_SANITIZER=only skips them)
 # ---- training trajectories -----------------------------------------------------------------------------
 t0=$(now)
 (cd "$dir" && MPIRUN=$MPIRUN bash "$top/tests/gpu/test_gpu_training.sh" "$build") > "$dir/training.log" 2>&1; rc=$?
@@ -129,9 +161,10 @@ if "$PY" -c 'import h5py, numpy' > /dev/null 2>&1; then
 else
   row "throughput: BERT-base bf16" skip 0 "no Python with h5py for the shards (PYTHON_TORCH or HS_PY)"
 fi
+fi # GPU_CHECK_SANITIZER != only
 
 echo
-printf '%-30s %-6s %6s  %s\n' check result time detail
+printf '%-40s %-6s %6s  %s\n' check result time detail
 printf '%s' "$rows"
 if [ -n "$failed" ]; then
   echo "verdict: FAIL ($failed): see the logs in $dir"

@@ -93,13 +93,14 @@ __global__ void tile_mma_kernel(const T *a, const T *b, float *c, Shape s, int b
 
 #if defined(HS_CUDA_EMU)
 // The caller rules, which the emulated device checks on every path (here float's scalar loop), by
-// mode: 0 kept; 1 k = 24; 2 lda = 20; 3 a 16 bytes off alignment; 4 lanes disagree on b_transposed.
+// mode: 0 kept; 1 k = 24; 2 lda = 20; 3 a 16 bytes off alignment; 4 lanes disagree on b_transposed;
+// 5 no __syncwarp() between the lanes' writes of A and B and the product.
 __global__ void tile_rules_kernel(float *out, int mode) {
   HS_SHARED_ALIGNED(32, float[kTile * 32], a);
   HS_SHARED_ALIGNED(32, float[kTile * 32], b);
   HS_SHARED_ALIGNED(32, float[kTile * kTile], c);
   for (int i = threadIdx.x; i < kTile * 32; i += HS_WARP) a[i] = b[i] = 1.0f;
-  __syncwarp();
+  if (mode != 5) __syncwarp();
   const int lane = threadIdx.x % HS_WARP;
   warp_tile_mma(c, kTile, mode == 3 ? a + 4 : a, mode == 2 ? 20 : 32, b, 32, mode == 1 ? 24 : 32,
                 mode == 4 ? lane < 8 : true, false);
@@ -259,6 +260,7 @@ void rules_reported() {
   dies("warp_tile_mma with lda = 20", 2, "lda and ldb must be multiples of 8 elements");
   dies("warp_tile_mma on a misaligned tile", 3, "every tile must start 32-byte aligned");
   dies("warp_tile_mma with lanes disagreeing", 4, "passes other arguments than lane 0");
+  dies("warp_tile_mma on tiles the lanes wrote, without __syncwarp", 5, "changed after lane");
   CUDA_OK(cudaFree(out));
 }
 #endif

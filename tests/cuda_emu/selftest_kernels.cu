@@ -289,6 +289,37 @@ __global__ void wmma_misuse(const unsigned short *a, float *c, int mode) {
   wmma::store_matrix_sync(c, acc, 16, wmma::mem_row_major);
 }
 
+// The ordering rules of kernels/tile_mma.cuh: lanes write a 16 x 16 tile A of halves into shared memory,
+// the warp loads it as A and (column-major) as B, stores A Aᵀ into a shared fp32 tile and the lanes copy
+// that out. mode bit 0: __syncwarp() between the writes and the loads; bit 1: between the store and
+// the reads. On a GPU both are needed; the emulator reports the first missing and gives NaN for the
+// second.
+__global__ void wmma_ordering(const unsigned short *a, float *c, int mode) {
+  namespace wmma = nvcuda::wmma;
+  const __half *h = reinterpret_cast<const __half *>(a);
+  const int lane = threadIdx.x % 32;
+  HS_SHARED_ALIGNED(32, __half[16 * 16], tile_a);
+  HS_SHARED_ALIGNED(32, float[16 * 16], tile_c);
+  for (int i = lane; i < 256; i += 32) tile_a[i] = h[i];
+  if (mode & 1) __syncwarp();
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+  wmma::fill_fragment(acc, 0.0f);
+  wmma::load_matrix_sync(fa, tile_a, 16);
+  wmma::load_matrix_sync(fb, tile_a, 16);
+  wmma::mma_sync(acc, fa, fb, acc);
+  wmma::store_matrix_sync(tile_c, acc, 16, wmma::mem_row_major);
+  if (mode & 2) __syncwarp();
+  for (int i = lane; i < 256; i += 32) c[i] = tile_c[i];
+}
+
+// A float4 load from x + offset: aligned where offset is a multiple of 4 (x from cudaMalloc)
+__global__ void vector_load(const float *x, float *y, int offset) {
+  const float4 v = HS_VECTOR_AT(const float4, x + offset)[threadIdx.x];
+  y[threadIdx.x] = v.x + v.y + v.z + v.w;
+}
+
 int blocks_for(int n, int block) { return (n + block - 1) / block; }
 
 } // namespace
@@ -382,4 +413,10 @@ void st_wmma_positions(const unsigned short *a, const float *c, float *out, cuda
 }
 void st_wmma_misuse(const unsigned short *a, float *c, int mode, int block, cudaStream_t s) {
   HS_LAUNCH(1, block, 0, s, wmma_misuse)(a, c, mode);
+}
+void st_vector_load(const float *x, float *y, int offset, int threads, cudaStream_t s) {
+  HS_LAUNCH(1, threads, 0, s, vector_load)(x, y, offset);
+}
+void st_wmma_ordering(const unsigned short *a, float *c, int mode, cudaStream_t s) {
+  HS_LAUNCH(1, 32, 0, s, wmma_ordering)(a, c, mode);
 }

@@ -77,5 +77,10 @@ void st_warp_deadlock(int *out, cudaStream_t s);
 // 5 lanes pass different pointers; 6 an accumulator used unfilled; 7 a shared array not declared 32-byte
 // aligned. block threads (48: a partial warp)
 void st_wmma_misuse(const unsigned short *a, float *c, int mode, int block, cudaStream_t s);
+// lanes write a tile of halves A (a: 16 x 16) to shared memory, the warp computes A Aᵀ with WMMA into
+// a shared tile that the lanes copy to c; mode bit 0 / 1: __syncwarp() before the loads / after the store
+void st_wmma_ordering(const unsigned short *a, float *c, int mode, cudaStream_t s);
+// y[t] = the sum of the float4 at x + offset + 4t (HS_VECTOR_AT), t < threads
+void st_vector_load(const float *x, float *y, int offset, int threads, cudaStream_t s);
 
 #endif

@@ -251,6 +251,64 @@ void wmma_misuse() {
   CUDA_OK(cudaFree(c));
 }
 
+// (h) WMMA loads and stores do not order memory between the lanes of a warp (on a GPU): a tile the
+// lanes wrote needs __syncwarp() before load_matrix_sync (reported), and the lanes need __syncwarp()
+// after store_matrix_sync before reading what other lanes stored (NaN)
+void wmma_ordering() {
+  std::vector<unsigned short> ha(256);
+  std::vector<float> va(256);
+  for (int i = 0; i < 256; i++) { // A: 1, -1 or 0 (halves' bits), so A Aᵀ is exact
+    const int k = (i * 7 + i / 16) % 3;
+    ha[i] = k == 0 ? 0x3C00 : k == 1 ? 0xBC00 : 0x0000;
+    va[i] = k == 0 ? 1.0f : k == 1 ? -1.0f : 0.0f;
+  }
+  unsigned short *a = nullptr;
+  CUDA_OK(cudaMalloc(&a, 256 * 2));
+  CUDA_OK(cudaMemcpy(a, ha.data(), 256 * 2, cudaMemcpyHostToDevice));
+  float *c = device_floats(256);
+  std::vector<float> h(256);
+  st_wmma_ordering(a, c, 3, 0); // both __syncwarp: A Aᵀ
+  CUDA_OK(cudaMemcpy(h.data(), c, sizeof(float) * 256, cudaMemcpyDeviceToHost));
+  for (int i = 0; i < 16; i++)
+    for (int j = 0; j < 16; j++) {
+      float s = 0;
+      for (int k = 0; k < 16; k++) s += va[i * 16 + k] * va[j * 16 + k];
+      CHECK(h[i * 16 + j] == s);
+    }
+  expect_death("wmma load of a tile the lanes wrote, without __syncwarp", [a, c] {
+    st_wmma_ordering(a, c, 2, 0);
+    cudaDeviceSynchronize();
+  }, SIGABRT, {"error in kernel wmma_ordering", "nvcuda::wmma::load_matrix_sync", "changed after lane", "before the whole warp had",
+               "__syncwarp()"});
+  st_wmma_ordering(a, c, 1, 0); // no __syncwarp after the store
+  CUDA_OK(cudaMemcpy(h.data(), c, sizeof(float) * 256, cudaMemcpyDeviceToHost));
+  int nans = 0;
+  for (int i = 0; i < 256; i++) nans += std::isnan(h[i]);
+  CHECK(nans > 0);
+  printf("ok   reading a wmma store's tile without __syncwarp: %d of 256 values NaN; with it: exact\n", nans);
+  CUDA_OK(cudaFree(a));
+  CUDA_OK(cudaFree(c));
+}
+
+// (i) a vector access at an address not aligned to its size, which a GPU refuses
+// (cudaErrorMisalignedAddress) and a host CPU would make: reported
+void misaligned_vector() {
+  float *x = device_floats(64), *y = device_floats(8);
+  std::vector<float> hx(64);
+  for (int i = 0; i < 64; i++) hx[i] = (float)i;
+  CUDA_OK(cudaMemcpy(x, hx.data(), sizeof(float) * 64, cudaMemcpyHostToDevice));
+  st_vector_load(x, y, 4, 8, 0); // aligned: the sums of x[4 + 4t ..]
+  std::vector<float> h(8);
+  CUDA_OK(cudaMemcpy(h.data(), y, sizeof(float) * 8, cudaMemcpyDeviceToHost));
+  for (int t = 0; t < 8; t++) CHECK(h[t] == (float)(4 * (4 + 4 * t) + 6));
+  expect_death("float4 load 4 bytes past 16-byte alignment", [x, y] {
+    st_vector_load(x, y, 1, 8, 0);
+    cudaDeviceSynchronize();
+  }, SIGABRT, {"error in kernel vector_load", "misaligned address", "const float4", "cudaErrorMisalignedAddress"});
+  CUDA_OK(cudaFree(x));
+  CUDA_OK(cudaFree(y));
+}
+
 } // namespace
 
 int main() {
@@ -261,5 +319,7 @@ int main() {
   missing_host_sync();
   missing_event();
   wmma_misuse();
+  wmma_ordering();
+  misaligned_vector();
   return 0;
 }

@@ -11,7 +11,9 @@
 // warp_collective) and reports a lane that is missing (returned, partial warp), lanes that diverge
 // (another call site, another warp-level function) or that pass other arguments; it also reports a
 // pointer that is not 256-bit (32-byte) aligned and an ldm that is not a multiple of 16 bytes (8
-// elements of a 16-bit type, 4 of float) - the Guide's preconditions.
+// elements of a 16-bit type, 4 of float) - the Guide's preconditions. Loads and stores do not order
+// memory between the lanes (below: a tile that changes while the warp arrives at a load is reported, a
+// stored tile reads NaN until the last lane has gone on), as they do not on a GPU.
 //
 // The fragment's element layout is opaque on a GPU; here lane l holds in x[t] (t < num_elements: 8,
 // or 4 for the 16 x 8 and 8 x 16 TF32 operands) the element e = l + 32 t of the matrix in row-major
@@ -138,11 +140,15 @@ inline size_t offset(int r, int c, unsigned ldm, bool col) {
 }
 
 // One lane's arguments to a load or store (its own fragment, the shared pointer and stride).
+struct PendingStore;
 struct MemArgs {
   void *frag;
   const void *ptr;
   unsigned ldm;
-  int layout; // 0 row-major, 1 column-major
+  int layout;            // 0 row-major, 1 column-major
+  bool hashed;           // a load: this lane arrived first, and noted
+  uint64_t hash;         // the tile's hash then (load_own)
+  PendingStore *pending; // a store: the tile to write when the last lane goes on (store_resume)
 };
 
 template <class T> const char *check_mem(void *const *args, const char *what) {
@@ -172,34 +178,113 @@ template <class T> const char *check_mem(void *const *args, const char *what) {
   return nullptr;
 }
 
-// F: the fragment type (its rows, cols, element type)
+// The lane of the warp the calling emulated thread is (threads in linear order, 32 a warp).
+inline int lane_index() {
+  const ::hs_emu::ThreadCoords &c = ::hs_emu::coords("nvcuda::wmma");
+  return static_cast<int>((c.tid.x + c.bdim.x * (c.tid.y + c.bdim.y * c.tid.z)) % kLanes);
+}
+
+// The byte offset of x[t] of lane l's fragment F in the 16 x 16 (or 16 x 8, 8 x 16) matrix at ldm.
+template <class F> size_t element_offset(int l, int t, unsigned ldm, int layout) {
+  const int e = element(F::kind, l, t, F::rows * F::cols);
+  return offset(e / F::cols, e % F::cols, ldm, layout != 0) * sizeof(typename F::element_type);
+}
+
+// On a GPU a WMMA load or store does not order memory between the lanes of the warp, and the fragments'
+// layout is opaque: any lane may load any element of the tile, and hold any element of a stored one.
+// So a tile the lanes wrote needs __syncwarp() before the load (__syncthreads() where other warps wrote
+// it), and the lanes need __syncwarp() after a store before they read the stored tile
+// (kernels/tile_mma.cuh's rules). Here, where lanes run one at a time in a seeded order:
+// - a lane loads its elements as it arrives, and the first lane to arrive notes a hash of the whole
+//   tile; when the last lane has arrived, a tile that changed since is reported (complete_load);
+// - a store writes NaN (all-ones bytes) over the whole tile, and the tile's values only when the last
+//   lane of the warp goes on after it (complete_store, store_resume): a lane that reads the tile
+//   before a __syncwarp() reads NaN.
+inline uint64_t tile_hash(const void *ptr, unsigned ldm, int layout, int rows, int cols, size_t size) {
+  const unsigned char *p = static_cast<const unsigned char *>(ptr);
+  uint64_t h = 0x9E3779B97F4A7C15ull;
+  for (int r = 0; r < rows; r++)
+    for (int c = 0; c < cols; c++) {
+      uint32_t v = 0;
+      memcpy(&v, p + offset(r, c, ldm, layout != 0) * size, size);
+      h = (h ^ v) * 0x100000001B3ull;
+    }
+  return h;
+}
+
+template <class F> uint64_t tile_hash_of(const MemArgs &a) {
+  return tile_hash(a.ptr, a.ldm, a.layout, F::rows, F::cols, sizeof(typename F::element_type));
+}
+
+template <class F> void load_own(MemArgs &a, int l) {
+  using T = typename F::element_type;
+  T *x = static_cast<T *>(a.frag);
+  const unsigned char *p = static_cast<const unsigned char *>(a.ptr);
+  for (int t = 0; t < F::num_elements; t++) memcpy(&x[t], p + element_offset<F>(l, t, a.ldm, a.layout), sizeof(T));
+  a.hashed = ::hs_emu::collective_arrived() == 0; // the first lane: a write after it is a write after any
+  if (a.hashed) a.hash = tile_hash_of<F>(a);
+}
+
+// F: the fragment type (its rows, cols, element type). Every lane loaded its elements as it arrived,
+// the first one hashed the tile (load_own): the tile must be what it was then.
 template <class F> const char *complete_load(void *const *args) {
   using T = typename F::element_type;
   if (const char *err = check_mem<T>(args, "the source")) return err;
-  const MemArgs &a0 = *static_cast<const MemArgs *>(args[0]);
-  const unsigned char *p = static_cast<const unsigned char *>(a0.ptr);
+  const uint64_t now = tile_hash_of<F>(*static_cast<const MemArgs *>(args[0]));
   for (int l = 0; l < kLanes; l++) {
-    T *x = static_cast<T *>(static_cast<const MemArgs *>(args[l])->frag);
-    for (int t = 0; t < F::num_elements; t++) {
-      const int e = element(F::kind, l, t, F::rows * F::cols);
-      memcpy(&x[t], p + offset(e / F::cols, e % F::cols, a0.ldm, a0.layout != 0) * sizeof(T), sizeof(T));
+    const MemArgs &a = *static_cast<const MemArgs *>(args[l]);
+    if (a.hashed && a.hash != now) {
+      snprintf(message(), 512,
+               "the %d x %d tile at %p (ldm %u, %s) changed after lane %d arrived and before the whole warp had: "
+               "a thread wrote it without __syncwarp() (or __syncthreads() where other warps wrote it) between "
+               "its writes and this load; on a GPU the load does not order memory between lanes, and any lane "
+               "may load any element (kernels/tile_mma.cuh's rules)",
+               F::rows, F::cols, a.ptr, a.ldm, a.layout ? "col-major" : "row-major", l);
+      return message();
     }
   }
   return nullptr;
 }
 
+// A stored tile, written when the last lane of the warp goes on (store_resume).
+struct PendingStore {
+  void *ptr;
+  unsigned ldm;
+  int layout;
+  int waiting; // lanes still to go on
+  float values[256];
+};
+
+// Checks the arguments, gathers the tile from every lane's fragment and writes NaN (all-ones bytes)
+// over it in memory.
 template <class F> const char *complete_store(void *const *args) {
   if (const char *err = check_mem<float>(args, "the destination")) return err;
   const MemArgs &a0 = *static_cast<const MemArgs *>(args[0]);
-  unsigned char *p = static_cast<unsigned char *>(const_cast<void *>(a0.ptr));
+  PendingStore *ps = new PendingStore{const_cast<void *>(a0.ptr), a0.ldm, a0.layout, kLanes, {}};
   for (int l = 0; l < kLanes; l++) {
-    const float *x = static_cast<const float *>(static_cast<const MemArgs *>(args[l])->frag);
+    MemArgs &a = *static_cast<MemArgs *>(args[l]);
+    const float *x = static_cast<const float *>(a.frag);
     for (int t = 0; t < F::num_elements; t++) {
       const int e = element(F::kind, l, t, F::rows * F::cols);
-      memcpy(p + offset(e / F::cols, e % F::cols, a0.ldm, a0.layout != 0) * sizeof(float), &x[t], sizeof(float));
+      ps->values[(e / F::cols) * 16 + e % F::cols] = x[t];
     }
+    a.pending = ps;
   }
+  unsigned char *p = static_cast<unsigned char *>(ps->ptr);
+  for (int r = 0; r < F::rows; r++)
+    for (int c = 0; c < F::cols; c++) memset(p + offset(r, c, ps->ldm, ps->layout != 0) * sizeof(float), 0xff, sizeof(float));
   return nullptr;
+}
+
+// A lane goes on after a store; the last one writes the tile.
+template <class F> void store_resume(MemArgs &a) {
+  PendingStore *ps = a.pending;
+  if (ps == nullptr || --ps->waiting > 0) return;
+  unsigned char *p = static_cast<unsigned char *>(ps->ptr);
+  for (int r = 0; r < F::rows; r++)
+    for (int c = 0; c < F::cols; c++)
+      memcpy(p + offset(r, c, ps->ldm, ps->layout != 0) * sizeof(float), &ps->values[r * 16 + c], sizeof(float));
+  delete ps;
 }
 
 struct MmaArgs {
@@ -261,7 +346,8 @@ inline void load_matrix_sync(fragment<Use, 16, 16, K, T, L> &f,
                              const typename fragment<Use, 16, 16, K, T, L>::element_type *mptr, unsigned ldm,
                              const char *file = __builtin_FILE(), int line = __builtin_LINE()) {
   static_assert(!std::is_same<Use, accumulator>::value, "an accumulator load takes a layout_t");
-  emu::MemArgs args{f.x, mptr, ldm, emu::layout_of<L>()};
+  emu::MemArgs args{f.x, mptr, ldm, emu::layout_of<L>(), false, 0, nullptr};
+  emu::load_own<fragment<Use, 16, 16, K, T, L>>(args, emu::lane_index());
   ::hs_emu::warp_collective("nvcuda::wmma::load_matrix_sync", emu::complete_load<fragment<Use, 16, 16, K, T, L>>, &args,
                             file, line);
 }
@@ -269,15 +355,17 @@ inline void load_matrix_sync(fragment<Use, 16, 16, K, T, L> &f,
 template <int K>
 inline void load_matrix_sync(emu::Acc<K> &f, const float *mptr, unsigned ldm, layout_t layout,
                              const char *file = __builtin_FILE(), int line = __builtin_LINE()) {
-  emu::MemArgs args{f.x, mptr, ldm, layout == mem_col_major ? 1 : 0};
+  emu::MemArgs args{f.x, mptr, ldm, layout == mem_col_major ? 1 : 0, false, 0, nullptr};
+  emu::load_own<emu::Acc<K>>(args, emu::lane_index());
   ::hs_emu::warp_collective("nvcuda::wmma::load_matrix_sync", emu::complete_load<emu::Acc<K>>, &args, file, line);
 }
 
 template <int K>
 inline void store_matrix_sync(float *mptr, const emu::Acc<K> &f, unsigned ldm, layout_t layout,
                               const char *file = __builtin_FILE(), int line = __builtin_LINE()) {
-  emu::MemArgs args{const_cast<float *>(f.x), mptr, ldm, layout == mem_col_major ? 1 : 0};
+  emu::MemArgs args{const_cast<float *>(f.x), mptr, ldm, layout == mem_col_major ? 1 : 0, false, 0, nullptr};
   ::hs_emu::warp_collective("nvcuda::wmma::store_matrix_sync", emu::complete_store<emu::Acc<K>>, &args, file, line);
+  emu::store_resume<emu::Acc<K>>(args);
 }
 
 template <int K, class T, class LA, class LB>

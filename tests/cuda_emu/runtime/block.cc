@@ -128,6 +128,7 @@ public:
   void wait(EmuThread &t) { t.worker->fiber.suspend(); }
   SharedMemory &shared() { return shared_; }
   size_t shared_limit() const { return launch_->shared_limit; }
+  int collective_waiting(int warp) const { return collective_waiters_[warp]; } // lanes in a collective now
   [[noreturn]] void kernel_error(const EmuThread *t, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 private:
@@ -602,6 +603,20 @@ void warp_collective(const char *name, CollectiveFn complete, void *args, const 
   t.file = file;
   t.line = line;
   executor().wait(t);
+}
+
+void misaligned_vector(const void *p, size_t size, const char *type, const char *file, int line) {
+  const EmuThread &t = current("a vector access");
+  executor().kernel_error(&t,
+                          "misaligned address %p: the %s access at %s:%d needs an address aligned to %zu bytes; a "
+                          "GPU stops the kernel here (cudaErrorMisalignedAddress): take the vector path only where "
+                          "every pointer is aligned (kernels/quads.cuh, hs_quads_aligned)",
+                          p, type, file, line, size);
+}
+
+int collective_arrived() {
+  const EmuThread &t = current("a warp-collective function");
+  return executor().collective_waiting(t.warp);
 }
 
 void yield_point() {

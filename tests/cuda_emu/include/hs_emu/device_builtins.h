@@ -58,7 +58,17 @@ uint64_t warp_op(WarpOp op, unsigned mask, uint64_t value, int b, int width, con
 // returned from the kernel, a partial last warp, or lanes at different call sites are reported too.
 using CollectiveFn = const char *(*)(void *const *args);
 void warp_collective(const char *name, CollectiveFn complete, void *args, const char *file, int line);
+// How many lanes of the caller's warp wait in a warp-collective function now: 0 before the call makes
+// the caller the first to arrive (mma.h and kernels/tile_mma.cuh note the tiles they read then).
+int collective_arrived();
 void yield_point();                                                   // lets another thread of the block run
+// A vector access (kernels/hs_cuda.h, HS_VEC) at an address not aligned to the vector's size: reported
+// as a GPU's cudaErrorMisalignedAddress, naming the kernel, the type and the line.
+[[noreturn]] void misaligned_vector(const void *p, size_t size, const char *type, const char *file, int line);
+template <class V, class P> inline V *vector_at(P *p, const char *type, const char *file, int line) {
+  if (reinterpret_cast<uintptr_t>(p) % sizeof(V) != 0) misaligned_vector(p, sizeof(V), type, file, line);
+  return reinterpret_cast<V *>(p);
+}
 void *block_shared(const void *key, size_t size, size_t align, const char *name); // HS_SHARED
 void *dynamic_shared();                                               // HS_DYNAMIC_SHARED
 
