@@ -160,11 +160,14 @@ template <class T, int N> struct warp_tiles {
 /* The forward keeps the unnormalised output O [BQ, dp] in registers (tile_acc: WMMA fragments on tensor
  * cores, 8 floats a lane on the scalar path): the α·O rescale of each key step is a multiply per
  * register, where in shared memory it read and wrote all of O, and the P'·V products load and store no
- * C. Resident blocks per SM asked of the register allocator: 16-bit tiles 6 (at most 80 registers a
- * thread; ptxas needs 78–80, and spills at 72), TF32 tiles 5 (96; they spill at 80), the scalar path 5
- * (96: fp32 tiles, and bf16 or TF32 before sm_80; ptxas needs 89–96, and spills at 80). */
+ * C. Resident blocks per SM asked of the register allocator: 16-bit tiles 6 up to head_dim 64 (at most
+ * 80 registers a thread; ptxas needs 78–80, and spills at 72) and 5 beyond (96: at 80 the head_dim-128
+ * forward spilled 40 bytes on sm_90), TF32 tiles 5 (96; they spill at 80), the scalar path 5 (96: fp32
+ * tiles, and bf16 or TF32 before sm_80; ptxas needs 89–96, and spills at 80).
+ * tests/cuda/test_kernel_spills.sh holds every fused attention kernel to no spill on sm_75, sm_80, sm_90. */
 template <class T> constexpr bool kTf32Tiles = std::is_same<T, hs_tile_tf32>::value;
-template <class T> constexpr int kFwdBlocksPerSM = tile_on_tensor_cores<T> && !kTf32Tiles<T> ? 6 : 5;
+template <class T, int DMAX>
+constexpr int kFwdBlocksPerSM = tile_on_tensor_cores<T> && !kTf32Tiles<T> ? (DMAX <= 64 ? 6 : 5) : 5;
 
 template <class T, int DMAX, int BQ, int BK> struct fwd_smem {
   alignas(32) T q[BQ * DMAX];  /* the query tile */
@@ -176,7 +179,7 @@ template <class T, int DMAX, int BQ, int BK> struct fwd_smem {
 };
 
 template <class T, int DMAX, int BQ, int BK>
-__global__ void __launch_bounds__(kThreads, kFwdBlocksPerSM<T>)
+__global__ void __launch_bounds__(kThreads, kFwdBlocksPerSM<T, DMAX>)
     flash_attention_forward_kernel(float *ctx, float *lse, const float *qkv, const float *mask_bias, flash_shape sh) {
   hs_dropout_slot_resolve(sh); /* the slot read once per thread, not per element */
   typedef fwd_smem<T, DMAX, BQ, BK> smem_t;
@@ -282,10 +285,12 @@ __global__ void __launch_bounds__(kThreads, kFwdBlocksPerSM<T>)
  * tensor cores with 16-bit tiles (whose 17–22 KiB of shared memory a block would allow 10–12), dQ 8 (at
  * most 64 registers a thread; it needs 58–63) and dK/dV 6 (at most 80; 78–80 with its dK and dV
  * fragments), where ptxas alone takes 72 and 94 and so holds them to 7 and 5; with TF32 tiles 6 and 5
- * (80 and 96: at 64 and 80 they spill); on the scalar path (fp32 tiles, or bf16 and TF32 before sm_80)
- * 5 and 4 (at most 102 and 128 registers; ptxas takes 80–83 and 122–128). */
+ * (80 and 96: at 64 and 80 they spill; beyond head_dim 64 dK/dV 4, 128 registers: at 96 it spilled 4
+ * bytes on sm_90); on the scalar path (fp32 tiles, or bf16 and TF32 before sm_80) 5 and 4 (at most 102
+ * and 128 registers; ptxas takes 80–83 and 122–128). */
 template <class T> constexpr int kDqBlocksPerSM = tile_on_tensor_cores<T> ? (kTf32Tiles<T> ? 6 : 8) : 5;
-template <class T> constexpr int kDkvBlocksPerSM = tile_on_tensor_cores<T> ? (kTf32Tiles<T> ? 5 : 6) : 4;
+template <class T, int DMAX>
+constexpr int kDkvBlocksPerSM = tile_on_tensor_cores<T> ? (kTf32Tiles<T> ? (DMAX <= 64 ? 5 : 4) : 6) : 4;
 
 template <class T, int DMAX, int BQ, int BK> struct dq_smem {
   alignas(32) T q[BQ * DMAX];
@@ -389,7 +394,7 @@ template <class T, int DMAX, int BQ, int BK> struct dkv_smem {
 /* dK, dV of a tile of BK keys, key-major (transposed) tiles throughout: Sᵀ = K·Qᵀ, dP'ᵀ = V·dCᵀ,
  * dV += P'ᵀ·dC, dK += dSᵀ·Q over the query tiles in order; dK times 1/√d at the end */
 template <class T, int DMAX, int BQ, int BK>
-__global__ void __launch_bounds__(kThreads, kDkvBlocksPerSM<T>)
+__global__ void __launch_bounds__(kThreads, kDkvBlocksPerSM<T, DMAX>)
     flash_attention_dkv_kernel(float *dqkv, const float *dctx, const float *qkv, const float *mask_bias,
                                const float *lse, const float *D, flash_shape sh) {
   hs_dropout_slot_resolve(sh); /* the slot read once per thread, not per element */
