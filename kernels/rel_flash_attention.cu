@@ -155,16 +155,9 @@ __device__ __forceinline__ void load_row_keys(uint32_t *keys, int rows, const rf
     for (int a = threadIdx.x; a < rows; a += blockDim.x) keys[a] = row_key_of(g, sample_key, h, i0 + a);
 }
 
-/* The dropout factor of key j in the query row whose key is row_key, in the sample whose key is
- * sample_key: keep/(1-p), or 1 without dropout */
-__device__ __forceinline__ float drop_factor(const rf_args &g, uint64_t sample_key, uint32_t row_key, int j) {
-  if (g.p <= 0.0f) return 1.0f;
-  return hs_attention_dropout_factor(sample_key, row_key, (uint32_t)j, g.rate);
-}
-
-/* The factors of keys j and j + 1 (j even) of a row whose probabilities are pr[2]: from one hash
- * (hs_attention_pair_factors), drawn only when dropout is on and one of the two is not masked (0 for a
- * masked key, as drop_factor's callers give it) */
+/* The factors of keys j and j + 1 (j even) of a row whose probabilities are pr[2] (0: a masked key, or
+ * one outside the caller's window): keep/(1-p) from one hash (hs_attention_pair_factors), drawn only when
+ * dropout is on and one of the two is not masked; 1 without dropout; 0 for a masked key */
 __device__ __forceinline__ void drop_factors2(const rf_args &g, uint64_t sample_key, uint32_t row_key, int j,
                                               const float pr[2], float f[2]) {
   f[0] = f[1] = 1.0f;
@@ -598,6 +591,8 @@ template <class T> struct dr_layout {
  * part of dr, part[group][t, h·d..] = Σ_{s in group} Σ_i dS[s,h,i, t-(qlen-1-i)]·Qr_i, sequences and
  * query tiles in order (q, dC and the k, v windows loaded once for all warps); flash_sums_kernel adds
  * the groups in order and scales. Group z holds sequences [z·per_group, (z+1)·per_group). */
+constexpr int kDrPairs = kTile / 2 + 1; /* key pairs a row's 16-key window of dr can touch */
+
 template <class T, int NT>
 __global__ void rel_flash_dr_kernel(float *part, const float *dctx, const float *lse, const float *D, rf_args g,
                                     int per_group) {
@@ -658,12 +653,24 @@ __global__ void rel_flash_dr_kernel(float *part, const float *dctx, const float 
       warp_tile_mma(dpp, 2 * kTile, sm.dct, dp, win, dp, dp, true, false);
       warp_tile_mma(dpp + kTile, 2 * kTile, sm.dct, dp, win + kTile * dp, dp, dp, true, false);
       __syncwarp();
-      for (int e = wi.lane; e < kTile * kTile; e += HS_WARP) {
-        const int a = e / kTile, tt = e % kTile, x = a + tt;
-        const float sc = sd[e];
-        const float pr = sc == -INFINITY ? 0.0f : tile_softmax_exp<T>(sc - sm.lse_t[a]);
-        const float f = pr == 0.0f ? 0.0f : g.p > 0.0f ? drop_factor(g, sample_key, sm.keys_t[a], jbase + x) : 1.0f;
-        tile_store(dbt[tt * kTile + a], pr * (f * dpp[a * 2 * kTile + x] - sm.d_t[a]));
+      /* keys two at a time, as the forward draws them (one dropout hash for keys 2q and 2q + 1): row a's
+       * window holds keys jbase + a .. jbase + a + 15, 8 such pairs, or 9 where it starts at an odd key
+       * (the end pairs then hold one key of the window each) */
+      for (int w = wi.lane; w < kTile * kDrPairs; w += HS_WARP) {
+        const int a = w / kDrPairs, jlo = jbase + a, j0 = jlo - (jlo & 1) + 2 * (w % kDrPairs);
+        if (j0 >= jlo + kTile) continue; /* the ninth pair of a window that starts at an even key */
+        float pr[2], f[2];
+        for (int c = 0; c < 2; c++) {
+          const int tt = j0 + c - jlo;
+          const float sc = tt >= 0 && tt < kTile ? sd[a * kTile + tt] : -INFINITY;
+          pr[c] = sc == -INFINITY ? 0.0f : tile_softmax_exp<T>(sc - sm.lse_t[a]);
+        }
+        /* the row's key read only with dropout on (keys_t unset without it) */
+        drop_factors2(g, sample_key, g.p > 0.0f ? sm.keys_t[a] : 0U, j0, pr, f);
+        for (int c = 0; c < 2; c++) {
+          const int tt = j0 + c - jlo;
+          if (tt >= 0 && tt < kTile) tile_store(dbt[tt * kTile + a], pr[c] * (f[c] * dpp[a * 2 * kTile + a + tt] - sm.d_t[a]));
+        }
       }
       __syncwarp();
       HS_UNROLL
