@@ -51,7 +51,6 @@
 #define HS_KERNELS_TILE_MMA_CUH
 
 #include <stdint.h>
-#include <string.h>
 
 #include <type_traits>
 
@@ -316,26 +315,15 @@ struct TileRules {
   bool hashed;   /* this lane arrived first, and noted */
   uint64_t hash; /* the tiles this step reads (A, B; C where it accumulates) then */
 };
-/* A hash of the rows x cols matrix at p (row-major, ld elements of esize bytes apart per row) */
-inline uint64_t tile_rules_hash(uint64_t h, const void *p, int rows, int cols, int ld, int esize) {
-  if (p == nullptr) return h;
-  for (int r = 0; r < rows; r++)
-    for (int c = 0; c < cols; c++) {
-      uint32_t v = 0;
-      memcpy(&v, static_cast<const unsigned char *>(p) + ((size_t)r * ld + c) * esize, esize);
-      h = (h ^ v) * 0x100000001B3ull;
-    }
-  return h;
-}
 /* What a step reads: A [16][k], B [k][16] (Bᵀ [16][k] where transposed), C [16][16] fp32 accumulating */
 inline uint64_t tile_rules_inputs(const TileRules &r) {
   uint64_t h = 0x9E3779B97F4A7C15ull;
   if (r.esize > 0 && r.k > 0 && r.k % kTile == 0) {
-    h = tile_rules_hash(h, r.a, kTile, r.k, r.lda, r.esize);
-    h = r.b_transposed ? tile_rules_hash(h, r.b, kTile, r.k, r.ldb, r.esize)
-                       : tile_rules_hash(h, r.b, r.k, kTile, r.ldb, r.esize);
+    h = ::hs_emu::matrix_hash(h, r.a, kTile, r.k, r.lda, r.esize);
+    h = r.b_transposed ? ::hs_emu::matrix_hash(h, r.b, kTile, r.k, r.ldb, r.esize)
+                       : ::hs_emu::matrix_hash(h, r.b, r.k, kTile, r.ldb, r.esize);
   }
-  if (r.accumulate) h = tile_rules_hash(h, r.c, kTile, kTile, r.ldc, 4);
+  if (r.accumulate) h = ::hs_emu::matrix_hash(h, r.c, kTile, kTile, r.ldc, 4);
   return h;
 }
 /* The preconditions of a step's arguments: NULL where they hold, else what is wrong (in msg, where

@@ -200,20 +200,11 @@ template <class F> size_t element_offset(int l, int t, unsigned ldm, int layout)
 // - a store writes NaN (all-ones bytes) over the whole tile, and the tile's values only when the last
 //   lane of the warp goes on after it (complete_store, store_resume): a lane that reads the tile
 //   before a __syncwarp() reads NaN.
-inline uint64_t tile_hash(const void *ptr, unsigned ldm, int layout, int rows, int cols, size_t size) {
-  const unsigned char *p = static_cast<const unsigned char *>(ptr);
-  uint64_t h = 0x9E3779B97F4A7C15ull;
-  for (int r = 0; r < rows; r++)
-    for (int c = 0; c < cols; c++) {
-      uint32_t v = 0;
-      memcpy(&v, p + offset(r, c, ldm, layout != 0) * size, size);
-      h = (h ^ v) * 0x100000001B3ull;
-    }
-  return h;
-}
 
+// The tile's hash: a column-major tile is the row-major cols x rows matrix at the same ldm.
 template <class F> uint64_t tile_hash_of(const MemArgs &a) {
-  return tile_hash(a.ptr, a.ldm, a.layout, F::rows, F::cols, sizeof(typename F::element_type));
+  return ::hs_emu::matrix_hash(0x9E3779B97F4A7C15ull, a.ptr, a.layout ? F::cols : F::rows, a.layout ? F::rows : F::cols,
+                               a.ldm, sizeof(typename F::element_type));
 }
 
 template <class F> void load_own(MemArgs &a, int l) {

@@ -61,8 +61,21 @@ void warp_collective(const char *name, CollectiveFn complete, void *args, const 
 // How many lanes of the caller's warp wait in a warp-collective function now: 0 before the call makes
 // the caller the first to arrive (mma.h and kernels/tile_mma.cuh note the tiles they read then).
 int collective_arrived();
+// h mixed with the rows x cols matrix at p (row-major, ld elements of esize <= 4 bytes apart per row):
+// what the first lane at a warp-collective tile step notes, to see the tile change before the last
+// arrives (mma.h, kernels/tile_mma.cuh). NULL p: h.
+inline uint64_t matrix_hash(uint64_t h, const void *p, int rows, int cols, size_t ld, size_t esize) {
+  if (p == nullptr) return h;
+  for (int r = 0; r < rows; r++)
+    for (int c = 0; c < cols; c++) {
+      uint32_t v = 0;
+      std::memcpy(&v, static_cast<const unsigned char *>(p) + ((size_t)r * ld + (size_t)c) * esize, esize);
+      h = (h ^ v) * 0x100000001B3ull;
+    }
+  return h;
+}
 void yield_point();                                                   // lets another thread of the block run
-// A vector access (kernels/hs_cuda.h, HS_VEC) at an address not aligned to the vector's size: reported
+// A vector access (kernels/hs_cuda.h, HS_VECTOR_AT) at an address not aligned to the vector's size: reported
 // as a GPU's cudaErrorMisalignedAddress, naming the kernel, the type and the line.
 [[noreturn]] void misaligned_vector(const void *p, size_t size, const char *type, const char *file, int line);
 template <class V, class P> inline V *vector_at(P *p, const char *type, const char *file, int line) {
