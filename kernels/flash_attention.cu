@@ -28,11 +28,14 @@
  * key/query padding rows zero, row lengths DMAX, BQ, BK (multiples of 16), every tile 32-byte aligned.
  * Shared memory (static, under 48 KiB): DMAX = 64 or 128 picks the tile sizes (head_dim up to 128). */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "hs_cuda.h"
 #include "hs_launch.h"
 #include "flash_tiles.cuh"
 #include "tile_mma.cuh"
+#include "mma_sync.cuh"
 #include "slots.cuh"
 #include "warp.cuh"
 #include "math/dropout.h"
@@ -277,6 +280,194 @@ __global__ void __launch_bounds__(kThreads, kFwdBlocksPerSM<T, DMAX>)
   o.write(warp, o_tiles, o_per_row, sm.s + warp * kTile * kTile, out);
   if (threadIdx.x < BQ && i0 + (int)threadIdx.x < L)
     lse[(size_t)unit * L + i0 + threadIdx.x] = sm.m[threadIdx.x] + logf(sm.l[threadIdx.x]);
+}
+
+/* ---- forward on register fragments (16-bit tiles, head_dim <= 64, sm_80 and later) ---------------------- */
+
+/* The same forward with the scores, probabilities and output in registers (FlashAttention-2's layout,
+ * Dao 2023): a block of 4 warps per (tile of 64 query rows, unit (b, h)), each warp 16 query rows whose
+ * Q fragments it holds for the whole loop; per tile of 64 keys a warp computes S [16, 64] = Q·Kᵀ with
+ * mma.sync m16n8k16 (kernels/mma_sync.cuh) into registers, the online softmax on the values it holds (a
+ * row lies in the 4 lanes of a quad: its max and sum by two shuffles), rounds P' = e^{s - m}·f straight
+ * into the A fragments of O += P'·V and rescales O [16, 64] in registers. Shared memory holds only the
+ * Q, K and V tiles (V transposed, so a B fragment is two 32-bit loads), two barriers per key tile where
+ * the WMMA kernel above makes five and writes S and P to shared memory and reads them back. The same
+ * values in the same roles (Q, K, P', V rounded to T; s = q·k·scale + mask; the exps, the dropout
+ * draws, lse = m + log l, ctx = O / l), the products' sums in another order: within the same bounds.
+ * Rows of the tiles are kRegsRow 16-bit values apart (64 + 8): the 8 lanes of a fragment load's quad
+ * rows then start 4 banks apart, so a warp's 32 loads hit 32 banks. */
+constexpr int kRegsTile = 64, kRegsRow = kRegsTile + 8;
+/* resident blocks per SM asked of the register allocator: 4 (128 registers a thread; 16 warps an SM) */
+constexpr int kRegsFwdBlocksPerSM = 4;
+
+struct fwd_regs_smem {
+  alignas(16) uint16_t q[kRegsTile * kRegsRow];  /* q[row][dim] */
+  alignas(16) uint16_t k[kRegsTile * kRegsRow];  /* k[key][dim] */
+  alignas(16) uint16_t vt[kRegsTile * kRegsRow]; /* v transposed: vt[dim][key] */
+};
+
+/* rows row0 .. row0 + 63 of q, k or v (head h's columns of src or src16, row stride ld) rounded to the 16-bit
+ * type as load_rows rounds them, into dst[row][dim] (transposed: dst[dim][row]); rows past L and dims past
+ * d are 0. Block-wide. */
+template <bool BF16>
+__device__ __forceinline__ void regs_load_rows(uint16_t *dst, bool transposed, const flash_shape &s, const float *src,
+                                               const uint16_t *src16, size_t ld, int row0) {
+  /* 16-bit rows whose head columns start 16-byte aligned (BERT's head_dim 64 in its q|k|v copy): 8 values
+   * per 16-byte load, 8 threads a row */
+  if (src16 && s.d % 8 == 0 && ld % 8 == 0 && ((uintptr_t)src16 & 15u) == 0) {
+    for (int idx = threadIdx.x; idx < kRegsTile * (kRegsTile / 8); idx += blockDim.x) {
+      const int r = idx / (kRegsTile / 8), e = idx % (kRegsTile / 8) * 8, row = row0 + r;
+      uint4 w = {0u, 0u, 0u, 0u};
+      if (row < s.L && e < s.d) w = *HS_VECTOR_AT(const uint4, src16 + (size_t)row * ld + e);
+      if (!transposed) {
+        *HS_VECTOR_AT(uint4, dst + r * kRegsRow + e) = w;
+      } else {
+        const uint32_t x[4] = {w.x, w.y, w.z, w.w};
+        HS_UNROLL
+        for (int c = 0; c < 8; c++) dst[(e + c) * kRegsRow + r] = (uint16_t)(x[c / 2] >> (16 * (c % 2)));
+      }
+    }
+    return;
+  }
+  for (int idx = threadIdx.x; idx < kRegsTile * kRegsTile; idx += blockDim.x) {
+    const int r = idx / kRegsTile, e = idx % kRegsTile, row = row0 + r;
+    uint16_t u = 0;
+    if (row < s.L && e < s.d) {
+      const size_t at = (size_t)row * ld + e;
+      u = src16 ? src16[at] : (BF16 ? hs_bf16_bits(src[at]) : hs_fp16_bits(src[at]));
+    }
+    dst[transposed ? e * kRegsRow + r : r * kRegsRow + e] = u;
+  }
+}
+
+/* the 32-bit word of two 16-bit values at p (even index: 4-byte aligned) */
+__device__ __forceinline__ uint32_t regs_word(const uint16_t *p) { return *reinterpret_cast<const uint32_t *>(p); }
+
+template <bool BF16>
+__global__ void __launch_bounds__(kThreads, kRegsFwdBlocksPerSM)
+    flash_attention_forward_regs_kernel(float *ctx, float *lse, const float *qkv, const float *mask_bias,
+                                        flash_shape sh) {
+  typedef typename std::conditional<BF16, hs_tile_bf16, hs_tile_fp16>::type T;
+  hs_dropout_slot_resolve(sh);
+  HS_SHARED(fwd_regs_smem, sm);
+  const int unit = blockIdx.y, b = unit / sh.heads, h = unit % sh.heads, i0 = blockIdx.x * kRegsTile;
+  const uint64_t sample_key = unit_sample_key(sh, b);
+  const int L = sh.L, d = sh.d, H = sh.heads * d;
+  const int warp = threadIdx.x / HS_WARP, lane = threadIdx.x % HS_WARP, g = lane >> 2, t = lane & 3;
+  const size_t ld = 3 * (size_t)H;
+  const float *q = qkv + (size_t)b * (size_t)L * ld + (size_t)h * (size_t)d, *k = q + H, *v = q + 2 * H;
+  const uint16_t *q16 = qkv16_of(sh, b, h), *k16 = q16 ? q16 + H : nullptr, *v16 = q16 ? q16 + 2 * H : nullptr;
+  const float *mb = mask_bias + (size_t)b * (size_t)L;
+  const int ksteps = sh.dp / 16, dtiles = sh.dp / 8; /* the products' k steps over head_dim; O's 8-wide tiles */
+  /* this lane's two query rows (tile rows r0 and r0 + 8) and their dropout keys */
+  const int r0 = warp * 16 + g;
+  const uint32_t row_key[2] = {row_key_of(sh, sample_key, h, i0 + r0), row_key_of(sh, sample_key, h, i0 + r0 + 8)};
+
+  regs_load_rows<BF16>(sm.q, false, sh, q, q16, ld, i0); /* read by the first key tile's barrier on */
+  float o[8][4]; /* O [16, 64]: 8 tiles of 16 x 8 */
+  HS_UNROLL
+  for (int n = 0; n < 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+
+  for (int j0 = 0; j0 < L; j0 += kRegsTile) {
+    __syncthreads(); /* every warp is done with the previous K and V tiles */
+    regs_load_rows<BF16>(sm.k, false, sh, k, k16, ld, j0);
+    regs_load_rows<BF16>(sm.vt, true, sh, v, v16, ld, j0);
+    __syncthreads();
+    /* S [16, 64] = Q·Kᵀ: tile n holds keys j0 + 8n .. + 7; tiles past L are skipped (warp-uniform). The
+     * warp's Q fragments are reloaded from shared memory per k step (16 loads a key tile) rather than held:
+     * held, they took 16 registers more than the 128 a thread has at 4 blocks an SM, and spilled. */
+    float s[8][4];
+    HS_UNROLL
+    for (int n = 0; n < 8; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+    HS_UNROLL
+    for (int ks = 0; ks < 4; ks++) {
+      if (ks >= ksteps) break;
+      const uint16_t *pq = sm.q + r0 * kRegsRow + ks * 16 + 2 * t;
+      const uint32_t qa[4] = {regs_word(pq), regs_word(pq + 8 * kRegsRow), regs_word(pq + 8),
+                              regs_word(pq + 8 * kRegsRow + 8)};
+      HS_UNROLL
+      for (int n = 0; n < 8; n++) {
+        if (j0 + 8 * n >= L) break;
+        const uint16_t *pk = sm.k + (8 * n + g) * kRegsRow + ks * 16 + 2 * t;
+        const uint32_t kb[2] = {regs_word(pk), regs_word(pk + 8)};
+        hs_mma_16816<BF16>(s[n], qa, kb);
+      }
+    }
+    /* s = q·k·scale + mask, -inf past L; the rows' maxima over the quad */
+    float mx[2] = {m[0], m[1]};
+    HS_UNROLL
+    for (int n = 0; n < 8; n++)
+      HS_UNROLL
+      for (int e = 0; e < 4; e++) {
+        const int j = j0 + 8 * n + 2 * t + (e & 1);
+        const float x = j < L ? s[n][e] * sh.scale + mb[j] : -INFINITY;
+        s[n][e] = x;
+        mx[e >> 1] = fmaxf(mx[e >> 1], x);
+      }
+    float alpha[2], sum[2] = {0.0f, 0.0f};
+    HS_UNROLL
+    for (int r = 0; r < 2; r++) {
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+      alpha[r] = tile_softmax_exp<T>(m[r] - mx[r]); /* 0 on the first tile (e^{-inf}) */
+      m[r] = mx[r];
+    }
+    /* P' = e^{s - m}·f, keys two at a time (one dropout hash for both); l sums e^{s - m} before the dropout */
+    HS_UNROLL
+    for (int n = 0; n < 8; n++) {
+      const int j = j0 + 8 * n + 2 * t; /* even */
+      HS_UNROLL
+      for (int r = 0; r < 2; r++) {
+        float f[2];
+        drop_factors2(sh, sample_key, row_key[r], j, f);
+        HS_UNROLL
+        for (int c = 0; c < 2; c++) {
+          const float e = tile_softmax_exp<T>(s[n][2 * r + c] - m[r]); /* 0 past L */
+          sum[r] += e;
+          s[n][2 * r + c] = e * f[c];
+        }
+      }
+    }
+    HS_UNROLL
+    for (int r = 0; r < 2; r++) {
+      sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], 1);
+      sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], 2);
+      l[r] = l[r] * alpha[r] + sum[r];
+    }
+    HS_UNROLL
+    for (int n = 0; n < 8; n++) o[n][0] *= alpha[0], o[n][1] *= alpha[0], o[n][2] *= alpha[1], o[n][3] *= alpha[1];
+    /* O += P'·V: k step kk takes keys j0 + 16kk .. + 15, score tiles 2kk and 2kk + 1 as its A fragment */
+    HS_UNROLL
+    for (int kk = 0; kk < 4; kk++) {
+      if (j0 + 16 * kk >= L) break;
+      const uint32_t pa[4] = {hs_mma_pack2<BF16>(s[2 * kk][0], s[2 * kk][1]), hs_mma_pack2<BF16>(s[2 * kk][2], s[2 * kk][3]),
+                              hs_mma_pack2<BF16>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                              hs_mma_pack2<BF16>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      HS_UNROLL
+      for (int n = 0; n < 8; n++) {
+        if (n >= dtiles) break;
+        const uint16_t *p = sm.vt + (8 * n + g) * kRegsRow + 16 * kk + 2 * t;
+        const uint32_t vb[2] = {regs_word(p), regs_word(p + 8)};
+        hs_mma_16816<BF16>(o[n], pa, vb);
+      }
+    }
+  }
+  /* ctx = O / l (each lane holds l of its rows, summed over the quad); lse = m + log l */
+  HS_UNROLL
+  for (int r = 0; r < 2; r++) {
+    const int i = i0 + r0 + 8 * r;
+    if (i >= L) continue;
+    const size_t row = ((size_t)b * L + i) * H + (size_t)h * d;
+    HS_UNROLL
+    for (int n = 0; n < 8; n++)
+      HS_UNROLL
+      for (int c = 0; c < 2; c++) {
+        const int e = 8 * n + 2 * t + c;
+        if (e < d) put(sh, ctx, row + e, o[n][2 * r + c] / l[r]);
+      }
+    if (t == 0) lse[(size_t)unit * L + i] = m[r] + logf(l[r]);
+  }
 }
 
 /* ---- backward ------------------------------------------------------------------------------------------ */
@@ -534,6 +725,34 @@ void forward(const hs_backend *be, float *ctx, float *lse, const float *qkv, con
                        (sh.out16 ? tokh * sizeof(uint16_t) : 0) + (sh.qkv16_out ? 3 * tokh * sizeof(uint16_t) : 0));
 }
 
+/* The register-fragment forward (16-bit tiles, head_dim <= 64, no qkv16_out): the ledger's bytes as the WMMA
+ * forward's, with its 64-row query tiles */
+template <bool BF16>
+void forward_regs(const hs_backend *be, float *ctx, float *lse, const float *qkv, const float *mask_bias, int batch,
+                  const flash_shape &sh) {
+  const dim3 grid(tiles(sh.L, kRegsTile), (unsigned)(batch * sh.heads));
+  HS_LAUNCH(grid, kThreads, 0, hs_cuda_stream(be), flash_attention_forward_regs_kernel<BF16>)(ctx, lse, qkv, mask_bias,
+                                                                                            sh);
+  const size_t tokh = (size_t)batch * sh.L * sh.heads * sh.d, nq = tiles(sh.L, kRegsTile);
+  const size_t rows = (size_t)batch * sh.heads * sh.L;
+  HS_CUDA_LAUNCHED("flash_attention_forward_regs_kernel",
+                   qkv_bytes(sh) * tokh * (1 + 2 * nq) + sizeof(float) * ((ctx ? tokh : 0) + rows * (1 + nq)) +
+                       (sh.out16 ? tokh * sizeof(uint16_t) : 0));
+}
+
+/* Whether the forward runs on register fragments: 16-bit tiles, head_dim <= 64, no q|k|v copy to write, a
+ * GPU of sm_80 or later (mma.sync m16n8k16; the emulated device is one), and HETSEQ_FLASH_FORWARD not
+ * "wmma" (which keeps the WMMA kernel, to compare the two: bench/gpu/kernels_bench, test_op_conformance) */
+bool forward_on_regs(const hs_backend *be, int head_dim, const uint16_t *qkv16_out) {
+  if (be->precision != HS_PRECISION_BF16 && be->precision != HS_PRECISION_FP16) return false;
+  if (head_dim > kRegsTile || qkv16_out || be->cc_major < 8) return false;
+  const char *choice = getenv("HETSEQ_FLASH_FORWARD");
+  if (choice && strcmp(choice, "wmma") == 0) return false;
+  if (choice && *choice && strcmp(choice, "regs") != 0)
+    hs_die("HETSEQ_FLASH_FORWARD=\"%s\": expected \"regs\" (the default) or \"wmma\"", choice);
+  return true;
+}
+
 template <class T, int DMAX>
 void backward(const hs_backend *be, float *dqkv, const float *dctx, const float *qkv, const float *mask_bias,
               const float *lse, const float *D, int batch, const flash_shape &sh) {
@@ -578,6 +797,11 @@ extern "C" void hs_cuda_flash_attention_forward(const hs_backend *be, float *ctx
   check_head_dim(head_dim);
   const flash_shape sh = shape_of(be, seq_len, heads, head_dim, p, key, first_sample, ctx16, qkv16, qkv16_out);
   if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
+  if (forward_on_regs(be, head_dim, qkv16_out)) {
+    be->precision == HS_PRECISION_BF16 ? forward_regs<true>(be, ctx, lse, qkv, mask_bias, batch, sh)
+                                       : forward_regs<false>(be, ctx, lse, qkv, mask_bias, batch, sh);
+    return;
+  }
   const int big = head_dim > 64;
   switch (be->precision) {
   case HS_PRECISION_BF16:

@@ -634,6 +634,8 @@ static void attention_cases(hs_conf *t) {
  * bit-identical. The bounds are attention_bounds' with the online softmax's extra roundings
  * (fused_tiles: the number of key tiles a row's softmax is rescaled over, L/16 rounded up covers every
  * tile size of kernels/flash_attention.cu). */
+static const char *flash_variant = ""; /* the forward kernel the checks' names say, when not the default */
+
 static void flash_attention_case(hs_conf *t, int batch, int L, int heads, int d, float p) {
     char what[200];
     const int H = heads * d;
@@ -671,18 +673,38 @@ static void flash_attention_case(hs_conf *t, int batch, int L, int heads, int d,
                                           key, first_sample, NULL);
     }
 
+    /* under bf16/fp16, from q|k|v's 16-bit copy (as a model's 16-bit q|k|v product leaves it): the tiles hold
+     * the same values, so the same bits as from the fp32 q|k|v, forward and backward */
+    if (t->precision == HS_PRECISION_BF16 || t->precision == HS_PRECISION_FP16) {
+        uint16_t *qkv16 = cuda_copy_of(t, junk, nqkv * sizeof(uint16_t));
+        float *c16 = cuda_copy_of(t, junk, nctx * 4), *l16 = cuda_copy_of(t, junk, nlse * 4),
+              *g16 = cuda_copy_of(t, junk, nqkv * 4);
+        t->cuda->to_half(t->cuda, qkv16, d_qkv.cuda, nqkv);
+        t->cuda->flash_attention_forward(t->cuda, c16, l16, d_qkv.cuda, qkv16, d_mb.cuda, batch, L, heads, d, p, key,
+                                         first_sample, NULL, NULL);
+        t->cuda->flash_attention_backward(t->cuda, g16, d_dctx.cuda, d_qkv.cuda, qkv16, d_mb.cuda, c16, l16, batch, L,
+                                          heads, d, p, key, first_sample, NULL);
+        snprintf(what, sizeof what, "%sfrom q|k|v's 16-bit copy: ctx, lse, dqkv B=%d L=%d heads=%d d=%d p=%g",
+                 flash_variant, batch, L, heads, d, p);
+        hs_conf_same_bits(t, what, d_ctx.cuda, c16, nctx * 4);
+        hs_conf_same_bits(t, what, d_lse.cuda, l16, nlse * 4);
+        hs_conf_same_bits(t, what, d_dqkv.cuda, g16, nqkv * 4);
+        t->cuda->free(t->cuda, qkv16), t->cuda->free(t->cuda, c16), t->cuda->free(t->cuda, l16),
+            t->cuda->free(t->cuda, g16);
+    }
+
     float *probs_cpu = hs_conf_download_f32(t->cpu, probs, nprobs);
     double *bctx, *bdqkv, *blse;
     HS_ALLOC(bctx, nctx), HS_ALLOC(bdqkv, nqkv), HS_ALLOC(blse, nlse);
     attention_bounds(t, qkv, mask_bias, probs_cpu, dctx, batch, L, heads, d, p, (L + 15) / 16, NULL, bctx, bdqkv,
                      blse);
-    snprintf(what, sizeof what, "ctx B=%d L=%d heads=%d d=%d p=%g", batch, L, heads, d, p);
+    snprintf(what, sizeof what, "%sctx B=%d L=%d heads=%d d=%d p=%g", flash_variant, batch, L, heads, d, p);
     hs_conf_check_bound(t, what, d_ctx.cpu, d_ctx.cuda, nctx, bctx);
     hs_conf_same_bits(t, what, d_ctx.cuda, ctx2, nctx * 4);
-    snprintf(what, sizeof what, "lse B=%d L=%d heads=%d d=%d p=%g", batch, L, heads, d, p);
+    snprintf(what, sizeof what, "%slse B=%d L=%d heads=%d d=%d p=%g", flash_variant, batch, L, heads, d, p);
     hs_conf_check_bound(t, what, d_lse.cpu, d_lse.cuda, nlse, blse);
     hs_conf_same_bits(t, what, d_lse.cuda, lse2, nlse * 4);
-    snprintf(what, sizeof what, "dqkv B=%d L=%d heads=%d d=%d p=%g", batch, L, heads, d, p);
+    snprintf(what, sizeof what, "%sdqkv B=%d L=%d heads=%d d=%d p=%g", flash_variant, batch, L, heads, d, p);
     hs_conf_check_bound(t, what, d_dqkv.cpu, d_dqkv.cuda, nqkv, bdqkv);
     hs_conf_same_bits(t, what, d_dqkv.cuda, dqkv2, nqkv * 4);
     /* the CPU's fused op against the CPU's unfused one, the same bounds (compared as CPU buffers) */
@@ -714,6 +736,24 @@ static void flash_attention_cases(hs_conf *t) {
     flash_attention_case(t, 1, 9, 1, 128, 0.1f);
     flash_attention_case(t, 1, 512, 1, 16, 0.1f);
     flash_attention_case(t, 1, 512, 1, 64, 0.0f);
+    /* CUDA's WMMA forward, which the register-fragment forward replaces under bf16/fp16 at head_dim <= 64 on
+     * sm_80 and later and which HETSEQ_FLASH_FORWARD=wmma keeps (kernels/flash_attention.cu): some of the
+     * same cases, so both forwards stay checked (other precisions and head_dim > 64 run it above) */
+    if (t->precision == HS_PRECISION_BF16 || t->precision == HS_PRECISION_FP16) {
+        const char *was = getenv("HETSEQ_FLASH_FORWARD");
+        char *saved = was ? strdup(was) : NULL;
+        setenv("HETSEQ_FLASH_FORWARD", "wmma", 1);
+        flash_variant = "WMMA forward: ";
+        flash_attention_case(t, 2, 33, 2, 64, 0.1f);
+        flash_attention_case(t, 2, 129, 2, 8, 0.0f);
+        flash_attention_case(t, 2, 33, 3, 40, 0.1f);
+        flash_attention_case(t, 1, 512, 1, 64, 0.0f);
+        flash_variant = "";
+        if (saved)
+            setenv("HETSEQ_FLASH_FORWARD", saved, 1), free(saved);
+        else
+            unsetenv("HETSEQ_FLASH_FORWARD");
+    }
 }
 
 void hs_conf_group_flash_attention(hs_conf *t) { flash_attention_cases(t); }
