@@ -306,42 +306,73 @@ struct fwd_regs_smem {
   alignas(16) uint16_t vt[kRegsTile * kRegsRow]; /* v transposed: vt[dim][key] */
 };
 
-/* rows row0 .. row0 + 63 of q, k or v (head h's columns of src or src16, row stride ld) rounded to the 16-bit
- * type as load_rows rounds them, into dst[row][dim] (transposed: dst[dim][row]); rows past L and dims past
- * d are 0. Block-wide. */
-template <bool BF16>
+/* ROWS rows row0 .. of q, k, v or dctx (head h's columns of src or src16, row stride ld) rounded to the
+ * 16-bit type as load_rows rounds them, into dst[row][dim] (transposed: dst[dim][row]), STRIDE values a
+ * row; rows past L and dims past d (up to 64) are 0. Block-wide. */
+template <bool BF16, int ROWS, int STRIDE>
 __device__ __forceinline__ void regs_load_rows(uint16_t *dst, bool transposed, const flash_shape &s, const float *src,
                                                const uint16_t *src16, size_t ld, int row0) {
+  static_assert(STRIDE % 2 == 0, "rows of whole 32-bit words");
   /* 16-bit rows whose head columns start 16-byte aligned (BERT's head_dim 64 in its q|k|v copy): 8 values
    * per 16-byte load, 8 threads a row */
   if (src16 && s.d % 8 == 0 && ld % 8 == 0 && ((uintptr_t)src16 & 15u) == 0) {
-    for (int idx = threadIdx.x; idx < kRegsTile * (kRegsTile / 8); idx += blockDim.x) {
+    for (int idx = threadIdx.x; idx < ROWS * (kRegsTile / 8); idx += blockDim.x) {
       const int r = idx / (kRegsTile / 8), e = idx % (kRegsTile / 8) * 8, row = row0 + r;
       uint4 w = {0u, 0u, 0u, 0u};
       if (row < s.L && e < s.d) w = *HS_VECTOR_AT(const uint4, src16 + (size_t)row * ld + e);
-      if (!transposed) {
-        *HS_VECTOR_AT(uint4, dst + r * kRegsRow + e) = w;
-      } else {
-        const uint32_t x[4] = {w.x, w.y, w.z, w.w};
+      const uint32_t x[4] = {w.x, w.y, w.z, w.w};
+      if (transposed) {
         HS_UNROLL
-        for (int c = 0; c < 8; c++) dst[(e + c) * kRegsRow + r] = (uint16_t)(x[c / 2] >> (16 * (c % 2)));
+        for (int c = 0; c < 8; c++) dst[(e + c) * STRIDE + r] = (uint16_t)(x[c / 2] >> (16 * (c % 2)));
+      } else if (STRIDE % 8 == 0) {
+        *HS_VECTOR_AT(uint4, dst + r * STRIDE + e) = w;
+      } else {
+        HS_UNROLL
+        for (int c = 0; c < 4; c++) *reinterpret_cast<uint32_t *>(dst + r * STRIDE + e + 2 * c) = x[c];
       }
     }
     return;
   }
-  for (int idx = threadIdx.x; idx < kRegsTile * kRegsTile; idx += blockDim.x) {
+  for (int idx = threadIdx.x; idx < ROWS * kRegsTile; idx += blockDim.x) {
     const int r = idx / kRegsTile, e = idx % kRegsTile, row = row0 + r;
     uint16_t u = 0;
     if (row < s.L && e < s.d) {
       const size_t at = (size_t)row * ld + e;
       u = src16 ? src16[at] : (BF16 ? hs_bf16_bits(src[at]) : hs_fp16_bits(src[at]));
     }
-    dst[transposed ? e * kRegsRow + r : r * kRegsRow + e] = u;
+    dst[transposed ? e * STRIDE + r : r * STRIDE + e] = u;
   }
 }
 
 /* the 32-bit word of two 16-bit values at p (even index: 4-byte aligned) */
 __device__ __forceinline__ uint32_t regs_word(const uint16_t *p) { return *reinterpret_cast<const uint32_t *>(p); }
+
+/* The A fragment of columns c0 .. c0 + 15 of a tile in shared memory (STRIDE values a row) whose fragment
+ * rows g and g + 8 are the tile's rows ra and rb (lane (g, t); kernels/mma_sync.cuh's layout) */
+template <int STRIDE = kRegsRow>
+__device__ __forceinline__ void regs_a_fragment(uint32_t a[4], const uint16_t *tile, int ra, int rb, int c0, int t) {
+  const uint16_t *pa = tile + ra * STRIDE + c0 + 2 * t, *pb = tile + rb * STRIDE + c0 + 2 * t;
+  a[0] = regs_word(pa), a[1] = regs_word(pb), a[2] = regs_word(pa + 8), a[3] = regs_word(pb + 8);
+}
+/* The B fragment of columns n0 .. n0 + 7 and k rows k0 .. k0 + 15 of a matrix stored transposed (row n of
+ * the tile is column n of B: K for Q·Kᵀ, Kᵀ for dS·K), lane (g, t) taking the tile's row n0 + g */
+template <int STRIDE = kRegsRow>
+__device__ __forceinline__ void regs_b_fragment(uint32_t b[2], const uint16_t *tile, int n0, int k0, int g, int t) {
+  const uint16_t *p = tile + (n0 + g) * STRIDE + k0 + 2 * t;
+  b[0] = regs_word(p), b[1] = regs_word(p + 8);
+}
+
+/* The forward's copy of q|k|v in 16 bits (qkv16_out): the rows row0 .. of a loaded tile (STRIDE values a
+ * row, or transposed: dst[dim][row]), which hold to_half's bits of the fp32 input, into the copy's head-h
+ * columns starting at dst (row stride ld). Block-wide. */
+template <int ROWS, int STRIDE>
+__device__ __forceinline__ void regs_keep_rows16(const flash_shape &s, uint16_t *dst, const uint16_t *tile, bool transposed,
+                                                 size_t ld, int row0) {
+  for (int idx = threadIdx.x; idx < ROWS * s.d; idx += blockDim.x) {
+    const int r = idx / s.d, e = idx % s.d;
+    if (row0 + r < s.L) dst[(size_t)(row0 + r) * ld + e] = tile[transposed ? e * STRIDE + r : r * STRIDE + e];
+  }
+}
 
 template <bool BF16>
 __global__ void __launch_bounds__(kThreads, kRegsFwdBlocksPerSM)
@@ -363,7 +394,10 @@ __global__ void __launch_bounds__(kThreads, kRegsFwdBlocksPerSM)
   const int r0 = warp * 16 + g;
   const uint32_t row_key[2] = {row_key_of(sh, sample_key, h, i0 + r0), row_key_of(sh, sample_key, h, i0 + r0 + 8)};
 
-  regs_load_rows<BF16>(sm.q, false, sh, q, q16, ld, i0); /* read by the first key tile's barrier on */
+  regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.q, false, sh, q, q16, ld, i0); /* read by the first key tile's barrier on */
+  /* qkv16_out: every block its query rows; the first query tile's block the keys' k and v, as it loads them */
+  uint16_t *q_out = sh.qkv16_out ? sh.qkv16_out + (size_t)b * (size_t)L * ld + (size_t)h * (size_t)d : nullptr;
+  uint16_t *kv_out = q_out && blockIdx.x == 0 ? q_out + H : nullptr;
   float o[8][4]; /* O [16, 64]: 8 tiles of 16 x 8 */
   HS_UNROLL
   for (int n = 0; n < 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
@@ -371,9 +405,14 @@ __global__ void __launch_bounds__(kThreads, kRegsFwdBlocksPerSM)
 
   for (int j0 = 0; j0 < L; j0 += kRegsTile) {
     __syncthreads(); /* every warp is done with the previous K and V tiles */
-    regs_load_rows<BF16>(sm.k, false, sh, k, k16, ld, j0);
-    regs_load_rows<BF16>(sm.vt, true, sh, v, v16, ld, j0);
+    regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.k, false, sh, k, k16, ld, j0);
+    regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.vt, true, sh, v, v16, ld, j0);
     __syncthreads();
+    if (q_out && j0 == 0) regs_keep_rows16<kRegsTile, kRegsRow>(sh, q_out, sm.q, false, ld, i0);
+    if (kv_out) {
+      regs_keep_rows16<kRegsTile, kRegsRow>(sh, kv_out, sm.k, false, ld, j0);
+      regs_keep_rows16<kRegsTile, kRegsRow>(sh, kv_out + H, sm.vt, true, ld, j0);
+    }
     /* S [16, 64] = Q·Kᵀ: tile n holds keys j0 + 8n .. + 7; tiles past L are skipped (warp-uniform). The
      * warp's Q fragments are reloaded from shared memory per k step (16 loads a key tile) rather than held:
      * held, they took 16 registers more than the 128 a thread has at 4 blocks an SM, and spilled. */
@@ -383,14 +422,13 @@ __global__ void __launch_bounds__(kThreads, kRegsFwdBlocksPerSM)
     HS_UNROLL
     for (int ks = 0; ks < 4; ks++) {
       if (ks >= ksteps) break;
-      const uint16_t *pq = sm.q + r0 * kRegsRow + ks * 16 + 2 * t;
-      const uint32_t qa[4] = {regs_word(pq), regs_word(pq + 8 * kRegsRow), regs_word(pq + 8),
-                              regs_word(pq + 8 * kRegsRow + 8)};
+      uint32_t qa[4];
+      regs_a_fragment(qa, sm.q, r0, r0 + 8, 16 * ks, t);
       HS_UNROLL
       for (int n = 0; n < 8; n++) {
         if (j0 + 8 * n >= L) break;
-        const uint16_t *pk = sm.k + (8 * n + g) * kRegsRow + ks * 16 + 2 * t;
-        const uint32_t kb[2] = {regs_word(pk), regs_word(pk + 8)};
+        uint32_t kb[2];
+        regs_b_fragment(kb, sm.k, 8 * n, 16 * ks, g, t);
         hs_mma_16816<BF16>(s[n], qa, kb);
       }
     }
@@ -447,8 +485,8 @@ __global__ void __launch_bounds__(kThreads, kRegsFwdBlocksPerSM)
       HS_UNROLL
       for (int n = 0; n < 8; n++) {
         if (n >= dtiles) break;
-        const uint16_t *p = sm.vt + (8 * n + g) * kRegsRow + 16 * kk + 2 * t;
-        const uint32_t vb[2] = {regs_word(p), regs_word(p + 8)};
+        uint32_t vb[2];
+        regs_b_fragment(vb, sm.vt, 8 * n, 16 * kk, g, t);
         hs_mma_16816<BF16>(o[n], pa, vb);
       }
     }
@@ -567,6 +605,143 @@ __global__ void __launch_bounds__(kThreads, kDqBlocksPerSM<T>)
   });
 }
 
+/* dQ on register fragments (16-bit tiles, head_dim <= 64, sm_80 and later): a block of 4 warps per (tile of
+ * 64 query rows, unit (b, h)), each warp 16 rows, dQ [16, 64] in registers; per tile of 64 keys (in two
+ * halves of 32, to hold S, dP' and dQ in 96 registers) a warp computes S = Q·Kᵀ and dP' = dC·Vᵀ into
+ * registers with mma.sync, dS = P (f·dP' - D) with P = e^{s·scale + mask - lse} on the values it holds,
+ * rounds dS straight into the A fragments of dQ += dS·K. Shared memory holds Q, dC, K, V and K transposed
+ * (the B operand of dS·K), two barriers per key tile where the WMMA kernel makes three and writes S, dP'
+ * and dS to shared memory. The same values in the same roles as flash_attention_dq_kernel. */
+struct dq_regs_smem {
+  alignas(16) uint16_t q[kRegsTile * kRegsRow];  /* q[row][dim] */
+  alignas(16) uint16_t dc[kRegsTile * kRegsRow]; /* dc[row][dim] */
+  alignas(16) uint16_t k[kRegsTile * kRegsRow];  /* k[key][dim] */
+  alignas(16) uint16_t kt[kRegsTile * kRegsRow]; /* k transposed: kt[dim][key] */
+  alignas(16) uint16_t v[kRegsTile * kRegsRow];  /* v[key][dim] */
+};
+static_assert(sizeof(dq_regs_smem) <= 48 * 1024, "static shared memory above 48 KiB");
+
+
+template <bool BF16>
+__global__ void __launch_bounds__(kThreads, kRegsFwdBlocksPerSM)
+    flash_attention_dq_regs_kernel(float *dqkv, const float *dctx, const float *qkv, const float *mask_bias,
+                                   const float *lse, const float *D, flash_shape sh) {
+  typedef typename std::conditional<BF16, hs_tile_bf16, hs_tile_fp16>::type T;
+  hs_dropout_slot_resolve(sh);
+  HS_SHARED(dq_regs_smem, sm);
+  const int unit = blockIdx.y, b = unit / sh.heads, h = unit % sh.heads, i0 = blockIdx.x * kRegsTile;
+  const uint64_t sample_key = unit_sample_key(sh, b);
+  const int L = sh.L, d = sh.d, H = sh.heads * d;
+  const int warp = threadIdx.x / HS_WARP, lane = threadIdx.x % HS_WARP, g = lane >> 2, t = lane & 3;
+  const size_t ld = 3 * (size_t)H;
+  const float *q = qkv + (size_t)b * (size_t)L * ld + (size_t)h * (size_t)d, *k = q + H, *v = q + 2 * H;
+  const uint16_t *q16 = qkv16_of(sh, b, h), *k16 = q16 ? q16 + H : nullptr, *v16 = q16 ? q16 + 2 * H : nullptr;
+  const size_t dc_off = (size_t)b * (size_t)L * (size_t)H + (size_t)h * (size_t)d;
+  const float *dc = dctx + dc_off;
+  const uint16_t *dc16 = sh.dctx16 ? sh.dctx16 + dc_off : nullptr;
+  const float *mb = mask_bias + (size_t)b * (size_t)L;
+  const int ksteps = sh.dp / 16, dtiles = sh.dp / 8;
+  /* this lane's two query rows: their dropout keys, lse and D (0 past L, where nothing is written) */
+  const int r0 = warp * 16 + g;
+  uint32_t row_key[2];
+  float row_lse[2], row_D[2];
+  HS_UNROLL
+  for (int r = 0; r < 2; r++) {
+    const int i = i0 + r0 + 8 * r;
+    row_key[r] = row_key_of(sh, sample_key, h, i);
+    row_lse[r] = i < L ? lse[(size_t)unit * L + i] : 0.0f;
+    row_D[r] = i < L ? D[(size_t)unit * L + i] : 0.0f;
+  }
+  regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.q, false, sh, q, q16, ld, i0);
+  regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.dc, false, sh, dc, dc16, (size_t)H, i0);
+  float dq[8][4]; /* dQ [16, 64]: 8 tiles of 16 x 8 */
+  HS_UNROLL
+  for (int n = 0; n < 8; n++) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
+
+  for (int j0 = 0; j0 < L; j0 += kRegsTile) {
+    __syncthreads(); /* every warp is done with the previous K and V tiles */
+    regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.k, false, sh, k, k16, ld, j0);
+    regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.kt, true, sh, k, k16, ld, j0);
+    regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.v, false, sh, v, v16, ld, j0);
+    __syncthreads();
+    HS_UNROLL
+    for (int half = 0; half < 2; half++) {
+      const int jh = 32 * half; /* keys j0 + jh .. + 31: tile n holds keys j0 + jh + 8n .. + 7 */
+      if (j0 + jh >= L) break;
+      float s[4][4], dp[4][4];
+      HS_UNROLL
+      for (int n = 0; n < 4; n++)
+        HS_UNROLL
+        for (int e = 0; e < 4; e++) s[n][e] = dp[n][e] = 0.0f;
+      /* S = Q·Kᵀ and dP' = dC·Vᵀ, [16, 32] each */
+      HS_UNROLL
+      for (int ks = 0; ks < 4; ks++) {
+        if (ks >= ksteps) break;
+        uint32_t qa[4], ca[4];
+        regs_a_fragment(qa, sm.q, r0, r0 + 8, 16 * ks, t);
+        regs_a_fragment(ca, sm.dc, r0, r0 + 8, 16 * ks, t);
+        HS_UNROLL
+        for (int n = 0; n < 4; n++) {
+          if (j0 + jh + 8 * n >= L) break;
+          uint32_t kb[2], vb[2];
+          regs_b_fragment(kb, sm.k, jh + 8 * n, 16 * ks, g, t);
+          regs_b_fragment(vb, sm.v, jh + 8 * n, 16 * ks, g, t);
+          hs_mma_16816<BF16>(s[n], qa, kb);
+          hs_mma_16816<BF16>(dp[n], ca, vb);
+        }
+      }
+      /* dS = P (f·dP' - D), keys two at a time (one dropout hash for both); 0 past L */
+      HS_UNROLL
+      for (int n = 0; n < 4; n++) {
+        const int j = j0 + jh + 8 * n + 2 * t; /* even */
+        HS_UNROLL
+        for (int r = 0; r < 2; r++) {
+          float f[2];
+          drop_factors2(sh, sample_key, row_key[r], j, f);
+          HS_UNROLL
+          for (int c = 0; c < 2; c++) {
+            float ds = 0.0f;
+            if (j + c < L) {
+              const float pij = tile_softmax_exp<T>((s[n][2 * r + c] * sh.scale + mb[j + c]) - row_lse[r]);
+              ds = pij * (dp[n][2 * r + c] * f[c] - row_D[r]);
+            }
+            s[n][2 * r + c] = ds;
+          }
+        }
+      }
+      /* dQ += dS·K: k step kk takes keys j0 + jh + 16kk .. + 15, dS tiles 2kk and 2kk + 1 */
+      HS_UNROLL
+      for (int kk = 0; kk < 2; kk++) {
+        if (j0 + jh + 16 * kk >= L) break;
+        const uint32_t da[4] = {hs_mma_pack2<BF16>(s[2 * kk][0], s[2 * kk][1]), hs_mma_pack2<BF16>(s[2 * kk][2], s[2 * kk][3]),
+                                hs_mma_pack2<BF16>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                                hs_mma_pack2<BF16>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+        HS_UNROLL
+        for (int n = 0; n < 8; n++) {
+          if (n >= dtiles) break;
+          uint32_t kb[2];
+          regs_b_fragment(kb, sm.kt, 8 * n, jh + 16 * kk, g, t);
+          hs_mma_16816<BF16>(dq[n], da, kb);
+        }
+      }
+    }
+  }
+  /* dQ times 1/√d into q's third of dqkv */
+  HS_UNROLL
+  for (int r = 0; r < 2; r++) {
+    const int i = i0 + r0 + 8 * r;
+    if (i >= L) continue;
+    const size_t row = ((size_t)b * L + i) * ld + (size_t)h * d;
+    HS_UNROLL
+    for (int n = 0; n < 8; n++)
+      HS_UNROLL
+      for (int c = 0; c < 2; c++) {
+        const int e = 8 * n + 2 * t + c;
+        if (e < d) put(sh, dqkv, row + e, dq[n][2 * r + c] * sh.scale);
+      }
+  }
+}
+
 /* The block's K and V tiles side by side, loaded once before the query tiles stream (every tile
  * configuration leaves room for both under the 48 KiB of static shared memory, fp32 tiles included) */
 template <class T, int DMAX, int BQ, int BK> struct dkv_smem {
@@ -682,6 +857,151 @@ __global__ void __launch_bounds__(kThreads, kDkvBlocksPerSM<T, DMAX>)
   });
 }
 
+/* dK and dV on register fragments (16-bit tiles, head_dim <= 64, sm_80 and later): a block of 4 warps per
+ * (tile of 64 keys, unit (b, h)), each warp 16 keys, dK and dV [16, 64] in registers, over the query
+ * tiles of 32 in order. Key-major products as the WMMA kernel's: Sᵀ = K·Qᵀ and dP'ᵀ = V·dCᵀ into
+ * registers, P = e^{s·scale + mask - lse}, P'ᵀ = P·f and dSᵀ = P (f·dP' - D) on the values a lane holds,
+ * rounded straight into the A fragments of dV += P'ᵀ·dC and dK += dSᵀ·Q. A warp's fragment rows g and
+ * g + 8 are its keys 2g and 2g + 1, so a lane holds both keys of a dropout pair for each query it holds:
+ * one hash for both decisions. Shared memory: the block's K and V (rows 68 values apart: the 8 even keys
+ * a fragment load reads start 4 banks apart), the query tile's Q and dC row-major and transposed, its lse
+ * and D; two barriers a query tile, where the WMMA kernel makes four and writes Sᵀ, P'ᵀ, dP'ᵀ and dSᵀ to
+ * shared memory. The same values in the same roles as flash_attention_dkv_kernel. */
+constexpr int kRegsQTile = 32, kRegsKVRow = kRegsTile + 4, kRegsQtRow = kRegsQTile + 8;
+struct dkv_regs_smem {
+  alignas(16) uint16_t k[kRegsTile * kRegsKVRow];   /* k[key][dim] */
+  alignas(16) uint16_t v[kRegsTile * kRegsKVRow];   /* v[key][dim] */
+  alignas(16) uint16_t q[kRegsQTile * kRegsRow];    /* q[query][dim] */
+  alignas(16) uint16_t qt[kRegsTile * kRegsQtRow];  /* q transposed: qt[dim][query] */
+  alignas(16) uint16_t dc[kRegsQTile * kRegsRow];   /* dc[query][dim] */
+  alignas(16) uint16_t dct[kRegsTile * kRegsQtRow]; /* dc transposed: dct[dim][query] */
+  float lse[kRegsQTile], D[kRegsQTile];
+};
+static_assert(sizeof(dkv_regs_smem) <= 48 * 1024, "static shared memory above 48 KiB");
+
+template <bool BF16>
+__global__ void __launch_bounds__(kThreads, kRegsFwdBlocksPerSM)
+    flash_attention_dkv_regs_kernel(float *dqkv, const float *dctx, const float *qkv, const float *mask_bias,
+                                    const float *lse, const float *D, flash_shape sh) {
+  typedef typename std::conditional<BF16, hs_tile_bf16, hs_tile_fp16>::type T;
+  hs_dropout_slot_resolve(sh);
+  HS_SHARED(dkv_regs_smem, sm);
+  const int unit = blockIdx.y, b = unit / sh.heads, h = unit % sh.heads, j0 = blockIdx.x * kRegsTile;
+  const uint64_t sample_key = unit_sample_key(sh, b);
+  const int L = sh.L, d = sh.d, H = sh.heads * d;
+  const int warp = threadIdx.x / HS_WARP, lane = threadIdx.x % HS_WARP, g = lane >> 2, t = lane & 3;
+  const size_t ld = 3 * (size_t)H;
+  const float *q = qkv + (size_t)b * (size_t)L * ld + (size_t)h * (size_t)d, *k = q + H, *v = q + 2 * H;
+  const uint16_t *q16 = qkv16_of(sh, b, h), *k16 = q16 ? q16 + H : nullptr, *v16 = q16 ? q16 + 2 * H : nullptr;
+  const size_t dc_off = (size_t)b * (size_t)L * (size_t)H + (size_t)h * (size_t)d;
+  const float *dc = dctx + dc_off;
+  const uint16_t *dc16 = sh.dctx16 ? sh.dctx16 + dc_off : nullptr;
+  const int ksteps = sh.dp / 16, dtiles = sh.dp / 8;
+  /* this lane's keys: tile rows ka = 16·warp + 2g (fragment row g) and ka + 1 (row g + 8), their mask */
+  const int ka = 16 * warp + 2 * g, jkey = j0 + ka; /* even */
+  const float mbk[2] = {jkey < L ? mask_bias[(size_t)b * L + jkey] : 0.0f,
+                        jkey + 1 < L ? mask_bias[(size_t)b * L + jkey + 1] : 0.0f};
+  float dk[8][4], dv[8][4]; /* dK, dV [16, 64] of the warp's keys: 8 tiles of 16 x 8 each */
+  HS_UNROLL
+  for (int n = 0; n < 8; n++)
+    HS_UNROLL
+    for (int e = 0; e < 4; e++) dk[n][e] = dv[n][e] = 0.0f;
+  /* once: the loop's first barrier orders them before their readers */
+  regs_load_rows<BF16, kRegsTile, kRegsKVRow>(sm.k, false, sh, k, k16, ld, j0);
+  regs_load_rows<BF16, kRegsTile, kRegsKVRow>(sm.v, false, sh, v, v16, ld, j0);
+  for (int i0 = 0; i0 < L; i0 += kRegsQTile) {
+    __syncthreads(); /* every warp is done with the previous query tile */
+    regs_load_rows<BF16, kRegsQTile, kRegsRow>(sm.q, false, sh, q, q16, ld, i0);
+    regs_load_rows<BF16, kRegsQTile, kRegsQtRow>(sm.qt, true, sh, q, q16, ld, i0);
+    regs_load_rows<BF16, kRegsQTile, kRegsRow>(sm.dc, false, sh, dc, dc16, (size_t)H, i0);
+    regs_load_rows<BF16, kRegsQTile, kRegsQtRow>(sm.dct, true, sh, dc, dc16, (size_t)H, i0);
+    load_row_stats(sm.lse, kRegsQTile, lse + (size_t)unit * L, i0, L);
+    load_row_stats(sm.D, kRegsQTile, D + (size_t)unit * L, i0, L);
+    __syncthreads();
+    /* Sᵀ = K·Qᵀ and dP'ᵀ = V·dCᵀ, [16 keys, 32 queries] each: tile n holds queries i0 + 8n .. + 7 */
+    float st[4][4], dpt[4][4];
+    HS_UNROLL
+    for (int n = 0; n < 4; n++)
+      HS_UNROLL
+      for (int e = 0; e < 4; e++) st[n][e] = dpt[n][e] = 0.0f;
+    HS_UNROLL
+    for (int ks = 0; ks < 4; ks++) {
+      if (ks >= ksteps) break;
+      uint32_t kfa[4], vfa[4];
+      regs_a_fragment<kRegsKVRow>(kfa, sm.k, ka, ka + 1, 16 * ks, t);
+      regs_a_fragment<kRegsKVRow>(vfa, sm.v, ka, ka + 1, 16 * ks, t);
+      HS_UNROLL
+      for (int n = 0; n < 4; n++) {
+        if (i0 + 8 * n >= L) break;
+        uint32_t qb[2], cb[2];
+        regs_b_fragment(qb, sm.q, 8 * n, 16 * ks, g, t);
+        regs_b_fragment(cb, sm.dc, 8 * n, 16 * ks, g, t);
+        hs_mma_16816<BF16>(st[n], kfa, qb);
+        hs_mma_16816<BF16>(dpt[n], vfa, cb);
+      }
+    }
+    /* per query i (the lane's columns) and the lane's two keys: P, P'ᵀ = P·f into st, dSᵀ = P (f·dP' - D)
+     * into dpt; one dropout hash per query for the key pair; 0 past L */
+    HS_UNROLL
+    for (int n = 0; n < 4; n++)
+      HS_UNROLL
+      for (int c = 0; c < 2; c++) {
+        const int col = 8 * n + 2 * t + c, i = i0 + col;
+        float f[2];
+        drop_factors2(sh, sample_key, row_key_of(sh, sample_key, h, i), jkey, f);
+        HS_UNROLL
+        for (int r = 0; r < 2; r++) { /* r: key jkey + r, fragment row g + 8r, element 2r + c */
+          float pt = 0.0f, ds = 0.0f;
+          if (i < L && jkey + r < L) {
+            const float pij = tile_softmax_exp<T>((st[n][2 * r + c] * sh.scale + mbk[r]) - sm.lse[col]);
+            pt = pij * f[r];
+            ds = pij * (dpt[n][2 * r + c] * f[r] - sm.D[col]);
+          }
+          st[n][2 * r + c] = pt;
+          dpt[n][2 * r + c] = ds;
+        }
+      }
+    /* dV += P'ᵀ·dC and dK += dSᵀ·Q: k step kk takes queries i0 + 16kk .. + 15, tiles 2kk and 2kk + 1 */
+    HS_UNROLL
+    for (int kk = 0; kk < 2; kk++) {
+      if (i0 + 16 * kk >= L) break;
+      const uint32_t pa[4] = {hs_mma_pack2<BF16>(st[2 * kk][0], st[2 * kk][1]), hs_mma_pack2<BF16>(st[2 * kk][2], st[2 * kk][3]),
+                              hs_mma_pack2<BF16>(st[2 * kk + 1][0], st[2 * kk + 1][1]),
+                              hs_mma_pack2<BF16>(st[2 * kk + 1][2], st[2 * kk + 1][3])};
+      const uint32_t da[4] = {hs_mma_pack2<BF16>(dpt[2 * kk][0], dpt[2 * kk][1]),
+                              hs_mma_pack2<BF16>(dpt[2 * kk][2], dpt[2 * kk][3]),
+                              hs_mma_pack2<BF16>(dpt[2 * kk + 1][0], dpt[2 * kk + 1][1]),
+                              hs_mma_pack2<BF16>(dpt[2 * kk + 1][2], dpt[2 * kk + 1][3])};
+      HS_UNROLL
+      for (int n = 0; n < 8; n++) {
+        if (n >= dtiles) break;
+        uint32_t cb[2], qb[2];
+        regs_b_fragment<kRegsQtRow>(cb, sm.dct, 8 * n, 16 * kk, g, t);
+        regs_b_fragment<kRegsQtRow>(qb, sm.qt, 8 * n, 16 * kk, g, t);
+        hs_mma_16816<BF16>(dv[n], pa, cb);
+        hs_mma_16816<BF16>(dk[n], da, qb);
+      }
+    }
+  }
+  /* dK times 1/√d and dV into k's and v's thirds of dqkv: fragment row g + 8r is key jkey + r */
+  HS_UNROLL
+  for (int r = 0; r < 2; r++) {
+    const int j = jkey + r;
+    if (j >= L) continue;
+    const size_t row = ((size_t)b * L + j) * ld + (size_t)h * d;
+    HS_UNROLL
+    for (int n = 0; n < 8; n++)
+      HS_UNROLL
+      for (int c = 0; c < 2; c++) {
+        const int e = 8 * n + 2 * t + c;
+        if (e < d) {
+          put(sh, dqkv, row + H + e, dk[n][2 * r + c] * sh.scale);
+          put(sh, dqkv, row + 2 * (size_t)H + e, dv[n][2 * r + c]);
+        }
+      }
+  }
+}
+
 /* ---- host side ------------------------------------------------------------------------------------------ */
 
 flash_shape shape_of(const hs_backend *be, int L, int heads, int d, float p, uint64_t key, int64_t first_sample,
@@ -725,8 +1045,8 @@ void forward(const hs_backend *be, float *ctx, float *lse, const float *qkv, con
                        (sh.out16 ? tokh * sizeof(uint16_t) : 0) + (sh.qkv16_out ? 3 * tokh * sizeof(uint16_t) : 0));
 }
 
-/* The register-fragment forward (16-bit tiles, head_dim <= 64, no qkv16_out): the ledger's bytes as the WMMA
- * forward's, with its 64-row query tiles */
+/* The register-fragment forward (16-bit tiles, head_dim <= 64): the ledger's bytes as the WMMA forward's,
+ * with its 64-row query tiles */
 template <bool BF16>
 void forward_regs(const hs_backend *be, float *ctx, float *lse, const float *qkv, const float *mask_bias, int batch,
                   const flash_shape &sh) {
@@ -737,42 +1057,62 @@ void forward_regs(const hs_backend *be, float *ctx, float *lse, const float *qkv
   const size_t rows = (size_t)batch * sh.heads * sh.L;
   HS_CUDA_LAUNCHED("flash_attention_forward_regs_kernel",
                    qkv_bytes(sh) * tokh * (1 + 2 * nq) + sizeof(float) * ((ctx ? tokh : 0) + rows * (1 + nq)) +
-                       (sh.out16 ? tokh * sizeof(uint16_t) : 0));
+                       (sh.out16 ? tokh * sizeof(uint16_t) : 0) + (sh.qkv16_out ? 3 * tokh * sizeof(uint16_t) : 0));
 }
 
-/* Whether the forward runs on register fragments: 16-bit tiles, head_dim <= 64, no q|k|v copy to write, a
- * GPU of sm_80 or later (mma.sync m16n8k16; the emulated device is one), and HETSEQ_FLASH_FORWARD not
- * "wmma" (which keeps the WMMA kernel, to compare the two: bench/gpu/kernels_bench, test_op_conformance) */
-bool forward_on_regs(const hs_backend *be, int head_dim, const uint16_t *qkv16_out) {
+/* Whether the passes run on register fragments (the forward, dQ, dK/dV): 16-bit tiles, head_dim <= 64, a
+ * GPU of sm_80 or later (mma.sync m16n8k16; the emulated device is one), and
+ * HETSEQ_FLASH_KERNELS not "wmma" (which keeps the WMMA kernels, to compare the two:
+ * bench/gpu/kernels_bench, test_op_conformance) */
+bool flash_on_regs(const hs_backend *be, int head_dim) {
   if (be->precision != HS_PRECISION_BF16 && be->precision != HS_PRECISION_FP16) return false;
-  if (head_dim > kRegsTile || qkv16_out || be->cc_major < 8) return false;
-  const char *choice = getenv("HETSEQ_FLASH_FORWARD");
+  if (head_dim > kRegsTile || be->cc_major < 8) return false;
+  const char *choice = getenv("HETSEQ_FLASH_KERNELS");
   if (choice && strcmp(choice, "wmma") == 0) return false;
   if (choice && *choice && strcmp(choice, "regs") != 0)
-    hs_die("HETSEQ_FLASH_FORWARD=\"%s\": expected \"regs\" (the default) or \"wmma\"", choice);
+    hs_die("HETSEQ_FLASH_KERNELS=\"%s\": expected \"regs\" (the default) or \"wmma\"", choice);
   return true;
 }
 
 template <class T, int DMAX>
 void backward(const hs_backend *be, float *dqkv, const float *dctx, const float *qkv, const float *mask_bias,
-              const float *lse, const float *D, int batch, const flash_shape &sh) {
+              const float *lse, const float *D, int batch, const flash_shape &sh, bool regs) {
   typedef flash_tiles<DMAX> tl;
   cudaStream_t stream = hs_cuda_stream(be);
   const unsigned units = (unsigned)(batch * sh.heads);
   const size_t tokh = (size_t)batch * sh.L * sh.heads * sh.d, rows = (size_t)units * sh.L;
-  const size_t nq = tiles(sh.L, tl::qq), nk = tiles(sh.L, tl::kk);
-  HS_LAUNCH(dim3((unsigned)nq, units), kThreads, 0, stream, flash_attention_dq_kernel<T, DMAX, tl::qq, tl::qk>)(
-      dqkv, dctx, qkv, mask_bias, lse, D, sh);
+  const size_t nk = tiles(sh.L, tl::kk);
   /* q, dctx, lse, D once; k, v and the mask row once per block (query tile, b·h); dq (and its 16-bit twin)
    * written: qkv·tokh·(1 + 2·nq) + dctx·tokh + (tokh + rows·(2 + nq))·4 */
-  HS_CUDA_LAUNCHED("flash_attention_dq_kernel",
-                   qkv_bytes(sh) * tokh * (1 + 2 * nq) + dctx_bytes(sh) * tokh + sizeof(float) * (tokh + rows * (2 + nq)) +
-                       (sh.out16 ? tokh * sizeof(uint16_t) : 0));
+  const size_t nq = tiles(sh.L, regs ? kRegsTile : tl::qq);
+  const size_t dq_bytes = qkv_bytes(sh) * tokh * (1 + 2 * nq) + dctx_bytes(sh) * tokh +
+                          sizeof(float) * (tokh + rows * (2 + nq)) + (sh.out16 ? tokh * sizeof(uint16_t) : 0);
+  if (regs) {
+    constexpr bool bf16 = std::is_same<T, hs_tile_bf16>::value;
+    HS_LAUNCH(dim3((unsigned)nq, units), kThreads, 0, stream, flash_attention_dq_regs_kernel<bf16>)(
+        dqkv, dctx, qkv, mask_bias, lse, D, sh);
+    HS_CUDA_LAUNCHED("flash_attention_dq_regs_kernel", dq_bytes);
+  } else {
+    HS_LAUNCH(dim3((unsigned)nq, units), kThreads, 0, stream, flash_attention_dq_kernel<T, DMAX, tl::qq, tl::qk>)(
+        dqkv, dctx, qkv, mask_bias, lse, D, sh);
+    HS_CUDA_LAUNCHED("flash_attention_dq_kernel", dq_bytes);
+  }
+  /* a block per (key tile, b·h): its k and v once; q, dctx, lse, D once per streamed query tile (each
+   * row once per key tile: nk times), its mask entries once per streamed query tile (the register kernel:
+   * once); dk, dv (and their 16-bit twins) written: qkv·tokh·(2 + nk) + dctx·tokh·nk + (2·tokh + rows·(2·nk
+   * + nkq))·4 */
+  if (regs) {
+    constexpr bool bf16 = std::is_same<T, hs_tile_bf16>::value;
+    const size_t nkr = tiles(sh.L, kRegsTile);
+    HS_LAUNCH(dim3((unsigned)nkr, units), kThreads, 0, stream, flash_attention_dkv_regs_kernel<bf16>)(
+        dqkv, dctx, qkv, mask_bias, lse, D, sh);
+    HS_CUDA_LAUNCHED("flash_attention_dkv_regs_kernel",
+                     qkv_bytes(sh) * tokh * (2 + nkr) + dctx_bytes(sh) * tokh * nkr +
+                         sizeof(float) * (2 * tokh + rows * (2 * nkr + 1)) + (sh.out16 ? 2 * tokh * sizeof(uint16_t) : 0));
+    return;
+  }
   HS_LAUNCH(dim3((unsigned)nk, units), kThreads, 0, stream, flash_attention_dkv_kernel<T, DMAX, tl::kq, tl::kk>)(
       dqkv, dctx, qkv, mask_bias, lse, D, sh);
-  /* a block per (key tile, b·h): its k and v once; q, dctx, lse, D once per streamed query tile (each
-   * row once per key tile: nk times), its mask entries once per streamed query tile; dk, dv (and their
-   * 16-bit twins) written: qkv·tokh·(2 + nk) + dctx·tokh·nk + (2·tokh + rows·(2·nk + nkq))·4 */
   const size_t nkq = tiles(sh.L, tl::kq);
   HS_CUDA_LAUNCHED("flash_attention_dkv_kernel",
                    qkv_bytes(sh) * tokh * (2 + nk) + dctx_bytes(sh) * tokh * nk +
@@ -797,7 +1137,7 @@ extern "C" void hs_cuda_flash_attention_forward(const hs_backend *be, float *ctx
   check_head_dim(head_dim);
   const flash_shape sh = shape_of(be, seq_len, heads, head_dim, p, key, first_sample, ctx16, qkv16, qkv16_out);
   if (hs_cuda_slots_only(be)) return; /* recorded: the slots only (cuda_slots.h) */
-  if (forward_on_regs(be, head_dim, qkv16_out)) {
+  if (flash_on_regs(be, head_dim)) {
     be->precision == HS_PRECISION_BF16 ? forward_regs<true>(be, ctx, lse, qkv, mask_bias, batch, sh)
                                        : forward_regs<false>(be, ctx, lse, qkv, mask_bias, batch, sh);
     return;
@@ -848,21 +1188,22 @@ extern "C" void hs_cuda_flash_attention_backward(const hs_backend *be, float *dq
       seq_len, heads, head_dim);
   HS_CUDA_LAUNCHED("flash_row_dot_kernel (attention)", flash_row_dot_bytes(tokh, rows, dctx_only16, ctx16, dctx16));
   const int big = head_dim > 64;
+  const bool regs = flash_on_regs(be, head_dim);
   switch (be->precision) {
   case HS_PRECISION_BF16:
-    big ? backward<hs_tile_bf16, 128>(be, dqkv, dctx, qkv, mask_bias, lse, D, batch, sh)
-        : backward<hs_tile_bf16, 64>(be, dqkv, dctx, qkv, mask_bias, lse, D, batch, sh);
+    big ? backward<hs_tile_bf16, 128>(be, dqkv, dctx, qkv, mask_bias, lse, D, batch, sh, false)
+        : backward<hs_tile_bf16, 64>(be, dqkv, dctx, qkv, mask_bias, lse, D, batch, sh, regs);
     break;
   case HS_PRECISION_FP16:
-    big ? backward<hs_tile_fp16, 128>(be, dqkv, dctx, qkv, mask_bias, lse, D, batch, sh)
-        : backward<hs_tile_fp16, 64>(be, dqkv, dctx, qkv, mask_bias, lse, D, batch, sh);
+    big ? backward<hs_tile_fp16, 128>(be, dqkv, dctx, qkv, mask_bias, lse, D, batch, sh, false)
+        : backward<hs_tile_fp16, 64>(be, dqkv, dctx, qkv, mask_bias, lse, D, batch, sh, regs);
     break;
   case HS_PRECISION_TF32:
-    big ? backward<hs_tile_tf32, 128>(be, dqkv, dctx, qkv, mask_bias, lse, D, batch, sh)
-        : backward<hs_tile_tf32, 64>(be, dqkv, dctx, qkv, mask_bias, lse, D, batch, sh);
+    big ? backward<hs_tile_tf32, 128>(be, dqkv, dctx, qkv, mask_bias, lse, D, batch, sh, false)
+        : backward<hs_tile_tf32, 64>(be, dqkv, dctx, qkv, mask_bias, lse, D, batch, sh, false);
     break;
   default:
-    big ? backward<float, 128>(be, dqkv, dctx, qkv, mask_bias, lse, D, batch, sh)
-        : backward<float, 64>(be, dqkv, dctx, qkv, mask_bias, lse, D, batch, sh);
+    big ? backward<float, 128>(be, dqkv, dctx, qkv, mask_bias, lse, D, batch, sh, false)
+        : backward<float, 64>(be, dqkv, dctx, qkv, mask_bias, lse, D, batch, sh, false);
   }
 }

@@ -13,6 +13,8 @@
  * model FLOPs of its products (forward 4·B·heads·L²·d, backward 8·B·heads·L²·d: the two products each way
  * without the backward's recomputation of S) per second beside the bytes per second: at phase 2 its
  * arithmetic, not its bytes, is the figure to watch (docs/gpu.md, the ledger notes of "What to expect").
+ * Under bf16 the rows "(bf16 WMMA)" time the WMMA kernels that the register-fragment ones replace
+ * (HETSEQ_FLASH_KERNELS=wmma), side by side.
  *
  *   usage: kernels_bench [--reps N] [--small] [--peak-gbs GB/s]
  *   --small: tiny shapes, for the emulated device (tests/cuda/test_kernels_bench.sh keeps it running);
@@ -133,6 +135,25 @@ static void bench_attention(const hs_backend *with_precision, const char *precis
     BENCH(label, shape,
           be->flash_attention_backward(be, dqkv, dctx, qkv, qkv16, mask_bias, ctx, lse, b, l, HEADS, d, 0.1f, 11, 0,
                                        NULL));
+    if (half) {
+        /* the WMMA kernels the register-fragment ones replace (HETSEQ_FLASH_KERNELS=wmma), side by side */
+        const char *was = getenv("HETSEQ_FLASH_KERNELS");
+        char *saved = was ? strdup(was) : NULL;
+        setenv("HETSEQ_FLASH_KERNELS", "wmma", 1);
+        bench_flops = 4.0 * per;
+        snprintf(label, sizeof label, "flash_attention_forward (%s WMMA)", precision);
+        BENCH(label, shape,
+              be->flash_attention_forward(be, ctx, lse, qkv, qkv16, mask_bias, b, l, HEADS, d, 0.1f, 11, 0, NULL, NULL));
+        bench_flops = 8.0 * per;
+        snprintf(label, sizeof label, "flash_attention_backward (%s WMMA)", precision);
+        BENCH(label, shape,
+              be->flash_attention_backward(be, dqkv, dctx, qkv, qkv16, mask_bias, ctx, lse, b, l, HEADS, d, 0.1f, 11, 0,
+                                           NULL));
+        if (saved)
+            setenv("HETSEQ_FLASH_KERNELS", saved, 1), free(saved);
+        else
+            unsetenv("HETSEQ_FLASH_KERNELS");
+    }
     bench_flops = 0;
     be->free(be, qkv), be->free(be, dctx), be->free(be, ctx), be->free(be, lse), be->free(be, dqkv);
     be->free(be, mask_bias);

@@ -155,6 +155,9 @@ static void compare_bound(hs_conf *t, const char *what, const double *a, const d
     t->checks++;
     checks_of_op++;
     if (worst > worst_of_op) worst_of_op = worst;
+    static int verbose = -1; /* HS_CONF_VERBOSE=1: every check's worst err/bound, to compare kernels or seeds */
+    if (verbose < 0) verbose = getenv("HS_CONF_VERBOSE") && atoi(getenv("HS_CONF_VERBOSE")) > 0;
+    if (verbose) printf("  check %s: %s: worst err/bound %.3g\n", t->op ? t->op : "?", what, worst);
     if (bad) {
         t->failures++;
         printf("FAIL %s: %s: %zu of %zu values differ by more than their bound; worst at [%zu]: cpu %.9g cuda %.9g "

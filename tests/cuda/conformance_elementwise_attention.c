@@ -737,12 +737,12 @@ static void flash_attention_cases(hs_conf *t) {
     flash_attention_case(t, 1, 512, 1, 16, 0.1f);
     flash_attention_case(t, 1, 512, 1, 64, 0.0f);
     /* CUDA's WMMA forward, which the register-fragment forward replaces under bf16/fp16 at head_dim <= 64 on
-     * sm_80 and later and which HETSEQ_FLASH_FORWARD=wmma keeps (kernels/flash_attention.cu): some of the
+     * sm_80 and later and which HETSEQ_FLASH_KERNELS=wmma keeps (kernels/flash_attention.cu): some of the
      * same cases, so both forwards stay checked (other precisions and head_dim > 64 run it above) */
     if (t->precision == HS_PRECISION_BF16 || t->precision == HS_PRECISION_FP16) {
-        const char *was = getenv("HETSEQ_FLASH_FORWARD");
+        const char *was = getenv("HETSEQ_FLASH_KERNELS");
         char *saved = was ? strdup(was) : NULL;
-        setenv("HETSEQ_FLASH_FORWARD", "wmma", 1);
+        setenv("HETSEQ_FLASH_KERNELS", "wmma", 1);
         flash_variant = "WMMA forward: ";
         flash_attention_case(t, 2, 33, 2, 64, 0.1f);
         flash_attention_case(t, 2, 129, 2, 8, 0.0f);
@@ -750,9 +750,9 @@ static void flash_attention_cases(hs_conf *t) {
         flash_attention_case(t, 1, 512, 1, 64, 0.0f);
         flash_variant = "";
         if (saved)
-            setenv("HETSEQ_FLASH_FORWARD", saved, 1), free(saved);
+            setenv("HETSEQ_FLASH_KERNELS", saved, 1), free(saved);
         else
-            unsetenv("HETSEQ_FLASH_FORWARD");
+            unsetenv("HETSEQ_FLASH_KERNELS");
     }
 }
 
