@@ -362,6 +362,42 @@ __device__ __forceinline__ void regs_b_fragment(uint32_t b[2], const uint16_t *t
   b[0] = regs_word(p), b[1] = regs_word(p + 8);
 }
 
+/* The A fragment [16 x 16] of two C tiles [16 x 8] side by side (columns 0-7 and 8-15), rounded to the
+ * 16-bit type: a product's result as the next product's operand without leaving the registers (the C
+ * layout of a lane's elements is the A layout's, kernels/mma_sync.cuh) */
+template <bool BF16> __device__ __forceinline__ void regs_a_of_c(uint32_t a[4], const float lo[4], const float hi[4]) {
+  a[0] = hs_mma_pack2<BF16>(lo[0], lo[1]), a[1] = hs_mma_pack2<BF16>(lo[2], lo[3]);
+  a[2] = hs_mma_pack2<BF16>(hi[0], hi[1]), a[3] = hs_mma_pack2<BF16>(hi[2], hi[3]);
+}
+
+/* acc[n] += A·B_n for the dtiles 8-column tiles n of a B [16 x 8·dtiles] stored transposed in shared memory
+ * (tile row 8n + g is column 8n + g of B, its k rows from column k0): a warp's [16, 64] output */
+template <bool BF16, int STRIDE = kRegsRow>
+__device__ __forceinline__ void regs_mma_row(float acc[8][4], const uint32_t a[4], const uint16_t *tile, int k0, int dtiles,
+                                             int g, int t) {
+  HS_UNROLL
+  for (int n = 0; n < 8; n++) {
+    if (n >= dtiles) break;
+    uint32_t bf[2];
+    regs_b_fragment<STRIDE>(bf, tile, 8 * n, k0, g, t);
+    hs_mma_16816<BF16>(acc[n], a, bf);
+  }
+}
+
+/* out(r, e, acc[n][2r + c]) for each element a lane holds of a [16, 64] output: fragment row g + 8r, column
+ * e = 8n + 2t + c < d */
+template <class Out> __device__ __forceinline__ void regs_each_output(const float acc[8][4], int t, int d, Out &&out) {
+  HS_UNROLL
+  for (int r = 0; r < 2; r++)
+    HS_UNROLL
+    for (int n = 0; n < 8; n++)
+      HS_UNROLL
+      for (int c = 0; c < 2; c++) {
+        const int e = 8 * n + 2 * t + c;
+        if (e < d) out(r, e, acc[n][2 * r + c]);
+      }
+}
+
 /* The forward's copy of q|k|v in 16 bits (qkv16_out): the rows row0 .. of a loaded tile (STRIDE values a
  * row, or transposed: dst[dim][row]), which hold to_half's bits of the fp32 input, into the copy's head-h
  * columns starting at dst (row stride ld). Block-wide. */
@@ -374,27 +410,52 @@ __device__ __forceinline__ void regs_keep_rows16(const flash_shape &s, uint16_t 
   }
 }
 
+/* A register kernel's block (blockIdx.y: unit (b, h)): head h's columns of sample b in q|k|v (and its 16-bit
+ * copy, or NULL), in dctx and its 16-bit copy (the backward's; NULL in the forward), the sample's mask row
+ * and dropout key; and the calling lane's place, warp and (g, t) = (lane / 4, lane % 4) */
+struct regs_block {
+  int b, h, H, warp, g, t;
+  size_t ld; /* q|k|v's row stride, 3H */
+  uint64_t sample_key;
+  const float *q, *k, *v, *dc, *mb;
+  const uint16_t *q16, *k16, *v16, *dc16;
+};
+__device__ __forceinline__ regs_block regs_block_of(flash_shape &sh, const float *qkv, const float *dctx,
+                                                    const float *mask_bias) {
+  hs_dropout_slot_resolve(sh); /* the slot read once per thread, not per element */
+  regs_block u;
+  u.b = blockIdx.y / sh.heads, u.h = blockIdx.y % sh.heads, u.H = sh.heads * sh.d;
+  u.warp = threadIdx.x / HS_WARP, u.g = threadIdx.x % HS_WARP >> 2, u.t = threadIdx.x & 3;
+  u.ld = 3 * (size_t)u.H;
+  u.sample_key = unit_sample_key(sh, u.b);
+  u.q = qkv + (size_t)u.b * (size_t)sh.L * u.ld + (size_t)u.h * (size_t)sh.d, u.k = u.q + u.H, u.v = u.q + 2 * u.H;
+  u.q16 = qkv16_of(sh, u.b, u.h);
+  u.k16 = u.q16 ? u.q16 + u.H : nullptr, u.v16 = u.q16 ? u.q16 + 2 * u.H : nullptr;
+  const size_t dc_off = (size_t)u.b * (size_t)sh.L * (size_t)u.H + (size_t)u.h * (size_t)sh.d;
+  u.dc = dctx ? dctx + dc_off : nullptr;
+  u.dc16 = sh.dctx16 ? sh.dctx16 + dc_off : nullptr;
+  u.mb = mask_bias + (size_t)u.b * (size_t)sh.L;
+  return u;
+}
+
 template <bool BF16>
 __global__ void __launch_bounds__(kThreads, kRegsFwdBlocksPerSM)
     flash_attention_forward_regs_kernel(float *ctx, float *lse, const float *qkv, const float *mask_bias,
                                         flash_shape sh) {
   typedef typename std::conditional<BF16, hs_tile_bf16, hs_tile_fp16>::type T;
-  hs_dropout_slot_resolve(sh);
   HS_SHARED(fwd_regs_smem, sm);
-  const int unit = blockIdx.y, b = unit / sh.heads, h = unit % sh.heads, i0 = blockIdx.x * kRegsTile;
-  const uint64_t sample_key = unit_sample_key(sh, b);
-  const int L = sh.L, d = sh.d, H = sh.heads * d;
-  const int warp = threadIdx.x / HS_WARP, lane = threadIdx.x % HS_WARP, g = lane >> 2, t = lane & 3;
-  const size_t ld = 3 * (size_t)H;
-  const float *q = qkv + (size_t)b * (size_t)L * ld + (size_t)h * (size_t)d, *k = q + H, *v = q + 2 * H;
-  const uint16_t *q16 = qkv16_of(sh, b, h), *k16 = q16 ? q16 + H : nullptr, *v16 = q16 ? q16 + 2 * H : nullptr;
-  const float *mb = mask_bias + (size_t)b * (size_t)L;
+  const regs_block u = regs_block_of(sh, qkv, nullptr, mask_bias);
+  const int unit = blockIdx.y, b = u.b, h = u.h, i0 = blockIdx.x * kRegsTile, L = sh.L, d = sh.d, H = u.H;
+  const int warp = u.warp, g = u.g, t = u.t;
+  const uint64_t sample_key = u.sample_key;
+  const size_t ld = u.ld;
+  const float *mb = u.mb;
   const int ksteps = sh.dp / 16, dtiles = sh.dp / 8; /* the products' k steps over head_dim; O's 8-wide tiles */
   /* this lane's two query rows (tile rows r0 and r0 + 8) and their dropout keys */
   const int r0 = warp * 16 + g;
   const uint32_t row_key[2] = {row_key_of(sh, sample_key, h, i0 + r0), row_key_of(sh, sample_key, h, i0 + r0 + 8)};
 
-  regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.q, false, sh, q, q16, ld, i0); /* read by the first key tile's barrier on */
+  regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.q, false, sh, u.q, u.q16, ld, i0); /* read by the first key tile's barrier on */
   /* qkv16_out: every block its query rows; the first query tile's block the keys' k and v, as it loads them */
   uint16_t *q_out = sh.qkv16_out ? sh.qkv16_out + (size_t)b * (size_t)L * ld + (size_t)h * (size_t)d : nullptr;
   uint16_t *kv_out = q_out && blockIdx.x == 0 ? q_out + H : nullptr;
@@ -405,8 +466,8 @@ __global__ void __launch_bounds__(kThreads, kRegsFwdBlocksPerSM)
 
   for (int j0 = 0; j0 < L; j0 += kRegsTile) {
     __syncthreads(); /* every warp is done with the previous K and V tiles */
-    regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.k, false, sh, k, k16, ld, j0);
-    regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.vt, true, sh, v, v16, ld, j0);
+    regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.k, false, sh, u.k, u.k16, ld, j0);
+    regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.vt, true, sh, u.v, u.v16, ld, j0);
     __syncthreads();
     if (q_out && j0 == 0) regs_keep_rows16<kRegsTile, kRegsRow>(sh, q_out, sm.q, false, ld, i0);
     if (kv_out) {
@@ -479,32 +540,20 @@ __global__ void __launch_bounds__(kThreads, kRegsFwdBlocksPerSM)
     HS_UNROLL
     for (int kk = 0; kk < 4; kk++) {
       if (j0 + 16 * kk >= L) break;
-      const uint32_t pa[4] = {hs_mma_pack2<BF16>(s[2 * kk][0], s[2 * kk][1]), hs_mma_pack2<BF16>(s[2 * kk][2], s[2 * kk][3]),
-                              hs_mma_pack2<BF16>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                              hs_mma_pack2<BF16>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-      HS_UNROLL
-      for (int n = 0; n < 8; n++) {
-        if (n >= dtiles) break;
-        uint32_t vb[2];
-        regs_b_fragment(vb, sm.vt, 8 * n, 16 * kk, g, t);
-        hs_mma_16816<BF16>(o[n], pa, vb);
-      }
+      uint32_t pa[4];
+      regs_a_of_c<BF16>(pa, s[2 * kk], s[2 * kk + 1]);
+      regs_mma_row<BF16>(o, pa, sm.vt, 16 * kk, dtiles, g, t);
     }
   }
   /* ctx = O / l (each lane holds l of its rows, summed over the quad); lse = m + log l */
+  regs_each_output(o, t, d, [&](int r, int e, float v) {
+    const int i = i0 + r0 + 8 * r;
+    if (i < L) put(sh, ctx, ((size_t)b * L + i) * H + (size_t)h * d + e, v / l[r]);
+  });
   HS_UNROLL
   for (int r = 0; r < 2; r++) {
     const int i = i0 + r0 + 8 * r;
-    if (i >= L) continue;
-    const size_t row = ((size_t)b * L + i) * H + (size_t)h * d;
-    HS_UNROLL
-    for (int n = 0; n < 8; n++)
-      HS_UNROLL
-      for (int c = 0; c < 2; c++) {
-        const int e = 8 * n + 2 * t + c;
-        if (e < d) put(sh, ctx, row + e, o[n][2 * r + c] / l[r]);
-      }
-    if (t == 0) lse[(size_t)unit * L + i] = m[r] + logf(l[r]);
+    if (i < L && t == 0) lse[(size_t)unit * L + i] = m[r] + logf(l[r]);
   }
 }
 
@@ -621,25 +670,18 @@ struct dq_regs_smem {
 };
 static_assert(sizeof(dq_regs_smem) <= 48 * 1024, "static shared memory above 48 KiB");
 
-
 template <bool BF16>
 __global__ void __launch_bounds__(kThreads, kRegsFwdBlocksPerSM)
     flash_attention_dq_regs_kernel(float *dqkv, const float *dctx, const float *qkv, const float *mask_bias,
                                    const float *lse, const float *D, flash_shape sh) {
   typedef typename std::conditional<BF16, hs_tile_bf16, hs_tile_fp16>::type T;
-  hs_dropout_slot_resolve(sh);
   HS_SHARED(dq_regs_smem, sm);
-  const int unit = blockIdx.y, b = unit / sh.heads, h = unit % sh.heads, i0 = blockIdx.x * kRegsTile;
-  const uint64_t sample_key = unit_sample_key(sh, b);
-  const int L = sh.L, d = sh.d, H = sh.heads * d;
-  const int warp = threadIdx.x / HS_WARP, lane = threadIdx.x % HS_WARP, g = lane >> 2, t = lane & 3;
-  const size_t ld = 3 * (size_t)H;
-  const float *q = qkv + (size_t)b * (size_t)L * ld + (size_t)h * (size_t)d, *k = q + H, *v = q + 2 * H;
-  const uint16_t *q16 = qkv16_of(sh, b, h), *k16 = q16 ? q16 + H : nullptr, *v16 = q16 ? q16 + 2 * H : nullptr;
-  const size_t dc_off = (size_t)b * (size_t)L * (size_t)H + (size_t)h * (size_t)d;
-  const float *dc = dctx + dc_off;
-  const uint16_t *dc16 = sh.dctx16 ? sh.dctx16 + dc_off : nullptr;
-  const float *mb = mask_bias + (size_t)b * (size_t)L;
+  const regs_block u = regs_block_of(sh, qkv, dctx, mask_bias);
+  const int unit = blockIdx.y, b = u.b, h = u.h, i0 = blockIdx.x * kRegsTile, L = sh.L, d = sh.d, H = u.H;
+  const int warp = u.warp, g = u.g, t = u.t;
+  const uint64_t sample_key = u.sample_key;
+  const size_t ld = u.ld;
+  const float *mb = u.mb;
   const int ksteps = sh.dp / 16, dtiles = sh.dp / 8;
   /* this lane's two query rows: their dropout keys, lse and D (0 past L, where nothing is written) */
   const int r0 = warp * 16 + g;
@@ -652,17 +694,17 @@ __global__ void __launch_bounds__(kThreads, kRegsFwdBlocksPerSM)
     row_lse[r] = i < L ? lse[(size_t)unit * L + i] : 0.0f;
     row_D[r] = i < L ? D[(size_t)unit * L + i] : 0.0f;
   }
-  regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.q, false, sh, q, q16, ld, i0);
-  regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.dc, false, sh, dc, dc16, (size_t)H, i0);
+  regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.q, false, sh, u.q, u.q16, ld, i0);
+  regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.dc, false, sh, u.dc, u.dc16, (size_t)H, i0);
   float dq[8][4]; /* dQ [16, 64]: 8 tiles of 16 x 8 */
   HS_UNROLL
   for (int n = 0; n < 8; n++) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
 
   for (int j0 = 0; j0 < L; j0 += kRegsTile) {
     __syncthreads(); /* every warp is done with the previous K and V tiles */
-    regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.k, false, sh, k, k16, ld, j0);
-    regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.kt, true, sh, k, k16, ld, j0);
-    regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.v, false, sh, v, v16, ld, j0);
+    regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.k, false, sh, u.k, u.k16, ld, j0);
+    regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.kt, true, sh, u.k, u.k16, ld, j0);
+    regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.v, false, sh, u.v, u.v16, ld, j0);
     __syncthreads();
     HS_UNROLL
     for (int half = 0; half < 2; half++) {
@@ -713,33 +755,17 @@ __global__ void __launch_bounds__(kThreads, kRegsFwdBlocksPerSM)
       HS_UNROLL
       for (int kk = 0; kk < 2; kk++) {
         if (j0 + jh + 16 * kk >= L) break;
-        const uint32_t da[4] = {hs_mma_pack2<BF16>(s[2 * kk][0], s[2 * kk][1]), hs_mma_pack2<BF16>(s[2 * kk][2], s[2 * kk][3]),
-                                hs_mma_pack2<BF16>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                                hs_mma_pack2<BF16>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-        HS_UNROLL
-        for (int n = 0; n < 8; n++) {
-          if (n >= dtiles) break;
-          uint32_t kb[2];
-          regs_b_fragment(kb, sm.kt, 8 * n, jh + 16 * kk, g, t);
-          hs_mma_16816<BF16>(dq[n], da, kb);
-        }
+        uint32_t da[4];
+        regs_a_of_c<BF16>(da, s[2 * kk], s[2 * kk + 1]);
+        regs_mma_row<BF16>(dq, da, sm.kt, jh + 16 * kk, dtiles, g, t);
       }
     }
   }
   /* dQ times 1/√d into q's third of dqkv */
-  HS_UNROLL
-  for (int r = 0; r < 2; r++) {
+  regs_each_output(dq, t, d, [&](int r, int e, float v) {
     const int i = i0 + r0 + 8 * r;
-    if (i >= L) continue;
-    const size_t row = ((size_t)b * L + i) * ld + (size_t)h * d;
-    HS_UNROLL
-    for (int n = 0; n < 8; n++)
-      HS_UNROLL
-      for (int c = 0; c < 2; c++) {
-        const int e = 8 * n + 2 * t + c;
-        if (e < d) put(sh, dqkv, row + e, dq[n][2 * r + c] * sh.scale);
-      }
-  }
+    if (i < L) put(sh, dqkv, ((size_t)b * L + i) * ld + (size_t)h * d + e, v * sh.scale);
+  });
 }
 
 /* The block's K and V tiles side by side, loaded once before the query tiles stream (every tile
@@ -884,18 +910,12 @@ __global__ void __launch_bounds__(kThreads, kRegsFwdBlocksPerSM)
     flash_attention_dkv_regs_kernel(float *dqkv, const float *dctx, const float *qkv, const float *mask_bias,
                                     const float *lse, const float *D, flash_shape sh) {
   typedef typename std::conditional<BF16, hs_tile_bf16, hs_tile_fp16>::type T;
-  hs_dropout_slot_resolve(sh);
   HS_SHARED(dkv_regs_smem, sm);
-  const int unit = blockIdx.y, b = unit / sh.heads, h = unit % sh.heads, j0 = blockIdx.x * kRegsTile;
-  const uint64_t sample_key = unit_sample_key(sh, b);
-  const int L = sh.L, d = sh.d, H = sh.heads * d;
-  const int warp = threadIdx.x / HS_WARP, lane = threadIdx.x % HS_WARP, g = lane >> 2, t = lane & 3;
-  const size_t ld = 3 * (size_t)H;
-  const float *q = qkv + (size_t)b * (size_t)L * ld + (size_t)h * (size_t)d, *k = q + H, *v = q + 2 * H;
-  const uint16_t *q16 = qkv16_of(sh, b, h), *k16 = q16 ? q16 + H : nullptr, *v16 = q16 ? q16 + 2 * H : nullptr;
-  const size_t dc_off = (size_t)b * (size_t)L * (size_t)H + (size_t)h * (size_t)d;
-  const float *dc = dctx + dc_off;
-  const uint16_t *dc16 = sh.dctx16 ? sh.dctx16 + dc_off : nullptr;
+  const regs_block u = regs_block_of(sh, qkv, dctx, mask_bias);
+  const int unit = blockIdx.y, b = u.b, h = u.h, j0 = blockIdx.x * kRegsTile, L = sh.L, d = sh.d, H = u.H;
+  const int warp = u.warp, g = u.g, t = u.t;
+  const uint64_t sample_key = u.sample_key;
+  const size_t ld = u.ld;
   const int ksteps = sh.dp / 16, dtiles = sh.dp / 8;
   /* this lane's keys: tile rows ka = 16·warp + 2g (fragment row g) and ka + 1 (row g + 8), their mask */
   const int ka = 16 * warp + 2 * g, jkey = j0 + ka; /* even */
@@ -907,14 +927,14 @@ __global__ void __launch_bounds__(kThreads, kRegsFwdBlocksPerSM)
     HS_UNROLL
     for (int e = 0; e < 4; e++) dk[n][e] = dv[n][e] = 0.0f;
   /* once: the loop's first barrier orders them before their readers */
-  regs_load_rows<BF16, kRegsTile, kRegsKVRow>(sm.k, false, sh, k, k16, ld, j0);
-  regs_load_rows<BF16, kRegsTile, kRegsKVRow>(sm.v, false, sh, v, v16, ld, j0);
+  regs_load_rows<BF16, kRegsTile, kRegsKVRow>(sm.k, false, sh, u.k, u.k16, ld, j0);
+  regs_load_rows<BF16, kRegsTile, kRegsKVRow>(sm.v, false, sh, u.v, u.v16, ld, j0);
   for (int i0 = 0; i0 < L; i0 += kRegsQTile) {
     __syncthreads(); /* every warp is done with the previous query tile */
-    regs_load_rows<BF16, kRegsQTile, kRegsRow>(sm.q, false, sh, q, q16, ld, i0);
-    regs_load_rows<BF16, kRegsQTile, kRegsQtRow>(sm.qt, true, sh, q, q16, ld, i0);
-    regs_load_rows<BF16, kRegsQTile, kRegsRow>(sm.dc, false, sh, dc, dc16, (size_t)H, i0);
-    regs_load_rows<BF16, kRegsQTile, kRegsQtRow>(sm.dct, true, sh, dc, dc16, (size_t)H, i0);
+    regs_load_rows<BF16, kRegsQTile, kRegsRow>(sm.q, false, sh, u.q, u.q16, ld, i0);
+    regs_load_rows<BF16, kRegsQTile, kRegsQtRow>(sm.qt, true, sh, u.q, u.q16, ld, i0);
+    regs_load_rows<BF16, kRegsQTile, kRegsRow>(sm.dc, false, sh, u.dc, u.dc16, (size_t)H, i0);
+    regs_load_rows<BF16, kRegsQTile, kRegsQtRow>(sm.dct, true, sh, u.dc, u.dc16, (size_t)H, i0);
     load_row_stats(sm.lse, kRegsQTile, lse + (size_t)unit * L, i0, L);
     load_row_stats(sm.D, kRegsQTile, D + (size_t)unit * L, i0, L);
     __syncthreads();
@@ -948,7 +968,7 @@ __global__ void __launch_bounds__(kThreads, kRegsFwdBlocksPerSM)
       for (int c = 0; c < 2; c++) {
         const int col = 8 * n + 2 * t + c, i = i0 + col;
         float f[2];
-        drop_factors2(sh, sample_key, row_key_of(sh, sample_key, h, i), jkey, f);
+        drop_factors2(sh, sample_key, sh.p > 0.0f ? row_key_of(sh, sample_key, h, i) : 0u, jkey, f);
         HS_UNROLL
         for (int r = 0; r < 2; r++) { /* r: key jkey + r, fragment row g + 8r, element 2r + c */
           float pt = 0.0f, ds = 0.0f;
@@ -965,41 +985,21 @@ __global__ void __launch_bounds__(kThreads, kRegsFwdBlocksPerSM)
     HS_UNROLL
     for (int kk = 0; kk < 2; kk++) {
       if (i0 + 16 * kk >= L) break;
-      const uint32_t pa[4] = {hs_mma_pack2<BF16>(st[2 * kk][0], st[2 * kk][1]), hs_mma_pack2<BF16>(st[2 * kk][2], st[2 * kk][3]),
-                              hs_mma_pack2<BF16>(st[2 * kk + 1][0], st[2 * kk + 1][1]),
-                              hs_mma_pack2<BF16>(st[2 * kk + 1][2], st[2 * kk + 1][3])};
-      const uint32_t da[4] = {hs_mma_pack2<BF16>(dpt[2 * kk][0], dpt[2 * kk][1]),
-                              hs_mma_pack2<BF16>(dpt[2 * kk][2], dpt[2 * kk][3]),
-                              hs_mma_pack2<BF16>(dpt[2 * kk + 1][0], dpt[2 * kk + 1][1]),
-                              hs_mma_pack2<BF16>(dpt[2 * kk + 1][2], dpt[2 * kk + 1][3])};
-      HS_UNROLL
-      for (int n = 0; n < 8; n++) {
-        if (n >= dtiles) break;
-        uint32_t cb[2], qb[2];
-        regs_b_fragment<kRegsQtRow>(cb, sm.dct, 8 * n, 16 * kk, g, t);
-        regs_b_fragment<kRegsQtRow>(qb, sm.qt, 8 * n, 16 * kk, g, t);
-        hs_mma_16816<BF16>(dv[n], pa, cb);
-        hs_mma_16816<BF16>(dk[n], da, qb);
-      }
+      uint32_t pa[4], da[4];
+      regs_a_of_c<BF16>(pa, st[2 * kk], st[2 * kk + 1]);
+      regs_a_of_c<BF16>(da, dpt[2 * kk], dpt[2 * kk + 1]);
+      regs_mma_row<BF16, kRegsQtRow>(dv, pa, sm.dct, 16 * kk, dtiles, g, t);
+      regs_mma_row<BF16, kRegsQtRow>(dk, da, sm.qt, 16 * kk, dtiles, g, t);
     }
   }
   /* dK times 1/√d and dV into k's and v's thirds of dqkv: fragment row g + 8r is key jkey + r */
-  HS_UNROLL
-  for (int r = 0; r < 2; r++) {
-    const int j = jkey + r;
-    if (j >= L) continue;
-    const size_t row = ((size_t)b * L + j) * ld + (size_t)h * d;
-    HS_UNROLL
-    for (int n = 0; n < 8; n++)
-      HS_UNROLL
-      for (int c = 0; c < 2; c++) {
-        const int e = 8 * n + 2 * t + c;
-        if (e < d) {
-          put(sh, dqkv, row + H + e, dk[n][2 * r + c] * sh.scale);
-          put(sh, dqkv, row + 2 * (size_t)H + e, dv[n][2 * r + c]);
-        }
-      }
-  }
+  const size_t row0 = ((size_t)b * L + jkey) * ld + (size_t)h * d;
+  regs_each_output(dk, t, d, [&](int r, int e, float v) {
+    if (jkey + r < L) put(sh, dqkv, row0 + (size_t)r * ld + H + e, v * sh.scale);
+  });
+  regs_each_output(dv, t, d, [&](int r, int e, float v) {
+    if (jkey + r < L) put(sh, dqkv, row0 + (size_t)r * ld + 2 * (size_t)H + e, v);
+  });
 }
 
 /* ---- host side ------------------------------------------------------------------------------------------ */

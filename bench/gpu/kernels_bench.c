@@ -126,34 +126,27 @@ static void bench_attention(const hs_backend *with_precision, const char *precis
     char label[64], shape[64];
     const double per = (double)b * HEADS * (double)l * l * d;
     snprintf(shape, sizeof shape, "%d x %d, %d heads of %d", b, l, HEADS, d);
-    bench_flops = 4.0 * per;
-    snprintf(label, sizeof label, "flash_attention_forward (%s)", precision);
-    BENCH(label, shape,
-          be->flash_attention_forward(be, ctx, lse, qkv, qkv16, mask_bias, b, l, HEADS, d, 0.1f, 11, 0, NULL, NULL));
-    bench_flops = 8.0 * per;
-    snprintf(label, sizeof label, "flash_attention_backward (%s)", precision);
-    BENCH(label, shape,
-          be->flash_attention_backward(be, dqkv, dctx, qkv, qkv16, mask_bias, ctx, lse, b, l, HEADS, d, 0.1f, 11, 0,
-                                       NULL));
-    if (half) {
-        /* the WMMA kernels the register-fragment ones replace (HETSEQ_FLASH_KERNELS=wmma), side by side */
-        const char *was = getenv("HETSEQ_FLASH_KERNELS");
-        char *saved = was ? strdup(was) : NULL;
-        setenv("HETSEQ_FLASH_KERNELS", "wmma", 1);
+    /* under bf16 (16-bit tiles) a second round on the WMMA kernels the register-fragment ones replace
+     * (HETSEQ_FLASH_KERNELS=wmma), side by side */
+    const char *was = getenv("HETSEQ_FLASH_KERNELS");
+    char *saved = was ? strdup(was) : NULL;
+    for (int wmma = 0; wmma <= half; wmma++) {
+        if (wmma) setenv("HETSEQ_FLASH_KERNELS", "wmma", 1);
+        const char *kernels = wmma ? " WMMA" : "";
         bench_flops = 4.0 * per;
-        snprintf(label, sizeof label, "flash_attention_forward (%s WMMA)", precision);
+        snprintf(label, sizeof label, "flash_attention_forward (%s%s)", precision, kernels);
         BENCH(label, shape,
               be->flash_attention_forward(be, ctx, lse, qkv, qkv16, mask_bias, b, l, HEADS, d, 0.1f, 11, 0, NULL, NULL));
         bench_flops = 8.0 * per;
-        snprintf(label, sizeof label, "flash_attention_backward (%s WMMA)", precision);
+        snprintf(label, sizeof label, "flash_attention_backward (%s%s)", precision, kernels);
         BENCH(label, shape,
               be->flash_attention_backward(be, dqkv, dctx, qkv, qkv16, mask_bias, ctx, lse, b, l, HEADS, d, 0.1f, 11, 0,
                                            NULL));
-        if (saved)
-            setenv("HETSEQ_FLASH_KERNELS", saved, 1), free(saved);
-        else
-            unsetenv("HETSEQ_FLASH_KERNELS");
     }
+    if (saved)
+        setenv("HETSEQ_FLASH_KERNELS", saved, 1), free(saved);
+    else
+        unsetenv("HETSEQ_FLASH_KERNELS");
     bench_flops = 0;
     be->free(be, qkv), be->free(be, dctx), be->free(be, ctx), be->free(be, lse), be->free(be, dqkv);
     be->free(be, mask_bias);
