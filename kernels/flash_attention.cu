@@ -285,8 +285,8 @@ __global__ void __launch_bounds__(kThreads, kFwdBlocksPerSM<T, DMAX>)
 /* ---- forward on register fragments (16-bit tiles, head_dim <= 64, sm_80 and later) ---------------------- */
 
 /* The same forward with the scores, probabilities and output in registers (FlashAttention-2's layout,
- * Dao 2023): a block of 4 warps per (tile of 64 query rows, unit (b, h)), each warp 16 query rows whose
- * Q fragments it holds for the whole loop; per tile of 64 keys a warp computes S [16, 64] = Q·Kᵀ with
+ * Dao 2023): a block of 4 warps per (tile of 64 query rows, unit (b, h)), each warp 16 query rows; per
+ * tile of 64 keys a warp computes S [16, 64] = Q·Kᵀ with
  * mma.sync m16n8k16 (kernels/mma_sync.cuh) into registers, the online softmax on the values it holds (a
  * row lies in the 4 lanes of a quad: its max and sum by two shuffles), rounds P' = e^{s - m}·f straight
  * into the A fragments of O += P'·V and rescales O [16, 64] in registers. Shared memory holds only the
@@ -297,8 +297,9 @@ __global__ void __launch_bounds__(kThreads, kFwdBlocksPerSM<T, DMAX>)
  * Rows of the tiles are kRegsRow 16-bit values apart (64 + 8): the 8 lanes of a fragment load's quad
  * rows then start 4 banks apart, so a warp's 32 loads hit 32 banks. */
 constexpr int kRegsTile = 64, kRegsRow = kRegsTile + 8;
-/* resident blocks per SM asked of the register allocator: 4 (128 registers a thread; 16 warps an SM) */
-constexpr int kRegsFwdBlocksPerSM = 4;
+/* resident blocks per SM the register kernels ask of the register allocator: 4 (128 registers a thread; 16
+ * warps an SM) */
+constexpr int kRegsBlocksPerSM = 4;
 
 struct fwd_regs_smem {
   alignas(16) uint16_t q[kRegsTile * kRegsRow];  /* q[row][dim] */
@@ -425,7 +426,7 @@ __device__ __forceinline__ regs_block regs_block_of(flash_shape &sh, const float
   hs_dropout_slot_resolve(sh); /* the slot read once per thread, not per element */
   regs_block u;
   u.b = blockIdx.y / sh.heads, u.h = blockIdx.y % sh.heads, u.H = sh.heads * sh.d;
-  u.warp = threadIdx.x / HS_WARP, u.g = threadIdx.x % HS_WARP >> 2, u.t = threadIdx.x & 3;
+  u.warp = threadIdx.x / HS_WARP, u.g = (threadIdx.x % HS_WARP) >> 2, u.t = threadIdx.x & 3;
   u.ld = 3 * (size_t)u.H;
   u.sample_key = unit_sample_key(sh, u.b);
   u.q = qkv + (size_t)u.b * (size_t)sh.L * u.ld + (size_t)u.h * (size_t)sh.d, u.k = u.q + u.H, u.v = u.q + 2 * u.H;
@@ -439,7 +440,7 @@ __device__ __forceinline__ regs_block regs_block_of(flash_shape &sh, const float
 }
 
 template <bool BF16>
-__global__ void __launch_bounds__(kThreads, kRegsFwdBlocksPerSM)
+__global__ void __launch_bounds__(kThreads, kRegsBlocksPerSM)
     flash_attention_forward_regs_kernel(float *ctx, float *lse, const float *qkv, const float *mask_bias,
                                         flash_shape sh) {
   typedef typename std::conditional<BF16, hs_tile_bf16, hs_tile_fp16>::type T;
@@ -671,7 +672,7 @@ struct dq_regs_smem {
 static_assert(sizeof(dq_regs_smem) <= 48 * 1024, "static shared memory above 48 KiB");
 
 template <bool BF16>
-__global__ void __launch_bounds__(kThreads, kRegsFwdBlocksPerSM)
+__global__ void __launch_bounds__(kThreads, kRegsBlocksPerSM)
     flash_attention_dq_regs_kernel(float *dqkv, const float *dctx, const float *qkv, const float *mask_bias,
                                    const float *lse, const float *D, flash_shape sh) {
   typedef typename std::conditional<BF16, hs_tile_bf16, hs_tile_fp16>::type T;
@@ -906,7 +907,7 @@ struct dkv_regs_smem {
 static_assert(sizeof(dkv_regs_smem) <= 48 * 1024, "static shared memory above 48 KiB");
 
 template <bool BF16>
-__global__ void __launch_bounds__(kThreads, kRegsFwdBlocksPerSM)
+__global__ void __launch_bounds__(kThreads, kRegsBlocksPerSM)
     flash_attention_dkv_regs_kernel(float *dqkv, const float *dctx, const float *qkv, const float *mask_bias,
                                     const float *lse, const float *D, flash_shape sh) {
   typedef typename std::conditional<BF16, hs_tile_bf16, hs_tile_fp16>::type T;

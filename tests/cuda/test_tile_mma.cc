@@ -1,3 +1,4 @@
+// kernels/mma_sync.cuh's register-fragment product (exactly, with small integers: its fragment layout) and
 // kernels/tile_mma.cuh on the emulated CUDA device: warp_tile_mma for float, hs_tile_bf16, hs_tile_fp16
 // and hs_tile_tf32 operands (16-bit and TF32 tiles on the emulator's nvcuda::wmma, and on the scalar
 // loop, which a GPU without WMMA for the type runs), float with TF32 permitted (m16n16k8), both B
@@ -16,7 +17,9 @@
 // terms are the k products and, accumulating, C: n = k + 1, else n = k. The reference's own error
 // (double: k u_64 relative) is far below. Prints the worst err/bound per type and path (<= 1 passes).
 //
-// Source nvcc compiles too (nvcc -x cu, kernels/hs_cuda.h): the same test can run on a GPU.
+// Source nvcc compiles too (nvcc -x cu, kernels/hs_cuda.h): tests/gpu/test_tile_mma_gpu is the same test on a
+// GPU (configure --with-cuda; it exits 77 where no GPU is visible), where it checks the fragment layout the
+// emulator assumes against the hardware's.
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +28,7 @@
 
 #include <vector>
 
+#include "mma_sync.cuh"
 #include "tile_mma.cuh"
 #if defined(HS_CUDA_EMU)
 #include "selftest.h" /* expect_death (tests/cuda_emu) */
@@ -242,6 +246,75 @@ template <class T, bool SCALAR, bool TF32 = false> double run_all(const char *na
   return worst;
 }
 
+// kernels/mma_sync.cuh: D = A·B + A·B' through two hs_mma_16816 calls, every lane building its registers
+// from A [16][16], B and B' [16][8] (16-bit bits, row-major, global memory) by the PTX ISA's layout and
+// writing its four floats of D [16][8] where that layout says they are; and P = hs_mma_pack2 of lane
+// values. With small integers as operands every product and sum is exact, so D must be A·(B + B') exactly:
+// a wrong place in the layout (the emulator's model, or the kernel's view of it) moves values.
+template <bool BF16>
+__global__ void mma_sync_kernel(const uint16_t *a, const uint16_t *b, float *d, const float *x, uint32_t *packed) {
+  const int lane = threadIdx.x, g = lane >> 2, t = lane & 3;
+  auto word = [](const uint16_t *m, int ld, int r, int c) { return (uint32_t)m[r * ld + c] | (uint32_t)m[r * ld + c + 1] << 16; };
+  const uint32_t af[4] = {word(a, 16, g, 2 * t), word(a, 16, g + 8, 2 * t), word(a, 16, g, 2 * t + 8),
+                          word(a, 16, g + 8, 2 * t + 8)};
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int which = 0; which < 2; which++) {
+    const uint16_t *bm = b + which * 128; /* B [16][8], k rows: a B register holds k rows 2t, 2t + 1 of column g */
+    const uint32_t bf[2] = {(uint32_t)bm[(2 * t) * 8 + g] | (uint32_t)bm[(2 * t + 1) * 8 + g] << 16,
+                            (uint32_t)bm[(2 * t + 8) * 8 + g] | (uint32_t)bm[(2 * t + 9) * 8 + g] << 16};
+    hs_mma_16816<BF16>(acc, af, bf);
+  }
+  for (int e = 0; e < 4; e++) d[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)] = acc[e];
+  packed[lane] = hs_mma_pack2<BF16>(x[2 * lane], x[2 * lane + 1]);
+}
+
+template <bool BF16> void mma_sync_exact(int *failures) {
+  const char *name = BF16 ? "bf16" : "fp16";
+  std::vector<uint16_t> ha(256), hb(256);
+  std::vector<float> fa(256), fb(256), hx(64);
+  for (int i = 0; i < 256; i++) {
+    /* -4 .. 4 and -3 .. 3 from a multiplicative hash of the index: no period that a swap of rows or
+     * columns could leave unchanged */
+    fa[i] = (float)((int)(((uint32_t)i * 2654435761u) >> 20) % 9 - 4);
+    fb[i] = (float)((int)(((uint32_t)(i + 1000) * 2246822519u) >> 20) % 7 - 3);
+    ha[i] = BF16 ? hs_bf16_bits(fa[i]) : hs_fp16_bits(fa[i]);
+    hb[i] = BF16 ? hs_bf16_bits(fb[i]) : hs_fp16_bits(fb[i]);
+  }
+  for (int i = 0; i < 64; i++) hx[i] = (float)(i - 32) * 1.0001f + 1.0f / (float)(i + 3); /* values that round */
+  uint16_t *a, *b;
+  float *d, *x;
+  uint32_t *packed;
+  CUDA_OK(cudaMalloc(&a, 512));
+  CUDA_OK(cudaMalloc(&b, 512));
+  CUDA_OK(cudaMalloc(&d, 512));
+  CUDA_OK(cudaMalloc(&x, 256));
+  CUDA_OK(cudaMalloc(&packed, 128));
+  CUDA_OK(cudaMemcpy(a, ha.data(), 512, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(b, hb.data(), 512, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(x, hx.data(), 256, cudaMemcpyHostToDevice));
+  HS_LAUNCH(1, HS_WARP, 0, 0, mma_sync_kernel<BF16>)(a, b, d, x, packed);
+  std::vector<float> hd(128);
+  std::vector<uint32_t> hp(32);
+  CUDA_OK(cudaMemcpy(hd.data(), d, 512, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(hp.data(), packed, 128, cudaMemcpyDeviceToHost));
+  int bad = 0;
+  for (int i = 0; i < 16; i++)
+    for (int j = 0; j < 8; j++) {
+      float want = 0.0f;
+      for (int k = 0; k < 16; k++) want += fa[i * 16 + k] * (fb[k * 8 + j] + fb[128 + k * 8 + j]);
+      if (hd[i * 8 + j] != want && !bad++)
+        printf("FAIL mma.sync m16n8k16 %s: D[%d][%d] = %g, A·(B + B') = %g\n", name, i, j, hd[i * 8 + j], want);
+    }
+  for (int l = 0; l < 32; l++) {
+    const uint32_t want = BF16 ? (uint32_t)hs_bf16_bits(hx[2 * l]) | (uint32_t)hs_bf16_bits(hx[2 * l + 1]) << 16
+                               : (uint32_t)hs_fp16_bits(hx[2 * l]) | (uint32_t)hs_fp16_bits(hx[2 * l + 1]) << 16;
+    if (hp[l] != want && !bad++) printf("FAIL hs_mma_pack2 %s: lane %d: %08x, want %08x\n", name, l, hp[l], want);
+  }
+  printf("mma.sync m16n8k16 %s: %s (128 elements of D exact, 32 packed pairs)\n", name, bad ? "FAIL" : "ok");
+  *failures += bad != 0;
+  for (void *p : {(void *)a, (void *)b, (void *)d, (void *)x, (void *)packed}) CUDA_OK(cudaFree(p));
+}
+
 #if defined(HS_CUDA_EMU)
 void rules_reported() {
   float *out = nullptr;
@@ -271,7 +344,16 @@ int main() {
   int failures = 0;
 #if defined(HS_CUDA_EMU)
   rules_reported();
+#else
+  /* nvcc's build (tests/gpu/test_tile_mma_gpu): skipped where no GPU is visible */
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    printf("SKIP: no CUDA device visible (%s)\n", cudaGetErrorString(cudaGetLastError()));
+    return 77;
+  }
 #endif
+  mma_sync_exact<true>(&failures);
+  mma_sync_exact<false>(&failures);
   run_all<float, false>("float (scalar)", &failures);
   run_all<float, false, true>("float TF32 (warp_tile_mma)", &failures);
   run_all<hs_tile_bf16, false>("bf16 (warp_tile_mma)", &failures);
