@@ -307,6 +307,23 @@ struct fwd_regs_smem {
   alignas(16) uint16_t vt[kRegsTile * kRegsRow]; /* v transposed: vt[dim][key] */
 };
 
+/* the 32-bit word of two 16-bit values at p (even index: 4-byte aligned) */
+__device__ __forceinline__ uint32_t regs_word(const uint16_t *p) { return *reinterpret_cast<const uint32_t *>(p); }
+
+/* Where element (row, col) of a transposed tile (STRIDE values a row, STRIDE - 8 of them used) lies: its
+ * 32-bit word column XORed with 4·((row / 8) mod (used words / 4)). The loaders write a transposed tile 8
+ * rows of it apart per warp store (a thread's 8 values of one source row go down 8 tile rows), and rows 8
+ * apart start on the same bank at these strides: without the XOR a warp's store hit one bank 8 times,
+ * with it once (twice at STRIDE 40). The B fragments' loads read 8 consecutive rows at one word column
+ * per quad, whose XOR is the same for the 8, so they still hit 32 banks (a bank model of both, in
+ * Python, over every store and load the kernels make). */
+template <int STRIDE> __device__ __forceinline__ int regs_t_at(int row, int col) {
+  /* 4-word groups a row uses, rounded down to a power of two, less one: 7 at STRIDE 72, 3 at 40 (an XOR by
+   * at most 4·mask keeps a word inside the row's aligned block of 4·(mask + 1) words) */
+  constexpr int groups = (STRIDE - 8) / 8, mask = groups >= 8 ? 7 : groups >= 4 ? 3 : groups >= 2 ? 1 : 0;
+  return row * STRIDE + ((((col >> 1) ^ (((row >> 3) & mask) << 2))) << 1) + (col & 1);
+}
+
 /* ROWS rows row0 .. of q, k, v or dctx (head h's columns of src or src16, row stride ld) rounded to the
  * 16-bit type as load_rows rounds them, into dst[row][dim] (transposed: dst[dim][row]), STRIDE values a
  * row; rows past L and dims past d (up to 64) are 0. Block-wide. */
@@ -324,7 +341,7 @@ __device__ __forceinline__ void regs_load_rows(uint16_t *dst, bool transposed, c
       const uint32_t x[4] = {w.x, w.y, w.z, w.w};
       if (transposed) {
         HS_UNROLL
-        for (int c = 0; c < 8; c++) dst[(e + c) * STRIDE + r] = (uint16_t)(x[c / 2] >> (16 * (c % 2)));
+        for (int c = 0; c < 8; c++) dst[regs_t_at<STRIDE>(e + c, r)] = (uint16_t)(x[c / 2] >> (16 * (c % 2)));
       } else if (STRIDE % 8 == 0) {
         *HS_VECTOR_AT(uint4, dst + r * STRIDE + e) = w;
       } else {
@@ -341,12 +358,9 @@ __device__ __forceinline__ void regs_load_rows(uint16_t *dst, bool transposed, c
       const size_t at = (size_t)row * ld + e;
       u = src16 ? src16[at] : (BF16 ? hs_bf16_bits(src[at]) : hs_fp16_bits(src[at]));
     }
-    dst[transposed ? e * STRIDE + r : r * STRIDE + e] = u;
+    dst[transposed ? regs_t_at<STRIDE>(e, r) : r * STRIDE + e] = u;
   }
 }
-
-/* the 32-bit word of two 16-bit values at p (even index: 4-byte aligned) */
-__device__ __forceinline__ uint32_t regs_word(const uint16_t *p) { return *reinterpret_cast<const uint32_t *>(p); }
 
 /* The A fragment of columns c0 .. c0 + 15 of a tile in shared memory (STRIDE values a row) whose fragment
  * rows g and g + 8 are the tile's rows ra and rb (lane (g, t); kernels/mma_sync.cuh's layout) */
@@ -371,16 +385,18 @@ template <bool BF16> __device__ __forceinline__ void regs_a_of_c(uint32_t a[4], 
   a[2] = hs_mma_pack2<BF16>(hi[0], hi[1]), a[3] = hs_mma_pack2<BF16>(hi[2], hi[3]);
 }
 
-/* acc[n] += A·B_n for the dtiles 8-column tiles n of a B [16 x 8·dtiles] stored transposed in shared memory
- * (tile row 8n + g is column 8n + g of B, its k rows from column k0): a warp's [16, 64] output */
+/* acc[n] += A·B_n for the dtiles 8-column tiles n of a B [16 x 8·dtiles] that a loader wrote transposed
+ * (tile row 8n + g is column 8n + g of B, its k rows from column k0; regs_t_at's layout): a warp's
+ * [16, 64] output */
 template <bool BF16, int STRIDE = kRegsRow>
 __device__ __forceinline__ void regs_mma_row(float acc[8][4], const uint32_t a[4], const uint16_t *tile, int k0, int dtiles,
                                              int g, int t) {
   HS_UNROLL
   for (int n = 0; n < 8; n++) {
     if (n >= dtiles) break;
-    uint32_t bf[2];
-    regs_b_fragment<STRIDE>(bf, tile, 8 * n, k0, g, t);
+    const int row = 8 * n + g;
+    const uint32_t bf[2] = {regs_word(tile + regs_t_at<STRIDE>(row, k0 + 2 * t)),
+                            regs_word(tile + regs_t_at<STRIDE>(row, k0 + 8 + 2 * t))};
     hs_mma_16816<BF16>(acc[n], a, bf);
   }
 }
@@ -407,7 +423,7 @@ __device__ __forceinline__ void regs_keep_rows16(const flash_shape &s, uint16_t 
                                                  size_t ld, int row0) {
   for (int idx = threadIdx.x; idx < ROWS * s.d; idx += blockDim.x) {
     const int r = idx / s.d, e = idx % s.d;
-    if (row0 + r < s.L) dst[(size_t)(row0 + r) * ld + e] = tile[transposed ? e * STRIDE + r : r * STRIDE + e];
+    if (row0 + r < s.L) dst[(size_t)(row0 + r) * ld + e] = tile[transposed ? regs_t_at<STRIDE>(e, r) : r * STRIDE + e];
   }
 }
 
