@@ -907,8 +907,8 @@ __global__ void __launch_bounds__(kThreads, kDkvBlocksPerSM<T, DMAX>)
  * rounded straight into the A fragments of dV += P'ᵀ·dC and dK += dSᵀ·Q. A warp's fragment rows g and
  * g + 8 are its keys 2g and 2g + 1, so a lane holds both keys of a dropout pair for each query it holds:
  * one hash for both decisions. Shared memory: the block's K and V (rows 68 values apart: the 8 even keys
- * a fragment load reads start 4 banks apart), the query tile's Q and dC row-major and transposed, its lse
- * and D; two barriers a query tile, where the WMMA kernel makes four and writes Sᵀ, P'ᵀ, dP'ᵀ and dSᵀ to
+ * a fragment load reads start 4 banks apart), the query tile's Q and dC row-major and transposed, its lse,
+ * D and dropout row keys; two barriers a query tile, where the WMMA kernel makes four and writes Sᵀ, P'ᵀ, dP'ᵀ and dSᵀ to
  * shared memory. The same values in the same roles as flash_attention_dkv_kernel. */
 constexpr int kRegsQTile = 32, kRegsKVRow = kRegsTile + 4, kRegsQtRow = kRegsQTile + 8;
 struct dkv_regs_smem {
@@ -919,6 +919,7 @@ struct dkv_regs_smem {
   alignas(16) uint16_t dc[kRegsQTile * kRegsRow];   /* dc[query][dim] */
   alignas(16) uint16_t dct[kRegsTile * kRegsQtRow]; /* dc transposed: dct[dim][query] */
   float lse[kRegsQTile], D[kRegsQTile];
+  uint32_t row_key[kRegsQTile]; /* the queries' dropout keys, made once per query tile (a lane meets 8) */
 };
 static_assert(sizeof(dkv_regs_smem) <= 48 * 1024, "static shared memory above 48 KiB");
 
@@ -954,6 +955,7 @@ __global__ void __launch_bounds__(kThreads, kRegsBlocksPerSM)
     regs_load_rows<BF16, kRegsQTile, kRegsQtRow>(sm.dct, true, sh, u.dc, u.dc16, (size_t)H, i0);
     load_row_stats(sm.lse, kRegsQTile, lse + (size_t)unit * L, i0, L);
     load_row_stats(sm.D, kRegsQTile, D + (size_t)unit * L, i0, L);
+    if (sh.p > 0.0f && threadIdx.x < kRegsQTile) sm.row_key[threadIdx.x] = row_key_of(sh, sample_key, h, i0 + threadIdx.x);
     __syncthreads();
     /* Sᵀ = K·Qᵀ and dP'ᵀ = V·dCᵀ, [16 keys, 32 queries] each: tile n holds queries i0 + 8n .. + 7 */
     float st[4][4], dpt[4][4];
@@ -985,7 +987,7 @@ __global__ void __launch_bounds__(kThreads, kRegsBlocksPerSM)
       for (int c = 0; c < 2; c++) {
         const int col = 8 * n + 2 * t + c, i = i0 + col;
         float f[2];
-        drop_factors2(sh, sample_key, sh.p > 0.0f ? row_key_of(sh, sample_key, h, i) : 0u, jkey, f);
+        drop_factors2(sh, sample_key, sh.p > 0.0f ? sm.row_key[col] : 0u, jkey, f);
         HS_UNROLL
         for (int r = 0; r < 2; r++) { /* r: key jkey + r, fragment row g + 8r, element 2r + c */
           float pt = 0.0f, ds = 0.0f;
