@@ -290,47 +290,40 @@ __global__ void __launch_bounds__(kThreads, kFwdBlocksPerSM<T, DMAX>)
  * mma.sync m16n8k16 (kernels/mma_sync.cuh) into registers, the online softmax on the values it holds (a
  * row lies in the 4 lanes of a quad: its max and sum by two shuffles), rounds P' = e^{s - m}·f straight
  * into the A fragments of O += P'·V and rescales O [16, 64] in registers. Shared memory holds only the
- * Q, K and V tiles (V transposed, so a B fragment is two 32-bit loads), two barriers per key tile where
- * the WMMA kernel above makes five and writes S and P to shared memory and reads them back. The same
- * values in the same roles (Q, K, P', V rounded to T; s = q·k·scale + mask; the exps, the dropout
- * draws, lse = m + log l, ctx = O / l), the products' sums in another order: within the same bounds.
- * Rows of the tiles are kRegsRow 16-bit values apart (64 + 8): the 8 lanes of a fragment load's quad
- * rows then start 4 banks apart, so a warp's 32 loads hit 32 banks. */
+ * Q, K and V tiles, row-major as they are in q|k|v; every fragment comes from them by ldmatrix (one
+ * instruction per A fragment or per two B fragments; .trans for V's, kernels/mma_sync.cuh). Two barriers
+ * per key tile where the WMMA kernel above makes five and writes S and P to shared memory and reads them
+ * back. The same values in the same roles (Q, K, P', V rounded to T; s = q·k·scale + mask; the exps, the
+ * dropout draws, lse = m + log l, ctx = O / l), the products' sums in another order: within the same
+ * bounds. Rows of the tiles are kRegsRow 16-bit values (144 bytes) apart: the 8 rows of 16 bytes one
+ * matrix of an ldmatrix reads (consecutive tile rows, one column block) then lie in 8 different 16-byte
+ * bank groups (144·r mod 128 = 16·r), no conflict; the loaders' 16-byte stores fill a row per 8 lanes. */
 constexpr int kRegsTile = 64, kRegsRow = kRegsTile + 8;
 /* resident blocks per SM the register kernels ask of the register allocator: 4 (128 registers a thread; 16
  * warps an SM) */
 constexpr int kRegsBlocksPerSM = 4;
 
 struct fwd_regs_smem {
-  alignas(16) uint16_t q[kRegsTile * kRegsRow];  /* q[row][dim] */
-  alignas(16) uint16_t k[kRegsTile * kRegsRow];  /* k[key][dim] */
-  alignas(16) uint16_t vt[kRegsTile * kRegsRow]; /* v transposed: vt[dim][key] */
+  alignas(16) uint16_t q[kRegsTile * kRegsRow]; /* q[row][dim] */
+  alignas(16) uint16_t k[kRegsTile * kRegsRow]; /* k[key][dim] */
+  alignas(16) uint16_t v[kRegsTile * kRegsRow]; /* v[key][dim] */
 };
 
-/* the 32-bit word of two 16-bit values at p (even index: 4-byte aligned) */
-__device__ __forceinline__ uint32_t regs_word(const uint16_t *p) { return *reinterpret_cast<const uint32_t *>(p); }
-
-/* Where element (row, col) of a transposed tile (STRIDE values a row, STRIDE - 8 of them used) lies: its
- * 32-bit word column XORed with 4·((row / 8) mod (used words / 4)). The loaders write a transposed tile 8
- * rows of it apart per warp store (a thread's 8 values of one source row go down 8 tile rows), and rows 8
- * apart start on the same bank at these strides: without the XOR a warp's store hit one bank 8 times,
- * with it once (twice at STRIDE 40). The B fragments' loads read 8 consecutive rows at one word column
- * per quad, whose XOR is the same for the 8, so they still hit 32 banks (a bank model of both, in
- * Python, over every store and load the kernels make). */
-template <int STRIDE> __device__ __forceinline__ int regs_t_at(int row, int col) {
-  /* 4-word groups a row uses, rounded down to a power of two, less one: 7 at STRIDE 72, 3 at 40 (an XOR by
-   * at most 4·mask keeps a word inside the row's aligned block of 4·(mask + 1) words) */
-  constexpr int groups = (STRIDE - 8) / 8, mask = groups >= 8 ? 7 : groups >= 4 ? 3 : groups >= 2 ? 1 : 0;
-  return row * STRIDE + ((((col >> 1) ^ (((row >> 3) & mask) << 2))) << 1) + (col & 1);
+/* Where a loader puts tile row r (of the STRIDE-value rows): row r, or with PAIRED the row that makes keys 2g
+ * and 2g + 1 of each 16 (the dK/dV kernel's fragment rows g and g + 8) rows g and g + 8, so that kernel's
+ * A fragments are plain ldmatrix loads of consecutive rows (its even keys 2·144 bytes apart hit 4 bank
+ * groups twice) */
+__device__ __forceinline__ int regs_row_at(int r, bool paired) {
+  return paired ? (r & ~15) | (r & 1) << 3 | (r & 15) >> 1 : r;
 }
 
 /* ROWS rows row0 .. of q, k, v or dctx (head h's columns of src or src16, row stride ld) rounded to the
- * 16-bit type as load_rows rounds them, into dst[row][dim] (transposed: dst[dim][row]), STRIDE values a
- * row; rows past L and dims past d (up to 64) are 0. Block-wide. */
-template <bool BF16, int ROWS, int STRIDE>
-__device__ __forceinline__ void regs_load_rows(uint16_t *dst, bool transposed, const flash_shape &s, const float *src,
+ * 16-bit type as load_rows rounds them, into dst[regs_row_at(row, paired)][dim], kRegsRow values a row;
+ * rows past L and dims past d (up to 64) are 0. Block-wide. */
+template <bool BF16, int ROWS>
+__device__ __forceinline__ void regs_load_rows(uint16_t *dst, bool paired, const flash_shape &s, const float *src,
                                                const uint16_t *src16, size_t ld, int row0) {
-  static_assert(STRIDE % 2 == 0, "rows of whole 32-bit words");
+  static_assert(kRegsRow % 8 == 0, "rows of whole 16-byte blocks (ldmatrix's rows)");
   /* 16-bit rows whose head columns start 16-byte aligned (BERT's head_dim 64 in its q|k|v copy): 8 values
    * per 16-byte load, 8 threads a row */
   if (src16 && s.d % 8 == 0 && ld % 8 == 0 && ((uintptr_t)src16 & 15u) == 0) {
@@ -338,16 +331,7 @@ __device__ __forceinline__ void regs_load_rows(uint16_t *dst, bool transposed, c
       const int r = idx / (kRegsTile / 8), e = idx % (kRegsTile / 8) * 8, row = row0 + r;
       uint4 w = {0u, 0u, 0u, 0u};
       if (row < s.L && e < s.d) w = *HS_VECTOR_AT(const uint4, src16 + (size_t)row * ld + e);
-      const uint32_t x[4] = {w.x, w.y, w.z, w.w};
-      if (transposed) {
-        HS_UNROLL
-        for (int c = 0; c < 8; c++) dst[regs_t_at<STRIDE>(e + c, r)] = (uint16_t)(x[c / 2] >> (16 * (c % 2)));
-      } else if (STRIDE % 8 == 0) {
-        *HS_VECTOR_AT(uint4, dst + r * STRIDE + e) = w;
-      } else {
-        HS_UNROLL
-        for (int c = 0; c < 4; c++) *reinterpret_cast<uint32_t *>(dst + r * STRIDE + e + 2 * c) = x[c];
-      }
+      *HS_VECTOR_AT(uint4, dst + regs_row_at(r, paired) * kRegsRow + e) = w;
     }
     return;
   }
@@ -358,23 +342,28 @@ __device__ __forceinline__ void regs_load_rows(uint16_t *dst, bool transposed, c
       const size_t at = (size_t)row * ld + e;
       u = src16 ? src16[at] : (BF16 ? hs_bf16_bits(src[at]) : hs_fp16_bits(src[at]));
     }
-    dst[transposed ? regs_t_at<STRIDE>(e, r) : r * STRIDE + e] = u;
+    dst[regs_row_at(r, paired) * kRegsRow + e] = u;
   }
 }
 
-/* The A fragment of columns c0 .. c0 + 15 of a tile in shared memory (STRIDE values a row) whose fragment
- * rows g and g + 8 are the tile's rows ra and rb (lane (g, t); kernels/mma_sync.cuh's layout) */
-template <int STRIDE = kRegsRow>
-__device__ __forceinline__ void regs_a_fragment(uint32_t a[4], const uint16_t *tile, int ra, int rb, int c0, int t) {
-  const uint16_t *pa = tile + ra * STRIDE + c0 + 2 * t, *pb = tile + rb * STRIDE + c0 + 2 * t;
-  a[0] = regs_word(pa), a[1] = regs_word(pb), a[2] = regs_word(pa + 8), a[3] = regs_word(pb + 8);
+/* The A fragment of rows row0 .. row0 + 15, columns c0 .. c0 + 15 of a row-major tile in shared memory
+ * (kRegsRow values a row): one ldmatrix, its matrices a[0..3] = (rows 0-7 | 8-15) × (columns 0-7 | 8-15) in
+ * kernels/mma_sync.cuh's order; lane l names row row0 + l % 8 + 8·(l / 8 mod 2), column c0 + 8·(l / 16) */
+__device__ __forceinline__ void regs_a_fragment(uint32_t a[4], const uint16_t *tile, int row0, int c0, int lane) {
+  hs_ldmatrix_x4<false>(a, tile + (row0 + (lane & 7) + (lane & 8)) * kRegsRow + c0 + (lane >> 4 << 3));
 }
-/* The B fragment of columns n0 .. n0 + 7 and k rows k0 .. k0 + 15 of a matrix stored transposed (row n of
- * the tile is column n of B: K for Q·Kᵀ, Kᵀ for dS·K), lane (g, t) taking the tile's row n0 + g */
-template <int STRIDE = kRegsRow>
-__device__ __forceinline__ void regs_b_fragment(uint32_t b[2], const uint16_t *tile, int n0, int k0, int g, int t) {
-  const uint16_t *p = tile + (n0 + g) * STRIDE + k0 + 2 * t;
-  b[0] = regs_word(p), b[1] = regs_word(p + 8);
+/* The B fragments of two 8-column tiles, columns n0 .. n0 + 15 (b[0..1] the first, b[2..3] the second), k rows
+ * k0 .. k0 + 15, of a B stored [n][k] (row n of the tile is column n of B: K for Q·Kᵀ, Q and dC for K·Qᵀ and
+ * V·dCᵀ): one ldmatrix, matrices (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15); lane l
+ * names row n0 + l % 8 + 8·(l / 16), column k0 + 8·(l / 8 mod 2) */
+/* The B fragment of one 8-column tile, columns n0 .. n0 + 7, k rows k0 .. k0 + 15, of a B stored [n][k]: one
+ * ldmatrix.x2, matrices (k 0-7), (k 8-15); lane l < 16 names row n0 + l % 8, column k0 + 8·(l / 8) (the other
+ * lanes' addresses are not read; they name the same rows) */
+__device__ __forceinline__ void regs_b_fragment(uint32_t b[2], const uint16_t *tile, int n0, int k0, int lane) {
+  hs_ldmatrix_x2(b, tile + (n0 + (lane & 7)) * kRegsRow + k0 + (lane & 8));
+}
+__device__ __forceinline__ void regs_b_fragments2(uint32_t b[4], const uint16_t *tile, int n0, int k0, int lane) {
+  hs_ldmatrix_x4<false>(b, tile + (n0 + (lane & 7) + (lane >> 4 << 3)) * kRegsRow + k0 + (lane & 8));
 }
 
 /* The A fragment [16 x 16] of two C tiles [16 x 8] side by side (columns 0-7 and 8-15), rounded to the
@@ -385,19 +374,21 @@ template <bool BF16> __device__ __forceinline__ void regs_a_of_c(uint32_t a[4], 
   a[2] = hs_mma_pack2<BF16>(hi[0], hi[1]), a[3] = hs_mma_pack2<BF16>(hi[2], hi[3]);
 }
 
-/* acc[n] += A·B_n for the dtiles 8-column tiles n of a B [16 x 8·dtiles] that a loader wrote transposed
- * (tile row 8n + g is column 8n + g of B, its k rows from column k0; regs_t_at's layout): a warp's
- * [16, 64] output */
-template <bool BF16, int STRIDE = kRegsRow>
+/* acc[n] += A·B_n for the dtiles 8-column tiles n of a B [16 x 8·dtiles] stored row-major [k][n] (V for
+ * P'·V, K for dS·K, dC and Q for P'ᵀ·dC and dSᵀ·Q), its k rows from k0: a warp's [16, 64] output. Per two
+ * tiles one ldmatrix.trans, matrices (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15); lane
+ * l names row k0 + l % 8 + 8·(l / 8 mod 2), column 16p + 8·(l / 16). dtiles is even (head_dim padded to 16). */
+template <bool BF16>
 __device__ __forceinline__ void regs_mma_row(float acc[8][4], const uint32_t a[4], const uint16_t *tile, int k0, int dtiles,
-                                             int g, int t) {
+                                             int lane) {
+  const uint16_t *row = tile + (k0 + (lane & 7) + (lane & 8)) * kRegsRow + (lane >> 4 << 3);
   HS_UNROLL
-  for (int n = 0; n < 8; n++) {
-    if (n >= dtiles) break;
-    const int row = 8 * n + g;
-    const uint32_t bf[2] = {regs_word(tile + regs_t_at<STRIDE>(row, k0 + 2 * t)),
-                            regs_word(tile + regs_t_at<STRIDE>(row, k0 + 8 + 2 * t))};
-    hs_mma_16816<BF16>(acc[n], a, bf);
+  for (int p = 0; p < 4; p++) {
+    if (2 * p >= dtiles) break;
+    uint32_t bf[4];
+    hs_ldmatrix_x4<true>(bf, row + 16 * p);
+    hs_mma_16816<BF16>(acc[2 * p], a, bf);
+    hs_mma_16816<BF16>(acc[2 * p + 1], a, bf + 2);
   }
 }
 
@@ -415,15 +406,15 @@ template <class Out> __device__ __forceinline__ void regs_each_output(const floa
       }
 }
 
-/* The forward's copy of q|k|v in 16 bits (qkv16_out): the rows row0 .. of a loaded tile (STRIDE values a
- * row, or transposed: dst[dim][row]), which hold to_half's bits of the fp32 input, into the copy's head-h
- * columns starting at dst (row stride ld). Block-wide. */
-template <int ROWS, int STRIDE>
-__device__ __forceinline__ void regs_keep_rows16(const flash_shape &s, uint16_t *dst, const uint16_t *tile, bool transposed,
-                                                 size_t ld, int row0) {
+/* The forward's copy of q|k|v in 16 bits (qkv16_out): the rows row0 .. of a loaded tile (kRegsRow values a
+ * row), which hold to_half's bits of the fp32 input, into the copy's head-h columns starting at dst (row
+ * stride ld). Block-wide. */
+template <int ROWS>
+__device__ __forceinline__ void regs_keep_rows16(const flash_shape &s, uint16_t *dst, const uint16_t *tile, size_t ld,
+                                                 int row0) {
   for (int idx = threadIdx.x; idx < ROWS * s.d; idx += blockDim.x) {
     const int r = idx / s.d, e = idx % s.d;
-    if (row0 + r < s.L) dst[(size_t)(row0 + r) * ld + e] = tile[transposed ? regs_t_at<STRIDE>(e, r) : r * STRIDE + e];
+    if (row0 + r < s.L) dst[(size_t)(row0 + r) * ld + e] = tile[r * kRegsRow + e];
   }
 }
 
@@ -431,7 +422,7 @@ __device__ __forceinline__ void regs_keep_rows16(const flash_shape &s, uint16_t 
  * copy, or NULL), in dctx and its 16-bit copy (the backward's; NULL in the forward), the sample's mask row
  * and dropout key; and the calling lane's place, warp and (g, t) = (lane / 4, lane % 4) */
 struct regs_block {
-  int b, h, H, warp, g, t;
+  int b, h, H, warp, lane, g, t;
   size_t ld; /* q|k|v's row stride, 3H */
   uint64_t sample_key;
   const float *q, *k, *v, *dc, *mb;
@@ -442,7 +433,7 @@ __device__ __forceinline__ regs_block regs_block_of(flash_shape &sh, const float
   hs_dropout_slot_resolve(sh); /* the slot read once per thread, not per element */
   regs_block u;
   u.b = blockIdx.y / sh.heads, u.h = blockIdx.y % sh.heads, u.H = sh.heads * sh.d;
-  u.warp = threadIdx.x / HS_WARP, u.g = (threadIdx.x % HS_WARP) >> 2, u.t = threadIdx.x & 3;
+  u.warp = threadIdx.x / HS_WARP, u.lane = threadIdx.x % HS_WARP, u.g = u.lane >> 2, u.t = u.lane & 3;
   u.ld = 3 * (size_t)u.H;
   u.sample_key = unit_sample_key(sh, u.b);
   u.q = qkv + (size_t)u.b * (size_t)sh.L * u.ld + (size_t)u.h * (size_t)sh.d, u.k = u.q + u.H, u.v = u.q + 2 * u.H;
@@ -463,16 +454,18 @@ __global__ void __launch_bounds__(kThreads, kRegsBlocksPerSM)
   HS_SHARED(fwd_regs_smem, sm);
   const regs_block u = regs_block_of(sh, qkv, nullptr, mask_bias);
   const int unit = blockIdx.y, b = u.b, h = u.h, i0 = blockIdx.x * kRegsTile, L = sh.L, d = sh.d, H = u.H;
-  const int warp = u.warp, g = u.g, t = u.t;
+  const int warp = u.warp, lane = u.lane, t = u.t;
   const uint64_t sample_key = u.sample_key;
   const size_t ld = u.ld;
   const float *mb = u.mb;
   const int ksteps = sh.dp / 16, dtiles = sh.dp / 8; /* the products' k steps over head_dim; O's 8-wide tiles */
-  /* this lane's two query rows (tile rows r0 and r0 + 8) and their dropout keys */
-  const int r0 = warp * 16 + g;
-  const uint32_t row_key[2] = {row_key_of(sh, sample_key, h, i0 + r0), row_key_of(sh, sample_key, h, i0 + r0 + 8)};
+  /* this lane's two query rows (tile rows r0 and r0 + 8) and their dropout keys (made only with dropout on) */
+  const int r0 = warp * 16 + u.g;
+  const bool drop = sh.p > 0.0f;
+  const uint32_t row_key[2] = {drop ? row_key_of(sh, sample_key, h, i0 + r0) : 0u,
+                               drop ? row_key_of(sh, sample_key, h, i0 + r0 + 8) : 0u};
 
-  regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.q, false, sh, u.q, u.q16, ld, i0); /* read by the first key tile's barrier on */
+  regs_load_rows<BF16, kRegsTile>(sm.q, false, sh, u.q, u.q16, ld, i0); /* read by the first key tile's barrier on */
   /* qkv16_out: every block its query rows; the first query tile's block the keys' k and v, as it loads them */
   uint16_t *q_out = sh.qkv16_out ? sh.qkv16_out + (size_t)b * (size_t)L * ld + (size_t)h * (size_t)d : nullptr;
   uint16_t *kv_out = q_out && blockIdx.x == 0 ? q_out + H : nullptr;
@@ -483,13 +476,13 @@ __global__ void __launch_bounds__(kThreads, kRegsBlocksPerSM)
 
   for (int j0 = 0; j0 < L; j0 += kRegsTile) {
     __syncthreads(); /* every warp is done with the previous K and V tiles */
-    regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.k, false, sh, u.k, u.k16, ld, j0);
-    regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.vt, true, sh, u.v, u.v16, ld, j0);
+    regs_load_rows<BF16, kRegsTile>(sm.k, false, sh, u.k, u.k16, ld, j0);
+    regs_load_rows<BF16, kRegsTile>(sm.v, false, sh, u.v, u.v16, ld, j0);
     __syncthreads();
-    if (q_out && j0 == 0) regs_keep_rows16<kRegsTile, kRegsRow>(sh, q_out, sm.q, false, ld, i0);
+    if (q_out && j0 == 0) regs_keep_rows16<kRegsTile>(sh, q_out, sm.q, ld, i0);
     if (kv_out) {
-      regs_keep_rows16<kRegsTile, kRegsRow>(sh, kv_out, sm.k, false, ld, j0);
-      regs_keep_rows16<kRegsTile, kRegsRow>(sh, kv_out + H, sm.vt, true, ld, j0);
+      regs_keep_rows16<kRegsTile>(sh, kv_out, sm.k, ld, j0);
+      regs_keep_rows16<kRegsTile>(sh, kv_out + H, sm.v, ld, j0);
     }
     /* S [16, 64] = Q·Kᵀ: tile n holds keys j0 + 8n .. + 7; tiles past L are skipped (warp-uniform). The
      * warp's Q fragments are reloaded from shared memory per k step (16 loads a key tile) rather than held:
@@ -501,13 +494,14 @@ __global__ void __launch_bounds__(kThreads, kRegsBlocksPerSM)
     for (int ks = 0; ks < 4; ks++) {
       if (ks >= ksteps) break;
       uint32_t qa[4];
-      regs_a_fragment(qa, sm.q, r0, r0 + 8, 16 * ks, t);
+      regs_a_fragment(qa, sm.q, warp * 16, 16 * ks, lane);
       HS_UNROLL
-      for (int n = 0; n < 8; n++) {
+      for (int n = 0; n < 8; n += 2) { /* key tiles n and n + 1 (rows past L are zeros in sm.k) */
         if (j0 + 8 * n >= L) break;
-        uint32_t kb[2];
-        regs_b_fragment(kb, sm.k, 8 * n, 16 * ks, g, t);
+        uint32_t kb[4];
+        regs_b_fragments2(kb, sm.k, 8 * n, 16 * ks, lane);
         hs_mma_16816<BF16>(s[n], qa, kb);
+        if (j0 + 8 * n + 8 < L) hs_mma_16816<BF16>(s[n + 1], qa, kb + 2);
       }
     }
     /* s = q·k·scale + mask, -inf past L; the rows' maxima over the quad */
@@ -559,7 +553,7 @@ __global__ void __launch_bounds__(kThreads, kRegsBlocksPerSM)
       if (j0 + 16 * kk >= L) break;
       uint32_t pa[4];
       regs_a_of_c<BF16>(pa, s[2 * kk], s[2 * kk + 1]);
-      regs_mma_row<BF16>(o, pa, sm.vt, 16 * kk, dtiles, g, t);
+      regs_mma_row<BF16>(o, pa, sm.v, 16 * kk, dtiles, lane);
     }
   }
   /* ctx = O / l (each lane holds l of its rows, summed over the quad); lse = m + log l */
@@ -675,14 +669,13 @@ __global__ void __launch_bounds__(kThreads, kDqBlocksPerSM<T>)
  * 64 query rows, unit (b, h)), each warp 16 rows, dQ [16, 64] in registers; per tile of 64 keys (in two
  * halves of 32, to hold S, dP' and dQ in 96 registers) a warp computes S = Q·Kᵀ and dP' = dC·Vᵀ into
  * registers with mma.sync, dS = P (f·dP' - D) with P = e^{s·scale + mask - lse} on the values it holds,
- * rounds dS straight into the A fragments of dQ += dS·K. Shared memory holds Q, dC, K, V and K transposed
- * (the B operand of dS·K), two barriers per key tile where the WMMA kernel makes three and writes S, dP'
+ * rounds dS straight into the A fragments of dQ += dS·K. Shared memory holds Q, dC, K and V row-major (K
+ * the B operand of dS·K too, through ldmatrix.trans), two barriers per key tile where the WMMA kernel makes three and writes S, dP'
  * and dS to shared memory. The same values in the same roles as flash_attention_dq_kernel. */
 struct dq_regs_smem {
   alignas(16) uint16_t q[kRegsTile * kRegsRow];  /* q[row][dim] */
   alignas(16) uint16_t dc[kRegsTile * kRegsRow]; /* dc[row][dim] */
-  alignas(16) uint16_t k[kRegsTile * kRegsRow];  /* k[key][dim] */
-  alignas(16) uint16_t kt[kRegsTile * kRegsRow]; /* k transposed: kt[dim][key] */
+  alignas(16) uint16_t k[kRegsTile * kRegsRow];  /* k[key][dim]: B of Q·Kᵀ, and by ldmatrix.trans of dS·K */
   alignas(16) uint16_t v[kRegsTile * kRegsRow];  /* v[key][dim] */
 };
 static_assert(sizeof(dq_regs_smem) <= 48 * 1024, "static shared memory above 48 KiB");
@@ -695,33 +688,33 @@ __global__ void __launch_bounds__(kThreads, kRegsBlocksPerSM)
   HS_SHARED(dq_regs_smem, sm);
   const regs_block u = regs_block_of(sh, qkv, dctx, mask_bias);
   const int unit = blockIdx.y, b = u.b, h = u.h, i0 = blockIdx.x * kRegsTile, L = sh.L, d = sh.d, H = u.H;
-  const int warp = u.warp, g = u.g, t = u.t;
+  const int warp = u.warp, lane = u.lane, t = u.t;
   const uint64_t sample_key = u.sample_key;
   const size_t ld = u.ld;
   const float *mb = u.mb;
   const int ksteps = sh.dp / 16, dtiles = sh.dp / 8;
-  /* this lane's two query rows: their dropout keys, lse and D (0 past L, where nothing is written) */
-  const int r0 = warp * 16 + g;
+  /* this lane's two query rows: their dropout keys (with dropout on), lse and D (0 past L, where nothing is
+   * written) */
+  const int r0 = warp * 16 + u.g;
   uint32_t row_key[2];
   float row_lse[2], row_D[2];
   HS_UNROLL
   for (int r = 0; r < 2; r++) {
     const int i = i0 + r0 + 8 * r;
-    row_key[r] = row_key_of(sh, sample_key, h, i);
+    row_key[r] = sh.p > 0.0f ? row_key_of(sh, sample_key, h, i) : 0u;
     row_lse[r] = i < L ? lse[(size_t)unit * L + i] : 0.0f;
     row_D[r] = i < L ? D[(size_t)unit * L + i] : 0.0f;
   }
-  regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.q, false, sh, u.q, u.q16, ld, i0);
-  regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.dc, false, sh, u.dc, u.dc16, (size_t)H, i0);
+  regs_load_rows<BF16, kRegsTile>(sm.q, false, sh, u.q, u.q16, ld, i0);
+  regs_load_rows<BF16, kRegsTile>(sm.dc, false, sh, u.dc, u.dc16, (size_t)H, i0);
   float dq[8][4]; /* dQ [16, 64]: 8 tiles of 16 x 8 */
   HS_UNROLL
   for (int n = 0; n < 8; n++) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
 
   for (int j0 = 0; j0 < L; j0 += kRegsTile) {
     __syncthreads(); /* every warp is done with the previous K and V tiles */
-    regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.k, false, sh, u.k, u.k16, ld, j0);
-    regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.kt, true, sh, u.k, u.k16, ld, j0);
-    regs_load_rows<BF16, kRegsTile, kRegsRow>(sm.v, false, sh, u.v, u.v16, ld, j0);
+    regs_load_rows<BF16, kRegsTile>(sm.k, false, sh, u.k, u.k16, ld, j0);
+    regs_load_rows<BF16, kRegsTile>(sm.v, false, sh, u.v, u.v16, ld, j0);
     __syncthreads();
     HS_UNROLL
     for (int half = 0; half < 2; half++) {
@@ -737,16 +730,20 @@ __global__ void __launch_bounds__(kThreads, kRegsBlocksPerSM)
       for (int ks = 0; ks < 4; ks++) {
         if (ks >= ksteps) break;
         uint32_t qa[4], ca[4];
-        regs_a_fragment(qa, sm.q, r0, r0 + 8, 16 * ks, t);
-        regs_a_fragment(ca, sm.dc, r0, r0 + 8, 16 * ks, t);
+        regs_a_fragment(qa, sm.q, warp * 16, 16 * ks, lane);
+        regs_a_fragment(ca, sm.dc, warp * 16, 16 * ks, lane);
         HS_UNROLL
-        for (int n = 0; n < 4; n++) {
+        for (int n = 0; n < 4; n += 2) { /* key tiles n and n + 1 (rows past L are zeros in sm.k, sm.v) */
           if (j0 + jh + 8 * n >= L) break;
-          uint32_t kb[2], vb[2];
-          regs_b_fragment(kb, sm.k, jh + 8 * n, 16 * ks, g, t);
-          regs_b_fragment(vb, sm.v, jh + 8 * n, 16 * ks, g, t);
+          uint32_t kb[4], vb[4];
+          regs_b_fragments2(kb, sm.k, jh + 8 * n, 16 * ks, lane);
+          regs_b_fragments2(vb, sm.v, jh + 8 * n, 16 * ks, lane);
           hs_mma_16816<BF16>(s[n], qa, kb);
           hs_mma_16816<BF16>(dp[n], ca, vb);
+          if (j0 + jh + 8 * n + 8 < L) {
+            hs_mma_16816<BF16>(s[n + 1], qa, kb + 2);
+            hs_mma_16816<BF16>(dp[n + 1], ca, vb + 2);
+          }
         }
       }
       /* dS = P (f·dP' - D), keys two at a time (one dropout hash for both); 0 past L */
@@ -774,7 +771,7 @@ __global__ void __launch_bounds__(kThreads, kRegsBlocksPerSM)
         if (j0 + jh + 16 * kk >= L) break;
         uint32_t da[4];
         regs_a_of_c<BF16>(da, s[2 * kk], s[2 * kk + 1]);
-        regs_mma_row<BF16>(dq, da, sm.kt, jh + 16 * kk, dtiles, g, t);
+        regs_mma_row<BF16>(dq, da, sm.k, jh + 16 * kk, dtiles, lane);
       }
     }
   }
@@ -906,18 +903,18 @@ __global__ void __launch_bounds__(kThreads, kDkvBlocksPerSM<T, DMAX>)
  * registers, P = e^{s·scale + mask - lse}, P'ᵀ = P·f and dSᵀ = P (f·dP' - D) on the values a lane holds,
  * rounded straight into the A fragments of dV += P'ᵀ·dC and dK += dSᵀ·Q. A warp's fragment rows g and
  * g + 8 are its keys 2g and 2g + 1, so a lane holds both keys of a dropout pair for each query it holds:
- * one hash for both decisions. Shared memory: the block's K and V (rows 68 values apart: the 8 even keys
- * a fragment load reads start 4 banks apart), the query tile's Q and dC row-major and transposed, its lse,
- * D and dropout row keys; two barriers a query tile, where the WMMA kernel makes four and writes Sᵀ, P'ᵀ, dP'ᵀ and dSᵀ to
- * shared memory. The same values in the same roles as flash_attention_dkv_kernel. */
-constexpr int kRegsQTile = 32, kRegsKVRow = kRegsTile + 4, kRegsQtRow = kRegsQTile + 8;
+ * one hash for both decisions. Shared memory: the block's K and V (rows paired, regs_row_at: a warp's keys
+ * 2g and 2g + 1 stored as its rows g and g + 8, so its A fragments are ldmatrix loads of consecutive rows),
+ * the query tile's Q and dC row-major (the B operands of K·Qᵀ and V·dCᵀ, and through ldmatrix.trans of dSᵀ·Q
+ * and P'ᵀ·dC), its lse, D and dropout row keys; two barriers a query tile, where the WMMA kernel makes four
+ * and writes Sᵀ, P'ᵀ, dP'ᵀ and dSᵀ to shared memory. The same values in the same roles as
+ * flash_attention_dkv_kernel. */
+constexpr int kRegsQTile = 32;
 struct dkv_regs_smem {
-  alignas(16) uint16_t k[kRegsTile * kRegsKVRow];   /* k[key][dim] */
-  alignas(16) uint16_t v[kRegsTile * kRegsKVRow];   /* v[key][dim] */
-  alignas(16) uint16_t q[kRegsQTile * kRegsRow];    /* q[query][dim] */
-  alignas(16) uint16_t qt[kRegsTile * kRegsQtRow];  /* q transposed: qt[dim][query] */
-  alignas(16) uint16_t dc[kRegsQTile * kRegsRow];   /* dc[query][dim] */
-  alignas(16) uint16_t dct[kRegsTile * kRegsQtRow]; /* dc transposed: dct[dim][query] */
+  alignas(16) uint16_t k[kRegsTile * kRegsRow];  /* k[key][dim], rows paired (regs_row_at) */
+  alignas(16) uint16_t v[kRegsTile * kRegsRow];  /* v[key][dim], rows paired */
+  alignas(16) uint16_t q[kRegsQTile * kRegsRow];  /* q[query][dim]: B of K·Qᵀ, and by ldmatrix.trans of dSᵀ·Q */
+  alignas(16) uint16_t dc[kRegsQTile * kRegsRow]; /* dc[query][dim]: B of V·dCᵀ, and by ldmatrix.trans of P'ᵀ·dC */
   float lse[kRegsQTile], D[kRegsQTile];
   uint32_t row_key[kRegsQTile]; /* the queries' dropout keys, made once per query tile (a lane meets 8) */
 };
@@ -931,28 +928,26 @@ __global__ void __launch_bounds__(kThreads, kRegsBlocksPerSM)
   HS_SHARED(dkv_regs_smem, sm);
   const regs_block u = regs_block_of(sh, qkv, dctx, mask_bias);
   const int unit = blockIdx.y, b = u.b, h = u.h, j0 = blockIdx.x * kRegsTile, L = sh.L, d = sh.d, H = u.H;
-  const int warp = u.warp, g = u.g, t = u.t;
+  const int warp = u.warp, lane = u.lane, t = u.t;
   const uint64_t sample_key = u.sample_key;
   const size_t ld = u.ld;
   const int ksteps = sh.dp / 16, dtiles = sh.dp / 8;
-  /* this lane's keys: tile rows ka = 16·warp + 2g (fragment row g) and ka + 1 (row g + 8), their mask */
-  const int ka = 16 * warp + 2 * g, jkey = j0 + ka; /* even */
-  const float mbk[2] = {jkey < L ? mask_bias[(size_t)b * L + jkey] : 0.0f,
-                        jkey + 1 < L ? mask_bias[(size_t)b * L + jkey + 1] : 0.0f};
+  /* this lane's keys: tile rows ka = 16·warp + 2g (fragment row g) and ka + 1 (row g + 8), their mask; the
+   * loader stores them paired, as rows 16·warp + g and 16·warp + g + 8 */
+  const int ka = 16 * warp + 2 * u.g, jkey = j0 + ka; /* even */
+  const float mbk[2] = {jkey < L ? u.mb[jkey] : 0.0f, jkey + 1 < L ? u.mb[jkey + 1] : 0.0f};
   float dk[8][4], dv[8][4]; /* dK, dV [16, 64] of the warp's keys: 8 tiles of 16 x 8 each */
   HS_UNROLL
   for (int n = 0; n < 8; n++)
     HS_UNROLL
     for (int e = 0; e < 4; e++) dk[n][e] = dv[n][e] = 0.0f;
   /* once: the loop's first barrier orders them before their readers */
-  regs_load_rows<BF16, kRegsTile, kRegsKVRow>(sm.k, false, sh, u.k, u.k16, ld, j0);
-  regs_load_rows<BF16, kRegsTile, kRegsKVRow>(sm.v, false, sh, u.v, u.v16, ld, j0);
+  regs_load_rows<BF16, kRegsTile>(sm.k, true, sh, u.k, u.k16, ld, j0);
+  regs_load_rows<BF16, kRegsTile>(sm.v, true, sh, u.v, u.v16, ld, j0);
   for (int i0 = 0; i0 < L; i0 += kRegsQTile) {
     __syncthreads(); /* every warp is done with the previous query tile */
-    regs_load_rows<BF16, kRegsQTile, kRegsRow>(sm.q, false, sh, u.q, u.q16, ld, i0);
-    regs_load_rows<BF16, kRegsQTile, kRegsQtRow>(sm.qt, true, sh, u.q, u.q16, ld, i0);
-    regs_load_rows<BF16, kRegsQTile, kRegsRow>(sm.dc, false, sh, u.dc, u.dc16, (size_t)H, i0);
-    regs_load_rows<BF16, kRegsQTile, kRegsQtRow>(sm.dct, true, sh, u.dc, u.dc16, (size_t)H, i0);
+    regs_load_rows<BF16, kRegsQTile>(sm.q, false, sh, u.q, u.q16, ld, i0);
+    regs_load_rows<BF16, kRegsQTile>(sm.dc, false, sh, u.dc, u.dc16, (size_t)H, i0);
     load_row_stats(sm.lse, kRegsQTile, lse + (size_t)unit * L, i0, L);
     load_row_stats(sm.D, kRegsQTile, D + (size_t)unit * L, i0, L);
     if (sh.p > 0.0f && threadIdx.x < kRegsQTile) sm.row_key[threadIdx.x] = row_key_of(sh, sample_key, h, i0 + threadIdx.x);
@@ -967,14 +962,14 @@ __global__ void __launch_bounds__(kThreads, kRegsBlocksPerSM)
     for (int ks = 0; ks < 4; ks++) {
       if (ks >= ksteps) break;
       uint32_t kfa[4], vfa[4];
-      regs_a_fragment<kRegsKVRow>(kfa, sm.k, ka, ka + 1, 16 * ks, t);
-      regs_a_fragment<kRegsKVRow>(vfa, sm.v, ka, ka + 1, 16 * ks, t);
+      regs_a_fragment(kfa, sm.k, 16 * warp, 16 * ks, lane);
+      regs_a_fragment(vfa, sm.v, 16 * warp, 16 * ks, lane);
       HS_UNROLL
       for (int n = 0; n < 4; n++) {
         if (i0 + 8 * n >= L) break;
         uint32_t qb[2], cb[2];
-        regs_b_fragment(qb, sm.q, 8 * n, 16 * ks, g, t);
-        regs_b_fragment(cb, sm.dc, 8 * n, 16 * ks, g, t);
+        regs_b_fragment(qb, sm.q, 8 * n, 16 * ks, lane);
+        regs_b_fragment(cb, sm.dc, 8 * n, 16 * ks, lane);
         hs_mma_16816<BF16>(st[n], kfa, qb);
         hs_mma_16816<BF16>(dpt[n], vfa, cb);
       }
@@ -1007,8 +1002,8 @@ __global__ void __launch_bounds__(kThreads, kRegsBlocksPerSM)
       uint32_t pa[4], da[4];
       regs_a_of_c<BF16>(pa, st[2 * kk], st[2 * kk + 1]);
       regs_a_of_c<BF16>(da, dpt[2 * kk], dpt[2 * kk + 1]);
-      regs_mma_row<BF16, kRegsQtRow>(dv, pa, sm.dct, 16 * kk, dtiles, g, t);
-      regs_mma_row<BF16, kRegsQtRow>(dk, da, sm.qt, 16 * kk, dtiles, g, t);
+      regs_mma_row<BF16>(dv, pa, sm.dc, 16 * kk, dtiles, lane);
+      regs_mma_row<BF16>(dk, da, sm.q, 16 * kk, dtiles, lane);
     }
   }
   /* dK times 1/√d and dV into k's and v's thirds of dqkv: fragment row g + 8r is key jkey + r */
@@ -1086,11 +1081,7 @@ void forward_regs(const hs_backend *be, float *ctx, float *lse, const float *qkv
 bool flash_on_regs(const hs_backend *be, int head_dim) {
   if (be->precision != HS_PRECISION_BF16 && be->precision != HS_PRECISION_FP16) return false;
   if (head_dim > kRegsTile || be->cc_major < 8) return false;
-  const char *choice = getenv("HETSEQ_FLASH_KERNELS");
-  if (choice && strcmp(choice, "wmma") == 0) return false;
-  if (choice && *choice && strcmp(choice, "regs") != 0)
-    hs_die("HETSEQ_FLASH_KERNELS=\"%s\": expected \"regs\" (the default) or \"wmma\"", choice);
-  return true;
+  return !hs_cuda_flash_kernels_wmma();
 }
 
 template <class T, int DMAX>
@@ -1145,6 +1136,19 @@ void check_head_dim(int d) {
 }
 
 } // namespace
+
+/* HETSEQ_FLASH_KERNELS read each time (tests switch it): 1 for "wmma", 0 unset, empty or "regs"; any other
+ * value ends the job with the message (the CUDA backend asks once as it starts, so a typo stops the run
+ * before its data is read, not at the first forward) */
+int hs_cuda_flash_kernels_wmma(void) {
+  const char *choice = getenv("HETSEQ_FLASH_KERNELS");
+  if (choice && strcmp(choice, "wmma") == 0) return 1;
+  if (choice && *choice && strcmp(choice, "regs") != 0)
+    hs_die("HETSEQ_FLASH_KERNELS=\"%s\": expected \"regs\" (the default: the 16-bit fused attention on "
+           "register fragments) or \"wmma\" (the WMMA kernels); unset it to take the default",
+           choice);
+  return 0;
+}
 
 extern "C" void hs_cuda_flash_attention_forward(const hs_backend *be, float *ctx, float *lse, const float *qkv,
                                                 const uint16_t *qkv16, const float *mask_bias, int batch,

@@ -13,6 +13,15 @@
  *
  *   hs_mma_16816<BF16>(acc, a, b)   acc[4] += A·B, warp-collective (every lane, one call site)
  *   hs_mma_pack2<BF16>(lo, hi)      two floats rounded to nearest-even 16-bit values, lo in the low half
+ *   hs_ldmatrix_x4<TRANS>(r, row)   four 8 x 8 matrices of 16-bit values from shared memory into fragments
+ *   hs_ldmatrix_x2(r, row)          two (lanes 0-15 name the rows)
+ *
+ * ldmatrix (PTX ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16), warp-collective: lane l names row l % 8
+ * of matrix l / 8 (8 consecutive 16-bit values, 16-byte aligned; any row anywhere in shared memory), and
+ * every lane receives in r[m] matrix m's (row g, columns 2t, 2t+1), or with TRANS its (rows 2t, 2t+1,
+ * column g). So one instruction loads an A fragment of a row-major tile (matrices: rows 0-7 / 8-15 ×
+ * columns 0-7 / 8-15, in a's order) or the B fragments of two 8-column tiles of a matrix stored [n][k]; with
+ * TRANS, those of a matrix stored [k][n] (V for P·V, K for dS·K): no transposed copy in shared memory.
  *
  * Where it runs: nvcc for sm_80 and later (bf16 and fp16 m16n8k16 need sm_80), and the emulated device
  * (tests/cuda_emu/include/hs_emu/mma_sync.h: the same layout, the products summed as its WMMA sums them).
@@ -60,6 +69,53 @@ __device__ __forceinline__ void hs_mma_16816(float acc[4], const uint32_t a[4], 
   __trap(); /* never launched below sm_80: the host asks hs_mma_sync_usable first */
 #else
   (void)acc, (void)a, (void)b; /* nvcc's host pass compiles device code it never runs */
+#endif
+}
+#endif
+
+#if defined(HS_CUDA_EMU)
+template <bool TRANS>
+__device__ __forceinline__ void hs_ldmatrix_x4(uint32_t r[4], const uint16_t *row, const char *file = __builtin_FILE(),
+                                               int line = __builtin_LINE()) {
+  ::hs_emu::ldmatrix_x4(r, row, TRANS, file, line);
+}
+#else
+template <bool TRANS> __device__ __forceinline__ void hs_ldmatrix_x4(uint32_t r[4], const uint16_t *row) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned addr = (unsigned)__cvta_generic_to_shared(row);
+  if (TRANS)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+#elif defined(__CUDA_ARCH__)
+  (void)r, (void)row;
+  __trap(); /* the kernels that call it need mma.sync (sm_80), which the host asks for first */
+#else
+  (void)r, (void)row;
+#endif
+}
+#endif
+
+/* The same for two matrices (ldmatrix .x2): lanes 0-15 name their rows (the others' addresses are not read) */
+#if defined(HS_CUDA_EMU)
+__device__ __forceinline__ void hs_ldmatrix_x2(uint32_t r[2], const uint16_t *row, const char *file = __builtin_FILE(),
+                                               int line = __builtin_LINE()) {
+  ::hs_emu::ldmatrix_x2(r, row, file, line);
+}
+#else
+__device__ __forceinline__ void hs_ldmatrix_x2(uint32_t r[2], const uint16_t *row) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned addr = (unsigned)__cvta_generic_to_shared(row);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
+#elif defined(__CUDA_ARCH__)
+  (void)r, (void)row;
+  __trap();
+#else
+  (void)r, (void)row;
 #endif
 }
 #endif

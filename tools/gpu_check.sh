@@ -2,7 +2,7 @@
 # One command for a user's first run on a GPU node (docs/gpu.md, "First run on a GPU"):
 #   bash tools/gpu_check.sh BUILD_DIR        (a build configured --with-cuda; on a GPU machine without
 #   bash .dev/on_gpu.sh bash tools/gpu_check.sh build      hetseq's libraries: through on_gpu.sh)
-# Runs, on this node's GPU: the tile products and mma.sync's fragment layout
+# Runs, on this node's GPU: the tile products and mma.sync's and ldmatrix's fragment layouts
 # (BUILD_DIR/tests/gpu/test_tile_mma_gpu, if built), the op conformance of the CUDA backend against the CPU
 # backend (BUILD_DIR/tests/gpu/test_op_conformance_gpu, if built), the training trajectories of
 # tests/gpu/test_gpu_training.sh, the memory-bound kernels' bandwidth (BUILD_DIR/bench/gpu/kernels_bench,
@@ -42,18 +42,18 @@ rows="" failed=""
 row() { rows="$rows$(printf '%-40s %-6s %6s  %s' "$1" "$2" "$3" "$4")"$'\n'; [ "$2" = FAIL ] && failed="$failed${failed:+, }$1"; }
 now() { date +%s; }
 
-# ---- tile products and mma.sync's fragment layout ----------------------------------------------------
+# ---- tile products and the mma.sync and ldmatrix fragment layouts -------------------------------------
 # tests/gpu/test_tile_mma_gpu: the exact products of kernels/mma_sync.cuh by the layout the emulated device
 # assumes (a wrong layout fails here first, and the fused attention's register kernels in the conformance)
 tiles=$build/tests/gpu/test_tile_mma_gpu
 if [ -x "$tiles" ]; then
   t0=$(now); (cd "$dir" && "$tiles") > "$dir/tile_mma.log" 2>&1; rc=$?; t1=$(now)
-  detail="$(grep -c '^mma.sync.*: ok' "$dir/tile_mma.log") of 2 mma.sync layouts exact (tile_mma.log)"
-  case $rc in 0) row "tile products, mma.sync layout" pass $((t1 - t0)) "$detail" ;;
-    77) row "tile products, mma.sync layout" skip $((t1 - t0)) "$(grep -m1 SKIP "$dir/tile_mma.log")" ;;
-    *) row "tile products, mma.sync layout" FAIL $((t1 - t0)) "$(grep -m1 FAIL "$dir/tile_mma.log") (exit $rc; tile_mma.log)" ;; esac
+  detail="$(grep -c '^mma.sync.*: ok' "$dir/tile_mma.log") of 2 mma.sync layouts, $(grep -c '^ldmatrix.*: ok' "$dir/tile_mma.log") of 1 ldmatrix exact (tile_mma.log)"
+  case $rc in 0) row "tile products, mma/ldmatrix layouts" pass $((t1 - t0)) "$detail" ;;
+    77) row "tile products, mma/ldmatrix layouts" skip $((t1 - t0)) "$(grep -m1 SKIP "$dir/tile_mma.log")" ;;
+    *) row "tile products, mma/ldmatrix layouts" FAIL $((t1 - t0)) "$(grep -m1 FAIL "$dir/tile_mma.log") (exit $rc; tile_mma.log)" ;; esac
 else
-  row "tile products, mma.sync layout" skip 0 "not built (make tests/gpu/test_tile_mma_gpu)"
+  row "tile products, mma/ldmatrix layouts" skip 0 "not built (make tests/gpu/test_tile_mma_gpu)"
 fi
 
 # ---- op conformance ----------------------------------------------------------------------------------

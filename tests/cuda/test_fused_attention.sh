@@ -8,6 +8,7 @@
 #     both attentions are within their derived bounds of the same exact values, conformance
 #     "flash_attention_forward/backward"), on CUDA at L = 256 and on the CPU (the fused CPU op, the
 #     reference math row by row) at the tests' L = 32;
+#   - a mistyped HETSEQ_FLASH_KERNELS ends the run at start-up with a message naming it;
 #   - under fp16 (16-bit activation storage) the fused run trains too, its trajectory within 1e-3 of the
 #     unfused one (tests/cuda/test_act16_cuda.sh's tolerance): the unfused backward reads the
 #     probabilities from their 16-bit copy, the fused one recomputes them from q|k|v and the fp32 lse.
@@ -82,4 +83,13 @@ same_traj cpu_fused/metrics.jsonl cpu_unfused/metrics.jsonl 1e-5
 run "$EMU" auto_wide shards auto -o device=\"cuda\" -o training.max_update=1 -o model.hidden_size=256 \
   -o model.num_attention_heads=1 -o model.intermediate_size=64
 grep -q "attention unfused" auto_wide.log || { cat auto_wide.log; fail "auto with a 256-column head did not train unfused"; }
+# a mistyped HETSEQ_FLASH_KERNELS stops the job as the CUDA backend starts, naming the variable and the
+# values it takes, before any data is read (the data path here does not exist)
+if HETSEQ_FLASH_KERNELS=wmmma OMP_NUM_THREADS=1 mpi 1 "$EMU" train "$BERT" -o device=\"cuda\" \
+  -o data.path=\"$PWD/no_such_data\" -o checkpoint.no_save=true > bad_kernels.log 2>&1; then
+  cat bad_kernels.log; fail "HETSEQ_FLASH_KERNELS=wmmma was accepted"
+fi
+[ "$(grep -c 'hetseq: error' bad_kernels.log)" = 1 ] &&
+  grep -q 'hetseq: error: HETSEQ_FLASH_KERNELS="wmmma": expected "regs"' bad_kernels.log ||
+  { cat bad_kernels.log; fail "a bad HETSEQ_FLASH_KERNELS was not the one error reported"; }
 pass

@@ -1,5 +1,5 @@
-// kernels/mma_sync.cuh's register-fragment product (exactly, with small integers: its fragment layout) and
-// kernels/tile_mma.cuh on the emulated CUDA device: warp_tile_mma for float, hs_tile_bf16, hs_tile_fp16
+// kernels/mma_sync.cuh's register-fragment product (exactly, with small integers: its fragment layout), its
+// ldmatrix loads (every register against the documented layout) and kernels/tile_mma.cuh on the emulated CUDA device: warp_tile_mma for float, hs_tile_bf16, hs_tile_fp16
 // and hs_tile_tf32 operands (16-bit and TF32 tiles on the emulator's nvcuda::wmma, and on the scalar
 // loop, which a GPU without WMMA for the type runs), float with TF32 permitted (m16n16k8), both B
 // forms, accumulate on and off, k = 16..128, leading dimensions with and without padding, two warps of
@@ -315,7 +315,73 @@ template <bool BF16> void mma_sync_exact(int *failures) {
   for (void *p : {(void *)a, (void *)b, (void *)d, (void *)x, (void *)packed}) CUDA_OK(cudaFree(p));
 }
 
+// kernels/mma_sync.cuh's ldmatrix (x4, x4.trans, x2): lane l names a row of a shared tile of distinct 16-bit
+// values, rows chosen by a permutation and column blocks by the lane (any row anywhere may be named), and
+// writes the registers it receives; the host checks every register against the PTX ISA's layout. mode 1: a
+// row 8 bytes off alignment; mode 2: the lanes write the tile without __syncwarp before the load.
+constexpr int kLdmRows = 32, kLdmStride = 24; // 48-byte rows: three 16-byte column blocks
+struct ldmatrix_smem {
+  alignas(16) uint16_t tile[kLdmRows * kLdmStride];
+};
+__host__ __device__ inline uint16_t ldm_value(int e) { return (uint16_t)(e * 37 + 11); } // distinct (37 odd)
+__host__ __device__ inline int ldm_row_of_lane(int l) { return ((l * 5 + 3) % kLdmRows) * kLdmStride + (l % 3) * 8; }
+
+__global__ void ldmatrix_kernel(uint32_t *out, int mode) {
+  HS_SHARED(ldmatrix_smem, sm);
+  const int lane = threadIdx.x;
+  for (int e = lane; e < kLdmRows * kLdmStride; e += HS_WARP) sm.tile[e] = ldm_value(e);
+  if (mode != 2) __syncwarp();
+  const uint16_t *row = sm.tile + ldm_row_of_lane(lane) + (mode == 1 ? 4 : 0);
+  uint32_t r[4], r2[2];
+  hs_ldmatrix_x4<false>(r, row);
+  for (int m = 0; m < 4; m++) out[lane * 4 + m] = r[m];
+  hs_ldmatrix_x4<true>(r, row);
+  for (int m = 0; m < 4; m++) out[128 + lane * 4 + m] = r[m];
+  hs_ldmatrix_x2(r2, row);
+  for (int m = 0; m < 2; m++) out[256 + lane * 2 + m] = r2[m];
+}
+
+void ldmatrix_exact(int *failures) {
+  uint32_t *out;
+  CUDA_OK(cudaMalloc(&out, 320 * sizeof(uint32_t)));
+  HS_LAUNCH(1, HS_WARP, 0, 0, ldmatrix_kernel)(out, 0);
+  std::vector<uint32_t> h(320);
+  CUDA_OK(cudaMemcpy(h.data(), out, h.size() * sizeof(uint32_t), cudaMemcpyDeviceToHost));
+  auto at = [](int lane, int col) { return (uint32_t)ldm_value(ldm_row_of_lane(lane) + col); }; // lane's row, column col
+  int bad = 0;
+  for (int l = 0; l < 32; l++) {
+    const int g = l / 4, t = l % 4;
+    for (int m = 0; m < 4; m++) {
+      const uint32_t plain = at(8 * m + g, 2 * t) | at(8 * m + g, 2 * t + 1) << 16;
+      const uint32_t trans = at(8 * m + 2 * t, g) | at(8 * m + 2 * t + 1, g) << 16;
+      const uint32_t got[3] = {h[l * 4 + m], h[128 + l * 4 + m], m < 2 ? h[256 + l * 2 + m] : plain};
+      const uint32_t want[3] = {plain, trans, plain};
+      const char *what[3] = {"x4", "x4.trans", "x2"};
+      for (int k = 0; k < 3; k++)
+        if (got[k] != want[k] && !bad++)
+          printf("FAIL ldmatrix %s: lane %d register %d = %08x, want %08x\n", what[k], l, m, got[k], want[k]);
+    }
+  }
+  printf("ldmatrix m8n8 x4, x4.trans, x2: %s (320 registers exact)\n", bad ? "FAIL" : "ok");
+  *failures += bad != 0;
+  CUDA_OK(cudaFree(out));
+}
+
 #if defined(HS_CUDA_EMU)
+void ldmatrix_rules_reported() {
+  uint32_t *out = nullptr;
+  CUDA_OK(cudaMalloc(&out, 320 * sizeof(uint32_t)));
+  auto dies = [out](const char *name, int mode, const char *needle) {
+    expect_death(name, [out, mode] {
+      HS_LAUNCH(1, HS_WARP, 0, 0, ldmatrix_kernel)(out, mode);
+      cudaDeviceSynchronize();
+    }, SIGABRT, {"error in kernel ldmatrix_kernel", "ldmatrix", needle});
+  };
+  dies("ldmatrix on a row 8 bytes off alignment", 1, "misaligned address");
+  dies("ldmatrix on rows the lanes wrote, without __syncwarp", 2, "changed while the warp's lanes arrived");
+  CUDA_OK(cudaFree(out));
+}
+
 void rules_reported() {
   float *out = nullptr;
   CUDA_OK(cudaMalloc(&out, kTile * kTile * sizeof(float)));
@@ -344,6 +410,7 @@ int main() {
   int failures = 0;
 #if defined(HS_CUDA_EMU)
   rules_reported();
+  ldmatrix_rules_reported();
 #else
   /* nvcc's build (tests/gpu/test_tile_mma_gpu): skipped where no GPU is visible */
   int devices = 0;
@@ -354,6 +421,7 @@ int main() {
 #endif
   mma_sync_exact<true>(&failures);
   mma_sync_exact<false>(&failures);
+  ldmatrix_exact(&failures);
   run_all<float, false>("float (scalar)", &failures);
   run_all<float, false, true>("float TF32 (warp_tile_mma)", &failures);
   run_all<hs_tile_bf16, false>("bf16 (warp_tile_mma)", &failures);

@@ -100,6 +100,7 @@ const hs_backend *hs_backend_cuda(int local_rank, char *why, size_t why_len) {
     HS_CUDA_CHECK(cudaEventCreateWithFlags(&device.comm_done, cudaEventDisableTiming));
     hs_cuda_gemm_init(&cuda_backend);
     hs_cuda_conv_init(&cuda_backend);
+    (void)hs_cuda_flash_kernels_wmma(); /* a bad HETSEQ_FLASH_KERNELS stops the job here, not at the first forward */
     /* every rank says which GPU it took (a mis-bound job shows two ranks on one GPU) */
     printf("| device = cuda: rank %d (local rank %d) uses GPU %d of %d (%s, compute capability %d.%d, %d SMs, "
            "%.1f GiB, PCI %s)\n",

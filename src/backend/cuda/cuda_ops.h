@@ -35,6 +35,9 @@ void hs_cuda_rel_flash_max_warps(int warps);
 /* The same kernels' backward under bf16/fp16 loads its dC tiles from a 16-bit copy of dctx (1, the
  * default) or from dctx (0). For tests: both give the same bits, which test_op_conformance checks. */
 void hs_cuda_rel_flash_dctx16(int on);
+/* kernels/flash_attention.cu: HETSEQ_FLASH_KERNELS, 1 for "wmma" (BERT's fused attention on its WMMA kernels),
+ * 0 for the default; any other value ends the job with a message naming it (hs_backend_cuda asks at start) */
+int hs_cuda_flash_kernels_wmma(void);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,4 @@
-// PTX mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{bf16,f16}.f32 on the emulated device (tests only;
+// PTX mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{bf16,f16}.f32 and ldmatrix (below) on the emulated device (tests only;
 // docs/gpu-emulation.md, "Register-fragment products"). kernels/mma_sync.cuh calls it where nvcc emits the
 // instruction.
 //
@@ -18,6 +18,7 @@
 #ifndef HS_EMU_MMA_SYNC_H
 #define HS_EMU_MMA_SYNC_H
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include "device_builtins.h"
 
@@ -89,6 +90,73 @@ inline void mma_m16n8k16(float d[4], const uint32_t a[4], const uint32_t b[2], c
   float cin[4] = {c[0], c[1], c[2], c[3]};
   MmaSyncArgs args{d, a, b, cin, bf16};
   warp_collective("mma.sync.m16n8k16", mma_sync_complete, &args, file, line);
+}
+
+// PTX ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16 (and .x2: two matrices, lanes 0-15 name their rows,
+// the other lanes' addresses are not read): lane l names row l % 8 of matrix l / 8 (8 consecutive 16-bit
+// values, 16-byte aligned); lane (g, t) receives r[m] = matrix m's row g, columns 2t and 2t + 1 (low half
+// first), or with .trans its rows 2t and 2t + 1 of column g. Each lane reads its row as it
+// arrives, as a GPU's lanes may read at any time before the warp goes on; a row that changes before the
+// last lane arrives (a write not ordered before the load by __syncwarp or __syncthreads) is reported, as a
+// misaligned row is (a GPU stops the kernel: cudaErrorMisalignedAddress).
+struct LdmatrixArgs {
+  uint32_t *r;
+  const uint16_t *row;
+  uint16_t seen[8]; // the row at this lane's arrival
+  bool trans;
+  int count; // matrices: 4 or 2
+};
+
+inline const char *ldmatrix_complete(void *const *args) {
+  static thread_local char msg[160];
+  const bool trans = static_cast<const LdmatrixArgs *>(args[0])->trans;
+  const int count = static_cast<const LdmatrixArgs *>(args[0])->count;
+  for (int l = 0; l < 32; l++) {
+    const LdmatrixArgs &m = *static_cast<const LdmatrixArgs *>(args[l]);
+    if (m.trans != trans || m.count != count) return "lanes differ in .trans or the number of matrices";
+    if (l < 8 * count && std::memcmp(m.seen, m.row, sizeof m.seen) != 0) {
+      std::snprintf(msg, sizeof msg,
+                    "the row lane %d names (%p) changed while the warp's lanes arrived: its writes need "
+                    "__syncwarp or __syncthreads before the load",
+                    l, static_cast<const void *>(m.row));
+      return msg;
+    }
+  }
+  uint32_t out[32][4];
+  for (int l = 0; l < 32; l++) {
+    const int g = l / 4, t = l % 4;
+    for (int mat = 0; mat < count; mat++) {
+      auto row = [&](int i) { return static_cast<const LdmatrixArgs *>(args[8 * mat + i])->seen; }; // matrix row i
+      uint16_t lo, hi;
+      if (trans)
+        lo = row(2 * t)[g], hi = row(2 * t + 1)[g];
+      else
+        lo = row(g)[2 * t], hi = row(g)[2 * t + 1];
+      out[l][mat] = static_cast<uint32_t>(lo) | static_cast<uint32_t>(hi) << 16;
+    }
+  }
+  for (int l = 0; l < 32; l++)
+    std::memcpy(static_cast<const LdmatrixArgs *>(args[l])->r, out[l], sizeof(uint32_t) * static_cast<size_t>(count));
+  return nullptr;
+}
+
+// lane_reads: whether this lane's row is read (every lane for 4 matrices, lanes 0-15 for 2)
+inline void ldmatrix_arrive(LdmatrixArgs &args, bool lane_reads, const char *name, const char *file, int line) {
+  if (lane_reads) {
+    if (reinterpret_cast<uintptr_t>(args.row) % 16 != 0) misaligned_vector(args.row, 16, "ldmatrix row", file, line);
+    std::memcpy(args.seen, args.row, sizeof args.seen);
+  }
+  warp_collective(name, ldmatrix_complete, &args, file, line);
+}
+inline void ldmatrix_x4(uint32_t r[4], const uint16_t *row, bool trans, const char *file, int line) {
+  LdmatrixArgs args{r, row, {}, trans, 4};
+  ldmatrix_arrive(args, true, "ldmatrix.sync.m8n8.x4", file, line);
+}
+inline void ldmatrix_x2(uint32_t r[2], const uint16_t *row, const char *file, int line) {
+  LdmatrixArgs args{r, row, {}, false, 2};
+  const ThreadCoords &c = coords("ldmatrix");
+  const unsigned lane = (c.tid.x + c.bdim.x * (c.tid.y + c.bdim.y * c.tid.z)) % 32;
+  ldmatrix_arrive(args, lane < 16, "ldmatrix.sync.m8n8.x2", file, line);
 }
 
 } // namespace hs_emu
