@@ -309,7 +309,7 @@ struct fwd_regs_smem {
   alignas(16) uint16_t v[kRegsTile * kRegsRow]; /* v[key][dim] */
 };
 
-/* Where a loader puts tile row r (of the STRIDE-value rows): row r, or with PAIRED the row that makes keys 2g
+/* Where a loader puts tile row r (of kRegsRow values each): row r, or with paired the row that makes keys 2g
  * and 2g + 1 of each 16 (the dK/dV kernel's fragment rows g and g + 8) rows g and g + 8, so that kernel's
  * A fragments are plain ldmatrix loads of consecutive rows (its even keys 2·144 bytes apart hit 4 bank
  * groups twice) */
